@@ -1,0 +1,1 @@
+# Filled in by the program's own issue.

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Shared command-line helpers (see cli.h): the one place that decides how
+ * programs name themselves and report bad usage.
+ */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char *cli_prog = PACKAGE_NAME;
+
+void qt_cli_init(const char *argv0)
+{
+	const char *slash;
+
+	if (!argv0 || !*argv0)
+		return;
+	slash = strrchr(argv0, '/');
+	cli_prog = slash ? slash + 1 : argv0;
+}
+
+const char *qt_cli_prog(void)
+{
+	return cli_prog;
+}
+
+void qt_cli_print_version(void)
+{
+	printf("%s (%s) %s\n", cli_prog, PACKAGE_NAME, PACKAGE_VERSION);
+}
+
+int qt_cli_usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", cli_prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry '%s --help' for more information.\n", cli_prog);
+	return QT_EXIT_USAGE;
+}
+
+int qt_cli_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", cli_prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return QT_EXIT_FAILURE;
+}

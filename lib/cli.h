@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Command-line conventions shared by every program: --help prints usage to
+ * stdout and exits 0; --version prints "PROG (dpu-offload) VERSION"; a usage
+ * error prints one line naming the problem plus a hint to stderr and exits 2
+ * (QT_EXIT_USAGE); a runtime failure exits 1 (QT_EXIT_FAILURE).
+ */
+#pragma once
+
+#include <glib.h>
+
+enum {
+	QT_EXIT_OK = 0,
+	QT_EXIT_FAILURE = 1,
+	QT_EXIT_USAGE = 2,
+};
+
+/* Program name for messages: basename of argv[0], set once by qt_cli_init(). */
+void qt_cli_init(const char *argv0);
+const char *qt_cli_prog(void);
+void qt_cli_print_version(void);
+/* Print "PROG: MESSAGE" and the --help hint to stderr; returns QT_EXIT_USAGE. */
+int qt_cli_usage_error(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+/* Print "PROG: MESSAGE" to stderr; returns QT_EXIT_FAILURE. */
+int qt_cli_fail(const char *fmt, ...) G_GNUC_PRINTF(1, 2);

@@ -1,0 +1,840 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Framed connections: handshake, call/reply matching, flow control and
+ * orderly close, on top of a loop stream (see conn.h for the states and
+ * invariants).  Also the accept side: qt_server.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "log.h"
+
+#define LINGER_MS 1000
+#define HANDSHAKE_MAX_PAYLOAD 1024
+
+enum conn_state {
+	CONN_HANDSHAKE,
+	CONN_READY,
+	CONN_CLOSING,
+	CONN_CLOSED,
+};
+
+struct call {
+	struct qt_conn *conn;
+	uint64_t id;
+	uint64_t timeout_ms;
+	qt_reply_fn cb;
+	void *arg;
+	struct qt_timer *timer;
+	struct qt_msg *req; /* while waiting for a slot; NULL once sent */
+	GList link;	    /* in conn->waitq while waiting */
+};
+
+struct qt_conn {
+	gint refs; /* atomic */
+	struct qt_loop *loop;
+	struct qt_stream *stream;
+	struct qt_server *server; /* when accepted by one */
+	enum conn_state state;
+	const struct qt_conn_ops *ops;
+	void *user;
+	char *peer;
+
+	struct qt_conn_opts o;
+	struct qt_frame_asm fasm;
+	struct qt_auth *auth; /* during HANDSHAKE */
+	char *peer_name;
+	struct qt_timer *handshake_timer;
+	struct qt_timer *linger_timer;
+
+	/* our calls */
+	uint64_t next_id;
+	GHashTable *pending; /* id -> struct call*, on the wire */
+	GQueue waitq;	     /* struct call*, not yet sent */
+
+	/* the peer's requests */
+	GHashTable *serving; /* ids being served */
+	GQueue backlog;	     /* struct qt_msg*, parsed but not yet dispatched */
+	bool draining;
+
+	int close_err;
+	char *close_reason;
+};
+
+static void conn_update_reading(struct qt_conn *c);
+static void conn_issue_waiting(struct qt_conn *c);
+static void server_conn_closed(struct qt_server *srv, struct qt_conn *c);
+
+/* ---- lifetime ---------------------------------------------------------- */
+
+struct qt_conn *qt_conn_ref(struct qt_conn *c)
+{
+	g_atomic_int_inc(&c->refs);
+	return c;
+}
+
+static void conn_free(struct qt_conn *c)
+{
+	struct qt_msg *m;
+
+	qt_frame_asm_clear(&c->fasm);
+	qt_auth_free(c->auth);
+	g_hash_table_destroy(c->pending);
+	g_hash_table_destroy(c->serving);
+	while ((m = g_queue_pop_head(&c->backlog)))
+		qt_msg_free(m);
+	g_free(c->peer);
+	g_free(c->peer_name);
+	g_free(c->close_reason);
+	g_free(c);
+}
+
+void qt_conn_unref(struct qt_conn *c)
+{
+	if (c && g_atomic_int_dec_and_test(&c->refs))
+		conn_free(c);
+}
+
+bool qt_conn_is_ready(const struct qt_conn *c) { return c->state == CONN_READY; }
+const char *qt_conn_peer(const struct qt_conn *c) { return c->peer; }
+const char *qt_conn_peer_name(const struct qt_conn *c) { return c->peer_name ? c->peer_name : ""; }
+int qt_conn_fd(const struct qt_conn *c) { return c->stream ? qt_stream_fd(c->stream) : -1; }
+void *qt_conn_user(const struct qt_conn *c) { return c->user; }
+void qt_conn_set_user(struct qt_conn *c, void *user) { c->user = user; }
+unsigned qt_conn_calls_inflight(const struct qt_conn *c) { return g_hash_table_size(c->pending); }
+unsigned qt_conn_requests_inflight(const struct qt_conn *c) { return g_hash_table_size(c->serving); }
+size_t qt_conn_queued(const struct qt_conn *c) { return c->stream ? qt_stream_queued(c->stream) : 0; }
+
+bool qt_conn_reading(const struct qt_conn *c)
+{
+	return c->stream && qt_stream_reading(c->stream);
+}
+
+/* ---- calls ------------------------------------------------------------- */
+
+static void call_finish(struct call *k, int err, struct qt_msg *reply)
+{
+	qt_timer_cancel(k->timer);
+	k->timer = NULL;
+	qt_msg_free(k->req);
+	k->cb(k->conn, err, reply, k->arg);
+	g_free(k);
+}
+
+static void call_timeout(void *arg)
+{
+	struct call *k = arg;
+	struct qt_conn *c = k->conn;
+
+	k->timer = NULL;
+	if (k->req) {
+		g_queue_unlink(&c->waitq, &k->link);
+	} else {
+		/* A late reply for this id is dropped when it arrives. */
+		g_hash_table_remove(c->pending, &k->id);
+	}
+	call_finish(k, -ETIMEDOUT, NULL);
+	conn_issue_waiting(c);
+}
+
+static bool can_send_call(const struct qt_conn *c)
+{
+	return c->state == CONN_READY && g_hash_table_size(c->pending) < c->o.max_inflight &&
+	       qt_stream_queued(c->stream) < c->o.max_queued;
+}
+
+static void call_put_on_wire(struct qt_conn *c, struct call *k)
+{
+	struct qt_msg *req = g_steal_pointer(&k->req);
+
+	g_hash_table_insert(c->pending, &k->id, k);
+	qt_stream_send(c->stream, req);
+}
+
+static void conn_issue_waiting(struct qt_conn *c)
+{
+	while (c->waitq.length && can_send_call(c)) {
+		GList *it = g_queue_pop_head_link(&c->waitq);
+
+		call_put_on_wire(c, it->data);
+	}
+}
+
+int qt_conn_call(struct qt_conn *c, struct qt_msg *req, uint64_t timeout_ms, qt_reply_fn cb,
+		 void *arg)
+{
+	struct call *k;
+
+	if (c->state >= CONN_CLOSING) {
+		qt_msg_free(req);
+		return -ENOTCONN;
+	}
+	if (c->waitq.length >= 4u * c->o.max_inflight && !can_send_call(c)) {
+		qt_msg_free(req);
+		return -EAGAIN;
+	}
+	if (++c->next_id == 0)
+		c->next_id = 1;
+	qt_msg_set_id(req, c->next_id);
+	qt_msg_set_flags(req, qt_msg_flags(req) & ~(QT_FLAG_REPLY | QT_FLAG_ERROR | QT_FLAG_MORE));
+	if (qt_msg_finish(req) < 0 || qt_msg_payload_len(req) > c->o.max_payload) {
+		qt_msg_free(req);
+		return -EMSGSIZE;
+	}
+	k = g_new0(struct call, 1);
+	k->conn = c;
+	k->id = c->next_id;
+	k->timeout_ms = timeout_ms;
+	k->cb = cb;
+	k->arg = arg;
+	k->req = req;
+	k->link.data = k;
+	if (timeout_ms)
+		k->timer = qt_timer_add(c->loop, timeout_ms, call_timeout, k);
+	if (can_send_call(c) && !c->waitq.length)
+		call_put_on_wire(c, k);
+	else
+		g_queue_push_tail_link(&c->waitq, &k->link);
+	return 0;
+}
+
+/* Fail every call, sent or waiting, with @err. */
+static void fail_calls(struct qt_conn *c, int err)
+{
+	GHashTableIter it;
+	gpointer v;
+	GList *l;
+	GPtrArray *all = g_ptr_array_new();
+
+	g_hash_table_iter_init(&it, c->pending);
+	while (g_hash_table_iter_next(&it, NULL, &v))
+		g_ptr_array_add(all, v);
+	g_hash_table_remove_all(c->pending);
+	while ((l = g_queue_pop_head_link(&c->waitq)))
+		g_ptr_array_add(all, l->data);
+	for (guint i = 0; i < all->len; i++)
+		call_finish(g_ptr_array_index(all, i), err, NULL);
+	g_ptr_array_free(all, TRUE);
+}
+
+static void handle_reply(struct qt_conn *c, struct qt_msg *m)
+{
+	uint64_t id = qt_msg_id(m);
+	uint8_t flags = qt_msg_flags(m);
+	struct call *k = g_hash_table_lookup(c->pending, &id);
+
+	if (!k) {
+		qt_debug("conn %s: dropping reply to unknown or expired call %" G_GUINT64_FORMAT, c->peer, id);
+		qt_msg_free(m);
+		return;
+	}
+	if (flags & QT_FLAG_ERROR) {
+		struct qt_rd r;
+		uint32_t e = EIO;
+
+		qt_rd_init_msg(&r, m);
+		if (qt_rd_u32(&r, &e) < 0 || e == 0 || e > 4095)
+			e = EPROTO;
+		qt_msg_free(m);
+		g_hash_table_remove(c->pending, &id);
+		call_finish(k, -(int)e, NULL);
+		conn_issue_waiting(c);
+		return;
+	}
+	if (flags & QT_FLAG_MORE) {
+		/* A stream of replies: the deadline restarts with each part. */
+		if (k->timer) {
+			qt_timer_cancel(k->timer);
+			k->timer = qt_timer_add(c->loop, k->timeout_ms, call_timeout, k);
+		}
+		k->cb(c, 0, m, k->arg);
+		return;
+	}
+	g_hash_table_remove(c->pending, &id);
+	call_finish(k, 0, m);
+	conn_issue_waiting(c);
+}
+
+/* ---- sync calls from other threads ------------------------------------- */
+
+struct sync_call {
+	GMutex lock;
+	GCond cond;
+	bool done;
+	int err;
+	bool streamed;
+	struct qt_conn *conn;
+	struct qt_msg *req;
+	struct qt_msg *reply;
+	uint64_t timeout_ms;
+};
+
+static void sync_done(struct qt_conn *c, int err, struct qt_msg *reply, void *arg)
+{
+	struct sync_call *sc = arg;
+
+	if (reply && (qt_msg_flags(reply) & QT_FLAG_MORE)) {
+		sc->streamed = true;
+		qt_msg_free(reply);
+		return;
+	}
+	if (sc->streamed && err == 0) {
+		qt_msg_free(reply);
+		reply = NULL;
+		err = -EPROTO;
+	}
+	g_mutex_lock(&sc->lock);
+	sc->err = err;
+	sc->reply = reply;
+	sc->done = true;
+	g_cond_signal(&sc->cond);
+	g_mutex_unlock(&sc->lock);
+}
+
+static void sync_start(void *arg)
+{
+	struct sync_call *sc = arg;
+	int r = qt_conn_call(sc->conn, g_steal_pointer(&sc->req), sc->timeout_ms, sync_done, sc);
+
+	if (r < 0)
+		sync_done(sc->conn, r, NULL, sc);
+}
+
+int qt_conn_call_sync(struct qt_conn *c, struct qt_msg *req, uint64_t timeout_ms,
+		      struct qt_msg **reply)
+{
+	struct sync_call sc = {.conn = c, .req = req, .timeout_ms = timeout_ms};
+	int err;
+
+	/* Waiting on the loop's own thread would wait forever. */
+	g_assert(!qt_loop_in_thread(c->loop));
+	g_mutex_init(&sc.lock);
+	g_cond_init(&sc.cond);
+	qt_conn_ref(c);
+	qt_loop_post(c->loop, sync_start, &sc);
+	g_mutex_lock(&sc.lock);
+	while (!sc.done)
+		g_cond_wait(&sc.cond, &sc.lock);
+	g_mutex_unlock(&sc.lock);
+	qt_conn_unref(c);
+	g_mutex_clear(&sc.lock);
+	g_cond_clear(&sc.cond);
+	err = sc.err;
+	if (err == 0)
+		*reply = sc.reply;
+	return err;
+}
+
+/* ---- serving the peer's requests ----------------------------------------- */
+
+static bool can_dispatch(const struct qt_conn *c)
+{
+	return c->state == CONN_READY && g_hash_table_size(c->serving) < c->o.max_inflight &&
+	       qt_stream_queued(c->stream) < c->o.max_queued;
+}
+
+static void dispatch_request(struct qt_conn *c, struct qt_msg *m)
+{
+	uint64_t id = qt_msg_id(m);
+
+	if (id) {
+		uint64_t *key = g_new(uint64_t, 1);
+
+		*key = id;
+		g_hash_table_add(c->serving, key);
+	}
+	c->ops->request(c, m, c->user);
+}
+
+static void drain_backlog(struct qt_conn *c)
+{
+	/* A reply sent from inside a request callback must not recurse into here. */
+	if (c->draining)
+		return;
+	c->draining = true;
+	while (c->backlog.length && can_dispatch(c))
+		dispatch_request(c, g_queue_pop_head(&c->backlog));
+	c->draining = false;
+	conn_update_reading(c);
+}
+
+static void conn_update_reading(struct qt_conn *c)
+{
+	bool on;
+
+	if (c->state >= CONN_CLOSING)
+		on = false;
+	else if (c->state == CONN_HANDSHAKE)
+		on = true;
+	else
+		on = !c->backlog.length && can_dispatch(c);
+	qt_stream_set_reading(c->stream, on);
+}
+
+int qt_conn_reply(struct qt_conn *c, struct qt_msg *reply)
+{
+	uint64_t id = qt_msg_id(reply);
+	uint8_t flags = qt_msg_flags(reply) | QT_FLAG_REPLY;
+
+	if (c->state >= CONN_CLOSING) {
+		qt_msg_free(reply);
+		return -ENOTCONN;
+	}
+	if (!g_hash_table_contains(c->serving, &id)) {
+		qt_debug("conn %s: reply to request %" G_GUINT64_FORMAT " that is not being served",
+			 c->peer, id);
+		qt_msg_free(reply);
+		return -ENOENT;
+	}
+	qt_msg_set_flags(reply, flags);
+	if (qt_msg_finish(reply) < 0) {
+		/* The answer did not fit: tell the peer so rather than leave it waiting. */
+		struct qt_msg *e = qt_msg_new(qt_msg_type(reply), QT_FLAG_REPLY | QT_FLAG_ERROR, id);
+
+		qt_msg_free(reply);
+		qt_msg_put_u32(e, EMSGSIZE);
+		qt_msg_finish(e);
+		reply = e;
+		flags = QT_FLAG_REPLY | QT_FLAG_ERROR;
+	}
+	if (!(flags & QT_FLAG_MORE))
+		g_hash_table_remove(c->serving, &id);
+	qt_stream_send(c->stream, reply);
+	drain_backlog(c);
+	return 0;
+}
+
+int qt_conn_send(struct qt_conn *c, struct qt_msg *m)
+{
+	if (c->state != CONN_READY) {
+		qt_msg_free(m);
+		return -ENOTCONN;
+	}
+	qt_msg_set_id(m, 0);
+	if (qt_msg_finish(m) < 0) {
+		qt_msg_free(m);
+		return -EMSGSIZE;
+	}
+	qt_stream_send(c->stream, m);
+	conn_update_reading(c);
+	return 0;
+}
+
+/* ---- closing ----------------------------------------------------------- */
+
+static void linger_expired(void *arg)
+{
+	struct qt_conn *c = arg;
+
+	c->linger_timer = NULL;
+	qt_stream_close(c->stream);
+}
+
+static void conn_begin_close(struct qt_conn *c, int err, const char *reason, bool flush)
+{
+	struct qt_msg *m;
+
+	if (c->state >= CONN_CLOSING)
+		return;
+	c->state = CONN_CLOSING;
+	c->close_err = err;
+	c->close_reason = g_strdup(reason ? reason : (err ? g_strerror(-err) : "closed"));
+	g_clear_pointer(&c->handshake_timer, qt_timer_cancel);
+	qt_stream_set_reading(c->stream, false);
+	while ((m = g_queue_pop_head(&c->backlog)))
+		qt_msg_free(m);
+	fail_calls(c, err && err != -ECONNABORTED ? err : -ECONNABORTED);
+	if (flush && qt_stream_queued(c->stream))
+		c->linger_timer = qt_timer_add(c->loop, LINGER_MS, linger_expired, c);
+	else
+		qt_stream_close(c->stream);
+}
+
+void qt_conn_close(struct qt_conn *c, int err, const char *reason)
+{
+	conn_begin_close(c, err, reason, true);
+}
+
+/* ---- stream callbacks -------------------------------------------------- */
+
+static void conn_ready(struct qt_conn *c)
+{
+	c->state = CONN_READY;
+	c->fasm.max_payload = c->o.max_payload;
+	g_free(c->peer_name);
+	c->peer_name = g_strdup(qt_auth_peer_name(c->auth));
+	g_clear_pointer(&c->auth, qt_auth_free);
+	g_clear_pointer(&c->handshake_timer, qt_timer_cancel);
+	if (c->ops->ready)
+		c->ops->ready(c, c->user);
+	if (c->state == CONN_READY)
+		conn_issue_waiting(c);
+}
+
+static void handle_handshake(struct qt_conn *c, struct qt_msg *m)
+{
+	struct qt_msg *out = NULL;
+	int r = qt_auth_step(c->auth, m, &out);
+
+	qt_msg_free(m);
+	if (out)
+		qt_stream_send(c->stream, out);
+	if (r < 0) {
+		g_autofree char *why = g_strdup_printf("authentication with %s failed: %s", c->peer,
+						       qt_auth_reason(c->auth));
+
+		conn_begin_close(c, r, why, true);
+	} else if (r == 1) {
+		conn_ready(c);
+	}
+}
+
+static void handle_frame(struct qt_conn *c, struct qt_msg *m)
+{
+	if (c->state == CONN_HANDSHAKE) {
+		handle_handshake(c, m);
+		return;
+	}
+	if (qt_msg_flags(m) & QT_FLAG_REPLY) {
+		handle_reply(c, m);
+		return;
+	}
+	if (qt_msg_type(m) < QT_MSG_USER_MIN) {
+		/* Control messages after the handshake: only PING is known; the rest is ignored. */
+		if (qt_msg_type(m) == QT_MSG_PING && qt_msg_id(m)) {
+			uint64_t *key = g_new(uint64_t, 1);
+
+			*key = qt_msg_id(m);
+			g_hash_table_add(c->serving, key);
+			qt_conn_reply(c, qt_msg_new_reply(m, QT_MSG_PING));
+		}
+		qt_msg_free(m);
+		return;
+	}
+	if (qt_msg_id(m) && g_hash_table_contains(c->serving, &(uint64_t){qt_msg_id(m)})) {
+		qt_msg_free(m);
+		conn_begin_close(c, -EPROTO, "peer reused the id of a request still being served", false);
+		return;
+	}
+	if (!c->backlog.length && can_dispatch(c))
+		dispatch_request(c, m);
+	else
+		g_queue_push_tail(&c->backlog, m);
+}
+
+static void on_data(struct qt_stream *s, const uint8_t *p, size_t n, void *arg)
+{
+	struct qt_conn *c = arg;
+
+	while (n && c->state < CONN_CLOSING) {
+		struct qt_msg *m = NULL;
+		ssize_t used = qt_frame_asm_feed(&c->fasm, p, n, &m);
+
+		if (used < 0) {
+			g_autofree char *why = g_strdup_printf("protocol error from %s: %s", c->peer,
+							       used == -EMSGSIZE ? "frame too large"
+							       : used == -EPROTONOSUPPORT ? "unsupported protocol version"
+							       : "malformed frame header");
+
+			conn_begin_close(c, (int)used, why, false);
+			return;
+		}
+		p += used;
+		n -= (size_t)used;
+		if (m)
+			handle_frame(c, m);
+	}
+	if (c->state < CONN_CLOSING)
+		conn_update_reading(c);
+}
+
+static void on_eof(struct qt_stream *s, int err, void *arg)
+{
+	struct qt_conn *c = arg;
+	g_autofree char *why = NULL;
+
+	if (c->state >= CONN_CLOSING) {
+		/* Already closing: a failed write means there is nothing more to flush. */
+		if (err && c->linger_timer) {
+			g_clear_pointer(&c->linger_timer, qt_timer_cancel);
+			qt_stream_close(c->stream);
+		}
+		return;
+	}
+	if (err)
+		why = g_strdup_printf("connection to %s failed: %s", c->peer, g_strerror(-err));
+	else if (c->state == CONN_HANDSHAKE)
+		why = g_strdup_printf("%s closed the connection during the handshake", c->peer);
+	else if (!qt_frame_asm_idle(&c->fasm))
+		why = g_strdup_printf("%s closed the connection in the middle of a frame", c->peer);
+	else
+		why = g_strdup_printf("%s closed the connection", c->peer);
+	if (!err && c->state == CONN_HANDSHAKE)
+		err = -ECONNRESET;
+	else if (!err && !qt_frame_asm_idle(&c->fasm))
+		err = -EPROTO;
+	/* After a clean EOF the replies already queued may still reach the peer. */
+	conn_begin_close(c, err, why, !err);
+}
+
+static void on_sent(struct qt_stream *s, void *arg)
+{
+	struct qt_conn *c = arg;
+
+	if (c->state == CONN_CLOSING) {
+		if (c->linger_timer && qt_stream_queued(s) == 0) {
+			g_clear_pointer(&c->linger_timer, qt_timer_cancel);
+			qt_stream_close(s);
+		}
+		return;
+	}
+	if (c->state == CONN_READY) {
+		conn_issue_waiting(c);
+		drain_backlog(c);
+	}
+}
+
+static void on_closed(struct qt_stream *s, void *arg)
+{
+	struct qt_conn *c = arg;
+
+	c->state = CONN_CLOSED;
+	g_clear_pointer(&c->linger_timer, qt_timer_cancel);
+	g_clear_pointer(&c->handshake_timer, qt_timer_cancel);
+	c->stream = NULL;
+	fail_calls(c, -ECONNABORTED);
+	if (c->ops->closed)
+		c->ops->closed(c, c->close_err, c->close_reason, c->user);
+	if (c->server)
+		server_conn_closed(c->server, c);
+	qt_conn_unref(c);
+}
+
+static const struct qt_stream_ops conn_stream_ops = {
+	.data = on_data,
+	.eof = on_eof,
+	.sent = on_sent,
+	.closed = on_closed,
+};
+
+static void handshake_expired(void *arg)
+{
+	struct qt_conn *c = arg;
+	g_autofree char *why = g_strdup_printf("authentication with %s timed out", c->peer);
+
+	c->handshake_timer = NULL;
+	conn_begin_close(c, -ETIMEDOUT, why, false);
+}
+
+static struct qt_conn *conn_create(struct qt_loop *l, int rfd, int wfd, const struct qt_conn_opts *o,
+				   const struct qt_conn_ops *ops, void *user)
+{
+	struct qt_conn *c = g_new0(struct qt_conn, 1);
+
+	c->refs = 1; /* the loop's, dropped after ops->closed */
+	c->loop = l;
+	c->ops = ops;
+	c->user = user;
+	c->o = *o;
+	c->o.psk = o->psk;
+	c->o.name = NULL;
+	if (!c->o.max_payload)
+		c->o.max_payload = QT_WIRE_DEFAULT_MAX_PAYLOAD;
+	c->o.max_payload = MIN(c->o.max_payload, QT_WIRE_HARD_MAX_PAYLOAD);
+	if (!c->o.max_inflight)
+		c->o.max_inflight = QT_CONN_DEFAULT_MAX_INFLIGHT;
+	if (!c->o.max_queued)
+		c->o.max_queued = QT_CONN_DEFAULT_MAX_QUEUED;
+	if (!c->o.handshake_ms)
+		c->o.handshake_ms = QT_CONN_DEFAULT_HANDSHAKE_MS;
+	c->peer = rfd == wfd ? qt_socket_peer_name(rfd) : g_strdup("stdio");
+	/* Until the peer is authenticated it may not make us allocate more than this. */
+	qt_frame_asm_init(&c->fasm, HANDSHAKE_MAX_PAYLOAD);
+	c->pending = g_hash_table_new(g_int64_hash, g_int64_equal);
+	c->serving = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+	g_queue_init(&c->waitq);
+	g_queue_init(&c->backlog);
+	c->auth = qt_auth_new(o->role == QT_CONN_CLIENT ? QT_AUTH_CLIENT : QT_AUTH_SERVER, o->psk,
+			      o->nonces, o->name);
+	c->stream = qt_stream_new(l, rfd, wfd, &conn_stream_ops, c);
+	c->handshake_timer = qt_timer_add(l, c->o.handshake_ms, handshake_expired, c);
+	return c;
+}
+
+int qt_conn_new(struct qt_loop *l, int rfd, int wfd, const struct qt_conn_opts *o,
+		const struct qt_conn_ops *ops, void *user, struct qt_conn **out)
+{
+	struct qt_conn *c = conn_create(l, rfd, wfd, o, ops, user);
+
+	if (o->role == QT_CONN_CLIENT) {
+		struct qt_msg *hello = NULL;
+		int r = qt_auth_start(c->auth, &hello);
+
+		if (r < 0) {
+			conn_begin_close(c, r, qt_auth_reason(c->auth), false);
+			return r;
+		}
+		qt_stream_send(c->stream, hello);
+	}
+	qt_stream_set_reading(c->stream, true);
+	*out = c;
+	return 0;
+}
+
+int qt_conn_connect(struct qt_loop *l, const struct qt_endpoint *ep, int timeout_ms,
+		    const struct qt_conn_opts *o, const struct qt_conn_ops *ops, void *user,
+		    struct qt_conn **out)
+{
+	int fd, r;
+
+	if (ep->kind == QT_EP_STDIO)
+		return qt_conn_new(l, 0, 1, o, ops, user, out);
+	r = qt_endpoint_connect(ep, timeout_ms, &fd);
+	if (r < 0)
+		return r;
+	return qt_conn_new(l, fd, fd, o, ops, user, out);
+}
+
+/* ---- server ------------------------------------------------------------ */
+
+struct qt_server {
+	struct qt_loop *loop;
+	struct qt_conn_opts o;
+	unsigned max_conns;
+	const struct qt_conn_ops *ops;
+	void *user;
+	GPtrArray *listeners;
+	GHashTable *conns; /* struct qt_conn* set */
+	bool shutting_down;
+};
+
+struct qt_server *qt_server_new(struct qt_loop *l, const struct qt_conn_opts *o, unsigned max_conns,
+				const struct qt_conn_ops *ops, void *user)
+{
+	struct qt_server *srv = g_new0(struct qt_server, 1);
+
+	srv->loop = l;
+	srv->o = *o;
+	srv->o.role = QT_CONN_SERVER;
+	srv->max_conns = max_conns;
+	srv->ops = ops;
+	srv->user = user;
+	srv->listeners = g_ptr_array_new();
+	srv->conns = g_hash_table_new(NULL, NULL);
+	return srv;
+}
+
+static void server_refuse(struct qt_server *srv, int fd)
+{
+	struct qt_msg *m = qt_msg_new(QT_MSG_AUTH_FAIL, 0, 0);
+	ssize_t w;
+
+	qt_msg_put_u32(m, EBUSY);
+	qt_msg_put_str(m, "server has too many connections");
+	qt_msg_finish(m);
+	/* Best effort on a fresh socket with an empty buffer; never block. */
+	w = send(fd, m->data, m->len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	(void)w;
+	qt_msg_free(m);
+	close(fd);
+}
+
+static int server_start_conn(struct qt_server *srv, int rfd, int wfd, struct qt_conn **out)
+{
+	struct qt_conn *c;
+	int r = qt_conn_new(srv->loop, rfd, wfd, &srv->o, srv->ops, srv->user, &c);
+
+	if (r < 0)
+		return r;
+	c->server = srv;
+	g_hash_table_add(srv->conns, c);
+	if (out)
+		*out = c;
+	return 0;
+}
+
+static void server_accept(void *arg, int fd)
+{
+	struct qt_server *srv = arg;
+
+	if (srv->shutting_down || (srv->max_conns && g_hash_table_size(srv->conns) >= srv->max_conns)) {
+		qt_debug("server: refusing a connection: %u connections already", g_hash_table_size(srv->conns));
+		server_refuse(srv, fd);
+		return;
+	}
+	qt_socket_tune(fd);
+	server_start_conn(srv, fd, fd, NULL);
+}
+
+int qt_server_listen(struct qt_server *srv, const struct qt_endpoint *ep, char **msg)
+{
+	int fd, r = qt_endpoint_listen(ep, 128, &fd);
+
+	if (r < 0) {
+		*msg = g_strdup_printf("cannot listen on %s: %s", ep->uri, g_strerror(-r));
+		return r;
+	}
+	qt_server_listen_fd(srv, fd);
+	return 0;
+}
+
+void qt_server_listen_fd(struct qt_server *srv, int fd)
+{
+	g_ptr_array_add(srv->listeners, qt_listener_add(srv->loop, fd, server_accept, srv));
+}
+
+int qt_server_adopt(struct qt_server *srv, int rfd, int wfd, struct qt_conn **out)
+{
+	return server_start_conn(srv, rfd, wfd, out);
+}
+
+unsigned qt_server_conn_count(const struct qt_server *srv)
+{
+	return g_hash_table_size(srv->conns);
+}
+
+static void server_conn_closed(struct qt_server *srv, struct qt_conn *c)
+{
+	g_hash_table_remove(srv->conns, c);
+}
+
+void qt_server_shutdown(struct qt_server *srv)
+{
+	GHashTableIter it;
+	gpointer k;
+	GPtrArray *all = g_ptr_array_new();
+
+	srv->shutting_down = true;
+	for (guint i = 0; i < srv->listeners->len; i++)
+		qt_listener_remove(g_ptr_array_index(srv->listeners, i));
+	g_ptr_array_set_size(srv->listeners, 0);
+	g_hash_table_iter_init(&it, srv->conns);
+	while (g_hash_table_iter_next(&it, &k, NULL))
+		g_ptr_array_add(all, k);
+	for (guint i = 0; i < all->len; i++)
+		qt_conn_close(g_ptr_array_index(all, i), 0, "server shutting down");
+	g_ptr_array_free(all, TRUE);
+}
+
+void qt_server_free(struct qt_server *srv)
+{
+	if (!srv)
+		return;
+	for (guint i = 0; i < srv->listeners->len; i++)
+		qt_listener_remove(g_ptr_array_index(srv->listeners, i));
+	g_ptr_array_free(srv->listeners, TRUE);
+	/* Connections still open keep working but no longer count against us. */
+	GHashTableIter it;
+	gpointer k;
+
+	g_hash_table_iter_init(&it, srv->conns);
+	while (g_hash_table_iter_next(&it, &k, NULL))
+		((struct qt_conn *)k)->server = NULL;
+	g_hash_table_destroy(srv->conns);
+	g_free(srv);
+}

@@ -1,0 +1,453 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Endpoint URIs and their sockets (see endpoint.h).  The parser refuses
+ * anything it does not fully understand rather than guessing: a port out of
+ * range, a trailing character, a relative unix path.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/vm_sockets.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "endpoint.h"
+
+void qt_endpoint_free(struct qt_endpoint *ep)
+{
+	if (!ep)
+		return;
+	g_free(ep->host);
+	g_free(ep->path);
+	g_free(ep->uri);
+	g_free(ep);
+}
+
+static int bad(char **msg, const char *uri, const char *why)
+{
+	*msg = g_strdup_printf("invalid endpoint \"%s\": %s", uri, why);
+	return -EINVAL;
+}
+
+static int parse_u32(const char *s, uint32_t max, uint32_t *out)
+{
+	guint64 v;
+
+	if (!*s || !g_ascii_string_to_unsigned(s, 10, 0, max, &v, NULL))
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int parse_tcp(const char *uri, const char *rest, struct qt_endpoint *ep, char **msg)
+{
+	g_autofree char *host = NULL;
+	const char *colon;
+	uint32_t port;
+
+	if (rest[0] == '[') {
+		const char *close = strchr(rest, ']');
+		struct in6_addr a6;
+
+		if (!close)
+			return bad(msg, uri, "missing ']' after IPv6 address");
+		host = g_strndup(rest + 1, (gsize)(close - rest - 1));
+		if (inet_pton(AF_INET6, host, &a6) != 1)
+			return bad(msg, uri, "not an IPv6 address inside [...]");
+		if (close[1] != ':')
+			return bad(msg, uri, "expected ':PORT' after ']'");
+		colon = close + 1;
+	} else {
+		colon = strrchr(rest, ':');
+		if (!colon)
+			return bad(msg, uri, "expected tcp://HOST:PORT");
+		host = g_strndup(rest, (gsize)(colon - rest));
+		if (strchr(host, ':'))
+			return bad(msg, uri, "IPv6 addresses must be written in brackets: tcp://[::1]:PORT");
+		if (strchr(host, '/'))
+			return bad(msg, uri, "unexpected '/' in host");
+	}
+	if (parse_u32(colon + 1, 65535, &port) < 0)
+		return bad(msg, uri, "port must be a number from 0 to 65535");
+	ep->kind = QT_EP_TCP;
+	ep->port = (uint16_t)port;
+	if (*host && strcmp(host, "*") != 0)
+		ep->host = g_steal_pointer(&host);
+	if (ep->host && strchr(ep->host, ':'))
+		ep->uri = g_strdup_printf("tcp://[%s]:%u", ep->host, port);
+	else
+		ep->uri = g_strdup_printf("tcp://%s:%u", ep->host ? ep->host : "*", port);
+	return 0;
+}
+
+static int parse_unix(const char *uri, const char *rest, struct qt_endpoint *ep, char **msg)
+{
+	struct sockaddr_un sun;
+
+	/* Accept unix:/p and unix:///p; unix://p would be a host name, which unix lacks. */
+	if (g_str_has_prefix(rest, "//"))
+		rest += 2;
+	ep->kind = QT_EP_UNIX;
+	if (rest[0] == '@') {
+		ep->abstract = true;
+		rest++;
+		if (!*rest)
+			return bad(msg, uri, "empty abstract socket name");
+	} else if (rest[0] != '/') {
+		return bad(msg, uri, "unix socket path must be absolute (unix:/PATH or unix:@NAME)");
+	}
+	if (strlen(rest) + (ep->abstract ? 1 : 0) >= sizeof(sun.sun_path))
+		return bad(msg, uri, "unix socket path too long (max 107 bytes)");
+	ep->path = g_strdup(rest);
+	ep->uri = g_strdup_printf("unix:%s%s", ep->abstract ? "@" : "", rest);
+	return 0;
+}
+
+static int parse_vsock(const char *uri, const char *rest, struct qt_endpoint *ep, char **msg)
+{
+	const char *colon = strchr(rest, ':');
+	g_autofree char *cid = NULL;
+	uint32_t port;
+
+	if (!colon)
+		return bad(msg, uri, "expected vsock://CID:PORT");
+	cid = g_strndup(rest, (gsize)(colon - rest));
+	if (strcmp(cid, "host") == 0)
+		ep->cid = VMADDR_CID_HOST;
+	else if (strcmp(cid, "local") == 0)
+		ep->cid = 1; /* VMADDR_CID_LOCAL, missing from older headers */
+	else if (strcmp(cid, "any") == 0 || strcmp(cid, "*") == 0)
+		ep->cid = VMADDR_CID_ANY;
+	else if (parse_u32(cid, UINT32_MAX, &ep->cid) < 0)
+		return bad(msg, uri, "CID must be a number, host, local or any");
+	if (parse_u32(colon + 1, UINT32_MAX - 1, &port) < 0)
+		return bad(msg, uri, "vsock port must be a number");
+	ep->kind = QT_EP_VSOCK;
+	ep->vport = port;
+	ep->uri = g_strdup_printf("vsock://%u:%u", ep->cid, port);
+	return 0;
+}
+
+int qt_endpoint_parse(const char *uri, struct qt_endpoint **out, char **msg)
+{
+	g_autoptr(qt_endpoint) ep = g_new0(struct qt_endpoint, 1);
+	int r;
+
+	if (!uri || !*uri)
+		return bad(msg, "", "empty");
+	if (strcmp(uri, "stdio") == 0 || strcmp(uri, "stdio:") == 0) {
+		ep->kind = QT_EP_STDIO;
+		ep->uri = g_strdup("stdio");
+		r = 0;
+	} else if (g_str_has_prefix(uri, "tcp://")) {
+		r = parse_tcp(uri, uri + 6, ep, msg);
+	} else if (g_str_has_prefix(uri, "unix:")) {
+		r = parse_unix(uri, uri + 5, ep, msg);
+	} else if (g_str_has_prefix(uri, "vsock://")) {
+		r = parse_vsock(uri, uri + 8, ep, msg);
+	} else {
+		r = bad(msg, uri, "unknown scheme (use tcp://, unix:, vsock:// or stdio)");
+	}
+	if (r < 0)
+		return r;
+	*out = g_steal_pointer(&ep);
+	return 0;
+}
+
+/* ---- sockets ----------------------------------------------------------- */
+
+void qt_socket_tune(int fd)
+{
+	int one = 1;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0 &&
+	    (ss.ss_family == AF_INET || ss.ss_family == AF_INET6))
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+static socklen_t unix_addr(const struct qt_endpoint *ep, struct sockaddr_un *sun)
+{
+	size_t n = strlen(ep->path);
+
+	memset(sun, 0, sizeof(*sun));
+	sun->sun_family = AF_UNIX;
+	if (ep->abstract) {
+		memcpy(sun->sun_path + 1, ep->path, n);
+		return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+	}
+	memcpy(sun->sun_path, ep->path, n);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + 1);
+}
+
+static void vsock_addr(const struct qt_endpoint *ep, struct sockaddr_vm *svm)
+{
+	memset(svm, 0, sizeof(*svm));
+	svm->svm_family = AF_VSOCK;
+	svm->svm_cid = ep->cid;
+	svm->svm_port = ep->vport;
+}
+
+/* Remove a stale socket file: one that exists, is a socket, and refuses connections. */
+static int unix_clear_stale(const struct qt_endpoint *ep)
+{
+	struct sockaddr_un sun;
+	socklen_t len = unix_addr(ep, &sun);
+	struct stat st;
+	int fd, r;
+
+	if (ep->abstract || lstat(ep->path, &st) < 0)
+		return 0;
+	if (!S_ISSOCK(st.st_mode))
+		return -EADDRINUSE;
+	/* Non-blocking: a live listener with a full backlog must not hang us (EAGAIN = in use). */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	r = connect(fd, (struct sockaddr *)&sun, len);
+	close(fd);
+	if (r == 0)
+		return -EADDRINUSE;
+	if (errno == ECONNREFUSED && unlink(ep->path) < 0 && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+static int listen_fd(int family, const struct sockaddr *sa, socklen_t len, int backlog, int *out)
+{
+	int fd, one = 1, r;
+
+	fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	if (family == AF_INET || family == AF_INET6)
+		(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (family == AF_INET6) {
+		int zero = 0;
+
+		/* "[::]" should mean both families, as users expect. */
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+	}
+	if (bind(fd, sa, len) < 0 || listen(fd, backlog) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	*out = fd;
+	return 0;
+}
+
+int qt_endpoint_listen(const struct qt_endpoint *ep, int backlog, int *fd)
+{
+	switch (ep->kind) {
+	case QT_EP_TCP: {
+		struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+					 .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+		struct addrinfo *res = NULL, *ai;
+		char port[8];
+		int r = -EADDRNOTAVAIL, g;
+
+		g_snprintf(port, sizeof(port), "%u", ep->port);
+		if (!ep->host) {
+			struct sockaddr_in6 any6 = {.sin6_family = AF_INET6, .sin6_port = htons(ep->port),
+						    .sin6_addr = IN6ADDR_ANY_INIT};
+			struct sockaddr_in any4 = {.sin_family = AF_INET, .sin_port = htons(ep->port),
+						   .sin_addr.s_addr = htonl(INADDR_ANY)};
+
+			r = listen_fd(AF_INET6, (struct sockaddr *)&any6, sizeof(any6), backlog, fd);
+			if (r == -EAFNOSUPPORT)
+				r = listen_fd(AF_INET, (struct sockaddr *)&any4, sizeof(any4), backlog, fd);
+			return r;
+		}
+		g = getaddrinfo(ep->host, port, &hints, &res);
+		if (g != 0)
+			return g == EAI_SYSTEM ? -errno : -EADDRNOTAVAIL;
+		for (ai = res; ai; ai = ai->ai_next) {
+			r = listen_fd(ai->ai_family, ai->ai_addr, ai->ai_addrlen, backlog, fd);
+			if (r == 0)
+				break;
+		}
+		freeaddrinfo(res);
+		return r;
+	}
+	case QT_EP_UNIX: {
+		struct sockaddr_un sun;
+		socklen_t len = unix_addr(ep, &sun);
+		int r = unix_clear_stale(ep);
+
+		if (r < 0)
+			return r;
+		return listen_fd(AF_UNIX, (struct sockaddr *)&sun, len, backlog, fd);
+	}
+	case QT_EP_VSOCK: {
+		struct sockaddr_vm svm;
+
+		vsock_addr(ep, &svm);
+		return listen_fd(AF_VSOCK, (struct sockaddr *)&svm, sizeof(svm), backlog, fd);
+	}
+	case QT_EP_STDIO:
+		return -EOPNOTSUPP;
+	}
+	return -EINVAL;
+}
+
+/* Non-blocking connect, then wait for it within the deadline. */
+static int connect_fd(int family, const struct sockaddr *sa, socklen_t len, int timeout_ms, int *out)
+{
+	int fd, r, soerr = 0;
+	socklen_t sl = sizeof(soerr);
+
+	fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, sa, len) < 0) {
+		/* EAGAIN is not "in progress": for unix sockets it means the backlog is full. */
+		if (errno != EINPROGRESS) {
+			r = -errno;
+			goto fail;
+		}
+		struct pollfd p = {.fd = fd, .events = POLLOUT};
+
+		do
+			r = poll(&p, 1, timeout_ms > 0 ? timeout_ms : -1);
+		while (r < 0 && errno == EINTR);
+		if (r == 0) {
+			r = -ETIMEDOUT;
+			goto fail;
+		}
+		if (r < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0) {
+			r = -errno;
+			goto fail;
+		}
+		if (soerr) {
+			r = -soerr;
+			goto fail;
+		}
+	}
+	qt_socket_tune(fd);
+	*out = fd;
+	return 0;
+fail:
+	close(fd);
+	return r;
+}
+
+int qt_endpoint_connect(const struct qt_endpoint *ep, int timeout_ms, int *fd)
+{
+	switch (ep->kind) {
+	case QT_EP_TCP: {
+		struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+					 .ai_flags = AI_NUMERICSERV};
+		struct addrinfo *res = NULL, *ai;
+		char port[8];
+		int r = -EHOSTUNREACH, g;
+
+		g_snprintf(port, sizeof(port), "%u", ep->port);
+		g = getaddrinfo(ep->host ? ep->host : "localhost", port, &hints, &res);
+		if (g != 0)
+			return g == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
+		for (ai = res; ai; ai = ai->ai_next) {
+			r = connect_fd(ai->ai_family, ai->ai_addr, ai->ai_addrlen, timeout_ms, fd);
+			if (r == 0)
+				break;
+		}
+		freeaddrinfo(res);
+		return r;
+	}
+	case QT_EP_UNIX: {
+		struct sockaddr_un sun;
+		socklen_t len = unix_addr(ep, &sun);
+
+		return connect_fd(AF_UNIX, (struct sockaddr *)&sun, len, timeout_ms, fd);
+	}
+	case QT_EP_VSOCK: {
+		struct sockaddr_vm svm;
+
+		vsock_addr(ep, &svm);
+		return connect_fd(AF_VSOCK, (struct sockaddr *)&svm, sizeof(svm), timeout_ms, fd);
+	}
+	case QT_EP_STDIO:
+		return -EOPNOTSUPP;
+	}
+	return -EINVAL;
+}
+
+int qt_socket_local_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		return -errno;
+	if (ss.ss_family == AF_INET)
+		return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	if (ss.ss_family == AF_INET6)
+		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	return -EAFNOSUPPORT;
+}
+
+int qt_socket_peer_uid(int fd, uint32_t *uid)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	int domain;
+	socklen_t dl = sizeof(domain);
+
+	/* SO_PEERCRED "succeeds" on TCP with uid (uid_t)-1; only unix sockets have credentials. */
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &dl) < 0)
+		return -errno;
+	if (domain != AF_UNIX)
+		return -EOPNOTSUPP;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return -errno;
+	*uid = cred.uid;
+	return 0;
+}
+
+char *qt_socket_peer_name(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	char addr[INET6_ADDRSTRLEN];
+
+	if (getpeername(fd, (struct sockaddr *)&ss, &len) < 0)
+		return g_strdup_printf("fd%d", fd);
+	switch (ss.ss_family) {
+	case AF_INET: {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+
+		inet_ntop(AF_INET, &s4->sin_addr, addr, sizeof(addr));
+		return g_strdup_printf("%s:%u", addr, ntohs(s4->sin_port));
+	}
+	case AF_INET6: {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+
+		inet_ntop(AF_INET6, &s6->sin6_addr, addr, sizeof(addr));
+		return g_strdup_printf("[%s]:%u", addr, ntohs(s6->sin6_port));
+	}
+	case AF_UNIX: {
+		struct ucred cred;
+		socklen_t cl = sizeof(cred);
+
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0)
+			return g_strdup_printf("unix(uid=%u,pid=%d)", cred.uid, (int)cred.pid);
+		return g_strdup("unix");
+	}
+	case AF_VSOCK: {
+		struct sockaddr_vm *svm = (struct sockaddr_vm *)&ss;
+
+		return g_strdup_printf("vsock(%u:%u)", svm->svm_cid, svm->svm_port);
+	}
+	}
+	return g_strdup_printf("fd%d", fd);
+}

@@ -1,0 +1,18 @@
+# lib/: code that two or more programs share.  libqt is the transport stack
+# (wire codec, endpoints, event loop, connections, PSK auth) plus config and
+# logging; it depends only on GLib and liburing.
+
+noinst_LIBRARIES += lib/libqt.a
+
+lib_libqt_a_SOURCES = \
+	lib/wire.c lib/wire.h \
+	lib/log.c lib/log.h \
+	lib/conf.c lib/conf.h \
+	lib/cli.c lib/cli.h \
+	lib/endpoint.c lib/endpoint.h \
+	lib/auth.c lib/auth.h \
+	lib/loop.c lib/loop.h lib/loop-private.h lib/loop-uring.c lib/loop-epoll.c \
+	lib/conn.c lib/conn.h
+lib_libqt_a_CPPFLAGS = $(AM_CPPFLAGS) $(URING_CFLAGS)
+
+QT_LIBS = lib/libqt.a $(URING_LIBS) $(GLIB_LIBS)

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The event loop: one thread, never blocking, with two interchangeable
+ * backends behind this interface (as Redis's ae.c sits over ae_epoll.c):
+ *
+ *   io_uring  multishot accept, multishot recv into a provided-buffer ring,
+ *             sendmsg/writev with many frames per submission
+ *   epoll     level-triggered readiness, read/writev
+ *
+ * QT_LOOP_AUTO picks io_uring and falls back to epoll when the kernel refuses
+ * it (ENOSYS, EPERM from seccomp or kernel.io_uring_disabled, or a missing
+ * feature).  The environment variable QT_LOOP_BACKEND=epoll|io_uring
+ * overrides AUTO, for tests and for users on odd kernels.
+ *
+ * Threading: every function here must be called from the loop's thread,
+ * except qt_loop_post(), qt_loop_stop() and qt_loop_wake(), which any
+ * thread may call.  Before qt_loop_run() starts, the creating thread counts
+ * as the loop thread.
+ *
+ * Objects:
+ *   qt_timer     one-shot timer, monotonic milliseconds
+ *   qt_watch     readiness of a foreign fd (pidfd, pty, signalfd...),
+ *                level-triggered, re-armed after every callback
+ *   qt_listener  accepts connections on a listening socket
+ *   qt_stream    a byte stream (socket, or a read fd + write fd pair) with a
+ *                queue of outgoing frames and a data callback; conn.c builds
+ *                framed connections on it
+ */
+#pragma once
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wire.h"
+
+enum qt_loop_backend {
+	QT_LOOP_AUTO,
+	QT_LOOP_URING,
+	QT_LOOP_EPOLL,
+};
+
+struct qt_loop;
+struct qt_timer;
+struct qt_watch;
+struct qt_listener;
+struct qt_stream;
+
+/* 0 and *out, or -errno (with AUTO, only if neither backend works). */
+int qt_loop_new(enum qt_loop_backend backend, struct qt_loop **out);
+/* Closes every remaining stream, listener and watch without callbacks. */
+void qt_loop_free(struct qt_loop *l);
+typedef struct qt_loop qt_loop; /* for g_autoptr() */
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(qt_loop, qt_loop_free)
+/* Parse "auto", "io_uring" (or "uring"), "epoll".  0 or -EINVAL. */
+int qt_loop_backend_parse(const char *s, enum qt_loop_backend *out);
+enum qt_loop_backend qt_loop_backend(const struct qt_loop *l);
+const char *qt_loop_backend_name(const struct qt_loop *l);
+
+/* Run until qt_loop_stop().  0, or -errno if the backend failed. */
+int qt_loop_run(struct qt_loop *l);
+/* Run one iteration, waiting at most @timeout_ms (-1: until something happens). */
+int qt_loop_run_once(struct qt_loop *l, int timeout_ms);
+void qt_loop_stop(struct qt_loop *l);
+/* Run @fn(@arg) on the loop thread soon.  Thread-safe; never fails. */
+void qt_loop_post(struct qt_loop *l, void (*fn)(void *arg), void *arg);
+/* True on the thread inside qt_loop_run(). */
+bool qt_loop_in_thread(const struct qt_loop *l);
+/* Monotonic time in ms, cached per iteration. */
+uint64_t qt_loop_now_ms(struct qt_loop *l);
+
+/* ---- timers ------------------------------------------------------------ */
+typedef void (*qt_timer_fn)(void *arg);
+/* Fire @fn once after @ms.  The handle is valid until it fires or is cancelled. */
+struct qt_timer *qt_timer_add(struct qt_loop *l, uint64_t ms, qt_timer_fn fn, void *arg);
+/* Cancel a pending timer; NULL is accepted.  Never call it after the timer fired. */
+void qt_timer_cancel(struct qt_timer *t);
+
+/* ---- fd watches -------------------------------------------------------- */
+enum {
+	QT_EV_IN = 0x1,
+	QT_EV_OUT = 0x4,
+	QT_EV_ERR = 0x8,
+	QT_EV_HUP = 0x10,
+};
+typedef void (*qt_watch_fn)(struct qt_watch *w, int fd, uint32_t revents, void *arg);
+/* Watch @fd for @events (QT_EV_IN/OUT).  The fd stays the caller's. */
+struct qt_watch *qt_watch_add(struct qt_loop *l, int fd, uint32_t events, qt_watch_fn fn, void *arg);
+void qt_watch_set_events(struct qt_watch *w, uint32_t events);
+/* Stop watching; the callback is not called again.  NULL is accepted. */
+void qt_watch_remove(struct qt_watch *w);
+
+/* ---- listeners --------------------------------------------------------- */
+/* @fd is a new non-blocking close-on-exec connected socket, owned by the callee. */
+typedef void (*qt_accept_fn)(void *arg, int fd);
+/* Takes ownership of the listening socket @fd. */
+struct qt_listener *qt_listener_add(struct qt_loop *l, int fd, qt_accept_fn fn, void *arg);
+/* Stop accepting and close the socket.  NULL is accepted. */
+void qt_listener_remove(struct qt_listener *ls);
+
+/* ---- streams ----------------------------------------------------------- */
+struct qt_stream_ops {
+	/* Bytes arrived.  The buffer is only valid during the call. */
+	void (*data)(struct qt_stream *s, const uint8_t *p, size_t n, void *arg);
+	/* End of input (@err 0) or a read/write error (-errno); reading stopped. */
+	void (*eof)(struct qt_stream *s, int err, void *arg);
+	/* Some queued bytes were written; qt_stream_queued() is smaller now. */
+	void (*sent)(struct qt_stream *s, void *arg);
+	/* The stream is closed and its fds are closed; free what refers to it.  Last call. */
+	void (*closed)(struct qt_stream *s, void *arg);
+};
+
+/*
+ * A stream over @rfd/@wfd (the same fd for a socket), both owned by the
+ * stream from now on and made non-blocking.  Reading starts paused.
+ */
+struct qt_stream *qt_stream_new(struct qt_loop *l, int rfd, int wfd,
+				const struct qt_stream_ops *ops, void *arg);
+void qt_stream_set_reading(struct qt_stream *s, bool on);
+/* Queue a finished frame for sending; takes ownership. */
+void qt_stream_send(struct qt_stream *s, struct qt_msg *m);
+/* Bytes queued and not yet written. */
+size_t qt_stream_queued(const struct qt_stream *s);
+bool qt_stream_reading(const struct qt_stream *s);
+/*
+ * Close: stop reading, drop unsent data, close both fds, then call
+ * ops->closed once (never from inside this call).
+ */
+void qt_stream_close(struct qt_stream *s);
+int qt_stream_fd(const struct qt_stream *s);
+struct qt_loop *qt_stream_loop(const struct qt_stream *s);

@@ -1,0 +1,48 @@
+# tests/: Check unit tests (tests/unit), the frame-decoder fuzz target and
+# its corpus replay (tests/fuzz), and integration scripts.  Scripts exit 77
+# to skip, only where the machine truly cannot run them.
+
+UNIT_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(URING_CFLAGS)
+UNIT_LDADD = $(QT_LIBS) $(CHECK_LIBS)
+
+check_PROGRAMS += tests/unit/test-wire tests/unit/test-conf
+tests_unit_test_wire_SOURCES = tests/unit/test-wire.c
+tests_unit_test_wire_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_wire_LDADD = $(UNIT_LDADD)
+tests_unit_test_conf_SOURCES = tests/unit/test-conf.c
+tests_unit_test_conf_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_conf_LDADD = $(UNIT_LDADD)
+
+check_PROGRAMS += tests/unit/test-auth tests/unit/test-loop tests/unit/test-log
+tests_unit_test_log_SOURCES = tests/unit/test-log.c
+tests_unit_test_log_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_log_LDADD = $(UNIT_LDADD)
+tests_unit_test_auth_SOURCES = tests/unit/test-auth.c
+tests_unit_test_auth_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_auth_LDADD = $(UNIT_LDADD)
+tests_unit_test_loop_SOURCES = tests/unit/test-loop.c
+tests_unit_test_loop_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_loop_LDADD = $(UNIT_LDADD)
+
+# The fuzz target is plain C; replay.c drives it over every file of the corpus
+# with gcc, and `make fuzz` builds the real libFuzzer binary with clang.
+check_PROGRAMS += tests/fuzz/replay-frame
+tests_fuzz_replay_frame_SOURCES = tests/fuzz/fuzz-frame.c tests/fuzz/replay.c
+tests_fuzz_replay_frame_LDADD = $(QT_LIBS)
+
+TESTS += tests/unit/test-wire tests/unit/test-conf tests/unit/test-auth \
+	tests/unit/test-loop tests/unit/test-log tests/fuzz/test-corpus.sh
+
+EXTRA_DIST += tests/fuzz/test-corpus.sh tests/fuzz/make-corpus.sh tests/fuzz/corpus
+
+FUZZ_SRCS = $(top_srcdir)/tests/fuzz/fuzz-frame.c $(lib_libqt_a_SOURCES:%=$(top_srcdir)/%)
+fuzz:
+if HAVE_CLANG
+	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -I$(top_srcdir)/lib -I$(top_builddir) \
+		$(GLIB_CFLAGS) $(URING_CFLAGS) $(filter %.c,$(FUZZ_SRCS)) $(GLIB_LIBS) $(URING_LIBS) \
+		-o tests/fuzz/fuzz-frame
+	@echo "run: tests/fuzz/fuzz-frame -max_total_time=60 $(top_srcdir)/tests/fuzz/corpus/frame"
+else
+	@echo "make fuzz: clang not found; install the Debian package clang" >&2; exit 1
+endif
+CLEANFILES += tests/fuzz/fuzz-frame

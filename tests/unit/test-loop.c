@@ -1,0 +1,1172 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Event loop and framed connections, run once per backend (io_uring and
+ * epoll): timers, posting across threads, fd watches, echo and pipelining
+ * over socketpairs, pipes and TCP loopback, PSK handshake through a real
+ * server, flow control on both directions, deadlines, protocol errors and
+ * connection limits.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "endpoint.h"
+#include "log.h"
+#include "loop.h"
+
+static const enum qt_loop_backend backends[] = {QT_LOOP_URING, QT_LOOP_EPOLL};
+
+static struct qt_loop *new_loop(int i)
+{
+	struct qt_loop *l = NULL;
+
+	ck_assert_int_eq(qt_loop_new(backends[i], &l), 0);
+	ck_assert_int_eq(qt_loop_backend(l), backends[i]);
+	return l;
+}
+
+/* Iterate until *flag is set or @ms pass; returns whether the flag got set. */
+static bool run_until(struct qt_loop *l, const bool *flag, int ms)
+{
+	gint64 end = g_get_monotonic_time() + (gint64)ms * 1000;
+
+	while (!*flag && g_get_monotonic_time() < end)
+		qt_loop_run_once(l, 10);
+	return *flag;
+}
+
+static void run_for(struct qt_loop *l, int ms)
+{
+	bool never = false;
+
+	run_until(l, &never, ms);
+}
+
+static const uint8_t test_key[] = "0123456789abcdef0123456789abcdef-test-key";
+
+static struct qt_psk *key(const char *s)
+{
+	struct qt_psk *k = NULL;
+
+	ck_assert_int_eq(qt_psk_from_data(s, strlen(s), &k), 0);
+	return k;
+}
+
+/* ---- timers, posts, watches ---------------------------------------------- */
+
+static GString *timer_log;
+
+static void timer_mark(void *arg)
+{
+	g_string_append(timer_log, arg);
+}
+
+START_TEST(test_timers)
+{
+	struct qt_loop *l = new_loop(_i);
+	struct qt_timer *c;
+
+	timer_log = g_string_new("");
+	qt_timer_add(l, 30, timer_mark, "c");
+	qt_timer_add(l, 10, timer_mark, "a");
+	qt_timer_add(l, 20, timer_mark, "b");
+	c = qt_timer_add(l, 15, timer_mark, "X");
+	qt_timer_add(l, 10, timer_mark, "A"); /* same due time: insertion order */
+	qt_timer_cancel(c);
+	run_for(l, 80);
+	ck_assert_str_eq(timer_log->str, "aAbc");
+	g_string_free(timer_log, TRUE);
+	qt_loop_free(l);
+}
+END_TEST
+
+struct poster {
+	struct qt_loop *loop;
+	gint count;
+};
+
+static void post_inc(void *arg)
+{
+	struct poster *p = arg;
+
+	g_atomic_int_inc(&p->count);
+}
+
+static gpointer post_thread(gpointer arg)
+{
+	struct poster *p = arg;
+
+	for (int i = 0; i < 1000; i++)
+		qt_loop_post(p->loop, post_inc, p);
+	return NULL;
+}
+
+static void post_stop(void *arg)
+{
+	qt_loop_stop(arg);
+}
+
+START_TEST(test_post_and_stop)
+{
+	struct poster p = {.loop = new_loop(_i)};
+	GThread *t[4];
+
+	for (int i = 0; i < 4; i++)
+		t[i] = g_thread_new("poster", post_thread, &p);
+	for (int i = 0; i < 4; i++)
+		g_thread_join(t[i]);
+	qt_loop_post(p.loop, post_stop, p.loop);
+	ck_assert_int_eq(qt_loop_run(p.loop), 0);
+	ck_assert_int_eq(g_atomic_int_get(&p.count), 4000);
+	qt_loop_free(p.loop);
+}
+END_TEST
+
+struct watch_ctx {
+	int fires;
+	char got[16];
+	size_t n;
+	bool remove_in_cb;
+};
+
+static void watch_cb(struct qt_watch *w, int fd, uint32_t rev, void *arg)
+{
+	struct watch_ctx *wc = arg;
+	char c;
+
+	wc->fires++;
+	ck_assert(rev & QT_EV_IN);
+	if (read(fd, &c, 1) == 1 && wc->n < sizeof(wc->got))
+		wc->got[wc->n++] = c;
+	if (wc->remove_in_cb)
+		qt_watch_remove(w);
+}
+
+START_TEST(test_watch)
+{
+	struct qt_loop *l = new_loop(_i);
+	struct watch_ctx wc = {0};
+	struct qt_watch *w;
+	int p[2];
+
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+	w = qt_watch_add(l, p[0], QT_EV_IN, watch_cb, &wc);
+	run_for(l, 20);
+	ck_assert_int_eq(wc.fires, 0);
+	/* Three bytes, one read per callback: level-triggered means three callbacks. */
+	ck_assert_int_eq(write(p[1], "xyz", 3), 3);
+	run_for(l, 50);
+	ck_assert_int_eq(wc.fires, 3);
+	ck_assert_int_eq(memcmp(wc.got, "xyz", 3), 0);
+	/* Disabled: no callbacks even with data waiting. */
+	qt_watch_set_events(w, 0);
+	run_for(l, 10);
+	ck_assert_int_eq(write(p[1], "q", 1), 1);
+	run_for(l, 30);
+	ck_assert_int_eq(wc.fires, 3);
+	/* Re-enabled; removed from inside its own callback. */
+	wc.remove_in_cb = true;
+	qt_watch_set_events(w, QT_EV_IN);
+	ck_assert_int_eq(write(p[1], "r", 1), 1);
+	run_for(l, 50);
+	ck_assert_int_eq(wc.fires, 4);
+	ck_assert_int_eq(write(p[1], "s", 1), 1);
+	run_for(l, 30);
+	ck_assert_int_eq(wc.fires, 4);
+	close(p[0]);
+	close(p[1]);
+	qt_loop_free(l);
+}
+END_TEST
+
+/* ---- a test server: echo, or hold requests -------------------------------- */
+
+enum srv_mode {
+	SRV_ECHO,	  /* reply at once with the request payload */
+	SRV_HOLD,	  /* keep requests until told to answer them */
+	SRV_BIG_REPLIES, /* reply with big payloads */
+};
+
+struct srv {
+	enum srv_mode mode;
+	GPtrArray *held; /* struct held* */
+	unsigned requests;
+	unsigned max_serving; /* highest qt_conn_requests_inflight seen */
+	unsigned ready, closed;
+	int close_err;
+	char *close_reason;
+	struct qt_conn *conn; /* the latest */
+	size_t max_queued_seen;
+	bool paused_seen;
+};
+
+struct held {
+	struct qt_conn *c;
+	struct qt_msg *m;
+};
+
+static void srv_ready(struct qt_conn *c, void *user)
+{
+	struct srv *s = user;
+
+	s->ready++;
+	s->conn = c;
+}
+
+static void srv_request(struct qt_conn *c, struct qt_msg *m, void *user)
+{
+	struct srv *s = user;
+	struct qt_msg *r;
+	struct held *h;
+
+	s->requests++;
+	s->max_serving = MAX(s->max_serving, qt_conn_requests_inflight(c));
+	switch (s->mode) {
+	case SRV_ECHO:
+		r = qt_msg_new_reply(m, qt_msg_type(m));
+		qt_msg_put_raw(r, qt_msg_payload(m), qt_msg_payload_len(m));
+		qt_msg_free(m);
+		qt_conn_reply(c, r);
+		break;
+	case SRV_HOLD:
+		h = g_new(struct held, 1);
+		h->c = qt_conn_ref(c);
+		h->m = m;
+		g_ptr_array_add(s->held, h);
+		break;
+	case SRV_BIG_REPLIES:
+		r = qt_msg_new_reply(m, qt_msg_type(m));
+		memset(qt_msg_reserve(r, 256 * 1024), 'B', 256 * 1024);
+		qt_msg_free(m);
+		qt_conn_reply(c, r);
+		s->max_queued_seen = MAX(s->max_queued_seen, qt_conn_queued(c));
+		if (!qt_conn_reading(c))
+			s->paused_seen = true;
+		break;
+	}
+}
+
+static void srv_closed(struct qt_conn *c, int err, const char *reason, void *user)
+{
+	struct srv *s = user;
+
+	s->closed++;
+	s->close_err = err;
+	g_free(s->close_reason);
+	s->close_reason = g_strdup(reason);
+	if (s->conn == c)
+		s->conn = NULL;
+}
+
+static const struct qt_conn_ops srv_ops = {
+	.ready = srv_ready,
+	.request = srv_request,
+	.closed = srv_closed,
+};
+
+/* Answer held requests, last first, so replies arrive out of order. */
+static void srv_answer_held(struct srv *s)
+{
+	while (s->held->len) {
+		struct held *h = g_ptr_array_steal_index(s->held, s->held->len - 1);
+		struct qt_msg *r = qt_msg_new_reply(h->m, qt_msg_type(h->m));
+
+		qt_msg_put_raw(r, qt_msg_payload(h->m), qt_msg_payload_len(h->m));
+		qt_conn_reply(h->c, r);
+		qt_msg_free(h->m);
+		qt_conn_unref(h->c);
+		g_free(h);
+	}
+}
+
+static struct srv *srv_new(enum srv_mode mode)
+{
+	struct srv *s = g_new0(struct srv, 1);
+
+	s->mode = mode;
+	s->held = g_ptr_array_new();
+	return s;
+}
+
+static void srv_free(struct srv *s)
+{
+	for (guint i = 0; i < s->held->len; i++) {
+		struct held *h = g_ptr_array_index(s->held, i);
+
+		qt_msg_free(h->m);
+		qt_conn_unref(h->c);
+		g_free(h);
+	}
+	g_ptr_array_free(s->held, TRUE);
+	g_free(s->close_reason);
+	g_free(s);
+}
+
+/* ---- a test client ---------------------------------------------------- */
+
+struct cli {
+	unsigned ready, closed;
+	int close_err;
+	char *close_reason;
+	unsigned replies, errors;
+	int last_err;
+	bool mismatch;
+	unsigned max_inflight_seen;
+};
+
+static void cli_ready(struct qt_conn *c, void *user)
+{
+	((struct cli *)user)->ready++;
+}
+
+static void cli_request(struct qt_conn *c, struct qt_msg *m, void *user)
+{
+	qt_msg_free(m);
+}
+
+static void cli_closed(struct qt_conn *c, int err, const char *reason, void *user)
+{
+	struct cli *k = user;
+
+	k->closed++;
+	k->close_err = err;
+	g_free(k->close_reason);
+	k->close_reason = g_strdup(reason);
+}
+
+static const struct qt_conn_ops cli_ops = {
+	.ready = cli_ready,
+	.request = cli_request,
+	.closed = cli_closed,
+};
+
+/* The payload of call i is its index: the reply must carry the same one. */
+static void cli_reply(struct qt_conn *c, int err, struct qt_msg *reply, void *arg)
+{
+	struct cli *k = qt_conn_user(c);
+	uint32_t want = GPOINTER_TO_UINT(arg), got = 0;
+	struct qt_rd r;
+
+	k->max_inflight_seen = MAX(k->max_inflight_seen, qt_conn_calls_inflight(c));
+	if (err) {
+		k->errors++;
+		k->last_err = err;
+		return;
+	}
+	qt_rd_init_msg(&r, reply);
+	if (qt_rd_u32(&r, &got) < 0 || got != want)
+		k->mismatch = true;
+	k->replies++;
+	qt_msg_free(reply);
+}
+
+static int call_index(struct qt_conn *c, uint32_t i, uint64_t timeout_ms)
+{
+	struct qt_msg *m = qt_msg_new(QT_MSG_USER_MIN + 1, 0, 0);
+
+	qt_msg_put_u32(m, i);
+	/* Padding makes frames cross buffer boundaries now and then. */
+	qt_msg_reserve(m, (i * 37) % 3000);
+	return qt_conn_call(c, m, timeout_ms, cli_reply, GUINT_TO_POINTER(i));
+}
+
+/* Issue calls [from, to), letting the loop run whenever the wait queue is full. */
+static void issue_all(struct qt_loop *l, struct qt_conn *c, uint32_t from, uint32_t to)
+{
+	unsigned eagain = 0;
+
+	for (uint32_t i = from; i < to;) {
+		int r = call_index(c, i, 5000);
+
+		if (r == -EAGAIN) {
+			eagain++;
+			ck_assert_uint_lt(eagain, 100000);
+			qt_loop_run_once(l, 1);
+			continue;
+		}
+		ck_assert_int_eq(r, 0);
+		i++;
+	}
+}
+
+static void cli_free(struct cli *k)
+{
+	g_free(k->close_reason);
+	g_free(k);
+}
+
+static struct qt_conn_opts insecure_client = {.role = QT_CONN_CLIENT, .name = "test-client"};
+static struct qt_conn_opts insecure_server = {.role = QT_CONN_SERVER};
+
+/* Client and server conns over a socketpair, insecure. */
+static void pair(struct qt_loop *l, struct srv *s, struct cli *k, const struct qt_conn_opts *co,
+		 const struct qt_conn_opts *so, struct qt_conn **cc, struct qt_conn **sc)
+{
+	int sv[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	ck_assert_int_eq(qt_conn_new(l, sv[0], sv[0], co, &cli_ops, k, cc), 0);
+	ck_assert_int_eq(qt_conn_new(l, sv[1], sv[1], so, &srv_ops, s, sc), 0);
+}
+
+static void close_both(struct qt_loop *l, struct qt_conn *cc, struct srv *s, struct cli *k)
+{
+	qt_conn_close(cc, 0, "test done");
+	for (int i = 0; i < 200 && (k->closed == 0 || s->closed == 0); i++)
+		qt_loop_run_once(l, 10);
+	ck_assert_uint_eq(k->closed, 1);
+	ck_assert_uint_eq(s->closed, 1);
+}
+
+START_TEST(test_echo_socketpair)
+{
+	struct qt_loop *l = new_loop(_i);
+	struct srv *s = srv_new(SRV_ECHO);
+	struct cli *k = g_new0(struct cli, 1);
+	struct qt_conn *cc, *sc;
+
+	pair(l, s, k, &insecure_client, &insecure_server, &cc, &sc);
+	/* Calls issued before the handshake completes wait for it. */
+	for (uint32_t i = 0; i < 500; i++)
+		ck_assert_int_eq(call_index(cc, i, 5000), 0);
+	issue_all(l, cc, 500, 2000);
+	for (int i = 0; i < 500 && k->replies < 2000; i++)
+		qt_loop_run_once(l, 10);
+	ck_assert_uint_eq(k->ready, 1);
+	ck_assert_uint_eq(s->ready, 1);
+	ck_assert_uint_eq(k->replies, 2000);
+	ck_assert_uint_eq(k->errors, 0);
+	ck_assert(!k->mismatch);
+	ck_assert_str_eq(qt_conn_peer_name(sc), "test-client");
+	close_both(l, cc, s, k);
+	ck_assert_int_eq(k->close_err, 0);
+	srv_free(s);
+	cli_free(k);
+	qt_loop_free(l);
+}
+END_TEST
+
+START_TEST(test_pipelining_out_of_order)
+{
+	struct qt_loop *l = new_loop(_i);
+	struct srv *s = srv_new(SRV_HOLD);
+	struct cli *k = g_new0(struct cli, 1);
+	struct qt_conn *cc, *sc;
+
+	pair(l, s, k, &insecure_client, &insecure_server, &cc, &sc);
+	for (uint32_t i = 0; i < 100; i++)
+		ck_assert_int_eq(call_index(cc, i, 5000), 0);
+	for (int i = 0; i < 300 && s->requests < 100; i++)
+		qt_loop_run_once(l, 10);
+	/* All 100 were on the wire at once: pipelined, not one by one. */
+	ck_assert_uint_eq(s->requests, 100);
+	ck_assert_uint_eq(qt_conn_calls_inflight(cc), 100);
+	ck_assert_uint_eq(k->replies, 0);
+	srv_answer_held(s);
+	for (int i = 0; i < 300 && k->replies < 100; i++)
+		qt_loop_run_once(l, 10);
+	ck_assert_uint_eq(k->replies, 100);
+	ck_assert(!k->mismatch);
+	close_both(l, cc, s, k);
+	srv_free(s);
+	cli_free(k);
+	qt_loop_free(l);
+}
+END_TEST
+
+START_TEST(test_echo_pipes)
+{
+	/* Two pipes, as under sshd: exercises the non-socket read/write paths. */
+	struct qt_loop *l = new_loop(_i);
+	struct srv *s = srv_new(SRV_ECHO);
+	struct cli *k = g_new0(struct cli, 1);
+	struct qt_conn *cc, *sc;
+	int a[2], b[2];
+
+	ck_assert_int_eq(pipe2(a, O_CLOEXEC), 0);
+	ck_assert_int_eq(pipe2(b, O_CLOEXEC), 0);
+	ck_assert_int_eq(qt_conn_new(l, a[0], b[1], &insecure_client, &cli_ops, k, &cc), 0);
+	ck_assert_int_eq(qt_conn_new(l, b[0], a[1], &insecure_server, &srv_ops, s, &sc), 0);
+	for (uint32_t i = 0; i < 500; i++)
+		ck_assert_int_eq(call_index(cc, i, 5000), 0);
+	for (int i = 0; i < 500 && k->replies < 500; i++)
+		qt_loop_run_once(l, 10);
+	ck_assert_uint_eq(k->replies, 500);
+	ck_assert(!k->mismatch);
+	ck_assert_str_eq(qt_conn_peer(cc), "stdio");
+	close_both(l, cc, s, k);
+	srv_free(s);
+	cli_free(k);
+	qt_loop_free(l);
+}
+END_TEST
+
+/* ---- TCP with a real server and PSK ---------------------------------------- */
+
+struct tcp_env {
+	struct qt_loop *loop;
+	struct qt_server *server;
+	struct qt_psk *skey;
+	struct qt_nonce_cache *nonces;
+	struct qt_endpoint *ep;
+	struct srv *s;
+};
+
+static void tcp_env_init(struct tcp_env *e, int i, const char *listen_uri, const char *server_key,
+			 unsigned max_conns, enum srv_mode mode)
+{
+	struct qt_conn_opts so = {.role = QT_CONN_SERVER};
+	g_autofree char *msg = NULL, *uri = NULL;
+	struct qt_endpoint *lep = NULL;
+	int fd;
+
+	memset(e, 0, sizeof(*e));
+	e->loop = new_loop(i);
+	e->s = srv_new(mode);
+	if (server_key) {
+		e->skey = key(server_key);
+		e->nonces = qt_nonce_cache_new(64);
+		so.psk = e->skey;
+		so.nonces = e->nonces;
+	}
+	e->server = qt_server_new(e->loop, &so, max_conns, &srv_ops, e->s);
+	ck_assert_int_eq(qt_endpoint_parse(listen_uri, &lep, &msg), 0);
+	ck_assert_int_eq(qt_endpoint_listen(lep, 16, &fd), 0);
+	qt_server_listen_fd(e->server, fd);
+	if (lep->host && strchr(lep->host, ':'))
+		uri = g_strdup_printf("tcp://[%s]:%d", lep->host, qt_socket_local_port(fd));
+	else
+		uri = g_strdup_printf("tcp://%s:%d", lep->host, qt_socket_local_port(fd));
+	ck_assert_int_eq(qt_endpoint_parse(uri, &e->ep, &msg), 0);
+	qt_endpoint_free(lep);
+}
+
+static void tcp_env_fini(struct tcp_env *e)
+{
+	qt_server_shutdown(e->server);
+	for (int i = 0; i < 200 && qt_server_conn_count(e->server); i++)
+		qt_loop_run_once(e->loop, 10);
+	ck_assert_uint_eq(qt_server_conn_count(e->server), 0);
+	qt_server_free(e->server);
+	run_for(e->loop, 10);
+	qt_psk_free(e->skey);
+	qt_nonce_cache_free(e->nonces);
+	qt_endpoint_free(e->ep);
+	srv_free(e->s);
+	qt_loop_free(e->loop);
+}
+
+static struct qt_conn *tcp_connect(struct tcp_env *e, struct cli *k, struct qt_psk *ck)
+{
+	struct qt_conn_opts co = {.role = QT_CONN_CLIENT, .psk = ck, .name = "tcp-client"};
+	struct qt_conn *c = NULL;
+
+	ck_assert_int_eq(qt_conn_connect(e->loop, e->ep, 2000, &co, &cli_ops, k, &c), 0);
+	return c;
+}
+
+START_TEST(test_tcp_psk_echo)
+{
+	struct tcp_env e;
+	struct cli *k = g_new0(struct cli, 1);
+	struct qt_psk *ck;
+	struct qt_conn *c;
+
+	tcp_env_init(&e, _i, "tcp://127.0.0.1:0", (const char *)test_key, 0, SRV_ECHO);
+	ck = key((const char *)test_key);
+	c = tcp_connect(&e, k, ck);
+	issue_all(e.loop, c, 0, 1000);
+	for (int i = 0; i < 500 && k->replies < 1000; i++)
+		qt_loop_run_once(e.loop, 10);
+	ck_assert_uint_eq(k->ready, 1);
+	ck_assert_uint_eq(k->replies, 1000);
+	ck_assert(!k->mismatch);
+	ck_assert_str_eq(qt_conn_peer_name(e.s->conn), "tcp-client");
+	qt_conn_close(c, 0, NULL);
+	for (int i = 0; i < 200 && !k->closed; i++)
+		qt_loop_run_once(e.loop, 10);
+	ck_assert_uint_eq(k->closed, 1);
+	tcp_env_fini(&e);
+	qt_psk_free(ck);
+	cli_free(k);
+}
+END_TEST
+
+START_TEST(test_tcp6_echo)
+{
+	struct tcp_env e;
+	struct cli *k = g_new0(struct cli, 1);
+	struct qt_endpoint *probe = NULL;
+	g_autofree char *msg = NULL;
+	struct qt_conn *c;
+	int fd;
+
+	ck_assert_int_eq(qt_endpoint_parse("tcp://[::1]:0", &probe, &msg), 0);
+	if (qt_endpoint_listen(probe, 1, &fd) < 0) {
+		/* No IPv6 loopback on this machine: nothing to test. */
+		qt_endpoint_free(probe);
+		cli_free(k);
+		return;
+	}
+	close(fd);
+	qt_endpoint_free(probe);
+	tcp_env_init(&e, _i, "tcp://[::1]:0", NULL, 0, SRV_ECHO);
+	c = tcp_connect(&e, k, NULL);
+	for (uint32_t i = 0; i < 100; i++)
+		ck_assert_int_eq(call_index(c, i, 5000), 0);
+	for (int i = 0; i < 300 && k->replies < 100; i++)
+		qt_loop_run_once(e.loop, 10);
+	ck_assert_uint_eq(k->replies, 100);
+	ck_assert(g_str_has_prefix(qt_conn_peer(c), "[::1]:"));
+	qt_conn_close(c, 0, NULL);
+	for (int i = 0; i < 200 && !k->closed; i++)
+		qt_loop_run_once(e.loop, 10);
+	tcp_env_fini(&e);
+	cli_free(k);
+}
+END_TEST
+
+START_TEST(test_tcp_wrong_key)
+{
+	struct tcp_env e;
+	struct cli *k = g_new0(struct cli, 1);
+	struct qt_psk *ck;
+	struct qt_conn *c;
+
+	tcp_env_init(&e, _i, "tcp://127.0.0.1:0", (const char *)test_key, 0, SRV_ECHO);
+	ck = key("this-is-not-the-right-key-at-all-0000");
+	c = tcp_connect(&e, k, ck);
+	ck_assert_int_eq(call_index(c, 7, 5000), 0);
+	for (int i = 0; i < 300 && !(k->closed && e.s->closed); i++)
+		qt_loop_run_once(e.loop, 10);
+	/* Both sides end, both can say why; the call never reached the server. */
+	ck_assert_uint_eq(k->ready, 0);
+	ck_assert_uint_eq(e.s->ready, 0);
+	ck_assert_uint_eq(e.s->requests, 0);
+	ck_assert_uint_eq(k->closed, 1);
+	ck_assert_int_eq(k->close_err, -EACCES);
+	ck_assert_ptr_nonnull(strstr(k->close_reason, "wrong pre-shared key"));
+	ck_assert_uint_eq(k->errors, 1);
+	ck_assert_uint_eq(e.s->closed, 1);
+	ck_assert_ptr_nonnull(strstr(e.s->close_reason, "refused authentication"));
+	tcp_env_fini(&e);
+	qt_psk_free(ck);
+	cli_free(k);
+}
+END_TEST
+
+START_TEST(test_tcp_mode_mismatch)
+{
+	struct tcp_env e;
+	struct cli *k = g_new0(struct cli, 1);
+
+	tcp_env_init(&e, _i, "tcp://127.0.0.1:0", (const char *)test_key, 0, SRV_ECHO);
+	tcp_connect(&e, k, NULL); /* insecure client against a PSK server */
+	for (int i = 0; i < 300 && !(k->closed && e.s->closed); i++)
+		qt_loop_run_once(e.loop, 10);
+	ck_assert_uint_eq(k->closed, 1);
+	ck_assert_uint_eq(e.s->closed, 1);
+	ck_assert_int_eq(e.s->close_err, -EPROTO);
+	ck_assert_ptr_nonnull(strstr(e.s->close_reason, "without a key"));
+	ck_assert_ptr_nonnull(strstr(k->close_reason, "requires a pre-shared key"));
+	tcp_env_fini(&e);
+	cli_free(k);
+}
+END_TEST
+
+START_TEST(test_max_conns)
+{
+	struct tcp_env e;
+	struct cli *k1 = g_new0(struct cli, 1), *k2 = g_new0(struct cli, 1);
+	struct qt_conn *c1;
+
+	tcp_env_init(&e, _i, "tcp://127.0.0.1:0", NULL, 1, SRV_ECHO);
+	c1 = tcp_connect(&e, k1, NULL);
+	for (int i = 0; i < 100 && !k1->ready; i++)
+		qt_loop_run_once(e.loop, 10);
+	ck_assert_uint_eq(k1->ready, 1);
+	tcp_connect(&e, k2, NULL);
+	for (int i = 0; i < 300 && !k2->closed; i++)
+		qt_loop_run_once(e.loop, 10);
+	ck_assert_uint_eq(k2->ready, 0);
+	ck_assert_uint_eq(k2->closed, 1);
+	ck_assert_ptr_nonnull(strstr(k2->close_reason, "too many connections"));
+	ck_assert_uint_eq(qt_server_conn_count(e.server), 1);
+	qt_conn_close(c1, 0, NULL);
+	for (int i = 0; i < 200 && !k1->closed; i++)
+		qt_loop_run_once(e.loop, 10);
+	tcp_env_fini(&e);
+	cli_free(k1);
+	cli_free(k2);
+}
+END_TEST
+
+/* ---- flow control ------------------------------------------------------ */
+
+START_TEST(test_backpressure_inflight)
+{
+	struct qt_loop *l = new_loop(_i);
+	struct srv *s = srv_new(SRV_HOLD);
+	struct cli *k = g_new0(struct cli, 1);
+	struct qt_conn_opts co = insecure_client, so = insecure_server;
+	struct qt_conn *cc, *sc;
+
+	co.max_inflight = 8;
+	so.max_inflight = 4;
+	pair(l, s, k, &co, &so, &cc, &sc);
+	for (uint32_t i = 0; i < 32; i++)
+		ck_assert_int_eq(call_index(cc, i, 10000), 0);
+	/* The wait queue holds 4 x max_inflight; beyond that the caller is told. */
+	ck_assert_int_eq(call_index(cc, 99, 10000), -EAGAIN);
+	run_for(l, 100);
+	/* Client: at most 8 on the wire.  Server: serves 4, the other 4 stay unread or backlogged. */
+	ck_assert_uint_eq(qt_conn_calls_inflight(cc), 8);
+	ck_assert_uint_eq(s->requests, 4);
+	ck_assert_uint_eq(qt_conn_requests_inflight(sc), 4);
+	ck_assert(!qt_conn_reading(sc));
+	/* Answer in rounds; everything completes, never more than the caps in flight. */
+	for (int round = 0; round < 100 && k->replies < 32; round++) {
+		srv_answer_held(s);
+		run_for(l, 20);
+	}
+	ck_assert_uint_eq(k->replies, 32);
+	ck_assert_uint_eq(k->errors, 0);
+	ck_assert(!k->mismatch);
+	ck_assert_uint_le(s->max_serving, 4);
+	ck_assert_uint_le(k->max_inflight_seen, 8);
+	ck_assert(qt_conn_reading(sc));
+	close_both(l, cc, s, k);
+	srv_free(s);
+	cli_free(k);
+	qt_loop_free(l);
+}
+END_TEST
+
+/*
+ * A peer that sends requests but never reads replies: the server must stop
+ * reading instead of queueing replies without bound.
+ */
+START_TEST(test_backpressure_queued_bytes)
+{
+	struct qt_loop *l = new_loop(_i);
+	struct srv *s = srv_new(SRV_BIG_REPLIES);
+	struct qt_conn_opts so = insecure_server;
+	struct qt_conn *sc;
+	uint8_t nonce[QT_AUTH_NONCE_LEN] = {0};
+	struct qt_msg *m;
+	int sv[2], sndbuf = 64 * 1024;
+
+	so.max_queued = 1024 * 1024;
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+	ck_assert_int_eq(qt_conn_new(l, sv[1], sv[1], &so, &srv_ops, s, &sc), 0);
+	/* Raw client: an insecure HELLO, then 200 requests, and never a read. */
+	m = qt_msg_new(QT_MSG_HELLO, 0, 0);
+	qt_msg_put_u8(m, QT_AUTH_MODE_INSECURE);
+	qt_msg_put_raw(m, nonce, sizeof(nonce));
+	qt_msg_put_str(m, "raw");
+	qt_msg_finish(m);
+	ck_assert_int_eq(write(sv[0], m->data, m->len), (ssize_t)m->len);
+	qt_msg_free(m);
+	for (uint64_t id = 1; id <= 200; id++) {
+		m = qt_msg_new(QT_MSG_USER_MIN + 2, 0, id);
+		qt_msg_finish(m);
+		ck_assert_int_eq(write(sv[0], m->data, m->len), (ssize_t)m->len);
+		qt_msg_free(m);
+	}
+	run_for(l, 300);
+	ck_assert_uint_eq(s->ready, 1);
+	/* Served a few replies' worth, then stopped: 200 x 256 KiB would be 50 MiB. */
+	ck_assert_uint_lt(s->requests, 20);
+	ck_assert_uint_ge(s->requests, 1);
+	ck_assert_uint_le(qt_conn_queued(sc), so.max_queued + 300 * 1024);
+	ck_assert(!qt_conn_reading(sc));
+	/* Now drain the client side: the server resumes and serves everything. */
+	{
+		static uint8_t sink[1 << 16];
+		gint64 end = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+
+		fcntl(sv[0], F_SETFL, fcntl(sv[0], F_GETFL) | O_NONBLOCK);
+		while (s->requests < 200 && g_get_monotonic_time() < end) {
+			while (read(sv[0], sink, sizeof(sink)) > 0)
+				;
+			qt_loop_run_once(l, 1);
+		}
+	}
+	ck_assert_uint_eq(s->requests, 200);
+	close(sv[0]);
+	for (int i = 0; i < 200 && !s->closed; i++)
+		qt_loop_run_once(l, 10);
+	ck_assert_uint_eq(s->closed, 1);
+	srv_free(s);
+	qt_loop_free(l);
+}
+END_TEST
+
+/* ---- deadlines, errors, closing ------------------------------------------------ */
+
+START_TEST(test_call_timeout)
+{
+	struct qt_loop *l = new_loop(_i);
+	struct srv *s = srv_new(SRV_HOLD);
+	struct cli *k = g_new0(struct cli, 1);
+	struct qt_conn *cc, *sc;
+	gint64 t0;
+
+	pair(l, s, k, &insecure_client, &insecure_server, &cc, &sc);
+	t0 = g_get_monotonic_time();
+	ck_assert_int_eq(call_index(cc, 1, 100), 0);
+	for (int i = 0; i < 100 && !k->errors; i++)
+		qt_loop_run_once(l, 10);
+	ck_assert_uint_eq(k->errors, 1);
+	ck_assert_int_eq(k->last_err, -ETIMEDOUT);
+	ck_assert_int_ge(g_get_monotonic_time() - t0, 90 * 1000);
+	ck_assert_uint_eq(qt_conn_calls_inflight(cc), 0);
+	/* The late reply is dropped quietly; the connection stays usable. */
+	srv_answer_held(s);
+	run_for(l, 30);
+	ck_assert_uint_eq(k->replies, 0);
+	s->mode = SRV_ECHO;
+	ck_assert_int_eq(call_index(cc, 2, 1000), 0);
+	for (int i = 0; i < 100 && !k->replies; i++)
+		qt_loop_run_once(l, 10);
+	ck_assert_uint_eq(k->replies, 1);
+	ck_assert(!k->mismatch);
+	close_both(l, cc, s, k);
+	srv_free(s);
+	cli_free(k);
+	qt_loop_free(l);
+}
+END_TEST
+
+static void err_request(struct qt_conn *c, struct qt_msg *m, void *user)
+{
+	qt_conn_reply(c, qt_msg_new_error(m, ENOENT));
+	qt_msg_free(m);
+}
+
+START_TEST(test_error_reply)
+{
+	struct qt_loop *l = new_loop(_i);
+	struct srv *s = srv_new(SRV_ECHO);
+	struct cli *k = g_new0(struct cli, 1);
+	struct qt_conn_ops eops = srv_ops;
+	struct qt_conn *cc, *sc;
+	int sv[2];
+
+	eops.request = err_request;
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	ck_assert_int_eq(qt_conn_new(l, sv[0], sv[0], &insecure_client, &cli_ops, k, &cc), 0);
+	ck_assert_int_eq(qt_conn_new(l, sv[1], sv[1], &insecure_server, &eops, s, &sc), 0);
+	ck_assert_int_eq(call_index(cc, 1, 1000), 0);
+	for (int i = 0; i < 100 && !k->errors; i++)
+		qt_loop_run_once(l, 10);
+	ck_assert_int_eq(k->last_err, -ENOENT);
+	close_both(l, cc, s, k);
+	srv_free(s);
+	cli_free(k);
+	qt_loop_free(l);
+}
+END_TEST
+
+START_TEST(test_peer_close_fails_calls)
+{
+	struct qt_loop *l = new_loop(_i);
+	struct srv *s = srv_new(SRV_HOLD);
+	struct cli *k = g_new0(struct cli, 1);
+	struct qt_conn *cc, *sc;
+
+	pair(l, s, k, &insecure_client, &insecure_server, &cc, &sc);
+	qt_conn_ref(cc); /* used after it closed */
+	for (uint32_t i = 0; i < 10; i++)
+		ck_assert_int_eq(call_index(cc, i, 0), 0);
+	for (int i = 0; i < 100 && s->requests < 10; i++)
+		qt_loop_run_once(l, 10);
+	qt_conn_close(sc, 0, "server going away");
+	for (int i = 0; i < 200 && !(k->closed && s->closed); i++)
+		qt_loop_run_once(l, 10);
+	/* No deadline was set, yet nobody waits forever. */
+	ck_assert_uint_eq(k->errors, 10);
+	ck_assert_uint_eq(k->closed, 1);
+	ck_assert_ptr_nonnull(strstr(k->close_reason, "closed the connection"));
+	ck_assert_int_eq(call_index(cc, 11, 0), -ENOTCONN);
+	qt_conn_unref(cc);
+	srv_free(s);
+	cli_free(k);
+	qt_loop_free(l);
+}
+END_TEST
+
+/* Raw bytes from an untrusted peer: each must close the connection cleanly. */
+static void raw_case(int i, const uint8_t *bytes, size_t n, int want_err)
+{
+	struct qt_loop *l = new_loop(i);
+	struct srv *s = srv_new(SRV_ECHO);
+	struct qt_conn_opts so = insecure_server;
+	struct qt_conn *sc;
+	int sv[2];
+
+	so.handshake_ms = 200;
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	ck_assert_int_eq(qt_conn_new(l, sv[1], sv[1], &so, &srv_ops, s, &sc), 0);
+	if (n)
+		ck_assert_int_eq(write(sv[0], bytes, n), (ssize_t)n);
+	for (int k = 0; k < 200 && !s->closed; k++)
+		qt_loop_run_once(l, 10);
+	ck_assert_uint_eq(s->closed, 1);
+	ck_assert_uint_eq(s->ready, 0);
+	ck_assert_int_eq(s->close_err, want_err);
+	close(sv[0]);
+	srv_free(s);
+	qt_loop_free(l);
+}
+
+START_TEST(test_raw_bad_version)
+{
+	uint8_t h[16] = {0, 0, 0, 0, 9, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0};
+
+	raw_case(_i, h, sizeof(h), -EPROTONOSUPPORT);
+}
+END_TEST
+
+START_TEST(test_raw_oversized)
+{
+	/* Before authentication a peer may not announce more than 1 KiB. */
+	uint8_t h[16] = {0, 0, 0x10, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0};
+
+	raw_case(_i, h, sizeof(h), -EMSGSIZE);
+}
+END_TEST
+
+START_TEST(test_raw_not_hello)
+{
+	uint8_t h[16] = {0, 0, 0, 0, 1, 0, 0x01, 0x00, 0, 0, 0, 0, 0, 0, 0, 5};
+
+	raw_case(_i, h, sizeof(h), -EPROTO);
+}
+END_TEST
+
+START_TEST(test_raw_silent_handshake_timeout)
+{
+	raw_case(_i, NULL, 0, -ETIMEDOUT);
+}
+END_TEST
+
+START_TEST(test_raw_truncated_then_eof)
+{
+	uint8_t h[10] = {0, 0, 0, 40, 1, 0, 0, 1, 0, 0};
+	struct qt_loop *l = new_loop(_i);
+	struct srv *s = srv_new(SRV_ECHO);
+	struct qt_conn *sc;
+	int sv[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	ck_assert_int_eq(qt_conn_new(l, sv[1], sv[1], &insecure_server, &srv_ops, s, &sc), 0);
+	ck_assert_int_eq(write(sv[0], h, sizeof(h)), (ssize_t)sizeof(h));
+	close(sv[0]);
+	for (int k = 0; k < 200 && !s->closed; k++)
+		qt_loop_run_once(l, 10);
+	ck_assert_uint_eq(s->closed, 1);
+	ck_assert_int_lt(s->close_err, 0);
+	srv_free(s);
+	qt_loop_free(l);
+}
+END_TEST
+
+/* ---- synchronous calls from other threads ---------------------------------- */
+
+struct sync_env {
+	struct qt_loop *loop;
+	struct qt_conn *conn;
+	gint ok;
+};
+
+static gpointer sync_caller(gpointer arg)
+{
+	struct sync_env *se = arg;
+
+	for (uint32_t i = 0; i < 200; i++) {
+		struct qt_msg *m = qt_msg_new(QT_MSG_USER_MIN + 3, 0, 0), *r = NULL;
+		struct qt_rd rd;
+		uint32_t v = 0;
+
+		qt_msg_put_u32(m, i);
+		if (qt_conn_call_sync(se->conn, m, 5000, &r) != 0)
+			continue;
+		qt_rd_init_msg(&rd, r);
+		if (qt_rd_u32(&rd, &v) == 0 && v == i)
+			g_atomic_int_inc(&se->ok);
+		qt_msg_free(r);
+	}
+	return NULL;
+}
+
+START_TEST(test_sync_calls_from_threads)
+{
+	struct qt_loop *l = new_loop(_i);
+	struct srv *s = srv_new(SRV_ECHO);
+	struct cli *k = g_new0(struct cli, 1);
+	struct sync_env se = {.loop = l};
+	struct qt_conn *sc;
+	GThread *t[4];
+
+	pair(l, s, k, &insecure_client, &insecure_server, &se.conn, &sc);
+	qt_conn_ref(se.conn);
+	for (int i = 0; i < 4; i++)
+		t[i] = g_thread_new("caller", sync_caller, &se);
+	{
+		/* The loop runs here while four threads call into it. */
+		gint64 end = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+
+		while (g_atomic_int_get(&se.ok) < 800 && g_get_monotonic_time() < end)
+			qt_loop_run_once(l, 10);
+	}
+	for (int i = 0; i < 4; i++)
+		g_thread_join(t[i]);
+	ck_assert_int_eq(g_atomic_int_get(&se.ok), 800);
+	close_both(l, se.conn, s, k);
+	qt_conn_unref(se.conn);
+	srv_free(s);
+	cli_free(k);
+	qt_loop_free(l);
+}
+END_TEST
+
+START_TEST(test_backend_env_override)
+{
+	struct qt_loop *l = NULL;
+
+	g_setenv("QT_LOOP_BACKEND", "epoll", TRUE);
+	ck_assert_int_eq(qt_loop_new(QT_LOOP_AUTO, &l), 0);
+	ck_assert_str_eq(qt_loop_backend_name(l), "epoll");
+	qt_loop_free(l);
+	g_setenv("QT_LOOP_BACKEND", "io_uring", TRUE);
+	ck_assert_int_eq(qt_loop_new(QT_LOOP_AUTO, &l), 0);
+	ck_assert_str_eq(qt_loop_backend_name(l), "io_uring");
+	qt_loop_free(l);
+	g_unsetenv("QT_LOOP_BACKEND");
+	{
+		enum qt_loop_backend b;
+
+		ck_assert_int_eq(qt_loop_backend_parse("uring", &b), 0);
+		ck_assert_int_eq(b, QT_LOOP_URING);
+		ck_assert_int_eq(qt_loop_backend_parse("kqueue", &b), -EINVAL);
+	}
+}
+END_TEST
+
+/*
+ * What container runtimes do with their default seccomp profile: make
+ * io_uring_setup fail with EPERM.  AUTO must fall back to epoll and still
+ * carry a connection; forcing io_uring must fail cleanly.
+ */
+START_TEST(test_auto_fallback_under_seccomp)
+{
+	pid_t pid = fork();
+	int status = 0;
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct sock_filter f[] = {
+			BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		};
+		struct sock_fprog prog = {.len = G_N_ELEMENTS(f), .filter = f};
+		struct qt_loop *l = NULL;
+		struct srv *s = srv_new(SRV_ECHO);
+		struct cli *k = g_new0(struct cli, 1);
+		struct qt_conn *cc, *sc;
+
+		g_unsetenv("QT_LOOP_BACKEND");
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
+			_exit(10);
+		if (qt_loop_new(QT_LOOP_URING, &l) != -EPERM)
+			_exit(11);
+		if (qt_loop_new(QT_LOOP_AUTO, &l) != 0 || qt_loop_backend(l) != QT_LOOP_EPOLL)
+			_exit(12);
+		pair(l, s, k, &insecure_client, &insecure_server, &cc, &sc);
+		for (uint32_t i = 0; i < 50; i++)
+			call_index(cc, i, 5000);
+		for (int i = 0; i < 300 && k->replies < 50; i++)
+			qt_loop_run_once(l, 10);
+		_exit(k->replies == 50 && !k->mismatch ? 0 : 13);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+}
+END_TEST
+
+static Suite *loop_suite(void)
+{
+	Suite *s = suite_create("loop");
+	TCase *t = tcase_create("core");
+	TCase *c = tcase_create("conn");
+	TCase *f = tcase_create("flow");
+	TCase *r = tcase_create("raw");
+
+	tcase_set_timeout(t, 30);
+	tcase_set_timeout(c, 60);
+	tcase_set_timeout(f, 60);
+	tcase_set_timeout(r, 30);
+	tcase_add_loop_test(t, test_timers, 0, 2);
+	tcase_add_loop_test(t, test_post_and_stop, 0, 2);
+	tcase_add_loop_test(t, test_watch, 0, 2);
+	tcase_add_test(t, test_backend_env_override);
+	tcase_add_test(t, test_auto_fallback_under_seccomp);
+	tcase_add_loop_test(c, test_echo_socketpair, 0, 2);
+	tcase_add_loop_test(c, test_pipelining_out_of_order, 0, 2);
+	tcase_add_loop_test(c, test_echo_pipes, 0, 2);
+	tcase_add_loop_test(c, test_tcp_psk_echo, 0, 2);
+	tcase_add_loop_test(c, test_tcp6_echo, 0, 2);
+	tcase_add_loop_test(c, test_tcp_wrong_key, 0, 2);
+	tcase_add_loop_test(c, test_tcp_mode_mismatch, 0, 2);
+	tcase_add_loop_test(c, test_max_conns, 0, 2);
+	tcase_add_loop_test(c, test_sync_calls_from_threads, 0, 2);
+	tcase_add_loop_test(f, test_backpressure_inflight, 0, 2);
+	tcase_add_loop_test(f, test_backpressure_queued_bytes, 0, 2);
+	tcase_add_loop_test(f, test_call_timeout, 0, 2);
+	tcase_add_loop_test(f, test_error_reply, 0, 2);
+	tcase_add_loop_test(f, test_peer_close_fails_calls, 0, 2);
+	tcase_add_loop_test(r, test_raw_bad_version, 0, 2);
+	tcase_add_loop_test(r, test_raw_oversized, 0, 2);
+	tcase_add_loop_test(r, test_raw_not_hello, 0, 2);
+	tcase_add_loop_test(r, test_raw_silent_handshake_timeout, 0, 2);
+	tcase_add_loop_test(r, test_raw_truncated_then_eof, 0, 2);
+	suite_add_tcase(s, t);
+	suite_add_tcase(s, c);
+	suite_add_tcase(s, f);
+	suite_add_tcase(s, r);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(loop_suite());
+	int failed;
+
+	signal(SIGPIPE, SIG_IGN);
+	qt_log_init("test-loop");
+	if (g_getenv("QT_TEST_DEBUG"))
+		qt_log_set_level(QT_LOG_DEBUG);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
