@@ -5,8 +5,10 @@
  */
 #include "config.h"
 
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "cli.h"
@@ -55,4 +57,21 @@ int qt_cli_fail(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	return QT_EXIT_FAILURE;
+}
+
+int qt_cli_option_error(int c, char *const argv[], const char *shortopts)
+{
+	/* getopt_long left the offending word at argv[optind - 1] and the letter in optopt. */
+	const char *arg = optind > 0 ? argv[optind - 1] : "";
+	bool is_long = g_str_has_prefix(arg, "--");
+
+	if (c == ':' && !is_long)
+		return qt_cli_usage_error("option '-%c' requires an argument", optopt);
+	if (c == ':')
+		return qt_cli_usage_error("option '%s' requires an argument", arg);
+	if (optopt > 0 && optopt < 128 && (optopt == ':' || !strchr(shortopts, optopt)))
+		return qt_cli_usage_error("unknown option '-%c'", optopt);
+	if (optopt)
+		return qt_cli_usage_error("option '%s' takes no argument", arg);
+	return qt_cli_usage_error("unknown option '%s'", arg);
 }

@@ -21,5 +21,11 @@ const char *qt_cli_prog(void);
 void qt_cli_print_version(void);
 /* Print "PROG: MESSAGE" and the --help hint to stderr; returns QT_EXIT_USAGE. */
 int qt_cli_usage_error(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+/*
+ * Report what getopt_long() rejected, for a parse done with opterr = 0 and
+ * a leading ':' in the option string: @c is the ':' or '?' it returned,
+ * @shortopts the short options without the ':'.  Returns QT_EXIT_USAGE.
+ */
+int qt_cli_option_error(int c, char *const argv[], const char *shortopts);
 /* Print "PROG: MESSAGE" to stderr; returns QT_EXIT_FAILURE. */
 int qt_cli_fail(const char *fmt, ...) G_GNUC_PRINTF(1, 2);

@@ -47,7 +47,11 @@ struct qt_watch;
 struct qt_listener;
 struct qt_stream;
 
-/* 0 and *out, or -errno (with AUTO, only if neither backend works). */
+/*
+ * 0 and *out, or -errno (with AUTO, only if neither backend works).  The
+ * first call also tunes glibc malloc to keep frame-sized blocks in the heap
+ * (see loop.c); MALLOC_MMAP_THRESHOLD_ / MALLOC_TRIM_THRESHOLD_ override it.
+ */
 int qt_loop_new(enum qt_loop_backend backend, struct qt_loop **out);
 /* Closes every remaining stream, listener and watch without callbacks. */
 void qt_loop_free(struct qt_loop *l);

@@ -1,1 +1,8 @@
-# Filled in by the program's own issue.
+# SPDX-License-Identifier: Apache-2.0
+#
+# rexecd/: the host half of rexec, which runs whitelisted binaries for
+# clients on the DPU.
+
+sbin_PROGRAMS += rexecd/rexecd
+rexecd_rexecd_SOURCES = rexecd/main.c
+rexecd_rexecd_LDADD = $(QT_LIBS)

@@ -31,9 +31,10 @@ tests_fuzz_replay_frame_SOURCES = tests/fuzz/fuzz-frame.c tests/fuzz/replay.c
 tests_fuzz_replay_frame_LDADD = $(QT_LIBS)
 
 TESTS += tests/unit/test-wire tests/unit/test-conf tests/unit/test-auth \
-	tests/unit/test-loop tests/unit/test-log tests/fuzz/test-corpus.sh
+	tests/unit/test-loop tests/unit/test-log tests/fuzz/test-corpus.sh \
+	tests/cli/test-help.sh
 
-EXTRA_DIST += tests/fuzz/test-corpus.sh tests/fuzz/make-corpus.sh tests/fuzz/corpus
+EXTRA_DIST += tests/fuzz/test-corpus.sh tests/fuzz/make-corpus.sh tests/fuzz/corpus tests/cli/test-help.sh
 
 FUZZ_SRCS = $(top_srcdir)/tests/fuzz/fuzz-frame.c $(lib_libqt_a_SOURCES:%=$(top_srcdir)/%)
 fuzz:
@@ -46,3 +47,14 @@ else
 	@echo "make fuzz: clang not found; install the Debian package clang" >&2; exit 1
 endif
 CLEANFILES += tests/fuzz/fuzz-frame
+
+# Benchmarks: built and run by `make bench`, never by `make check`.
+EXTRA_PROGRAMS = tests/bench/bench-transport
+tests_bench_bench_transport_SOURCES = tests/bench/bench-transport.c
+tests_bench_bench_transport_CFLAGS = $(AM_CFLAGS) $(URING_CFLAGS)
+tests_bench_bench_transport_LDADD = $(QT_LIBS)
+CLEANFILES += $(EXTRA_PROGRAMS)
+
+BENCH_SECONDS = 2
+bench: tests/bench/bench-transport
+	./tests/bench/bench-transport $(BENCH_SECONDS)

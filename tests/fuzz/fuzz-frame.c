@@ -17,6 +17,10 @@
  * re-encoded with the qt_msg_put_* writers from what the getters returned is
  * byte for byte the part of the payload they consumed.
  *
+ * Every frame is also fed to a server-side and a client-side handshake
+ * (PSK mode, one fixed key), the state machines a peer reaches before it
+ * has proved anything; whatever they answer must itself be a valid frame.
+ *
  * Built two ways: with replay.c as a plain program that runs the corpus in
  * `make check`, and with clang -fsanitize=fuzzer by `make fuzz`.
  */
@@ -27,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -163,15 +168,45 @@ static void check_frame(const struct qt_msg *m, uint32_t max_payload)
 	walk_payload(m);
 }
 
+static const char fuzz_key[] = "fuzz-fuzz-fuzz-fuzz-fuzz-fuzz-fuzz-key";
+
+/* Feed @m to a handshake; any answer must be a well-formed frame. */
+static void feed_auth(struct qt_auth *a, const struct qt_msg *m)
+{
+	struct qt_msg *out = NULL;
+	struct qt_frame_header h;
+	int r = qt_auth_step(a, m, &out);
+
+	CHECK(r <= 1);
+	CHECK(r >= 0 || *qt_auth_reason(a));
+	if (out) {
+		CHECK(qt_frame_header_decode(out->data, out->len, QT_WIRE_DEFAULT_MAX_PAYLOAD, &h) == 0);
+		CHECK(h.length == qt_msg_payload_len(out));
+		qt_msg_free(out);
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	g_autoptr(qt_psk) psk = NULL;
+	g_autoptr(qt_auth) srv = NULL;
+	g_autoptr(qt_auth) cli = NULL;
+	struct qt_nonce_cache *nonces = qt_nonce_cache_new(8);
+	struct qt_msg *hello = NULL;
 	struct qt_frame_asm a;
 	uint32_t max_payload;
 	size_t chunk;
 	int err = 0;
 
-	if (size == 0)
+	if (size == 0) {
+		qt_nonce_cache_free(nonces);
 		return 0;
+	}
+	CHECK(qt_psk_from_data(fuzz_key, sizeof(fuzz_key) - 1, &psk) == 0);
+	srv = qt_auth_new(QT_AUTH_SERVER, psk, nonces, NULL);
+	cli = qt_auth_new(QT_AUTH_CLIENT, psk, NULL, "fuzz");
+	CHECK(qt_auth_start(cli, &hello) == 0);
+	qt_msg_free(hello);
 	max_payload = (data[0] & 0x40) ? 64 * 1024 : QT_WIRE_DEFAULT_MAX_PAYLOAD;
 	chunk = (data[0] & 0x80) ? SIZE_MAX : (size_t)(data[0] & 0x3f) + 1;
 	data++;
@@ -198,6 +233,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (m) {
 				CHECK(qt_frame_asm_idle(&a));
 				check_frame(m, max_payload);
+				feed_auth(srv, m);
+				feed_auth(cli, m);
 				qt_msg_free(m);
 			}
 		}
@@ -208,5 +245,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(err == -EPROTONOSUPPORT || err == -EPROTO || err == -EMSGSIZE);
 	qt_frame_asm_clear(&a);
 	CHECK(qt_frame_asm_idle(&a));
+	qt_nonce_cache_free(nonces);
 	return 0;
 }

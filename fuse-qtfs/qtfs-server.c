@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * qtfs-server: the host half of fuse-qtfs.  It exports directory trees of
+ * the host to fuse-qtfs clients on the DPU over tcp, unix, vsock or an SSH
+ * channel (--stdio), so that a container management plane running on the
+ * DPU sees the host's rootfs, volume, /proc and cgroup files.
+ *
+ * Only the command line exists so far; serving is issue 3.  Options are
+ * parsed (so scripts and unit files can be written against them) but not
+ * acted on.
+ */
+#include "config.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "log.h"
+
+#define ISSUE 3
+#define SHORT_OPTS "hV"
+
+enum { OPT_ACCEPTED = 256 };
+
+static const struct option long_opts[] = {
+	{"config", required_argument, NULL, OPT_ACCEPTED},
+	{"listen", required_argument, NULL, OPT_ACCEPTED},
+	{"export", required_argument, NULL, OPT_ACCEPTED},
+	{"key-file", required_argument, NULL, OPT_ACCEPTED},
+	{"whitelist", required_argument, NULL, OPT_ACCEPTED},
+	{"stdio", no_argument, NULL, OPT_ACCEPTED},
+	{"help", no_argument, NULL, 'h'},
+	{"version", no_argument, NULL, 'V'},
+	{NULL, 0, NULL, 0},
+};
+
+static void usage(void)
+{
+	printf("Usage: %s [OPTION]...\n", qt_cli_prog());
+	fputs("Export host directories to fuse-qtfs clients.\n"
+	      "\n"
+	      "  --config FILE      configuration file (default /etc/qtfs/server.conf)\n"
+	      "  --listen URI       listen on tcp://HOST:PORT, unix:/PATH or vsock://CID:PORT;\n"
+	      "                     repeatable (default: the config file's listen list)\n"
+	      "  --export PATH[:ro] export a directory, read-only with :ro; repeatable\n"
+	      "                     (default: the config file's exports)\n"
+	      "  --key-file FILE    pre-shared key, required on tcp and vsock (default: none)\n"
+	      "  --whitelist FILE   per-operation path whitelist (default /etc/qtfs/whitelist)\n"
+	      "  --stdio            serve one connection on stdin/stdout, for ssh://\n"
+	      "                     clients (default off)\n"
+	      "  -h, --help         show this help and exit\n"
+	      "  -V, --version      show the version and exit\n"
+	      "\n"
+	      "Exit status: 0 success, 1 failure, 2 usage error.\n",
+	      stdout);
+	printf("Status: placeholder, only --help and --version work (see issue %d).\n", ISSUE);
+}
+
+
+int main(int argc, char **argv)
+{
+	int c;
+
+	qt_cli_init(argv[0]);
+	qt_log_init(qt_cli_prog());
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":" SHORT_OPTS, long_opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			usage();
+			return QT_EXIT_OK;
+		case 'V':
+			qt_cli_print_version();
+			return QT_EXIT_OK;
+		case OPT_ACCEPTED:
+			break;
+		default:
+			return qt_cli_option_error(c, argv, SHORT_OPTS);
+		}
+	}
+	if (optind < argc)
+		return qt_cli_usage_error("unexpected argument '%s'", argv[optind]);
+
+	return qt_cli_fail("not implemented yet (see issue %d)", ISSUE);
+}

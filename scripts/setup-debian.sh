@@ -1,0 +1,72 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# Prepare a Debian 12 machine and build the tree: install the packages the
+# build and the tests need, then autoreconf, configure and make.  Meant for a
+# fresh machine with only git and a shell, run as root from anywhere; safe to
+# run again (packages already present are not fetched again).
+#
+# Usage: sh scripts/setup-debian.sh [--no-build] [CONFIGURE-ARG]...
+#   --no-build   only install packages
+#   other arguments are passed to ./configure
+
+set -eu
+
+packages="build-essential autoconf automake pkg-config
+libglib2.0-dev liburing-dev libfuse3-dev fuse3 libjson-c-dev
+libcurl4-openssl-dev libssh2-1-dev check
+clang libclang-rt-14-dev
+iproute2 openssh-server openssh-client sshfs procps psmisc
+ca-certificates"
+# libclang-rt-14-dev holds libFuzzer's runtime; clang only recommends it.
+
+die() {
+	echo "setup-debian.sh: $*" >&2
+	exit 1
+}
+
+build=yes
+n=$#
+while [ "$n" -gt 0 ]; do
+	arg=$1
+	shift
+	n=$((n - 1))
+	case $arg in
+	--no-build) build=no ;;
+	-h | --help)
+		sed -n 's/^# \{0,1\}//; 4,11p' "$0"
+		exit 0
+		;;
+	*) set -- "$@" "$arg" ;;
+	esac
+done
+
+cd "$(dirname "$0")/.."
+[ -f configure.ac ] || die "cannot find configure.ac in $(pwd)"
+
+missing=
+for p in $packages; do
+	# dpkg-query fails for unknown packages too; then apt-get decides.
+	status=$(dpkg-query -W -f '${Status}' "$p" 2>/dev/null) || status=
+	[ "$status" = "install ok installed" ] || missing="$missing $p"
+done
+
+if [ -n "$missing" ]; then
+	[ "$(id -u)" -eq 0 ] || die "run as root to install:$missing"
+	echo "== installing:$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update
+	# shellcheck disable=SC2086 # one word per package
+	apt-get install -y --no-install-recommends $missing
+else
+	echo "== packages: all present"
+fi
+
+[ "$build" = yes ] || exit 0
+
+echo "== autoreconf -fi"
+autoreconf -fi
+echo "== ./configure $*"
+./configure "$@"
+echo "== make -j$(nproc)"
+make -j"$(nproc)"
