@@ -214,11 +214,11 @@ static int unix_clear_stale(const struct qt_endpoint *ep)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
-	r = connect(fd, (struct sockaddr *)&sun, len);
+	r = connect(fd, (struct sockaddr *)&sun, len) == 0 ? 0 : errno;
 	close(fd);
 	if (r == 0)
 		return -EADDRINUSE;
-	if (errno == ECONNREFUSED && unlink(ep->path) < 0 && errno != ENOENT)
+	if (r == ECONNREFUSED && unlink(ep->path) < 0 && errno != ENOENT)
 		return -errno;
 	return 0;
 }
@@ -271,7 +271,7 @@ int qt_endpoint_listen(const struct qt_endpoint *ep, int backlog, int *fd)
 		}
 		g = getaddrinfo(ep->host, port, &hints, &res);
 		if (g != 0)
-			return g == EAI_SYSTEM ? -errno : -EADDRNOTAVAIL;
+			return g == EAI_SYSTEM && errno ? -errno : -EADDRNOTAVAIL;
 		for (ai = res; ai; ai = ai->ai_next) {
 			r = listen_fd(ai->ai_family, ai->ai_addr, ai->ai_addrlen, backlog, fd);
 			if (r == 0)
@@ -355,7 +355,7 @@ int qt_endpoint_connect(const struct qt_endpoint *ep, int timeout_ms, int *fd)
 		g_snprintf(port, sizeof(port), "%u", ep->port);
 		g = getaddrinfo(ep->host ? ep->host : "localhost", port, &hints, &res);
 		if (g != 0)
-			return g == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
+			return g == EAI_SYSTEM && errno ? -errno : -EHOSTUNREACH;
 		for (ai = res; ai; ai = ai->ai_next) {
 			r = connect_fd(ai->ai_family, ai->ai_addr, ai->ai_addrlen, timeout_ms, fd);
 			if (r == 0)

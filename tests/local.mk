@@ -13,7 +13,11 @@ tests_unit_test_conf_SOURCES = tests/unit/test-conf.c
 tests_unit_test_conf_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_conf_LDADD = $(UNIT_LDADD)
 
-check_PROGRAMS += tests/unit/test-auth tests/unit/test-loop tests/unit/test-log
+check_PROGRAMS += tests/unit/test-auth tests/unit/test-loop tests/unit/test-log \
+	tests/unit/test-endpoint
+tests_unit_test_endpoint_SOURCES = tests/unit/test-endpoint.c
+tests_unit_test_endpoint_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_endpoint_LDADD = $(UNIT_LDADD)
 tests_unit_test_log_SOURCES = tests/unit/test-log.c
 tests_unit_test_log_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_log_LDADD = $(UNIT_LDADD)
@@ -31,7 +35,7 @@ tests_fuzz_replay_frame_SOURCES = tests/fuzz/fuzz-frame.c tests/fuzz/replay.c
 tests_fuzz_replay_frame_LDADD = $(QT_LIBS)
 
 TESTS += tests/unit/test-wire tests/unit/test-conf tests/unit/test-auth \
-	tests/unit/test-loop tests/unit/test-log tests/fuzz/test-corpus.sh \
+	tests/unit/test-endpoint tests/unit/test-loop tests/unit/test-log tests/fuzz/test-corpus.sh \
 	tests/cli/test-help.sh
 
 EXTRA_DIST += tests/fuzz/test-corpus.sh tests/fuzz/make-corpus.sh tests/fuzz/corpus tests/cli/test-help.sh

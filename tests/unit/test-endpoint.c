@@ -1,0 +1,407 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The endpoint module: the URI parser on every form it accepts (each field
+ * and the canonical uri) and on the forms it must refuse, and the sockets
+ * behind the URIs over real loopback TCP (v4 and v6), filesystem and
+ * abstract unix sockets and, where the kernel has it, vsock.  The socket
+ * tests also check the flags every socket must carry, the stale-socket rule
+ * of listen, and that no test leaks a descriptor.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "endpoint.h"
+
+struct good {
+	const char *uri;
+	enum qt_ep_kind kind;
+	const char *host;
+	uint16_t port;
+	const char *path;
+	bool abstract;
+	uint32_t cid, vport;
+	const char *canon;
+};
+
+static const struct good goods[] = {
+	{"tcp://127.0.0.1:7000", QT_EP_TCP, "127.0.0.1", 7000, NULL, false, 0, 0, "tcp://127.0.0.1:7000"},
+	{"tcp://[::1]:7000", QT_EP_TCP, "::1", 7000, NULL, false, 0, 0, "tcp://[::1]:7000"},
+	{"tcp://localhost:1", QT_EP_TCP, "localhost", 1, NULL, false, 0, 0, "tcp://localhost:1"},
+	{"tcp://:7000", QT_EP_TCP, NULL, 7000, NULL, false, 0, 0, "tcp://*:7000"},
+	{"tcp://*:7000", QT_EP_TCP, NULL, 7000, NULL, false, 0, 0, "tcp://*:7000"},
+	{"unix:/run/x.sock", QT_EP_UNIX, NULL, 0, "/run/x.sock", false, 0, 0, "unix:/run/x.sock"},
+	{"unix:///run/x.sock", QT_EP_UNIX, NULL, 0, "/run/x.sock", false, 0, 0, "unix:/run/x.sock"},
+	{"unix:@abstract", QT_EP_UNIX, NULL, 0, "abstract", true, 0, 0, "unix:@abstract"},
+	{"vsock://2:1024", QT_EP_VSOCK, NULL, 0, NULL, false, 2, 1024, "vsock://2:1024"},
+	{"vsock://host:5", QT_EP_VSOCK, NULL, 0, NULL, false, 2, 5, "vsock://2:5"},
+	{"vsock://local:5", QT_EP_VSOCK, NULL, 0, NULL, false, 1, 5, "vsock://1:5"},
+	{"vsock://any:5", QT_EP_VSOCK, NULL, 0, NULL, false, UINT32_MAX, 5, "vsock://4294967295:5"},
+	{"stdio", QT_EP_STDIO, NULL, 0, NULL, false, 0, 0, "stdio"},
+};
+
+static const char *const bads[] = {
+	"", "tcp://", "tcp://host", "tcp://host:", "tcp://host:65536", "tcp://host:-1",
+	"tcp://host:12x", "tcp://::1:80", "tcp://[::1]80", "tcp://[zz]:80", "unix:relative",
+	"unix:", "unix:@", NULL /* 200-char path */, "vsock://x:1", "vsock://2:", "ftp://x",
+};
+
+START_TEST(test_parse_valid)
+{
+	const struct good *g = &goods[_i];
+	g_autoptr(qt_endpoint) ep = NULL;
+	char *msg = NULL;
+
+	ck_assert_int_eq(qt_endpoint_parse(g->uri, &ep, &msg), 0);
+	ck_assert_ptr_null(msg);
+	ck_assert_ptr_nonnull(ep);
+	ck_assert_int_eq(ep->kind, g->kind);
+	ck_assert_pstr_eq(ep->host, g->host);
+	ck_assert_uint_eq(ep->port, g->port);
+	ck_assert_pstr_eq(ep->path, g->path);
+	ck_assert_int_eq(ep->abstract, g->abstract);
+	ck_assert_uint_eq(ep->cid, g->cid);
+	ck_assert_uint_eq(ep->vport, g->vport);
+	ck_assert_str_eq(ep->uri, g->canon);
+}
+END_TEST
+
+START_TEST(test_parse_invalid)
+{
+	g_autofree char *longpath = g_strnfill(200, 'p');
+	g_autofree char *longuri = g_strconcat("unix:/", longpath, NULL);
+	const char *uri = bads[_i] ? bads[_i] : longuri;
+	struct qt_endpoint *sentinel = (struct qt_endpoint *)&sentinel, *ep = sentinel;
+	g_autofree char *msg = NULL;
+	g_autofree char *quoted = g_strdup_printf("\"%s\"", uri);
+
+	ck_assert_int_eq(qt_endpoint_parse(uri, &ep, &msg), -EINVAL);
+	ck_assert_ptr_eq(ep, sentinel);
+	ck_assert_ptr_nonnull(msg);
+	ck_assert_msg(strstr(msg, quoted) != NULL, "message '%s' lacks %s", msg, quoted);
+	ck_assert_ptr_null(strchr(msg, '\n'));
+}
+END_TEST
+
+/* ---- sockets ----------------------------------------------------------- */
+
+static int fds_at_start;
+
+static int count_fds(void)
+{
+	GDir *d = g_dir_open("/proc/self/fd", 0, NULL);
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while (g_dir_read_name(d))
+		n++;
+	g_dir_close(d);
+	return n;
+}
+
+static void fd_setup(void)
+{
+	fds_at_start = count_fds();
+}
+
+static void fd_teardown(void)
+{
+	ck_assert_int_eq(count_fds(), fds_at_start);
+}
+
+static struct qt_endpoint *ep_new(const char *uri)
+{
+	struct qt_endpoint *ep = NULL;
+	g_autofree char *msg = NULL;
+
+	ck_assert_msg(qt_endpoint_parse(uri, &ep, &msg) == 0, "%s: %s", uri, msg);
+	return ep;
+}
+
+static void assert_flags(int fd)
+{
+	ck_assert_int_ne(fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
+	ck_assert_int_ne(fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
+}
+
+static int accept_one(int lfd)
+{
+	struct pollfd p = {.fd = lfd, .events = POLLIN};
+	int fd;
+
+	ck_assert_int_eq(poll(&p, 1, 5000), 1);
+	fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	return fd;
+}
+
+static void send_recv(int from, int to, const char *text)
+{
+	struct pollfd p = {.fd = to, .events = POLLIN};
+	size_t n = strlen(text);
+	char buf[64] = "";
+
+	ck_assert_int_eq(send(from, text, n, MSG_NOSIGNAL), (ssize_t)n);
+	ck_assert_int_eq(poll(&p, 1, 5000), 1);
+	ck_assert_int_eq(recv(to, buf, sizeof(buf) - 1, 0), (ssize_t)n);
+	ck_assert_str_eq(buf, text);
+}
+
+/* Connect to @target, accept on @lfd; check flags and traffic both ways. */
+static void connect_accept(int lfd, const char *target, int *cfd, int *afd)
+{
+	g_autoptr(qt_endpoint) cep = ep_new(target);
+
+	ck_assert_int_eq(qt_endpoint_connect(cep, 5000, cfd), 0);
+	assert_flags(*cfd);
+	*afd = accept_one(lfd);
+	send_recv(*cfd, *afd, "ping");
+	send_recv(*afd, *cfd, "pong!");
+}
+
+/* Listen on @uri, connect to it, accept; check flags and traffic both ways. */
+static void pair(const char *uri, int *lfd, int *cfd, int *afd)
+{
+	g_autoptr(qt_endpoint) lep = ep_new(uri);
+
+	ck_assert_int_eq(qt_endpoint_listen(lep, 8, lfd), 0);
+	assert_flags(*lfd);
+	connect_accept(*lfd, uri, cfd, afd);
+}
+
+static void close3(int a, int b, int c)
+{
+	ck_assert_int_eq(close(a), 0);
+	ck_assert_int_eq(close(b), 0);
+	ck_assert_int_eq(close(c), 0);
+}
+
+static void tcp_round_trip(bool v6)
+{
+	g_autoptr(qt_endpoint) lep = ep_new(v6 ? "tcp://[::1]:0" : "tcp://127.0.0.1:0");
+	g_autofree char *target = NULL, *want = NULL, *peer = NULL;
+	int lfd, cfd, afd, port;
+	uint32_t uid;
+
+	ck_assert_int_eq(qt_endpoint_listen(lep, 8, &lfd), 0);
+	assert_flags(lfd);
+	port = qt_socket_local_port(lfd);
+	ck_assert_int_gt(port, 0);
+	if (v6)
+		target = g_strdup_printf("tcp://[::1]:%d", port);
+	else
+		target = g_strdup_printf("tcp://127.0.0.1:%d", port);
+	connect_accept(lfd, target, &cfd, &afd);
+	peer = qt_socket_peer_name(cfd);
+	want = g_strdup_printf(v6 ? "[::1]:%d" : "127.0.0.1:%d", port);
+	ck_assert_str_eq(peer, want);
+	ck_assert_int_eq(qt_socket_peer_uid(cfd, &uid), -EOPNOTSUPP);
+	close3(lfd, cfd, afd);
+}
+
+START_TEST(test_tcp4)
+{
+	tcp_round_trip(false);
+}
+END_TEST
+
+START_TEST(test_tcp6)
+{
+	g_autoptr(qt_endpoint) ep = ep_new("tcp://[::1]:0");
+	int fd;
+
+	if (qt_endpoint_listen(ep, 1, &fd) < 0)
+		return; /* no IPv6 loopback on this machine */
+	ck_assert_int_eq(close(fd), 0);
+	tcp_round_trip(true);
+}
+END_TEST
+
+START_TEST(test_unix_socket)
+{
+	g_autofree char *dir = g_dir_make_tmp("test-endpoint-XXXXXX", NULL);
+	g_autofree char *uri = NULL, *peer = NULL, *sock = NULL;
+	int lfd, cfd, afd;
+	uint32_t uid = 12345;
+
+	ck_assert_ptr_nonnull(dir);
+	sock = g_build_filename(dir, "s.sock", NULL);
+	uri = g_strconcat("unix:", sock, NULL);
+	pair(uri, &lfd, &cfd, &afd);
+	ck_assert_int_eq(qt_socket_peer_uid(afd, &uid), 0);
+	ck_assert_uint_eq(uid, getuid());
+	ck_assert_int_eq(qt_socket_peer_uid(cfd, &uid), 0);
+	ck_assert_uint_eq(uid, getuid());
+	peer = qt_socket_peer_name(cfd);
+	ck_assert_msg(g_str_has_prefix(peer, "unix(uid="), "peer name %s", peer);
+	close3(lfd, cfd, afd);
+	ck_assert_int_eq(unlink(sock), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+START_TEST(test_unix_in_use_and_stale)
+{
+	g_autofree char *dir = g_dir_make_tmp("test-endpoint-XXXXXX", NULL);
+	g_autofree char *sock = NULL, *uri = NULL;
+	g_autoptr(qt_endpoint) ep = NULL;
+	int lfd, lfd2 = -1, cfd, afd;
+	char probe;
+
+	ck_assert_ptr_nonnull(dir);
+	sock = g_build_filename(dir, "s.sock", NULL);
+	uri = g_strconcat("unix:", sock, NULL);
+	ep = ep_new(uri);
+	ck_assert_int_eq(qt_endpoint_listen(ep, 8, &lfd), 0);
+	ck_assert_int_eq(qt_endpoint_listen(ep, 8, &lfd2), -EADDRINUSE);
+	ck_assert_int_eq(lfd2, -1);
+	/* The liveness probe reaches the first listener as a connection already closed. */
+	afd = accept_one(lfd);
+	ck_assert_int_eq(recv(afd, &probe, 1, 0), 0);
+	ck_assert_int_eq(close(afd), 0);
+	/* The first listener still has its socket and works. */
+	connect_accept(lfd, uri, &cfd, &afd);
+	close3(lfd, cfd, afd);
+	/* Closed without unlink: the file is stale and must be replaced. */
+	ck_assert(g_file_test(sock, G_FILE_TEST_EXISTS));
+	pair(uri, &lfd, &cfd, &afd);
+	close3(lfd, cfd, afd);
+	ck_assert_int_eq(unlink(sock), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+START_TEST(test_unix_regular_file)
+{
+	g_autofree char *dir = g_dir_make_tmp("test-endpoint-XXXXXX", NULL);
+	g_autofree char *file = NULL, *uri = NULL, *data = NULL;
+	g_autoptr(qt_endpoint) ep = NULL;
+	int fd = -1;
+
+	ck_assert_ptr_nonnull(dir);
+	file = g_build_filename(dir, "not-a-socket", NULL);
+	ck_assert(g_file_set_contents(file, "keep me", -1, NULL));
+	uri = g_strconcat("unix:", file, NULL);
+	ep = ep_new(uri);
+	ck_assert_int_eq(qt_endpoint_listen(ep, 8, &fd), -EADDRINUSE);
+	ck_assert_int_eq(fd, -1);
+	ck_assert(g_file_get_contents(file, &data, NULL, NULL));
+	ck_assert_str_eq(data, "keep me");
+	ck_assert_int_eq(unlink(file), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+START_TEST(test_unix_abstract)
+{
+	g_autofree char *uri = g_strdup_printf("unix:@test-endpoint-%d", (int)getpid());
+	g_autofree char *peer = NULL;
+	int lfd, cfd, afd;
+
+	pair(uri, &lfd, &cfd, &afd);
+	peer = qt_socket_peer_name(afd);
+	ck_assert_msg(g_str_has_prefix(peer, "unix(uid="), "peer name %s", peer);
+	close3(lfd, cfd, afd);
+}
+END_TEST
+
+START_TEST(test_connect_refused)
+{
+	g_autoptr(qt_endpoint) lep = ep_new("tcp://127.0.0.1:0");
+	g_autoptr(qt_endpoint) cep = NULL;
+	g_autofree char *uri = NULL;
+	int lfd, cfd = -1, port;
+
+	ck_assert_int_eq(qt_endpoint_listen(lep, 1, &lfd), 0);
+	port = qt_socket_local_port(lfd);
+	ck_assert_int_gt(port, 0);
+	ck_assert_int_eq(close(lfd), 0);
+	uri = g_strdup_printf("tcp://127.0.0.1:%d", port);
+	cep = ep_new(uri);
+	ck_assert_int_eq(qt_endpoint_connect(cep, 5000, &cfd), -ECONNREFUSED);
+	ck_assert_int_eq(cfd, -1);
+}
+END_TEST
+
+START_TEST(test_stdio_not_a_socket)
+{
+	g_autoptr(qt_endpoint) ep = ep_new("stdio");
+	int fd = -1;
+
+	ck_assert_int_eq(qt_endpoint_listen(ep, 1, &fd), -EOPNOTSUPP);
+	ck_assert_int_eq(qt_endpoint_connect(ep, 100, &fd), -EOPNOTSUPP);
+	ck_assert_int_eq(fd, -1);
+}
+END_TEST
+
+START_TEST(test_vsock)
+{
+	unsigned vport = 20000 + (unsigned)getpid() % 40000;
+	g_autofree char *any = g_strdup_printf("vsock://any:%u", vport);
+	g_autofree char *local = g_strdup_printf("vsock://local:%u", vport);
+	g_autoptr(qt_endpoint) lep = ep_new(any);
+	g_autoptr(qt_endpoint) cep = ep_new(local);
+	int lfd = -1, cfd = -1, afd, r;
+
+	r = qt_endpoint_listen(lep, 8, &lfd);
+	if (r < 0) {
+		/* No vsock on this kernel: it must still fail cleanly. */
+		ck_assert_int_gt(r, -4096);
+		ck_assert_int_eq(lfd, -1);
+		return;
+	}
+	assert_flags(lfd);
+	r = qt_endpoint_connect(cep, 500, &cfd);
+	if (r < 0) {
+		/* Listening works but there is no loopback transport. */
+		ck_assert_int_gt(r, -4096);
+		ck_assert_int_eq(cfd, -1);
+	} else {
+		assert_flags(cfd);
+		afd = accept_one(lfd);
+		send_recv(cfd, afd, "ping");
+		send_recv(afd, cfd, "pong!");
+		ck_assert_int_eq(close(afd), 0);
+		ck_assert_int_eq(close(cfd), 0);
+	}
+	ck_assert_int_eq(close(lfd), 0);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("endpoint");
+	TCase *parse = tcase_create("parse");
+	TCase *sock = tcase_create("sockets");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_loop_test(parse, test_parse_valid, 0, G_N_ELEMENTS(goods));
+	tcase_add_loop_test(parse, test_parse_invalid, 0, G_N_ELEMENTS(bads));
+	suite_add_tcase(s, parse);
+
+	/* Checked, so they run in each test's process and see its descriptors. */
+	tcase_add_checked_fixture(sock, fd_setup, fd_teardown);
+	tcase_add_test(sock, test_tcp4);
+	tcase_add_test(sock, test_tcp6);
+	tcase_add_test(sock, test_unix_socket);
+	tcase_add_test(sock, test_unix_in_use_and_stale);
+	tcase_add_test(sock, test_unix_regular_file);
+	tcase_add_test(sock, test_unix_abstract);
+	tcase_add_test(sock, test_connect_refused);
+	tcase_add_test(sock, test_stdio_not_a_socket);
+	tcase_add_test(sock, test_vsock);
+	suite_add_tcase(s, sock);
+
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
