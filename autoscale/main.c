@@ -116,7 +116,6 @@ static void usage(void)
 	      stdout);
 }
 
-
 int main(int argc, char **argv)
 {
 	const char *cmd;
@@ -127,16 +126,10 @@ int main(int argc, char **argv)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":" SHORT_OPTS, long_opts, NULL)) != -1) {
 		switch (c) {
-		case 'h':
-			usage();
-			return QT_EXIT_OK;
-		case 'V':
-			qt_cli_print_version();
-			return QT_EXIT_OK;
 		case OPT_ACCEPTED:
 			break;
 		default:
-			return qt_cli_option_error(c, argv, SHORT_OPTS);
+			return qt_cli_std_option(c, argv, SHORT_OPTS, usage);
 		}
 	}
 	if (optind == argc)

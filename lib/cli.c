@@ -75,3 +75,17 @@ int qt_cli_option_error(int c, char *const argv[], const char *shortopts)
 		return qt_cli_usage_error("option '%s' takes no argument", arg);
 	return qt_cli_usage_error("unknown option '%s'", arg);
 }
+
+int qt_cli_std_option(int c, char *const argv[], const char *shortopts, void (*usage)(void))
+{
+	switch (c) {
+	case 'h':
+		usage();
+		return QT_EXIT_OK;
+	case 'V':
+		qt_cli_print_version();
+		return QT_EXIT_OK;
+	default:
+		return qt_cli_option_error(c, argv, shortopts);
+	}
+}

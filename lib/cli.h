@@ -27,5 +27,12 @@ int qt_cli_usage_error(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
  * @shortopts the short options without the ':'.  Returns QT_EXIT_USAGE.
  */
 int qt_cli_option_error(int c, char *const argv[], const char *shortopts);
+/*
+ * The options every program shares, for the default branch of its getopt
+ * switch: -h/--help ('h') calls @usage, -V/--version ('V') prints the
+ * version, and both return QT_EXIT_OK; anything else is reported with
+ * qt_cli_option_error() and returns QT_EXIT_USAGE.
+ */
+int qt_cli_std_option(int c, char *const argv[], const char *shortopts, void (*usage)(void));
 /* Print "PROG: MESSAGE" to stderr; returns QT_EXIT_FAILURE. */
 int qt_cli_fail(const char *fmt, ...) G_GNUC_PRINTF(1, 2);

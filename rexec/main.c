@@ -73,7 +73,6 @@ static void usage(void)
 	printf("Status: placeholder, only --help and --version work (see issue %d).\n", ISSUE);
 }
 
-
 int main(int argc, char **argv)
 {
 	int c;
@@ -84,12 +83,6 @@ int main(int argc, char **argv)
 	/* "+": stop at CMD, whose own options are not ours. */
 	while ((c = getopt_long(argc, argv, "+:" SHORT_OPTS, long_opts, NULL)) != -1) {
 		switch (c) {
-		case 'h':
-			usage();
-			return QT_EXIT_OK;
-		case 'V':
-			qt_cli_print_version();
-			return QT_EXIT_OK;
 		case 'H':
 		case 't':
 		case 'T':
@@ -100,7 +93,7 @@ int main(int argc, char **argv)
 		case OPT_ACCEPTED:
 			break;
 		default:
-			return qt_cli_option_error(c, argv, SHORT_OPTS);
+			return qt_cli_std_option(c, argv, SHORT_OPTS, usage);
 		}
 	}
 	if (optind == argc)

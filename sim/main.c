@@ -79,7 +79,6 @@ static void usage(void)
 	printf("Status: placeholder, only --help and --version work (see issue %d).\n", ISSUE);
 }
 
-
 static gboolean is_command(const char *name)
 {
 	for (size_t i = 0; i < G_N_ELEMENTS(commands); i++) {
@@ -98,17 +97,11 @@ int main(int argc, char **argv)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":" SHORT_OPTS, long_opts, NULL)) != -1) {
 		switch (c) {
-		case 'h':
-			usage();
-			return QT_EXIT_OK;
-		case 'V':
-			qt_cli_print_version();
-			return QT_EXIT_OK;
 		case 'o':
 		case OPT_ACCEPTED:
 			break;
 		default:
-			return qt_cli_option_error(c, argv, SHORT_OPTS);
+			return qt_cli_std_option(c, argv, SHORT_OPTS, usage);
 		}
 	}
 	if (optind == argc)

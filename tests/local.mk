@@ -5,7 +5,9 @@
 UNIT_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(URING_CFLAGS)
 UNIT_LDADD = $(QT_LIBS) $(CHECK_LIBS)
 
-check_PROGRAMS += tests/unit/test-wire tests/unit/test-conf
+UNIT_TESTS = tests/unit/test-wire tests/unit/test-conf tests/unit/test-auth \
+	tests/unit/test-endpoint tests/unit/test-loop tests/unit/test-log
+check_PROGRAMS += $(UNIT_TESTS)
 tests_unit_test_wire_SOURCES = tests/unit/test-wire.c
 tests_unit_test_wire_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_wire_LDADD = $(UNIT_LDADD)
@@ -13,8 +15,6 @@ tests_unit_test_conf_SOURCES = tests/unit/test-conf.c
 tests_unit_test_conf_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_conf_LDADD = $(UNIT_LDADD)
 
-check_PROGRAMS += tests/unit/test-auth tests/unit/test-loop tests/unit/test-log \
-	tests/unit/test-endpoint
 tests_unit_test_endpoint_SOURCES = tests/unit/test-endpoint.c
 tests_unit_test_endpoint_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_endpoint_LDADD = $(UNIT_LDADD)
@@ -34,9 +34,7 @@ check_PROGRAMS += tests/fuzz/replay-frame
 tests_fuzz_replay_frame_SOURCES = tests/fuzz/fuzz-frame.c tests/fuzz/replay.c
 tests_fuzz_replay_frame_LDADD = $(QT_LIBS)
 
-TESTS += tests/unit/test-wire tests/unit/test-conf tests/unit/test-auth \
-	tests/unit/test-endpoint tests/unit/test-loop tests/unit/test-log tests/fuzz/test-corpus.sh \
-	tests/cli/test-help.sh
+TESTS += $(UNIT_TESTS) tests/fuzz/test-corpus.sh tests/cli/test-help.sh
 
 EXTRA_DIST += tests/fuzz/test-corpus.sh tests/fuzz/make-corpus.sh tests/fuzz/corpus tests/cli/test-help.sh
 

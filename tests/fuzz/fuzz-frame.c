@@ -191,17 +191,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	g_autoptr(qt_psk) psk = NULL;
 	g_autoptr(qt_auth) srv = NULL;
 	g_autoptr(qt_auth) cli = NULL;
-	struct qt_nonce_cache *nonces = qt_nonce_cache_new(8);
+	struct qt_nonce_cache *nonces;
 	struct qt_msg *hello = NULL;
 	struct qt_frame_asm a;
 	uint32_t max_payload;
 	size_t chunk;
 	int err = 0;
 
-	if (size == 0) {
-		qt_nonce_cache_free(nonces);
+	if (size == 0)
 		return 0;
-	}
+	nonces = qt_nonce_cache_new(8);
 	CHECK(qt_psk_from_data(fuzz_key, sizeof(fuzz_key) - 1, &psk) == 0);
 	srv = qt_auth_new(QT_AUTH_SERVER, psk, nonces, NULL);
 	cli = qt_auth_new(QT_AUTH_CLIENT, psk, NULL, "fuzz");
