@@ -4,28 +4,44 @@
  * qtfs-server on the host with FUSE, so that kubelet, containerd and friends
  * running on the DPU work on the host's files as if they were local.  The
  * argument order (SOURCE MOUNTPOINT, then -o) is the one mount(8) uses for
- * fuse.TYPE entries, so the same binary can serve /etc/fstab.
+ * fuse.TYPE entries, so the same binary serves /etc/fstab through
+ * mount.fuse3.
  *
- * Only the command line exists so far; mounting is issue 3.  Options are
- * parsed but not acted on.
+ * This file is the program: options, the transport to dial, daemonizing
+ * only once the mount is up (so the exit status says whether it worked),
+ * and the FUSE session.  The file system is fs.c, the wire client.c.
  */
 #include "config.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "auth.h"
 #include "cli.h"
+#include "client.h"
+#include "conf.h"
+#include "endpoint.h"
+#include "fs.h"
 #include "log.h"
 
-#define ISSUE 3
-#define SHORT_OPTS "hVfo:"
+#define SHORT_OPTS "hVfvo:"
 
-enum { OPT_ACCEPTED = 256 };
+enum {
+	OPT_KEY_FILE = 256,
+	OPT_IDENTITY,
+};
 
 static const struct option long_opts[] = {
-	{"key-file", required_argument, NULL, OPT_ACCEPTED},
-	{"identity", required_argument, NULL, OPT_ACCEPTED},
+	{"key-file", required_argument, NULL, OPT_KEY_FILE},
+	{"identity", required_argument, NULL, OPT_IDENTITY},
+	{"verbose", no_argument, NULL, 'v'},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, 'V'},
 	{NULL, 0, NULL, 0},
@@ -40,10 +56,12 @@ static void usage(void)
 	      "ssh://[USER@]HOST[:PORT] (which runs 'qtfs-server --stdio' on the host).\n"
 	      "REMOTE_PATH must lie inside one of the server's exports.\n"
 	      "\n"
-	      "  -f                 stay in the foreground (default: daemonize)\n"
+	      "  -f                 stay in the foreground (default: go to the background\n"
+	      "                     once the file system is mounted)\n"
 	      "  -o OPT[,OPT]...    mount options, repeatable (see below)\n"
-	      "  --key-file FILE    pre-shared key for tcp and vsock (default: none)\n"
+	      "  --key-file FILE    pre-shared key for tcp, unix and vsock (default: none)\n"
 	      "  --identity FILE    SSH private key (default: the keys in ~/.ssh)\n"
+	      "  -v, --verbose      log more; repeatable\n"
 	      "  -h, --help         show this help and exit\n"
 	      "  -V, --version      show the version and exit\n"
 	      "\n"
@@ -52,39 +70,417 @@ static void usage(void)
 	      "  proc               the source is the host's /proc: /proc/self and listed\n"
 	      "                     management processes resolve locally (default off)\n"
 	      "  local_proc=PATH    local procfs used by proc mode (default /local_proc)\n"
+	      "  proc_comms=A:B:... comms whose /proc/PID stays local in proc mode (default\n"
+	      "                     kubelet:containerd:dockerd:isulad:libvirtd:rexec)\n"
 	      "  attr_timeout=SEC   attribute cache time (default 1; 0 on pseudo filesystems)\n"
 	      "  entry_timeout=SEC  name cache time (default 1; 0 on pseudo filesystems)\n"
-	      "  conns=N            parallel connections to the server (default 1)\n"
+	      "  conns=N            parallel connections to the server (default 1, max 64)\n"
 	      "  timeout=SEC        per-request deadline (default 30)\n"
+	      "  key_file=FILE      same as --key-file (for /etc/fstab)\n"
+	      "  identity=FILE      same as --identity\n"
 	      "  allow_other        let other users access the mount (default off)\n"
 	      "\n"
-	      "Configuration: command line only; for /etc/fstab use the type fuse.fuse-qtfs.\n"
-	      "Exit status: 0 success, 1 failure, 2 usage error.\n",
+	      "In /etc/fstab:\n"
+	      "  tcp://host:6000:/var/lib/x  /var/lib/x  fuse.fuse-qtfs  key_file=/etc/qtfs/psk,_netdev  0 0\n"
+	      "Unmount with 'fusermount3 -u MOUNTPOINT' or by sending SIGTERM.\n"
+	      "Exit status: 0 mounted (or help), 1 failure, 2 usage error.\n",
 	      stdout);
-	printf("Status: placeholder, only --help and --version work (see issue %d).\n", ISSUE);
+}
+
+struct settings {
+	char *source;
+	char *uri;
+	char *remote_path;
+	char *mountpoint;
+	char *key_file;
+	char *identity;
+	bool foreground;
+	int verbose;
+	GString *fuse_opts; /* passed to libfuse */
+	struct qtfs_fs_opts fs;
+	char *local_proc;
+	GStrv comms;
+	unsigned conns;
+	uint64_t timeout_ms;
+};
+
+static void settings_clear(struct settings *s)
+{
+	g_free(s->source);
+	g_free(s->uri);
+	g_free(s->remote_path);
+	g_free(s->mountpoint);
+	g_free(s->key_file);
+	g_free(s->identity);
+	if (s->fuse_opts)
+		g_string_free(s->fuse_opts, TRUE);
+	g_free(s->local_proc);
+	g_strfreev(s->comms);
+}
+
+static void add_fuse_opt(struct settings *s, const char *opt)
+{
+	if (s->fuse_opts->len)
+		g_string_append_c(s->fuse_opts, ',');
+	g_string_append(s->fuse_opts, opt);
+}
+
+static int parse_seconds(const char *name, const char *v, double *out)
+{
+	char *end = NULL;
+	double d = g_ascii_strtod(v, &end);
+
+	if (!*v || *end || d < 0 || d > 86400 * 365) {
+		qt_cli_usage_error("-o %s: \"%s\" is not a number of seconds", name, v);
+		return -EINVAL;
+	}
+	*out = d;
+	return 0;
+}
+
+/* One -o argument: ours are consumed, mount(8) noise dropped, the rest go to libfuse. */
+static int parse_o(struct settings *s, const char *arg)
+{
+	g_auto(GStrv) opts = g_strsplit(arg, ",", -1);
+
+	for (char **p = opts; *p; p++) {
+		char *o = *p;
+		char *eq = strchr(o, '=');
+		g_autofree char *key = eq ? g_strndup(o, (gsize)(eq - o)) : g_strdup(o);
+		const char *val = eq ? eq + 1 : NULL;
+		double d;
+		int64_t n;
+
+		if (!*o)
+			continue;
+		if (!strcmp(key, "proc") && !val) {
+			s->fs.proc = true;
+		} else if (!strcmp(key, "local_proc") && val) {
+			if (val[0] != '/')
+				return qt_cli_usage_error("-o local_proc: \"%s\" is not an absolute path", val), -EINVAL;
+			g_free(s->local_proc);
+			s->local_proc = g_strdup(val);
+		} else if (!strcmp(key, "proc_comms") && val) {
+			g_strfreev(s->comms);
+			s->comms = g_strsplit(val, ":", -1);
+		} else if (!strcmp(key, "attr_timeout") && val) {
+			if (parse_seconds(key, val, &d) < 0)
+				return -EINVAL;
+			s->fs.attr_timeout = d;
+		} else if (!strcmp(key, "entry_timeout") && val) {
+			if (parse_seconds(key, val, &d) < 0)
+				return -EINVAL;
+			s->fs.entry_timeout = d;
+		} else if (!strcmp(key, "timeout") && val) {
+			if (parse_seconds(key, val, &d) < 0 || d < 0.1) {
+				if (d < 0.1)
+					qt_cli_usage_error("-o timeout: at least 0.1 seconds");
+				return -EINVAL;
+			}
+			s->timeout_ms = (uint64_t)(d * 1000);
+		} else if (!strcmp(key, "conns") && val) {
+			if (qt_parse_int(val, 1, 64, &n) < 0)
+				return qt_cli_usage_error("-o conns: \"%s\" is not a number from 1 to 64", val), -EINVAL;
+			s->conns = (unsigned)n;
+		} else if (!strcmp(key, "key_file") && val) {
+			g_free(s->key_file);
+			s->key_file = g_strdup(val);
+		} else if (!strcmp(key, "identity") && val) {
+			g_free(s->identity);
+			s->identity = g_strdup(val);
+		} else if (!strcmp(key, "ro") && !val) {
+			s->fs.rdonly = true;
+			add_fuse_opt(s, "ro");
+		} else if (!strcmp(key, "rw") || !strcmp(key, "defaults") || !strcmp(key, "auto") ||
+			   !strcmp(key, "noauto") || !strcmp(key, "_netdev") || !strcmp(key, "nofail") ||
+			   !strcmp(key, "user") || !strcmp(key, "users") || !strcmp(key, "nouser") ||
+			   g_str_has_prefix(key, "x-") || g_str_has_prefix(key, "comment")) {
+			/* mount(8) and fstab options that are not the file system's business */
+		} else {
+			add_fuse_opt(s, o);
+		}
+	}
+	return 0;
+}
+
+/* Split "URI:REMOTE_PATH" at the last ":/" (the remote path is absolute). */
+static int split_source(struct settings *s)
+{
+	const char *src = s->source;
+	const char *cut = NULL;
+
+	for (const char *p = strstr(src, ":/"); p; p = strstr(p + 1, ":/"))
+		cut = p;
+	/* "tcp://..." has a ":/" of its own right after the scheme. */
+	if (!cut || (cut[2] == '/' && cut == strstr(src, "://")))
+		return qt_cli_usage_error("\"%s\": expected URI:REMOTE_PATH, e.g. tcp://host:6000:/var/lib",
+					  src),
+		       -EINVAL;
+	s->uri = g_strndup(src, (gsize)(cut - src));
+	s->remote_path = g_strdup(cut + 1);
+	return 0;
+}
+
+/* ---- transports ---------------------------------------------------------- */
+
+struct sock_dial {
+	struct qt_endpoint *ep;
+	int timeout_ms;
+};
+
+static int dial_socket(void *arg, int *rfd, int *wfd, char **msg)
+{
+	struct sock_dial *d = arg;
+	int fd, err = qt_endpoint_connect(d->ep, d->timeout_ms, &fd);
+
+	if (err < 0) {
+		*msg = g_strdup_printf("cannot connect to %s: %s", d->ep->uri, g_strerror(-err));
+		return err;
+	}
+	*rfd = *wfd = fd;
+	return 0;
+}
+
+/* ---- daemon ---------------------------------------------------------------- */
+
+/*
+ * Fork before any thread exists; the parent waits for the child to say
+ * whether the mount came up and exits with that status.
+ */
+static int daemonize(int *notify_fd)
+{
+	int p[2];
+	pid_t pid;
+	char status = 1;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid > 0) {
+		close(p[1]);
+		if (read(p[0], &status, 1) != 1)
+			status = 1;
+		_exit(status);
+	}
+	close(p[0]);
+	setsid();
+	*notify_fd = p[1];
+	return 0;
+}
+
+static void notify_parent(int *fd, char status)
+{
+	if (*fd < 0)
+		return;
+	if (write(*fd, &status, 1) != 1) {
+		/* the parent is gone; nothing to tell */
+	}
+	close(*fd);
+	*fd = -1;
+}
+
+static void detach_stdio(void)
+{
+	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	dup2(fd, STDIN_FILENO);
+	dup2(fd, STDOUT_FILENO);
+	/* Keep stderr for logs when it goes to a journal or a file, not a terminal. */
+	if (isatty(STDERR_FILENO))
+		dup2(fd, STDERR_FILENO);
+	if (fd > STDERR_FILENO)
+		close(fd);
+}
+
+static char *escape_opt(const char *v)
+{
+	GString *s = g_string_new(NULL);
+
+	for (; *v; v++) {
+		if (*v == ',' || *v == '\\')
+			g_string_append_c(s, '\\');
+		g_string_append_c(s, *v);
+	}
+	return g_string_free(s, FALSE);
+}
+
+static int run(struct settings *s)
+{
+	g_autoptr(qt_psk) psk = NULL;
+	g_autoptr(qt_endpoint) ep = NULL;
+	g_autofree char *msg = NULL, *fsname = NULL, *optstr = NULL;
+	struct qtfs_client *cl = NULL;
+	struct qtfs_fs *fs = NULL;
+	struct fuse_session *se = NULL;
+	struct fuse_loop_config *lc = NULL;
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	struct qtfs_client_opts co = {0};
+	struct sock_dial sd = {0};
+	struct qtfs_attr root;
+	struct stat mst;
+	uint32_t mflags = 0;
+	int notify_fd = -1, err, rc = QT_EXIT_FAILURE;
+	bool mounted = false;
+
+	if (s->key_file && qt_psk_load(s->key_file, &psk, &msg) < 0)
+		return qt_cli_fail("%s", msg);
+	if (stat(s->mountpoint, &mst) < 0)
+		return qt_cli_fail("mount point \"%s\": %s", s->mountpoint, g_strerror(errno));
+	if (!S_ISDIR(mst.st_mode))
+		return qt_cli_fail("mount point \"%s\" is not a directory", s->mountpoint);
+	if (g_str_has_prefix(s->uri, "ssh://"))
+		return qt_cli_fail("ssh:// transport: not built into this version yet");
+	if (qt_endpoint_parse(s->uri, &ep, &msg) < 0)
+		return qt_cli_usage_error("%s", msg);
+	if (ep->kind == QT_EP_STDIO)
+		return qt_cli_usage_error("\"stdio\" is for qtfs-server, not a mount source");
+	sd.ep = ep;
+	sd.timeout_ms = (int)MIN(s->timeout_ms, 60000);
+	co.dial = dial_socket;
+	co.dial_arg = &sd;
+
+	if (!s->foreground && (err = daemonize(&notify_fd)) < 0)
+		return qt_cli_fail("cannot go to the background: %s", g_strerror(-err));
+
+	co.remote_path = s->remote_path;
+	co.psk = psk;
+	co.conns = s->conns;
+	co.timeout_ms = s->timeout_ms;
+	if ((err = qtfs_client_new(&co, &cl, &root, &mflags, &msg)) < 0) {
+		rc = qt_cli_fail("%s: %s", s->source, msg);
+		goto out;
+	}
+	if (!S_ISDIR(root.mode)) {
+		rc = qt_cli_fail("%s: not a directory on the host", s->source);
+		goto out;
+	}
+	if ((mflags & QTFS_MF_RDONLY) && !s->fs.rdonly) {
+		qt_notice("%s is exported read-only: mounting read-only", s->remote_path);
+		s->fs.rdonly = true;
+		add_fuse_opt(s, "ro");
+	}
+	s->fs.local_proc = s->local_proc;
+	s->fs.local_comms = (const char *const *)s->comms;
+	fs = qtfs_fs_new(&s->fs, cl, &root);
+
+	fsname = escape_opt(s->source);
+	optstr = g_strdup_printf("fsname=%s,subtype=fuse-qtfs,default_permissions,max_read=%u%s%s", fsname, QTFS_IO_MAX,
+				 s->fuse_opts->len ? "," : "", s->fuse_opts->str);
+	if (fuse_opt_add_arg(&args, qt_cli_prog()) < 0 || fuse_opt_add_arg(&args, "-o") < 0 ||
+	    fuse_opt_add_arg(&args, optstr) < 0) {
+		rc = qt_cli_fail("out of memory");
+		goto out;
+	}
+	se = fuse_session_new(&args, &qtfs_fs_ops, sizeof(qtfs_fs_ops), fs);
+	if (!se) {
+		/* libfuse printed which option it did not like. */
+		rc = qt_cli_fail("cannot create the FUSE session (see the message above)");
+		goto out;
+	}
+	if (fuse_set_signal_handlers(se) < 0) {
+		rc = qt_cli_fail("cannot install signal handlers");
+		goto out;
+	}
+	if (fuse_session_mount(se, s->mountpoint) < 0) {
+		rc = qt_cli_fail("cannot mount on \"%s\" (see the message above)", s->mountpoint);
+		goto out;
+	}
+	mounted = true;
+	qt_notice("mounted %s on %s (%u connection%s%s)", s->source, s->mountpoint,
+		  s->conns ? s->conns : 1, s->conns > 1 ? "s" : "", s->fs.rdonly ? ", read-only" : "");
+	notify_parent(&notify_fd, 0);
+	if (!s->foreground) {
+		detach_stdio();
+		if (chdir("/") < 0) {
+			/* not fatal */
+		}
+	}
+
+	lc = fuse_loop_cfg_create();
+	fuse_loop_cfg_set_max_threads(lc, 64);
+	fuse_loop_cfg_set_idle_threads(lc, 16);
+	err = fuse_session_loop_mt(se, lc);
+	fuse_loop_cfg_destroy(lc);
+	rc = err == 0 || err == -EINTR || err == SIGTERM || err == SIGINT || err == SIGHUP ? QT_EXIT_OK
+											   : QT_EXIT_FAILURE;
+	qt_notice("unmounting %s", s->mountpoint);
+out:
+	if (se) {
+		if (mounted)
+			fuse_session_unmount(se);
+		fuse_remove_signal_handlers(se);
+		fuse_session_destroy(se);
+	}
+	fuse_opt_free_args(&args);
+	qtfs_client_free(cl);
+	qtfs_fs_free(fs);
+	notify_parent(&notify_fd, (char)rc);
+	return rc;
 }
 
 int main(int argc, char **argv)
 {
-	int c;
+	struct settings s = {0};
+	int c, rc;
 
 	qt_cli_init(argv[0]);
 	qt_log_init(qt_cli_prog());
+	signal(SIGPIPE, SIG_IGN);
+	s.fuse_opts = g_string_new(NULL);
+	s.fs.attr_timeout = 1.0;
+	s.fs.entry_timeout = 1.0;
+	s.timeout_ms = 30000;
+	s.conns = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":" SHORT_OPTS, long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
+			s.foreground = true;
+			break;
 		case 'o':
-		case OPT_ACCEPTED:
+			if (parse_o(&s, optarg) < 0) {
+				settings_clear(&s);
+				return QT_EXIT_USAGE;
+			}
+			break;
+		case 'v':
+			s.verbose++;
+			break;
+		case OPT_KEY_FILE:
+			g_free(s.key_file);
+			s.key_file = g_strdup(optarg);
+			break;
+		case OPT_IDENTITY:
+			g_free(s.identity);
+			s.identity = g_strdup(optarg);
 			break;
 		default:
-			return qt_cli_std_option(c, argv, SHORT_OPTS, usage);
+			rc = qt_cli_std_option(c, argv, SHORT_OPTS, usage);
+			settings_clear(&s);
+			return rc;
 		}
 	}
-	if (argc - optind < 2)
+	if (argc - optind < 2) {
+		settings_clear(&s);
 		return qt_cli_usage_error("missing %s", optind < argc ? "MOUNTPOINT" : "URI:REMOTE_PATH");
-	if (argc - optind > 2)
+	}
+	if (argc - optind > 2) {
+		settings_clear(&s);
 		return qt_cli_usage_error("unexpected argument '%s'", argv[optind + 2]);
-
-	return qt_cli_fail("not implemented yet (see issue %d)", ISSUE);
+	}
+	if (s.verbose)
+		qt_log_verbose(s.verbose);
+	s.source = g_strdup(argv[optind]);
+	s.mountpoint = g_strdup(argv[optind + 1]);
+	if (split_source(&s) < 0) {
+		settings_clear(&s);
+		return QT_EXIT_USAGE;
+	}
+	rc = run(&s);
+	settings_clear(&s);
+	return rc;
 }

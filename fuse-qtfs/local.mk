@@ -2,11 +2,17 @@
 #
 # fuse-qtfs/: the shared file system.  qtfs-server runs on the host and
 # exports directories; fuse-qtfs runs on the DPU and mounts them with FUSE.
+# proto.c (the file-operation codecs) is shared by both and by the tests.
+
+noinst_LIBRARIES += fuse-qtfs/libqtfsproto.a
+fuse_qtfs_libqtfsproto_a_SOURCES = fuse-qtfs/proto.c fuse-qtfs/proto.h
 
 sbin_PROGRAMS += fuse-qtfs/qtfs-server
-fuse_qtfs_qtfs_server_SOURCES = fuse-qtfs/qtfs-server.c
-fuse_qtfs_qtfs_server_LDADD = $(QT_LIBS)
+fuse_qtfs_qtfs_server_SOURCES = fuse-qtfs/qtfs-server.c fuse-qtfs/server.c fuse-qtfs/server.h
+fuse_qtfs_qtfs_server_LDADD = fuse-qtfs/libqtfsproto.a fuse-qtfs/libqtfswl.a $(QT_LIBS)
 
 bin_PROGRAMS += fuse-qtfs/fuse-qtfs
-fuse_qtfs_fuse_qtfs_SOURCES = fuse-qtfs/fuse-qtfs.c
-fuse_qtfs_fuse_qtfs_LDADD = $(QT_LIBS)
+fuse_qtfs_fuse_qtfs_SOURCES = fuse-qtfs/fuse-qtfs.c fuse-qtfs/fs.c fuse-qtfs/fs.h \
+	fuse-qtfs/client.c fuse-qtfs/client.h
+fuse_qtfs_fuse_qtfs_CPPFLAGS = $(AM_CPPFLAGS) $(FUSE_CFLAGS)
+fuse_qtfs_fuse_qtfs_LDADD = fuse-qtfs/libqtfsproto.a $(QT_LIBS) $(FUSE_LIBS)

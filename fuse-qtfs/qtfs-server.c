@@ -5,31 +5,51 @@
  * channel (--stdio), so that a container management plane running on the
  * DPU sees the host's rootfs, volume, /proc and cgroup files.
  *
- * Only the command line exists so far; serving is issue 3.  Options are
- * parsed (so scripts and unit files can be written against them) but not
- * acted on.
+ * This file is the program: command line, configuration file, listeners,
+ * signals.  The file operations live in server.c.
  */
 #include "config.h"
 
+#include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
 
+#include "auth.h"
 #include "cli.h"
+#include "conf.h"
+#include "conn.h"
+#include "endpoint.h"
 #include "log.h"
+#include "server.h"
+#include "whitelist.h"
 
-#define ISSUE 3
-#define SHORT_OPTS "hV"
+#define SHORT_OPTS "hVv"
+#define DEFAULT_CONFIG "/etc/qtfs/server.conf"
+#define DEFAULT_WHITELIST "/etc/qtfs/whitelist"
 
-enum { OPT_ACCEPTED = 256 };
+enum {
+	OPT_CONFIG = 256,
+	OPT_LISTEN,
+	OPT_EXPORT,
+	OPT_KEY_FILE,
+	OPT_WHITELIST,
+	OPT_STDIO,
+	OPT_LOG_LEVEL,
+};
 
 static const struct option long_opts[] = {
-	{"config", required_argument, NULL, OPT_ACCEPTED},
-	{"listen", required_argument, NULL, OPT_ACCEPTED},
-	{"export", required_argument, NULL, OPT_ACCEPTED},
-	{"key-file", required_argument, NULL, OPT_ACCEPTED},
-	{"whitelist", required_argument, NULL, OPT_ACCEPTED},
-	{"stdio", no_argument, NULL, OPT_ACCEPTED},
+	{"config", required_argument, NULL, OPT_CONFIG},
+	{"listen", required_argument, NULL, OPT_LISTEN},
+	{"export", required_argument, NULL, OPT_EXPORT},
+	{"key-file", required_argument, NULL, OPT_KEY_FILE},
+	{"whitelist", required_argument, NULL, OPT_WHITELIST},
+	{"stdio", no_argument, NULL, OPT_STDIO},
+	{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+	{"verbose", no_argument, NULL, 'v'},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, 'V'},
 	{NULL, 0, NULL, 0},
@@ -40,40 +60,343 @@ static void usage(void)
 	printf("Usage: %s [OPTION]...\n", qt_cli_prog());
 	fputs("Export host directories to fuse-qtfs clients.\n"
 	      "\n"
-	      "  --config FILE      configuration file (default /etc/qtfs/server.conf)\n"
+	      "  --config FILE      configuration file (default " DEFAULT_CONFIG ";\n"
+	      "                     a missing default file is not an error)\n"
 	      "  --listen URI       listen on tcp://HOST:PORT, unix:/PATH or vsock://CID:PORT;\n"
-	      "                     repeatable (default: the config file's listen list)\n"
-	      "  --export PATH[:ro] export a directory, read-only with :ro; repeatable\n"
-	      "                     (default: the config file's exports)\n"
-	      "  --key-file FILE    pre-shared key, required on tcp and vsock (default: none)\n"
-	      "  --whitelist FILE   per-operation path whitelist (default /etc/qtfs/whitelist)\n"
-	      "  --stdio            serve one connection on stdin/stdout, for ssh://\n"
-	      "                     clients (default off)\n"
+	      "                     repeatable; replaces the config file's list\n"
+	      "  --export PATH[:ro] export a directory, read-only with :ro; repeatable;\n"
+	      "                     replaces the config file's list\n"
+	      "  --key-file FILE    pre-shared key; required to listen on tcp or vsock\n"
+	      "  --whitelist FILE   per-operation path whitelist (default " DEFAULT_WHITELIST
+	      ",\n"
+	      "                     used if present; see docs/qtfs-whitelist.md)\n"
+	      "  --stdio            serve one connection on stdin/stdout and exit when it\n"
+	      "                     ends (what ssh:// clients run)\n"
+	      "  --log-level LEVEL  err, warn, notice (default), info or debug\n"
+	      "  -v, --verbose      one level more verbose; repeatable\n"
 	      "  -h, --help         show this help and exit\n"
 	      "  -V, --version      show the version and exit\n"
 	      "\n"
+	      "Configuration file keys, group [server]:\n"
+	      "  listen=URI;URI...        exports=PATH[:ro];...   key_file=FILE\n"
+	      "  whitelist=FILE           max_conns=N (64)        max_handles=N (4096)\n"
+	      "  max_inflight=N (128)     workers=N (64)          unix_uids=UID;... (0 and ours)\n"
+	      "  log_level=LEVEL\n"
+	      "\n"
 	      "Exit status: 0 success, 1 failure, 2 usage error.\n",
 	      stdout);
-	printf("Status: placeholder, only --help and --version work (see issue %d).\n", ISSUE);
+}
+
+struct settings {
+	char *config;
+	GPtrArray *listen;  /* char* */
+	GPtrArray *exports; /* char* */
+	char *key_file;
+	char *whitelist;
+	bool whitelist_explicit;
+	bool stdio;
+	int64_t max_conns, max_handles, max_inflight, workers;
+	GArray *unix_uids;
+	int verbose;
+	char *log_level;
+};
+
+static void settings_clear(struct settings *s)
+{
+	g_clear_pointer(&s->config, g_free);
+	g_clear_pointer(&s->listen, g_ptr_array_unref);
+	g_clear_pointer(&s->exports, g_ptr_array_unref);
+	g_clear_pointer(&s->key_file, g_free);
+	g_clear_pointer(&s->whitelist, g_free);
+	g_clear_pointer(&s->unix_uids, g_array_unref);
+	g_clear_pointer(&s->log_level, g_free);
+}
+
+static const char *const server_keys[] = {
+	"listen",    "exports",      "key_file", "whitelist", "max_conns", "max_handles",
+	"max_inflight", "workers", "unix_uids", "log_level", NULL,
+};
+
+/* Read the config file; command-line values already in @s win. */
+static int load_config(struct settings *s, bool explicit_config)
+{
+	g_autoptr(qt_conf) conf = NULL;
+	g_autofree char *msg = NULL;
+	g_auto(GStrv) listen = NULL, exports = NULL, uids = NULL;
+	g_autofree char *key = NULL, *wl = NULL, *level = NULL;
+
+	if (qt_conf_load(s->config, !explicit_config, &conf, &msg) < 0 ||
+	    qt_conf_check_keys(conf, "server", server_keys, &msg) < 0 ||
+	    qt_conf_get_strv(conf, "server", "listen", &listen, &msg) < 0 ||
+	    qt_conf_get_strv(conf, "server", "exports", &exports, &msg) < 0 ||
+	    qt_conf_get_string(conf, "server", "key_file", NULL, &key, &msg) < 0 ||
+	    qt_conf_get_string(conf, "server", "whitelist", NULL, &wl, &msg) < 0 ||
+	    qt_conf_get_string(conf, "server", "log_level", NULL, &level, &msg) < 0 ||
+	    qt_conf_get_int(conf, "server", "max_conns", 64, 1, 65536, &s->max_conns, &msg) < 0 ||
+	    qt_conf_get_int(conf, "server", "max_handles", 4096, 1, 1 << 20, &s->max_handles, &msg) < 0 ||
+	    qt_conf_get_int(conf, "server", "max_inflight", 128, 1, 4096, &s->max_inflight, &msg) < 0 ||
+	    qt_conf_get_int(conf, "server", "workers", 64, 1, 1024, &s->workers, &msg) < 0 ||
+	    qt_conf_get_strv(conf, "server", "unix_uids", &uids, &msg) < 0) {
+		qt_cli_fail("%s", msg);
+		return -EINVAL;
+	}
+	if (s->listen->len == 0)
+		for (char **p = listen; *p; p++)
+			g_ptr_array_add(s->listen, g_strdup(*p));
+	if (s->exports->len == 0)
+		for (char **p = exports; *p; p++)
+			g_ptr_array_add(s->exports, g_strdup(*p));
+	if (!s->key_file)
+		s->key_file = g_steal_pointer(&key);
+	if (!s->whitelist && wl) {
+		s->whitelist = g_steal_pointer(&wl);
+		s->whitelist_explicit = true;
+	}
+	if (!s->log_level)
+		s->log_level = g_steal_pointer(&level);
+	for (char **p = uids; *p; p++) {
+		int64_t v;
+		uint32_t u;
+
+		if (qt_parse_int(*p, 0, UINT32_MAX - 1, &v) < 0) {
+			qt_cli_fail("%s: [server] unix_uids: \"%s\" is not a uid", qt_conf_path(conf), *p);
+			return -EINVAL;
+		}
+		u = (uint32_t)v;
+		g_array_append_val(s->unix_uids, u);
+	}
+	return 0;
+}
+
+static struct qt_loop *the_loop;
+
+static void on_signal(struct qt_watch *w, int fd, uint32_t revents, void *arg)
+{
+	struct signalfd_siginfo si;
+
+	if (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		qt_notice("signal %s: shutting down", strsignal((int)si.ssi_signo));
+		qt_loop_stop(the_loop);
+	}
+}
+
+/* In --stdio mode the process ends with its one connection. */
+static struct qt_server *stdio_server;
+
+static void stdio_check(void *arg)
+{
+	if (qt_server_conn_count(stdio_server) == 0)
+		qt_loop_stop(the_loop);
+	else
+		qt_timer_add(the_loop, 100, stdio_check, NULL);
+}
+
+static int run(struct settings *s)
+{
+	g_autoptr(qt_psk) psk = NULL;
+	g_autoptr(qtfs_wl) wl = NULL;
+	g_autoptr(qt_loop) loop = NULL;
+	g_autofree struct qtfs_export_spec *exports = NULL;
+	struct qtfs_srv *srv = NULL;
+	struct qt_server *server = NULL;
+	struct qt_nonce_cache *nonces = NULL;
+	struct qt_watch *sigw = NULL;
+	g_autofree char *msg = NULL;
+	struct qtfs_srv_opts so = {0};
+	struct qt_conn_opts co = {.role = QT_CONN_SERVER};
+	sigset_t mask;
+	int sfd = -1, err, rc = QT_EXIT_FAILURE;
+
+	if (s->exports->len == 0)
+		return qt_cli_usage_error("nothing to export: give --export PATH or exports= in %s",
+					  s->config);
+	if (!s->stdio && s->listen->len == 0)
+		return qt_cli_usage_error("nowhere to listen: give --listen URI or listen= in %s",
+					  s->config);
+	exports = g_new0(struct qtfs_export_spec, s->exports->len);
+	for (guint i = 0; i < s->exports->len; i++) {
+		if (qtfs_export_parse(g_ptr_array_index(s->exports, i), &exports[i], &msg) < 0) {
+			for (guint j = 0; j < i; j++)
+				qtfs_export_clear(&exports[j]);
+			return qt_cli_usage_error("%s", msg);
+		}
+	}
+	if (s->key_file && qt_psk_load(s->key_file, &psk, &msg) < 0) {
+		rc = qt_cli_fail("%s", msg);
+		goto out;
+	}
+	if (s->whitelist || access(DEFAULT_WHITELIST, F_OK) == 0) {
+		const char *path = s->whitelist ? s->whitelist : DEFAULT_WHITELIST;
+
+		if (qtfs_wl_load(path, &wl, &msg) < 0) {
+			rc = qt_cli_fail("%s", msg);
+			goto out;
+		}
+		qt_info("whitelist %s loaded", path);
+	}
+
+	if ((err = qt_loop_new(QT_LOOP_AUTO, &loop)) < 0) {
+		rc = qt_cli_fail("cannot start the event loop: %s", g_strerror(-err));
+		goto out;
+	}
+	the_loop = loop;
+	so.exports = exports;
+	so.n_exports = s->exports->len;
+	so.whitelist = wl;
+	so.max_handles = (unsigned)s->max_handles;
+	so.workers = (unsigned)s->workers;
+	so.unix_uids = (const uint32_t *)(void *)s->unix_uids->data;
+	so.n_unix_uids = s->unix_uids->len;
+	if ((err = qtfs_srv_new(loop, &so, &srv, &msg)) < 0) {
+		rc = qt_cli_fail("%s", msg);
+		goto out;
+	}
+
+	nonces = qt_nonce_cache_new(4096);
+	co.psk = psk;
+	co.nonces = nonces;
+	co.max_inflight = (unsigned)s->max_inflight;
+	server = qt_server_new(loop, &co, (unsigned)s->max_conns, &qtfs_srv_conn_ops, srv);
+
+	if (s->stdio) {
+		if ((err = qt_server_adopt(server, STDIN_FILENO, STDOUT_FILENO, NULL)) < 0) {
+			rc = qt_cli_fail("cannot serve stdin/stdout: %s", g_strerror(-err));
+			goto out;
+		}
+		stdio_server = server;
+		qt_timer_add(loop, 100, stdio_check, NULL);
+	}
+	for (guint i = 0; i < s->listen->len; i++) {
+		const char *uri = g_ptr_array_index(s->listen, i);
+		g_autoptr(qt_endpoint) ep = NULL;
+
+		g_clear_pointer(&msg, g_free);
+		if (qt_endpoint_parse(uri, &ep, &msg) < 0) {
+			rc = qt_cli_usage_error("%s", msg);
+			goto out;
+		}
+		if ((ep->kind == QT_EP_TCP || ep->kind == QT_EP_VSOCK) && !psk) {
+			rc = qt_cli_fail("refusing to listen on %s without a pre-shared key (--key-file)",
+					 ep->uri);
+			goto out;
+		}
+		if ((err = qt_server_listen(server, ep, &msg)) < 0) {
+			rc = qt_cli_fail("%s", msg);
+			goto out;
+		}
+		qt_notice("listening on %s", ep->uri);
+	}
+	for (guint i = 0; i < s->exports->len; i++)
+		qt_info("exporting %s%s", exports[i].path, exports[i].ro ? " (read-only)" : "");
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd >= 0)
+		sigw = qt_watch_add(loop, sfd, QT_EV_IN, on_signal, NULL);
+
+	if ((err = qt_loop_run(loop)) < 0) {
+		rc = qt_cli_fail("event loop failed: %s", g_strerror(-err));
+		goto out;
+	}
+	rc = QT_EXIT_OK;
+out:
+	if (server) {
+		qt_server_shutdown(server);
+		/* Let the connections' close callbacks run. */
+		for (int i = 0; i < 100 && qt_server_conn_count(server); i++)
+			qt_loop_run_once(loop, 10);
+	}
+	/* Workers finish before the sessions they serve go away. */
+	qtfs_srv_free(srv);
+	if (server && qt_server_conn_count(server) == 0)
+		qt_server_free(server);
+	qt_watch_remove(sigw);
+	if (sfd >= 0)
+		close(sfd);
+	if (nonces)
+		qt_nonce_cache_free(nonces);
+	for (guint i = 0; i < s->exports->len; i++)
+		qtfs_export_clear(&exports[i]);
+	return rc;
 }
 
 int main(int argc, char **argv)
 {
-	int c;
+	struct settings s = {0};
+	bool explicit_config = false;
+	int c, rc;
 
 	qt_cli_init(argv[0]);
 	qt_log_init(qt_cli_prog());
+	signal(SIGPIPE, SIG_IGN);
+	s.listen = g_ptr_array_new_with_free_func(g_free);
+	s.exports = g_ptr_array_new_with_free_func(g_free);
+	s.unix_uids = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+	s.config = g_strdup(DEFAULT_CONFIG);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":" SHORT_OPTS, long_opts, NULL)) != -1) {
 		switch (c) {
-		case OPT_ACCEPTED:
+		case OPT_CONFIG:
+			g_free(s.config);
+			s.config = g_strdup(optarg);
+			explicit_config = true;
+			break;
+		case OPT_LISTEN:
+			g_ptr_array_add(s.listen, g_strdup(optarg));
+			break;
+		case OPT_EXPORT:
+			g_ptr_array_add(s.exports, g_strdup(optarg));
+			break;
+		case OPT_KEY_FILE:
+			g_free(s.key_file);
+			s.key_file = g_strdup(optarg);
+			break;
+		case OPT_WHITELIST:
+			g_free(s.whitelist);
+			s.whitelist = g_strdup(optarg);
+			s.whitelist_explicit = true;
+			break;
+		case OPT_STDIO:
+			s.stdio = true;
+			break;
+		case OPT_LOG_LEVEL:
+			g_free(s.log_level);
+			s.log_level = g_strdup(optarg);
+			break;
+		case 'v':
+			s.verbose++;
 			break;
 		default:
-			return qt_cli_std_option(c, argv, SHORT_OPTS, usage);
+			rc = qt_cli_std_option(c, argv, SHORT_OPTS, usage);
+			settings_clear(&s);
+			return rc;
 		}
 	}
-	if (optind < argc)
+	if (optind < argc) {
+		settings_clear(&s);
 		return qt_cli_usage_error("unexpected argument '%s'", argv[optind]);
+	}
+	if (load_config(&s, explicit_config) < 0) {
+		settings_clear(&s);
+		return QT_EXIT_FAILURE;
+	}
+	if (s.log_level) {
+		enum qt_log_level lvl;
 
-	return qt_cli_fail("not implemented yet (see issue %d)", ISSUE);
+		if (qt_log_level_parse(s.log_level, &lvl) < 0) {
+			rc = qt_cli_usage_error("unknown log level \"%s\"", s.log_level);
+			settings_clear(&s);
+			return rc;
+		}
+		qt_log_set_level(lvl);
+	}
+	if (s.verbose)
+		qt_log_verbose(s.verbose);
+	rc = run(&s);
+	settings_clear(&s);
+	return rc;
 }

@@ -1,0 +1,566 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The connection pool of fuse-qtfs (see client.h).
+ *
+ * Each slot is one connection to the server and moves through:
+ *
+ *   DOWN --dialer thread--> DIALING --transport open--> HANDSHAKE --auth ok, MOUNT sent-->
+ *   MOUNTING --MOUNT ok--> READY --connection lost--> DOWN (after a backoff)
+ *
+ * Any failure on the way also leads back to DOWN; the dialer waits
+ * 100 ms, 200 ms, ... up to 5 s between attempts and keeps trying until
+ * the client is freed.  slot->gen counts the times the slot became READY:
+ * a handle opened on generation g is valid only while the slot is READY at
+ * generation g.
+ *
+ * Invariants: slot->conn is non-NULL exactly in HANDSHAKE, MOUNTING and
+ * READY; callers only ever see READY slots.  cl->lock protects every slot's
+ * state, gen and conn and the pool-wide error message; the loop thread
+ * writes them, FUSE threads and dialers read them and wait on cl->cond.
+ */
+#include "config.h"
+
+#include "client.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "log.h"
+#include "loop.h"
+
+enum slot_state {
+	SLOT_DOWN,
+	SLOT_DIALING,
+	SLOT_HANDSHAKE,
+	SLOT_MOUNTING,
+	SLOT_READY,
+};
+
+struct slot {
+	struct qtfs_client *cl;
+	unsigned index;
+	enum slot_state state; /* protected by cl->lock */
+	uint64_t gen;	       /* protected by cl->lock */
+	struct qt_conn *conn;  /* protected by cl->lock; a reference */
+	GThread *dialer;
+	unsigned failures; /* consecutive; dialer only */
+};
+
+struct qtfs_client {
+	struct qtfs_client_opts o;
+	char *remote_path;
+	struct qt_loop *loop;
+	GThread *loop_thread;
+	struct slot *slots;
+	unsigned n_slots;
+	unsigned next; /* round robin; protected by lock */
+
+	GMutex lock;
+	GCond cond;
+	bool stopping;
+	/* The first MOUNT's outcome, for qtfs_client_new. */
+	bool first_done;
+	int first_err;
+	char *first_msg;
+	struct qtfs_attr root;
+	uint32_t mflags;
+};
+
+uint64_t qtfs_client_timeout_ms(const struct qtfs_client *cl)
+{
+	return cl->o.timeout_ms;
+}
+
+/* ---- loop thread: connection callbacks ----------------------------------- */
+
+static void first_result(struct qtfs_client *cl, int err, const char *msg)
+{
+	/* Called with cl->lock held. */
+	if (cl->first_done)
+		return;
+	cl->first_done = true;
+	cl->first_err = err;
+	cl->first_msg = g_strdup(msg);
+	g_cond_broadcast(&cl->cond);
+}
+
+static void mount_done(struct qt_conn *c, int err, struct qt_msg *reply, void *arg)
+{
+	struct slot *s = arg;
+	struct qtfs_client *cl = s->cl;
+	struct qtfs_attr root;
+	uint32_t flags = 0;
+	struct qt_rd r;
+
+	if (err == 0) {
+		qt_rd_init_msg(&r, reply);
+		qt_rd_u32(&r, &flags);
+		err = qtfs_rd_attr(&r, &root);
+		if (err == 0)
+			err = qt_rd_end(&r);
+		qt_msg_free(reply);
+	}
+	g_mutex_lock(&cl->lock);
+	if (s->conn != c) {
+		g_mutex_unlock(&cl->lock);
+		return;
+	}
+	if (err < 0) {
+		g_autofree char *m = NULL;
+
+		if (err == -EPERM)
+			m = g_strdup_printf("%s is not inside an export of the server", cl->remote_path);
+		else
+			m = g_strdup_printf("cannot mount %s: %s", cl->remote_path, g_strerror(-err));
+		first_result(cl, err, m);
+		g_mutex_unlock(&cl->lock);
+		qt_notice("%s", m);
+		qt_conn_close(c, err, "MOUNT refused");
+		return;
+	}
+	s->state = SLOT_READY;
+	s->gen++;
+	s->failures = 0;
+	if (!cl->first_done) {
+		cl->root = root;
+		cl->mflags = flags;
+	}
+	first_result(cl, 0, NULL);
+	g_cond_broadcast(&cl->cond);
+	g_mutex_unlock(&cl->lock);
+	qt_info("connection %u ready (generation %" G_GUINT64_FORMAT ")", s->index, s->gen);
+}
+
+static void conn_ready(struct qt_conn *c, void *user)
+{
+	struct slot *s = user;
+	struct qtfs_client *cl = s->cl;
+	struct qt_msg *m = qt_msg_new(QTFS_MOUNT, 0, 0);
+	int err;
+
+	qt_msg_put_str(m, cl->remote_path);
+	qt_msg_put_u32(m, 0);
+	g_mutex_lock(&cl->lock);
+	s->state = SLOT_MOUNTING;
+	g_mutex_unlock(&cl->lock);
+	err = qt_conn_call(c, m, cl->o.timeout_ms, mount_done, s);
+	if (err < 0)
+		qt_conn_close(c, err, "cannot send MOUNT");
+}
+
+static void conn_request(struct qt_conn *c, struct qt_msg *m, void *user)
+{
+	/* The server does not call us (yet): refuse politely. */
+	if (qt_msg_id(m))
+		qt_conn_reply(c, qt_msg_new_error(m, ENOSYS));
+	qt_msg_free(m);
+}
+
+static void conn_closed(struct qt_conn *c, int err, const char *reason, void *user)
+{
+	struct slot *s = user;
+	struct qtfs_client *cl = s->cl;
+	bool was_ready;
+
+	g_mutex_lock(&cl->lock);
+	was_ready = s->state == SLOT_READY;
+	if (s->conn == c) {
+		s->conn = NULL;
+		s->state = SLOT_DOWN;
+		qt_conn_unref(c);
+	}
+	if (!cl->first_done && err) {
+		g_autofree char *m = g_strdup_printf("connection refused by the server: %s", reason);
+
+		first_result(cl, err == -ECONNREFUSED ? -EACCES : err, m);
+	}
+	g_cond_broadcast(&cl->cond);
+	g_mutex_unlock(&cl->lock);
+	if (was_ready && !cl->stopping)
+		qt_warn("connection %u lost: %s; reconnecting", s->index, reason ? reason : "closed");
+	else
+		qt_debug("connection %u closed: %s", s->index, reason ? reason : "");
+}
+
+static const struct qt_conn_ops client_conn_ops = {
+	.ready = conn_ready,
+	.request = conn_request,
+	.closed = conn_closed,
+};
+
+/* ---- dialers ------------------------------------------------------------- */
+
+struct adopt {
+	struct slot *s;
+	int rfd, wfd;
+};
+
+static void close_pair(int rfd, int wfd)
+{
+	close(rfd);
+	if (wfd != rfd)
+		close(wfd);
+}
+
+/* Loop thread: turn freshly opened transport fds into the slot's connection. */
+static void adopt_fds(void *arg)
+{
+	struct adopt *a = arg;
+	struct slot *s = a->s;
+	struct qtfs_client *cl = s->cl;
+	int rfd = a->rfd, wfd = a->wfd;
+	struct qt_conn_opts co = {
+		.role = QT_CONN_CLIENT,
+		.psk = cl->o.psk,
+		.name = "fuse-qtfs",
+		.handshake_ms = (unsigned)MIN(cl->o.timeout_ms, 60000),
+	};
+	struct qt_conn *c = NULL;
+	int err;
+
+	g_free(a);
+	g_mutex_lock(&cl->lock);
+	if (cl->stopping) {
+		s->state = SLOT_DOWN;
+		g_cond_broadcast(&cl->cond);
+		g_mutex_unlock(&cl->lock);
+		close_pair(rfd, wfd);
+		return;
+	}
+	g_mutex_unlock(&cl->lock);
+	err = qt_conn_new(cl->loop, rfd, wfd, &co, &client_conn_ops, s, &c);
+	g_mutex_lock(&cl->lock);
+	if (err < 0) {
+		s->state = SLOT_DOWN;
+	} else {
+		s->conn = qt_conn_ref(c);
+		s->state = SLOT_HANDSHAKE;
+	}
+	g_cond_broadcast(&cl->cond);
+	g_mutex_unlock(&cl->lock);
+}
+
+static gpointer dialer_main(gpointer data)
+{
+	struct slot *s = data;
+	struct qtfs_client *cl = s->cl;
+
+	g_mutex_lock(&cl->lock);
+	while (!cl->stopping) {
+		g_autofree char *msg = NULL;
+		struct adopt *a;
+		int rfd = -1, wfd = -1, err;
+
+		if (s->state != SLOT_DOWN) {
+			g_cond_wait(&cl->cond, &cl->lock);
+			continue;
+		}
+		if (s->failures) {
+			unsigned shift = MIN(s->failures - 1, 6u);
+			gint64 until = g_get_monotonic_time() + (gint64)MIN(100u << shift, 5000u) * 1000;
+
+			while (!cl->stopping && g_cond_wait_until(&cl->cond, &cl->lock, until))
+				;
+			if (cl->stopping)
+				break;
+		}
+		s->state = SLOT_DIALING;
+		s->failures++;
+		g_mutex_unlock(&cl->lock);
+		err = cl->o.dial(cl->o.dial_arg, &rfd, &wfd, &msg);
+		g_mutex_lock(&cl->lock);
+		if (err < 0) {
+			s->state = SLOT_DOWN;
+			first_result(cl, err, msg);
+			qt_debug("connection %u: %s", s->index, msg ? msg : g_strerror(-err));
+			continue;
+		}
+		a = g_new(struct adopt, 1);
+		*a = (struct adopt){.s = s, .rfd = rfd, .wfd = wfd};
+		qt_loop_post(cl->loop, adopt_fds, a);
+	}
+	g_mutex_unlock(&cl->lock);
+	return NULL;
+}
+
+static gpointer loop_main(gpointer data)
+{
+	struct qtfs_client *cl = data;
+	int err = qt_loop_run(cl->loop);
+
+	if (err < 0)
+		qt_err("event loop failed: %s", g_strerror(-err));
+	return NULL;
+}
+
+/* ---- public -------------------------------------------------------------- */
+
+int qtfs_client_new(const struct qtfs_client_opts *o, struct qtfs_client **out,
+		    struct qtfs_attr *root, uint32_t *mflags, char **msg)
+{
+	struct qtfs_client *cl = g_new0(struct qtfs_client, 1);
+	gint64 until;
+	int err;
+
+	cl->o = *o;
+	cl->remote_path = g_strdup(o->remote_path);
+	cl->o.remote_path = cl->remote_path;
+	if (!cl->o.timeout_ms)
+		cl->o.timeout_ms = 30000;
+	if (!cl->o.connect_timeout_ms)
+		cl->o.connect_timeout_ms = cl->o.timeout_ms;
+	cl->n_slots = o->conns ? o->conns : 1;
+	g_mutex_init(&cl->lock);
+	g_cond_init(&cl->cond);
+	if ((err = qt_loop_new(QT_LOOP_AUTO, &cl->loop)) < 0) {
+		*msg = g_strdup_printf("cannot start the event loop: %s", g_strerror(-err));
+		g_mutex_clear(&cl->lock);
+		g_cond_clear(&cl->cond);
+		g_free(cl->remote_path);
+		g_free(cl);
+		return err;
+	}
+	cl->slots = g_new0(struct slot, cl->n_slots);
+	cl->loop_thread = g_thread_new("qtfs-loop", loop_main, cl);
+	for (unsigned i = 0; i < cl->n_slots; i++) {
+		cl->slots[i].cl = cl;
+		cl->slots[i].index = i;
+		cl->slots[i].dialer = g_thread_new("qtfs-dial", dialer_main, &cl->slots[i]);
+	}
+
+	until = g_get_monotonic_time() + (gint64)cl->o.connect_timeout_ms * 1000;
+	g_mutex_lock(&cl->lock);
+	while (!cl->first_done)
+		if (!g_cond_wait_until(&cl->cond, &cl->lock, until))
+			break;
+	if (!cl->first_done) {
+		err = -ETIMEDOUT;
+		*msg = g_strdup("no answer from the server within the timeout");
+	} else if (cl->first_err < 0) {
+		err = cl->first_err;
+		*msg = g_strdup(cl->first_msg ? cl->first_msg : g_strerror(-err));
+	} else {
+		err = 0;
+		*root = cl->root;
+		*mflags = cl->mflags;
+	}
+	g_mutex_unlock(&cl->lock);
+	if (err < 0) {
+		qtfs_client_free(cl);
+		return err;
+	}
+	*out = cl;
+	return 0;
+}
+
+static void close_all(void *arg)
+{
+	struct qtfs_client *cl = arg;
+
+	g_mutex_lock(&cl->lock);
+	for (unsigned i = 0; i < cl->n_slots; i++) {
+		struct qt_conn *c = cl->slots[i].conn;
+
+		if (c) {
+			g_mutex_unlock(&cl->lock);
+			qt_conn_close(c, 0, "unmounting");
+			g_mutex_lock(&cl->lock);
+		}
+	}
+	g_mutex_unlock(&cl->lock);
+}
+
+static void stop_loop(void *arg)
+{
+	qt_loop_stop(arg);
+}
+
+void qtfs_client_free(struct qtfs_client *cl)
+{
+	if (!cl)
+		return;
+	g_mutex_lock(&cl->lock);
+	cl->stopping = true;
+	g_cond_broadcast(&cl->cond);
+	g_mutex_unlock(&cl->lock);
+	for (unsigned i = 0; i < cl->n_slots; i++)
+		if (cl->slots[i].dialer)
+			g_thread_join(cl->slots[i].dialer);
+	qt_loop_post(cl->loop, close_all, cl);
+	/* Give the closes a moment to flush, then stop. */
+	g_usleep(20000);
+	qt_loop_post(cl->loop, stop_loop, cl->loop);
+	g_thread_join(cl->loop_thread);
+	for (unsigned i = 0; i < cl->n_slots; i++)
+		if (cl->slots[i].conn)
+			qt_conn_unref(cl->slots[i].conn);
+	qt_loop_free(cl->loop);
+	g_free(cl->slots);
+	g_free(cl->first_msg);
+	g_free(cl->remote_path);
+	g_mutex_clear(&cl->lock);
+	g_cond_clear(&cl->cond);
+	g_free(cl);
+}
+
+static struct qt_msg *msg_dup(const struct qt_msg *m)
+{
+	return qt_msg_adopt(g_memdup2(m->data, m->len), m->len);
+}
+
+static bool conn_lost(int err)
+{
+	return err == -ECONNABORTED || err == -ECONNRESET || err == -ENOTCONN || err == -EPIPE;
+}
+
+/* With cl->lock held: a READY slot, waiting until @until (monotonic us). */
+static struct slot *wait_any_ready(struct qtfs_client *cl, gint64 until)
+{
+	for (;;) {
+		for (unsigned k = 0; k < cl->n_slots; k++) {
+			struct slot *s = &cl->slots[(cl->next + k) % cl->n_slots];
+
+			if (s->state == SLOT_READY) {
+				cl->next = (s->index + 1) % cl->n_slots;
+				return s;
+			}
+		}
+		if (cl->stopping || !g_cond_wait_until(&cl->cond, &cl->lock, until))
+			return NULL;
+	}
+}
+
+int qtfs_client_call(struct qtfs_client *cl, struct qt_msg *req, bool idempotent,
+		     struct qt_msg **reply)
+{
+	gint64 until = g_get_monotonic_time() + (gint64)cl->o.timeout_ms * 1000;
+	struct qt_msg *spare = idempotent ? msg_dup(req) : NULL;
+	int err;
+
+	for (;;) {
+		struct qt_conn *c;
+		struct slot *s;
+		gint64 left;
+
+		g_mutex_lock(&cl->lock);
+		s = wait_any_ready(cl, until);
+		c = s ? qt_conn_ref(s->conn) : NULL;
+		g_mutex_unlock(&cl->lock);
+		if (!c) {
+			qt_msg_free(req);
+			qt_msg_free(spare);
+			return -ETIMEDOUT;
+		}
+		left = (until - g_get_monotonic_time()) / 1000;
+		err = qt_conn_call_sync(c, req, (uint64_t)MAX(left, 1), reply);
+		qt_conn_unref(c);
+		if (!conn_lost(err))
+			break;
+		if (!spare || g_get_monotonic_time() >= until) {
+			err = -EIO;
+			break;
+		}
+		req = spare;
+		spare = msg_dup(req);
+	}
+	qt_msg_free(spare);
+	return err;
+}
+
+int qtfs_client_pick(struct qtfs_client *cl, unsigned *slot, uint64_t *gen)
+{
+	gint64 until = g_get_monotonic_time() + (gint64)cl->o.timeout_ms * 1000;
+	struct slot *s;
+
+	g_mutex_lock(&cl->lock);
+	s = wait_any_ready(cl, until);
+	if (s) {
+		*slot = s->index;
+		*gen = s->gen;
+	}
+	g_mutex_unlock(&cl->lock);
+	return s ? 0 : -ETIMEDOUT;
+}
+
+int qtfs_client_call_on(struct qtfs_client *cl, unsigned slot, uint64_t gen, struct qt_msg *req,
+			struct qt_msg **reply)
+{
+	struct slot *s = &cl->slots[slot % cl->n_slots];
+	struct qt_conn *c = NULL;
+	int err;
+
+	g_mutex_lock(&cl->lock);
+	if (s->state == SLOT_READY && s->gen == gen)
+		c = qt_conn_ref(s->conn);
+	g_mutex_unlock(&cl->lock);
+	if (!c) {
+		qt_msg_free(req);
+		return -ESTALE;
+	}
+	err = qt_conn_call_sync(c, req, cl->o.timeout_ms, reply);
+	qt_conn_unref(c);
+	return conn_lost(err) ? -ESTALE : err;
+}
+
+struct async_call {
+	struct qtfs_client *cl;
+	unsigned slot;
+	uint64_t gen;
+	struct qt_msg *req;
+	uint64_t timeout_ms;
+	void (*done)(void *arg, int err, struct qt_msg *reply);
+	void *arg;
+};
+
+static void async_done(struct qt_conn *c, int err, struct qt_msg *reply, void *arg)
+{
+	struct async_call *a = arg;
+
+	if (a->done)
+		a->done(a->arg, err, reply);
+	else
+		qt_msg_free(reply);
+	g_free(a);
+}
+
+static void async_start(void *arg)
+{
+	struct async_call *a = arg;
+	struct qtfs_client *cl = a->cl;
+	struct slot *s = &cl->slots[a->slot % cl->n_slots];
+	struct qt_conn *c = NULL;
+	int err;
+
+	g_mutex_lock(&cl->lock);
+	if (s->state == SLOT_READY && s->gen == a->gen)
+		c = s->conn;
+	g_mutex_unlock(&cl->lock);
+	if (!c) {
+		qt_msg_free(a->req);
+		async_done(NULL, -ESTALE, NULL, a);
+		return;
+	}
+	err = qt_conn_call(c, g_steal_pointer(&a->req), a->timeout_ms, async_done, a);
+	if (err < 0)
+		async_done(c, err, NULL, a);
+}
+
+void qtfs_client_call_cb(struct qtfs_client *cl, unsigned slot, uint64_t gen, struct qt_msg *req,
+			 uint64_t timeout_ms, void (*done)(void *arg, int err, struct qt_msg *reply),
+			 void *arg)
+{
+	struct async_call *a = g_new0(struct async_call, 1);
+
+	*a = (struct async_call){
+		.cl = cl, .slot = slot, .gen = gen, .req = req, .timeout_ms = timeout_ms,
+		.done = done, .arg = arg,
+	};
+	qt_loop_post(cl->loop, async_start, a);
+}
+
+void qtfs_client_call_async(struct qtfs_client *cl, unsigned slot, uint64_t gen, struct qt_msg *req)
+{
+	qtfs_client_call_cb(cl, slot, gen, req, cl->o.timeout_ms, NULL, NULL);
+}

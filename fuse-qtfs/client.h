@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fuse-qtfs's side of the wire: a pool of N connections to one qtfs-server
+ * (the conns= mount option), each driven by one event-loop thread, with
+ * MOUNT done on every connection, reconnection with backoff, and a deadline
+ * on every call so that a dead server never hangs a caller.
+ *
+ * Calls are made from FUSE worker threads and block until the reply, the
+ * deadline or the loss of the connection.  Open file handles live on the
+ * server connection that opened them: such calls name their slot and the
+ * slot's generation, and get -ESTALE once that connection has been
+ * replaced, so the caller can reopen the file by path.
+ */
+#pragma once
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "auth.h"
+#include "proto.h"
+#include "wire.h"
+
+/*
+ * Opens a transport: fills *rfd and *wfd (the same socket, or a pair for
+ * SSH) or returns -errno with a one-line *msg.  Runs on a dialer thread,
+ * may block.
+ */
+typedef int (*qtfs_dial_fn)(void *arg, int *rfd, int *wfd, char **msg);
+
+struct qtfs_client_opts {
+	qtfs_dial_fn dial;
+	void *dial_arg;
+	const char *remote_path;     /* absolute host path to MOUNT */
+	const struct qt_psk *psk;    /* NULL: insecure mode; borrowed */
+	unsigned conns;		     /* 0: 1 */
+	uint64_t timeout_ms;	     /* per call; 0: 30 s */
+	uint64_t connect_timeout_ms; /* first connection; 0: timeout_ms */
+};
+
+struct qtfs_client;
+
+/*
+ * Connect every slot and MOUNT.  Returns once the first connection is
+ * mounted (the others follow in the background), with the root's
+ * attributes and the MOUNT flags; or -errno and a one-line *msg saying
+ * what the server refused or why it could not be reached.
+ */
+int qtfs_client_new(const struct qtfs_client_opts *o, struct qtfs_client **out,
+		    struct qtfs_attr *root, uint32_t *mflags, char **msg);
+void qtfs_client_free(struct qtfs_client *cl);
+
+/*
+ * A call on any ready connection.  Takes @req.  On success *@reply is the
+ * reply (owned by the caller).  Errors: the host's -errno, -ETIMEDOUT past
+ * the deadline, -EIO when the connection broke under a call that cannot be
+ * repeated safely (@idempotent false).
+ */
+int qtfs_client_call(struct qtfs_client *cl, struct qt_msg *req, bool idempotent,
+		     struct qt_msg **reply);
+
+/* Pick a ready slot for a new handle: its index and generation (waits up to the deadline). */
+int qtfs_client_pick(struct qtfs_client *cl, unsigned *slot, uint64_t *gen);
+/*
+ * A call on slot @slot, generation @gen (a handle's connection).  -ESTALE
+ * when that connection is gone and a new one replaced it.
+ */
+int qtfs_client_call_on(struct qtfs_client *cl, unsigned slot, uint64_t gen, struct qt_msg *req,
+			struct qt_msg **reply);
+/* Fire-and-forget call on a slot (RELEASE): errors are ignored. */
+void qtfs_client_call_async(struct qtfs_client *cl, unsigned slot, uint64_t gen, struct qt_msg *req);
+
+/*
+ * Start a long call on slot @slot, gen @gen, with no deadline beyond
+ * @timeout_ms, and run @done(@arg, err, reply) from the loop thread when it
+ * ends (used for POLL waits).  The reply is owned by @done.
+ */
+void qtfs_client_call_cb(struct qtfs_client *cl, unsigned slot, uint64_t gen, struct qt_msg *req,
+			 uint64_t timeout_ms, void (*done)(void *arg, int err, struct qt_msg *reply),
+			 void *arg);
+
+uint64_t qtfs_client_timeout_ms(const struct qtfs_client *cl);

@@ -1,0 +1,1748 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The FUSE half of fuse-qtfs: libfuse3's low-level operations, each turned
+ * into one request to qtfs-server (client.h) and exactly one reply to the
+ * kernel.
+ *
+ * Nodes.  The kernel knows files by node id; the server knows them by path
+ * relative to the mount root.  Each node records the host's (st_dev,
+ * st_ino), so one host inode is one node id however it is reached (hard
+ * links, renames on either side), and its current parent and name, from
+ * which its path is rebuilt for every request.  Lookup counts are kept
+ * exactly: +1 for every entry reply (lookup, create, mknod, mkdir, symlink,
+ * link, each readdirplus entry with attributes), -n on forget; a node is
+ * freed when its count and the number of children naming it as parent are
+ * both zero.  fs->lock protects the node table and every node's parent,
+ * name and counts; it is never held across a network call.
+ *
+ * Open files.  An open file is a handle on the server connection that
+ * opened it (struct fh).  When that connection is replaced (link loss,
+ * server restart) the next operation reopens the file by its current path,
+ * without O_CREAT/O_EXCL/O_TRUNC, on any live connection, and goes on; a
+ * file whose name is gone (unlinked while open) then fails with ESTALE.
+ * fh->lock serializes reopening.
+ *
+ * Proc mode (-o proc, for a mount of the host's /proc).  The names "self"
+ * and "thread-self" in the root are symlinks to the caller's own entries in
+ * the local procfs (local_proc=, default /local_proc), and a numeric name
+ * whose local process has a comm in the configured list (kubelet,
+ * containerd...) is a symlink to that local process; every other pid is
+ * the host's.  These nodes are made up here (dev = UINT64_MAX) and never
+ * cached by the kernel.
+ *
+ * Pseudo files.  Files the server flags QTFS_AF_PSEUDO (procfs, sysfs,
+ * cgroupfs) report sizes that mean nothing, so they are opened with
+ * direct I/O and get zero attribute and entry timeouts.
+ */
+#include "config.h"
+
+#include "fs.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+
+#define SYNTH_DEV UINT64_MAX
+enum { SYNTH_SELF = 1, SYNTH_THREAD_SELF = 2, SYNTH_PID_BASE = 16 };
+
+struct node {
+	fuse_ino_t id;
+	uint64_t dev, ino;
+	uint64_t nlookup;
+	unsigned children;
+	struct node *parent; /* NULL: root, or name unknown (unlinked) */
+	char *name;
+	uint32_t type; /* S_IFMT bits */
+	bool pseudo;
+	GList *fhs; /* struct fh* open on this node, for files without a name */
+};
+
+struct qtfs_fs {
+	struct qtfs_fs_opts o;
+	struct qtfs_client *cl;
+	char *local_proc;
+	GStrv local_comms;
+
+	GMutex lock;
+	GHashTable *by_id;   /* fuse_ino_t -> node */
+	GHashTable *by_key;  /* node (dev, ino) -> node */
+	GHashTable *by_name; /* node (parent, name) -> node */
+	uint64_t next_id;
+	struct node *root;
+	struct qtfs_attr root_attr;
+};
+
+struct fh {
+	int refs; /* atomic: the kernel's file + calls borrowing it */
+	GMutex lock;
+	unsigned slot;
+	uint64_t gen;
+	uint64_t sh; /* the server's handle */
+	int flags;
+	fuse_ino_t ino;
+	bool dir;
+	bool pseudo;
+};
+
+/* ---- node table --------------------------------------------------------- */
+
+static guint key_hash(gconstpointer p)
+{
+	const struct node *n = p;
+
+	return g_int64_hash(&n->ino) ^ (guint)(n->dev * 0x9E3779B97F4A7C15ull >> 32);
+}
+
+static gboolean key_equal(gconstpointer a, gconstpointer b)
+{
+	const struct node *x = a, *y = b;
+
+	return x->dev == y->dev && x->ino == y->ino;
+}
+
+static guint name_hash(gconstpointer p)
+{
+	const struct node *n = p;
+
+	return g_str_hash(n->name) ^ (guint)(n->parent->id * 0x9E3779B97F4A7C15ull >> 32);
+}
+
+static gboolean name_equal(gconstpointer a, gconstpointer b)
+{
+	const struct node *x = a, *y = b;
+
+	return x->parent == y->parent && !strcmp(x->name, y->name);
+}
+
+static void node_free(struct qtfs_fs *fs, struct node *n);
+
+/* Drop @n's name (and its reference on its parent).  fs->lock held. */
+static void node_unname(struct qtfs_fs *fs, struct node *n)
+{
+	struct node *p = n->parent;
+
+	if (!p)
+		return;
+	g_hash_table_remove(fs->by_name, n);
+	n->parent = NULL;
+	g_clear_pointer(&n->name, g_free);
+	p->children--;
+	if (p->nlookup == 0 && p->children == 0 && p != fs->root)
+		node_free(fs, p);
+}
+
+static void node_free(struct qtfs_fs *fs, struct node *n)
+{
+	node_unname(fs, n);
+	g_hash_table_remove(fs->by_key, n);
+	g_hash_table_remove(fs->by_id, &n->id);
+	g_free(n->name);
+	g_list_free(n->fhs);
+	g_free(n);
+}
+
+/* Give @n the name @name in @parent, displacing whoever had it.  fs->lock held. */
+static void node_name(struct qtfs_fs *fs, struct node *n, struct node *parent, const char *name)
+{
+	struct node probe = {.parent = parent, .name = (char *)name};
+	struct node *old;
+
+	if (n->parent == parent && n->name && !strcmp(n->name, name))
+		return;
+	old = g_hash_table_lookup(fs->by_name, &probe);
+	if (old && old != n)
+		node_unname(fs, old);
+	parent->children++; /* before unnaming, which may free the old parent */
+	node_unname(fs, n);
+	n->parent = parent;
+	n->name = g_strdup(name);
+	g_hash_table_add(fs->by_name, n);
+}
+
+static struct node *node_by_id(struct qtfs_fs *fs, fuse_ino_t id)
+{
+	return g_hash_table_lookup(fs->by_id, &id);
+}
+
+/* The node for (dev, ino), created if new, with one more lookup.  fs->lock held. */
+static struct node *node_learn_locked(struct qtfs_fs *fs, struct node *parent, const char *name,
+				      uint64_t dev, uint64_t ino, uint32_t mode, bool pseudo)
+{
+	struct node probe = {.dev = dev, .ino = ino};
+	struct node *n = g_hash_table_lookup(fs->by_key, &probe);
+
+	if (n && (n->type != (mode & S_IFMT))) {
+		/* The host reused the inode number for another kind of file. */
+		g_hash_table_remove(fs->by_key, n);
+		n->dev = 0;
+		n->ino = 0;
+		n = NULL;
+	}
+	if (!n) {
+		n = g_new0(struct node, 1);
+		n->id = ++fs->next_id;
+		n->dev = dev;
+		n->ino = ino;
+		n->type = mode & S_IFMT;
+		g_hash_table_insert(fs->by_id, &n->id, n);
+		g_hash_table_add(fs->by_key, n);
+	}
+	n->pseudo = pseudo;
+	n->nlookup++;
+	if (parent && name && n != fs->root)
+		node_name(fs, n, parent, name);
+	return n;
+}
+
+/* The path of @n relative to the mount root, or NULL if its name is unknown.  fs->lock held. */
+static char *node_path_locked(struct qtfs_fs *fs, struct node *n, const char *child)
+{
+	GPtrArray *parts = g_ptr_array_new();
+	GString *s = g_string_new(NULL);
+
+	if (child)
+		g_ptr_array_add(parts, (gpointer)child);
+	for (; n != fs->root; n = n->parent) {
+		if (!n->parent) {
+			g_ptr_array_free(parts, TRUE);
+			g_string_free(s, TRUE);
+			return NULL;
+		}
+		g_ptr_array_add(parts, n->name);
+	}
+	for (guint i = parts->len; i > 0; i--) {
+		if (s->len)
+			g_string_append_c(s, '/');
+		g_string_append(s, g_ptr_array_index(parts, i - 1));
+	}
+	g_ptr_array_free(parts, TRUE);
+	return g_string_free(s, FALSE);
+}
+
+/* Path of node @id (plus "/child" when given).  NULL: stale. */
+static char *path_of(struct qtfs_fs *fs, fuse_ino_t id, const char *child)
+{
+	struct node *n;
+	char *p = NULL;
+
+	g_mutex_lock(&fs->lock);
+	n = node_by_id(fs, id);
+	if (n)
+		p = node_path_locked(fs, n, child);
+	g_mutex_unlock(&fs->lock);
+	return p;
+}
+
+/* ---- replies -------------------------------------------------------------- */
+
+static double attr_timeout(const struct qtfs_fs *fs, bool pseudo)
+{
+	return pseudo ? 0.0 : fs->o.attr_timeout;
+}
+
+static void to_stat(const struct qtfs_attr *a, struct stat *st)
+{
+	qtfs_attr_to_stat(a, st);
+	/* Different host file systems may share inode numbers; the kernel keys on node ids. */
+	st->st_dev = 0;
+}
+
+static void fill_entry(struct qtfs_fs *fs, const struct node *n, const struct qtfs_attr *a,
+		       struct fuse_entry_param *e)
+{
+	bool pseudo = a->flags & QTFS_AF_PSEUDO;
+
+	memset(e, 0, sizeof(*e));
+	e->ino = n->id;
+	to_stat(a, &e->attr);
+	e->attr_timeout = attr_timeout(fs, pseudo);
+	e->entry_timeout = pseudo ? 0.0 : fs->o.entry_timeout;
+}
+
+/* Learn the node named @name in @parent from @a and answer the kernel with it. */
+static void reply_entry(fuse_req_t req, struct qtfs_fs *fs, fuse_ino_t parent, const char *name,
+			const struct qtfs_attr *a)
+{
+	struct fuse_entry_param e;
+	struct node *n, *p;
+
+	g_mutex_lock(&fs->lock);
+	p = node_by_id(fs, parent);
+	n = node_learn_locked(fs, p, name, a->dev, a->ino, a->mode, a->flags & QTFS_AF_PSEUDO);
+	fill_entry(fs, n, a, &e);
+	g_mutex_unlock(&fs->lock);
+	if (fuse_reply_entry(req, &e) != 0) {
+		/* The kernel did not take the reference (interrupted): give it back. */
+		g_mutex_lock(&fs->lock);
+		if (--n->nlookup == 0 && n->children == 0 && n != fs->root)
+			node_free(fs, n);
+		g_mutex_unlock(&fs->lock);
+	}
+}
+
+static void reply_attr(fuse_req_t req, struct qtfs_fs *fs, const struct qtfs_attr *a)
+{
+	struct stat st;
+
+	to_stat(a, &st);
+	fuse_reply_attr(req, &st, attr_timeout(fs, a->flags & QTFS_AF_PSEUDO));
+}
+
+/* ---- calls ---------------------------------------------------------------- */
+
+static struct qtfs_fs *FS(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static int call(struct qtfs_fs *fs, struct qt_msg *m, bool idempotent, struct qt_msg **rep)
+{
+	return qtfs_client_call(fs->cl, m, idempotent, rep);
+}
+
+/* A call whose reply is one attribute record. */
+static int call_attr(struct qtfs_fs *fs, struct qt_msg *m, bool idempotent, struct qtfs_attr *a)
+{
+	g_autoptr(qt_msg) rep = NULL;
+	struct qt_rd r;
+	int err = call(fs, m, idempotent, &rep);
+
+	if (err < 0)
+		return err;
+	qt_rd_init_msg(&r, rep);
+	if ((err = qtfs_rd_attr(&r, a)) < 0 || (err = qt_rd_end(&r)) < 0)
+		return -EIO;
+	return 0;
+}
+
+/* A call with an empty reply. */
+static int call_void(struct qtfs_fs *fs, struct qt_msg *m, bool idempotent)
+{
+	g_autoptr(qt_msg) rep = NULL;
+
+	return call(fs, m, idempotent, &rep);
+}
+
+static struct qt_msg *req_path(uint16_t op, const char *path)
+{
+	struct qt_msg *m = qt_msg_new(op, 0, 0);
+
+	qt_msg_put_str(m, path);
+	return m;
+}
+
+/* ---- handles ---------------------------------------------------------------- */
+
+static struct fh *fh_of(struct fuse_file_info *fi)
+{
+	return (struct fh *)(uintptr_t)fi->fh;
+}
+
+/* Open @path on some connection; fills slot, gen, handle and the file's attributes. */
+static int open_remote(struct qtfs_fs *fs, const char *path, int flags, bool dir, unsigned *slot,
+		       uint64_t *gen, uint64_t *sh, struct qtfs_attr *a)
+{
+	for (int attempt = 0; attempt < 3; attempt++) {
+		g_autoptr(qt_msg) rep = NULL;
+		struct qt_msg *m = req_path(dir ? QTFS_OPENDIR : QTFS_OPEN, path);
+		struct qt_rd r;
+		int err;
+
+		if (!dir)
+			qt_msg_put_u32(m, (uint32_t)flags);
+		if ((err = qtfs_client_pick(fs->cl, slot, gen)) < 0) {
+			qt_msg_free(m);
+			return err;
+		}
+		err = qtfs_client_call_on(fs->cl, *slot, *gen, m, &rep);
+		if (err == -ESTALE)
+			continue;
+		if (err < 0)
+			return err;
+		qt_rd_init_msg(&r, rep);
+		qt_rd_u64(&r, sh);
+		if (qtfs_rd_attr(&r, a) < 0 || qt_rd_end(&r) < 0)
+			return -EIO;
+		return 0;
+	}
+	return -EIO;
+}
+
+static struct fh *fh_new(fuse_ino_t ino, int flags, bool dir, unsigned slot, uint64_t gen,
+			 uint64_t sh, bool pseudo)
+{
+	struct fh *h = g_new0(struct fh, 1);
+
+	h->refs = 1;
+	g_mutex_init(&h->lock);
+	h->ino = ino;
+	h->flags = flags;
+	h->dir = dir;
+	h->slot = slot;
+	h->gen = gen;
+	h->sh = sh;
+	h->pseudo = pseudo;
+	return h;
+}
+
+static void fh_unref(struct fh *h)
+{
+	if (!g_atomic_int_dec_and_test(&h->refs))
+		return;
+	g_mutex_clear(&h->lock);
+	g_free(h);
+}
+
+/* Record @h as open on its node (the kernel now holds it). */
+static void fh_attach(struct qtfs_fs *fs, struct fh *h)
+{
+	struct node *n;
+
+	g_mutex_lock(&fs->lock);
+	n = node_by_id(fs, h->ino);
+	if (n)
+		n->fhs = g_list_prepend(n->fhs, h);
+	g_mutex_unlock(&fs->lock);
+}
+
+static void fh_detach(struct qtfs_fs *fs, struct fh *h)
+{
+	struct node *n;
+
+	g_mutex_lock(&fs->lock);
+	n = node_by_id(fs, h->ino);
+	if (n)
+		n->fhs = g_list_remove(n->fhs, h);
+	g_mutex_unlock(&fs->lock);
+}
+
+/*
+ * Some open handle of node @ino (a reference), for requests the kernel
+ * sends without one on a file that has lost its name: fstat or fchmod of
+ * an unlinked open file.  NULL when none is open.
+ */
+static struct fh *node_fh(struct qtfs_fs *fs, fuse_ino_t ino)
+{
+	struct fh *h = NULL;
+	struct node *n;
+
+	g_mutex_lock(&fs->lock);
+	n = node_by_id(fs, ino);
+	if (n && n->fhs) {
+		h = n->fhs->data;
+		g_atomic_int_inc(&h->refs);
+	}
+	g_mutex_unlock(&fs->lock);
+	return h;
+}
+
+/* The connection of @h is gone: open the file again by path (see the top). */
+static int fh_reopen(struct qtfs_fs *fs, struct fh *h, uint64_t stale_gen, unsigned stale_slot)
+{
+	g_autofree char *path = NULL;
+	struct qtfs_attr a;
+	unsigned slot;
+	uint64_t gen, sh;
+	int err;
+
+	g_mutex_lock(&h->lock);
+	if (h->gen != stale_gen || h->slot != stale_slot) {
+		g_mutex_unlock(&h->lock);
+		return 0; /* another thread did it */
+	}
+	path = path_of(fs, h->ino, NULL);
+	if (!path) {
+		g_mutex_unlock(&h->lock);
+		return -ESTALE;
+	}
+	err = open_remote(fs, path, h->flags & ~(O_CREAT | O_EXCL | O_TRUNC), h->dir, &slot, &gen, &sh,
+			  &a);
+	if (err == 0) {
+		h->slot = slot;
+		h->gen = gen;
+		h->sh = sh;
+		qt_info("reopened \"%s\" after reconnecting", path);
+	} else {
+		qt_notice("cannot reopen \"%s\" after reconnecting: %s", path, g_strerror(-err));
+		err = err == -ENOENT ? -ESTALE : err;
+	}
+	g_mutex_unlock(&h->lock);
+	return err;
+}
+
+typedef struct qt_msg *(*build_fn)(uint64_t sh, void *ctx);
+
+/* A call on @h's connection, reopening the file once the connection was replaced. */
+static int call_fh(struct qtfs_fs *fs, struct fh *h, build_fn build, void *ctx, struct qt_msg **rep)
+{
+	for (int attempt = 0; attempt < 3; attempt++) {
+		unsigned slot;
+		uint64_t gen, sh;
+		int err;
+
+		g_mutex_lock(&h->lock);
+		slot = h->slot;
+		gen = h->gen;
+		sh = h->sh;
+		g_mutex_unlock(&h->lock);
+		err = qtfs_client_call_on(fs->cl, slot, gen, build(sh, ctx), rep);
+		if (err != -ESTALE)
+			return err;
+		if ((err = fh_reopen(fs, h, gen, slot)) < 0)
+			return err;
+	}
+	return -ESTALE;
+}
+
+/* ---- proc mode -------------------------------------------------------------- */
+
+static bool all_digits(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!isdigit((unsigned char)*s))
+			return false;
+	return true;
+}
+
+/* The comm of local process @pid, or NULL. */
+static char *local_comm(const char *pid)
+{
+	g_autofree char *path = g_strdup_printf("/proc/%s/comm", pid);
+	char *text = NULL;
+
+	if (!g_file_get_contents(path, &text, NULL, NULL))
+		return NULL;
+	g_strchomp(text);
+	return text;
+}
+
+static long local_tgid(pid_t tid)
+{
+	g_autofree char *path = g_strdup_printf("/proc/%d/status", (int)tid);
+	g_autofree char *text = NULL;
+	const char *p;
+
+	if (!g_file_get_contents(path, &text, NULL, NULL))
+		return tid;
+	p = strstr(text, "\nTgid:");
+	return p ? strtol(p + 6, NULL, 10) : tid;
+}
+
+/* A made-up symlink node in the root (proc mode). */
+static void reply_synth(fuse_req_t req, struct qtfs_fs *fs, const char *name, uint64_t key)
+{
+	struct qtfs_attr a = {
+		.dev = SYNTH_DEV,
+		.ino = key,
+		.mode = S_IFLNK | 0777,
+		.nlink = 1,
+		.flags = QTFS_AF_PSEUDO,
+		.size = 64,
+		.blksize = 4096,
+	};
+
+	reply_entry(req, fs, FUSE_ROOT_ID, name, &a);
+}
+
+static bool proc_lookup(fuse_req_t req, struct qtfs_fs *fs, const char *name)
+{
+	g_autofree char *comm = NULL;
+
+	if (!strcmp(name, "self")) {
+		reply_synth(req, fs, name, SYNTH_SELF);
+		return true;
+	}
+	if (!strcmp(name, "thread-self")) {
+		reply_synth(req, fs, name, SYNTH_THREAD_SELF);
+		return true;
+	}
+	if (!all_digits(name) || strlen(name) > 10 || !(comm = local_comm(name)))
+		return false;
+	if (!g_strv_contains((const gchar *const *)fs->local_comms, comm))
+		return false;
+	reply_synth(req, fs, name, SYNTH_PID_BASE + g_ascii_strtoull(name, NULL, 10));
+	return true;
+}
+
+static char *synth_target(fuse_req_t req, struct qtfs_fs *fs, uint64_t key)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+
+	if (key == SYNTH_SELF)
+		return g_strdup_printf("%s/%ld", fs->local_proc, local_tgid(ctx->pid));
+	if (key == SYNTH_THREAD_SELF)
+		return g_strdup_printf("%s/%ld/task/%d", fs->local_proc, local_tgid(ctx->pid),
+				       (int)ctx->pid);
+	return g_strdup_printf("%s/%" G_GUINT64_FORMAT, fs->local_proc, key - SYNTH_PID_BASE);
+}
+
+/* ---- operations ------------------------------------------------------------- */
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct qtfs_fs *fs = userdata;
+
+	conn->max_write = QTFS_IO_MAX;
+	conn->max_read = QTFS_IO_MAX;
+	conn->max_readahead = QTFS_IO_MAX;
+	conn->want |= conn->capable & (FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO |
+				       FUSE_CAP_AUTO_INVAL_DATA | FUSE_CAP_PARALLEL_DIROPS |
+				       FUSE_CAP_ASYNC_READ | FUSE_CAP_ATOMIC_O_TRUNC);
+	/* Data changes on the host: no writeback cache, no kernel-side lock handling loss. */
+	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	(void)fs;
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct qtfs_fs *fs = FS(req);
+	g_autofree char *path = NULL;
+	struct qtfs_attr a;
+	int err;
+
+	if (fs->o.proc && parent == FUSE_ROOT_ID && proc_lookup(req, fs, name))
+		return;
+	path = path_of(fs, parent, name);
+	if (!path) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	err = call_attr(fs, req_path(QTFS_LOOKUP, path), true, &a);
+	if (err < 0)
+		fuse_reply_err(req, -err);
+	else
+		reply_entry(req, fs, parent, name, &a);
+}
+
+static void forget_one(struct qtfs_fs *fs, fuse_ino_t ino, uint64_t nlookup)
+{
+	struct node *n = node_by_id(fs, ino);
+
+	if (!n || n == fs->root)
+		return;
+	n->nlookup = nlookup > n->nlookup ? 0 : n->nlookup - nlookup;
+	if (n->nlookup == 0 && n->children == 0)
+		node_free(fs, n);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	struct qtfs_fs *fs = FS(req);
+
+	g_mutex_lock(&fs->lock);
+	forget_one(fs, ino, nlookup);
+	g_mutex_unlock(&fs->lock);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	struct qtfs_fs *fs = FS(req);
+
+	g_mutex_lock(&fs->lock);
+	for (size_t i = 0; i < count; i++)
+		forget_one(fs, forgets[i].ino, forgets[i].nlookup);
+	g_mutex_unlock(&fs->lock);
+	fuse_reply_none(req);
+}
+
+/* Synthetic node of proc mode?  Fills its key. */
+static bool is_synth(struct qtfs_fs *fs, fuse_ino_t ino, uint64_t *key)
+{
+	struct node *n;
+	bool synth = false;
+
+	if (!fs->o.proc)
+		return false;
+	g_mutex_lock(&fs->lock);
+	n = node_by_id(fs, ino);
+	if (n && n->dev == SYNTH_DEV) {
+		synth = true;
+		*key = n->ino;
+	}
+	g_mutex_unlock(&fs->lock);
+	return synth;
+}
+
+static struct qt_msg *build_getattr(uint64_t sh, void *ctx)
+{
+	struct qt_msg *m = req_path(QTFS_GETATTR, "");
+
+	qt_msg_put_u64(m, sh);
+	return m;
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct qtfs_fs *fs = FS(req);
+	g_autofree char *path = NULL;
+	struct qtfs_attr a;
+	uint64_t key;
+	int err;
+
+	if (is_synth(fs, ino, &key)) {
+		struct stat st = {.st_mode = S_IFLNK | 0777, .st_nlink = 1, .st_ino = key, .st_size = 64};
+
+		fuse_reply_attr(req, &st, 0);
+		return;
+	}
+	path = path_of(fs, ino, NULL);
+	if (!path && !(fi && fi->fh)) {
+		struct fh *h = node_fh(fs, ino);
+
+		if (!h) {
+			fuse_reply_err(req, ESTALE);
+			return;
+		}
+		{
+			g_autoptr(qt_msg) rep = NULL;
+			struct qt_rd r;
+
+			err = call_fh(fs, h, build_getattr, NULL, &rep);
+			fh_unref(h);
+			if (err == 0) {
+				qt_rd_init_msg(&r, rep);
+				if (qtfs_rd_attr(&r, &a) < 0 || qt_rd_end(&r) < 0)
+					err = -EIO;
+			}
+		}
+	} else if (fi && fi->fh) {
+		g_autoptr(qt_msg) rep = NULL;
+		struct qt_rd r;
+
+		err = call_fh(fs, fh_of(fi), build_getattr, NULL, &rep);
+		if (err == 0) {
+			qt_rd_init_msg(&r, rep);
+			if (qtfs_rd_attr(&r, &a) < 0 || qt_rd_end(&r) < 0)
+				err = -EIO;
+		}
+	} else {
+		struct qt_msg *m = req_path(QTFS_GETATTR, path);
+
+		qt_msg_put_u64(m, 0);
+		err = call_attr(fs, m, true, &a);
+	}
+	if (err < 0)
+		fuse_reply_err(req, -err);
+	else
+		reply_attr(req, fs, &a);
+}
+
+struct setattr_ctx {
+	const char *path;
+	const struct stat *st;
+	int valid;
+};
+
+static struct qt_msg *build_setattr(uint64_t sh, void *arg)
+{
+	struct setattr_ctx *c = arg;
+	struct qt_msg *m = req_path(QTFS_SETATTR, c->path);
+
+	qt_msg_put_u64(m, sh);
+	qt_msg_put_u32(m, (uint32_t)c->valid & QTFS_SA_KNOWN);
+	qt_msg_put_u32(m, c->st->st_mode);
+	qt_msg_put_u32(m, c->st->st_uid);
+	qt_msg_put_u32(m, c->st->st_gid);
+	qt_msg_put_i64(m, c->st->st_size);
+	qt_msg_put_i64(m, c->st->st_atim.tv_sec);
+	qt_msg_put_u32(m, (uint32_t)c->st->st_atim.tv_nsec);
+	qt_msg_put_i64(m, c->st->st_mtim.tv_sec);
+	qt_msg_put_u32(m, (uint32_t)c->st->st_mtim.tv_nsec);
+	return m;
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		       struct fuse_file_info *fi)
+{
+	struct qtfs_fs *fs = FS(req);
+	g_autofree char *path = path_of(fs, ino, NULL);
+	struct setattr_ctx c = {.path = path ? path : "", .st = attr, .valid = to_set};
+	g_autoptr(qt_msg) rep = NULL;
+	struct qtfs_attr a;
+	struct qt_rd r;
+	int err;
+
+	if (fi && fi->fh) {
+		err = call_fh(fs, fh_of(fi), build_setattr, &c, &rep);
+	} else if (!path) {
+		struct fh *h = node_fh(fs, ino);
+
+		err = h ? call_fh(fs, h, build_setattr, &c, &rep) : -ESTALE;
+		if (h)
+			fh_unref(h);
+	} else {
+		err = call(fs, build_setattr(0, &c), true, &rep);
+	}
+	if (err == 0) {
+		qt_rd_init_msg(&r, rep);
+		if (qtfs_rd_attr(&r, &a) < 0 || qt_rd_end(&r) < 0)
+			err = -EIO;
+	}
+	if (err < 0)
+		fuse_reply_err(req, -err);
+	else
+		reply_attr(req, fs, &a);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct qtfs_fs *fs = FS(req);
+	g_autofree char *path = NULL, *target = NULL;
+	g_autoptr(qt_msg) rep = NULL;
+	struct qt_rd r;
+	uint64_t key;
+	int err;
+
+	if (is_synth(fs, ino, &key)) {
+		target = synth_target(req, fs, key);
+		fuse_reply_readlink(req, target);
+		return;
+	}
+	path = path_of(fs, ino, NULL);
+	if (!path) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	err = call(fs, req_path(QTFS_READLINK, path), true, &rep);
+	if (err == 0) {
+		qt_rd_init_msg(&r, rep);
+		if (qt_rd_strdup(&r, QTFS_SYMLINK_MAX, &target) < 0 || qt_rd_end(&r) < 0)
+			err = -EIO;
+	}
+	if (err < 0)
+		fuse_reply_err(req, -err);
+	else
+		fuse_reply_readlink(req, target);
+}
+
+static void put_caller(struct qt_msg *m, fuse_req_t req)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+
+	qt_msg_put_u32(m, ctx->uid);
+	qt_msg_put_u32(m, ctx->gid);
+}
+
+/* Shared by mknod, mkdir, symlink: send @m for the new name and answer with its entry. */
+static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, struct qt_msg *m)
+{
+	struct qtfs_fs *fs = FS(req);
+	struct qtfs_attr a;
+	int err = call_attr(fs, m, false, &a);
+
+	if (err < 0)
+		fuse_reply_err(req, -err);
+	else
+		reply_entry(req, fs, parent, name, &a);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	g_autofree char *path = path_of(FS(req), parent, name);
+	struct qt_msg *m;
+
+	if (!path) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	m = req_path(QTFS_MKNOD, path);
+	qt_msg_put_u32(m, mode);
+	qt_msg_put_u64(m, rdev);
+	put_caller(m, req);
+	make_node(req, parent, name, m);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	g_autofree char *path = path_of(FS(req), parent, name);
+	struct qt_msg *m;
+
+	if (!path) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	m = req_path(QTFS_MKDIR, path);
+	qt_msg_put_u32(m, mode);
+	put_caller(m, req);
+	make_node(req, parent, name, m);
+}
+
+static void op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
+{
+	g_autofree char *path = path_of(FS(req), parent, name);
+	struct qt_msg *m;
+
+	if (!path) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	m = req_path(QTFS_SYMLINK, path);
+	qt_msg_put_str(m, target);
+	put_caller(m, req);
+	make_node(req, parent, name, m);
+}
+
+/* The name @name in @parent is gone: forget it (the node lives on while looked up). */
+static void forget_name(struct qtfs_fs *fs, fuse_ino_t parent, const char *name)
+{
+	struct node *p, *n;
+
+	g_mutex_lock(&fs->lock);
+	p = node_by_id(fs, parent);
+	if (p) {
+		struct node probe = {.parent = p, .name = (char *)name};
+
+		n = g_hash_table_lookup(fs->by_name, &probe);
+		if (n) {
+			node_unname(fs, n);
+			if (n->nlookup == 0 && n->children == 0)
+				node_free(fs, n);
+		}
+	}
+	g_mutex_unlock(&fs->lock);
+}
+
+static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, uint16_t op)
+{
+	struct qtfs_fs *fs = FS(req);
+	g_autofree char *path = path_of(fs, parent, name);
+	int err;
+
+	if (!path) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	err = call_void(fs, req_path(op, path), false);
+	if (err == 0)
+		forget_name(fs, parent, name);
+	fuse_reply_err(req, -err);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_name(req, parent, name, QTFS_UNLINK);
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_name(req, parent, name, QTFS_RMDIR);
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		      const char *newname, unsigned int flags)
+{
+	struct qtfs_fs *fs = FS(req);
+	g_autofree char *from = path_of(fs, parent, name);
+	g_autofree char *to = path_of(fs, newparent, newname);
+	struct qt_msg *m;
+	int err;
+
+	if (!from || !to) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	m = req_path(QTFS_RENAME, from);
+	qt_msg_put_str(m, to);
+	qt_msg_put_u32(m, flags);
+	err = call_void(fs, m, false);
+	if (err == 0) {
+		struct node *p, *np, *a, *b;
+
+		g_mutex_lock(&fs->lock);
+		p = node_by_id(fs, parent);
+		np = node_by_id(fs, newparent);
+		if (p && np) {
+			struct node pa = {.parent = p, .name = (char *)name};
+			struct node pb = {.parent = np, .name = (char *)newname};
+
+			a = g_hash_table_lookup(fs->by_name, &pa);
+			b = g_hash_table_lookup(fs->by_name, &pb);
+			if (flags & RENAME_EXCHANGE) {
+				if (a)
+					node_unname(fs, a);
+				if (b)
+					node_unname(fs, b);
+				if (a)
+					node_name(fs, a, np, newname);
+				if (b)
+					node_name(fs, b, p, name);
+			} else if (a) {
+				node_name(fs, a, np, newname);
+			} else if (b) {
+				node_unname(fs, b);
+			}
+			/* Unnamed nodes nobody looks up any more can go. */
+			if (a && !a->parent && a->nlookup == 0 && a->children == 0)
+				node_free(fs, a);
+			if (b && b != a && !b->parent && b->nlookup == 0 && b->children == 0)
+				node_free(fs, b);
+		}
+		g_mutex_unlock(&fs->lock);
+	}
+	fuse_reply_err(req, -err);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	struct qtfs_fs *fs = FS(req);
+	g_autofree char *from = path_of(fs, ino, NULL);
+	g_autofree char *to = path_of(fs, newparent, newname);
+	struct qt_msg *m;
+
+	if (!from || !to) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	m = req_path(QTFS_LINK, from);
+	qt_msg_put_str(m, to);
+	make_node(req, newparent, newname, m);
+}
+
+static void set_open_flags(struct qtfs_fs *fs, struct fuse_file_info *fi, bool pseudo)
+{
+	if (pseudo) {
+		fi->direct_io = 1;
+		fi->keep_cache = 0;
+	} else {
+		/* Close-to-open consistency: the host may have changed the file. */
+		fi->keep_cache = 0;
+	}
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct qtfs_fs *fs = FS(req);
+	g_autofree char *path = path_of(fs, ino, NULL);
+	struct qtfs_attr a;
+	unsigned slot;
+	uint64_t gen, sh;
+	struct fh *h;
+	int err;
+
+	if (!path) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	err = open_remote(fs, path, fi->flags, false, &slot, &gen, &sh, &a);
+	if (err < 0) {
+		fuse_reply_err(req, -err);
+		return;
+	}
+	h = fh_new(ino, fi->flags, false, slot, gen, sh, a.flags & QTFS_AF_PSEUDO);
+	fi->fh = (uintptr_t)h;
+	set_open_flags(fs, fi, h->pseudo);
+	fh_attach(fs, h);
+	if (fuse_reply_open(req, fi) != 0) {
+		fh_detach(fs, h);
+		struct qt_msg *m = qt_msg_new(QTFS_RELEASE, 0, 0);
+
+		qt_msg_put_u64(m, sh);
+		qtfs_client_call_async(fs->cl, slot, gen, m);
+		fh_unref(h);
+	}
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	struct qtfs_fs *fs = FS(req);
+	g_autofree char *path = path_of(fs, parent, name);
+	struct fuse_entry_param e;
+	struct qtfs_attr a;
+	struct node *n, *p;
+	unsigned slot;
+	uint64_t gen, sh;
+	struct fh *h;
+	int err = -EIO;
+
+	if (!path) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	for (int attempt = 0; attempt < 3; attempt++) {
+		g_autoptr(qt_msg) rep = NULL;
+		struct qt_msg *m = req_path(QTFS_CREATE, path);
+		struct qt_rd r;
+
+		qt_msg_put_u32(m, (uint32_t)fi->flags);
+		qt_msg_put_u32(m, mode);
+		put_caller(m, req);
+		if ((err = qtfs_client_pick(fs->cl, &slot, &gen)) < 0) {
+			qt_msg_free(m);
+			break;
+		}
+		err = qtfs_client_call_on(fs->cl, slot, gen, m, &rep);
+		if (err == -ESTALE) {
+			/* Lost with the connection: we cannot know whether it was made. */
+			err = -EIO;
+			break;
+		}
+		if (err < 0)
+			break;
+		qt_rd_init_msg(&r, rep);
+		qt_rd_u64(&r, &sh);
+		if (qtfs_rd_attr(&r, &a) < 0 || qt_rd_end(&r) < 0)
+			err = -EIO;
+		break;
+	}
+	if (err < 0) {
+		fuse_reply_err(req, -err);
+		return;
+	}
+	g_mutex_lock(&fs->lock);
+	p = node_by_id(fs, parent);
+	n = node_learn_locked(fs, p, name, a.dev, a.ino, a.mode, a.flags & QTFS_AF_PSEUDO);
+	fill_entry(fs, n, &a, &e);
+	g_mutex_unlock(&fs->lock);
+	h = fh_new(n->id, fi->flags, false, slot, gen, sh, a.flags & QTFS_AF_PSEUDO);
+	fi->fh = (uintptr_t)h;
+	set_open_flags(fs, fi, h->pseudo);
+	fh_attach(fs, h);
+	if (fuse_reply_create(req, &e, fi) != 0) {
+		fh_detach(fs, h);
+		struct qt_msg *m = qt_msg_new(QTFS_RELEASE, 0, 0);
+
+		qt_msg_put_u64(m, sh);
+		qtfs_client_call_async(fs->cl, slot, gen, m);
+		fh_unref(h);
+		g_mutex_lock(&fs->lock);
+		if (--n->nlookup == 0 && n->children == 0)
+			node_free(fs, n);
+		g_mutex_unlock(&fs->lock);
+	}
+}
+
+struct io_ctx {
+	uint64_t off;
+	size_t size;
+	const void *data;
+};
+
+static struct qt_msg *build_read(uint64_t sh, void *arg)
+{
+	struct io_ctx *c = arg;
+	struct qt_msg *m = qt_msg_new(QTFS_READ, 0, 0);
+
+	qt_msg_put_u64(m, sh);
+	qt_msg_put_u64(m, c->off);
+	qt_msg_put_u32(m, (uint32_t)c->size);
+	return m;
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct io_ctx c = {.off = (uint64_t)off, .size = MIN(size, QTFS_IO_MAX)};
+	g_autoptr(qt_msg) rep = NULL;
+	const uint8_t *p;
+	size_t n;
+	struct qt_rd r;
+	int err = call_fh(FS(req), fh_of(fi), build_read, &c, &rep);
+
+	if (err == 0) {
+		qt_rd_init_msg(&r, rep);
+		if (qt_rd_bytes(&r, QTFS_IO_MAX, &p, &n) < 0 || qt_rd_end(&r) < 0)
+			err = -EIO;
+	}
+	if (err < 0)
+		fuse_reply_err(req, -err);
+	else
+		fuse_reply_buf(req, (const char *)p, n);
+}
+
+static struct qt_msg *build_write(uint64_t sh, void *arg)
+{
+	struct io_ctx *c = arg;
+	struct qt_msg *m = qt_msg_new(QTFS_WRITE, 0, 0);
+
+	qt_msg_put_u64(m, sh);
+	qt_msg_put_u64(m, c->off);
+	qt_msg_put_bytes(m, c->data, c->size);
+	return m;
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	struct io_ctx c = {.off = (uint64_t)off, .size = MIN(size, QTFS_IO_MAX), .data = buf};
+	g_autoptr(qt_msg) rep = NULL;
+	uint32_t n = 0;
+	struct qt_rd r;
+	int err = call_fh(FS(req), fh_of(fi), build_write, &c, &rep);
+
+	if (err == 0) {
+		qt_rd_init_msg(&r, rep);
+		if (qt_rd_u32(&r, &n) < 0 || qt_rd_end(&r) < 0)
+			err = -EIO;
+	}
+	if (err < 0)
+		fuse_reply_err(req, -err);
+	else
+		fuse_reply_write(req, n);
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	/* Writes are not buffered here: nothing to push to the host. */
+	fuse_reply_err(req, 0);
+}
+
+static void release_fh(fuse_req_t req, struct fuse_file_info *fi)
+{
+	struct qtfs_fs *fs = FS(req);
+	struct fh *h = fh_of(fi);
+	struct qt_msg *m = qt_msg_new(QTFS_RELEASE, 0, 0);
+
+	fh_detach(fs, h);
+	g_mutex_lock(&h->lock);
+	qt_msg_put_u64(m, h->sh);
+	qtfs_client_call_async(fs->cl, h->slot, h->gen, m);
+	g_mutex_unlock(&h->lock);
+	fh_unref(h);
+	fuse_reply_err(req, 0);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	release_fh(req, fi);
+}
+
+static struct qt_msg *build_fsync(uint64_t sh, void *arg)
+{
+	struct qt_msg *m = qt_msg_new(QTFS_FSYNC, 0, 0);
+
+	qt_msg_put_u64(m, sh);
+	qt_msg_put_u32(m, (uint32_t)GPOINTER_TO_INT(arg));
+	return m;
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	g_autoptr(qt_msg) rep = NULL;
+	int err = call_fh(FS(req), fh_of(fi), build_fsync, GINT_TO_POINTER(datasync), &rep);
+
+	fuse_reply_err(req, -err);
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct qtfs_fs *fs = FS(req);
+	g_autofree char *path = path_of(fs, ino, NULL);
+	struct qtfs_attr a;
+	unsigned slot;
+	uint64_t gen, sh;
+	int err;
+
+	if (!path) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	err = open_remote(fs, path, O_RDONLY | O_DIRECTORY, true, &slot, &gen, &sh, &a);
+	if (err < 0) {
+		fuse_reply_err(req, -err);
+		return;
+	}
+	fi->fh = (uintptr_t)fh_new(ino, O_RDONLY | O_DIRECTORY, true, slot, gen, sh,
+				   a.flags & QTFS_AF_PSEUDO);
+	/* Directory contents change on the host: never cache them. */
+	fi->cache_readdir = 0;
+	fi->keep_cache = 0;
+	if (fuse_reply_open(req, fi) != 0) {
+		struct qt_msg *m = qt_msg_new(QTFS_RELEASE, 0, 0);
+
+		qt_msg_put_u64(m, sh);
+		qtfs_client_call_async(fs->cl, slot, gen, m);
+		fh_unref(fh_of(fi));
+	}
+}
+
+struct readdir_ctx {
+	uint64_t off;
+	uint32_t size;
+	bool plus;
+};
+
+static struct qt_msg *build_readdir(uint64_t sh, void *arg)
+{
+	struct readdir_ctx *c = arg;
+	struct qt_msg *m = qt_msg_new(QTFS_READDIR, 0, 0);
+
+	qt_msg_put_u64(m, sh);
+	qt_msg_put_u64(m, c->off);
+	qt_msg_put_u32(m, c->size);
+	qt_msg_put_u32(m, c->plus ? QTFS_RD_PLUS : 0);
+	return m;
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi, bool plus)
+{
+	struct qtfs_fs *fs = FS(req);
+	struct readdir_ctx c = {.off = (uint64_t)off, .size = (uint32_t)MIN(size, QTFS_IO_MAX), .plus = plus};
+	g_autoptr(qt_msg) rep = NULL;
+	g_autofree char *buf = NULL;
+	size_t used = 0;
+	uint32_t count;
+	struct qt_rd r;
+	int err = call_fh(fs, fh_of(fi), build_readdir, &c, &rep);
+
+	if (err < 0) {
+		fuse_reply_err(req, -err);
+		return;
+	}
+	buf = g_malloc(c.size);
+	qt_rd_init_msg(&r, rep);
+	if (qt_rd_u32(&r, &count) < 0) {
+		fuse_reply_err(req, EIO);
+		return;
+	}
+	for (uint32_t i = 0; i < count; i++) {
+		uint64_t d_ino, next;
+		uint8_t type, has_attr = 0;
+		const uint8_t *nm;
+		size_t nl, need;
+		struct qtfs_attr a;
+		char name[QTFS_NAME_MAX + 1];
+		struct stat st = {0};
+
+		qt_rd_u64(&r, &d_ino);
+		qt_rd_u64(&r, &next);
+		qt_rd_u8(&r, &type);
+		qt_rd_bytes(&r, QTFS_NAME_MAX, &nm, &nl);
+		if (plus && qt_rd_u8(&r, &has_attr) == 0 && has_attr)
+			qtfs_rd_attr(&r, &a);
+		if (r.err || nl == 0 || memchr(nm, '\0', nl) || memchr(nm, '/', nl)) {
+			fuse_reply_err(req, EIO);
+			return;
+		}
+		memcpy(name, nm, nl);
+		name[nl] = '\0';
+		st.st_ino = d_ino;
+		st.st_mode = (mode_t)type << 12;
+		if (!plus) {
+			need = fuse_add_direntry(req, buf + used, c.size - used, name, &st, (off_t)next);
+			if (need > c.size - used)
+				break;
+			used += need;
+			continue;
+		}
+		need = fuse_add_direntry_plus(req, NULL, 0, name, NULL, 0);
+		if (need > c.size - used)
+			break;
+		{
+			struct fuse_entry_param e = {.attr = st};
+
+			if (has_attr && !(fs->o.proc && ino == FUSE_ROOT_ID &&
+					  (!strcmp(name, "self") || !strcmp(name, "thread-self") ||
+					   all_digits(name)))) {
+				struct node *n, *p;
+
+				g_mutex_lock(&fs->lock);
+				p = node_by_id(fs, ino);
+				n = node_learn_locked(fs, p, name, a.dev, a.ino, a.mode,
+						      a.flags & QTFS_AF_PSEUDO);
+				fill_entry(fs, n, &a, &e);
+				g_mutex_unlock(&fs->lock);
+			}
+			used += fuse_add_direntry_plus(req, buf + used, c.size - used, name, &e, (off_t)next);
+		}
+	}
+	fuse_reply_buf(req, buf, used);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, fi, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, fi, true);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	release_fh(req, fi);
+}
+
+static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	op_fsync(req, ino, datasync, fi);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct qtfs_fs *fs = FS(req);
+	g_autoptr(qt_msg) rep = NULL;
+	uint64_t v[11];
+	struct statvfs sv = {0};
+	struct qt_rd r;
+	int err = call(fs, req_path(QTFS_STATFS, ""), true, &rep);
+
+	if (err == 0) {
+		qt_rd_init_msg(&r, rep);
+		for (int i = 0; i < 11; i++)
+			qt_rd_u64(&r, &v[i]);
+		if (qt_rd_end(&r) < 0)
+			err = -EIO;
+	}
+	if (err < 0) {
+		fuse_reply_err(req, -err);
+		return;
+	}
+	sv.f_bsize = v[0];
+	sv.f_frsize = v[1];
+	sv.f_blocks = v[2];
+	sv.f_bfree = v[3];
+	sv.f_bavail = v[4];
+	sv.f_files = v[5];
+	sv.f_ffree = v[6];
+	sv.f_favail = v[7];
+	sv.f_fsid = v[8];
+	sv.f_flag = v[9];
+	sv.f_namemax = v[10];
+	fuse_reply_statfs(req, &sv);
+}
+
+static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+	struct qtfs_fs *fs = FS(req);
+	g_autofree char *path = path_of(fs, ino, NULL);
+	struct qt_msg *m;
+
+	if (!path) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	m = req_path(QTFS_ACCESS, path);
+	qt_msg_put_u32(m, (uint32_t)mask);
+	fuse_reply_err(req, -call_void(fs, m, true));
+}
+
+static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			size_t size, int flags)
+{
+	struct qtfs_fs *fs = FS(req);
+	g_autofree char *path = path_of(fs, ino, NULL);
+	struct qt_msg *m;
+
+	if (!path) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if (size > QTFS_XATTR_SIZE_MAX) {
+		fuse_reply_err(req, E2BIG);
+		return;
+	}
+	m = req_path(QTFS_SETXATTR, path);
+	qt_msg_put_str(m, name);
+	qt_msg_put_bytes(m, value, size);
+	qt_msg_put_u32(m, (uint32_t)flags);
+	fuse_reply_err(req, -call_void(fs, m, true));
+}
+
+/* getxattr and listxattr answer alike: a size probe, or the bytes. */
+static void reply_xattr(fuse_req_t req, struct qtfs_fs *fs, struct qt_msg *m, size_t size)
+{
+	g_autoptr(qt_msg) rep = NULL;
+	const uint8_t *p;
+	uint32_t n;
+	size_t len;
+	struct qt_rd r;
+	int err = call(fs, m, true, &rep);
+
+	if (err == 0) {
+		qt_rd_init_msg(&r, rep);
+		qt_rd_u32(&r, &n);
+		qt_rd_bytes(&r, QTFS_XATTR_SIZE_MAX, &p, &len);
+		if (qt_rd_end(&r) < 0)
+			err = -EIO;
+	}
+	if (err < 0)
+		fuse_reply_err(req, -err);
+	else if (size == 0)
+		fuse_reply_xattr(req, n);
+	else if (len > size)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, (const char *)p, len);
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	struct qtfs_fs *fs = FS(req);
+	g_autofree char *path = path_of(fs, ino, NULL);
+	struct qt_msg *m;
+
+	if (!path) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	m = req_path(QTFS_GETXATTR, path);
+	qt_msg_put_str(m, name);
+	qt_msg_put_u32(m, (uint32_t)MIN(size, QTFS_XATTR_SIZE_MAX));
+	reply_xattr(req, fs, m, size);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct qtfs_fs *fs = FS(req);
+	g_autofree char *path = path_of(fs, ino, NULL);
+	struct qt_msg *m;
+
+	if (!path) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	m = req_path(QTFS_LISTXATTR, path);
+	qt_msg_put_u32(m, (uint32_t)MIN(size, QTFS_XATTR_SIZE_MAX));
+	reply_xattr(req, fs, m, size);
+}
+
+static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	struct qtfs_fs *fs = FS(req);
+	g_autofree char *path = path_of(fs, ino, NULL);
+	struct qt_msg *m;
+
+	if (!path) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	m = req_path(QTFS_REMOVEXATTR, path);
+	qt_msg_put_str(m, name);
+	fuse_reply_err(req, -call_void(fs, m, true));
+}
+
+struct falloc_ctx {
+	int mode;
+	off_t off, len;
+};
+
+static struct qt_msg *build_fallocate(uint64_t sh, void *arg)
+{
+	struct falloc_ctx *c = arg;
+	struct qt_msg *m = qt_msg_new(QTFS_FALLOCATE, 0, 0);
+
+	qt_msg_put_u64(m, sh);
+	qt_msg_put_u32(m, (uint32_t)c->mode);
+	qt_msg_put_u64(m, (uint64_t)c->off);
+	qt_msg_put_u64(m, (uint64_t)c->len);
+	return m;
+}
+
+static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+			 struct fuse_file_info *fi)
+{
+	struct falloc_ctx c = {.mode = mode, .off = offset, .len = length};
+	g_autoptr(qt_msg) rep = NULL;
+
+	fuse_reply_err(req, -call_fh(FS(req), fh_of(fi), build_fallocate, &c, &rep));
+}
+
+struct lseek_ctx {
+	off_t off;
+	int whence;
+};
+
+static struct qt_msg *build_lseek(uint64_t sh, void *arg)
+{
+	struct lseek_ctx *c = arg;
+	struct qt_msg *m = qt_msg_new(QTFS_LSEEK, 0, 0);
+
+	qt_msg_put_u64(m, sh);
+	qt_msg_put_i64(m, c->off);
+	qt_msg_put_u32(m, (uint32_t)c->whence);
+	return m;
+}
+
+static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		     struct fuse_file_info *fi)
+{
+	struct lseek_ctx c = {.off = off, .whence = whence};
+	g_autoptr(qt_msg) rep = NULL;
+	int64_t res = 0;
+	struct qt_rd r;
+	int err = call_fh(FS(req), fh_of(fi), build_lseek, &c, &rep);
+
+	if (err == 0) {
+		qt_rd_init_msg(&r, rep);
+		if (qt_rd_i64(&r, &res) < 0 || qt_rd_end(&r) < 0)
+			err = -EIO;
+	}
+	if (err < 0)
+		fuse_reply_err(req, -err);
+	else
+		fuse_reply_lseek(req, (off_t)res);
+}
+
+static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			       struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
+			       struct fuse_file_info *fi_out, size_t len, int flags)
+{
+	struct qtfs_fs *fs = FS(req);
+	struct fh *a = fh_of(fi_in), *b = fh_of(fi_out);
+	g_autoptr(qt_msg) rep = NULL;
+	struct qt_msg *m;
+	uint64_t n = 0;
+	struct qt_rd r;
+	int err;
+
+	unsigned slot, bslot;
+	uint64_t gen, bgen, ash, bsh;
+
+	/* One lock at a time: the two may be the same file, or locked the other way round. */
+	g_mutex_lock(&a->lock);
+	slot = a->slot;
+	gen = a->gen;
+	ash = a->sh;
+	g_mutex_unlock(&a->lock);
+	g_mutex_lock(&b->lock);
+	bslot = b->slot;
+	bgen = b->gen;
+	bsh = b->sh;
+	g_mutex_unlock(&b->lock);
+	if (slot != bslot || gen != bgen) {
+		err = -EXDEV;
+	} else {
+		m = qt_msg_new(QTFS_COPY_RANGE, 0, 0);
+		qt_msg_put_u64(m, ash);
+		qt_msg_put_u64(m, (uint64_t)off_in);
+		qt_msg_put_u64(m, bsh);
+		qt_msg_put_u64(m, (uint64_t)off_out);
+		qt_msg_put_u64(m, len);
+		qt_msg_put_u32(m, (uint32_t)flags);
+		err = qtfs_client_call_on(fs->cl, slot, gen, m, &rep);
+	}
+	if (err == 0) {
+		qt_rd_init_msg(&r, rep);
+		if (qt_rd_u64(&r, &n) < 0 || qt_rd_end(&r) < 0)
+			err = -EIO;
+	}
+	/*
+	 * Handles on different connections (conns=N) or a replaced
+	 * connection: EXDEV makes the kernel fall back to copying the data
+	 * through the page cache.
+	 */
+	if (err == -ESTALE)
+		err = -EXDEV;
+	if (err < 0)
+		fuse_reply_err(req, -err);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
+static void op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		    struct fuse_pollhandle *ph)
+{
+	/*
+	 * Regular files are always ready.  Answering (never ENOSYS) keeps the
+	 * kernel asking, so pseudo files can be given real readiness later.
+	 */
+	if (ph)
+		fuse_pollhandle_destroy(ph);
+	fuse_reply_poll(req, POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM);
+}
+
+const struct fuse_lowlevel_ops qtfs_fs_ops = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
+	.getattr = op_getattr,
+	.setattr = op_setattr,
+	.readlink = op_readlink,
+	.mknod = op_mknod,
+	.mkdir = op_mkdir,
+	.unlink = op_unlink,
+	.rmdir = op_rmdir,
+	.symlink = op_symlink,
+	.rename = op_rename,
+	.link = op_link,
+	.open = op_open,
+	.create = op_create,
+	.read = op_read,
+	.write = op_write,
+	.flush = op_flush,
+	.release = op_release,
+	.fsync = op_fsync,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
+	.releasedir = op_releasedir,
+	.fsyncdir = op_fsyncdir,
+	.statfs = op_statfs,
+	.access = op_access,
+	.setxattr = op_setxattr,
+	.getxattr = op_getxattr,
+	.listxattr = op_listxattr,
+	.removexattr = op_removexattr,
+	.fallocate = op_fallocate,
+	.lseek = op_lseek,
+	.copy_file_range = op_copy_file_range,
+	.poll = op_poll,
+};
+
+struct qtfs_fs *qtfs_fs_new(const struct qtfs_fs_opts *o, struct qtfs_client *cl,
+			    const struct qtfs_attr *root)
+{
+	static const char *const default_comms[] = {"kubelet", "containerd", "dockerd", "isulad",
+						    "libvirtd", "rexec", NULL};
+	struct qtfs_fs *fs = g_new0(struct qtfs_fs, 1);
+
+	fs->o = *o;
+	fs->cl = cl;
+	fs->local_proc = g_strdup(o->local_proc ? o->local_proc : "/local_proc");
+	fs->local_comms = g_strdupv((char **)(o->local_comms ? o->local_comms : default_comms));
+	fs->o.local_proc = fs->local_proc;
+	g_mutex_init(&fs->lock);
+	fs->by_id = g_hash_table_new(g_int64_hash, g_int64_equal);
+	fs->by_key = g_hash_table_new(key_hash, key_equal);
+	fs->by_name = g_hash_table_new(name_hash, name_equal);
+	fs->root = g_new0(struct node, 1);
+	fs->root->id = FUSE_ROOT_ID;
+	fs->root->dev = root->dev;
+	fs->root->ino = root->ino;
+	fs->root->type = S_IFDIR;
+	fs->root->nlookup = 1;
+	fs->next_id = FUSE_ROOT_ID;
+	g_hash_table_insert(fs->by_id, &fs->root->id, fs->root);
+	g_hash_table_add(fs->by_key, fs->root);
+	fs->root_attr = *root;
+	return fs;
+}
+
+void qtfs_fs_free(struct qtfs_fs *fs)
+{
+	GHashTableIter it;
+	gpointer v;
+
+	if (!fs)
+		return;
+	g_hash_table_iter_init(&it, fs->by_id);
+	while (g_hash_table_iter_next(&it, NULL, &v)) {
+		struct node *n = v;
+
+		g_free(n->name);
+		g_free(n);
+	}
+	g_hash_table_destroy(fs->by_id);
+	g_hash_table_destroy(fs->by_key);
+	g_hash_table_destroy(fs->by_name);
+	g_mutex_clear(&fs->lock);
+	g_free(fs->local_proc);
+	g_strfreev(fs->local_comms);
+	g_free(fs);
+}

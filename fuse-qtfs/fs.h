@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The FUSE file system of fuse-qtfs: libfuse3's low-level operations on
+ * top of the connection pool (client.h), the client's table of nodes, and
+ * proc mode.  fuse-qtfs.c creates it and runs the session.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define FUSE_USE_VERSION 314
+#include <fuse_lowlevel.h>
+
+#include "client.h"
+
+struct qtfs_fs_opts {
+	double attr_timeout;  /* seconds; files on pseudo file systems always get 0 */
+	double entry_timeout;
+	bool proc;	      /* the mount is the host's /proc: see fs.c "Proc mode" */
+	const char *local_proc;		/* proc mode: where the local procfs is; borrowed */
+	const char *const *local_comms; /* proc mode: comms whose /proc/PID is local */
+	bool rdonly;
+};
+
+struct qtfs_fs;
+
+struct qtfs_fs *qtfs_fs_new(const struct qtfs_fs_opts *o, struct qtfs_client *cl,
+			    const struct qtfs_attr *root);
+void qtfs_fs_free(struct qtfs_fs *fs);
+extern const struct fuse_lowlevel_ops qtfs_fs_ops;

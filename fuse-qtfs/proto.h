@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The fuse-qtfs file operations on top of the shared framed protocol
+ * (docs/protocol.md, "File operations").  Pure code: message type numbers,
+ * the attribute record, path validation and the small codecs both halves
+ * use.  No I/O, no globals.
+ *
+ * Requests name files by a path relative to the mount root the connection
+ * chose with MOUNT, not by server-side handles: the server stays almost
+ * stateless (only open files are handles), a reconnect or a server restart
+ * needs no handle recovery for names, and any connection of a client can
+ * serve any request.  The server resolves every path beneath the mount
+ * root; see server.c for how.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "wire.h"
+
+/* Message types, 0x0100-0x0fff (docs/protocol.md lists the fields). */
+enum qtfs_op {
+	QTFS_MOUNT = 0x0100,
+	QTFS_STATFS = 0x0101,
+	QTFS_LOOKUP = 0x0102,
+	QTFS_GETATTR = 0x0103,
+	QTFS_SETATTR = 0x0104,
+	QTFS_READLINK = 0x0105,
+	QTFS_MKNOD = 0x0106,
+	QTFS_MKDIR = 0x0107,
+	QTFS_UNLINK = 0x0108,
+	QTFS_RMDIR = 0x0109,
+	QTFS_SYMLINK = 0x010a,
+	QTFS_RENAME = 0x010b,
+	QTFS_LINK = 0x010c,
+	QTFS_OPEN = 0x010d,
+	QTFS_CREATE = 0x010e,
+	QTFS_READ = 0x010f,
+	QTFS_WRITE = 0x0110,
+	QTFS_RELEASE = 0x0111,
+	QTFS_FSYNC = 0x0112,
+	QTFS_OPENDIR = 0x0113,
+	QTFS_READDIR = 0x0114,
+	QTFS_ACCESS = 0x0115,
+	QTFS_GETXATTR = 0x0116,
+	QTFS_SETXATTR = 0x0117,
+	QTFS_LISTXATTR = 0x0118,
+	QTFS_REMOVEXATTR = 0x0119,
+	QTFS_FALLOCATE = 0x011a,
+	QTFS_LSEEK = 0x011b,
+	QTFS_COPY_RANGE = 0x011c,
+	QTFS_FLUSH = 0x011d,
+	QTFS_POLL = 0x011e,
+	QTFS_OP_MAX = 0x011f,
+};
+
+/* Longest relative path a request may carry, and longest name component. */
+#define QTFS_PATH_MAX 4096
+#define QTFS_NAME_MAX 1024 /* above NAME_MAX so the host's ENAMETOOLONG shows */
+#define QTFS_SYMLINK_MAX 4096
+#define QTFS_XATTR_NAME_MAX 255
+#define QTFS_XATTR_SIZE_MAX 65536
+/* Largest READ or WRITE; the FUSE side asks for at most 1 MiB. */
+#define QTFS_IO_MAX (1u << 20)
+
+/* Flags in qtfs_attr.flags: what the server knows about the file. */
+enum {
+	QTFS_AF_PSEUDO = 0x1, /* on procfs, sysfs, cgroupfs...: size is meaningless */
+	QTFS_AF_RELAY = 0x2,  /* a host FIFO relayed as a stream (fuse side: S_IFREG) */
+};
+
+/* MOUNT reply flags. */
+enum {
+	QTFS_MF_RDONLY = 0x1, /* the export is read-only */
+};
+
+/* SETATTR valid bits (the same meaning as FUSE_SET_ATTR_*). */
+enum {
+	QTFS_SA_MODE = 0x01,
+	QTFS_SA_UID = 0x02,
+	QTFS_SA_GID = 0x04,
+	QTFS_SA_SIZE = 0x08,
+	QTFS_SA_ATIME = 0x10,
+	QTFS_SA_MTIME = 0x20,
+	QTFS_SA_ATIME_NOW = 0x80,
+	QTFS_SA_MTIME_NOW = 0x100,
+	QTFS_SA_CTIME = 0x400,
+	QTFS_SA_KNOWN = 0x5bf,
+};
+
+/* READDIR request flags. */
+enum {
+	QTFS_RD_PLUS = 0x1, /* include each entry's attributes */
+};
+
+/*
+ * A file's attributes as the host sees them.  Owner, mode and times are
+ * the host's unchanged; dev/ino identify the host inode (the client maps
+ * them to its own node ids).
+ */
+struct qtfs_attr {
+	uint64_t dev;
+	uint64_t ino;
+	uint32_t mode;
+	uint32_t nlink;
+	uint32_t uid;
+	uint32_t gid;
+	uint64_t rdev;
+	int64_t size;
+	int64_t blocks;
+	uint32_t blksize;
+	uint32_t flags; /* QTFS_AF_* */
+	int64_t atime_sec, mtime_sec, ctime_sec;
+	uint32_t atime_nsec, mtime_nsec, ctime_nsec;
+};
+
+#define QTFS_ATTR_WIRE_SIZE 100
+
+void qtfs_attr_from_stat(struct qtfs_attr *a, const struct stat *st, uint32_t flags);
+void qtfs_attr_to_stat(const struct qtfs_attr *a, struct stat *st);
+void qtfs_put_attr(struct qt_msg *m, const struct qtfs_attr *a);
+int qtfs_rd_attr(struct qt_rd *r, struct qtfs_attr *a);
+
+/*
+ * Check a relative path from the wire: "" (the mount root) or components
+ * joined by single '/', none empty, "." or "..", no leading or trailing
+ * '/', at most QTFS_PATH_MAX bytes.  0 or -EINVAL.
+ */
+int qtfs_path_check(const char *path, size_t len);
+/* A single name component: non-empty, no '/', not "." or "..".  0 or -EINVAL. */
+int qtfs_name_check(const char *name, size_t len);
+
+/* A name for log lines: "LOOKUP", or "op 0x1234". */
+const char *qtfs_op_name(uint16_t type);
+/* True for operations that change the exported tree or a file's data. */
+bool qtfs_op_writes(uint16_t type);

@@ -1,0 +1,1758 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * qtfs-server's file operations.  Each connection is a session: MOUNT
+ * picks a directory inside one export as the session's root, and every
+ * later request names files by a path relative to that root.
+ *
+ * Confinement.  A path from the wire is first checked lexically
+ * (qtfs_path_check: no "..", ".", empty or absolute components), then
+ * resolved with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS) from the
+ * root's O_PATH descriptor, and the last component is always used with
+ * AT_SYMLINK_NOFOLLOW or O_NOFOLLOW.  So neither "..", nor a symlink
+ * (relative or absolute) planted on the host, nor a /proc magic link can
+ * lead outside the root: the kernel refuses the walk with EXDEV or ELOOP.
+ * Mount points beneath an export are crossed (an export of /sys must reach
+ * /sys/fs/cgroup).
+ *
+ * Ownership.  The server runs as root and creates files as root, then
+ * gives them the caller's uid and gid (the parent's gid under a set-group-ID
+ * directory), which is what a local create would have produced.  Permission
+ * checks happen on the client: fuse-qtfs mounts with default_permissions,
+ * against the host's owners and modes.
+ *
+ * Session states:
+ *   NEW --MOUNT ok--> MOUNTED --connection closed--> CLOSED
+ * Requests other than MOUNT before MOUNTED get EPERM.  A session is freed
+ * when the connection is closed and no request of it is still running; its
+ * open handles are closed then.
+ *
+ * Locking: sess->lock protects sess->handles, sess->next_handle and the
+ * root (written once by MOUNT).  A handle's own lock serializes directory
+ * reads on it (the directory offset is shared state).
+ */
+#include "config.h"
+
+#include "server.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <linux/magic.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "endpoint.h"
+#include "log.h"
+#include "proto.h"
+
+#ifndef CGROUP2_SUPER_MAGIC
+#define CGROUP2_SUPER_MAGIC 0x63677270
+#endif
+
+struct qtfs_export {
+	char *path;
+	bool ro;
+	int fd; /* O_PATH directory */
+};
+
+/* First member of both structs a connection's user data may point to. */
+enum { TAG_SRV = 0x51535256, TAG_SESS = 0x53455353 };
+
+struct qtfs_srv {
+	uint32_t tag; /* TAG_SRV */
+	struct qt_loop *loop;
+	struct qtfs_export *exports;
+	unsigned n_exports;
+	const struct qtfs_wl *wl;
+	unsigned max_handles;
+	GArray *unix_uids; /* uint32_t */
+	GThreadPool *pool;
+	unsigned sessions;
+
+	GMutex dev_lock;
+	GHashTable *dev_pseudo; /* st_dev -> GINT_TO_POINTER(1 + is_pseudo) */
+};
+
+struct handle {
+	int fd;
+	bool dir;
+	bool pseudo;
+	int refs;    /* atomic */
+	GMutex lock; /* directory position */
+	char *host_path; /* for log lines and the whitelist */
+};
+
+struct session {
+	uint32_t tag; /* TAG_SESS */
+	struct qtfs_srv *srv;
+	struct qt_conn *conn;
+	int refs; /* atomic: the connection + running jobs */
+	GMutex lock;
+	int root_fd; /* -1 until MOUNT */
+	char *root_path;
+	bool ro;
+	GHashTable *handles; /* u64 -> struct handle* */
+	uint64_t next_handle;
+};
+
+struct job {
+	struct session *sess;
+	struct qt_msg *req;
+	struct qt_msg *reply;
+};
+
+/* ---- exports ----------------------------------------------------------- */
+
+int qtfs_export_parse(const char *s, struct qtfs_export_spec *out, char **msg)
+{
+	g_autofree char *p = g_strdup(s);
+	bool ro = false;
+	char *colon = strrchr(p, ':');
+	g_autofree char *canon = NULL;
+
+	if (colon && (!strcmp(colon, ":ro") || !strcmp(colon, ":rw"))) {
+		ro = colon[1] == 'r' && colon[2] == 'o';
+		*colon = '\0';
+	}
+	if (p[0] != '/') {
+		*msg = g_strdup_printf("export \"%s\": not an absolute path", s);
+		return -EINVAL;
+	}
+	canon = g_canonicalize_filename(p, "/");
+	if (strlen(canon) >= QTFS_PATH_MAX) {
+		*msg = g_strdup_printf("export \"%s\": path too long", s);
+		return -EINVAL;
+	}
+	out->path = g_steal_pointer(&canon);
+	out->ro = ro;
+	return 0;
+}
+
+void qtfs_export_clear(struct qtfs_export_spec *e)
+{
+	g_clear_pointer(&e->path, g_free);
+}
+
+/* ---- pseudo file systems ------------------------------------------------ */
+
+static bool fs_type_is_pseudo(long type)
+{
+	switch ((unsigned long)type) {
+	case PROC_SUPER_MAGIC:
+	case SYSFS_MAGIC:
+	case CGROUP_SUPER_MAGIC:
+	case CGROUP2_SUPER_MAGIC:
+	case DEBUGFS_MAGIC:
+	case TRACEFS_MAGIC:
+	case SECURITYFS_MAGIC:
+	case BPF_FS_MAGIC:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Whether the file system holding st_dev is a pseudo one, remembered per
+ * device so that only the first file seen on a device costs an fstatfs.
+ * @fd/@name locate a file on it (name "" for @fd itself).
+ */
+static bool dev_is_pseudo(struct qtfs_srv *srv, dev_t dev, int fd, const char *name)
+{
+	gpointer v;
+	struct statfs sfs;
+	bool pseudo = false;
+	int tfd;
+
+	g_mutex_lock(&srv->dev_lock);
+	v = g_hash_table_lookup(srv->dev_pseudo, GSIZE_TO_POINTER((gsize)dev));
+	g_mutex_unlock(&srv->dev_lock);
+	if (v)
+		return GPOINTER_TO_INT(v) == 2;
+
+	tfd = *name ? openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC) : fd;
+	if (tfd < 0)
+		return false;
+	if (fstatfs(tfd, &sfs) == 0) {
+		pseudo = fs_type_is_pseudo(sfs.f_type);
+		g_mutex_lock(&srv->dev_lock);
+		g_hash_table_insert(srv->dev_pseudo, GSIZE_TO_POINTER((gsize)dev),
+				    GINT_TO_POINTER(pseudo ? 2 : 1));
+		g_mutex_unlock(&srv->dev_lock);
+	}
+	if (tfd != fd)
+		close(tfd);
+	return pseudo;
+}
+
+/* ---- path resolution ---------------------------------------------------- */
+
+static int openat2_beneath(int dirfd, const char *path, int flags, mode_t mode)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC),
+		.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+	};
+	long r;
+
+	do
+		r = syscall(SYS_openat2, dirfd, *path ? path : ".", &how, sizeof(how));
+	while (r < 0 && errno == EAGAIN);
+	return r < 0 ? -errno : (int)r;
+}
+
+/*
+ * A path split into the O_PATH descriptor of its directory and its last
+ * component.  For the root itself, name is "" and dirfd is the root: use
+ * AT_EMPTY_PATH.
+ */
+struct at {
+	int dirfd;
+	bool own;
+	const char *name;
+	char *path; /* owned copy, cut at the last '/' */
+};
+
+static void at_clear(struct at *a)
+{
+	if (a->own && a->dirfd >= 0)
+		close(a->dirfd);
+	a->dirfd = -1;
+	g_clear_pointer(&a->path, g_free);
+}
+
+static int at_resolve(struct session *sess, const char *path, struct at *a)
+{
+	char *slash;
+	int fd;
+
+	*a = (struct at){.dirfd = sess->root_fd, .own = false, .name = ""};
+	a->path = g_strdup(path);
+	slash = strrchr(a->path, '/');
+	if (!slash) {
+		a->name = a->path;
+		return 0;
+	}
+	*slash = '\0';
+	a->name = slash + 1;
+	fd = openat2_beneath(sess->root_fd, a->path, O_PATH | O_DIRECTORY, 0);
+	if (fd < 0) {
+		g_clear_pointer(&a->path, g_free);
+		return fd;
+	}
+	a->dirfd = fd;
+	a->own = true;
+	return 0;
+}
+
+static int at_stat(const struct at *a, struct stat *st)
+{
+	return fstatat(a->dirfd, a->name, st, AT_SYMLINK_NOFOLLOW | (*a->name ? 0 : AT_EMPTY_PATH)) < 0
+		       ? -errno
+		       : 0;
+}
+
+static char *host_path(const struct session *sess, const char *rel)
+{
+	if (!*rel)
+		return g_strdup(sess->root_path);
+	if (!strcmp(sess->root_path, "/"))
+		return g_strconcat("/", rel, NULL);
+	return g_strconcat(sess->root_path, "/", rel, NULL);
+}
+
+/* ---- handles ------------------------------------------------------------- */
+
+static void handle_unref(struct handle *h)
+{
+	if (!h || !g_atomic_int_dec_and_test(&h->refs))
+		return;
+	close(h->fd);
+	g_mutex_clear(&h->lock);
+	g_free(h->host_path);
+	g_free(h);
+}
+
+static int handle_add(struct session *sess, int fd, bool dir, bool pseudo, const char *hpath,
+		      uint64_t *id)
+{
+	struct handle *h;
+	uint64_t *key;
+
+	g_mutex_lock(&sess->lock);
+	if (g_hash_table_size(sess->handles) >= sess->srv->max_handles) {
+		g_mutex_unlock(&sess->lock);
+		return -EMFILE;
+	}
+	h = g_new0(struct handle, 1);
+	h->fd = fd;
+	h->dir = dir;
+	h->pseudo = pseudo;
+	h->refs = 1;
+	h->host_path = g_strdup(hpath);
+	g_mutex_init(&h->lock);
+	key = g_new(uint64_t, 1);
+	*key = ++sess->next_handle;
+	g_hash_table_insert(sess->handles, key, h);
+	*id = *key;
+	g_mutex_unlock(&sess->lock);
+	return 0;
+}
+
+static struct handle *handle_get(struct session *sess, uint64_t id)
+{
+	struct handle *h;
+
+	g_mutex_lock(&sess->lock);
+	h = g_hash_table_lookup(sess->handles, &id);
+	if (h)
+		g_atomic_int_inc(&h->refs);
+	g_mutex_unlock(&sess->lock);
+	return h;
+}
+
+typedef struct handle handle; /* for g_autoptr() */
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(handle, handle_unref)
+
+/* ---- sessions ----------------------------------------------------------- */
+
+static struct session *session_ref(struct session *sess)
+{
+	g_atomic_int_inc(&sess->refs);
+	return sess;
+}
+
+static void session_unref(struct session *sess)
+{
+	if (!g_atomic_int_dec_and_test(&sess->refs))
+		return;
+	g_hash_table_destroy(sess->handles);
+	if (sess->root_fd >= 0)
+		close(sess->root_fd);
+	g_free(sess->root_path);
+	g_mutex_clear(&sess->lock);
+	qt_conn_unref(sess->conn);
+	g_free(sess);
+}
+
+/* ---- the operations ------------------------------------------------------ */
+
+/*
+ * Each op reads its request with @r and, on success, appends its answer to
+ * @rep (a reply already carrying the request's id and type) and returns 0;
+ * on failure it returns -errno and the reply is replaced by an error reply.
+ */
+typedef int (*op_fn)(struct session *sess, struct qt_rd *r, struct qt_msg *rep);
+
+static int rd_path(struct qt_rd *r, char **path)
+{
+	char *p = NULL;
+	int err = qt_rd_strdup(r, QTFS_PATH_MAX, &p);
+
+	if (err < 0)
+		return err;
+	if (qtfs_path_check(p, strlen(p)) < 0) {
+		g_free(p);
+		return -EINVAL;
+	}
+	*path = p;
+	return 0;
+}
+
+static uint32_t attr_flags(struct session *sess, const struct stat *st, int fd, const char *name)
+{
+	return dev_is_pseudo(sess->srv, st->st_dev, fd, name) ? QTFS_AF_PSEUDO : 0;
+}
+
+static void put_stat(struct qt_msg *rep, const struct stat *st, uint32_t flags)
+{
+	struct qtfs_attr a;
+
+	qtfs_attr_from_stat(&a, st, flags);
+	qtfs_put_attr(rep, &a);
+}
+
+static int put_at_attr(struct session *sess, const struct at *a, struct qt_msg *rep)
+{
+	struct stat st;
+	int err = at_stat(a, &st);
+
+	if (err < 0)
+		return err;
+	put_stat(rep, &st, attr_flags(sess, &st, a->dirfd, a->name));
+	return 0;
+}
+
+static int put_fd_attr(struct session *sess, int fd, struct qt_msg *rep)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	put_stat(rep, &st, attr_flags(sess, &st, fd, ""));
+	return 0;
+}
+
+/* The whitelist check for an operation on @rel; logs a denial once per request. */
+static int wl_check(struct session *sess, enum qtfs_wl_op op, const char *rel)
+{
+	g_autofree char *hp = NULL;
+
+	if (!sess->srv->wl || !qtfs_wl_restricts(sess->srv->wl, op))
+		return 0;
+	hp = host_path(sess, rel);
+	if (qtfs_wl_check(sess->srv->wl, op, hp))
+		return 0;
+	qt_warn("peer %s: %s \"%s\" denied by the whitelist", qt_conn_peer(sess->conn),
+		qtfs_wl_op_name(op), hp);
+	return -EACCES;
+}
+
+static int op_statfs(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	g_autofree char *path = NULL;
+	struct statvfs sv;
+	int fd, err;
+
+	if ((err = rd_path(r, &path)) < 0 || (err = qt_rd_end(r)) < 0)
+		return err;
+	fd = openat2_beneath(sess->root_fd, path, O_PATH, 0);
+	if (fd < 0)
+		return fd;
+	err = fstatvfs(fd, &sv) < 0 ? -errno : 0;
+	close(fd);
+	if (err < 0)
+		return err;
+	qt_msg_put_u64(rep, sv.f_bsize);
+	qt_msg_put_u64(rep, sv.f_frsize);
+	qt_msg_put_u64(rep, sv.f_blocks);
+	qt_msg_put_u64(rep, sv.f_bfree);
+	qt_msg_put_u64(rep, sv.f_bavail);
+	qt_msg_put_u64(rep, sv.f_files);
+	qt_msg_put_u64(rep, sv.f_ffree);
+	qt_msg_put_u64(rep, sv.f_favail);
+	qt_msg_put_u64(rep, sv.f_fsid);
+	qt_msg_put_u64(rep, sv.f_flag);
+	qt_msg_put_u64(rep, sv.f_namemax);
+	return 0;
+}
+
+static int op_lookup(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	g_autofree char *path = NULL;
+	struct at a;
+	int err;
+
+	if ((err = rd_path(r, &path)) < 0 || (err = qt_rd_end(r)) < 0)
+		return err;
+	if ((err = at_resolve(sess, path, &a)) < 0)
+		return err;
+	err = put_at_attr(sess, &a, rep);
+	at_clear(&a);
+	return err;
+}
+
+static int op_getattr(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	g_autofree char *path = NULL;
+	uint64_t hid;
+	struct at a;
+	int err;
+
+	if ((err = rd_path(r, &path)) < 0 || (err = qt_rd_u64(r, &hid)) < 0 ||
+	    (err = qt_rd_end(r)) < 0)
+		return err;
+	if (hid) {
+		g_autoptr(handle) h = handle_get(sess, hid);
+
+		return h ? put_fd_attr(sess, h->fd, rep) : -EBADF;
+	}
+	if ((err = at_resolve(sess, path, &a)) < 0)
+		return err;
+	err = put_at_attr(sess, &a, rep);
+	at_clear(&a);
+	return err;
+}
+
+static int proc_fd_path(int fd, char buf[64])
+{
+	return snprintf(buf, 64, "/proc/self/fd/%d", fd) < 64 ? 0 : -ENAMETOOLONG;
+}
+
+static int op_setattr(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	g_autofree char *path = NULL;
+	uint64_t hid;
+	uint32_t valid, mode, uid, gid, ans, mns;
+	int64_t size, as, ms;
+	g_autoptr(handle) h = NULL;
+	struct at a = {.dirfd = -1};
+	int fd = -1, err = 0;
+	char pfd[64];
+
+	if ((err = rd_path(r, &path)) < 0)
+		return err;
+	qt_rd_u64(r, &hid);
+	qt_rd_u32(r, &valid);
+	qt_rd_u32(r, &mode);
+	qt_rd_u32(r, &uid);
+	qt_rd_u32(r, &gid);
+	qt_rd_i64(r, &size);
+	qt_rd_i64(r, &as);
+	qt_rd_u32(r, &ans);
+	qt_rd_i64(r, &ms);
+	qt_rd_u32(r, &mns);
+	if ((err = qt_rd_end(r)) < 0)
+		return err;
+	if (valid & ~QTFS_SA_KNOWN)
+		return -EINVAL;
+	if ((err = wl_check(sess, QTFS_WL_SETATTR, path)) < 0)
+		return err;
+	if (hid) {
+		h = handle_get(sess, hid);
+		if (!h)
+			return -EBADF;
+		fd = h->fd;
+	} else {
+		if ((err = at_resolve(sess, path, &a)) < 0)
+			return err;
+		fd = openat2_beneath(sess->root_fd, path, O_PATH | O_NOFOLLOW, 0);
+		if (fd < 0) {
+			err = fd;
+			goto out;
+		}
+	}
+	if ((err = proc_fd_path(fd, pfd)) < 0)
+		goto out;
+
+	/* Order as a local chown + chmod + truncate + utimes would apply them. */
+	if (valid & (QTFS_SA_UID | QTFS_SA_GID)) {
+		uid_t u = (valid & QTFS_SA_UID) ? uid : (uid_t)-1;
+		gid_t g = (valid & QTFS_SA_GID) ? gid : (gid_t)-1;
+
+		if (fchownat(fd, "", u, g, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
+			err = -errno;
+			goto out;
+		}
+	}
+	if (valid & QTFS_SA_MODE) {
+		/* fchmod refuses O_PATH descriptors; the /proc link reaches the inode. */
+		if ((h ? fchmod(fd, mode & 07777) : chmod(pfd, mode & 07777)) < 0) {
+			err = -errno;
+			goto out;
+		}
+	}
+	if (valid & QTFS_SA_SIZE) {
+		if (h && !h->dir) {
+			err = ftruncate(fd, size) < 0 ? -errno : 0;
+		} else {
+			int wfd = openat2_beneath(sess->root_fd, path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+
+			if (wfd < 0) {
+				err = wfd;
+				goto out;
+			}
+			err = ftruncate(wfd, size) < 0 ? -errno : 0;
+			close(wfd);
+		}
+		if (err < 0)
+			goto out;
+	}
+	if (valid & (QTFS_SA_ATIME | QTFS_SA_MTIME)) {
+		struct timespec ts[2] = {
+			{.tv_nsec = UTIME_OMIT},
+			{.tv_nsec = UTIME_OMIT},
+		};
+
+		if (valid & QTFS_SA_ATIME_NOW)
+			ts[0].tv_nsec = UTIME_NOW;
+		else if (valid & QTFS_SA_ATIME)
+			ts[0] = (struct timespec){.tv_sec = as, .tv_nsec = ans};
+		if (valid & QTFS_SA_MTIME_NOW)
+			ts[1].tv_nsec = UTIME_NOW;
+		else if (valid & QTFS_SA_MTIME)
+			ts[1] = (struct timespec){.tv_sec = ms, .tv_nsec = mns};
+		if (ts[0].tv_nsec != UTIME_NOW && ts[0].tv_nsec != UTIME_OMIT && ts[0].tv_nsec >= 1000000000) {
+			err = -EINVAL;
+			goto out;
+		}
+		if (ts[1].tv_nsec != UTIME_NOW && ts[1].tv_nsec != UTIME_OMIT && ts[1].tv_nsec >= 1000000000) {
+			err = -EINVAL;
+			goto out;
+		}
+		if (utimensat(fd, "", ts, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
+			err = -errno;
+			goto out;
+		}
+	}
+	err = put_fd_attr(sess, fd, rep);
+out:
+	if (!h && fd >= 0)
+		close(fd);
+	at_clear(&a);
+	return err;
+}
+
+static int op_readlink(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	g_autofree char *path = NULL;
+	char buf[QTFS_SYMLINK_MAX + 1];
+	struct at a;
+	ssize_t n;
+	int err;
+
+	if ((err = rd_path(r, &path)) < 0 || (err = qt_rd_end(r)) < 0)
+		return err;
+	if ((err = at_resolve(sess, path, &a)) < 0)
+		return err;
+	n = readlinkat(a.dirfd, a.name, buf, sizeof(buf));
+	err = n < 0 ? -errno : n > QTFS_SYMLINK_MAX ? -ENAMETOOLONG : 0;
+	at_clear(&a);
+	if (err < 0)
+		return err;
+	qt_msg_put_bytes(rep, buf, (size_t)n);
+	return 0;
+}
+
+/*
+ * Give a new file the caller's ownership, as a local create by the caller
+ * would have: uid of the caller, gid of the caller or, under a set-group-ID
+ * directory, of the directory.
+ */
+static int own_new(const struct at *a, uint32_t uid, uint32_t gid)
+{
+	struct stat dst, st;
+
+	if (fstat(a->dirfd, &dst) < 0 || at_stat(a, &st) < 0)
+		return -errno;
+	if (dst.st_mode & S_ISGID)
+		gid = dst.st_gid;
+	if (st.st_uid == uid && st.st_gid == gid)
+		return 0;
+	if (fchownat(a->dirfd, a->name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	/* chown cleared set-id bits of a non-directory: put back what was asked. */
+	if (!S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode) && (st.st_mode & 06000))
+		fchmodat(a->dirfd, a->name, st.st_mode & 07777, 0);
+	return 0;
+}
+
+/* Shared tail of the creating ops: @made says the name now exists. */
+static int created(struct session *sess, struct at *a, uint32_t uid, uint32_t gid,
+		   struct qt_msg *rep)
+{
+	int err = own_new(a, uid, gid);
+
+	if (err == 0)
+		err = put_at_attr(sess, a, rep);
+	return err;
+}
+
+static int op_mknod(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	g_autofree char *path = NULL;
+	uint32_t mode, uid, gid;
+	uint64_t rdev;
+	struct at a;
+	int err;
+
+	if ((err = rd_path(r, &path)) < 0)
+		return err;
+	qt_rd_u32(r, &mode);
+	qt_rd_u64(r, &rdev);
+	qt_rd_u32(r, &uid);
+	qt_rd_u32(r, &gid);
+	if ((err = qt_rd_end(r)) < 0)
+		return err;
+	if (!*path)
+		return -EEXIST;
+	if ((err = wl_check(sess, QTFS_WL_CREATE, path)) < 0)
+		return err;
+	if ((err = at_resolve(sess, path, &a)) < 0)
+		return err;
+	if (mknodat(a.dirfd, a.name, mode, (dev_t)rdev) < 0)
+		err = -errno;
+	else
+		err = created(sess, &a, uid, gid, rep);
+	at_clear(&a);
+	return err;
+}
+
+static int op_mkdir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	g_autofree char *path = NULL;
+	uint32_t mode, uid, gid;
+	struct at a;
+	int err;
+
+	if ((err = rd_path(r, &path)) < 0)
+		return err;
+	qt_rd_u32(r, &mode);
+	qt_rd_u32(r, &uid);
+	qt_rd_u32(r, &gid);
+	if ((err = qt_rd_end(r)) < 0)
+		return err;
+	if (!*path)
+		return -EEXIST;
+	if ((err = wl_check(sess, QTFS_WL_MKDIR, path)) < 0)
+		return err;
+	if ((err = at_resolve(sess, path, &a)) < 0)
+		return err;
+	if (mkdirat(a.dirfd, a.name, mode & 07777) < 0)
+		err = -errno;
+	else
+		err = created(sess, &a, uid, gid, rep);
+	at_clear(&a);
+	return err;
+}
+
+static int op_remove(struct session *sess, struct qt_rd *r, struct qt_msg *rep, bool dir)
+{
+	g_autofree char *path = NULL;
+	struct at a;
+	int err;
+
+	if ((err = rd_path(r, &path)) < 0 || (err = qt_rd_end(r)) < 0)
+		return err;
+	if (!*path)
+		return -EBUSY;
+	if ((err = wl_check(sess, dir ? QTFS_WL_RMDIR : QTFS_WL_UNLINK, path)) < 0)
+		return err;
+	if ((err = at_resolve(sess, path, &a)) < 0)
+		return err;
+	err = unlinkat(a.dirfd, a.name, dir ? AT_REMOVEDIR : 0) < 0 ? -errno : 0;
+	at_clear(&a);
+	return err;
+}
+
+static int op_unlink(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	return op_remove(sess, r, rep, false);
+}
+
+static int op_rmdir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	return op_remove(sess, r, rep, true);
+}
+
+static int op_symlink(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	g_autofree char *path = NULL, *target = NULL;
+	uint32_t uid, gid;
+	struct at a;
+	int err;
+
+	if ((err = rd_path(r, &path)) < 0 || (err = qt_rd_strdup(r, QTFS_SYMLINK_MAX, &target)) < 0)
+		return err;
+	qt_rd_u32(r, &uid);
+	qt_rd_u32(r, &gid);
+	if ((err = qt_rd_end(r)) < 0)
+		return err;
+	if (!*path)
+		return -EEXIST;
+	if ((err = wl_check(sess, QTFS_WL_CREATE, path)) < 0)
+		return err;
+	if ((err = at_resolve(sess, path, &a)) < 0)
+		return err;
+	/* The target is only text: it is resolved on the client, never here. */
+	if (symlinkat(target, a.dirfd, a.name) < 0)
+		err = -errno;
+	else
+		err = created(sess, &a, uid, gid, rep);
+	at_clear(&a);
+	return err;
+}
+
+static int op_rename(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	g_autofree char *from = NULL, *to = NULL;
+	uint32_t flags;
+	struct at a, b;
+	int err;
+
+	if ((err = rd_path(r, &from)) < 0 || (err = rd_path(r, &to)) < 0)
+		return err;
+	qt_rd_u32(r, &flags);
+	if ((err = qt_rd_end(r)) < 0)
+		return err;
+	if (!*from || !*to)
+		return -EBUSY;
+	if ((err = wl_check(sess, QTFS_WL_RENAME, from)) < 0 ||
+	    (err = wl_check(sess, QTFS_WL_RENAME, to)) < 0)
+		return err;
+	if ((err = at_resolve(sess, from, &a)) < 0)
+		return err;
+	if ((err = at_resolve(sess, to, &b)) < 0) {
+		at_clear(&a);
+		return err;
+	}
+	err = renameat2(a.dirfd, a.name, b.dirfd, b.name, flags) < 0 ? -errno : 0;
+	at_clear(&a);
+	at_clear(&b);
+	return err;
+}
+
+static int op_link(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	g_autofree char *from = NULL, *to = NULL;
+	struct at a, b;
+	int err;
+
+	if ((err = rd_path(r, &from)) < 0 || (err = rd_path(r, &to)) < 0 ||
+	    (err = qt_rd_end(r)) < 0)
+		return err;
+	if (!*from)
+		return -EPERM;
+	if (!*to)
+		return -EEXIST;
+	if ((err = wl_check(sess, QTFS_WL_CREATE, to)) < 0)
+		return err;
+	if ((err = at_resolve(sess, from, &a)) < 0)
+		return err;
+	if ((err = at_resolve(sess, to, &b)) < 0) {
+		at_clear(&a);
+		return err;
+	}
+	if (linkat(a.dirfd, a.name, b.dirfd, b.name, 0) < 0)
+		err = -errno;
+	else
+		err = put_at_attr(sess, &b, rep);
+	at_clear(&a);
+	at_clear(&b);
+	return err;
+}
+
+/* Open flags a client may ask for; the rest are the server's business. */
+#define OPEN_FLAGS_OK                                                                            \
+	(O_ACCMODE | O_APPEND | O_TRUNC | O_NONBLOCK | O_DSYNC | O_SYNC | O_NOATIME | O_DIRECT | \
+	 O_LARGEFILE | O_DIRECTORY | O_NOCTTY)
+
+
+static int check_open(struct session *sess, const char *path, int flags)
+{
+	int err;
+
+	if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) {
+		if (sess->ro)
+			return -EROFS;
+		if ((err = wl_check(sess, QTFS_WL_WRITE, path)) < 0)
+			return err;
+	}
+	return wl_check(sess, QTFS_WL_OPEN, path);
+}
+
+/* Register @fd as a handle and answer with its id and attributes.  Consumes @fd. */
+static int put_new_handle(struct session *sess, int fd, const char *path, bool dir,
+			  struct qt_msg *rep)
+{
+	g_autofree char *hp = host_path(sess, path);
+	struct stat st;
+	uint64_t hid;
+	bool pseudo;
+	int err;
+
+	if (fstat(fd, &st) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	pseudo = dev_is_pseudo(sess->srv, st.st_dev, fd, "");
+	if ((err = handle_add(sess, fd, dir, pseudo, hp, &hid)) < 0) {
+		close(fd);
+		return err;
+	}
+	qt_msg_put_u64(rep, hid);
+	put_stat(rep, &st, pseudo ? QTFS_AF_PSEUDO : 0);
+	return 0;
+}
+
+static int open_existing(struct session *sess, const char *path, uint32_t flags, struct qt_msg *rep)
+{
+	int fd, err;
+
+	if ((err = check_open(sess, path, (int)flags)) < 0)
+		return err;
+	fd = openat2_beneath(sess->root_fd, path, ((int)flags & OPEN_FLAGS_OK) | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return fd;
+	return put_new_handle(sess, fd, path, false, rep);
+}
+
+static int op_open(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	g_autofree char *path = NULL;
+	uint32_t flags;
+	int err;
+
+	if ((err = rd_path(r, &path)) < 0)
+		return err;
+	qt_rd_u32(r, &flags);
+	if ((err = qt_rd_end(r)) < 0)
+		return err;
+	return open_existing(sess, path, flags, rep);
+}
+
+static int op_create(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	g_autofree char *path = NULL;
+	uint32_t flags, mode, uid, gid;
+	struct at a;
+	int fd, err;
+
+	if ((err = rd_path(r, &path)) < 0)
+		return err;
+	qt_rd_u32(r, &flags);
+	qt_rd_u32(r, &mode);
+	qt_rd_u32(r, &uid);
+	qt_rd_u32(r, &gid);
+	if ((err = qt_rd_end(r)) < 0)
+		return err;
+	if (!*path)
+		return (flags & O_EXCL) ? -EEXIST : -EISDIR;
+	for (int attempt = 0; attempt < 4; attempt++) {
+		if ((err = at_resolve(sess, path, &a)) < 0)
+			return err;
+		/*
+		 * Always exclusive here, so that "did we create it" (and must
+		 * give it the caller's ownership) has one answer; without
+		 * O_EXCL an existing file is simply opened.
+		 */
+		fd = openat(a.dirfd, a.name,
+			    ((int)flags & OPEN_FLAGS_OK & ~O_DIRECTORY) | O_CREAT | O_EXCL | O_NOFOLLOW |
+				    O_CLOEXEC,
+			    mode & 07777);
+		if (fd >= 0) {
+			err = wl_check(sess, QTFS_WL_CREATE, path);
+			if (err == 0)
+				err = own_new(&a, uid, gid);
+			if (err < 0) {
+				unlinkat(a.dirfd, a.name, 0);
+				close(fd);
+				at_clear(&a);
+				return err;
+			}
+			at_clear(&a);
+			return put_new_handle(sess, fd, path, false, rep);
+		}
+		err = -errno;
+		at_clear(&a);
+		if (err != -EEXIST || (flags & O_EXCL))
+			return err;
+		err = open_existing(sess, path, flags, rep);
+		if (err != -ENOENT)
+			return err;
+		/* Removed between the two opens: try to create it again. */
+	}
+	return -EAGAIN;
+}
+
+static int op_read(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	uint64_t hid, off;
+	uint32_t size;
+	uint8_t *p;
+	ssize_t n;
+	int err;
+
+	qt_rd_u64(r, &hid);
+	qt_rd_u64(r, &off);
+	qt_rd_u32(r, &size);
+	if ((err = qt_rd_end(r)) < 0)
+		return err;
+	if (size > QTFS_IO_MAX || off > INT64_MAX)
+		return -EINVAL;
+	g_autoptr(handle) h = handle_get(sess, hid);
+	if (!h)
+		return -EBADF;
+	if (h->dir)
+		return -EISDIR;
+	p = qt_msg_reserve(rep, 4 + (size_t)size);
+	if (!p)
+		return -ENOMEM;
+	do
+		n = pread(h->fd, p + 4, size, (off_t)off);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	/* Give back what the read did not fill, then write the length prefix. */
+	rep->len -= size - (size_t)n;
+	p[0] = (uint8_t)(n >> 24);
+	p[1] = (uint8_t)(n >> 16);
+	p[2] = (uint8_t)(n >> 8);
+	p[3] = (uint8_t)n;
+	return 0;
+}
+
+static int op_write(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	uint64_t hid, off;
+	const uint8_t *data;
+	size_t len;
+	ssize_t n;
+	int err;
+
+	qt_rd_u64(r, &hid);
+	qt_rd_u64(r, &off);
+	qt_rd_bytes(r, QTFS_IO_MAX, &data, &len);
+	if ((err = qt_rd_end(r)) < 0)
+		return err;
+	if (off > INT64_MAX)
+		return -EINVAL;
+	g_autoptr(handle) h = handle_get(sess, hid);
+	if (!h)
+		return -EBADF;
+	do
+		n = pwrite(h->fd, data, len, (off_t)off);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	qt_msg_put_u32(rep, (uint32_t)n);
+	return 0;
+}
+
+static int op_release(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	struct handle *h = NULL;
+	gpointer key = NULL;
+	uint64_t hid;
+	int err;
+
+	qt_rd_u64(r, &hid);
+	if ((err = qt_rd_end(r)) < 0)
+		return err;
+	g_mutex_lock(&sess->lock);
+	g_hash_table_steal_extended(sess->handles, &hid, &key, (gpointer *)&h);
+	g_mutex_unlock(&sess->lock);
+	g_free(key);
+	if (!h)
+		return -EBADF;
+	handle_unref(h);
+	return 0;
+}
+
+static int op_flush(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	uint64_t hid;
+	int err;
+
+	qt_rd_u64(r, &hid);
+	if ((err = qt_rd_end(r)) < 0)
+		return err;
+	g_autoptr(handle) h = handle_get(sess, hid);
+	return h ? 0 : -EBADF;
+}
+
+static int op_fsync(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	uint64_t hid;
+	uint32_t datasync;
+	int err;
+
+	qt_rd_u64(r, &hid);
+	qt_rd_u32(r, &datasync);
+	if ((err = qt_rd_end(r)) < 0)
+		return err;
+	g_autoptr(handle) h = handle_get(sess, hid);
+	if (!h)
+		return -EBADF;
+	return (datasync ? fdatasync(h->fd) : fsync(h->fd)) < 0 ? -errno : 0;
+}
+
+static int op_opendir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	g_autofree char *path = NULL;
+	int fd, err;
+
+	if ((err = rd_path(r, &path)) < 0 || (err = qt_rd_end(r)) < 0)
+		return err;
+	if ((err = wl_check(sess, QTFS_WL_READDIR, path)) < 0)
+		return err;
+	fd = openat2_beneath(sess->root_fd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return fd;
+	return put_new_handle(sess, fd, path, true, rep);
+}
+
+struct linux_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+/* What an entry costs in the client's FUSE buffer (struct fuse_dirent[plus]). */
+static size_t fuse_entry_size(size_t namelen, bool plus)
+{
+	size_t s = ((24 + namelen) + 7) & ~(size_t)7;
+
+	return plus ? s + 128 : s;
+}
+
+/*
+ * Entries from offset @off on, as many as fit in @size bytes of the
+ * client's buffer.  Each carries the offset of the entry after it (the
+ * d_off cookie, which lseek accepts), so the client restarts exactly where
+ * its buffer filled even if it drops entries we sent.
+ */
+static int op_readdir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	uint64_t hid, off;
+	uint32_t size, flags, count = 0;
+	size_t used = 0, count_at;
+	bool plus, full = false;
+	g_autofree uint8_t *buf = NULL;
+	int err = 0;
+
+	qt_rd_u64(r, &hid);
+	qt_rd_u64(r, &off);
+	qt_rd_u32(r, &size);
+	qt_rd_u32(r, &flags);
+	if ((err = qt_rd_end(r)) < 0)
+		return err;
+	if (size > QTFS_IO_MAX || off > INT64_MAX)
+		return -EINVAL;
+	plus = flags & QTFS_RD_PLUS;
+	g_autoptr(handle) h = handle_get(sess, hid);
+	if (!h)
+		return -EBADF;
+	if (!h->dir)
+		return -ENOTDIR;
+
+	count_at = qt_msg_payload_len(rep);
+	qt_msg_put_u32(rep, 0);
+	buf = g_malloc(32768);
+	g_mutex_lock(&h->lock);
+	if (lseek(h->fd, (off_t)off, SEEK_SET) < 0) {
+		err = -errno;
+		goto out;
+	}
+	while (!full) {
+		long n = syscall(SYS_getdents64, h->fd, buf, 32768);
+
+		if (n < 0) {
+			err = -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		for (long pos = 0; pos < n;) {
+			struct linux_dirent64 *d = (struct linux_dirent64 *)(buf + pos);
+			size_t nl = strlen(d->d_name);
+			size_t cost = fuse_entry_size(nl, plus);
+
+			pos += d->d_reclen;
+			if (used + cost > size && count > 0) {
+				full = true;
+				break;
+			}
+			used += cost;
+			count++;
+			qt_msg_put_u64(rep, d->d_ino);
+			qt_msg_put_u64(rep, (uint64_t)d->d_off);
+			qt_msg_put_u8(rep, d->d_type);
+			qt_msg_put_bytes(rep, d->d_name, nl);
+			if (plus) {
+				struct stat st;
+				bool dot = !strcmp(d->d_name, ".") || !strcmp(d->d_name, "..");
+
+				if (!dot && fstatat(h->fd, d->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+					qt_msg_put_u8(rep, 1);
+					put_stat(rep, &st, attr_flags(sess, &st, h->fd, d->d_name));
+				} else {
+					qt_msg_put_u8(rep, 0);
+				}
+			}
+		}
+	}
+out:
+	g_mutex_unlock(&h->lock);
+	if (err < 0)
+		return err;
+	if (rep->err)
+		return rep->err;
+	{
+		uint8_t *c = qt_msg_payload(rep) + count_at;
+
+		c[0] = (uint8_t)(count >> 24);
+		c[1] = (uint8_t)(count >> 16);
+		c[2] = (uint8_t)(count >> 8);
+		c[3] = (uint8_t)count;
+	}
+	return 0;
+}
+
+static int op_access(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	g_autofree char *path = NULL;
+	uint32_t mask;
+	struct at a;
+	int err;
+
+	if ((err = rd_path(r, &path)) < 0)
+		return err;
+	qt_rd_u32(r, &mask);
+	if ((err = qt_rd_end(r)) < 0)
+		return err;
+	if ((err = at_resolve(sess, path, &a)) < 0)
+		return err;
+	err = faccessat(a.dirfd, *a.name ? a.name : ".", (int)mask & 7, AT_EACCESS) < 0 ? -errno : 0;
+	at_clear(&a);
+	if (err == 0 && (mask & W_OK) && sess->ro)
+		err = -EROFS;
+	return err;
+}
+
+/*
+ * The xattr calls have no *at() form on the kernels we support, so they go
+ * through /proc/self/fd/N of an O_PATH descriptor opened beneath the root.
+ * That link cannot be used on a symlink without reaching its target, so
+ * symlinks have no extended attributes here (user.* ones cannot exist on
+ * symlinks anyway; security.* labels are not shown).
+ */
+static int xattr_open(struct session *sess, const char *path, char pfd[64], bool *is_link)
+{
+	struct stat st;
+	int fd = openat2_beneath(sess->root_fd, path, O_PATH | O_NOFOLLOW, 0);
+
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) < 0 || proc_fd_path(fd, pfd) < 0) {
+		close(fd);
+		return -EIO;
+	}
+	*is_link = S_ISLNK(st.st_mode);
+	return fd;
+}
+
+static int op_getxattr(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	g_autofree char *path = NULL, *name = NULL;
+	uint32_t size;
+	char pfd[64];
+	bool link;
+	ssize_t n;
+	int fd, err;
+
+	if ((err = rd_path(r, &path)) < 0 || (err = qt_rd_strdup(r, QTFS_XATTR_NAME_MAX, &name)) < 0)
+		return err;
+	qt_rd_u32(r, &size);
+	if ((err = qt_rd_end(r)) < 0)
+		return err;
+	if (size > QTFS_XATTR_SIZE_MAX)
+		size = QTFS_XATTR_SIZE_MAX;
+	if ((fd = xattr_open(sess, path, pfd, &link)) < 0)
+		return fd;
+	if (link) {
+		close(fd);
+		return -ENODATA;
+	}
+	if (size == 0) {
+		n = getxattr(pfd, name, NULL, 0);
+		err = n < 0 ? -errno : 0;
+		if (!err) {
+			qt_msg_put_u32(rep, (uint32_t)n);
+			qt_msg_put_bytes(rep, NULL, 0);
+		}
+	} else {
+		g_autofree char *buf = g_malloc(size);
+
+		n = getxattr(pfd, name, buf, size);
+		err = n < 0 ? -errno : 0;
+		if (!err) {
+			qt_msg_put_u32(rep, (uint32_t)n);
+			qt_msg_put_bytes(rep, buf, (size_t)n);
+		}
+	}
+	close(fd);
+	return err;
+}
+
+static int op_listxattr(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	g_autofree char *path = NULL;
+	uint32_t size;
+	char pfd[64];
+	bool link;
+	ssize_t n;
+	int fd, err;
+
+	if ((err = rd_path(r, &path)) < 0)
+		return err;
+	qt_rd_u32(r, &size);
+	if ((err = qt_rd_end(r)) < 0)
+		return err;
+	if (size > QTFS_XATTR_SIZE_MAX)
+		size = QTFS_XATTR_SIZE_MAX;
+	if ((fd = xattr_open(sess, path, pfd, &link)) < 0)
+		return fd;
+	if (link) {
+		close(fd);
+		qt_msg_put_u32(rep, 0);
+		qt_msg_put_bytes(rep, NULL, 0);
+		return 0;
+	}
+	{
+		g_autofree char *buf = size ? g_malloc(size) : NULL;
+
+		n = listxattr(pfd, buf, size);
+		err = n < 0 ? -errno : 0;
+		if (!err) {
+			qt_msg_put_u32(rep, (uint32_t)n);
+			qt_msg_put_bytes(rep, buf, size ? (size_t)n : 0);
+		}
+	}
+	close(fd);
+	return err;
+}
+
+static int op_setxattr(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	g_autofree char *path = NULL, *name = NULL;
+	const uint8_t *val;
+	size_t len;
+	uint32_t flags;
+	char pfd[64];
+	bool link;
+	int fd, err;
+
+	if ((err = rd_path(r, &path)) < 0 || (err = qt_rd_strdup(r, QTFS_XATTR_NAME_MAX, &name)) < 0)
+		return err;
+	qt_rd_bytes(r, QTFS_XATTR_SIZE_MAX, &val, &len);
+	qt_rd_u32(r, &flags);
+	if ((err = qt_rd_end(r)) < 0)
+		return err;
+	if ((err = wl_check(sess, QTFS_WL_SETXATTR, path)) < 0)
+		return err;
+	if ((fd = xattr_open(sess, path, pfd, &link)) < 0)
+		return fd;
+	if (link)
+		err = -EPERM;
+	else
+		err = setxattr(pfd, name, val, len, (int)flags) < 0 ? -errno : 0;
+	close(fd);
+	return err;
+}
+
+static int op_removexattr(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	g_autofree char *path = NULL, *name = NULL;
+	char pfd[64];
+	bool link;
+	int fd, err;
+
+	if ((err = rd_path(r, &path)) < 0 || (err = qt_rd_strdup(r, QTFS_XATTR_NAME_MAX, &name)) < 0 ||
+	    (err = qt_rd_end(r)) < 0)
+		return err;
+	if ((err = wl_check(sess, QTFS_WL_SETXATTR, path)) < 0)
+		return err;
+	if ((fd = xattr_open(sess, path, pfd, &link)) < 0)
+		return fd;
+	err = link ? -ENODATA : removexattr(pfd, name) < 0 ? -errno : 0;
+	close(fd);
+	return err;
+}
+
+static int op_fallocate(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	uint64_t hid, off, len;
+	uint32_t mode;
+	int err;
+
+	qt_rd_u64(r, &hid);
+	qt_rd_u32(r, &mode);
+	qt_rd_u64(r, &off);
+	qt_rd_u64(r, &len);
+	if ((err = qt_rd_end(r)) < 0)
+		return err;
+	if (off > INT64_MAX || len > INT64_MAX)
+		return -EINVAL;
+	g_autoptr(handle) h = handle_get(sess, hid);
+	if (!h)
+		return -EBADF;
+	return fallocate(h->fd, (int)mode, (off_t)off, (off_t)len) < 0 ? -errno : 0;
+}
+
+static int op_lseek(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	uint64_t hid;
+	int64_t off;
+	uint32_t whence;
+	off_t res;
+	int err;
+
+	qt_rd_u64(r, &hid);
+	qt_rd_i64(r, &off);
+	qt_rd_u32(r, &whence);
+	if ((err = qt_rd_end(r)) < 0)
+		return err;
+	if (whence != SEEK_SET && whence != SEEK_CUR && whence != SEEK_END && whence != SEEK_DATA &&
+	    whence != SEEK_HOLE)
+		return -EINVAL;
+	g_autoptr(handle) h = handle_get(sess, hid);
+	if (!h)
+		return -EBADF;
+	res = lseek(h->fd, (off_t)off, (int)whence);
+	if (res < 0)
+		return -errno;
+	qt_msg_put_i64(rep, res);
+	return 0;
+}
+
+/* copy_file_range between two host files; across host file systems, a copy loop here. */
+static int op_copy_range(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	uint64_t hin, hout, oin, oout, len;
+	uint32_t flags;
+	loff_t li, lo;
+	ssize_t n;
+	int err;
+
+	qt_rd_u64(r, &hin);
+	qt_rd_u64(r, &oin);
+	qt_rd_u64(r, &hout);
+	qt_rd_u64(r, &oout);
+	qt_rd_u64(r, &len);
+	qt_rd_u32(r, &flags);
+	if ((err = qt_rd_end(r)) < 0)
+		return err;
+	if (oin > INT64_MAX || oout > INT64_MAX)
+		return -EINVAL;
+	g_autoptr(handle) a = handle_get(sess, hin);
+	g_autoptr(handle) b = handle_get(sess, hout);
+	if (!a || !b)
+		return -EBADF;
+	li = (loff_t)oin;
+	lo = (loff_t)oout;
+	n = copy_file_range(a->fd, &li, b->fd, &lo, len, flags);
+	if (n < 0 && (errno == EXDEV || errno == EOPNOTSUPP || errno == ENOSYS)) {
+		g_autofree uint8_t *buf = g_malloc(1 << 20);
+		uint64_t done = 0;
+
+		while (done < len) {
+			size_t want = MIN(len - done, (uint64_t)(1 << 20));
+			ssize_t got = pread(a->fd, buf, want, (off_t)(oin + done));
+
+			if (got < 0)
+				return done ? (qt_msg_put_u64(rep, done), 0) : -errno;
+			if (got == 0)
+				break;
+			if (pwrite(b->fd, buf, (size_t)got, (off_t)(oout + done)) != got)
+				return done ? (qt_msg_put_u64(rep, done), 0) : -EIO;
+			done += (uint64_t)got;
+		}
+		qt_msg_put_u64(rep, done);
+		return 0;
+	}
+	if (n < 0)
+		return -errno;
+	qt_msg_put_u64(rep, (uint64_t)n);
+	return 0;
+}
+
+/* ---- MOUNT --------------------------------------------------------------- */
+
+static bool path_has_prefix(const char *path, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	if (!strcmp(prefix, "/"))
+		return true;
+	return strncmp(path, prefix, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+static int op_mount(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	struct qtfs_srv *srv = sess->srv;
+	g_autofree char *want = NULL, *canon = NULL;
+	const struct qtfs_export *best = NULL;
+	const char *rel;
+	uint32_t flags;
+	struct stat st;
+	int fd, err;
+
+	if ((err = qt_rd_strdup(r, QTFS_PATH_MAX, &want)) < 0)
+		return err;
+	qt_rd_u32(r, &flags);
+	if ((err = qt_rd_end(r)) < 0)
+		return err;
+	if (want[0] != '/')
+		return -EINVAL;
+	canon = g_canonicalize_filename(want, "/");
+	for (unsigned i = 0; i < srv->n_exports; i++) {
+		const struct qtfs_export *e = &srv->exports[i];
+
+		if (path_has_prefix(canon, e->path) && (!best || strlen(e->path) > strlen(best->path)))
+			best = e;
+	}
+	if (!best) {
+		qt_notice("peer %s: MOUNT \"%s\" refused: not inside an export", qt_conn_peer(sess->conn),
+			  canon);
+		return -EPERM;
+	}
+	rel = canon + (strcmp(best->path, "/") ? strlen(best->path) : 0);
+	while (*rel == '/')
+		rel++;
+	if (qtfs_path_check(rel, strlen(rel)) < 0)
+		return -EINVAL;
+	fd = openat2_beneath(best->fd, rel, O_PATH | O_DIRECTORY, 0);
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	g_mutex_lock(&sess->lock);
+	if (sess->root_fd >= 0) {
+		g_mutex_unlock(&sess->lock);
+		close(fd);
+		return -EALREADY;
+	}
+	sess->root_fd = fd;
+	sess->root_path = g_steal_pointer(&canon);
+	sess->ro = best->ro;
+	g_mutex_unlock(&sess->lock);
+	qt_info("peer %s (%s): mounted \"%s\"%s", qt_conn_peer(sess->conn), qt_conn_peer_name(sess->conn),
+		sess->root_path, sess->ro ? " read-only" : "");
+	qt_msg_put_u32(rep, sess->ro ? QTFS_MF_RDONLY : 0);
+	put_stat(rep, &st, attr_flags(sess, &st, fd, ""));
+	return 0;
+}
+
+/* ---- dispatch ------------------------------------------------------------ */
+
+static const op_fn ops[QTFS_OP_MAX - QTFS_MOUNT] = {
+	[QTFS_MOUNT - QTFS_MOUNT] = op_mount,
+	[QTFS_STATFS - QTFS_MOUNT] = op_statfs,
+	[QTFS_LOOKUP - QTFS_MOUNT] = op_lookup,
+	[QTFS_GETATTR - QTFS_MOUNT] = op_getattr,
+	[QTFS_SETATTR - QTFS_MOUNT] = op_setattr,
+	[QTFS_READLINK - QTFS_MOUNT] = op_readlink,
+	[QTFS_MKNOD - QTFS_MOUNT] = op_mknod,
+	[QTFS_MKDIR - QTFS_MOUNT] = op_mkdir,
+	[QTFS_UNLINK - QTFS_MOUNT] = op_unlink,
+	[QTFS_RMDIR - QTFS_MOUNT] = op_rmdir,
+	[QTFS_SYMLINK - QTFS_MOUNT] = op_symlink,
+	[QTFS_RENAME - QTFS_MOUNT] = op_rename,
+	[QTFS_LINK - QTFS_MOUNT] = op_link,
+	[QTFS_OPEN - QTFS_MOUNT] = op_open,
+	[QTFS_CREATE - QTFS_MOUNT] = op_create,
+	[QTFS_READ - QTFS_MOUNT] = op_read,
+	[QTFS_WRITE - QTFS_MOUNT] = op_write,
+	[QTFS_RELEASE - QTFS_MOUNT] = op_release,
+	[QTFS_FSYNC - QTFS_MOUNT] = op_fsync,
+	[QTFS_OPENDIR - QTFS_MOUNT] = op_opendir,
+	[QTFS_READDIR - QTFS_MOUNT] = op_readdir,
+	[QTFS_ACCESS - QTFS_MOUNT] = op_access,
+	[QTFS_GETXATTR - QTFS_MOUNT] = op_getxattr,
+	[QTFS_SETXATTR - QTFS_MOUNT] = op_setxattr,
+	[QTFS_LISTXATTR - QTFS_MOUNT] = op_listxattr,
+	[QTFS_REMOVEXATTR - QTFS_MOUNT] = op_removexattr,
+	[QTFS_FALLOCATE - QTFS_MOUNT] = op_fallocate,
+	[QTFS_LSEEK - QTFS_MOUNT] = op_lseek,
+	[QTFS_COPY_RANGE - QTFS_MOUNT] = op_copy_range,
+	[QTFS_FLUSH - QTFS_MOUNT] = op_flush,
+};
+
+static void deliver(void *arg)
+{
+	struct job *j = arg;
+
+	qt_conn_reply(j->sess->conn, j->reply);
+	session_unref(j->sess);
+	g_free(j);
+}
+
+static void run_job(gpointer data, gpointer user)
+{
+	struct job *j = data;
+	struct session *sess = j->sess;
+	uint16_t type = qt_msg_type(j->req);
+	op_fn fn = type >= QTFS_MOUNT && type < QTFS_OP_MAX ? ops[type - QTFS_MOUNT] : NULL;
+	struct qt_msg *rep = qt_msg_new_reply(j->req, type);
+	struct qt_rd r;
+	bool mounted;
+	int err;
+
+	g_mutex_lock(&sess->lock);
+	mounted = sess->root_fd >= 0;
+	g_mutex_unlock(&sess->lock);
+
+	qt_rd_init_msg(&r, j->req);
+	if (!fn)
+		err = -ENOSYS;
+	else if (!mounted && type != QTFS_MOUNT)
+		err = -EPERM;
+	else if (mounted && sess->ro && qtfs_op_writes(type))
+		err = -EROFS;
+	else
+		err = fn(sess, &r, rep);
+	if (err == 0 && rep->err)
+		err = rep->err;
+	if (err < 0) {
+		qt_msg_free(rep);
+		rep = qt_msg_new_error(j->req, -err);
+		qt_debug("peer %s: %s: %s", qt_conn_peer(sess->conn), qtfs_op_name(type), g_strerror(-err));
+	}
+	qt_msg_free(j->req);
+	j->req = NULL;
+	j->reply = rep;
+	qt_loop_post(sess->srv->loop, deliver, j);
+}
+
+/* The connection and session callbacks share user data; the tag tells which. */
+
+static void srv_conn_ready(struct qt_conn *c, void *user)
+{
+	struct qtfs_srv *srv = user;
+	struct session *sess;
+	uint32_t uid;
+
+	if (qt_socket_peer_uid(qt_conn_fd(c), &uid) == 0) {
+		bool ok = false;
+
+		for (guint i = 0; i < srv->unix_uids->len; i++)
+			ok = ok || g_array_index(srv->unix_uids, uint32_t, i) == uid;
+		if (!ok) {
+			qt_warn("peer %s: uid %u is not allowed on unix sockets", qt_conn_peer(c), uid);
+			qt_conn_close(c, -EACCES, "peer uid not allowed");
+			return;
+		}
+	}
+	sess = g_new0(struct session, 1);
+	sess->tag = TAG_SESS;
+	sess->srv = srv;
+	sess->conn = qt_conn_ref(c);
+	sess->refs = 1;
+	sess->root_fd = -1;
+	g_mutex_init(&sess->lock);
+	sess->handles = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
+					      (GDestroyNotify)handle_unref);
+	srv->sessions++;
+	qt_conn_set_user(c, sess);
+	qt_info("peer %s (%s): connected", qt_conn_peer(c), qt_conn_peer_name(c));
+}
+
+static void srv_conn_request(struct qt_conn *c, struct qt_msg *m, void *user)
+{
+	struct session *sess = user;
+	struct job *j;
+
+	if (*(uint32_t *)user != TAG_SESS || !qt_msg_id(m)) {
+		/* Not ready (refused peer) or a one-way message: nothing to answer. */
+		qt_msg_free(m);
+		return;
+	}
+	j = g_new0(struct job, 1);
+	j->sess = session_ref(sess);
+	j->req = m;
+	g_thread_pool_push(sess->srv->pool, j, NULL);
+}
+
+static void srv_conn_closed(struct qt_conn *c, int err, const char *reason, void *user)
+{
+	struct session *sess = user;
+	struct qtfs_srv *srv;
+
+	/* Before ready (or refused), the user data is still the server. */
+	if (*(uint32_t *)user != TAG_SESS) {
+		if (err)
+			qt_info("peer %s: %s", qt_conn_peer(c), reason);
+		return;
+	}
+	srv = sess->srv;
+	srv->sessions--;
+	if (err)
+		qt_notice("peer %s: connection closed: %s", qt_conn_peer(c), reason);
+	else
+		qt_info("peer %s: disconnected", qt_conn_peer(c));
+	session_unref(sess);
+}
+
+const struct qt_conn_ops qtfs_srv_conn_ops = {
+	.ready = srv_conn_ready,
+	.request = srv_conn_request,
+	.closed = srv_conn_closed,
+};
+
+int qtfs_srv_new(struct qt_loop *l, const struct qtfs_srv_opts *o, struct qtfs_srv **out, char **msg)
+{
+	struct qtfs_srv *srv = g_new0(struct qtfs_srv, 1);
+	GError *gerr = NULL;
+	uint32_t me = (uint32_t)geteuid(), root = 0;
+
+	srv->tag = TAG_SRV;
+	srv->loop = l;
+	srv->wl = o->whitelist;
+	srv->max_handles = o->max_handles ? o->max_handles : 4096;
+	srv->unix_uids = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+	if (o->n_unix_uids)
+		g_array_append_vals(srv->unix_uids, o->unix_uids, o->n_unix_uids);
+	else {
+		g_array_append_val(srv->unix_uids, root);
+		g_array_append_val(srv->unix_uids, me);
+	}
+	g_mutex_init(&srv->dev_lock);
+	srv->dev_pseudo = g_hash_table_new(g_direct_hash, g_direct_equal);
+	srv->exports = g_new0(struct qtfs_export, o->n_exports ? o->n_exports : 1);
+	for (unsigned i = 0; i < o->n_exports; i++) {
+		struct qtfs_export *e = &srv->exports[i];
+		int fd = open(o->exports[i].path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+		if (fd < 0) {
+			int err = -errno;
+
+			*msg = g_strdup_printf("export \"%s\": %s", o->exports[i].path, g_strerror(errno));
+			qtfs_srv_free(srv);
+			return err;
+		}
+		e->fd = fd;
+		e->path = g_strdup(o->exports[i].path);
+		e->ro = o->exports[i].ro;
+		srv->n_exports++;
+	}
+	srv->pool = g_thread_pool_new(run_job, srv, (gint)(o->workers ? o->workers : 64), FALSE, &gerr);
+	if (!srv->pool) {
+		*msg = g_strdup_printf("cannot start the worker pool: %s", gerr->message);
+		g_error_free(gerr);
+		qtfs_srv_free(srv);
+		return -ENOMEM;
+	}
+	/* Modes come from the client already masked; ours must not mask them again. */
+	umask(0);
+	*out = srv;
+	return 0;
+}
+
+void qtfs_srv_free(struct qtfs_srv *srv)
+{
+	if (!srv)
+		return;
+	if (srv->pool)
+		g_thread_pool_free(srv->pool, FALSE, TRUE);
+	for (unsigned i = 0; i < srv->n_exports; i++) {
+		close(srv->exports[i].fd);
+		g_free(srv->exports[i].path);
+	}
+	g_free(srv->exports);
+	g_array_unref(srv->unix_uids);
+	g_hash_table_destroy(srv->dev_pseudo);
+	g_mutex_clear(&srv->dev_lock);
+	g_free(srv);
+}
+
+unsigned qtfs_srv_sessions(const struct qtfs_srv *srv)
+{
+	return srv->sessions;
+}
