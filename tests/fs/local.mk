@@ -1,0 +1,10 @@
+# SPDX-License-Identifier: Apache-2.0
+#
+# tests/fs/: file-system behaviour tests that know nothing of fuse-qtfs and
+# only take directory paths.  fsdiff runs POSIX scenarios on two directories
+# and compares the transcripts.  The mount integration test runs it against
+# a fuse-qtfs mount and the directory it exports.
+
+check_PROGRAMS += tests/fs/fsdiff
+tests_fs_fsdiff_SOURCES = tests/fs/fsdiff.c
+tests_fs_fsdiff_LDADD = $(QT_LIBS)
