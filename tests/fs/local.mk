@@ -1,0 +1,18 @@
+# SPDX-License-Identifier: Apache-2.0
+#
+# tests/fs/: file-system behaviour tests that know nothing of fuse-qtfs and
+# only take directory paths.  fsdiff runs POSIX scenarios on two directories
+# and compares the transcripts; fsx is a seeded random-operation stress test
+# against an in-memory model.  The mount integration test runs them against
+# a fuse-qtfs mount and the directory it exports; here test-native.sh only
+# checks that they pass on the native file system, so a failure there is a
+# bug in the tests themselves.
+
+check_PROGRAMS += tests/fs/fsdiff tests/fs/fsx
+tests_fs_fsdiff_SOURCES = tests/fs/fsdiff.c
+tests_fs_fsdiff_LDADD = $(QT_LIBS)
+tests_fs_fsx_SOURCES = tests/fs/fsx.c
+tests_fs_fsx_LDADD = $(QT_LIBS)
+
+TESTS += tests/fs/test-native.sh
+EXTRA_DIST += tests/fs/test-native.sh
