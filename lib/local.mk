@@ -16,3 +16,15 @@ lib_libqt_a_SOURCES = \
 lib_libqt_a_CPPFLAGS = $(AM_CPPFLAGS) $(URING_CFLAGS)
 
 QT_LIBS = lib/libqt.a $(URING_LIBS) $(GLIB_LIBS)
+
+# libqtssh: the SSH transport (lib/ssh.h), apart from libqt so that only the
+# programs that speak SSH link libssh2.  It uses libqt (endpoints, logging):
+# link $(QT_SSH_LIBS) before $(QT_LIBS).
+noinst_LIBRARIES += lib/libqtssh.a
+
+lib_libqtssh_a_SOURCES = \
+	lib/ssh.c lib/ssh.h \
+	lib/ssh-knownhosts.c lib/ssh-knownhosts.h
+lib_libqtssh_a_CPPFLAGS = $(AM_CPPFLAGS) $(SSH2_CFLAGS)
+
+QT_SSH_LIBS = lib/libqtssh.a $(SSH2_LIBS)
