@@ -1126,6 +1126,7 @@ struct io_ctx {
 	uint64_t off;
 	size_t size;
 	const void *data;
+	uint32_t wflags, gid;
 };
 
 static struct qt_msg *build_read(uint64_t sh, void *arg)
@@ -1167,6 +1168,8 @@ static struct qt_msg *build_write(uint64_t sh, void *arg)
 
 	qt_msg_put_u64(m, sh);
 	qt_msg_put_u64(m, c->off);
+	qt_msg_put_u32(m, c->wflags);
+	qt_msg_put_u32(m, c->gid);
 	qt_msg_put_bytes(m, c->data, c->size);
 	return m;
 }
@@ -1174,7 +1177,14 @@ static struct qt_msg *build_write(uint64_t sh, void *arg)
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
-	struct io_ctx c = {.off = (uint64_t)off, .size = MIN(size, QTFS_IO_MAX), .data = buf};
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct io_ctx c = {
+		.off = (uint64_t)off,
+		.size = MIN(size, QTFS_IO_MAX),
+		.data = buf,
+		.wflags = ctx->uid ? QTFS_WR_KILL_PRIV : 0,
+		.gid = ctx->gid,
+	};
 	g_autoptr(qt_msg) rep = NULL;
 	uint32_t n = 0;
 	struct qt_rd r;

@@ -90,6 +90,11 @@ enum {
 	QTFS_SA_KNOWN = 0x5bf,
 };
 
+/* WRITE request flags. */
+enum {
+	QTFS_WR_KILL_PRIV = 0x1, /* the writer is unprivileged: clear set-id bits as a local write would */
+};
+
 /* READDIR request flags. */
 enum {
 	QTFS_RD_PLUS = 0x1, /* include each entry's attributes */

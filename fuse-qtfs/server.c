@@ -993,8 +993,29 @@ static int op_read(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	return 0;
 }
 
+/*
+ * A write by an unprivileged caller clears set-user-ID, and set-group-ID
+ * when the group may execute or the caller is not in the group, as a local
+ * write would; ours runs as root, which keeps them.  (The caller's
+ * supplementary groups are not known here: only its primary gid counts.)
+ */
+static void kill_priv(int fd, uint32_t gid)
+{
+	struct stat st;
+	mode_t mode;
+
+	if (fstat(fd, &st) < 0 || !(st.st_mode & (S_ISUID | S_ISGID)))
+		return;
+	mode = st.st_mode & 07777 & ~(mode_t)S_ISUID;
+	if ((st.st_mode & S_IXGRP) || st.st_gid != gid)
+		mode &= ~(mode_t)S_ISGID;
+	if (mode != (st.st_mode & 07777))
+		fchmod(fd, mode);
+}
+
 static int op_write(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 {
+	uint32_t flags, gid;
 	uint64_t hid, off;
 	const uint8_t *data;
 	size_t len;
@@ -1003,6 +1024,8 @@ static int op_write(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 
 	qt_rd_u64(r, &hid);
 	qt_rd_u64(r, &off);
+	qt_rd_u32(r, &flags);
+	qt_rd_u32(r, &gid);
 	qt_rd_bytes(r, QTFS_IO_MAX, &data, &len);
 	if ((err = qt_rd_end(r)) < 0)
 		return err;
@@ -1016,6 +1039,8 @@ static int op_write(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -errno;
+	if ((flags & QTFS_WR_KILL_PRIV) && n > 0)
+		kill_priv(h->fd, gid);
 	qt_msg_put_u32(rep, (uint32_t)n);
 	return 0;
 }

@@ -1,0 +1,136 @@
+# SPDX-License-Identifier: Apache-2.0
+#
+# Sourced by the fuse-qtfs integration tests: a private temp dir, a key,
+# helpers to start qtfs-server and mount fuse-qtfs, and a cleanup trap that
+# unmounts and stops everything the test started, even after a failure.
+# Tests exit 77 (skip) only where the machine cannot run them at all: not
+# root, or no /dev/fuse.
+#
+# After sourcing:  $T (temp dir, mode 755), $QTFS_SERVER, $FUSE_QTFS,
+# $FSDIFF, $FSX, $KEY (a valid key file), and the functions below.
+
+top_builddir=${top_builddir:-.}
+top_srcdir=${top_srcdir:-.}
+QTFS_SERVER=$top_builddir/fuse-qtfs/qtfs-server
+FUSE_QTFS=$top_builddir/fuse-qtfs/fuse-qtfs
+FSDIFF=$top_builddir/tests/fs/fsdiff
+FSX=$top_builddir/tests/fs/fsx
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "SKIP: needs root (FUSE mounts, other users)"
+	exit 77
+fi
+if [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
+	echo "SKIP: no /dev/fuse or fusermount3"
+	exit 77
+fi
+
+T=$(mktemp -d /tmp/qtfs-test.XXXXXX) || exit 1
+chmod 755 "$T"
+QTFS_MOUNTS=""
+QTFS_PIDS=""
+failures=0
+
+qtfs_cleanup() {
+	for m in $QTFS_MOUNTS; do
+		if mountpoint -q "$m" 2>/dev/null; then
+			fusermount3 -u "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
+		fi
+	done
+	for p in $QTFS_PIDS; do
+		kill "$p" 2>/dev/null
+	done
+	sleep 0.2
+	for p in $QTFS_PIDS; do
+		kill -9 "$p" 2>/dev/null
+	done
+	rm -rf "$T"
+}
+trap qtfs_cleanup EXIT
+trap 'exit 1' HUP INT TERM
+
+KEY=$T/psk
+head -c 48 /dev/urandom | base64 >"$KEY"
+chmod 600 "$KEY"
+
+fail() {
+	echo "FAIL: $*" >&2
+	failures=$((failures + 1))
+}
+
+ok() {
+	echo "ok: $*"
+}
+
+# check DESCRIPTION CMD...: run CMD, count a failure if it fails.
+check() {
+	desc=$1
+	shift
+	if "$@"; then
+		ok "$desc"
+	else
+		fail "$desc"
+	fi
+}
+
+# A free TCP port on loopback.
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
+		echo $((20000 + $$ % 20000))
+}
+
+# start_server LOG ARGS...: start qtfs-server in the background with ARGS
+# (its config file pointed at an empty one), wait until it listens; sets
+# SERVER_PID.
+start_server() {
+	log=$1
+	shift
+	: >"$T/empty.conf"
+	"$QTFS_SERVER" --config "$T/empty.conf" -v "$@" >>"$log" 2>&1 &
+	SERVER_PID=$!
+	QTFS_PIDS="$QTFS_PIDS $SERVER_PID"
+	i=0
+	while [ $i -lt 100 ]; do
+		if grep -q "listening on" "$log" 2>/dev/null; then
+			return 0
+		fi
+		if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+			echo "qtfs-server exited:" >&2
+			cat "$log" >&2
+			return 1
+		fi
+		sleep 0.05
+		i=$((i + 1))
+	done
+	echo "qtfs-server did not start listening" >&2
+	return 1
+}
+
+# mount_qtfs SOURCE MOUNTPOINT [ARGS...]: mount (fuse-qtfs daemonizes once
+# mounted; its exit status is the mount's).
+mount_qtfs() {
+	src=$1
+	mnt=$2
+	shift 2
+	mkdir -p "$mnt"
+	QTFS_MOUNTS="$mnt $QTFS_MOUNTS"
+	"$FUSE_QTFS" "$@" "$src" "$mnt"
+}
+
+umount_qtfs() {
+	fusermount3 -u "$1"
+}
+
+finish() {
+	if [ "$failures" -ne 0 ]; then
+		echo "$failures check(s) failed"
+		for f in "$T"/*.log; do
+			[ -f "$f" ] || continue
+			echo "---- $f (last 30 lines)"
+			tail -n 30 "$f"
+		done
+		exit 1
+	fi
+	echo "all checks passed"
+	exit 0
+}
