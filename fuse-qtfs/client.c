@@ -485,7 +485,7 @@ int qtfs_client_pick(struct qtfs_client *cl, unsigned *slot, uint64_t *gen)
 }
 
 int qtfs_client_call_on(struct qtfs_client *cl, unsigned slot, uint64_t gen, struct qt_msg *req,
-			struct qt_msg **reply)
+			uint64_t timeout_ms, struct qt_msg **reply)
 {
 	struct slot *s = &cl->slots[slot % cl->n_slots];
 	struct qt_conn *c = NULL;
@@ -499,7 +499,11 @@ int qtfs_client_call_on(struct qtfs_client *cl, unsigned slot, uint64_t gen, str
 		qt_msg_free(req);
 		return -ESTALE;
 	}
-	err = qt_conn_call_sync(c, req, cl->o.timeout_ms, reply);
+	if (timeout_ms == 0)
+		timeout_ms = cl->o.timeout_ms;
+	else if (timeout_ms == QTFS_NO_DEADLINE)
+		timeout_ms = 0;
+	err = qt_conn_call_sync(c, req, timeout_ms, reply);
 	qt_conn_unref(c);
 	return conn_lost(err) ? -ESTALE : err;
 }

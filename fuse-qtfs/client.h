@@ -61,12 +61,17 @@ int qtfs_client_call(struct qtfs_client *cl, struct qt_msg *req, bool idempotent
 
 /* Pick a ready slot for a new handle: its index and generation (waits up to the deadline). */
 int qtfs_client_pick(struct qtfs_client *cl, unsigned *slot, uint64_t *gen);
+/* For qtfs_client_call_on: no deadline (a relayed FIFO may block for as long as it likes). */
+#define QTFS_NO_DEADLINE UINT64_MAX
+
 /*
- * A call on slot @slot, generation @gen (a handle's connection).  -ESTALE
- * when that connection is gone and a new one replaced it.
+ * A call on slot @slot, generation @gen (a handle's connection), with a
+ * deadline of @timeout_ms (0: the client's default; QTFS_NO_DEADLINE: none,
+ * the call still ends if the connection does).  -ESTALE when that
+ * connection is gone and a new one replaced it.
  */
 int qtfs_client_call_on(struct qtfs_client *cl, unsigned slot, uint64_t gen, struct qt_msg *req,
-			struct qt_msg **reply);
+			uint64_t timeout_ms, struct qt_msg **reply);
 /* Fire-and-forget call on a slot (RELEASE): errors are ignored. */
 void qtfs_client_call_async(struct qtfs_client *cl, unsigned slot, uint64_t gen, struct qt_msg *req);
 

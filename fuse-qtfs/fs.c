@@ -30,6 +30,17 @@
  * the host's.  These nodes are made up here (dev = UINT64_MAX) and never
  * cached by the kernel.
  *
+ * FIFOs.  The kernel turns every S_IFIFO inode of a FUSE mount into a local
+ * pipe: it never asks us to open one, so a FIFO on the mount could not
+ * connect a DPU process with a host process.  Under the fifo_relay= paths
+ * a host FIFO is therefore shown as a regular file (QTFS_AF_RELAY) opened
+ * with direct I/O and no seeking, whose opens, reads and writes are those
+ * of the host FIFO, blocking as long as they block there (no deadline;
+ * they still fail if the connection goes).  The price: stat() says
+ * "regular file" for them.  mknod of a FIFO there answers with the FIFO
+ * (the kernel insists on the type it asked for) and zero cache times, so
+ * the next lookup sees the relay and gets a node of its own.
+ *
  * Pseudo files.  Files the server flags QTFS_AF_PSEUDO (procfs, sysfs,
  * cgroupfs) report sizes that mean nothing, so they are opened with
  * direct I/O and get zero attribute and entry timeouts.
@@ -61,6 +72,7 @@ struct node {
 	char *name;
 	uint32_t type; /* S_IFMT bits */
 	bool pseudo;
+	bool relay; /* a host FIFO shown as a regular file */
 	GList *fhs; /* struct fh* open on this node, for files without a name */
 };
 
@@ -69,6 +81,7 @@ struct qtfs_fs {
 	struct qtfs_client *cl;
 	char *local_proc;
 	GStrv local_comms;
+	GStrv relay; /* fifo_relay prefixes without leading or trailing '/' */
 
 	GMutex lock;
 	GHashTable *by_id;   /* fuse_ino_t -> node */
@@ -89,6 +102,9 @@ struct fh {
 	fuse_ino_t ino;
 	bool dir;
 	bool pseudo;
+	bool stream; /* relayed FIFO: calls have no deadline */
+	struct fuse_pollhandle *ph; /* the kernel's latest poll wait; protected by lock */
+	bool poll_armed;	    /* a POLL wait is outstanding on the server; protected by lock */
 };
 
 /* ---- node table --------------------------------------------------------- */
@@ -173,8 +189,10 @@ static struct node *node_by_id(struct qtfs_fs *fs, fuse_ino_t id)
 
 /* The node for (dev, ino), created if new, with one more lookup.  fs->lock held. */
 static struct node *node_learn_locked(struct qtfs_fs *fs, struct node *parent, const char *name,
-				      uint64_t dev, uint64_t ino, uint32_t mode, bool pseudo)
+				      const struct qtfs_attr *a)
 {
+	uint64_t dev = a->dev, ino = a->ino;
+	uint32_t mode = a->mode;
 	struct node probe = {.dev = dev, .ino = ino};
 	struct node *n = g_hash_table_lookup(fs->by_key, &probe);
 
@@ -194,7 +212,8 @@ static struct node *node_learn_locked(struct qtfs_fs *fs, struct node *parent, c
 		g_hash_table_insert(fs->by_id, &n->id, n);
 		g_hash_table_add(fs->by_key, n);
 	}
-	n->pseudo = pseudo;
+	n->pseudo = a->flags & QTFS_AF_PSEUDO;
+	n->relay = a->flags & QTFS_AF_RELAY;
 	n->nlookup++;
 	if (parent && name && n != fs->root)
 		node_name(fs, n, parent, name);
@@ -240,6 +259,46 @@ static char *path_of(struct qtfs_fs *fs, fuse_ino_t id, const char *child)
 	return p;
 }
 
+/* ---- FIFO relay ------------------------------------------------------------ */
+
+static bool relay_path(const struct qtfs_fs *fs, const char *path)
+{
+	if (!fs->relay || !path)
+		return false;
+	for (char **p = fs->relay; *p; p++) {
+		size_t n = strlen(*p);
+
+		if (!strcmp(*p, "*") || n == 0)
+			return true;
+		if (!strncmp(path, *p, n) && (path[n] == '\0' || path[n] == '/'))
+			return true;
+	}
+	return false;
+}
+
+static bool node_is_relay(struct qtfs_fs *fs, fuse_ino_t ino)
+{
+	struct node *n;
+	bool relay = false;
+
+	g_mutex_lock(&fs->lock);
+	n = node_by_id(fs, ino);
+	if (n)
+		relay = n->relay;
+	g_mutex_unlock(&fs->lock);
+	return relay;
+}
+
+/* Show a host FIFO at @path (or of a node known to be relayed) as a relay. */
+static void fix_attr(const struct qtfs_fs *fs, const char *path, bool known_relay, struct qtfs_attr *a)
+{
+	if (!S_ISFIFO(a->mode) || !(known_relay || relay_path(fs, path)))
+		return;
+	a->mode = S_IFREG | (a->mode & 07777);
+	a->flags |= QTFS_AF_RELAY | QTFS_AF_PSEUDO;
+	a->size = 0;
+}
+
 /* ---- replies -------------------------------------------------------------- */
 
 static double attr_timeout(const struct qtfs_fs *fs, bool pseudo)
@@ -275,7 +334,7 @@ static void reply_entry(fuse_req_t req, struct qtfs_fs *fs, fuse_ino_t parent, c
 
 	g_mutex_lock(&fs->lock);
 	p = node_by_id(fs, parent);
-	n = node_learn_locked(fs, p, name, a->dev, a->ino, a->mode, a->flags & QTFS_AF_PSEUDO);
+	n = node_learn_locked(fs, p, name, a);
 	fill_entry(fs, n, a, &e);
 	g_mutex_unlock(&fs->lock);
 	if (fuse_reply_entry(req, &e) != 0) {
@@ -346,8 +405,8 @@ static struct fh *fh_of(struct fuse_file_info *fi)
 }
 
 /* Open @path on some connection; fills slot, gen, handle and the file's attributes. */
-static int open_remote(struct qtfs_fs *fs, const char *path, int flags, bool dir, unsigned *slot,
-		       uint64_t *gen, uint64_t *sh, struct qtfs_attr *a)
+static int open_remote(struct qtfs_fs *fs, const char *path, int flags, bool dir, bool stream,
+		       unsigned *slot, uint64_t *gen, uint64_t *sh, struct qtfs_attr *a)
 {
 	for (int attempt = 0; attempt < 3; attempt++) {
 		g_autoptr(qt_msg) rep = NULL;
@@ -361,7 +420,7 @@ static int open_remote(struct qtfs_fs *fs, const char *path, int flags, bool dir
 			qt_msg_free(m);
 			return err;
 		}
-		err = qtfs_client_call_on(fs->cl, *slot, *gen, m, &rep);
+		err = qtfs_client_call_on(fs->cl, *slot, *gen, m, stream ? QTFS_NO_DEADLINE : 0, &rep);
 		if (err == -ESTALE)
 			continue;
 		if (err < 0)
@@ -462,8 +521,8 @@ static int fh_reopen(struct qtfs_fs *fs, struct fh *h, uint64_t stale_gen, unsig
 		g_mutex_unlock(&h->lock);
 		return -ESTALE;
 	}
-	err = open_remote(fs, path, h->flags & ~(O_CREAT | O_EXCL | O_TRUNC), h->dir, &slot, &gen, &sh,
-			  &a);
+	err = open_remote(fs, path, h->flags & ~(O_CREAT | O_EXCL | O_TRUNC), h->dir, h->stream, &slot,
+			  &gen, &sh, &a);
 	if (err == 0) {
 		h->slot = slot;
 		h->gen = gen;
@@ -492,7 +551,8 @@ static int call_fh(struct qtfs_fs *fs, struct fh *h, build_fn build, void *ctx, 
 		gen = h->gen;
 		sh = h->sh;
 		g_mutex_unlock(&h->lock);
-		err = qtfs_client_call_on(fs->cl, slot, gen, build(sh, ctx), rep);
+		err = qtfs_client_call_on(fs->cl, slot, gen, build(sh, ctx),
+					  h->stream ? QTFS_NO_DEADLINE : 0, rep);
 		if (err != -ESTALE)
 			return err;
 		if ((err = fh_reopen(fs, h, gen, slot)) < 0)
@@ -617,10 +677,12 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	err = call_attr(fs, req_path(QTFS_LOOKUP, path), true, &a);
-	if (err < 0)
+	if (err < 0) {
 		fuse_reply_err(req, -err);
-	else
-		reply_entry(req, fs, parent, name, &a);
+		return;
+	}
+	fix_attr(fs, path, false, &a);
+	reply_entry(req, fs, parent, name, &a);
 }
 
 static void forget_one(struct qtfs_fs *fs, fuse_ino_t ino, uint64_t nlookup)
@@ -731,10 +793,12 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		qt_msg_put_u64(m, 0);
 		err = call_attr(fs, m, true, &a);
 	}
-	if (err < 0)
+	if (err < 0) {
 		fuse_reply_err(req, -err);
-	else
-		reply_attr(req, fs, &a);
+		return;
+	}
+	fix_attr(fs, path, node_is_relay(fs, ino), &a);
+	reply_attr(req, fs, &a);
 }
 
 struct setattr_ctx {
@@ -788,10 +852,12 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		if (qtfs_rd_attr(&r, &a) < 0 || qt_rd_end(&r) < 0)
 			err = -EIO;
 	}
-	if (err < 0)
+	if (err < 0) {
 		fuse_reply_err(req, -err);
-	else
-		reply_attr(req, fs, &a);
+		return;
+	}
+	fix_attr(fs, path, node_is_relay(fs, ino), &a);
+	reply_attr(req, fs, &a);
 }
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -834,16 +900,21 @@ static void put_caller(struct qt_msg *m, fuse_req_t req)
 }
 
 /* Shared by mknod, mkdir, symlink: send @m for the new name and answer with its entry. */
-static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, struct qt_msg *m)
+static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, const char *path,
+		      struct qt_msg *m)
 {
 	struct qtfs_fs *fs = FS(req);
 	struct qtfs_attr a;
 	int err = call_attr(fs, m, false, &a);
 
-	if (err < 0)
+	if (err < 0) {
 		fuse_reply_err(req, -err);
-	else
-		reply_entry(req, fs, parent, name, &a);
+		return;
+	}
+	/* A new FIFO to be relayed: not cached, so the next lookup finds the relay. */
+	if (S_ISFIFO(a.mode) && relay_path(fs, path))
+		a.flags |= QTFS_AF_PSEUDO;
+	reply_entry(req, fs, parent, name, &a);
 }
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
@@ -859,7 +930,7 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	qt_msg_put_u32(m, mode);
 	qt_msg_put_u64(m, rdev);
 	put_caller(m, req);
-	make_node(req, parent, name, m);
+	make_node(req, parent, name, path, m);
 }
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
@@ -874,7 +945,7 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	m = req_path(QTFS_MKDIR, path);
 	qt_msg_put_u32(m, mode);
 	put_caller(m, req);
-	make_node(req, parent, name, m);
+	make_node(req, parent, name, path, m);
 }
 
 static void op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
@@ -889,7 +960,7 @@ static void op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, co
 	m = req_path(QTFS_SYMLINK, path);
 	qt_msg_put_str(m, target);
 	put_caller(m, req);
-	make_node(req, parent, name, m);
+	make_node(req, parent, name, path, m);
 }
 
 /* The name @name in @parent is gone: forget it (the node lives on while looked up). */
@@ -1005,7 +1076,7 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	}
 	m = req_path(QTFS_LINK, from);
 	qt_msg_put_str(m, to);
-	make_node(req, newparent, newname, m);
+	make_node(req, newparent, newname, to, m);
 }
 
 static void set_open_flags(struct qtfs_fs *fs, struct fuse_file_info *fi, bool pseudo)
@@ -1027,20 +1098,25 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	unsigned slot;
 	uint64_t gen, sh;
 	struct fh *h;
+	bool relay;
 	int err;
 
 	if (!path) {
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
-	err = open_remote(fs, path, fi->flags, false, &slot, &gen, &sh, &a);
+	relay = node_is_relay(fs, ino);
+	err = open_remote(fs, path, fi->flags, false, relay, &slot, &gen, &sh, &a);
 	if (err < 0) {
 		fuse_reply_err(req, -err);
 		return;
 	}
-	h = fh_new(ino, fi->flags, false, slot, gen, sh, a.flags & QTFS_AF_PSEUDO);
+	h = fh_new(ino, fi->flags, false, slot, gen, sh, relay || (a.flags & QTFS_AF_PSEUDO));
+	h->stream = relay;
 	fi->fh = (uintptr_t)h;
 	set_open_flags(fs, fi, h->pseudo);
+	if (relay)
+		fi->nonseekable = 1;
 	fh_attach(fs, h);
 	if (fuse_reply_open(req, fi) != 0) {
 		fh_detach(fs, h);
@@ -1081,7 +1157,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 			qt_msg_free(m);
 			break;
 		}
-		err = qtfs_client_call_on(fs->cl, slot, gen, m, &rep);
+		err = qtfs_client_call_on(fs->cl, slot, gen, m, 0, &rep);
 		if (err == -ESTALE) {
 			/* Lost with the connection: we cannot know whether it was made. */
 			err = -EIO;
@@ -1101,7 +1177,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	}
 	g_mutex_lock(&fs->lock);
 	p = node_by_id(fs, parent);
-	n = node_learn_locked(fs, p, name, a.dev, a.ino, a.mode, a.flags & QTFS_AF_PSEUDO);
+	n = node_learn_locked(fs, p, name, &a);
 	fill_entry(fs, n, &a, &e);
 	g_mutex_unlock(&fs->lock);
 	h = fh_new(n->id, fi->flags, false, slot, gen, sh, a.flags & QTFS_AF_PSEUDO);
@@ -1217,6 +1293,10 @@ static void release_fh(fuse_req_t req, struct fuse_file_info *fi)
 	g_mutex_lock(&h->lock);
 	qt_msg_put_u64(m, h->sh);
 	qtfs_client_call_async(fs->cl, h->slot, h->gen, m);
+	if (h->ph) {
+		fuse_pollhandle_destroy(h->ph);
+		h->ph = NULL;
+	}
 	g_mutex_unlock(&h->lock);
 	fh_unref(h);
 	fuse_reply_err(req, 0);
@@ -1257,7 +1337,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
-	err = open_remote(fs, path, O_RDONLY | O_DIRECTORY, true, &slot, &gen, &sh, &a);
+	err = open_remote(fs, path, O_RDONLY | O_DIRECTORY, true, false, &slot, &gen, &sh, &a);
 	if (err < 0) {
 		fuse_reply_err(req, -err);
 		return;
@@ -1352,6 +1432,11 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		{
 			struct fuse_entry_param e = {.attr = st};
 
+			if (has_attr && S_ISFIFO(a.mode) && fs->relay) {
+				g_autofree char *cp = path_of(fs, ino, name);
+
+				fix_attr(fs, cp, false, &a);
+			}
 			if (has_attr && !(fs->o.proc && ino == FUSE_ROOT_ID &&
 					  (!strcmp(name, "self") || !strcmp(name, "thread-self") ||
 					   all_digits(name)))) {
@@ -1359,8 +1444,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 				g_mutex_lock(&fs->lock);
 				p = node_by_id(fs, ino);
-				n = node_learn_locked(fs, p, name, a.dev, a.ino, a.mode,
-						      a.flags & QTFS_AF_PSEUDO);
+				n = node_learn_locked(fs, p, name, &a);
 				fill_entry(fs, n, &a, &e);
 				g_mutex_unlock(&fs->lock);
 			}
@@ -1634,7 +1718,7 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 		qt_msg_put_u64(m, (uint64_t)off_out);
 		qt_msg_put_u64(m, len);
 		qt_msg_put_u32(m, (uint32_t)flags);
-		err = qtfs_client_call_on(fs->cl, slot, gen, m, &rep);
+		err = qtfs_client_call_on(fs->cl, slot, gen, m, 0, &rep);
 	}
 	if (err == 0) {
 		qt_rd_init_msg(&r, rep);
@@ -1654,16 +1738,134 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 		fuse_reply_write(req, (size_t)n);
 }
 
+/*
+ * poll.  Plain files are always ready.  For relayed FIFOs and pseudo files
+ * (cgroup.events, memory.events, PSI files) the server polls the host
+ * descriptor: once without waiting to answer the kernel, and, when the
+ * kernel wants to be woken, in a long wait (one per open file at a time,
+ * re-armed while nothing happens) whose end is passed on with
+ * fuse_lowlevel_notify_poll().  The notification is sent from the loop
+ * thread, never from inside a request, and the kernel then polls again.
+ */
+#define POLL_WAIT_MS 25000
+
+struct poll_wait {
+	struct qtfs_fs *fs;
+	struct fh *h; /* a reference */
+	uint32_t events;
+};
+
+static void poll_arm(struct qtfs_fs *fs, struct fh *h, uint32_t events);
+
+static void poll_woke(void *arg, int err, struct qt_msg *reply)
+{
+	struct poll_wait *pw = arg;
+	struct fh *h = pw->h;
+	struct fuse_pollhandle *ph = NULL;
+	uint32_t revents = 0;
+	struct qt_rd r;
+
+	if (err == 0) {
+		qt_rd_init_msg(&r, reply);
+		if (qt_rd_u32(&r, &revents) < 0 || qt_rd_end(&r) < 0)
+			err = -EIO;
+		qt_msg_free(reply);
+	}
+	g_mutex_lock(&h->lock);
+	h->poll_armed = false;
+	if (err == 0 && revents == 0 && h->ph) {
+		/* Nothing yet: keep waiting as long as the kernel does. */
+		poll_arm(pw->fs, h, pw->events);
+	} else {
+		ph = h->ph;
+		h->ph = NULL;
+	}
+	g_mutex_unlock(&h->lock);
+	if (ph) {
+		fuse_lowlevel_notify_poll(ph);
+		fuse_pollhandle_destroy(ph);
+	}
+	fh_unref(h);
+	g_free(pw);
+}
+
+/* h->lock held. */
+static void poll_arm(struct qtfs_fs *fs, struct fh *h, uint32_t events)
+{
+	struct poll_wait *pw = g_new0(struct poll_wait, 1);
+	struct qt_msg *m = qt_msg_new(QTFS_POLL, 0, 0);
+
+	qt_msg_put_u64(m, h->sh);
+	qt_msg_put_u32(m, events);
+	qt_msg_put_u32(m, POLL_WAIT_MS);
+	pw->fs = fs;
+	pw->h = h;
+	pw->events = events;
+	g_atomic_int_inc(&h->refs);
+	h->poll_armed = true;
+	qtfs_client_call_cb(fs->cl, h->slot, h->gen, m, POLL_WAIT_MS + qtfs_client_timeout_ms(fs->cl),
+			    poll_woke, pw);
+}
+
+struct poll_ctx {
+	uint32_t events;
+};
+
+static struct qt_msg *build_poll(uint64_t sh, void *arg)
+{
+	struct poll_ctx *c = arg;
+	struct qt_msg *m = qt_msg_new(QTFS_POLL, 0, 0);
+
+	qt_msg_put_u64(m, sh);
+	qt_msg_put_u32(m, c->events);
+	qt_msg_put_u32(m, 0);
+	return m;
+}
+
 static void op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		    struct fuse_pollhandle *ph)
 {
-	/*
-	 * Regular files are always ready.  Answering (never ENOSYS) keeps the
-	 * kernel asking, so pseudo files can be given real readiness later.
-	 */
-	if (ph)
-		fuse_pollhandle_destroy(ph);
-	fuse_reply_poll(req, POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM);
+	struct qtfs_fs *fs = FS(req);
+	struct fh *h = fh_of(fi);
+	struct poll_ctx c = {.events = fi->poll_events ? fi->poll_events : (POLLIN | POLLOUT)};
+	g_autoptr(qt_msg) rep = NULL;
+	uint32_t revents = 0;
+	struct qt_rd r;
+	int err;
+
+	if (!h->stream && !h->pseudo) {
+		if (ph)
+			fuse_pollhandle_destroy(ph);
+		fuse_reply_poll(req, POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM);
+		return;
+	}
+	/* The readiness check itself must not block: a short deadline whatever the file. */
+	err = call_fh(fs, h, build_poll, &c, &rep);
+	if (err == 0) {
+		qt_rd_init_msg(&r, rep);
+		if (qt_rd_u32(&r, &revents) < 0 || qt_rd_end(&r) < 0)
+			err = -EIO;
+	}
+	if (err < 0) {
+		if (ph)
+			fuse_pollhandle_destroy(ph);
+		fuse_reply_err(req, -err);
+		return;
+	}
+	if (ph) {
+		g_mutex_lock(&h->lock);
+		if (revents & (c.events | POLLERR | POLLHUP | POLLNVAL)) {
+			fuse_pollhandle_destroy(ph);
+		} else {
+			if (h->ph)
+				fuse_pollhandle_destroy(h->ph);
+			h->ph = ph;
+			if (!h->poll_armed)
+				poll_arm(fs, h, c.events);
+		}
+		g_mutex_unlock(&h->lock);
+	}
+	fuse_reply_poll(req, revents);
 }
 
 const struct fuse_lowlevel_ops qtfs_fs_ops = {
@@ -1716,6 +1918,24 @@ struct qtfs_fs *qtfs_fs_new(const struct qtfs_fs_opts *o, struct qtfs_client *cl
 	fs->cl = cl;
 	fs->local_proc = g_strdup(o->local_proc ? o->local_proc : "/local_proc");
 	fs->local_comms = g_strdupv((char **)(o->local_comms ? o->local_comms : default_comms));
+	if (o->fifo_relay) {
+		GPtrArray *v = g_ptr_array_new();
+
+		for (const char *const *p = o->fifo_relay; *p; p++) {
+			const char *s = *p;
+			size_t n;
+
+			while (*s == '/')
+				s++;
+			n = strlen(s);
+			while (n > 0 && s[n - 1] == '/')
+				n--;
+			g_ptr_array_add(v, g_strndup(s, n));
+		}
+		g_ptr_array_add(v, NULL);
+		fs->relay = (GStrv)g_ptr_array_free(v, FALSE);
+	}
+	fs->o.fifo_relay = NULL;
 	fs->o.local_proc = fs->local_proc;
 	g_mutex_init(&fs->lock);
 	fs->by_id = g_hash_table_new(g_int64_hash, g_int64_equal);
@@ -1754,5 +1974,6 @@ void qtfs_fs_free(struct qtfs_fs *fs)
 	g_mutex_clear(&fs->lock);
 	g_free(fs->local_proc);
 	g_strfreev(fs->local_comms);
+	g_strfreev(fs->relay);
 	g_free(fs);
 }

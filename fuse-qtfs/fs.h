@@ -21,6 +21,12 @@ struct qtfs_fs_opts {
 	const char *local_proc;		/* proc mode: where the local procfs is; borrowed */
 	const char *const *local_comms; /* proc mode: comms whose /proc/PID is local */
 	bool rdonly;
+	/*
+	 * Host FIFOs under these paths (relative to the mount root; "*" for
+	 * all) are relayed: shown as regular files that stream to and from
+	 * the host FIFO (see fs.c).  Borrowed; NULL: none.
+	 */
+	const char *const *fifo_relay;
 };
 
 struct qtfs_fs;

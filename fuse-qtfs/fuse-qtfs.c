@@ -72,6 +72,9 @@ static void usage(void)
 	      "  local_proc=PATH    local procfs used by proc mode (default /local_proc)\n"
 	      "  proc_comms=A:B:... comms whose /proc/PID stays local in proc mode (default\n"
 	      "                     kubelet:containerd:dockerd:isulad:libvirtd:rexec)\n"
+	      "  fifo_relay=P:P...  host FIFOs under these paths (relative to the mount root;\n"
+	      "                     * for all) are relayed: a DPU process and a host process\n"
+	      "                     can talk through them; they look like regular files\n"
 	      "  attr_timeout=SEC   attribute cache time (default 1; 0 on pseudo filesystems)\n"
 	      "  entry_timeout=SEC  name cache time (default 1; 0 on pseudo filesystems)\n"
 	      "  conns=N            parallel connections to the server (default 1, max 64)\n"
@@ -100,6 +103,7 @@ struct settings {
 	struct qtfs_fs_opts fs;
 	char *local_proc;
 	GStrv comms;
+	GStrv fifo_relay;
 	unsigned conns;
 	uint64_t timeout_ms;
 };
@@ -116,6 +120,7 @@ static void settings_clear(struct settings *s)
 		g_string_free(s->fuse_opts, TRUE);
 	g_free(s->local_proc);
 	g_strfreev(s->comms);
+	g_strfreev(s->fifo_relay);
 }
 
 static void add_fuse_opt(struct settings *s, const char *opt)
@@ -163,6 +168,9 @@ static int parse_o(struct settings *s, const char *arg)
 		} else if (!strcmp(key, "proc_comms") && val) {
 			g_strfreev(s->comms);
 			s->comms = g_strsplit(val, ":", -1);
+		} else if (!strcmp(key, "fifo_relay") && val) {
+			g_strfreev(s->fifo_relay);
+			s->fifo_relay = g_strsplit(val, ":", -1);
 		} else if (!strcmp(key, "attr_timeout") && val) {
 			if (parse_seconds(key, val, &d) < 0)
 				return -EINVAL;
@@ -365,6 +373,7 @@ static int run(struct settings *s)
 	}
 	s->fs.local_proc = s->local_proc;
 	s->fs.local_comms = (const char *const *)s->comms;
+	s->fs.fifo_relay = (const char *const *)s->fifo_relay;
 	fs = qtfs_fs_new(&s->fs, cl, &root);
 
 	fsname = escape_opt(s->source);

@@ -40,6 +40,7 @@
 #include <linux/fs.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -86,6 +87,7 @@ struct handle {
 	int fd;
 	bool dir;
 	bool pseudo;
+	bool stream; /* a FIFO: read(2)/write(2), no offsets */
 	int refs;    /* atomic */
 	GMutex lock; /* directory position */
 	char *host_path; /* for log lines and the whitelist */
@@ -283,8 +285,8 @@ static void handle_unref(struct handle *h)
 	g_free(h);
 }
 
-static int handle_add(struct session *sess, int fd, bool dir, bool pseudo, const char *hpath,
-		      uint64_t *id)
+static int handle_add(struct session *sess, int fd, bool dir, bool pseudo, bool stream,
+		      const char *hpath, uint64_t *id)
 {
 	struct handle *h;
 	uint64_t *key;
@@ -298,6 +300,7 @@ static int handle_add(struct session *sess, int fd, bool dir, bool pseudo, const
 	h->fd = fd;
 	h->dir = dir;
 	h->pseudo = pseudo;
+	h->stream = stream;
 	h->refs = 1;
 	h->host_path = g_strdup(hpath);
 	g_mutex_init(&h->lock);
@@ -867,7 +870,7 @@ static int put_new_handle(struct session *sess, int fd, const char *path, bool d
 		return err;
 	}
 	pseudo = dev_is_pseudo(sess->srv, st.st_dev, fd, "");
-	if ((err = handle_add(sess, fd, dir, pseudo, hp, &hid)) < 0) {
+	if ((err = handle_add(sess, fd, dir, pseudo, S_ISFIFO(st.st_mode), hp, &hid)) < 0) {
 		close(fd);
 		return err;
 	}
@@ -980,7 +983,7 @@ static int op_read(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	if (!p)
 		return -ENOMEM;
 	do
-		n = pread(h->fd, p + 4, size, (off_t)off);
+		n = h->stream ? read(h->fd, p + 4, size) : pread(h->fd, p + 4, size, (off_t)off);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -errno;
@@ -1035,7 +1038,7 @@ static int op_write(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	if (!h)
 		return -EBADF;
 	do
-		n = pwrite(h->fd, data, len, (off_t)off);
+		n = h->stream ? write(h->fd, data, len) : pwrite(h->fd, data, len, (off_t)off);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -errno;
@@ -1485,6 +1488,38 @@ static int op_copy_range(struct session *sess, struct qt_rd *r, struct qt_msg *r
 	return 0;
 }
 
+/*
+ * Readiness of a handle: poll(2) on the host descriptor for the events the
+ * client's caller asked about, waiting up to wait_ms (capped) for one.  A
+ * reply with no events means "not yet": the client asks again.
+ */
+#define POLL_WAIT_MAX_MS 30000
+
+static int op_poll(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	uint64_t hid;
+	uint32_t events, wait_ms;
+	struct pollfd pfd;
+	int n, err;
+
+	qt_rd_u64(r, &hid);
+	qt_rd_u32(r, &events);
+	qt_rd_u32(r, &wait_ms);
+	if ((err = qt_rd_end(r)) < 0)
+		return err;
+	g_autoptr(handle) h = handle_get(sess, hid);
+	if (!h)
+		return -EBADF;
+	pfd = (struct pollfd){.fd = h->fd, .events = (short)(events & 0xffff)};
+	do
+		n = poll(&pfd, 1, (int)MIN(wait_ms, POLL_WAIT_MAX_MS));
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	qt_msg_put_u32(rep, n ? (uint32_t)(unsigned short)pfd.revents : 0);
+	return 0;
+}
+
 /* ---- MOUNT --------------------------------------------------------------- */
 
 static bool path_has_prefix(const char *path, const char *prefix)
@@ -1588,6 +1623,7 @@ static const op_fn ops[QTFS_OP_MAX - QTFS_MOUNT] = {
 	[QTFS_LSEEK - QTFS_MOUNT] = op_lseek,
 	[QTFS_COPY_RANGE - QTFS_MOUNT] = op_copy_range,
 	[QTFS_FLUSH - QTFS_MOUNT] = op_flush,
+	[QTFS_POLL - QTFS_MOUNT] = op_poll,
 };
 
 static void deliver(void *arg)
