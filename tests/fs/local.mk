@@ -16,3 +16,11 @@ tests_fs_fsx_LDADD = $(QT_LIBS)
 
 TESTS += tests/fs/test-native.sh
 EXTRA_DIST += tests/fs/test-native.sh
+
+# fuse-qtfs integration tests: real mounts, real sockets, network
+# namespaces; they source qtfs-env.sh and skip (77) only without root or
+# /dev/fuse.
+QTFS_TESTS = tests/fs/test-qtfs-posix.sh tests/fs/test-qtfs-pseudo.sh \
+	tests/fs/test-qtfs-recover.sh tests/fs/test-qtfs-netns.sh
+TESTS += $(QTFS_TESTS)
+EXTRA_DIST += tests/fs/qtfs-env.sh $(QTFS_TESTS)

@@ -8,6 +8,8 @@
 #
 # After sourcing:  $T (temp dir, mode 755), $QTFS_SERVER, $FUSE_QTFS,
 # $FSDIFF, $FSX, $KEY (a valid key file), and the functions below.
+# SERVER_WRAP / CLIENT_WRAP, when set, prefix the server and client
+# commands (e.g. "nsenter --net=/run/netns/X" to put them on two "hosts").
 
 top_builddir=${top_builddir:-.}
 top_srcdir=${top_srcdir:-.}
@@ -86,7 +88,8 @@ start_server() {
 	log=$1
 	shift
 	: >"$T/empty.conf"
-	"$QTFS_SERVER" --config "$T/empty.conf" -v "$@" >>"$log" 2>&1 &
+	# shellcheck disable=SC2086 # SERVER_WRAP is a command prefix, split on purpose
+	$SERVER_WRAP "$QTFS_SERVER" --config "$T/empty.conf" -v "$@" >>"$log" 2>&1 &
 	SERVER_PID=$!
 	QTFS_PIDS="$QTFS_PIDS $SERVER_PID"
 	i=0
@@ -114,7 +117,8 @@ mount_qtfs() {
 	shift 2
 	mkdir -p "$mnt"
 	QTFS_MOUNTS="$mnt $QTFS_MOUNTS"
-	"$FUSE_QTFS" "$@" "$src" "$mnt"
+	# shellcheck disable=SC2086 # CLIENT_WRAP is a command prefix, split on purpose
+	$CLIENT_WRAP "$FUSE_QTFS" "$@" "$src" "$mnt"
 }
 
 umount_qtfs() {

@@ -1,0 +1,166 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# Host pseudo file systems through fuse-qtfs, compared with local reads of
+# the same files (the "host" and the "DPU" are one machine here, so a local
+# read is the host's answer): /proc files read whole and in small chunks,
+# /sys attributes, a cgroup created, joined and limited through the mount,
+# poll wake-up on cgroup.events, proc mode (/proc/self and listed local
+# processes), and a FIFO connecting a process on each side.
+
+. "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
+
+mkdir -p "$T/exp/fifos"
+cg2=$(findmnt -n -t cgroup2 -o TARGET | head -n 1)
+exports="--export /proc --export /sys --export $T/exp"
+[ -n "$cg2" ] && exports="$exports --export $cg2"
+# shellcheck disable=SC2086 # one word per option
+start_server "$T/server.log" --listen "unix:$T/sock" $exports || exit 1
+
+check "mount host /proc" mount_qtfs "unix:$T/sock:/proc" "$T/proc"
+check "mount host /sys" mount_qtfs "unix:$T/sock:/sys" "$T/sys"
+
+# -- /proc: a quiet process's files must read exactly as locally ---------------
+sleep 300 &
+quiet=$!
+QTFS_PIDS="$QTFS_PIDS $quiet"
+sleep 0.1
+sleep 0.5
+# SigQ in status counts the user's queued signals machine-wide: not the file's to keep still.
+# filter F: status without SigQ, other files unchanged.
+filter() {
+	if [ "$1" = status ]; then grep -v '^SigQ'; else cat; fi
+}
+for f in maps status environ cmdline limits; do
+	filter $f <"/proc/$quiet/$f" >"$T/local"
+	filter $f <"$T/proc/$quiet/$f" >"$T/whole"
+	check "/proc/PID/$f is identical" cmp "$T/local" "$T/whole"
+	# 97-byte reads: many requests at moving offsets over one host descriptor.
+	dd if="$T/proc/$quiet/$f" bs=97 2>/dev/null | filter $f >"$T/chunked"
+	check "/proc/PID/$f read in 97-byte chunks is identical" cmp "$T/local" "$T/chunked"
+done
+cut -d: -f1 /proc/meminfo >"$T/mi.local"
+cut -d: -f1 "$T/proc/meminfo" >"$T/mi.remote"
+check "/proc/meminfo has the same fields" cmp -s "$T/mi.local" "$T/mi.remote"
+check "/proc/meminfo is not empty through the mount (size 0 on procfs)" [ -s "$T/mi.remote" ]
+check "/proc/version is identical" cmp -s /proc/version "$T/proc/version"
+check "/proc/PID/exe is a readable link" [ "$(readlink "$T/proc/$quiet/exe")" = "$(readlink /proc/$quiet/exe)" ]
+check "/proc/PID/stat can be listed" ls "$T/proc/$quiet/task" >/dev/null
+
+# -- /sys -------------------------------------------------------------------------
+ls /sys/class/net >"$T/net.local"
+ls "$T/sys/class/net" >"$T/net.remote"
+check "/sys/class/net lists the same" cmp -s "$T/net.local" "$T/net.remote"
+check "/sys/kernel/mm/transparent_hugepage/enabled is identical" \
+	cmp -s /sys/kernel/mm/transparent_hugepage/enabled "$T/sys/kernel/mm/transparent_hugepage/enabled"
+check "/sys/devices/system/cpu/online is identical" \
+	cmp -s /sys/devices/system/cpu/online "$T/sys/devices/system/cpu/online"
+
+# -- cgroup v2: create, join, limit, poll --------------------------------------------
+if [ -n "$cg2" ]; then
+	check "mount host cgroup2 tree" mount_qtfs "unix:$T/sock:$cg2" "$T/cg"
+	name=qtfs-test-$$
+	check "mkdir a cgroup through the mount" mkdir "$T/cg/$name"
+	check "the cgroup exists on the host" [ -f "$cg2/$name/cgroup.procs" ]
+	sleep 300 &
+	member=$!
+	QTFS_PIDS="$QTFS_PIDS $member"
+	echo "$member" >"$T/cg/$name/cgroup.procs"
+	check "writing cgroup.procs moved the process on the host" grep -qx "$member" "$cg2/$name/cgroup.procs"
+	check "cgroup.events says populated 1" grep -qx "populated 1" "$T/cg/$name/cgroup.events"
+	if grep -qw memory "$cg2/cgroup.subtree_control" 2>/dev/null; then
+		echo 104857600 >"$T/cg/$name/memory.max"
+		check "memory.max took effect on the host" grep -qx 104857600 "$cg2/$name/memory.max"
+	fi
+	# poll(2) on cgroup.events must wake when the cgroup empties.
+	python3 - "$T/cg/$name/cgroup.events" "$member" >"$T/poll.out" 2>&1 <<'PY' &
+import os, select, signal, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.read(fd, 4096)
+p = select.poll()
+p.register(fd, select.POLLPRI)
+signal.alarm(20)
+time.sleep(0.3)
+os.kill(int(sys.argv[2]), signal.SIGKILL)
+start = time.time()
+ev = p.poll(15000)
+os.lseek(fd, 0, 0)
+print("events", ev and ev[0][1], "after", round(time.time() - start, 1))
+print(os.read(fd, 4096).decode())
+PY
+	pyp=$!
+	wait "$pyp"
+	check "poll on cgroup.events woke up" grep -q "^events [1-9]" "$T/poll.out"
+	check "cgroup.events then says populated 0" grep -qx "populated 0" "$T/poll.out"
+	check "rmdir the cgroup through the mount" rmdir "$T/cg/$name"
+	check "the cgroup is gone on the host" [ ! -e "$cg2/$name" ]
+else
+	echo "note: no cgroup2 mount on this machine; cgroup checks not run"
+fi
+
+# -- proc mode ------------------------------------------------------------------
+lp=$T/local_proc
+mkdir -p "$lp"
+mount -t proc proc "$lp" || fail "mount a local procfs"
+QTFS_MOUNTS="$QTFS_MOUNTS $lp"
+cp /bin/sleep "$T/kubelet"
+"$T/kubelet" 300 &
+kube=$!
+QTFS_PIDS="$QTFS_PIDS $kube"
+sleep 0.1
+check "mount host /proc in proc mode" mount_qtfs "unix:$T/sock:/proc" "$T/pproc" -o "proc,local_proc=$lp"
+out=$(sh -c 'echo $$; exec readlink "$1/self"' sh "$T/pproc")
+pid=$(echo "$out" | head -n 1)
+check "proc mode: self -> local_proc/<caller pid>" [ "$(echo "$out" | tail -n 1)" = "$lp/$pid" ]
+out=$(sh -c 'echo $$; exec readlink "$1/thread-self"' sh "$T/pproc")
+pid=$(echo "$out" | head -n 1)
+check "proc mode: thread-self -> local_proc/pid/task/tid" [ "$(echo "$out" | tail -n 1)" = "$lp/$pid/task/$pid" ]
+check "proc mode: a listed local process (comm kubelet) is local" [ "$(readlink "$T/pproc/$kube")" = "$lp/$kube" ]
+check "proc mode: other pids are the host's" [ -d "$T/pproc/$quiet" ] && [ ! -L "$T/pproc/$quiet" ]
+check "proc mode: /proc/self/status through the link is the reader's" \
+	sh -c 'exec grep -q "^Pid:	$$\$" "$1/self/status"' sh "$T/pproc"
+
+# -- FIFO relay -----------------------------------------------------------------
+check "mount with fifo_relay" mount_qtfs "unix:$T/sock:$T/exp" "$T/mnt" -o fifo_relay=fifos
+check "mkfifo through the mount" mkfifo "$T/mnt/fifos/io"
+check "the host has a FIFO" [ -p "$T/exp/fifos/io" ]
+timeout 10 cat "$T/exp/fifos/io" >"$T/fifo1" &
+r=$!
+sleep 0.2
+echo "from the DPU" >"$T/mnt/fifos/io"
+wait $r
+check "DPU writer -> host reader" grep -qx "from the DPU" "$T/fifo1"
+timeout 10 cat "$T/mnt/fifos/io" >"$T/fifo2" &
+r=$!
+sleep 0.2
+echo "from the host" >"$T/exp/fifos/io"
+wait $r
+check "host writer -> DPU reader" grep -qx "from the host" "$T/fifo2"
+python3 - "$T/mnt/fifos/io" "$T/exp/fifos/io" >"$T/fpoll.out" 2>&1 <<'PY'
+import os, select, signal, sys, threading, time
+signal.alarm(20)
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_NONBLOCK)
+p = select.poll()
+p.register(fd, select.POLLIN)
+before = p.poll(200)
+def writer():
+    time.sleep(0.5)
+    w = os.open(sys.argv[2], os.O_WRONLY)
+    os.write(w, b"x")
+    time.sleep(0.5)
+    os.close(w)
+threading.Thread(target=writer).start()
+after = p.poll(10000)
+print("before", before, "after", after, "data", os.read(fd, 10))
+PY
+check "poll on a relayed FIFO: idle, then woken by a host writer" \
+	grep -q "^before \[\] after \[(.*, 1)\] data b'x'" "$T/fpoll.out"
+# Blocking opens must not stall other requests: a reader waits on an empty FIFO
+# while the mount keeps answering.
+timeout 5 cat "$T/mnt/fifos/io" >/dev/null &
+blocked=$!
+sleep 0.3
+check "other requests proceed while a FIFO open blocks" timeout 3 ls "$T/mnt/fifos"
+echo done >"$T/exp/fifos/io"
+wait $blocked
+finish

@@ -1,0 +1,95 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# A dead server must never hang the mount: kill -9 qtfs-server in the
+# middle of a workload; callers get an error within their deadline
+# (-o timeout=3), data written and fsynced before the kill is on the host,
+# and once the server is back the client reconnects by itself and a file
+# that was open across the restart keeps working (reopened by path).
+
+. "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
+
+mkdir -p "$T/exp"
+port=$(free_port)
+start_server "$T/server.log" --listen "tcp://127.0.0.1:$port" --export "$T/exp" --key-file "$KEY" || exit 1
+check "mount with timeout=3" mount_qtfs "tcp://127.0.0.1:$port:$T/exp" "$T/mnt" \
+	--key-file "$KEY" -o timeout=3
+
+# A process that keeps a file open across the restart, driven by flag files.
+python3 - "$T/mnt/held" "$T" >"$T/held.out" 2>&1 <<'PY' &
+import os, sys, time
+path, t = sys.argv[1], sys.argv[2]
+fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+os.write(fd, b"before;")
+os.fsync(fd)
+open(t + "/held.ready", "w").close()
+deadline = time.time() + 60
+while not os.path.exists(t + "/held.go") and time.time() < deadline:
+    time.sleep(0.05)
+os.pwrite(fd, b"after", 7)
+print("read back:", os.pread(fd, 64, 0).decode())
+os.close(fd)
+PY
+held=$!
+
+# Fsynced data: must survive the kill.
+head -c 2000000 /dev/urandom >"$T/synced.src"
+python3 -c '
+import os, sys
+src, dst = sys.argv[1], sys.argv[2]
+with open(src, "rb") as f, open(dst, "wb") as g:
+    g.write(f.read()); g.flush(); os.fsync(g.fileno())
+' "$T/synced.src" "$T/mnt/synced"
+
+# A busy writer, killed together with the server.
+(
+	i=0
+	while [ $i -lt 100000 ]; do
+		echo "line $i" >>"$T/mnt/busy" 2>/dev/null || exit 0
+		i=$((i + 1))
+	done
+) &
+busy=$!
+
+i=0
+while [ ! -e "$T/held.ready" ] && [ $i -lt 100 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+sleep 0.5
+kill -9 "$SERVER_PID"
+wait "$SERVER_PID" 2>/dev/null
+check "fsynced data is on the host after kill -9" cmp -s "$T/synced.src" "$T/exp/synced"
+
+# While the server is down, calls fail within the deadline instead of hanging.
+start=$(date +%s)
+timeout 30 stat "$T/mnt/nothing-here" >/dev/null 2>"$T/stat.err"
+rc=$?
+elapsed=$(($(date +%s) - start))
+check "a call on a dead server fails (rc=$rc)" [ $rc -ne 0 ] && [ $rc -ne 124 ]
+check "... within its deadline (${elapsed}s <= 10s)" [ "$elapsed" -le 10 ]
+kill "$busy" 2>/dev/null
+wait "$busy" 2>/dev/null
+
+# Restart; the client reconnects with backoff.
+start_server "$T/server2.log" --listen "tcp://127.0.0.1:$port" --export "$T/exp" --key-file "$KEY" || exit 1
+ok=no
+i=0
+while [ $i -lt 100 ]; do
+	if ls "$T/mnt" >/dev/null 2>&1; then
+		ok=yes
+		break
+	fi
+	sleep 0.1
+	i=$((i + 1))
+done
+check "the mount works again after the restart" [ $ok = yes ]
+check "fsynced data reads back through the mount" cmp -s "$T/synced.src" "$T/mnt/synced"
+touch "$T/held.go"
+wait "$held"
+check "a file open across the restart keeps working" grep -q "read back: before;after" "$T/held.out"
+check "the host file has both writes" grep -q "before;after" "$T/exp/held"
+echo new >"$T/mnt/new"
+check "new files after the restart" grep -qx new "$T/exp/new"
+check "unmount" umount_qtfs "$T/mnt"
+finish
