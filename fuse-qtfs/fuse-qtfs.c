@@ -30,6 +30,7 @@
 #include "endpoint.h"
 #include "fs.h"
 #include "log.h"
+#include "ssh.h"
 
 #define SHORT_OPTS "hVfvo:"
 
@@ -81,6 +82,9 @@ static void usage(void)
 	      "  timeout=SEC        per-request deadline (default 30)\n"
 	      "  key_file=FILE      same as --key-file (for /etc/fstab)\n"
 	      "  identity=FILE      same as --identity\n"
+	      "  known_hosts=FILE   ssh://: host keys to trust (default ~/.ssh/known_hosts)\n"
+	      "  server_cmd=CMD     ssh://: command run on the host (default\n"
+	      "                     'qtfs-server --stdio', which reads /etc/qtfs/server.conf)\n"
 	      "  allow_other        let other users access the mount (default off)\n"
 	      "\n"
 	      "In /etc/fstab:\n"
@@ -97,6 +101,8 @@ struct settings {
 	char *mountpoint;
 	char *key_file;
 	char *identity;
+	char *known_hosts;
+	char *server_cmd;
 	bool foreground;
 	int verbose;
 	GString *fuse_opts; /* passed to libfuse */
@@ -116,6 +122,8 @@ static void settings_clear(struct settings *s)
 	g_free(s->mountpoint);
 	g_free(s->key_file);
 	g_free(s->identity);
+	g_free(s->known_hosts);
+	g_free(s->server_cmd);
 	if (s->fuse_opts)
 		g_string_free(s->fuse_opts, TRUE);
 	g_free(s->local_proc);
@@ -196,6 +204,12 @@ static int parse_o(struct settings *s, const char *arg)
 		} else if (!strcmp(key, "identity") && val) {
 			g_free(s->identity);
 			s->identity = g_strdup(val);
+		} else if (!strcmp(key, "known_hosts") && val) {
+			g_free(s->known_hosts);
+			s->known_hosts = g_strdup(val);
+		} else if (!strcmp(key, "server_cmd") && val) {
+			g_free(s->server_cmd);
+			s->server_cmd = g_strdup(val);
 		} else if (!strcmp(key, "ro") && !val) {
 			s->fs.rdonly = true;
 			add_fuse_opt(s, "ro");
@@ -246,6 +260,51 @@ static int dial_socket(void *arg, int *rfd, int *wfd, char **msg)
 		return err;
 	}
 	*rfd = *wfd = fd;
+	return 0;
+}
+
+/*
+ * ssh://: every connection is its own SSH session running the server in
+ * --stdio mode on the host, bridged to a pipe pair (lib/ssh.h).  Channels
+ * are kept until exit: a channel whose connection died is idle (its bridge
+ * has ended) and freeing it then costs nothing.
+ */
+struct ssh_dial {
+	struct qt_ssh_target *target;
+	const char *identity;
+	const char *known_hosts;
+	const char *command;
+	int timeout_ms;
+	GMutex lock;
+	GPtrArray *chans; /* struct qt_ssh_chan* */
+};
+
+static int dial_ssh(void *arg, int *rfd, int *wfd, char **msg)
+{
+	struct ssh_dial *d = arg;
+	struct qt_ssh_opts so = {
+		.target = d->target,
+		.identity = d->identity,
+		.known_hosts = d->known_hosts,
+		.timeout_ms = d->timeout_ms,
+		.keepalive_s = 15,
+	};
+	g_autoptr(qt_ssh) ssh = NULL;
+	struct qt_ssh_chan *ch = NULL;
+	int err;
+
+	if ((err = qt_ssh_open(&so, &ssh, msg)) < 0)
+		return err;
+	if ((err = qt_ssh_exec(ssh, d->command, NULL, &ch, msg)) < 0)
+		return err;
+	if ((err = qt_ssh_chan_bridge(ch, rfd, wfd)) < 0) {
+		*msg = g_strdup_printf("%s: cannot start the channel: %s", qt_ssh_uri(ssh), g_strerror(-err));
+		qt_ssh_chan_free(ch);
+		return err;
+	}
+	g_mutex_lock(&d->lock);
+	g_ptr_array_add(d->chans, ch);
+	g_mutex_unlock(&d->lock);
 	return 0;
 }
 
@@ -328,6 +387,7 @@ static int run(struct settings *s)
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct qtfs_client_opts co = {0};
 	struct sock_dial sd = {0};
+	struct ssh_dial ssd = {0};
 	struct qtfs_attr root;
 	struct stat mst;
 	uint32_t mflags = 0;
@@ -340,16 +400,27 @@ static int run(struct settings *s)
 		return qt_cli_fail("mount point \"%s\": %s", s->mountpoint, g_strerror(errno));
 	if (!S_ISDIR(mst.st_mode))
 		return qt_cli_fail("mount point \"%s\" is not a directory", s->mountpoint);
-	if (g_str_has_prefix(s->uri, "ssh://"))
-		return qt_cli_fail("ssh:// transport: not built into this version yet");
-	if (qt_endpoint_parse(s->uri, &ep, &msg) < 0)
-		return qt_cli_usage_error("%s", msg);
-	if (ep->kind == QT_EP_STDIO)
-		return qt_cli_usage_error("\"stdio\" is for qtfs-server, not a mount source");
-	sd.ep = ep;
-	sd.timeout_ms = (int)MIN(s->timeout_ms, 60000);
-	co.dial = dial_socket;
-	co.dial_arg = &sd;
+	if (g_str_has_prefix(s->uri, "ssh://")) {
+		if (qt_ssh_target_parse(s->uri, &ssd.target, &msg) < 0)
+			return qt_cli_usage_error("%s", msg);
+		ssd.identity = s->identity;
+		ssd.known_hosts = s->known_hosts;
+		ssd.command = s->server_cmd ? s->server_cmd : "qtfs-server --stdio";
+		ssd.timeout_ms = (int)MIN(s->timeout_ms, 60000);
+		g_mutex_init(&ssd.lock);
+		ssd.chans = g_ptr_array_new_with_free_func((GDestroyNotify)qt_ssh_chan_free);
+		co.dial = dial_ssh;
+		co.dial_arg = &ssd;
+	} else {
+		if (qt_endpoint_parse(s->uri, &ep, &msg) < 0)
+			return qt_cli_usage_error("%s", msg);
+		if (ep->kind == QT_EP_STDIO)
+			return qt_cli_usage_error("\"stdio\" is for qtfs-server, not a mount source");
+		sd.ep = ep;
+		sd.timeout_ms = (int)MIN(s->timeout_ms, 60000);
+		co.dial = dial_socket;
+		co.dial_arg = &sd;
+	}
 
 	if (!s->foreground && (err = daemonize(&notify_fd)) < 0)
 		return qt_cli_fail("cannot go to the background: %s", g_strerror(-err));
@@ -427,6 +498,11 @@ out:
 	fuse_opt_free_args(&args);
 	qtfs_client_free(cl);
 	qtfs_fs_free(fs);
+	if (ssd.chans) {
+		g_ptr_array_unref(ssd.chans);
+		g_mutex_clear(&ssd.lock);
+	}
+	qt_ssh_target_free(ssd.target);
 	notify_parent(&notify_fd, (char)rc);
 	return rc;
 }
