@@ -16,3 +16,10 @@ tests_fs_fsx_LDADD = $(QT_LIBS)
 
 TESTS += tests/fs/test-native.sh
 EXTRA_DIST += tests/fs/test-native.sh
+
+# qtfs-raw: a hostile fuse-qtfs client that sends crafted requests (path
+# escapes, garbage payloads, bogus handles) and reports how each was refused.
+check_PROGRAMS += tests/fs/qtfs-raw
+tests_fs_qtfs_raw_SOURCES = tests/fs/qtfs-raw.c
+tests_fs_qtfs_raw_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/fuse-qtfs
+tests_fs_qtfs_raw_LDADD = fuse-qtfs/libqtfsproto.a $(QT_LIBS)
