@@ -23,3 +23,9 @@ check_PROGRAMS += tests/fs/qtfs-raw
 tests_fs_qtfs_raw_SOURCES = tests/fs/qtfs-raw.c
 tests_fs_qtfs_raw_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/fuse-qtfs
 tests_fs_qtfs_raw_LDADD = fuse-qtfs/libqtfsproto.a $(QT_LIBS)
+
+# Security of fuse-qtfs: qtfs-raw's attacks over unix and tcp, then keys,
+# whitelist, read-only exports, MOUNT checks, the unix uid check and the
+# handle and connection limits through real mounts.
+TESTS += tests/fs/test-qtfs-security.sh
+EXTRA_DIST += tests/fs/test-qtfs-security.sh tests/fs/qtfs-env.sh
