@@ -17,10 +17,20 @@ tests_fs_fsx_LDADD = $(QT_LIBS)
 TESTS += tests/fs/test-native.sh
 EXTRA_DIST += tests/fs/test-native.sh
 
+# qtfs-raw: a hostile fuse-qtfs client that sends crafted requests (path
+# escapes, garbage payloads, bogus handles) and reports how each was refused.
+check_PROGRAMS += tests/fs/qtfs-raw
+tests_fs_qtfs_raw_SOURCES = tests/fs/qtfs-raw.c
+tests_fs_qtfs_raw_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/fuse-qtfs
+tests_fs_qtfs_raw_LDADD = fuse-qtfs/libqtfsproto.a $(QT_LIBS)
+
 # fuse-qtfs integration tests: real mounts, real sockets, network
 # namespaces; they source qtfs-env.sh and skip (77) only without root or
-# /dev/fuse.
+# /dev/fuse.  test-qtfs-security.sh runs qtfs-raw's attacks over unix and
+# tcp, then keys, whitelist, read-only exports, MOUNT checks, the unix uid
+# check and the handle and connection limits through real mounts.
 QTFS_TESTS = tests/fs/test-qtfs-posix.sh tests/fs/test-qtfs-pseudo.sh \
-	tests/fs/test-qtfs-recover.sh tests/fs/test-qtfs-netns.sh
+	tests/fs/test-qtfs-recover.sh tests/fs/test-qtfs-netns.sh \
+	tests/fs/test-qtfs-security.sh
 TESTS += $(QTFS_TESTS)
 EXTRA_DIST += tests/fs/qtfs-env.sh $(QTFS_TESTS)

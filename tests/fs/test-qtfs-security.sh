@@ -1,0 +1,273 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# What keeps a fuse-qtfs client inside what the host exports.  qtfs-raw, a
+# hostile client, sends crafted requests (paths with "..", absolute paths,
+# paths through symlinks planted in the export that lead out of it, garbage
+# payloads, bogus handles, unauthenticated frames) over a unix socket and
+# over TCP with a key, and a canary file next to the export must stay
+# untouched.  Then, through real mounts: symlinks are resolved on the
+# client, never on the host; a wrong, missing or world-readable key is
+# refused; the whitelist confines writes and logs each denial; read-only
+# exports and -o ro refuse writes; MOUNT outside every export and of a file
+# is refused; the unix socket's uid check and the handle and connection
+# limits hold without taking the server down.
+#
+# Layout: the host side lives in $T/host (the export and, next to it, the
+# canary), the client side in $T/dpu (the mount points), so that a path that
+# a client resolves "up" out of its mount lands in $T/dpu, and a host file
+# that changes can only have been changed by the server.
+
+. "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
+
+RAW=$top_builddir/tests/fs/qtfs-raw
+H=$T/host
+D=$T/dpu
+mkdir -p "$H/exp" "$D" || exit 1
+
+# -- fixture ----------------------------------------------------------------
+echo "host canary, outside the export" >"$H/canary"
+chmod 644 "$H/canary"
+cp -p "$H/canary" "$T/canary.orig"
+ln -s / "$H/exp/escape_abs"
+ln -s ../../.. "$H/exp/escape_rel"
+ln -s .. "$H/exp/up"
+echo "inside" >"$H/exp/file"
+
+# The host directories an escape would change: their listing before.
+snapshot() {
+	(cd "$H" && find . | sort)
+}
+snapshot >"$T/host.before"
+
+host_unchanged() {
+	snapshot >"$T/host.after"
+	cmp -s "$T/canary.orig" "$H/canary" &&
+		[ "$(stat -c %a:%u:%g:%h "$H/canary")" = "644:0:0:1" ] &&
+		diff "$T/host.before" "$T/host.after" >&2
+}
+
+# expect_fail DESCRIPTION PATTERN CMD...: CMD must exit non-zero and say PATTERN (grep -E -i).
+expect_fail() {
+	desc=$1
+	pat=$2
+	shift 2
+	if "$@" >"$T/cmd.out" 2>&1; then
+		fail "$desc: succeeded"
+	elif ! grep -E -i -q "$pat" "$T/cmd.out"; then
+		fail "$desc: message does not match /$pat/: $(cat "$T/cmd.out")"
+	else
+		ok "$desc ($(grep -E -i -m 1 "$pat" "$T/cmd.out"))"
+	fi
+}
+
+# raw LOG ARGS...: run qtfs-raw, its report in LOG; on failure show what was not refused.
+raw() {
+	log=$1
+	shift
+	if "$RAW" "$@" >"$log" 2>&1; then
+		return 0
+	fi
+	grep -v '^ok' "$log" >&2
+	return 1
+}
+
+server_alive() {
+	kill -0 "$1" 2>/dev/null
+}
+
+between() {
+	[ "$1" -ge "$2" ] && [ "$1" -le "$3" ]
+}
+
+# -- raw attacks over unix and tcp ------------------------------------------
+start_server "$T/server-unix.log" --listen "unix:$T/sock" --export "$H/exp" --export /proc:ro ||
+	exit 1
+UNIX_PID=$SERVER_PID
+port=$(free_port)
+start_server "$T/server-tcp.log" --listen "tcp://127.0.0.1:$port" --export "$H/exp" \
+	--key-file "$KEY" || exit 1
+TCP_PID=$SERVER_PID
+
+check "qtfs-raw attacks over unix refused" \
+	raw "$T/raw-unix.log" --canary "$H/canary" --proc /proc "unix:$T/sock" "$H/exp"
+check "unix server survived the attacks" server_alive "$UNIX_PID"
+check "qtfs-raw attacks over tcp with a key refused" \
+	raw "$T/raw-tcp.log" --key-file "$KEY" --canary "$H/canary" "tcp://127.0.0.1:$port" "$H/exp"
+check "tcp server survived the attacks" server_alive "$TCP_PID"
+check "canary and host tree unchanged after the raw attacks" host_unchanged
+
+# -- symlinks through a real mount: resolved on the client -------------------
+M=$D/mnt
+check "mount over unix" mount_qtfs "unix:$T/sock:$H/exp" "$M"
+# The server refuses to follow escape_abs (EXDEV); the client follows it itself.
+check "escape_abs/etc/passwd is the client's own /etc/passwd" cmp -s "$M/escape_abs/etc/passwd" /etc/passwd
+check "readlink of escape_rel gives its text" [ "$(readlink "$M/escape_rel")" = "../../.." ]
+check "readlink of up gives its text" [ "$(readlink "$M/up")" = ".." ]
+# $M/up is $D on the client: the write lands there, not next to the export.
+check "write through up/ succeeds on the client side" sh -c "echo x >'$M/up/canary'"
+check "... and landed in the client's directory" [ "$(cat "$D/canary" 2>/dev/null)" = x ]
+check "... and the host canary is unchanged" host_unchanged
+check "reading up/canary gives the client's file" [ "$(cat "$M/up/canary")" = x ]
+rm -f "$D/canary"
+check "unmount" umount_qtfs "$M"
+
+# -- keys ---------------------------------------------------------------------
+KEY2=$T/psk2
+head -c 48 /dev/urandom | base64 >"$KEY2"
+chmod 600 "$KEY2"
+expect_fail "mount with a wrong key refused" "key|authentic" \
+	mount_qtfs "tcp://127.0.0.1:$port:$H/exp" "$D/k1" --key-file "$KEY2"
+check "... not mounted" sh -c "! mountpoint -q '$D/k1'"
+expect_fail "mount without a key against a keyed server refused" "key|authentic" \
+	mount_qtfs "tcp://127.0.0.1:$port:$H/exp" "$D/k2"
+expect_fail "qtfs-raw with a wrong key refused" "handshake|authentic|key" \
+	"$RAW" --key-file "$KEY2" --group lexical "tcp://127.0.0.1:$port" "$H/exp"
+expect_fail "server refuses tcp without a key" "key" \
+	"$QTFS_SERVER" --config "$T/empty.conf" --listen "tcp://127.0.0.1:$(free_port)" --export "$H/exp"
+cp "$KEY" "$T/psk-open"
+chmod 644 "$T/psk-open"
+expect_fail "client refuses a world-readable key file" "group or others|chmod" \
+	mount_qtfs "tcp://127.0.0.1:$port:$H/exp" "$D/k3" --key-file "$T/psk-open"
+chmod 640 "$T/psk-open"
+expect_fail "server refuses a group-readable key file" "group or others|chmod" \
+	"$QTFS_SERVER" --config "$T/empty.conf" --listen "tcp://127.0.0.1:$(free_port)" \
+	--export "$H/exp" --key-file "$T/psk-open"
+check "right key still mounts" mount_qtfs "tcp://127.0.0.1:$port:$H/exp" "$D/k4" --key-file "$KEY"
+check "... and reads" [ "$(cat "$D/k4/file")" = inside ]
+check "unmount" umount_qtfs "$D/k4"
+
+# -- MOUNT of what is not an exported directory -------------------------------
+expect_fail "mount of a path outside every export refused" "not inside an export" \
+	mount_qtfs "unix:$T/sock:/etc" "$D/x1"
+expect_fail "mount of exp/.. refused" "not inside an export" \
+	mount_qtfs "unix:$T/sock:$H/exp/.." "$D/x2"
+expect_fail "mount of a file refused" "not a directory" \
+	mount_qtfs "unix:$T/sock:$H/exp/file" "$D/x3"
+expect_fail "mount through an escaping symlink refused" "cannot mount" \
+	mount_qtfs "unix:$T/sock:$H/exp/escape_abs/etc" "$D/x4"
+
+# -- whitelist ------------------------------------------------------------------
+WX=$H/wexp
+mkdir -p "$WX/allowed" "$WX/denied"
+echo "victim" >"$WX/denied/victim"
+{
+	for s in Write Create Unlink Mkdir Rename; do
+		printf '[%s]\nPath=%s\n' "$s" "$WX/allowed"
+	done
+} >"$T/whitelist"
+start_server "$T/server-wl.log" --listen "unix:$T/sock-wl" --export "$WX" \
+	--whitelist "$T/whitelist" || exit 1
+W=$D/wl
+check "mount with a whitelist" mount_qtfs "unix:$T/sock-wl:$WX" "$W"
+check "create in the allowed dir" sh -c "echo hi >'$W/allowed/f'"
+check "mkdir in the allowed dir" mkdir "$W/allowed/d"
+check "rename in the allowed dir" mv "$W/allowed/f" "$W/allowed/g"
+check "append in the allowed dir" sh -c "echo more >>'$W/allowed/g'"
+check "unlink in the allowed dir" rm "$W/allowed/g"
+check "... the host saw all of it" sh -c "[ -d '$WX/allowed/d' ] && [ ! -e '$WX/allowed/g' ]"
+rmdir "$W/allowed/d"
+expect_fail "create in the denied dir" "Permission denied" sh -c "echo hi >'$W/denied/new'"
+expect_fail "mkdir in the denied dir" "Permission denied" mkdir "$W/denied/newdir"
+expect_fail "unlink in the denied dir" "Permission denied" rm -f "$W/denied/victim"
+expect_fail "write in the denied dir" "Permission denied" sh -c "echo x >>'$W/denied/victim'"
+expect_fail "rename out of the denied dir" "Permission denied" \
+	mv "$W/denied/victim" "$W/allowed/stolen"
+expect_fail "create in the export root" "Permission denied" sh -c "echo hi >'$W/new'"
+check "reading in the denied dir still works" [ "$(cat "$W/denied/victim")" = victim ]
+check "... the victim is intact on the host" [ "$(cat "$WX/denied/victim")" = victim ]
+check "... and nothing new in the denied dir" [ "$(ls -A "$WX/denied")" = victim ]
+# One log line per denial, naming the peer, the operation and the host path.
+for op_path in "Create:$WX/denied/new" "Mkdir:$WX/denied/newdir" "Unlink:$WX/denied/victim" \
+	"Write:$WX/denied/victim" "Rename:$WX/denied/victim" "Create:$WX/new"; do
+	op=${op_path%%:*}
+	p=${op_path#*:}
+	n=$(grep -c "peer unix(uid=0[^)]*): $op \"$p\" denied by the whitelist" "$T/server-wl.log")
+	check "log: one line for $op \"$p\" (found $n)" [ "$n" -eq 1 ]
+done
+check "unmount" umount_qtfs "$W"
+# A raw client may send "allowed/link/x" where link -> ../denied: the whitelist
+# must judge the path the server really reaches.
+check "qtfs-raw whitelist attacks refused" \
+	raw "$T/raw-wl.log" --group whitelist --whitelist-allowed allowed --whitelist-denied denied \
+	"unix:$T/sock-wl" "$WX"
+check "... the victim is intact on the host" [ "$(cat "$WX/denied/victim" 2>/dev/null)" = victim ]
+check "... and nothing new in the denied dir" [ "$(ls -A "$WX/denied")" = victim ]
+
+# -- read-only ------------------------------------------------------------------
+RX=$H/roexp
+mkdir -p "$RX"
+echo "ro data" >"$RX/file"
+start_server "$T/server-ro.log" --listen "unix:$T/sock-ro" --export "$RX:ro" || exit 1
+R=$D/ro
+check "mount of a read-only export" mount_qtfs "unix:$T/sock-ro:$RX" "$R"
+check "... mounted read-only" sh -c "grep ' $R ' /proc/mounts | grep -q ' ro[ ,]'"
+check "... reads work" [ "$(cat "$R/file")" = "ro data" ]
+expect_fail "... create refused" "Read-only file system" sh -c "echo x >'$R/new'"
+expect_fail "... write refused" "Read-only file system" sh -c "echo x >>'$R/file'"
+expect_fail "... mkdir refused" "Read-only file system" mkdir "$R/d"
+expect_fail "... unlink refused" "Read-only file system" rm -f "$R/file"
+check "... host file unchanged" sh -c "[ \"\$(cat '$RX/file')\" = 'ro data' ] && [ ! -e '$RX/new' ]"
+check "unmount" umount_qtfs "$R"
+check "mount -o ro of a read-write export" mount_qtfs "unix:$T/sock:$H/exp" "$D/ro2" -o ro
+check "... reads work" [ "$(cat "$D/ro2/file")" = inside ]
+expect_fail "... create refused" "Read-only file system" sh -c "echo x >'$D/ro2/new'"
+expect_fail "... write refused" "Read-only file system" sh -c "echo x >>'$D/ro2/file'"
+check "... host file unchanged" sh -c "[ \"\$(cat '$H/exp/file')\" = inside ] && [ ! -e '$H/exp/new' ]"
+check "unmount" umount_qtfs "$D/ro2"
+
+# -- unix socket uid check --------------------------------------------------------
+printf '[server]\nunix_uids=12345\n' >"$T/uids.conf"
+start_server "$T/server-uid.log" --config "$T/uids.conf" --listen "unix:$T/sock-uid" \
+	--export "$H/exp" || exit 1
+expect_fail "root refused on a socket allowing uid 12345 only" "cannot mount|refused|abort" \
+	mount_qtfs "unix:$T/sock-uid:$H/exp" "$D/uid"
+check "... the server logged why" grep -q "uid 0 is not allowed" "$T/server-uid.log"
+check "... and is still up" server_alive "$SERVER_PID"
+
+# -- limits -----------------------------------------------------------------------
+LX=$H/limits
+mkdir -p "$LX"
+i=1
+while [ $i -le 10 ]; do
+	echo "$i" >"$LX/f$i"
+	i=$((i + 1))
+done
+printf '[server]\nmax_handles=5\n' >"$T/handles.conf"
+start_server "$T/server-handles.log" --config "$T/handles.conf" --listen "unix:$T/sock-h" \
+	--export "$LX" || exit 1
+HANDLES_PID=$SERVER_PID
+L=$D/limits
+check "mount with max_handles=5" mount_qtfs "unix:$T/sock-h:$LX" "$L"
+# Ten readers holding their file open at once; the shell reports each failed open.
+: >"$T/emfile.err"
+holders=""
+i=1
+while [ $i -le 10 ]; do
+	(exec 2>>"$T/emfile.err" && exec <"$L/f$i" && exec sleep 30) &
+	holders="$holders $!"
+	i=$((i + 1))
+done
+sleep 1
+n=$(grep -c "Too many open files" "$T/emfile.err")
+check "opening 10 files at once: $n refused with EMFILE" between "$n" 1 5
+kill $holders 2>/dev/null
+wait $holders 2>/dev/null
+check "... the server is still up" server_alive "$HANDLES_PID"
+check "... and opens work again once they are closed" [ "$(cat "$L/f10")" = 10 ]
+check "unmount" umount_qtfs "$L"
+
+printf '[server]\nmax_conns=1\n' >"$T/conns.conf"
+start_server "$T/server-conns.log" --config "$T/conns.conf" --listen "unix:$T/sock-c" \
+	--export "$H/exp" || exit 1
+CONNS_PID=$SERVER_PID
+check "first mount with max_conns=1" mount_qtfs "unix:$T/sock-c:$H/exp" "$D/c1"
+expect_fail "second mount refused while the first exists" "connection|refused" \
+	mount_qtfs "unix:$T/sock-c:$H/exp" "$D/c2"
+check "... the first mount still works" [ "$(cat "$D/c1/file")" = inside ]
+check "... the server is still up" server_alive "$CONNS_PID"
+check "unmount" umount_qtfs "$D/c1"
+
+check "host tree unchanged at the end (outside the dirs the checks wrote)" sh -c \
+	"cmp -s '$T/canary.orig' '$H/canary'"
+finish
