@@ -76,7 +76,8 @@ struct qtfs_srv {
 	const struct qtfs_wl *wl;
 	unsigned max_handles;
 	GArray *unix_uids; /* uint32_t */
-	GThreadPool *pool;
+	GThreadPool *pool;     /* ordinary requests */
+	GThreadPool *blocking; /* requests that may wait on other processes */
 	unsigned sessions;
 
 	GMutex dev_lock;
@@ -406,20 +407,59 @@ static int put_fd_attr(struct session *sess, int fd, struct qt_msg *rep)
 	return 0;
 }
 
-/* The whitelist check for an operation on @rel; logs a denial once per request. */
-static int wl_check(struct session *sess, enum qtfs_wl_op op, const char *rel)
+static int proc_fd_path(int fd, char buf[64])
 {
-	g_autofree char *hp = NULL;
+	return snprintf(buf, 64, "/proc/self/fd/%d", fd) < 64 ? 0 : -ENAMETOOLONG;
+}
+
+/*
+ * The whitelist judges real host paths: symlinks in the middle of a wire
+ * path are resolved by the kernel (beneath the root), so the path of what
+ * was actually reached is read back from /proc/self/fd, never taken from
+ * the request's text.  @fd is the file itself (@name NULL) or its directory
+ * (@name the last component).  Logs one line per denial.
+ */
+static int wl_check_fd(struct session *sess, enum qtfs_wl_op op, int fd, const char *name)
+{
+	g_autofree char *dir = NULL, *hp = NULL;
+	char link[64];
 
 	if (!sess->srv->wl || !qtfs_wl_restricts(sess->srv->wl, op))
 		return 0;
-	hp = host_path(sess, rel);
+	if (proc_fd_path(fd, link) < 0 || !(dir = g_file_read_link(link, NULL)))
+		return -EACCES;
+	if (!name || !*name)
+		hp = g_steal_pointer(&dir);
+	else if (!strcmp(dir, "/"))
+		hp = g_strconcat("/", name, NULL);
+	else
+		hp = g_strconcat(dir, "/", name, NULL);
 	if (qtfs_wl_check(sess->srv->wl, op, hp))
 		return 0;
 	qt_warn("peer %s: %s \"%s\" denied by the whitelist", qt_conn_peer(sess->conn),
 		qtfs_wl_op_name(op), hp);
 	return -EACCES;
 }
+
+static int wl_check_at(struct session *sess, enum qtfs_wl_op op, const struct at *a)
+{
+	return wl_check_fd(sess, op, a->dirfd, a->name);
+}
+
+/* Device nodes are never opened on the host (FUSE opens them on the client). */
+static bool is_device(mode_t mode)
+{
+	return S_ISCHR(mode) || S_ISBLK(mode);
+}
+
+/*
+ * The blocking pool: requests that may wait for as long as another process
+ * pleases (a FIFO open or read, a POLL wait) are moved there, so they never
+ * hold the workers ordinary requests need.  An op returns DEFER to be run
+ * again on that pool; tl_blocking_ok says where we are.
+ */
+#define DEFER (-100000)
+static __thread bool tl_blocking_ok;
 
 static int op_statfs(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 {
@@ -487,11 +527,6 @@ static int op_getattr(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	return err;
 }
 
-static int proc_fd_path(int fd, char buf[64])
-{
-	return snprintf(buf, 64, "/proc/self/fd/%d", fd) < 64 ? 0 : -ENAMETOOLONG;
-}
-
 static int op_setattr(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 {
 	g_autofree char *path = NULL;
@@ -501,6 +536,7 @@ static int op_setattr(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	g_autoptr(handle) h = NULL;
 	struct at a = {.dirfd = -1};
 	int fd = -1, err = 0;
+	struct stat tst;
 	char pfd[64];
 
 	if ((err = rd_path(r, &path)) < 0)
@@ -519,8 +555,6 @@ static int op_setattr(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		return err;
 	if (valid & ~QTFS_SA_KNOWN)
 		return -EINVAL;
-	if ((err = wl_check(sess, QTFS_WL_SETATTR, path)) < 0)
-		return err;
 	if (hid) {
 		h = handle_get(sess, hid);
 		if (!h)
@@ -535,8 +569,17 @@ static int op_setattr(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 			goto out;
 		}
 	}
-	if ((err = proc_fd_path(fd, pfd)) < 0)
+	if ((err = proc_fd_path(fd, pfd)) < 0 || (err = wl_check_fd(sess, QTFS_WL_SETATTR, fd, NULL)) < 0)
 		goto out;
+	if (fstat(fd, &tst) < 0) {
+		err = -errno;
+		goto out;
+	}
+	/* Through /proc/self/fd a symlink could lead elsewhere: only owner and times apply to links. */
+	if (S_ISLNK(tst.st_mode) && (valid & (QTFS_SA_MODE | QTFS_SA_SIZE))) {
+		err = (valid & QTFS_SA_MODE) ? -EOPNOTSUPP : -ELOOP;
+		goto out;
+	}
 
 	/* Order as a local chown + chmod + truncate + utimes would apply them. */
 	if (valid & (QTFS_SA_UID | QTFS_SA_GID)) {
@@ -559,10 +602,15 @@ static int op_setattr(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		if (h && !h->dir) {
 			err = ftruncate(fd, size) < 0 ? -errno : 0;
 		} else {
-			int wfd = openat2_beneath(sess->root_fd, path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+			int wfd;
 
+			if (is_device(tst.st_mode)) {
+				err = -EACCES;
+				goto out;
+			}
+			wfd = open(pfd, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
 			if (wfd < 0) {
-				err = wfd;
+				err = -errno;
 				goto out;
 			}
 			err = ftruncate(wfd, size) < 0 ? -errno : 0;
@@ -679,11 +727,11 @@ static int op_mknod(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		return err;
 	if (!*path)
 		return -EEXIST;
-	if ((err = wl_check(sess, QTFS_WL_CREATE, path)) < 0)
-		return err;
 	if ((err = at_resolve(sess, path, &a)) < 0)
 		return err;
-	if (mknodat(a.dirfd, a.name, mode, (dev_t)rdev) < 0)
+	if ((err = wl_check_at(sess, QTFS_WL_CREATE, &a)) < 0)
+		;
+	else if (mknodat(a.dirfd, a.name, mode, (dev_t)rdev) < 0)
 		err = -errno;
 	else
 		err = created(sess, &a, uid, gid, rep);
@@ -707,11 +755,11 @@ static int op_mkdir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		return err;
 	if (!*path)
 		return -EEXIST;
-	if ((err = wl_check(sess, QTFS_WL_MKDIR, path)) < 0)
-		return err;
 	if ((err = at_resolve(sess, path, &a)) < 0)
 		return err;
-	if (mkdirat(a.dirfd, a.name, mode & 07777) < 0)
+	if ((err = wl_check_at(sess, QTFS_WL_MKDIR, &a)) < 0)
+		;
+	else if (mkdirat(a.dirfd, a.name, mode & 07777) < 0)
 		err = -errno;
 	else
 		err = created(sess, &a, uid, gid, rep);
@@ -729,11 +777,11 @@ static int op_remove(struct session *sess, struct qt_rd *r, struct qt_msg *rep, 
 		return err;
 	if (!*path)
 		return -EBUSY;
-	if ((err = wl_check(sess, dir ? QTFS_WL_RMDIR : QTFS_WL_UNLINK, path)) < 0)
-		return err;
 	if ((err = at_resolve(sess, path, &a)) < 0)
 		return err;
-	err = unlinkat(a.dirfd, a.name, dir ? AT_REMOVEDIR : 0) < 0 ? -errno : 0;
+	err = wl_check_at(sess, dir ? QTFS_WL_RMDIR : QTFS_WL_UNLINK, &a);
+	if (err == 0)
+		err = unlinkat(a.dirfd, a.name, dir ? AT_REMOVEDIR : 0) < 0 ? -errno : 0;
 	at_clear(&a);
 	return err;
 }
@@ -763,12 +811,12 @@ static int op_symlink(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		return err;
 	if (!*path)
 		return -EEXIST;
-	if ((err = wl_check(sess, QTFS_WL_CREATE, path)) < 0)
-		return err;
 	if ((err = at_resolve(sess, path, &a)) < 0)
 		return err;
 	/* The target is only text: it is resolved on the client, never here. */
-	if (symlinkat(target, a.dirfd, a.name) < 0)
+	if ((err = wl_check_at(sess, QTFS_WL_CREATE, &a)) < 0)
+		;
+	else if (symlinkat(target, a.dirfd, a.name) < 0)
 		err = -errno;
 	else
 		err = created(sess, &a, uid, gid, rep);
@@ -790,16 +838,15 @@ static int op_rename(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		return err;
 	if (!*from || !*to)
 		return -EBUSY;
-	if ((err = wl_check(sess, QTFS_WL_RENAME, from)) < 0 ||
-	    (err = wl_check(sess, QTFS_WL_RENAME, to)) < 0)
-		return err;
 	if ((err = at_resolve(sess, from, &a)) < 0)
 		return err;
 	if ((err = at_resolve(sess, to, &b)) < 0) {
 		at_clear(&a);
 		return err;
 	}
-	err = renameat2(a.dirfd, a.name, b.dirfd, b.name, flags) < 0 ? -errno : 0;
+	if ((err = wl_check_at(sess, QTFS_WL_RENAME, &a)) == 0 &&
+	    (err = wl_check_at(sess, QTFS_WL_RENAME, &b)) == 0)
+		err = renameat2(a.dirfd, a.name, b.dirfd, b.name, flags) < 0 ? -errno : 0;
 	at_clear(&a);
 	at_clear(&b);
 	return err;
@@ -818,15 +865,21 @@ static int op_link(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		return -EPERM;
 	if (!*to)
 		return -EEXIST;
-	if ((err = wl_check(sess, QTFS_WL_CREATE, to)) < 0)
-		return err;
 	if ((err = at_resolve(sess, from, &a)) < 0)
 		return err;
 	if ((err = at_resolve(sess, to, &b)) < 0) {
 		at_clear(&a);
 		return err;
 	}
-	if (linkat(a.dirfd, a.name, b.dirfd, b.name, 0) < 0)
+	/*
+	 * A new name gives new access to the old file: the source must be
+	 * creatable-in too, or a link would carry a denied file into an
+	 * allowed directory.
+	 */
+	if ((err = wl_check_at(sess, QTFS_WL_CREATE, &b)) < 0 ||
+	    (err = wl_check_at(sess, QTFS_WL_CREATE, &a)) < 0)
+		;
+	else if (linkat(a.dirfd, a.name, b.dirfd, b.name, 0) < 0)
 		err = -errno;
 	else
 		err = put_at_attr(sess, &b, rep);
@@ -841,17 +894,18 @@ static int op_link(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	 O_LARGEFILE | O_DIRECTORY | O_NOCTTY)
 
 
-static int check_open(struct session *sess, const char *path, int flags)
+/* @fd: what is being opened (O_PATH, or already open). */
+static int check_open(struct session *sess, int fd, int flags)
 {
 	int err;
 
 	if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) {
 		if (sess->ro)
 			return -EROFS;
-		if ((err = wl_check(sess, QTFS_WL_WRITE, path)) < 0)
+		if ((err = wl_check_fd(sess, QTFS_WL_WRITE, fd, NULL)) < 0)
 			return err;
 	}
-	return wl_check(sess, QTFS_WL_OPEN, path);
+	return wl_check_fd(sess, QTFS_WL_OPEN, fd, NULL);
 }
 
 /* Register @fd as a handle and answer with its id and attributes.  Consumes @fd. */
@@ -879,16 +933,54 @@ static int put_new_handle(struct session *sess, int fd, const char *path, bool d
 	return 0;
 }
 
+/*
+ * Open an existing file in two steps: an O_PATH descriptor first (opening
+ * touches nothing), checked for what it is and against the whitelist, then
+ * the real open through /proc/self/fd, which reaches exactly that inode.
+ * Opening a device can have effects of its own (a watchdog starts, a tape
+ * rewinds), and a FIFO open may block, hence the look before the open.
+ */
 static int open_existing(struct session *sess, const char *path, uint32_t flags, struct qt_msg *rep)
 {
-	int fd, err;
+	struct stat st;
+	char link[64];
+	int pfd, fd, err;
 
-	if ((err = check_open(sess, path, (int)flags)) < 0)
-		return err;
-	fd = openat2_beneath(sess->root_fd, path, ((int)flags & OPEN_FLAGS_OK) | O_NOFOLLOW, 0);
-	if (fd < 0)
-		return fd;
+	pfd = openat2_beneath(sess->root_fd, path, O_PATH | O_NOFOLLOW | ((int)flags & O_DIRECTORY), 0);
+	if (pfd < 0)
+		return pfd;
+	if (fstat(pfd, &st) < 0) {
+		err = -errno;
+		goto out;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		err = -ELOOP;
+		goto out;
+	}
+	if (is_device(st.st_mode)) {
+		qt_notice("peer %s: refused to open device node \"%s\" on the host",
+			  qt_conn_peer(sess->conn), path);
+		err = -EACCES;
+		goto out;
+	}
+	if ((err = check_open(sess, pfd, (int)flags)) < 0)
+		goto out;
+	if (S_ISFIFO(st.st_mode) && !(flags & O_NONBLOCK) && !tl_blocking_ok) {
+		err = DEFER;
+		goto out;
+	}
+	if ((err = proc_fd_path(pfd, link)) < 0)
+		goto out;
+	fd = open(link, ((int)flags & OPEN_FLAGS_OK) | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		goto out;
+	}
+	close(pfd);
 	return put_new_handle(sess, fd, path, false, rep);
+out:
+	close(pfd);
+	return err;
 }
 
 static int op_open(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
@@ -930,14 +1022,16 @@ static int op_create(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		 * give it the caller's ownership) has one answer; without
 		 * O_EXCL an existing file is simply opened.
 		 */
+		if ((err = wl_check_at(sess, QTFS_WL_CREATE, &a)) < 0) {
+			at_clear(&a);
+			return err;
+		}
 		fd = openat(a.dirfd, a.name,
 			    ((int)flags & OPEN_FLAGS_OK & ~O_DIRECTORY) | O_CREAT | O_EXCL | O_NOFOLLOW |
 				    O_CLOEXEC,
 			    mode & 07777);
 		if (fd >= 0) {
-			err = wl_check(sess, QTFS_WL_CREATE, path);
-			if (err == 0)
-				err = own_new(&a, uid, gid);
+			err = own_new(&a, uid, gid);
 			if (err < 0) {
 				unlinkat(a.dirfd, a.name, 0);
 				close(fd);
@@ -979,6 +1073,8 @@ static int op_read(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		return -EBADF;
 	if (h->dir)
 		return -EISDIR;
+	if (h->stream && !tl_blocking_ok)
+		return DEFER;
 	p = qt_msg_reserve(rep, 4 + (size_t)size);
 	if (!p)
 		return -ENOMEM;
@@ -1037,6 +1133,8 @@ static int op_write(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	g_autoptr(handle) h = handle_get(sess, hid);
 	if (!h)
 		return -EBADF;
+	if (h->stream && !tl_blocking_ok)
+		return DEFER;
 	do
 		n = h->stream ? write(h->fd, data, len) : pwrite(h->fd, data, len, (off_t)off);
 	while (n < 0 && errno == EINTR);
@@ -1103,11 +1201,13 @@ static int op_opendir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 
 	if ((err = rd_path(r, &path)) < 0 || (err = qt_rd_end(r)) < 0)
 		return err;
-	if ((err = wl_check(sess, QTFS_WL_READDIR, path)) < 0)
-		return err;
 	fd = openat2_beneath(sess->root_fd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
 	if (fd < 0)
 		return fd;
+	if ((err = wl_check_fd(sess, QTFS_WL_READDIR, fd, NULL)) < 0) {
+		close(fd);
+		return err;
+	}
 	return put_new_handle(sess, fd, path, true, rep);
 }
 
@@ -1234,7 +1334,10 @@ static int op_access(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		return err;
 	if ((err = at_resolve(sess, path, &a)) < 0)
 		return err;
-	err = faccessat(a.dirfd, *a.name ? a.name : ".", (int)mask & 7, AT_EACCESS) < 0 ? -errno : 0;
+	/* Never through a final symlink: its target may lie outside the root. */
+	err = faccessat(a.dirfd, *a.name ? a.name : ".", (int)mask & 7, AT_EACCESS | AT_SYMLINK_NOFOLLOW) < 0
+		      ? -errno
+		      : 0;
 	at_clear(&a);
 	if (err == 0 && (mask & W_OK) && sess->ro)
 		err = -EROFS;
@@ -1360,11 +1463,11 @@ static int op_setxattr(struct session *sess, struct qt_rd *r, struct qt_msg *rep
 	qt_rd_u32(r, &flags);
 	if ((err = qt_rd_end(r)) < 0)
 		return err;
-	if ((err = wl_check(sess, QTFS_WL_SETXATTR, path)) < 0)
-		return err;
 	if ((fd = xattr_open(sess, path, pfd, &link)) < 0)
 		return fd;
-	if (link)
+	if ((err = wl_check_fd(sess, QTFS_WL_SETXATTR, fd, NULL)) < 0)
+		;
+	else if (link)
 		err = -EPERM;
 	else
 		err = setxattr(pfd, name, val, len, (int)flags) < 0 ? -errno : 0;
@@ -1382,11 +1485,11 @@ static int op_removexattr(struct session *sess, struct qt_rd *r, struct qt_msg *
 	if ((err = rd_path(r, &path)) < 0 || (err = qt_rd_strdup(r, QTFS_XATTR_NAME_MAX, &name)) < 0 ||
 	    (err = qt_rd_end(r)) < 0)
 		return err;
-	if ((err = wl_check(sess, QTFS_WL_SETXATTR, path)) < 0)
-		return err;
 	if ((fd = xattr_open(sess, path, pfd, &link)) < 0)
 		return fd;
-	err = link ? -ENODATA : removexattr(pfd, name) < 0 ? -errno : 0;
+	err = wl_check_fd(sess, QTFS_WL_SETXATTR, fd, NULL);
+	if (err == 0)
+		err = link ? -ENODATA : removexattr(pfd, name) < 0 ? -errno : 0;
 	close(fd);
 	return err;
 }
@@ -1510,6 +1613,8 @@ static int op_poll(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	g_autoptr(handle) h = handle_get(sess, hid);
 	if (!h)
 		return -EBADF;
+	if (wait_ms && !tl_blocking_ok)
+		return DEFER;
 	pfd = (struct pollfd){.fd = h->fd, .events = (short)(events & 0xffff)};
 	do
 		n = poll(&pfd, 1, (int)MIN(wait_ms, POLL_WAIT_MAX_MS));
@@ -1650,6 +1755,7 @@ static void run_job(gpointer data, gpointer user)
 	mounted = sess->root_fd >= 0;
 	g_mutex_unlock(&sess->lock);
 
+	tl_blocking_ok = GPOINTER_TO_INT(user) == 1;
 	qt_rd_init_msg(&r, j->req);
 	if (!fn)
 		err = -ENOSYS;
@@ -1659,6 +1765,12 @@ static void run_job(gpointer data, gpointer user)
 		err = -EROFS;
 	else
 		err = fn(sess, &r, rep);
+	if (err == DEFER) {
+		/* Run it again where it may block (see tl_blocking_ok). */
+		qt_msg_free(rep);
+		g_thread_pool_push(sess->srv->blocking, j, NULL);
+		return;
+	}
 	if (err == 0 && rep->err)
 		err = rep->err;
 	if (err < 0) {
@@ -1783,8 +1895,11 @@ int qtfs_srv_new(struct qt_loop *l, const struct qtfs_srv_opts *o, struct qtfs_s
 		e->ro = o->exports[i].ro;
 		srv->n_exports++;
 	}
-	srv->pool = g_thread_pool_new(run_job, srv, (gint)(o->workers ? o->workers : 64), FALSE, &gerr);
-	if (!srv->pool) {
+	srv->pool = g_thread_pool_new(run_job, GINT_TO_POINTER(0), (gint)(o->workers ? o->workers : 64),
+				      FALSE, &gerr);
+	if (srv->pool)
+		srv->blocking = g_thread_pool_new(run_job, GINT_TO_POINTER(1), 256, FALSE, &gerr);
+	if (!srv->pool || !srv->blocking) {
 		*msg = g_strdup_printf("cannot start the worker pool: %s", gerr->message);
 		g_error_free(gerr);
 		qtfs_srv_free(srv);
@@ -1802,6 +1917,9 @@ void qtfs_srv_free(struct qtfs_srv *srv)
 		return;
 	if (srv->pool)
 		g_thread_pool_free(srv->pool, FALSE, TRUE);
+	/* Waits there end within POLL_WAIT_MAX_MS; FIFO reads end with their peers. */
+	if (srv->blocking)
+		g_thread_pool_free(srv->blocking, TRUE, FALSE);
 	for (unsigned i = 0; i < srv->n_exports; i++) {
 		close(srv->exports[i].fd);
 		g_free(srv->exports[i].path);

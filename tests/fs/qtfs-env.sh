@@ -11,7 +11,7 @@
 # SERVER_WRAP / CLIENT_WRAP, when set, prefix the server and client
 # commands (e.g. "nsenter --net=/run/netns/X" to put them on two "hosts").
 
-top_builddir=${top_builddir:-.}
+top_builddir=$(cd "${top_builddir:-.}" && pwd)
 top_srcdir=${top_srcdir:-.}
 QTFS_SERVER=$top_builddir/fuse-qtfs/qtfs-server
 FUSE_QTFS=$top_builddir/fuse-qtfs/fuse-qtfs

@@ -1,0 +1,87 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# fuse-qtfs over ssh://: a real OpenSSH sshd started here on loopback with
+# generated keys; the client authenticates with its own key, checks the
+# host key against a known_hosts file written here, and runs
+# 'qtfs-server --stdio' on the "host" through an exec channel.  The mount
+# must pass the differential suite, and a wrong host key must be refused.
+
+. "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
+
+sshd=/usr/sbin/sshd
+if [ ! -x "$sshd" ]; then
+	echo "FAIL: $sshd not installed (scripts/setup-debian.sh installs openssh-server)" >&2
+	exit 1
+fi
+unset SSH_AUTH_SOCK SSH_AGENT_PID
+HOME=$T/home
+export HOME
+mkdir -p "$HOME" /run/sshd
+ssh-keygen -q -t ed25519 -N '' -f "$T/host_key" || exit 1
+ssh-keygen -q -t ed25519 -N '' -f "$T/id" || exit 1
+ssh-keygen -q -t ed25519 -N '' -f "$T/other_host_key" || exit 1
+cp "$T/id.pub" "$T/authorized_keys"
+
+port=
+for _ in 1 2 3 4 5 6 7 8; do
+	p=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
+	cat >"$T/sshd_config" <<CONF
+ListenAddress 127.0.0.1
+Port $p
+HostKey $T/host_key
+AuthorizedKeysFile $T/authorized_keys
+PidFile $T/sshd.pid
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+StrictModes no
+UsePAM no
+CONF
+	"$sshd" -D -e -f "$T/sshd_config" >"$T/sshd.log" 2>&1 &
+	pid=$!
+	for _ in $(seq 50); do
+		kill -0 "$pid" 2>/dev/null || break
+		grep -q "Server listening" "$T/sshd.log" && break
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null && grep -q "Server listening" "$T/sshd.log"; then
+		QTFS_PIDS="$QTFS_PIDS $pid"
+		port=$p
+		break
+	fi
+	wait "$pid" 2>/dev/null
+done
+[ -n "$port" ] || {
+	echo "FAIL: sshd did not start" >&2
+	cat "$T/sshd.log" >&2
+	exit 1
+}
+printf '[127.0.0.1]:%s %s\n' "$port" "$(cut -d' ' -f1,2 "$T/host_key.pub")" >"$T/known_hosts"
+printf '[127.0.0.1]:%s %s\n' "$port" "$(cut -d' ' -f1,2 "$T/other_host_key.pub")" >"$T/bad_known_hosts"
+
+mkdir -p "$T/exp" "$T/native"
+: >"$T/empty.conf"
+cmd="$QTFS_SERVER --stdio --config $T/empty.conf --export $T/exp"
+src="ssh://$(id -un)@127.0.0.1:$port:$T/exp"
+
+check "mount over ssh://" mount_qtfs "$src" "$T/mnt" --identity "$T/id" \
+	-o "known_hosts=$T/known_hosts,server_cmd=$cmd,conns=2"
+check "fsdiff over ssh" "$FSDIFF" "$T/native" "$T/mnt"
+check "fsx 10000 ops over ssh" "$FSX" -N 10000 "$T/mnt"
+head -c 5000000 /dev/urandom >"$T/big"
+cp "$T/big" "$T/mnt/big"
+check "5 MB through ssh arrives intact" cmp -s "$T/big" "$T/exp/big"
+check "unmount" umount_qtfs "$T/mnt"
+
+out=$("$FUSE_QTFS" --identity "$T/id" -o "known_hosts=$T/bad_known_hosts,server_cmd=$cmd,timeout=5" \
+	"$src" "$T/mnt" 2>&1)
+rc=$?
+QTFS_MOUNTS="$QTFS_MOUNTS $T/mnt"
+check "a wrong host key is refused (rc=$rc)" [ $rc -ne 0 ]
+check "... with a message about the host key: $out" sh -c 'echo "$1" | grep -qi "host key"' sh "$out"
+out=$("$FUSE_QTFS" --identity "$T/other_host_key" \
+	-o "known_hosts=$T/known_hosts,server_cmd=$cmd,timeout=5" "$src" "$T/mnt" 2>&1)
+rc=$?
+check "a key sshd does not know is refused (rc=$rc): $out" [ $rc -ne 0 ]
+finish
