@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -391,6 +392,7 @@ static int run(struct settings *s)
 	struct qtfs_attr root;
 	struct stat mst;
 	uint32_t mflags = 0;
+	sigset_t term, oldmask;
 	int notify_fd = -1, err, rc = QT_EXIT_FAILURE;
 	bool mounted = false;
 
@@ -429,7 +431,19 @@ static int run(struct settings *s)
 	co.psk = psk;
 	co.conns = s->conns;
 	co.timeout_ms = s->timeout_ms;
-	if ((err = qtfs_client_new(&co, &cl, &root, &mflags, &msg)) < 0) {
+	/*
+	 * The client's threads (event loop, dialers, SSH bridges) inherit a
+	 * mask without the termination signals, so those reach the main
+	 * thread, whose libfuse handler ends the session loop.
+	 */
+	sigemptyset(&term);
+	sigaddset(&term, SIGTERM);
+	sigaddset(&term, SIGINT);
+	sigaddset(&term, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &term, &oldmask);
+	err = qtfs_client_new(&co, &cl, &root, &mflags, &msg);
+	pthread_sigmask(SIG_SETMASK, &oldmask, NULL);
+	if (err < 0) {
 		rc = qt_cli_fail("%s: %s", s->source, msg);
 		goto out;
 	}

@@ -16,3 +16,10 @@ fuse_qtfs_fuse_qtfs_SOURCES = fuse-qtfs/fuse-qtfs.c fuse-qtfs/fs.c fuse-qtfs/fs.
 	fuse-qtfs/client.c fuse-qtfs/client.h
 fuse_qtfs_fuse_qtfs_CPPFLAGS = $(AM_CPPFLAGS) $(FUSE_CFLAGS)
 fuse_qtfs_fuse_qtfs_LDADD = fuse-qtfs/libqtfsproto.a $(QT_SSH_LIBS) $(QT_LIBS) $(FUSE_LIBS)
+
+check_PROGRAMS += tests/unit/test-qtfs-proto
+TESTS += tests/unit/test-qtfs-proto
+tests_unit_test_qtfs_proto_SOURCES = tests/unit/test-qtfs-proto.c
+tests_unit_test_qtfs_proto_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/fuse-qtfs
+tests_unit_test_qtfs_proto_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_test_qtfs_proto_LDADD = fuse-qtfs/libqtfsproto.a $(QT_LIBS) $(CHECK_LIBS)

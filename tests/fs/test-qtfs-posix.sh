@@ -21,6 +21,35 @@ check "fsdiff (unix, as root and as nobody)" \
 check "fsx 100000 ops with mmap (unix)" "$FSX" -N 100000 -m "$T/mnt"
 check "unmount" umount_qtfs "$T/mnt"
 
+# -- /etc/fstab style: mount(8) -> mount.fuse3 -> fuse-qtfs, then SIGTERM ------------
+mkdir -p "$T/fstab"
+QTFS_MOUNTS="$QTFS_MOUNTS $T/fstab"
+echo through-fstab >"$T/exp/fstab-file"
+# mount(8) runs helpers with a fixed PATH, where an installed fuse-qtfs
+# lives; the uninstalled one is reached by calling its helper directly.
+check "mount.fuse3 -t fuse-qtfs (what mount(8) runs for an fstab line)" \
+	env PATH="$top_builddir/fuse-qtfs:$PATH" mount.fuse3 \
+	"unix:$T/sock:$T/exp" "$T/fstab" -t fuse-qtfs -o _netdev,nofail,attr_timeout=0
+check "... shows the export" grep -qx through-fstab "$T/fstab/fstab-file"
+check "... with the source as its name" sh -c 'grep -q "^unix:$1:$2 $3 fuse.fuse-qtfs" /proc/mounts' sh \
+	"$T/sock" "$T/exp" "$T/fstab"
+pid=$(pgrep -f "fuse-qtfs .*$T/fstab" | head -n 1)
+kill -TERM "$pid" 2>/dev/null
+# Done when unmounted and the daemon is gone, or a zombie nobody reaps
+# (its parent exited long ago).
+i=0
+state=running
+while [ $i -lt 100 ]; do
+	state=$(ps -o stat= -p "$pid" 2>/dev/null)
+	if ! mountpoint -q "$T/fstab"; then
+		case "$state" in "" | Z*) break ;; esac
+	fi
+	sleep 0.1
+	i=$((i + 1))
+done
+check "SIGTERM unmounts cleanly and the daemon ends (state '${state}')" \
+	sh -c '! mountpoint -q "$1" && case "$2" in "" | Z*) true ;; *) false ;; esac' sh "$T/fstab" "$state"
+
 # -- tcp with a key, four connections -----------------------------------------
 port=$(free_port)
 start_server "$T/server-tcp.log" --listen "tcp://127.0.0.1:$port" --export "$T/exp2" \
