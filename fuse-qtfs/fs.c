@@ -654,6 +654,9 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->max_write = QTFS_IO_MAX;
 	conn->max_read = QTFS_IO_MAX;
 	conn->max_readahead = QTFS_IO_MAX;
+	/* Readahead and async direct I/O may keep this many requests in flight. */
+	conn->max_background = 64;
+	conn->congestion_threshold = 48;
 	conn->want |= conn->capable & (FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO |
 				       FUSE_CAP_AUTO_INVAL_DATA | FUSE_CAP_PARALLEL_DIROPS |
 				       FUSE_CAP_ASYNC_READ | FUSE_CAP_ATOMIC_O_TRUNC);

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "auth.h"
@@ -81,6 +82,7 @@ static void usage(void)
 	      "  entry_timeout=SEC  name cache time (default 1; 0 on pseudo filesystems)\n"
 	      "  conns=N            parallel connections to the server (default 1, max 64)\n"
 	      "  timeout=SEC        per-request deadline (default 30)\n"
+	      "  readahead_kb=N     sequential readahead (default 1024)\n"
 	      "  key_file=FILE      same as --key-file (for /etc/fstab)\n"
 	      "  identity=FILE      same as --identity\n"
 	      "  known_hosts=FILE   ssh://: host keys to trust (default ~/.ssh/known_hosts)\n"
@@ -113,6 +115,7 @@ struct settings {
 	GStrv fifo_relay;
 	unsigned conns;
 	uint64_t timeout_ms;
+	int64_t readahead_kb;
 };
 
 static void settings_clear(struct settings *s)
@@ -199,6 +202,10 @@ static int parse_o(struct settings *s, const char *arg)
 			if (qt_parse_int(val, 1, 64, &n) < 0)
 				return qt_cli_usage_error("-o conns: \"%s\" is not a number from 1 to 64", val), -EINVAL;
 			s->conns = (unsigned)n;
+		} else if (!strcmp(key, "readahead_kb") && val) {
+			if (qt_parse_int(val, 0, 65536, &n) < 0)
+				return qt_cli_usage_error("-o readahead_kb: \"%s\" is not a number from 0 to 65536", val), -EINVAL;
+			s->readahead_kb = n;
 		} else if (!strcmp(key, "key_file") && val) {
 			g_free(s->key_file);
 			s->key_file = g_strdup(val);
@@ -307,6 +314,49 @@ static int dial_ssh(void *arg, int *rfd, int *wfd, char **msg)
 	g_ptr_array_add(d->chans, ch);
 	g_mutex_unlock(&d->lock);
 	return 0;
+}
+
+/*
+ * The kernel caps a FUSE mount's readahead at the default 128 KiB whatever
+ * max_readahead says; only the mount's backing device info can raise it.
+ * Without this, sequential reads go out as 128 KiB requests.
+ */
+static void set_readahead(const char *mountpoint, int64_t kb)
+{
+	g_autofree char *info = NULL, *path = NULL, *val = NULL, *dev = NULL;
+	g_auto(GStrv) lines = NULL;
+
+	/*
+	 * The device comes from mountinfo, not stat(): the session loop is
+	 * not running yet, and a stat of our own mount would wait for us.
+	 */
+	if (kb < 0 || !g_file_get_contents("/proc/self/mountinfo", &info, NULL, NULL))
+		return;
+	lines = g_strsplit(info, "\n", -1);
+	for (char **l = lines; *l; l++) {
+		g_auto(GStrv) f = g_strsplit(*l, " ", 6);
+
+		/* id parent MAJ:MIN root mountpoint ... (mount points are octal-escaped) */
+		if (g_strv_length(f) >= 5 && !strcmp(f[4], mountpoint)) {
+			g_free(dev);
+			dev = g_strdup(f[2]);
+		}
+	}
+	if (!dev)
+		return;
+	path = g_strdup_printf("/sys/class/bdi/%s/read_ahead_kb", dev);
+	val = g_strdup_printf("%" G_GINT64_FORMAT "\n", kb);
+	{
+		/* Not g_file_set_contents: sysfs attributes cannot be replaced by a rename. */
+		int fd = open(path, O_WRONLY | O_CLOEXEC);
+		ssize_t n = fd < 0 ? -1 : write(fd, val, strlen(val));
+
+		if (n < 0)
+			qt_info("cannot set %s: %s (readahead stays at the kernel's default)", path,
+				g_strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	}
 }
 
 /* ---- daemon ---------------------------------------------------------------- */
@@ -484,6 +534,11 @@ static int run(struct settings *s)
 		goto out;
 	}
 	mounted = true;
+	{
+		g_autofree char *abs = g_canonicalize_filename(s->mountpoint, NULL);
+
+		set_readahead(abs, s->readahead_kb);
+	}
 	qt_notice("mounted %s on %s (%u connection%s%s)", s->source, s->mountpoint,
 		  s->conns ? s->conns : 1, s->conns > 1 ? "s" : "", s->fs.rdonly ? ", read-only" : "");
 	notify_parent(&notify_fd, 0);
@@ -534,6 +589,7 @@ int main(int argc, char **argv)
 	s.fs.entry_timeout = 1.0;
 	s.timeout_ms = 30000;
 	s.conns = 1;
+	s.readahead_kb = 1024;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":" SHORT_OPTS, long_opts, NULL)) != -1) {
 		switch (c) {

@@ -1,0 +1,264 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# fuse-qtfs benchmark, side by side in one run on loopback: the native
+# directory, fuse-qtfs over tcp (with a key) and over a unix socket, sshfs
+# through a local sshd, and raw loopback TCP throughput.  Prints a table
+# and ratios; asserts nothing (a benchmark, not a test).  Needs root.
+#
+# Usage: sh tests/bench/bench-qtfs.sh [SIZE-MIB]   (default 1024)
+# Workloads:
+#   seq write / seq read   SIZE MiB in 1 MiB blocks (write ends with fsync;
+#                          the read's host side is in the page cache)
+#   rand read qd1          4 KiB preads at random offsets of a 64 MiB file,
+#                          readahead off: p50 / p99 latency in microseconds
+#   create / stat / unlink 10k files, stat with attribute caching off
+#   readdir                a 10k-entry directory, listings per second
+#   /proc/meminfo          whole-file reads per second (host /proc mounted)
+
+set -u
+top_builddir=$(cd "${top_builddir:-.}" && pwd)
+size=${1:-1024}
+QTFS_SERVER=$top_builddir/fuse-qtfs/qtfs-server
+FUSE_QTFS=$top_builddir/fuse-qtfs/fuse-qtfs
+PY=${PYTHON:-python3}
+
+[ "$(id -u)" -eq 0 ] || { echo "bench-qtfs: needs root" >&2; exit 1; }
+T=$(mktemp -d /tmp/bench-qtfs.XXXXXX)
+chmod 755 "$T"
+PIDS=
+MOUNTS=
+cleanup() {
+	for m in $MOUNTS; do fusermount3 -u "$m" 2>/dev/null || umount -l "$m" 2>/dev/null; done
+	for p in $PIDS; do kill "$p" 2>/dev/null; done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' HUP INT TERM
+
+mkdir -p "$T/native" "$T/exp" "$T/m-tcp" "$T/m-unix" "$T/m-sshfs" "$T/p-qtfs" "$T/p-sshfs"
+(umask 077 && head -c 48 /dev/urandom | base64 >"$T/psk")
+port=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+: >"$T/empty.conf"
+"$QTFS_SERVER" --config "$T/empty.conf" --listen "tcp://127.0.0.1:$port" --listen "unix:$T/sock" \
+	--key-file "$T/psk" --export "$T/exp" --export /proc >"$T/server.log" 2>&1 &
+PIDS="$PIDS $!"
+sleep 0.5
+"$FUSE_QTFS" --key-file "$T/psk" -o conns=4 "tcp://127.0.0.1:$port:$T/exp" "$T/m-tcp" || exit 1
+MOUNTS="$MOUNTS $T/m-tcp"
+"$FUSE_QTFS" --key-file "$T/psk" -o conns=4 "unix:$T/sock:$T/exp" "$T/m-unix" || exit 1
+MOUNTS="$MOUNTS $T/m-unix"
+"$FUSE_QTFS" --key-file "$T/psk" "unix:$T/sock:/proc" "$T/p-qtfs" || exit 1
+MOUNTS="$MOUNTS $T/p-qtfs"
+
+# sshfs through a local sshd with generated keys.
+mkdir -p /run/sshd "$T/home"
+ssh-keygen -q -t ed25519 -N '' -f "$T/hostkey" && ssh-keygen -q -t ed25519 -N '' -f "$T/id"
+cp "$T/id.pub" "$T/authorized_keys"
+sport=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+cat >"$T/sshd_config" <<EOF
+ListenAddress 127.0.0.1
+Port $sport
+HostKey $T/hostkey
+AuthorizedKeysFile $T/authorized_keys
+PidFile $T/sshd.pid
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+StrictModes no
+UsePAM no
+Subsystem sftp internal-sftp
+EOF
+/usr/sbin/sshd -D -e -f "$T/sshd_config" 2>"$T/sshd.log" &
+PIDS="$PIDS $!"
+sleep 0.5
+printf '[127.0.0.1]:%s %s\n' "$sport" "$(cut -d' ' -f1,2 "$T/hostkey.pub")" >"$T/known_hosts"
+sshopts="-o IdentityFile=$T/id,UserKnownHostsFile=$T/known_hosts,port=$sport"
+sshfs $sshopts "root@127.0.0.1:$T/exp" "$T/m-sshfs" || exit 1
+MOUNTS="$MOUNTS $T/m-sshfs"
+sshfs $sshopts,direct_io "root@127.0.0.1:/proc" "$T/p-sshfs" || exit 1
+MOUNTS="$MOUNTS $T/p-sshfs"
+
+cat >"$T/bench.py" <<'EOF'
+import os, random, socket, sys, threading, time
+
+def seq_write(d, mib):
+    buf = b"\xa5" * (1 << 20)
+    t = time.perf_counter()
+    fd = os.open(os.path.join(d, "big"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    for _ in range(mib):
+        os.write(fd, buf)
+    os.fsync(fd)
+    os.close(fd)
+    return mib / (time.perf_counter() - t)
+
+def seq_read(d, mib):
+    t = time.perf_counter()
+    fd = os.open(os.path.join(d, "big"), os.O_RDONLY)
+    n = 0
+    while True:
+        b = os.read(fd, 1 << 20)
+        if not b:
+            break
+        n += len(b)
+    os.close(fd)
+    return n / (1 << 20) / (time.perf_counter() - t)
+
+def rand_read(d):
+    path = os.path.join(d, "rand")
+    fd = os.open(path, os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+    rng = random.Random(7)
+    lat = []
+    for _ in range(3000):
+        off = rng.randrange(0, (64 << 20) // 4096) * 4096
+        t = time.perf_counter_ns()
+        os.pread(fd, 4096, off)
+        lat.append((time.perf_counter_ns() - t) / 1000)
+    os.close(fd)
+    lat.sort()
+    return lat[len(lat) // 2], lat[len(lat) * 99 // 100]
+
+def meta(d, n=10000):
+    sub = os.path.join(d, "meta")
+    os.mkdir(sub)
+    names = [os.path.join(sub, "f%05d" % i) for i in range(n)]
+    t = time.perf_counter()
+    for p in names:
+        os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    c = n / (time.perf_counter() - t)
+    t = time.perf_counter()
+    for p in names:
+        os.stat(p)
+    s = n / (time.perf_counter() - t)
+    t = time.perf_counter()
+    for _ in range(5):
+        os.listdir(sub)
+    r = 5 / (time.perf_counter() - t)
+    t = time.perf_counter()
+    for p in names:
+        os.unlink(p)
+    u = n / (time.perf_counter() - t)
+    os.rmdir(sub)
+    return c, s, r, u
+
+def meminfo(path, secs=2.0):
+    n = 0
+    t = time.perf_counter()
+    while time.perf_counter() - t < secs:
+        with open(path, "rb") as f:
+            if not f.read():
+                return 0.0
+        n += 1
+    return n / (time.perf_counter() - t)
+
+def raw_tcp(mib):
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    def sink():
+        c, _ = srv.accept()
+        while c.recv(1 << 20):
+            pass
+        c.close()
+    th = threading.Thread(target=sink)
+    th.start()
+    s = socket.create_connection(srv.getsockname())
+    buf = b"\0" * (1 << 20)
+    t = time.perf_counter()
+    for _ in range(mib):
+        s.sendall(buf)
+    s.close()
+    th.join()
+    return mib / (time.perf_counter() - t)
+
+cmd = sys.argv[1]
+if cmd == "seq":
+    d, mib = sys.argv[2], int(sys.argv[3])
+    print("%.0f %.0f" % (seq_write(d, mib), 0))
+elif cmd == "read":
+    print("%.0f" % seq_read(sys.argv[2], int(sys.argv[3])))
+elif cmd == "rand":
+    print("%.0f %.0f" % rand_read(sys.argv[2]))
+elif cmd == "meta":
+    print("%.0f %.0f %.1f %.0f" % meta(sys.argv[2]))
+elif cmd == "meminfo":
+    print("%.0f" % meminfo(sys.argv[2]))
+elif cmd == "tcp":
+    print("%.0f" % raw_tcp(int(sys.argv[2])))
+EOF
+
+b() { $PY "$T/bench.py" "$@"; }
+head -c $((64 << 20)) /dev/urandom >"$T/exp/rand"
+cp "$T/exp/rand" "$T/native/rand"
+
+echo "== raw loopback TCP"
+tcp=$(b tcp "$size")
+echo "   $tcp MB/s"
+
+results=""
+for target in native m-tcp m-unix m-sshfs; do
+	d=$T/$target
+	[ "$target" = native ] || d=$T/$target
+	echo "== $target"
+	w=$(b seq "$d" "$size" | cut -d' ' -f1)
+	# The host copy is in the page cache; the client's is dropped at open
+	# (fuse-qtfs and sshfs invalidate on open), so reads cross the link.
+	r=$(b read "$d" "$size")
+	set -- $(b rand "$d")
+	p50=$1 p99=$2
+	rm -f "$d/big"
+	# create, readdir and unlink on the mount as it is; stat on a second
+	# mount of the same tree with attribute and entry caching off.
+	set -- $(b meta "$d")
+	c=$1 rd=$3 u=$4
+	mkdir -p "$T/nc-$target"
+	case $target in
+	m-tcp) "$FUSE_QTFS" --key-file "$T/psk" -o attr_timeout=0,entry_timeout=0 \
+		"tcp://127.0.0.1:$port:$T/exp" "$T/nc-$target" ;;
+	m-unix) "$FUSE_QTFS" --key-file "$T/psk" -o attr_timeout=0,entry_timeout=0 \
+		"unix:$T/sock:$T/exp" "$T/nc-$target" ;;
+	m-sshfs) sshfs $sshopts,cache=no,attr_timeout=0,entry_timeout=0,negative_timeout=0 \
+		"root@127.0.0.1:$T/exp" "$T/nc-$target" ;;
+	native) rmdir "$T/nc-$target" && ln -s "$T/native" "$T/nc-$target" ;;
+	esac
+	[ "$target" = native ] || MOUNTS="$MOUNTS $T/nc-$target"
+	set -- $(b meta "$T/nc-$target")
+	s=$2
+	echo "   seq write $w MB/s, seq read $r MB/s, rand 4k p50 ${p50}us p99 ${p99}us"
+	echo "   create $c/s, stat $s/s, readdir(10k) $rd/s, unlink $u/s"
+	results="$results
+$target $w $r $p50 $p99 $c $s $rd $u"
+done
+
+echo "== /proc/meminfo reads per second"
+mi_native=$(b meminfo /proc/meminfo)
+mi_qtfs=$(b meminfo "$T/p-qtfs/meminfo")
+mi_sshfs=$(b meminfo "$T/p-sshfs/meminfo")
+echo "   native $mi_native/s, fuse-qtfs $mi_qtfs/s, sshfs(direct_io) $mi_sshfs/s"
+
+echo
+echo "$results" | $PY -c '
+import sys
+tcp, mn, mq, ms = [float(x) for x in sys.argv[1:5]]
+rows = {}
+for line in sys.stdin.read().split("\n"):
+    if line.strip():
+        f = line.split()
+        rows[f[0]] = [float(x) for x in f[1:]]
+cols = ["seq write MB/s", "seq read MB/s", "rand4k p50 us", "rand4k p99 us", "create/s", "stat/s", "readdir/s", "unlink/s"]
+lower_better = {2, 3}
+names = ["native", "m-tcp", "m-unix", "m-sshfs"]
+print("| workload | native | fuse-qtfs tcp | fuse-qtfs unix | sshfs | qtfs tcp / sshfs | qtfs unix / sshfs |")
+print("|---|---:|---:|---:|---:|---:|---:|")
+for i, c in enumerate(cols):
+    v = [rows[n][i] for n in names]
+    def ratio(a, b):
+        if i in lower_better:
+            return b / a if a else 0
+        return a / b if b else 0
+    print("| %s | %.0f | %.0f | %.0f | %.0f | %.1fx | %.1fx |" % (c, v[0], v[1], v[2], v[3], ratio(v[1], v[3]), ratio(v[2], v[3])))
+print("| /proc/meminfo reads/s | %.0f | %.0f | - | %.0f | %.1fx | - |" % (mn, mq, ms, mq / ms if ms else 0))
+print()
+print("raw loopback TCP: %.0f MB/s; seq read over tcp = %.0f%% of it, over unix = %.0f%%" %
+      (tcp, 100 * rows["m-tcp"][1] / tcp, 100 * rows["m-unix"][1] / tcp))
+' "$tcp" "$mi_native" "$mi_qtfs" "$mi_sshfs"
