@@ -81,7 +81,8 @@ static void usage(void)
 	      "  listen=URI;URI...        exports=PATH[:ro];...   key_file=FILE\n"
 	      "  whitelist=FILE           max_conns=N (64)        max_handles=N (4096)\n"
 	      "  max_inflight=N (128)     workers=N (64)          unix_uids=UID;... (0 and ours)\n"
-	      "  log_level=LEVEL\n"
+	      "  log_level=LEVEL          inline_metadata=BOOL (true: answer lookups and\n"
+	      "                           getattrs on the event loop thread)\n"
 	      "\n"
 	      "Exit status: 0 success, 1 failure, 2 usage error.\n",
 	      stdout);
@@ -96,6 +97,7 @@ struct settings {
 	bool whitelist_explicit;
 	bool stdio;
 	int64_t max_conns, max_handles, max_inflight, workers;
+	bool inline_metadata;
 	GArray *unix_uids;
 	int verbose;
 	char *log_level;
@@ -114,7 +116,7 @@ static void settings_clear(struct settings *s)
 
 static const char *const server_keys[] = {
 	"listen",    "exports",      "key_file", "whitelist", "max_conns", "max_handles",
-	"max_inflight", "workers", "unix_uids", "log_level", NULL,
+	"max_inflight", "workers", "unix_uids", "log_level", "inline_metadata", NULL,
 };
 
 /* Read the config file; command-line values already in @s win. */
@@ -136,7 +138,8 @@ static int load_config(struct settings *s, bool explicit_config)
 	    qt_conf_get_int(conf, "server", "max_handles", 4096, 1, 1 << 20, &s->max_handles, &msg) < 0 ||
 	    qt_conf_get_int(conf, "server", "max_inflight", 128, 1, 4096, &s->max_inflight, &msg) < 0 ||
 	    qt_conf_get_int(conf, "server", "workers", 64, 1, 1024, &s->workers, &msg) < 0 ||
-	    qt_conf_get_strv(conf, "server", "unix_uids", &uids, &msg) < 0) {
+	    qt_conf_get_strv(conf, "server", "unix_uids", &uids, &msg) < 0 ||
+	    qt_conf_get_bool(conf, "server", "inline_metadata", true, &s->inline_metadata, &msg) < 0) {
 		qt_cli_fail("%s", msg);
 		return -EINVAL;
 	}
@@ -247,6 +250,7 @@ static int run(struct settings *s)
 	so.workers = (unsigned)s->workers;
 	so.unix_uids = (const uint32_t *)(void *)s->unix_uids->data;
 	so.n_unix_uids = s->unix_uids->len;
+	so.no_inline_metadata = !s->inline_metadata;
 	if ((err = qtfs_srv_new(loop, &so, &srv, &msg)) < 0) {
 		rc = qt_cli_fail("%s", msg);
 		goto out;

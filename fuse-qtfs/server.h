@@ -33,6 +33,7 @@ struct qtfs_srv_opts {
 	unsigned workers;		 /* thread pool size; 0: 64 */
 	const uint32_t *unix_uids;	 /* uids allowed on unix sockets; borrowed */
 	unsigned n_unix_uids;		 /* 0: only root and our own uid */
+	bool no_inline_metadata;	 /* run every request on the pool (see server.c) */
 };
 
 struct qtfs_srv;
