@@ -60,3 +60,10 @@ CLEANFILES += $(EXTRA_PROGRAMS)
 BENCH_SECONDS = 2
 bench: tests/bench/bench-transport
 	./tests/bench/bench-transport $(BENCH_SECONDS)
+
+# fuse-qtfs against native, sshfs and raw TCP (root; starts its own sshd).
+EXTRA_DIST += tests/bench/bench-qtfs.sh
+BENCH_QTFS_MIB = 1024
+bench-qtfs: fuse-qtfs/qtfs-server fuse-qtfs/fuse-qtfs
+	top_builddir=$(abs_top_builddir) sh $(top_srcdir)/tests/bench/bench-qtfs.sh $(BENCH_QTFS_MIB)
+.PHONY: bench-qtfs
