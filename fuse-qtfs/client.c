@@ -112,6 +112,10 @@ static void mount_done(struct qt_conn *c, int err, struct qt_msg *reply, void *a
 
 		if (err == -EPERM)
 			m = g_strdup_printf("%s is not inside an export of the server", cl->remote_path);
+		else if (err == -EACCES)
+			m = g_strdup_printf("the server refused access to %s (this client's unix uid, "
+					    "or the whitelist; its log says which)",
+					    cl->remote_path);
 		else
 			m = g_strdup_printf("cannot mount %s: %s", cl->remote_path, g_strerror(-err));
 		first_result(cl, err, m);

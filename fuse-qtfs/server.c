@@ -98,6 +98,7 @@ struct handle {
 struct session {
 	uint32_t tag; /* TAG_SESS */
 	struct qtfs_srv *srv;
+	bool refused; /* unix peer with a uid not allowed: every request gets EACCES */
 	struct qt_conn *conn;
 	int refs; /* atomic: the connection + running jobs */
 	GMutex lock;
@@ -1762,7 +1763,9 @@ static void run_job(gpointer data, gpointer user)
 
 	tl_blocking_ok = where == RUN_BLOCKING;
 	qt_rd_init_msg(&r, j->req);
-	if (!fn)
+	if (sess->refused)
+		err = -EACCES;
+	else if (!fn)
 		err = -ENOSYS;
 	else if (!mounted && type != QTFS_MOUNT)
 		err = -EPERM;
@@ -1827,18 +1830,21 @@ static void srv_conn_ready(struct qt_conn *c, void *user)
 	struct session *sess;
 	uint32_t uid;
 
+	bool refused = false;
+
 	if (qt_socket_peer_uid(qt_conn_fd(c), &uid) == 0) {
 		bool ok = false;
 
 		for (guint i = 0; i < srv->unix_uids->len; i++)
 			ok = ok || g_array_index(srv->unix_uids, uint32_t, i) == uid;
 		if (!ok) {
+			/* Answered, not just closed, so the client can say why. */
 			qt_warn("peer %s: uid %u is not allowed on unix sockets", qt_conn_peer(c), uid);
-			qt_conn_close(c, -EACCES, "peer uid not allowed");
-			return;
+			refused = true;
 		}
 	}
 	sess = g_new0(struct session, 1);
+	sess->refused = refused;
 	sess->tag = TAG_SESS;
 	sess->srv = srv;
 	sess->conn = qt_conn_ref(c);
