@@ -94,7 +94,6 @@ struct settings {
 	GPtrArray *exports; /* char* */
 	char *key_file;
 	char *whitelist;
-	bool whitelist_explicit;
 	bool stdio;
 	int64_t max_conns, max_handles, max_inflight, workers;
 	bool inline_metadata;
@@ -151,10 +150,8 @@ static int load_config(struct settings *s, bool explicit_config)
 			g_ptr_array_add(s->exports, g_strdup(*p));
 	if (!s->key_file)
 		s->key_file = g_steal_pointer(&key);
-	if (!s->whitelist && wl) {
+	if (!s->whitelist && wl)
 		s->whitelist = g_steal_pointer(&wl);
-		s->whitelist_explicit = true;
-	}
 	if (!s->log_level)
 		s->log_level = g_steal_pointer(&level);
 	for (char **p = uids; *p; p++) {
@@ -362,7 +359,6 @@ int main(int argc, char **argv)
 		case OPT_WHITELIST:
 			g_free(s.whitelist);
 			s.whitelist = g_strdup(optarg);
-			s.whitelist_explicit = true;
 			break;
 		case OPT_STDIO:
 			s.stdio = true;
