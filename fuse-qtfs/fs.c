@@ -1384,6 +1384,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct readdir_ctx c = {.off = (uint64_t)off, .size = (uint32_t)MIN(size, QTFS_IO_MAX), .plus = plus};
 	g_autoptr(qt_msg) rep = NULL;
 	g_autofree char *buf = NULL;
+	g_autoptr(GArray) learned = g_array_new(FALSE, FALSE, sizeof(fuse_ino_t));
 	size_t used = 0;
 	uint32_t count;
 	struct qt_rd r;
@@ -1450,11 +1451,18 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				n = node_learn_locked(fs, p, name, &a);
 				fill_entry(fs, n, &a, &e);
 				g_mutex_unlock(&fs->lock);
+				g_array_append_val(learned, n->id);
 			}
 			used += fuse_add_direntry_plus(req, buf + used, c.size - used, name, &e, (off_t)next);
 		}
 	}
-	fuse_reply_buf(req, buf, used);
+	if (fuse_reply_buf(req, buf, used) != 0 && learned->len) {
+		/* The kernel took none of the entries: give their lookups back. */
+		g_mutex_lock(&fs->lock);
+		for (guint i = 0; i < learned->len; i++)
+			forget_one(fs, g_array_index(learned, fuse_ino_t, i), 1);
+		g_mutex_unlock(&fs->lock);
+	}
 }
 
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
