@@ -1703,10 +1703,9 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 	struct qt_msg *m;
 	uint64_t n = 0;
 	struct qt_rd r;
-	int err;
-
 	unsigned slot, bslot;
 	uint64_t gen, bgen, ash, bsh;
+	int err;
 
 	/* One lock at a time: the two may be the same file, or locked the other way round. */
 	g_mutex_lock(&a->lock);
