@@ -1059,6 +1059,7 @@ static int op_read(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 {
 	uint64_t hid, off;
 	uint32_t size;
+	size_t len_at;
 	uint8_t *p;
 	ssize_t n;
 	int err;
@@ -1077,6 +1078,7 @@ static int op_read(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		return -EISDIR;
 	if (h->stream && !tl_blocking_ok)
 		return DEFER;
+	len_at = qt_msg_payload_len(rep);
 	p = qt_msg_reserve(rep, 4 + (size_t)size);
 	if (!p)
 		return -ENOMEM;
@@ -1087,11 +1089,7 @@ static int op_read(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		return -errno;
 	/* Give back what the read did not fill, then write the length prefix. */
 	rep->len -= size - (size_t)n;
-	p[0] = (uint8_t)(n >> 24);
-	p[1] = (uint8_t)(n >> 16);
-	p[2] = (uint8_t)(n >> 8);
-	p[3] = (uint8_t)n;
-	return 0;
+	return qt_msg_patch_u32(rep, len_at, (uint32_t)n);
 }
 
 /*
@@ -1311,15 +1309,7 @@ out:
 		return err;
 	if (rep->err)
 		return rep->err;
-	{
-		uint8_t *c = qt_msg_payload(rep) + count_at;
-
-		c[0] = (uint8_t)(count >> 24);
-		c[1] = (uint8_t)(count >> 16);
-		c[2] = (uint8_t)(count >> 8);
-		c[3] = (uint8_t)count;
-	}
-	return 0;
+	return qt_msg_patch_u32(rep, count_at, count);
 }
 
 static int op_access(struct session *sess, struct qt_rd *r, struct qt_msg *rep)

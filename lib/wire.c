@@ -170,6 +170,14 @@ void qt_msg_put_raw(struct qt_msg *m, const void *p, size_t n)
 		memcpy(d, p, n);
 }
 
+int qt_msg_patch_u32(struct qt_msg *m, size_t off, uint32_t v)
+{
+	if (off > qt_msg_payload_len(m) || qt_msg_payload_len(m) - off < 4)
+		return -EINVAL;
+	be32_put(qt_msg_payload(m) + off, v);
+	return 0;
+}
+
 void qt_msg_put_u8(struct qt_msg *m, uint8_t v)
 {
 	uint8_t *d = qt_msg_reserve(m, 1);

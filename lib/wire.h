@@ -121,6 +121,12 @@ void qt_msg_put_str(struct qt_msg *m, const char *s);
 void qt_msg_put_raw(struct qt_msg *m, const void *p, size_t n);
 /* Reserve @n raw bytes and return a pointer to them (NULL after an error). */
 uint8_t *qt_msg_reserve(struct qt_msg *m, size_t n);
+/*
+ * Overwrite the u32 at payload offset @off, written earlier (a count or a
+ * length known only once what follows it is in).  0, or -EINVAL when those
+ * four bytes are not all inside the payload.
+ */
+int qt_msg_patch_u32(struct qt_msg *m, size_t off, uint32_t v);
 /* Write the payload length into the header.  0, or -EMSGSIZE on overflow. */
 int qt_msg_finish(struct qt_msg *m);
 

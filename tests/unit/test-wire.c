@@ -365,6 +365,22 @@ START_TEST(test_msg_grows)
 }
 END_TEST
 
+START_TEST(test_msg_patch_u32)
+{
+	g_autoptr(qt_msg) m = qt_msg_new(1, 0, 0);
+
+	qt_msg_put_u8(m, 0xAA);
+	qt_msg_put_u32(m, 0);
+	qt_msg_put_u8(m, 0xBB);
+	ck_assert_int_eq(qt_msg_patch_u32(m, 1, 0x01020304), 0);
+	ck_assert_int_eq(qt_msg_patch_u32(m, 3, 1), -EINVAL); /* runs past the end */
+	ck_assert_int_eq(qt_msg_patch_u32(m, 6, 1), -EINVAL);
+	ck_assert_int_eq(qt_msg_patch_u32(m, SIZE_MAX, 1), -EINVAL);
+	ck_assert_int_eq(qt_msg_finish(m), 0);
+	ck_assert_mem_eq(qt_msg_payload(m), "\xAA\x01\x02\x03\x04\xBB", 6);
+}
+END_TEST
+
 START_TEST(test_msg_reserve)
 {
 	g_autoptr(qt_msg) m = qt_msg_new(1, 0, 0);
@@ -1283,6 +1299,7 @@ static Suite *wire_suite(void)
 	tcase_add_test(msg, test_msg_new_header);
 	tcase_add_test(msg, test_msg_grows);
 	tcase_add_test(msg, test_msg_reserve);
+	tcase_add_test(msg, test_msg_patch_u32);
 	tcase_add_test(msg, test_msg_overflow_sticky);
 	tcase_add_test(msg, test_msg_overflow_each_put);
 	tcase_add_test(msg, test_msg_overflow_bytes_body);
