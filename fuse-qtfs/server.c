@@ -88,11 +88,9 @@ struct qtfs_srv {
 struct handle {
 	int fd;
 	bool dir;
-	bool pseudo;
 	bool stream; /* a FIFO: read(2)/write(2), no offsets */
 	int refs;    /* atomic */
 	GMutex lock; /* directory position */
-	char *host_path; /* for log lines and the whitelist */
 };
 
 struct session {
@@ -267,15 +265,6 @@ static int at_stat(const struct at *a, struct stat *st)
 		       : 0;
 }
 
-static char *host_path(const struct session *sess, const char *rel)
-{
-	if (!*rel)
-		return g_strdup(sess->root_path);
-	if (!strcmp(sess->root_path, "/"))
-		return g_strconcat("/", rel, NULL);
-	return g_strconcat(sess->root_path, "/", rel, NULL);
-}
-
 /* ---- handles ------------------------------------------------------------- */
 
 static void handle_unref(struct handle *h)
@@ -284,12 +273,10 @@ static void handle_unref(struct handle *h)
 		return;
 	close(h->fd);
 	g_mutex_clear(&h->lock);
-	g_free(h->host_path);
 	g_free(h);
 }
 
-static int handle_add(struct session *sess, int fd, bool dir, bool pseudo, bool stream,
-		      const char *hpath, uint64_t *id)
+static int handle_add(struct session *sess, int fd, bool dir, bool stream, uint64_t *id)
 {
 	struct handle *h;
 	uint64_t *key;
@@ -302,10 +289,8 @@ static int handle_add(struct session *sess, int fd, bool dir, bool pseudo, bool 
 	h = g_new0(struct handle, 1);
 	h->fd = fd;
 	h->dir = dir;
-	h->pseudo = pseudo;
 	h->stream = stream;
 	h->refs = 1;
-	h->host_path = g_strdup(hpath);
 	g_mutex_init(&h->lock);
 	key = g_new(uint64_t, 1);
 	*key = ++sess->next_handle;
@@ -536,7 +521,6 @@ static int op_setattr(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	uint32_t valid, mode, uid, gid, ans, mns;
 	int64_t size, as, ms;
 	g_autoptr(handle) h = NULL;
-	struct at a = {.dirfd = -1};
 	int fd = -1, err = 0;
 	struct stat tst;
 	char pfd[64];
@@ -563,13 +547,9 @@ static int op_setattr(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 			return -EBADF;
 		fd = h->fd;
 	} else {
-		if ((err = at_resolve(sess, path, &a)) < 0)
-			return err;
 		fd = openat2_beneath(sess->root_fd, path, O_PATH | O_NOFOLLOW, 0);
-		if (fd < 0) {
-			err = fd;
-			goto out;
-		}
+		if (fd < 0)
+			return fd;
 	}
 	if ((err = proc_fd_path(fd, pfd)) < 0 || (err = wl_check_fd(sess, QTFS_WL_SETATTR, fd, NULL)) < 0)
 		goto out;
@@ -635,13 +615,12 @@ static int op_setattr(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 			ts[1].tv_nsec = UTIME_NOW;
 		else if (valid & QTFS_SA_MTIME)
 			ts[1] = (struct timespec){.tv_sec = ms, .tv_nsec = mns};
-		if (ts[0].tv_nsec != UTIME_NOW && ts[0].tv_nsec != UTIME_OMIT && ts[0].tv_nsec >= 1000000000) {
-			err = -EINVAL;
-			goto out;
-		}
-		if (ts[1].tv_nsec != UTIME_NOW && ts[1].tv_nsec != UTIME_OMIT && ts[1].tv_nsec >= 1000000000) {
-			err = -EINVAL;
-			goto out;
+		for (int i = 0; i < 2; i++) {
+			if (ts[i].tv_nsec != UTIME_NOW && ts[i].tv_nsec != UTIME_OMIT &&
+			    ts[i].tv_nsec >= 1000000000) {
+				err = -EINVAL;
+				goto out;
+			}
 		}
 		if (utimensat(fd, "", ts, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
 			err = -errno;
@@ -652,7 +631,6 @@ static int op_setattr(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 out:
 	if (!h && fd >= 0)
 		close(fd);
-	at_clear(&a);
 	return err;
 }
 
@@ -700,14 +678,37 @@ static int own_new(const struct at *a, uint32_t uid, uint32_t gid)
 	return 0;
 }
 
-/* Shared tail of the creating ops: @made says the name now exists. */
-static int created(struct session *sess, struct at *a, uint32_t uid, uint32_t gid,
-		   struct qt_msg *rep)
-{
-	int err = own_new(a, uid, gid);
+enum make_kind { MAKE_NODE, MAKE_DIR, MAKE_SYMLINK };
 
-	if (err == 0)
-		err = put_at_attr(sess, a, rep);
+/*
+ * MKNOD, MKDIR and SYMLINK: make @path, give it the caller's ownership and
+ * answer with its attributes.  A symlink's @target is only text: it is
+ * resolved on the client, never here.
+ */
+static int make_at(struct session *sess, enum make_kind kind, const char *path, uint32_t mode,
+		   uint64_t rdev, const char *target, uint32_t uid, uint32_t gid, struct qt_msg *rep)
+{
+	struct at a;
+	int err, r;
+
+	if (!*path)
+		return -EEXIST;
+	if ((err = at_resolve(sess, path, &a)) < 0)
+		return err;
+	err = wl_check_at(sess, kind == MAKE_DIR ? QTFS_WL_MKDIR : QTFS_WL_CREATE, &a);
+	if (err == 0) {
+		if (kind == MAKE_DIR)
+			r = mkdirat(a.dirfd, a.name, mode & 07777);
+		else if (kind == MAKE_SYMLINK)
+			r = symlinkat(target, a.dirfd, a.name);
+		else
+			r = mknodat(a.dirfd, a.name, mode, (dev_t)rdev);
+		if (r < 0)
+			err = -errno;
+		else if ((err = own_new(&a, uid, gid)) == 0)
+			err = put_at_attr(sess, &a, rep);
+	}
+	at_clear(&a);
 	return err;
 }
 
@@ -716,7 +717,6 @@ static int op_mknod(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	g_autofree char *path = NULL;
 	uint32_t mode, uid, gid;
 	uint64_t rdev;
-	struct at a;
 	int err;
 
 	if ((err = rd_path(r, &path)) < 0)
@@ -727,25 +727,13 @@ static int op_mknod(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	qt_rd_u32(r, &gid);
 	if ((err = qt_rd_end(r)) < 0)
 		return err;
-	if (!*path)
-		return -EEXIST;
-	if ((err = at_resolve(sess, path, &a)) < 0)
-		return err;
-	if ((err = wl_check_at(sess, QTFS_WL_CREATE, &a)) < 0)
-		;
-	else if (mknodat(a.dirfd, a.name, mode, (dev_t)rdev) < 0)
-		err = -errno;
-	else
-		err = created(sess, &a, uid, gid, rep);
-	at_clear(&a);
-	return err;
+	return make_at(sess, MAKE_NODE, path, mode, rdev, NULL, uid, gid, rep);
 }
 
 static int op_mkdir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 {
 	g_autofree char *path = NULL;
 	uint32_t mode, uid, gid;
-	struct at a;
 	int err;
 
 	if ((err = rd_path(r, &path)) < 0)
@@ -755,18 +743,7 @@ static int op_mkdir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	qt_rd_u32(r, &gid);
 	if ((err = qt_rd_end(r)) < 0)
 		return err;
-	if (!*path)
-		return -EEXIST;
-	if ((err = at_resolve(sess, path, &a)) < 0)
-		return err;
-	if ((err = wl_check_at(sess, QTFS_WL_MKDIR, &a)) < 0)
-		;
-	else if (mkdirat(a.dirfd, a.name, mode & 07777) < 0)
-		err = -errno;
-	else
-		err = created(sess, &a, uid, gid, rep);
-	at_clear(&a);
-	return err;
+	return make_at(sess, MAKE_DIR, path, mode, 0, NULL, uid, gid, rep);
 }
 
 static int op_remove(struct session *sess, struct qt_rd *r, struct qt_msg *rep, bool dir)
@@ -802,7 +779,6 @@ static int op_symlink(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 {
 	g_autofree char *path = NULL, *target = NULL;
 	uint32_t uid, gid;
-	struct at a;
 	int err;
 
 	if ((err = rd_path(r, &path)) < 0 || (err = qt_rd_strdup(r, QTFS_SYMLINK_MAX, &target)) < 0)
@@ -811,19 +787,7 @@ static int op_symlink(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	qt_rd_u32(r, &gid);
 	if ((err = qt_rd_end(r)) < 0)
 		return err;
-	if (!*path)
-		return -EEXIST;
-	if ((err = at_resolve(sess, path, &a)) < 0)
-		return err;
-	/* The target is only text: it is resolved on the client, never here. */
-	if ((err = wl_check_at(sess, QTFS_WL_CREATE, &a)) < 0)
-		;
-	else if (symlinkat(target, a.dirfd, a.name) < 0)
-		err = -errno;
-	else
-		err = created(sess, &a, uid, gid, rep);
-	at_clear(&a);
-	return err;
+	return make_at(sess, MAKE_SYMLINK, path, 0, 0, target, uid, gid, rep);
 }
 
 static int op_rename(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
@@ -895,7 +859,6 @@ static int op_link(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	(O_ACCMODE | O_APPEND | O_TRUNC | O_NONBLOCK | O_DSYNC | O_SYNC | O_NOATIME | O_DIRECT | \
 	 O_LARGEFILE | O_DIRECTORY | O_NOCTTY)
 
-
 /* @fd: what is being opened (O_PATH, or already open). */
 static int check_open(struct session *sess, int fd, int flags)
 {
@@ -911,10 +874,8 @@ static int check_open(struct session *sess, int fd, int flags)
 }
 
 /* Register @fd as a handle and answer with its id and attributes.  Consumes @fd. */
-static int put_new_handle(struct session *sess, int fd, const char *path, bool dir,
-			  struct qt_msg *rep)
+static int put_new_handle(struct session *sess, int fd, bool dir, struct qt_msg *rep)
 {
-	g_autofree char *hp = host_path(sess, path);
 	struct stat st;
 	uint64_t hid;
 	bool pseudo;
@@ -926,7 +887,7 @@ static int put_new_handle(struct session *sess, int fd, const char *path, bool d
 		return err;
 	}
 	pseudo = dev_is_pseudo(sess->srv, st.st_dev, fd, "");
-	if ((err = handle_add(sess, fd, dir, pseudo, S_ISFIFO(st.st_mode), hp, &hid)) < 0) {
+	if ((err = handle_add(sess, fd, dir, S_ISFIFO(st.st_mode), &hid)) < 0) {
 		close(fd);
 		return err;
 	}
@@ -979,7 +940,7 @@ static int open_existing(struct session *sess, const char *path, uint32_t flags,
 		goto out;
 	}
 	close(pfd);
-	return put_new_handle(sess, fd, path, false, rep);
+	return put_new_handle(sess, fd, false, rep);
 out:
 	close(pfd);
 	return err;
@@ -1041,7 +1002,7 @@ static int op_create(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 				return err;
 			}
 			at_clear(&a);
-			return put_new_handle(sess, fd, path, false, rep);
+			return put_new_handle(sess, fd, false, rep);
 		}
 		err = -errno;
 		at_clear(&a);
@@ -1208,7 +1169,7 @@ static int op_opendir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		close(fd);
 		return err;
 	}
-	return put_new_handle(sess, fd, path, true, rep);
+	return put_new_handle(sess, fd, true, rep);
 }
 
 struct linux_dirent64 {
