@@ -366,19 +366,31 @@ static int call(struct qtfs_fs *fs, struct qt_msg *m, bool idempotent, struct qt
 	return qtfs_client_call(fs->cl, m, idempotent, rep);
 }
 
+/* A reply that is one attribute record.  0, or -EIO when it is malformed. */
+static int rd_attr_reply(const struct qt_msg *rep, struct qtfs_attr *a)
+{
+	struct qt_rd r;
+
+	qt_rd_init_msg(&r, rep);
+	return qtfs_rd_attr(&r, a) < 0 || qt_rd_end(&r) < 0 ? -EIO : 0;
+}
+
+/* The reply of OPEN, OPENDIR and CREATE: the server's handle, then the file's attributes. */
+static int rd_handle_reply(const struct qt_msg *rep, uint64_t *sh, struct qtfs_attr *a)
+{
+	struct qt_rd r;
+
+	qt_rd_init_msg(&r, rep);
+	return qt_rd_u64(&r, sh) < 0 || qtfs_rd_attr(&r, a) < 0 || qt_rd_end(&r) < 0 ? -EIO : 0;
+}
+
 /* A call whose reply is one attribute record. */
 static int call_attr(struct qtfs_fs *fs, struct qt_msg *m, bool idempotent, struct qtfs_attr *a)
 {
 	g_autoptr(qt_msg) rep = NULL;
-	struct qt_rd r;
 	int err = call(fs, m, idempotent, &rep);
 
-	if (err < 0)
-		return err;
-	qt_rd_init_msg(&r, rep);
-	if ((err = qtfs_rd_attr(&r, a)) < 0 || (err = qt_rd_end(&r)) < 0)
-		return -EIO;
-	return 0;
+	return err < 0 ? err : rd_attr_reply(rep, a);
 }
 
 /* A call with an empty reply. */
@@ -411,7 +423,6 @@ static int open_remote(struct qtfs_fs *fs, const char *path, int flags, bool dir
 	for (int attempt = 0; attempt < 3; attempt++) {
 		g_autoptr(qt_msg) rep = NULL;
 		struct qt_msg *m = req_path(dir ? QTFS_OPENDIR : QTFS_OPEN, path);
-		struct qt_rd r;
 		int err;
 
 		if (!dir)
@@ -425,11 +436,7 @@ static int open_remote(struct qtfs_fs *fs, const char *path, int flags, bool dir
 			continue;
 		if (err < 0)
 			return err;
-		qt_rd_init_msg(&r, rep);
-		qt_rd_u64(&r, sh);
-		if (qtfs_rd_attr(&r, a) < 0 || qt_rd_end(&r) < 0)
-			return -EIO;
-		return 0;
+		return rd_handle_reply(rep, sh, a);
 	}
 	return -EIO;
 }
@@ -649,8 +656,6 @@ static char *synth_target(fuse_req_t req, struct qtfs_fs *fs, uint64_t key)
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
-	struct qtfs_fs *fs = userdata;
-
 	conn->max_write = QTFS_IO_MAX;
 	conn->max_read = QTFS_IO_MAX;
 	conn->max_readahead = QTFS_IO_MAX;
@@ -660,9 +665,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want |= conn->capable & (FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO |
 				       FUSE_CAP_AUTO_INVAL_DATA | FUSE_CAP_PARALLEL_DIROPS |
 				       FUSE_CAP_ASYNC_READ | FUSE_CAP_ATOMIC_O_TRUNC);
-	/* Data changes on the host: no writeback cache, no kernel-side lock handling loss. */
+	/* Data changes on the host: no writeback cache. */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
-	(void)fs;
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -761,35 +765,16 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	}
 	path = path_of(fs, ino, NULL);
-	if (!path && !(fi && fi->fh)) {
-		struct fh *h = node_fh(fs, ino);
-
-		if (!h) {
-			fuse_reply_err(req, ESTALE);
-			return;
-		}
-		{
-			g_autoptr(qt_msg) rep = NULL;
-			struct qt_rd r;
-
-			err = call_fh(fs, h, build_getattr, NULL, &rep);
-			fh_unref(h);
-			if (err == 0) {
-				qt_rd_init_msg(&r, rep);
-				if (qtfs_rd_attr(&r, &a) < 0 || qt_rd_end(&r) < 0)
-					err = -EIO;
-			}
-		}
-	} else if (fi && fi->fh) {
+	/* By handle when the kernel names one, or when the file has no name left. */
+	if ((fi && fi->fh) || !path) {
+		struct fh *h = fi && fi->fh ? fh_of(fi) : node_fh(fs, ino);
 		g_autoptr(qt_msg) rep = NULL;
-		struct qt_rd r;
 
-		err = call_fh(fs, fh_of(fi), build_getattr, NULL, &rep);
-		if (err == 0) {
-			qt_rd_init_msg(&r, rep);
-			if (qtfs_rd_attr(&r, &a) < 0 || qt_rd_end(&r) < 0)
-				err = -EIO;
-		}
+		err = h ? call_fh(fs, h, build_getattr, NULL, &rep) : -ESTALE;
+		if (err == 0)
+			err = rd_attr_reply(rep, &a);
+		if (h && !(fi && fi->fh))
+			fh_unref(h);
 	} else {
 		struct qt_msg *m = req_path(QTFS_GETATTR, path);
 
@@ -836,25 +821,20 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	struct setattr_ctx c = {.path = path ? path : "", .st = attr, .valid = to_set};
 	g_autoptr(qt_msg) rep = NULL;
 	struct qtfs_attr a;
-	struct qt_rd r;
 	int err;
 
-	if (fi && fi->fh) {
-		err = call_fh(fs, fh_of(fi), build_setattr, &c, &rep);
-	} else if (!path) {
-		struct fh *h = node_fh(fs, ino);
+	/* By handle when the kernel names one, or when the file has no name left. */
+	if ((fi && fi->fh) || !path) {
+		struct fh *h = fi && fi->fh ? fh_of(fi) : node_fh(fs, ino);
 
 		err = h ? call_fh(fs, h, build_setattr, &c, &rep) : -ESTALE;
-		if (h)
+		if (h && !(fi && fi->fh))
 			fh_unref(h);
 	} else {
 		err = call(fs, build_setattr(0, &c), true, &rep);
 	}
-	if (err == 0) {
-		qt_rd_init_msg(&r, rep);
-		if (qtfs_rd_attr(&r, &a) < 0 || qt_rd_end(&r) < 0)
-			err = -EIO;
-	}
+	if (err == 0)
+		err = rd_attr_reply(rep, &a);
 	if (err < 0) {
 		fuse_reply_err(req, -err);
 		return;
@@ -1082,15 +1062,12 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	make_node(req, newparent, newname, to, m);
 }
 
-static void set_open_flags(struct qtfs_fs *fs, struct fuse_file_info *fi, bool pseudo)
+static void set_open_flags(struct fuse_file_info *fi, bool pseudo)
 {
-	if (pseudo) {
-		fi->direct_io = 1;
-		fi->keep_cache = 0;
-	} else {
-		/* Close-to-open consistency: the host may have changed the file. */
-		fi->keep_cache = 0;
-	}
+	/* Close-to-open consistency: the host may have changed the file. */
+	fi->keep_cache = 0;
+	/* Pseudo files' sizes mean nothing: every read goes to the host. */
+	fi->direct_io = pseudo;
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -1117,7 +1094,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	h = fh_new(ino, fi->flags, false, slot, gen, sh, relay || (a.flags & QTFS_AF_PSEUDO));
 	h->stream = relay;
 	fi->fh = (uintptr_t)h;
-	set_open_flags(fs, fi, h->pseudo);
+	set_open_flags(fi, h->pseudo);
 	if (relay)
 		fi->nonseekable = 1;
 	fh_attach(fs, h);
@@ -1148,31 +1125,19 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
-	for (int attempt = 0; attempt < 3; attempt++) {
+	/* Not retried: after a lost connection we cannot know whether it was made. */
+	if ((err = qtfs_client_pick(fs->cl, &slot, &gen)) == 0) {
 		g_autoptr(qt_msg) rep = NULL;
 		struct qt_msg *m = req_path(QTFS_CREATE, path);
-		struct qt_rd r;
 
 		qt_msg_put_u32(m, (uint32_t)fi->flags);
 		qt_msg_put_u32(m, mode);
 		put_caller(m, req);
-		if ((err = qtfs_client_pick(fs->cl, &slot, &gen)) < 0) {
-			qt_msg_free(m);
-			break;
-		}
 		err = qtfs_client_call_on(fs->cl, slot, gen, m, 0, &rep);
-		if (err == -ESTALE) {
-			/* Lost with the connection: we cannot know whether it was made. */
+		if (err == -ESTALE)
 			err = -EIO;
-			break;
-		}
-		if (err < 0)
-			break;
-		qt_rd_init_msg(&r, rep);
-		qt_rd_u64(&r, &sh);
-		if (qtfs_rd_attr(&r, &a) < 0 || qt_rd_end(&r) < 0)
-			err = -EIO;
-		break;
+		else if (err == 0)
+			err = rd_handle_reply(rep, &sh, &a);
 	}
 	if (err < 0) {
 		fuse_reply_err(req, -err);
@@ -1185,7 +1150,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	g_mutex_unlock(&fs->lock);
 	h = fh_new(n->id, fi->flags, false, slot, gen, sh, a.flags & QTFS_AF_PSEUDO);
 	fi->fh = (uintptr_t)h;
-	set_open_flags(fs, fi, h->pseudo);
+	set_open_flags(fi, h->pseudo);
 	fh_attach(fs, h);
 	if (fuse_reply_create(req, &e, fi) != 0) {
 		fh_detach(fs, h);
