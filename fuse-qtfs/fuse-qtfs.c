@@ -192,11 +192,10 @@ static int parse_o(struct settings *s, const char *arg)
 				return -EINVAL;
 			s->fs.entry_timeout = d;
 		} else if (!strcmp(key, "timeout") && val) {
-			if (parse_seconds(key, val, &d) < 0 || d < 0.1) {
-				if (d < 0.1)
-					qt_cli_usage_error("-o timeout: at least 0.1 seconds");
+			if (parse_seconds(key, val, &d) < 0)
 				return -EINVAL;
-			}
+			if (d < 0.1)
+				return qt_cli_usage_error("-o timeout: at least 0.1 seconds"), -EINVAL;
 			s->timeout_ms = (uint64_t)(d * 1000);
 		} else if (!strcmp(key, "conns") && val) {
 			if (qt_parse_int(val, 1, 64, &n) < 0)
