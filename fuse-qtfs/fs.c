@@ -490,6 +490,27 @@ static void fh_detach(struct qtfs_fs *fs, struct fh *h)
 }
 
 /*
+ * The kernel is done with @h (released, or never took it because its open
+ * reply failed): close the server's handle, fire and forget, drop any poll
+ * wait, and drop the kernel's reference.
+ */
+static void fh_close(struct qtfs_fs *fs, struct fh *h)
+{
+	struct qt_msg *m = qt_msg_new(QTFS_RELEASE, 0, 0);
+
+	fh_detach(fs, h);
+	g_mutex_lock(&h->lock);
+	qt_msg_put_u64(m, h->sh);
+	qtfs_client_call_async(fs->cl, h->slot, h->gen, m);
+	if (h->ph) {
+		fuse_pollhandle_destroy(h->ph);
+		h->ph = NULL;
+	}
+	g_mutex_unlock(&h->lock);
+	fh_unref(h);
+}
+
+/*
  * Some open handle of node @ino (a reference), for requests the kernel
  * sends without one on a file that has lost its name: fstat or fchmod of
  * an unlinked open file.  NULL when none is open.
@@ -1098,14 +1119,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (relay)
 		fi->nonseekable = 1;
 	fh_attach(fs, h);
-	if (fuse_reply_open(req, fi) != 0) {
-		fh_detach(fs, h);
-		struct qt_msg *m = qt_msg_new(QTFS_RELEASE, 0, 0);
-
-		qt_msg_put_u64(m, sh);
-		qtfs_client_call_async(fs->cl, slot, gen, m);
-		fh_unref(h);
-	}
+	if (fuse_reply_open(req, fi) != 0)
+		fh_close(fs, h);
 }
 
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -1153,12 +1168,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	set_open_flags(fi, h->pseudo);
 	fh_attach(fs, h);
 	if (fuse_reply_create(req, &e, fi) != 0) {
-		fh_detach(fs, h);
-		struct qt_msg *m = qt_msg_new(QTFS_RELEASE, 0, 0);
-
-		qt_msg_put_u64(m, sh);
-		qtfs_client_call_async(fs->cl, slot, gen, m);
-		fh_unref(h);
+		fh_close(fs, h);
 		g_mutex_lock(&fs->lock);
 		if (--n->nlookup == 0 && n->children == 0)
 			node_free(fs, n);
@@ -1253,20 +1263,7 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static void release_fh(fuse_req_t req, struct fuse_file_info *fi)
 {
-	struct qtfs_fs *fs = FS(req);
-	struct fh *h = fh_of(fi);
-	struct qt_msg *m = qt_msg_new(QTFS_RELEASE, 0, 0);
-
-	fh_detach(fs, h);
-	g_mutex_lock(&h->lock);
-	qt_msg_put_u64(m, h->sh);
-	qtfs_client_call_async(fs->cl, h->slot, h->gen, m);
-	if (h->ph) {
-		fuse_pollhandle_destroy(h->ph);
-		h->ph = NULL;
-	}
-	g_mutex_unlock(&h->lock);
-	fh_unref(h);
+	fh_close(FS(req), fh_of(fi));
 	fuse_reply_err(req, 0);
 }
 
@@ -1315,13 +1312,8 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	/* Directory contents change on the host: never cache them. */
 	fi->cache_readdir = 0;
 	fi->keep_cache = 0;
-	if (fuse_reply_open(req, fi) != 0) {
-		struct qt_msg *m = qt_msg_new(QTFS_RELEASE, 0, 0);
-
-		qt_msg_put_u64(m, sh);
-		qtfs_client_call_async(fs->cl, slot, gen, m);
-		fh_unref(fh_of(fi));
-	}
+	if (fuse_reply_open(req, fi) != 0)
+		fh_close(fs, fh_of(fi));
 }
 
 struct readdir_ctx {
