@@ -170,6 +170,12 @@ void qt_msg_put_raw(struct qt_msg *m, const void *p, size_t n)
 		memcpy(d, p, n);
 }
 
+void qt_msg_truncate(struct qt_msg *m, size_t payload_len)
+{
+	if (payload_len < qt_msg_payload_len(m))
+		m->len = QT_WIRE_HDR_SIZE + payload_len;
+}
+
 int qt_msg_patch_u32(struct qt_msg *m, size_t off, uint32_t v)
 {
 	if (off > qt_msg_payload_len(m) || qt_msg_payload_len(m) - off < 4)

@@ -127,6 +127,11 @@ uint8_t *qt_msg_reserve(struct qt_msg *m, size_t n);
  * four bytes are not all inside the payload.
  */
 int qt_msg_patch_u32(struct qt_msg *m, size_t off, uint32_t v);
+/*
+ * Cut the payload back to @payload_len bytes (no-op if it is shorter):
+ * after reserving room for a read() that returned less.
+ */
+void qt_msg_truncate(struct qt_msg *m, size_t payload_len);
 /* Write the payload length into the header.  0, or -EMSGSIZE on overflow. */
 int qt_msg_finish(struct qt_msg *m);
 
