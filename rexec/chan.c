@@ -1,0 +1,550 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Channels: one local descriptor relayed to and from a rexec connection
+ * with credit-based flow control (see chan.h for the states).  Pipe and
+ * pty bytes are read straight into the outgoing frame; socket bytes go
+ * through a scratch buffer, since the descriptors that arrive with them
+ * (SCM_RIGHTS) must be encoded in front of the bytes.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "chan.h"
+#include "log.h"
+
+struct inbound {
+	struct qt_msg *m; /* owns the bytes below */
+	const uint8_t *p;
+	size_t len;
+	struct rexec_fileref *refs;
+	uint32_t n_refs;
+};
+
+struct rexec_chan {
+	struct qt_loop *loop;
+	struct qt_conn *conn;
+	int fd;
+	unsigned flags;
+	struct qt_watch *watch;
+	rexec_chan_fn fn;
+	void *user;
+
+	/* outbound: fd -> peer */
+	int out_stream;
+	uint32_t credit;
+	bool out_open;
+	uint64_t out_bytes;
+
+	/* inbound: peer -> fd */
+	int in_stream;
+	GQueue q; /* struct inbound* */
+	bool in_eof;	/* the peer sent EOF */
+	bool in_closed; /* done or failed: nothing more is written */
+	size_t in_queued; /* bytes in q, not yet written (and not yet acknowledged) */
+	bool restrict_refs;
+	char *const *ref_allow; /* borrowed */
+	char *bad_ref;		/* the passed file that failed to re-open */
+	uint8_t *scratch;
+};
+
+static void inbound_free(struct inbound *b)
+{
+	for (uint32_t i = 0; i < b->n_refs; i++)
+		rexec_fileref_clear(&b->refs[i]);
+	g_free(b->refs);
+	qt_msg_free(b->m);
+	g_free(b);
+}
+
+static void send_msg(struct rexec_chan *ch, struct qt_msg *m)
+{
+	if (m)
+		qt_conn_send(ch->conn, m);
+}
+
+static void update_watch(struct rexec_chan *ch)
+{
+	uint32_t ev = 0;
+
+	if (!ch->watch)
+		return;
+	if (ch->out_open && ch->credit > 0)
+		ev |= QT_EV_IN;
+	if (!ch->in_closed && !g_queue_is_empty(&ch->q))
+		ev |= QT_EV_OUT;
+	qt_watch_set_events(ch->watch, ev);
+}
+
+static void out_end(struct rexec_chan *ch)
+{
+	ch->out_open = false;
+	send_msg(ch, rexec_stream_encode(REXEC_MSG_EOF, (uint8_t)ch->out_stream));
+	if (ch->flags & REXEC_CHAN_SOCK)
+		shutdown(ch->fd, SHUT_RD);
+}
+
+/* Turn SCM_RIGHTS descriptors into file references.  Closes every fd. */
+static int refs_from_fds(const int *fds, unsigned n, struct rexec_fileref **out)
+{
+	struct rexec_fileref *refs = g_new0(struct rexec_fileref, n);
+	int err = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		char proc[64], buf[REXEC_MAX_PATH];
+		struct stat st;
+		ssize_t len;
+		off_t off;
+		int fl;
+
+		if (err == 0) {
+			g_snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fds[i]);
+			if (fstat(fds[i], &st) < 0 || !S_ISREG(st.st_mode) ||
+			    (len = readlink(proc, buf, sizeof(buf) - 1)) <= 0 || buf[0] != '/' ||
+			    (fl = fcntl(fds[i], F_GETFL)) < 0 || (off = lseek(fds[i], 0, SEEK_CUR)) < 0) {
+				err = -EOPNOTSUPP;
+			} else {
+				buf[len] = '\0';
+				refs[i].path = g_strdup(buf);
+				refs[i].flags = (uint32_t)fl;
+				refs[i].offset = (uint64_t)off;
+			}
+		}
+		close(fds[i]);
+	}
+	if (err) {
+		for (unsigned i = 0; i < n; i++)
+			rexec_fileref_clear(&refs[i]);
+		g_free(refs);
+		return err;
+	}
+	*out = refs;
+	return 0;
+}
+
+/* Read once.  Returns false if the channel may be gone (an event ran). */
+static bool do_read(struct rexec_chan *ch)
+{
+	size_t want = MIN(ch->credit, REXEC_CHUNK);
+	struct rexec_fileref *refs = NULL;
+	unsigned n_fds = 0;
+	struct qt_msg *m = NULL;
+	ssize_t got;
+
+	if (ch->flags & REXEC_CHAN_SOCK) {
+		union {
+			struct cmsghdr h;
+			char buf[CMSG_SPACE(sizeof(int) * REXEC_MAX_FDS)];
+		} cm;
+		struct iovec iov = {.iov_base = ch->scratch, .iov_len = want};
+		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+				    .msg_controllen = sizeof(cm.buf)};
+		int fds[REXEC_MAX_FDS];
+
+		got = recvmsg(ch->fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+		if (got < 0 && (errno == EAGAIN || errno == EINTR))
+			return true;
+		for (struct cmsghdr *c = got >= 0 ? CMSG_FIRSTHDR(&mh) : NULL; c;
+		     c = CMSG_NXTHDR(&mh, c)) {
+			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+				unsigned k = (unsigned)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+
+				for (unsigned i = 0; i < k && n_fds < REXEC_MAX_FDS; i++)
+					memcpy(&fds[n_fds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			}
+		}
+		if (n_fds && refs_from_fds(fds, n_fds, &refs) < 0) {
+			ch->out_open = false;
+			update_watch(ch);
+			ch->fn(ch, REXEC_CHAN_EV_REFUSED, -EOPNOTSUPP, ch->user);
+			return false;
+		}
+		if (got > 0) {
+			m = rexec_data_begin((uint8_t)ch->out_stream, refs, n_fds);
+			qt_msg_put_raw(m, ch->scratch, (size_t)got);
+		}
+		for (unsigned i = 0; i < n_fds; i++)
+			rexec_fileref_clear(&refs[i]);
+		g_free(refs);
+	} else {
+		uint8_t *p;
+
+		m = rexec_data_begin((uint8_t)ch->out_stream, NULL, 0);
+		p = qt_msg_reserve(m, want);
+		got = read(ch->fd, p, want);
+		if (got < 0 && (errno == EAGAIN || errno == EINTR)) {
+			qt_msg_free(m);
+			return true;
+		}
+		if (got <= 0) {
+			int e = errno;
+
+			qt_msg_free(m);
+			errno = e;
+		} else
+			qt_msg_truncate(m, qt_msg_payload_len(m) - (want - (size_t)got));
+	}
+	if (got > 0) {
+		if (qt_msg_finish(m) < 0) {
+			qt_msg_free(m);
+			got = -1;
+			errno = EMSGSIZE;
+		} else {
+			ch->credit -= (uint32_t)got;
+			ch->out_bytes += (uint64_t)got;
+			qt_conn_send(ch->conn, m);
+			return true;
+		}
+	}
+	{
+		/* EOF; on a pty master, EIO once the last slave fd is closed. */
+		int err = got == 0 || ((ch->flags & REXEC_CHAN_PTY) && errno == EIO) ? 0 : -errno;
+
+		out_end(ch);
+		update_watch(ch);
+		ch->fn(ch, REXEC_CHAN_EV_READ_EOF, err, ch->user);
+		return false;
+	}
+}
+
+int rexec_fileref_open(const struct rexec_fileref *f, bool restrict_, char *const *allow)
+{
+	int fl = (int)(f->flags & ~(uint32_t)(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY | O_DIRECTORY |
+					      O_TMPFILE));
+	int fd = open(f->path, fl | O_CLOEXEC | O_NOCTTY);
+	int err;
+
+	if (fd < 0)
+		return -errno;
+	if (restrict_) {
+		char proc[64], real[REXEC_MAX_PATH];
+		ssize_t n;
+		struct stat st;
+
+		g_snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+		n = readlink(proc, real, sizeof(real) - 1);
+		if (n <= 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+			close(fd);
+			return -EPERM;
+		}
+		real[n] = '\0';
+		if (!rexec_path_under(allow, real)) {
+			close(fd);
+			return -EPERM;
+		}
+	}
+	if (lseek(fd, (off_t)f->offset, SEEK_SET) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+static int open_refs(struct rexec_chan *ch, const struct rexec_fileref *refs, uint32_t n, int *fds)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		int fd = rexec_fileref_open(&refs[i], ch->restrict_refs, ch->ref_allow);
+
+		if (fd < 0) {
+			qt_debug("cannot re-open passed file \"%s\": %s", refs[i].path, g_strerror(-fd));
+			g_free(ch->bad_ref);
+			ch->bad_ref = g_strdup(refs[i].path);
+			for (uint32_t j = 0; j < i; j++)
+				close(fds[j]);
+			return fd;
+		}
+		fds[i] = fd;
+	}
+	return 0;
+}
+
+static void in_done(struct rexec_chan *ch)
+{
+	ch->in_closed = true;
+	if (ch->flags & REXEC_CHAN_SOCK) {
+		shutdown(ch->fd, SHUT_WR);
+	} else if (ch->flags & REXEC_CHAN_PTY) {
+		struct termios t;
+
+		/* The line discipline ends input on VEOF at the start of a line. */
+		if (tcgetattr(ch->fd, &t) == 0 && (t.c_lflag & ICANON)) {
+			char eof = (char)t.c_cc[VEOF];
+
+			if (write(ch->fd, &eof, 1) < 0)
+				qt_debug("pty: cannot write VEOF: %s", g_strerror(errno));
+		}
+	} else if (ch->out_stream < 0) {
+		/* A pipe write end used only inbound: closing it is the EOF. */
+		qt_watch_remove(ch->watch);
+		ch->watch = NULL;
+		close(ch->fd);
+		ch->fd = -1;
+	}
+}
+
+/* Write what is queued.  Returns false if the channel may be gone. */
+static bool do_write(struct rexec_chan *ch)
+{
+	while (!g_queue_is_empty(&ch->q)) {
+		struct inbound *b = g_queue_peek_head(&ch->q);
+		ssize_t n;
+
+		if (b->n_refs) {
+			int fds[REXEC_MAX_FDS];
+			union {
+				struct cmsghdr h;
+				char buf[CMSG_SPACE(sizeof(int) * REXEC_MAX_FDS)];
+			} cm;
+			struct iovec iov = {.iov_base = (void *)b->p, .iov_len = b->len};
+			struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+					    .msg_controllen = CMSG_SPACE(sizeof(int) * b->n_refs)};
+			struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+			int err = open_refs(ch, b->refs, b->n_refs, fds);
+
+			if (err < 0) {
+				n = -1;
+				errno = -err;
+			} else {
+				memset(cm.buf, 0, sizeof(cm.buf));
+				c->cmsg_level = SOL_SOCKET;
+				c->cmsg_type = SCM_RIGHTS;
+				c->cmsg_len = CMSG_LEN(sizeof(int) * b->n_refs);
+				memcpy(CMSG_DATA(c), fds, sizeof(int) * b->n_refs);
+				n = sendmsg(ch->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+				err = errno;
+				for (uint32_t i = 0; i < b->n_refs; i++)
+					close(fds[i]);
+				errno = err;
+			}
+		} else if (ch->flags & REXEC_CHAN_SOCK) {
+			n = send(ch->fd, b->p, b->len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		} else {
+			n = write(ch->fd, b->p, b->len);
+		}
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			break;
+		if (n < 0) {
+			int err = -errno;
+			uint32_t dropped = 0;
+
+			/* Tell the peer to stop sending, and give back the credit we hold. */
+			ch->in_closed = true;
+			while ((b = g_queue_pop_head(&ch->q))) {
+				dropped += (uint32_t)b->len;
+				inbound_free(b);
+			}
+			ch->in_queued = 0;
+			send_msg(ch, rexec_stream_encode(REXEC_MSG_CLOSE, (uint8_t)ch->in_stream));
+			if (dropped)
+				send_msg(ch, rexec_ack_encode((uint8_t)ch->in_stream, dropped));
+			update_watch(ch);
+			ch->fn(ch, REXEC_CHAN_EV_WRITE_ERR, err, ch->user);
+			return false;
+		}
+		send_msg(ch, rexec_ack_encode((uint8_t)ch->in_stream, (uint32_t)n));
+		ch->in_queued -= (size_t)n;
+		if ((size_t)n < b->len) {
+			b->p += n;
+			b->len -= (size_t)n;
+			/* The descriptors went with the first byte. */
+			for (uint32_t i = 0; i < b->n_refs; i++)
+				rexec_fileref_clear(&b->refs[i]);
+			b->n_refs = 0;
+			break;
+		}
+		inbound_free(g_queue_pop_head(&ch->q));
+	}
+	if (g_queue_is_empty(&ch->q) && ch->in_eof && !ch->in_closed) {
+		in_done(ch);
+		if (ch->watch)
+			update_watch(ch);
+		ch->fn(ch, REXEC_CHAN_EV_IN_DONE, 0, ch->user);
+		return false;
+	}
+	update_watch(ch);
+	return true;
+}
+
+static void on_ready(struct qt_watch *w, int fd, uint32_t revents, void *arg)
+{
+	struct rexec_chan *ch = arg;
+
+	(void)w;
+	(void)fd;
+	if (!g_queue_is_empty(&ch->q) && !ch->in_closed &&
+	    (revents & (QT_EV_OUT | QT_EV_ERR | QT_EV_HUP)))
+		if (!do_write(ch))
+			return;
+	if (ch->out_open && ch->credit && (revents & (QT_EV_IN | QT_EV_ERR | QT_EV_HUP)))
+		do_read(ch);
+}
+
+struct rexec_chan *rexec_chan_new(struct qt_loop *l, struct qt_conn *c, int fd, int out_stream,
+				  int in_stream, unsigned flags, rexec_chan_fn fn, void *user)
+{
+	struct rexec_chan *ch = g_new0(struct rexec_chan, 1);
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl >= 0 && !(fl & O_NONBLOCK))
+		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	ch->loop = l;
+	ch->conn = c;
+	ch->fd = fd;
+	ch->flags = flags;
+	ch->fn = fn;
+	ch->user = user;
+	ch->out_stream = out_stream;
+	ch->out_open = out_stream >= 0;
+	ch->credit = ch->out_open ? REXEC_WINDOW : 0;
+	ch->in_stream = in_stream;
+	ch->in_closed = in_stream < 0;
+	g_queue_init(&ch->q);
+	if (flags & REXEC_CHAN_SOCK)
+		ch->scratch = g_malloc(REXEC_CHUNK);
+	ch->watch = qt_watch_add(l, fd, 0, on_ready, ch);
+	update_watch(ch);
+	return ch;
+}
+
+void rexec_chan_restrict_refs(struct rexec_chan *ch, char *const *allow)
+{
+	ch->restrict_refs = true;
+	ch->ref_allow = allow;
+}
+
+void rexec_chan_free(struct rexec_chan *ch)
+{
+	struct inbound *b;
+
+	if (!ch)
+		return;
+	qt_watch_remove(ch->watch);
+	while ((b = g_queue_pop_head(&ch->q)))
+		inbound_free(b);
+	if (ch->fd >= 0)
+		close(ch->fd);
+	g_free(ch->scratch);
+	g_free(ch->bad_ref);
+	g_free(ch);
+}
+
+int rexec_chan_push(struct rexec_chan *ch, struct qt_msg *m, const uint8_t *p, size_t len,
+		    struct rexec_fileref *refs, uint32_t n_refs)
+{
+	struct inbound *b;
+
+	if (len > REXEC_WINDOW - MIN(ch->in_queued, REXEC_WINDOW)) {
+		for (uint32_t i = 0; i < n_refs; i++)
+			rexec_fileref_clear(&refs[i]);
+		g_free(refs);
+		qt_msg_free(m);
+		return -EPROTO;
+	}
+
+	if (ch->in_closed || ch->in_eof) {
+		/* Nobody writes these any more: give the credit back at once. */
+		if (len && !ch->in_eof)
+			send_msg(ch, rexec_ack_encode((uint8_t)ch->in_stream, (uint32_t)len));
+		for (uint32_t i = 0; i < n_refs; i++)
+			rexec_fileref_clear(&refs[i]);
+		g_free(refs);
+		qt_msg_free(m);
+		return 0;
+	}
+	b = g_new0(struct inbound, 1);
+	b->m = m;
+	b->p = p;
+	b->len = len;
+	b->refs = refs;
+	b->n_refs = n_refs;
+	if (len == 0 && n_refs == 0) {
+		inbound_free(b);
+		return 0;
+	}
+	ch->in_queued += len;
+	g_queue_push_tail(&ch->q, b);
+	update_watch(ch);
+	return 0;
+}
+
+void rexec_chan_ack(struct rexec_chan *ch, uint32_t n)
+{
+	ch->credit = (uint32_t)MIN((uint64_t)ch->credit + n, (uint64_t)REXEC_WINDOW);
+	update_watch(ch);
+}
+
+void rexec_chan_in_eof(struct rexec_chan *ch)
+{
+	if (ch->in_closed || ch->in_eof)
+		return;
+	ch->in_eof = true;
+	if (g_queue_is_empty(&ch->q)) {
+		in_done(ch);
+		if (ch->watch)
+			update_watch(ch);
+	}
+}
+
+void rexec_chan_stop(struct rexec_chan *ch)
+{
+	if (!ch->out_open)
+		return;
+	/*
+	 * A pty is also the command's input, and an unread pty would block
+	 * the command: keep reading it; the peer discards what arrives.
+	 */
+	if (ch->flags & REXEC_CHAN_PTY)
+		return;
+	ch->out_open = false;
+	if (ch->flags & REXEC_CHAN_SOCK) {
+		shutdown(ch->fd, SHUT_RD);
+	} else if (ch->in_closed) {
+		/* A pipe read end: closing it gives the writer SIGPIPE, as a shell pipe would. */
+		qt_watch_remove(ch->watch);
+		ch->watch = NULL;
+		close(ch->fd);
+		ch->fd = -1;
+		return;
+	}
+	update_watch(ch);
+}
+
+void rexec_chan_force_eof(struct rexec_chan *ch)
+{
+	if (!ch->out_open)
+		return;
+	out_end(ch);
+	update_watch(ch);
+}
+
+const char *rexec_chan_bad_ref(const struct rexec_chan *ch)
+{
+	return ch->bad_ref;
+}
+
+bool rexec_chan_out_open(const struct rexec_chan *ch)
+{
+	return ch->out_open;
+}
+
+uint64_t rexec_chan_out_bytes(const struct rexec_chan *ch)
+{
+	return ch->out_bytes;
+}
+
+bool rexec_chan_out_blocked(const struct rexec_chan *ch)
+{
+	return ch->out_open && ch->credit == 0;
+}
+
+int rexec_chan_fd(const struct rexec_chan *ch)
+{
+	return ch->fd;
+}
