@@ -1,8 +1,24 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # rexec/: the DPU half of rexec, which runs a command on the host as if it
-# ran locally (also as a shim under the command's own name).
+# ran locally (also as a shim under the command's own name).  proto.c (the
+# message codecs) and chan.c (fd <-> stream relays) are shared with rexecd.
+# rexec-ssh is main.c again with --ssh compiled in: rexec hands --ssh over
+# to it, so that plain rexec does not pay for loading libssh2 and libcrypto.
+
+noinst_LIBRARIES += rexec/librexecproto.a
+rexec_librexecproto_a_SOURCES = rexec/proto.c rexec/proto.h rexec/chan.c rexec/chan.h
+
+REXEC_SOURCES = rexec/main.c rexec/client.c rexec/client.h rexec/forward.c \
+	rexec/tty.c rexec/tty.h rexec/ssh-mode.h
 
 bin_PROGRAMS += rexec/rexec
-rexec_rexec_SOURCES = rexec/main.c
-rexec_rexec_LDADD = $(QT_LIBS)
+rexec_rexec_SOURCES = $(REXEC_SOURCES)
+rexec_rexec_CPPFLAGS = $(AM_CPPFLAGS) -DLIBEXECDIR='"$(libexecdir)"'
+rexec_rexec_LDADD = rexec/librexecproto.a $(QT_LIBS)
+
+libexec_PROGRAMS += rexec/rexec-ssh
+rexec_rexec_ssh_SOURCES = $(REXEC_SOURCES) rexec/ssh-mode.c
+rexec_rexec_ssh_CPPFLAGS = $(AM_CPPFLAGS) -DREXEC_WITH_SSH -DLIBEXECDIR='"$(libexecdir)"'
+rexec_rexec_ssh_LDADD = rexec/librexecproto.a $(QT_SSH_LIBS) $(QT_LIBS)
+dist_man_MANS += man/rexec.1

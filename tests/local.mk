@@ -67,3 +67,12 @@ BENCH_QTFS_MIB = 1024
 bench-qtfs: fuse-qtfs/qtfs-server fuse-qtfs/fuse-qtfs
 	top_builddir=$(abs_top_builddir) sh $(top_srcdir)/tests/bench/bench-qtfs.sh $(BENCH_QTFS_MIB)
 .PHONY: bench-qtfs
+
+# rexec against a local fork+exec, ssh and raw TCP (root; starts its own sshd).
+EXTRA_DIST += tests/bench/bench-rexec.sh
+BENCH_REXEC_MIB = 1024
+BENCH_REXEC_RUNS = 300
+bench-rexec: rexecd/rexecd rexec/rexec rexec/rexec-ssh
+	top_builddir=$(abs_top_builddir) sh $(top_srcdir)/tests/bench/bench-rexec.sh \
+		$(BENCH_REXEC_MIB) $(BENCH_REXEC_RUNS)
+.PHONY: bench-rexec

@@ -4,6 +4,8 @@
 # Command-line contract of every program (lib/cli.h): --help prints usage to
 # stdout and exits 0, --version names the package and exits 0, and an unknown
 # option exits 2 with a message naming it on stderr and nothing on stdout.
+# rexec is the one exception: its status is the remote command's, so its
+# own usage errors exit 125, as env(1) and nice(1) do.
 # Scripts and unit files are written against this, so it holds even for
 # programs that are still placeholders.
 
@@ -59,8 +61,10 @@ for p in $programs; do
 	grep -q "^$name (dpu-offload) " "$tmp/out" ||
 		fail "$p --version: stdout is '$(cat "$tmp/out")', expected '$name (dpu-offload) VERSION'"
 
+	usage_rc=2
+	[ "$name" = rexec ] && usage_rc=125
 	run "$bin" --no-such-option
-	[ "$rc" -eq 2 ] || fail "$p --no-such-option: exit status $rc, expected 2"
+	[ "$rc" -eq "$usage_rc" ] || fail "$p --no-such-option: exit status $rc, expected $usage_rc"
 	[ -s "$tmp/out" ] && fail "$p --no-such-option: wrote to stdout: $(cat "$tmp/out")"
 	grep -q -e '--no-such-option' "$tmp/err" ||
 		fail "$p --no-such-option: stderr does not name the option: '$(cat "$tmp/err")'"

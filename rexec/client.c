@@ -1,0 +1,601 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * rexec's exec session: connect to rexecd, send EXEC, then relay stdin,
+ * stdout, stderr, signals and window sizes until EXIT.
+ *
+ * Threads: the event loop owns the connection.  Our stdio descriptors are
+ * inherited and shared with the shell that started us, so they are never
+ * made non-blocking (that would change them under the shell's feet, and
+ * leave them changed if we are killed): a thread reads stdin, and one
+ * thread per output writes stdout and stderr, all with plain blocking
+ * calls.  Threads hand their results to the loop with qt_loop_post() on
+ * pointers that need no allocation (acknowledged byte counts in atomics,
+ * stdin frames in a queue); the loop feeds the writers through queues.
+ *
+ * Ordering: rexecd sends every output's EOF before EXIT, and the writers
+ * finish their queues before we exit, so nothing the command printed is
+ * lost; on a broken connection we still write out what arrived.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "conf.h"
+#include "conn.h"
+#include "log.h"
+#include "tty.h"
+
+struct client;
+
+struct out_item {
+	struct qt_msg *m; /* NULL: the end of the stream */
+	const uint8_t *p;
+	size_t len;
+};
+
+struct writer {
+	struct client *cl;
+	int fd;
+	uint8_t stream;
+	GAsyncQueue *q;	  /* struct out_item* */
+	GThread *thread;
+	gint acked;	  /* bytes written, not yet acknowledged; atomic */
+	gint failed;	  /* the fd refused a write; atomic */
+	bool close_sent;  /* loop thread */
+};
+
+struct client {
+	const struct rexec_client_args *a;
+	struct qt_loop *loop;
+	struct qt_conn *conn;
+	struct writer out[2];
+	int rc;
+	bool running; /* EXEC answered OK */
+	bool done;
+
+	/* stdin: in_credit and in_stop protected by lock */
+	GMutex lock;
+	GCond cond;
+	uint32_t in_credit;
+	bool in_stop;
+	GThread *in_thread;
+	GAsyncQueue *in_q; /* struct qt_msg*, from the stdin thread to the loop */
+	int wake[2];	   /* written to stop the stdin thread's poll() */
+
+	bool raw;
+	struct termios saved;
+	int sfd;
+	struct qt_watch *sigw;
+};
+
+static const int fwd_signals[] = {SIGINT,  SIGTERM,  SIGHUP,  SIGQUIT, SIGUSR1,
+				  SIGUSR2, SIGWINCH, SIGCONT, SIGTSTP};
+
+/* ---- descriptors for --pass-fds --------------------------------------- */
+
+struct rexec_fileref *rexec_scan_fds(uint32_t *n)
+{
+	GArray *a = g_array_new(FALSE, TRUE, sizeof(struct rexec_fileref));
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		struct rexec_fileref f = {0};
+		char proc[64], buf[REXEC_MAX_PATH];
+		int64_t fd;
+		struct stat st;
+		ssize_t len;
+		off_t off;
+		int fl;
+
+		if (qt_parse_int(e->d_name, 3, INT32_MAX, &fd) < 0 || fd == dirfd(d))
+			continue;
+		g_snprintf(proc, sizeof(proc), "/proc/self/fd/%d", (int)fd);
+		if (fstat((int)fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+		    (len = readlink(proc, buf, sizeof(buf) - 1)) <= 0 || buf[0] != '/' ||
+		    (fl = fcntl((int)fd, F_GETFL)) < 0 || (off = lseek((int)fd, 0, SEEK_CUR)) < 0) {
+			qt_debug("--pass-fds: fd %d is not a regular file with a path; not passed",
+				 (int)fd);
+			continue;
+		}
+		buf[len] = '\0';
+		if (g_str_has_suffix(buf, " (deleted)")) {
+			qt_debug("--pass-fds: fd %d (%s) is deleted; not passed", (int)fd, buf);
+			continue;
+		}
+		f.fd = (uint32_t)fd;
+		f.flags = (uint32_t)fl;
+		f.offset = (uint64_t)off;
+		f.path = g_strdup(buf);
+		g_array_append_val(a, f);
+		if (a->len == REXEC_MAX_FDS)
+			break;
+	}
+	if (d)
+		closedir(d);
+	*n = a->len;
+	return (struct rexec_fileref *)(void *)g_array_free(a, a->len == 0);
+}
+
+/* ---- output writers ------------------------------------------------------ */
+
+static void send_msg(struct client *cl, struct qt_msg *m)
+{
+	if (m && cl->conn)
+		qt_conn_send(cl->conn, m);
+	else
+		qt_msg_free(m);
+}
+
+/* On the loop: pass on what a writer reported. */
+static void writer_report(void *arg)
+{
+	struct writer *w = arg;
+	gint n = g_atomic_int_exchange(&w->acked, 0);
+
+	if (n > 0)
+		send_msg(w->cl, rexec_ack_encode(w->stream, (uint32_t)n));
+	if (g_atomic_int_get(&w->failed) && !w->close_sent) {
+		w->close_sent = true;
+		send_msg(w->cl, rexec_stream_encode(REXEC_MSG_CLOSE, w->stream));
+	}
+}
+
+static gpointer writer_main(gpointer arg)
+{
+	struct writer *w = arg;
+	struct out_item *it;
+
+	while ((it = g_async_queue_pop(w->q))) {
+		size_t off = 0;
+
+		if (!it->m) {
+			g_free(it);
+			break;
+		}
+		while (off < it->len && !g_atomic_int_get(&w->failed)) {
+			ssize_t n = write(w->fd, it->p + off, it->len - off);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				/* Like a pipe's reader going away: tell rexecd to stop the output. */
+				qt_debug("writing fd %d: %s", w->fd, g_strerror(errno));
+				g_atomic_int_set(&w->failed, 1);
+				break;
+			}
+			off += (size_t)n;
+		}
+		g_atomic_int_add(&w->acked, (gint)it->len);
+		qt_loop_post(w->cl->loop, writer_report, w);
+		qt_msg_free(it->m);
+		g_free(it);
+	}
+	return NULL;
+}
+
+static void writers_finish(struct client *cl)
+{
+	for (int i = 0; i < 2; i++) {
+		struct writer *w = &cl->out[i];
+
+		if (!w->thread)
+			continue;
+		g_async_queue_push(w->q, g_new0(struct out_item, 1));
+		g_thread_join(w->thread);
+		w->thread = NULL;
+	}
+}
+
+/* ---- stdin --------------------------------------------------------------- */
+
+static void stdin_report(void *arg)
+{
+	struct client *cl = arg;
+	struct qt_msg *m;
+
+	while ((m = g_async_queue_try_pop(cl->in_q)))
+		send_msg(cl, m);
+}
+
+static gpointer stdin_main(gpointer arg)
+{
+	struct client *cl = arg;
+
+	for (;;) {
+		uint32_t want;
+		struct qt_msg *m;
+		uint8_t *p;
+		ssize_t n;
+
+		g_mutex_lock(&cl->lock);
+		while (cl->in_credit == 0 && !cl->in_stop)
+			g_cond_wait(&cl->cond, &cl->lock);
+		want = MIN(cl->in_credit, REXEC_CHUNK);
+		g_mutex_unlock(&cl->lock);
+		if (cl->in_stop)
+			break;
+		/*
+		 * poll() first, so that stopping does not wait for input that may
+		 * never come; read() then returns what is there without blocking.
+		 */
+		{
+			struct pollfd pf[2] = {{.fd = STDIN_FILENO, .events = POLLIN},
+					       {.fd = cl->wake[0], .events = POLLIN}};
+
+			if (poll(pf, 2, -1) < 0 && errno == EINTR)
+				continue;
+			if (pf[1].revents)
+				break;
+		}
+		m = rexec_data_begin(REXEC_STDIN, NULL, 0);
+		p = qt_msg_reserve(m, want);
+		do
+			n = read(STDIN_FILENO, p, want);
+		while (n < 0 && errno == EINTR);
+		if (n <= 0) {
+			qt_msg_free(m);
+			if (n < 0)
+				qt_debug("reading stdin: %s", g_strerror(errno));
+			m = rexec_stream_encode(REXEC_MSG_EOF, REXEC_STDIN);
+		} else {
+			qt_msg_truncate(m, qt_msg_payload_len(m) - (want - (size_t)n));
+			if (qt_msg_finish(m) < 0) {
+				qt_msg_free(m);
+				m = NULL;
+			}
+			g_mutex_lock(&cl->lock);
+			cl->in_credit -= (uint32_t)n;
+			g_mutex_unlock(&cl->lock);
+		}
+		if (m)
+			g_async_queue_push(cl->in_q, m);
+		qt_loop_post(cl->loop, stdin_report, cl);
+		if (n <= 0)
+			break;
+	}
+	return NULL;
+}
+
+static void stdin_credit(struct client *cl, uint32_t n, bool stop)
+{
+	g_mutex_lock(&cl->lock);
+	cl->in_credit = MIN(cl->in_credit + n, REXEC_WINDOW);
+	if (stop && !cl->in_stop && cl->wake[1] >= 0) {
+		char b = 1;
+
+		if (write(cl->wake[1], &b, 1) < 0)
+			qt_debug("waking the stdin thread: %s", g_strerror(errno));
+	}
+	cl->in_stop = cl->in_stop || stop;
+	g_cond_signal(&cl->cond);
+	g_mutex_unlock(&cl->lock);
+}
+
+/* ---- the session ---------------------------------------------------------- */
+
+static void finish(struct client *cl, int rc)
+{
+	if (cl->done)
+		return;
+	cl->done = true;
+	cl->rc = rc;
+	qt_loop_stop(cl->loop);
+}
+
+static int result_exit_code(uint8_t result)
+{
+	switch (result) {
+	case REXEC_R_NOT_FOUND:
+		return REXEC_EXIT_NOTFOUND;
+	case REXEC_R_DENIED:
+	case REXEC_R_NOT_EXEC:
+		return REXEC_EXIT_NOPERM;
+	case REXEC_R_SETUP:
+	case REXEC_R_BUSY:
+		return REXEC_EXIT_SETUP;
+	default:
+		return REXEC_EXIT_CONN;
+	}
+}
+
+static void send_resize(struct client *cl)
+{
+	unsigned cols, rows;
+
+	rexec_tty_size(isatty(STDIN_FILENO) ? STDIN_FILENO : STDOUT_FILENO, &cols, &rows);
+	send_msg(cl, rexec_resize_encode((uint16_t)cols, (uint16_t)rows));
+}
+
+static void on_signal(struct qt_watch *wt, int fd, uint32_t revents, void *arg)
+{
+	struct client *cl = arg;
+	struct signalfd_siginfo si;
+
+	(void)wt;
+	(void)revents;
+	while (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		int sig = (int)si.ssi_signo;
+
+		if (sig == SIGWINCH) {
+			if (cl->a->req->flags & REXEC_EXEC_PTY)
+				send_resize(cl);
+			continue;
+		}
+		if (!cl->running) {
+			/*
+			 * Nothing runs yet: a signal that would end a local command
+			 * ends us (closing the connection cancels anything rexecd
+			 * started meanwhile).
+			 */
+			if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT)
+				finish(cl, 128 + sig);
+			continue;
+		}
+		send_msg(cl, rexec_signal_encode(rexec_signal_name(sig)));
+		if (sig == SIGTSTP) {
+			/* Stop the remote group, then ourselves, so the local shell's job control works. */
+			if (cl->raw)
+				rexec_tty_restore(STDIN_FILENO, &cl->saved);
+			raise(SIGSTOP);
+		} else if (sig == SIGCONT && cl->raw) {
+			rexec_tty_raw(STDIN_FILENO, &cl->saved);
+		}
+	}
+}
+
+static void on_exec_reply(struct qt_conn *c, int err, struct qt_msg *reply, void *arg)
+{
+	struct client *cl = arg;
+	struct rexec_result_msg r = {0};
+
+	(void)c;
+	if (err) {
+		if (!cl->done)
+			fprintf(stderr, "rexec: %s refused the request: %s\n", cl->a->ep->uri,
+				g_strerror(-err));
+		finish(cl, REXEC_EXIT_CONN);
+		return;
+	}
+	if (rexec_result_decode(reply, &r) < 0) {
+		qt_msg_free(reply);
+		fprintf(stderr, "rexec: %s: malformed answer to EXEC\n", cl->a->ep->uri);
+		finish(cl, REXEC_EXIT_CONN);
+		return;
+	}
+	qt_msg_free(reply);
+	if (r.result != REXEC_R_OK) {
+		fprintf(stderr, "rexec: %s\n", r.message);
+		rexec_result_clear(&r);
+		finish(cl, result_exit_code(r.result));
+		return;
+	}
+	rexec_result_clear(&r);
+	cl->running = true;
+	cl->in_credit = REXEC_WINDOW;
+	cl->in_thread = g_thread_new("rexec-stdin", stdin_main, cl);
+}
+
+static void conn_ready(struct qt_conn *c, void *user)
+{
+	struct client *cl = user;
+	struct qt_msg *m = rexec_exec_encode(cl->a->req, 0);
+	int err;
+
+	if (!m) {
+		fprintf(stderr, "rexec: the command line and environment are too large to send\n");
+		finish(cl, REXEC_EXIT_USAGE);
+		return;
+	}
+	if ((err = qt_conn_call(c, m, 0, on_exec_reply, cl)) < 0) {
+		fprintf(stderr, "rexec: cannot send the request: %s\n", g_strerror(-err));
+		finish(cl, REXEC_EXIT_CONN);
+	}
+}
+
+static void push_output(struct client *cl, struct qt_msg *m, uint8_t stream, const uint8_t *p,
+			size_t len)
+{
+	struct writer *w = &cl->out[stream - 1];
+	struct out_item *it;
+
+	/* Started on the first output: most commands write to one stream or none. */
+	if (!w->thread)
+		w->thread = g_thread_new(stream == REXEC_STDOUT ? "rexec-stdout" : "rexec-stderr",
+					 writer_main, w);
+	it = g_new0(struct out_item, 1);
+	it->m = m;
+	it->p = p;
+	it->len = len;
+	g_async_queue_push(w->q, it);
+}
+
+static void conn_request(struct qt_conn *c, struct qt_msg *m, void *user)
+{
+	struct client *cl = user;
+	uint8_t stream;
+	uint32_t n;
+
+	(void)c;
+	switch (qt_msg_type(m)) {
+	case REXEC_MSG_DATA: {
+		struct rexec_fileref *refs;
+		uint32_t n_refs;
+		const uint8_t *p;
+		size_t len;
+
+		if (rexec_data_decode(m, &stream, &refs, &n_refs, &p, &len) < 0)
+			break;
+		for (uint32_t i = 0; i < n_refs; i++)
+			rexec_fileref_clear(&refs[i]);
+		g_free(refs);
+		if (stream == REXEC_STDIN)
+			break;
+		push_output(cl, m, stream, p, len);
+		return;
+	}
+	case REXEC_MSG_ACK:
+		if (rexec_ack_decode(m, &stream, &n) == 0 && stream == REXEC_STDIN)
+			stdin_credit(cl, n, false);
+		break;
+	case REXEC_MSG_CLOSE:
+		/* The command closed its stdin: stop reading ours. */
+		if (rexec_stream_decode(m, &stream) == 0 && stream == REXEC_STDIN)
+			stdin_credit(cl, 0, true);
+		break;
+	case REXEC_MSG_EOF:
+		break;
+	case REXEC_MSG_EXIT: {
+		struct rexec_exit e = {0};
+		int rc;
+
+		if (rexec_exit_decode(m, &e) < 0) {
+			fprintf(stderr, "rexec: %s: malformed EXIT\n", cl->a->ep->uri);
+			finish(cl, REXEC_EXIT_CONN);
+			break;
+		}
+		if (!e.signaled) {
+			rc = (int)e.code;
+		} else {
+			int sig = rexec_signal_number(e.signame);
+
+			rc = 128 + (sig > 0 ? sig : (int)e.code);
+			if (rc > 255)
+				rc = 255;
+		}
+		rexec_exit_clear(&e);
+		finish(cl, rc);
+		break;
+	}
+	default:
+		qt_debug("unexpected message type 0x%04x", qt_msg_type(m));
+		break;
+	}
+	qt_msg_free(m);
+}
+
+static void conn_closed(struct qt_conn *c, int err, const char *reason, void *user)
+{
+	struct client *cl = user;
+
+	(void)c;
+	cl->conn = NULL;
+	if (!cl->done) {
+		fprintf(stderr, "rexec: %s: %s\n", cl->a->ep->uri,
+			err ? reason : "connection closed before the command finished");
+		finish(cl, REXEC_EXIT_CONN);
+	}
+}
+
+static const struct qt_conn_ops client_ops = {
+	.ready = conn_ready,
+	.request = conn_request,
+	.closed = conn_closed,
+};
+
+int rexec_client_run(const struct rexec_client_args *a)
+{
+	struct client cl = {.a = a, .sfd = -1, .rc = REXEC_EXIT_CONN, .wake = {-1, -1}};
+	struct qt_conn_opts co = {.role = QT_CONN_CLIENT, .psk = a->psk, .name = "rexec"};
+	g_autoptr(qt_loop) loop = NULL;
+	struct qt_conn *conn = NULL;
+	sigset_t mask;
+	int err;
+
+	signal(SIGPIPE, SIG_IGN);
+
+	/*
+	 * epoll unless told otherwise: one connection that lives a few
+	 * milliseconds gains nothing from io_uring and pays for setting up its
+	 * rings (about 0.15 ms per exec here).
+	 */
+	if ((err = qt_loop_new(g_getenv("QT_LOOP_BACKEND") ? QT_LOOP_AUTO : QT_LOOP_EPOLL, &loop)) < 0) {
+		fprintf(stderr, "rexec: cannot start the event loop: %s\n", g_strerror(-err));
+		return REXEC_EXIT_CONN;
+	}
+	cl.loop = loop;
+	if ((err = qt_conn_connect(loop, a->ep, a->timeout_ms, &co, &client_ops, &cl, &conn)) < 0) {
+		fprintf(stderr, "rexec: cannot connect to %s: %s\n", a->ep->uri, g_strerror(-err));
+		return REXEC_EXIT_CONN;
+	}
+	cl.conn = qt_conn_ref(conn);
+	/*
+	 * Blocked from here on, before any thread starts, so only the loop's
+	 * signalfd sees them; until here they act as usual (Ctrl-C during a
+	 * slow connect ends us).
+	 */
+	sigemptyset(&mask);
+	for (size_t i = 0; i < G_N_ELEMENTS(fwd_signals); i++)
+		sigaddset(&mask, fwd_signals[i]);
+	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	g_mutex_init(&cl.lock);
+	g_cond_init(&cl.cond);
+	cl.in_q = g_async_queue_new();
+	if (pipe2(cl.wake, O_CLOEXEC) < 0) {
+		fprintf(stderr, "rexec: pipe: %s\n", g_strerror(errno));
+		qt_conn_close(conn, 0, "no pipe");
+		qt_loop_run_once(loop, 0);
+		qt_conn_unref(conn);
+		return REXEC_EXIT_CONN;
+	}
+	for (int i = 0; i < 2; i++) {
+		struct writer *w = &cl.out[i];
+
+		w->cl = &cl;
+		w->fd = i == 0 ? STDOUT_FILENO : STDERR_FILENO;
+		w->stream = (uint8_t)(i == 0 ? REXEC_STDOUT : REXEC_STDERR);
+		w->q = g_async_queue_new();
+	}
+	cl.sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (cl.sfd >= 0)
+		cl.sigw = qt_watch_add(loop, cl.sfd, QT_EV_IN, on_signal, &cl);
+	if ((a->req->flags & REXEC_EXEC_PTY) && rexec_tty_raw(STDIN_FILENO, &cl.saved))
+		cl.raw = true;
+
+	if ((err = qt_loop_run(loop)) < 0) {
+		fprintf(stderr, "rexec: event loop failed: %s\n", g_strerror(-err));
+		cl.rc = REXEC_EXIT_CONN;
+	}
+
+	/* Write out everything that arrived, then say goodbye. */
+	writers_finish(&cl);
+	if (cl.raw)
+		rexec_tty_restore(STDIN_FILENO, &cl.saved);
+	stdin_credit(&cl, 0, true);
+	if (cl.in_thread)
+		g_thread_join(cl.in_thread);
+	if (cl.conn)
+		qt_conn_close(cl.conn, 0, "done");
+	for (int i = 0; i < 100 && cl.conn; i++)
+		qt_loop_run_once(loop, 10);
+	/* Run what the threads posted last (their arguments live in cl). */
+	qt_loop_run_once(loop, 0);
+	{
+		struct qt_msg *m;
+
+		while ((m = g_async_queue_try_pop(cl.in_q)))
+			qt_msg_free(m);
+	}
+	g_async_queue_unref(cl.in_q);
+	qt_watch_remove(cl.sigw);
+	if (cl.sfd >= 0)
+		close(cl.sfd);
+	close(cl.wake[0]);
+	close(cl.wake[1]);
+	qt_conn_unref(conn);
+	for (int i = 0; i < 2; i++)
+		g_async_queue_unref(cl.out[i].q);
+	g_mutex_clear(&cl.lock);
+	g_cond_clear(&cl.cond);
+	return cl.rc;
+}

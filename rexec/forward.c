@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * rexec forward-unix: listen on a local unix socket and relay every
+ * connection to a unix socket on the host through rexecd, one rexecd
+ * connection per accepted connection (what udsproxyd does for qtfs, without
+ * a kernel module or LD_PRELOAD).  Regular files passed with SCM_RIGHTS
+ * travel as path, flags and offset (chan.c); other descriptors close the
+ * relayed connection with an error in the log.
+ *
+ * A relayed connection ends when both directions have ended (each side's
+ * EOF passed on as a half-close) or when either side fails; we close the
+ * rexecd connection then, and rexecd frees its half.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "chan.h"
+#include "client.h"
+#include "conn.h"
+#include "log.h"
+#include "tty.h"
+
+struct fwd {
+	struct qt_loop *loop;
+	const struct qt_endpoint *ep;
+	const struct qt_psk *psk;
+	int timeout_ms;
+	const char *local, *remote;
+	GList *relays; /* struct relay* */
+	unsigned n_conns;
+	uint64_t serial;
+};
+
+struct relay {
+	struct fwd *f;
+	uint64_t id;
+	int fd; /* until the chan owns it */
+	struct qt_conn *conn;
+	struct rexec_chan *ch;
+	bool up_done, down_done;
+};
+
+static void relay_end(struct relay *r, int err, const char *why)
+{
+	if (r->conn)
+		qt_conn_close(r->conn, err, why);
+}
+
+static void on_chan(struct rexec_chan *ch, enum rexec_chan_event ev, int err, void *user)
+{
+	struct relay *r = user;
+
+	(void)ch;
+	switch (ev) {
+	case REXEC_CHAN_EV_READ_EOF:
+		r->up_done = true;
+		break;
+	case REXEC_CHAN_EV_IN_DONE:
+		r->down_done = true;
+		break;
+	case REXEC_CHAN_EV_WRITE_ERR:
+		/* The local peer went away, or a passed file cannot be opened here. */
+		qt_warn("forward #%" G_GUINT64_FORMAT ": cannot pass data on to the local peer: %s; "
+			"closing the connection", r->id, g_strerror(-err));
+		relay_end(r, err, "local write failed");
+		return;
+	case REXEC_CHAN_EV_REFUSED:
+		qt_err("forward #%" G_GUINT64_FORMAT ": a descriptor that is not a regular file was "
+		       "sent; only regular files can be forwarded; closing the connection", r->id);
+		relay_end(r, err, "descriptor kind cannot be forwarded");
+		return;
+	}
+	if (r->up_done && r->down_done)
+		relay_end(r, 0, "done");
+}
+
+static void on_forward_reply(struct qt_conn *c, int err, struct qt_msg *reply, void *arg)
+{
+	struct relay *r = arg;
+	struct rexec_result_msg res = {0};
+
+	if (err || rexec_result_decode(reply, &res) < 0) {
+		qt_err("forward #%" G_GUINT64_FORMAT ": bad answer from %s: %s", r->id, r->f->ep->uri,
+		       err ? g_strerror(-err) : "malformed");
+		qt_msg_free(reply);
+		relay_end(r, -EPROTO, "bad answer");
+		return;
+	}
+	qt_msg_free(reply);
+	if (res.result != REXEC_R_OK) {
+		qt_err("forward #%" G_GUINT64_FORMAT ": %s", r->id, res.message);
+		rexec_result_clear(&res);
+		relay_end(r, -EPERM, "refused");
+		return;
+	}
+	rexec_result_clear(&res);
+	r->ch = rexec_chan_new(r->f->loop, c, r->fd, REXEC_UP, REXEC_DOWN, REXEC_CHAN_SOCK, on_chan, r);
+	r->fd = -1;
+}
+
+static void relay_ready(struct qt_conn *c, void *user)
+{
+	struct relay *r = user;
+	struct qt_msg *m = rexec_forward_encode(r->f->remote);
+
+	if (!m || qt_conn_call(c, m, 0, on_forward_reply, r) < 0)
+		relay_end(r, -EPROTO, "cannot send FORWARD");
+}
+
+static void relay_request(struct qt_conn *c, struct qt_msg *m, void *user)
+{
+	struct relay *r = user;
+	uint8_t stream;
+	uint32_t n;
+
+	(void)c;
+	if (!r->ch)
+		goto out;
+	switch (qt_msg_type(m)) {
+	case REXEC_MSG_DATA: {
+		struct rexec_fileref *refs;
+		uint32_t n_refs;
+		const uint8_t *p;
+		size_t len;
+
+		if (rexec_data_decode(m, &stream, &refs, &n_refs, &p, &len) < 0)
+			break;
+		if (stream != REXEC_DOWN) {
+			for (uint32_t i = 0; i < n_refs; i++)
+				rexec_fileref_clear(&refs[i]);
+			g_free(refs);
+			break;
+		}
+		if (rexec_chan_push(r->ch, m, p, len, refs, n_refs) < 0) {
+			qt_err("forward #%" G_GUINT64_FORMAT ": rexecd sent more than its credit; "
+			       "closing the connection", r->id);
+			relay_end(r, -EPROTO, "flow control violated");
+		}
+		return;
+	}
+	case REXEC_MSG_ACK:
+		if (rexec_ack_decode(m, &stream, &n) == 0 && stream == REXEC_UP)
+			rexec_chan_ack(r->ch, n);
+		break;
+	case REXEC_MSG_EOF:
+		if (rexec_stream_decode(m, &stream) == 0 && stream == REXEC_DOWN)
+			rexec_chan_in_eof(r->ch);
+		break;
+	case REXEC_MSG_CLOSE:
+		if (rexec_stream_decode(m, &stream) == 0 && stream == REXEC_UP)
+			rexec_chan_stop(r->ch);
+		break;
+	default:
+		break;
+	}
+out:
+	qt_msg_free(m);
+}
+
+static void relay_closed(struct qt_conn *c, int err, const char *reason, void *user)
+{
+	struct relay *r = user;
+
+	(void)c;
+	if (err && err != -EPERM && err != -EOPNOTSUPP)
+		qt_warn("forward #%" G_GUINT64_FORMAT ": connection to %s closed: %s", r->id,
+			r->f->ep->uri, reason);
+	rexec_chan_free(r->ch);
+	if (r->fd >= 0)
+		close(r->fd);
+	r->f->n_conns--;
+	r->f->relays = g_list_remove(r->f->relays, r);
+	qt_debug("forward #%" G_GUINT64_FORMAT ": closed", r->id);
+	g_free(r);
+}
+
+static const struct qt_conn_ops relay_ops = {
+	.ready = relay_ready,
+	.request = relay_request,
+	.closed = relay_closed,
+};
+
+static void on_accept(void *arg, int fd)
+{
+	struct fwd *f = arg;
+	struct relay *r = g_new0(struct relay, 1);
+	GList *link;
+	struct qt_conn_opts co = {.role = QT_CONN_CLIENT, .psk = f->psk, .name = "rexec-forward"};
+	int err;
+
+	r->f = f;
+	r->id = ++f->serial;
+	r->fd = fd;
+	f->n_conns++;
+	f->relays = link = g_list_prepend(f->relays, r);
+	/*
+	 * Connecting blocks the loop for one round trip to rexecd; a local
+	 * client cannot make that longer than the connect timeout.
+	 */
+	if ((err = qt_conn_connect(f->loop, f->ep, f->timeout_ms, &co, &relay_ops, r, &r->conn)) < 0) {
+		qt_err("forward #%" G_GUINT64_FORMAT ": cannot connect to %s: %s", r->id, f->ep->uri,
+		       g_strerror(-err));
+		close(fd);
+		f->n_conns--;
+		f->relays = g_list_delete_link(f->relays, link);
+		g_free(r);
+		return;
+	}
+	qt_debug("forward #%" G_GUINT64_FORMAT ": accepted", r->id);
+}
+
+static void on_signal(struct qt_watch *w, int fd, uint32_t revents, void *arg)
+{
+	struct fwd *f = arg;
+	struct signalfd_siginfo si;
+
+	(void)w;
+	(void)revents;
+	if (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		qt_notice("signal %s: stopping", strsignal((int)si.ssi_signo));
+		qt_loop_stop(f->loop);
+	}
+}
+
+int rexec_forward_run(const struct qt_endpoint *ep, const struct qt_psk *psk, int timeout_ms,
+		      const char *local, const char *remote)
+{
+	struct fwd f = {.ep = ep, .psk = psk, .timeout_ms = timeout_ms, .local = local,
+			.remote = remote};
+	g_autoptr(qt_loop) loop = NULL;
+	g_autoptr(qt_endpoint) lep = NULL;
+	g_autofree char *uri = g_strdup_printf("unix:%s", local), *msg = NULL;
+	struct qt_listener *ls;
+	struct qt_watch *sigw = NULL;
+	sigset_t mask;
+	int err, lfd, sfd;
+
+	if (remote[0] != '/')
+		return fprintf(stderr, "rexec: forward-unix: REMOTE_SOCKET must be an absolute path\n"),
+		       REXEC_EXIT_USAGE;
+	if (qt_endpoint_parse(uri, &lep, &msg) < 0) {
+		fprintf(stderr, "rexec: forward-unix: %s\n", msg);
+		return REXEC_EXIT_USAGE;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	if ((err = qt_loop_new(QT_LOOP_AUTO, &loop)) < 0) {
+		fprintf(stderr, "rexec: cannot start the event loop: %s\n", g_strerror(-err));
+		return REXEC_EXIT_CONN;
+	}
+	f.loop = loop;
+	if ((err = qt_endpoint_listen(lep, 128, &lfd)) < 0) {
+		fprintf(stderr, "rexec: forward-unix: cannot listen on %s: %s\n", local,
+			g_strerror(-err));
+		return REXEC_EXIT_SETUP;
+	}
+	ls = qt_listener_add(loop, lfd, on_accept, &f);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd >= 0)
+		sigw = qt_watch_add(loop, sfd, QT_EV_IN, on_signal, &f);
+	qt_notice("forwarding %s to %s on %s", local, remote, ep->uri);
+	err = qt_loop_run(loop);
+	qt_listener_remove(ls);
+	if (local[0] != '@')
+		unlink(local);
+	qt_watch_remove(sigw);
+	if (sfd >= 0)
+		close(sfd);
+	/* Close what is still relayed, and let the close callbacks free it. */
+	for (GList *i = f.relays; i; i = i->next)
+		relay_end(i->data, 0, "shutting down");
+	for (int i = 0; i < 200 && f.n_conns; i++)
+		qt_loop_run_once(loop, 10);
+	if (err < 0) {
+		fprintf(stderr, "rexec: event loop failed: %s\n", g_strerror(-err));
+		return REXEC_EXIT_CONN;
+	}
+	return 0;
+}

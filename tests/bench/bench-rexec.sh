@@ -1,0 +1,120 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# rexec benchmark, side by side in one run on loopback: a local fork+exec,
+# rexec through rexecd over tcp (with a key) and over a unix socket,
+# rexec --ssh and ssh(1) through a local sshd with generated keys.  Prints
+# p50/p99 latency of running /bin/true and the stdout throughput of cat of
+# a SIZE MiB file (to /dev/null), with ratios against the local run and
+# against raw loopback TCP.  Asserts nothing (a benchmark, not a test).
+#
+# Usage: sh tests/bench/bench-rexec.sh [SIZE-MIB] [RUNS]   (default 1024, 300)
+# Every command is started the same way (python3's subprocess, timed from
+# spawn to exit), so the launcher's own cost is in every row equally.
+
+set -u
+top_builddir=$(cd "${top_builddir:-.}" && pwd)
+size=${1:-1024}
+runs=${2:-300}
+REXECD=$top_builddir/rexecd/rexecd
+REXEC=$top_builddir/rexec/rexec
+PY=${PYTHON:-python3}
+
+[ "$(id -u)" -eq 0 ] || { echo "bench-rexec: needs root (sshd)" >&2; exit 1; }
+T=$(mktemp -d /tmp/bench-rexec.XXXXXX)
+PIDS=
+cleanup() {
+	for p in $PIDS; do kill "$p" 2>/dev/null; done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' HUP INT TERM
+
+freeport() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+(umask 077 && head -c 48 /dev/urandom | base64 >"$T/psk")
+printf '/usr/bin/true\n/usr/bin/cat\n' >"$T/whitelist"
+printf '[rexecd]\nwhitelist=%s\n' "$T/whitelist" >"$T/rexecd.conf"
+port=$(freeport)
+"$REXECD" --config "$T/rexecd.conf" --listen "tcp://127.0.0.1:$port" --listen "unix:$T/sock" \
+	--key-file "$T/psk" --log-level warn >"$T/rexecd.log" 2>&1 &
+PIDS="$PIDS $!"
+
+mkdir -p /run/sshd "$T/home/.ssh"
+ssh-keygen -q -t ed25519 -N '' -f "$T/hostkey" && ssh-keygen -q -t ed25519 -N '' -f "$T/id"
+cp "$T/id.pub" "$T/authorized_keys"
+sport=$(freeport)
+cat >"$T/sshd_config" <<EOF2
+ListenAddress 127.0.0.1
+Port $sport
+HostKey $T/hostkey
+AuthorizedKeysFile $T/authorized_keys
+PidFile $T/sshd.pid
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+StrictModes no
+UsePAM no
+EOF2
+/usr/sbin/sshd -D -e -f "$T/sshd_config" 2>"$T/sshd.log" &
+PIDS="$PIDS $!"
+printf '[127.0.0.1]:%s %s\n' "$sport" "$(cut -d' ' -f1,2 "$T/hostkey.pub")" >"$T/home/.ssh/known_hosts"
+sleep 0.5
+head -c $((size * 1048576)) /dev/urandom >"$T/big"
+
+export T size runs port sport REXEC PY
+HOME=$T/home $PY - <<'EOF2'
+import os, socket, subprocess, threading, time
+
+T, size, runs = os.environ["T"], int(os.environ["size"]), int(os.environ["runs"])
+port, sport, rexec = os.environ["port"], os.environ["sport"], os.environ["REXEC"]
+big = T + "/big"
+key = ["--key-file", T + "/psk"]
+ssh = ["ssh", "-q", "-o", "BatchMode=yes", "-o", "IdentityFile=" + T + "/id",
+       "-o", "UserKnownHostsFile=" + T + "/home/.ssh/known_hosts", "-p", sport, "root@127.0.0.1"]
+modes = [
+    ("local fork+exec", []),
+    ("rexec unix", [rexec, "-H", "unix:" + T + "/sock"] + key),
+    ("rexec tcp", [rexec, "-H", "tcp://127.0.0.1:" + port] + key),
+    ("rexec --ssh", [rexec, "--ssh", "root@127.0.0.1:" + sport, "-i", T + "/id"]),
+    ("ssh", ssh),
+]
+
+def timed(argv, stdout=subprocess.DEVNULL):
+    t = time.perf_counter()
+    r = subprocess.run(argv, stdout=stdout, stdin=subprocess.DEVNULL)
+    if r.returncode != 0:
+        raise SystemExit("bench-rexec: %s exited %d" % (" ".join(argv), r.returncode))
+    return time.perf_counter() - t
+
+def raw_tcp():
+    # Baseline: the file over one loopback TCP connection, read and dropped.
+    srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(1)
+    def send():
+        c = socket.create_connection(srv.getsockname())
+        with open(big, "rb") as f:
+            c.sendfile(f)
+        c.close()
+    t = time.perf_counter()
+    th = threading.Thread(target=send); th.start()
+    c, _ = srv.accept(); buf = bytearray(1 << 20); n = 0
+    while True:
+        k = c.recv_into(buf)
+        if not k:
+            break
+        n += k
+    th.join()
+    return time.perf_counter() - t
+
+print("rexec benchmark: %d runs of /bin/true, cat of %d MiB to /dev/null" % (runs, size))
+print("%-18s %9s %9s %9s %12s %9s" % ("mode", "p50 ms", "p99 ms", "p50-local", "cat MiB/s", "vs TCP"))
+base = None
+tcp = size / raw_tcp()
+for name, pre in modes:
+    lat = sorted(timed(pre + ["/bin/true"]) for _ in range(runs))
+    p50, p99 = lat[len(lat) // 2] * 1e3, lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1e3
+    if base is None:
+        base = p50
+    thr = size / min(timed(pre + ["cat", big]) for _ in range(2))
+    print("%-18s %9.3f %9.3f %+9.3f %12.0f %8.2fx" % (name, p50, p99, p50 - base, thr, thr / tcp))
+print("%-18s %9s %9s %9s %12.0f %8.2fx" % ("raw loopback TCP", "-", "-", "-", tcp, 1.0))
+EOF2

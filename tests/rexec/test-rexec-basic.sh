@@ -1,0 +1,124 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# rexec runs a command on the host as if it ran here: exit statuses
+# (including death by a signal), stdout and stdin byte for byte (100 MiB
+# each way, compared by sha256 with the local file), stderr kept apart,
+# the environment (-e, -E, and nothing else without -E), the working
+# directory (-C, and the local one by default), the umask, argv with
+# spaces, newlines, quotes and empty strings, and a pty with -t: the remote
+# side sees a /dev/pts terminal of the local window size and follows a
+# resize, and without -t it sees no terminal at all.  Host and DPU are the
+# same machine here, so the host's answers can be compared with local ones.
+
+. "${top_srcdir:-.}/tests/rexec/rexec-env.sh"
+
+PTYRUN="python3 $top_srcdir/tests/rexec/ptyrun.py"
+start_rexecd h || exit 1
+
+# -- exit status --------------------------------------------------------------
+check_rc "true exits 0" 0 rx h true
+check_rc "false exits 1" 1 rx h false
+check_rc "exit 42 comes back" 42 rx h sh -c 'exit 42'
+check_rc "exit 255 comes back" 255 rx h sh -c 'exit 255'
+check_rc "a remote self-kill by TERM is 128+15" 143 rx h sh -c 'kill -TERM $$'
+check_rc "a remote self-kill by KILL is 128+9" 137 rx h sh -c 'kill -KILL $$'
+check "the audit line has the status" grep -q 'argv0="sh" path=[^ ]*/sh pid=[0-9]* status="exit 42" duration=[0-9]*ms' "$T/h.log"
+check "... and the signal" grep -q 'status="signal TERM"' "$T/h.log"
+
+# -- bulk data, byte for byte -----------------------------------------------------
+head -c 104857600 /dev/urandom >"$T/big"
+want=$(sha256sum <"$T/big" | cut -d' ' -f1)
+got=$(rx h cat "$T/big" | sha256sum | cut -d' ' -f1)
+check "100 MiB of binary stdout arrive intact" [ "$got" = "$want" ]
+got=$(rx h cat <"$T/big" | sha256sum | cut -d' ' -f1)
+check "100 MiB of stdin go through cat and back intact" [ "$got" = "$want" ]
+got=$(rxt h cat <"$T/big" | sha256sum | cut -d' ' -f1)
+check "... also over TCP with a key" [ "$got" = "$want" ]
+rm -f "$T/big"
+# A reader that stops early: the remote writer must not hang the client.
+check "head -c 10 of an endless remote stream ends" \
+	sh -c "timeout 20 sh -c '\"\$1\" --config \"\$2\" -H unix:\$3 --key-file \"\$4\" cat /dev/zero | head -c 10 | wc -c | grep -qx 10' sh \
+	\"$REXEC\" \"$CLIENT_CONF\" \"$T/h.sock\" \"$KEY\""
+check_rc "stdin at EOF right away: wc sees 0 bytes" 0 sh -c "rx_out=\$(\"$REXEC\" --config \"$CLIENT_CONF\" -H unix:$T/h.sock --key-file \"$KEY\" wc -c </dev/null) && [ \"\$rx_out\" = 0 ]"
+
+# -- stderr ---------------------------------------------------------------------------
+rx h sh -c 'echo out; echo err >&2; exit 3' >"$T/o" 2>"$T/e"
+rc=$?
+check "stdout and stderr separate: exit 3" [ $rc -eq 3 ]
+check "... stdout has only out" [ "$(cat "$T/o")" = out ]
+check "... stderr has only err" [ "$(cat "$T/e")" = err ]
+
+# -- environment ------------------------------------------------------------------------
+LEAKME=secret-$MARK
+export LEAKME
+rx h env >"$T/env0"
+check "without -e or -E the remote env is only rexecd's PATH" \
+	[ "$(cut -d= -f1 "$T/env0" | sort | tr '\n' ' ')" = "PATH " ]
+check "... and nothing of ours leaks" sh -c "! grep -q LEAKME '$T/env0'"
+rx h -e FOO=bar -e 'SP=a b=c' env >"$T/env1"
+check "-e variables arrive" grep -qx 'FOO=bar' "$T/env1"
+check "... with spaces and '=' in the value" grep -qx 'SP=a b=c' "$T/env1"
+check "... and still nothing else leaks" sh -c "! grep -q LEAKME '$T/env1'"
+rx h -E env >"$T/env2"
+check "-E forwards the local environment" grep -qx "LEAKME=secret-$MARK" "$T/env2"
+check "... all of it" [ "$(grep -c . "$T/env2")" -ge "$(env | grep -c '^[A-Za-z_][A-Za-z0-9_]*=')" ]
+check "-e overrides -E" sh -c "rx_v=\$(\"$REXEC\" --config \"$CLIENT_CONF\" -H unix:$T/h.sock --key-file \"$KEY\" -E -e LEAKME=over printenv LEAKME) && [ \"\$rx_v\" = over ]"
+check "-e PATH replaces rexecd's default" sh -c "rx_v=\$(\"$REXEC\" --config \"$CLIENT_CONF\" -H unix:$T/h.sock --key-file \"$KEY\" -e PATH=/usr/bin:/bin /usr/bin/printenv PATH) && [ \"\$rx_v\" = /usr/bin:/bin ]"
+unset LEAKME
+
+# -- working directory ---------------------------------------------------------------------
+check "-C /tmp: pwd prints /tmp" [ "$(rx h -C /tmp pwd)" = /tmp ]
+mkdir -p "$T/dir with space/sub"
+check "default cwd is the local one" [ "$(cd "$T/dir with space/sub" && rx h pwd)" = "$T/dir with space/sub" ]
+check "... relative paths resolve there" [ "$(cd "$T/dir with space" && rx h ls)" = sub ]
+check "-C wins over the local cwd" [ "$(cd "$T" && rx h -C / pwd)" = / ]
+
+# -- umask ---------------------------------------------------------------------------------------
+check "umask 027 is forwarded" [ "$(umask 027 && rx h sh -c umask)" = 0027 ]
+check "umask 077 is forwarded" [ "$(umask 077 && rx h sh -c umask)" = 0077 ]
+(umask 077 && rx h sh -c "echo x >'$T/umasked'")
+check "... and applies to files the command creates" [ "$(stat -c %a "$T/umasked")" = 600 ]
+
+# -- argv ---------------------------------------------------------------------------------------------
+nl='
+'
+printf '[%s]\n' 'a b' "x${nl}y" "q\"u'o\\te" '' '*' '$HOME' '--' '-e' >"$T/argv.want"
+rx h printf '[%s]\n' 'a b' "x${nl}y" "q\"u'o\\te" '' '*' '$HOME' '--' '-e' >"$T/argv.got"
+check "argv with spaces, newlines, quotes, globs and empty strings intact" cmp -s "$T/argv.want" "$T/argv.got"
+check "options after CMD belong to CMD" [ "$(rx h echo -t -E -C /)" = "-t -E -C /" ]
+check "-- before CMD" [ "$(rx h -- echo -- x)" = "-- x" ]
+big_arg=$(head -c 60000 /dev/zero | tr '\0' a)
+check "a 60000-byte argument intact" [ "$(rx h printf %s "$big_arg" | wc -c)" -eq 60000 ]
+
+# -- pty ----------------------------------------------------------------------------------------------------
+rx h -t tty >"$T/tty" 2>&1
+rc=$?
+check "-t tty succeeds (exit $rc)" [ $rc -eq 0 ]
+check "... on a /dev/pts terminal ($(tr -d '\r' <"$T/tty"))" grep -Eq '^/dev/pts/[0-9]+.?$' "$T/tty"
+check "-t without a local terminal still carries the exit status" [ "$(rx h -t sh -c 'exit 5' >/dev/null 2>&1; echo $?)" = 5 ]
+check "-T overrides -t" [ "$(rx h -t -T sh -c 'test -t 0 && echo tty || echo notty')" = notty ]
+check "without -t stdin is not a terminal" [ "$(rx h sh -c 'test -t 0 && echo tty || echo notty')" = notty ]
+# Under a real local terminal (a pty of 37x101 made by ptyrun.py).
+$PTYRUN 37 101 -- "$REXEC" --config "$CLIENT_CONF" -H "unix:$T/h.sock" --key-file "$KEY" -t stty size >"$T/pty1" 2>&1
+rc=$?
+check "-t stty size follows the local window: 37 101 (got $(cat "$T/pty1"), exit $rc)" \
+	[ "$(cat "$T/pty1")" = "37 101" ]
+$PTYRUN 37 101 -- "$REXEC" --config "$CLIENT_CONF" -H "unix:$T/h.sock" --key-file "$KEY" -t \
+	sh -c 'test -t 0 && test -t 1 && test -t 2 && echo "TERM=$TERM"' >"$T/pty2" 2>&1
+check "-t: stdin, stdout and stderr are the terminal, TERM is set ($(cat "$T/pty2"))" \
+	grep -Eq '^TERM=.+' "$T/pty2"
+$PTYRUN 37 101 -- "$REXEC" --config "$CLIENT_CONF" -H "unix:$T/h.sock" --key-file "$KEY" \
+	sh -c 'test -t 0 || test -t 1 || echo notty' >"$T/pty3" 2>&1
+check "without -t, even from a terminal, the remote side has none" [ "$(cat "$T/pty3")" = notty ]
+$PTYRUN 37 101 --after ready --resize 50 120 --until "50 120" --timeout 15 -- \
+	"$REXEC" --config "$CLIENT_CONF" -H "unix:$T/h.sock" --key-file "$KEY" -t \
+	sh -c 'trap "stty size; exit 0" WINCH; echo ready; while :; do sleep 0.1; done' >"$T/pty4" 2>&1
+rc=$?
+check "a local resize reaches the remote command as SIGWINCH with 50 120 (exit $rc)" \
+	grep -qx "50 120" "$T/pty4"
+printf 'hello\n' | rx h -t sh -c 'read -r l; echo "got:$l"' >"$T/pty5" 2>&1
+check "-t with piped input: the line arrives" grep -q "got:hello" "$T/pty5"
+
+check "rexecd is still up" rexecd_alive h
+finish

@@ -1,0 +1,97 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# Two hosts: rexecd in one network namespace ("host"), rexec in another
+# ("dpu"), joined by a veth pair, as on a machine and its DPU.  Only the
+# network is split (nsenter --net), so both see the same files and
+# processes and the test can compare.  Over TCP with a key: the exit
+# status, stdout and stdin byte for byte, a forwarded signal, and the
+# cleanup of the remote process group when the client is SIGKILLed.  The
+# server must not be reachable except over the veth link.
+
+. "${top_srcdir:-.}/tests/rexec/rexec-env.sh"
+
+if ! command -v ip >/dev/null || ! command -v nsenter >/dev/null; then
+	echo "FAIL: ip (iproute2) and nsenter (util-linux) are needed" >&2
+	exit 1
+fi
+nh=rexec-h-$$
+nd=rexec-d-$$
+cleanup_ns() {
+	rexec_cleanup
+	ip netns del "$nh" 2>/dev/null
+	ip netns del "$nd" 2>/dev/null
+}
+trap cleanup_ns EXIT
+ip netns add "$nh" && ip netns add "$nd" || exit 1
+ip link add "rh$$" type veth peer name "rd$$" || exit 1
+ip link set "rh$$" netns "$nh"
+ip link set "rd$$" netns "$nd"
+ip -n "$nh" addr add 10.252.0.1/24 dev "rh$$"
+ip -n "$nd" addr add 10.252.0.2/24 dev "rd$$"
+ip -n "$nh" link set "rh$$" up
+ip -n "$nd" link set "rd$$" up
+ip -n "$nh" link set lo up
+ip -n "$nd" link set lo up
+
+SERVER_WRAP="nsenter --net=/run/netns/$nh"
+REXECD_TCP_ADDR=10.252.0.1
+start_rexecd h kill_grace=2s || exit 1
+port=$(rexecd_port h)
+CLIENT_WRAP="nsenter --net=/run/netns/$nd"
+
+check_rc "the server is not reachable from outside the two namespaces" 255 \
+	timeout 20 "$REXEC" --config "$CLIENT_CONF" -H "tcp://10.252.0.1:$port" --key-file "$KEY" true
+check_rc "exit 42 across the link" 42 rxt h sh -c 'exit 42'
+check "the connection came from the dpu namespace" grep -q "peer=10.252.0.2:[0-9]* argv0=\"sh\"" "$T/h.log"
+head -c 48 /dev/urandom | base64 >"$T/psk2"
+chmod 600 "$T/psk2"
+check_rc "a wrong key across the link: 255" 255 \
+	$CLIENT_WRAP "$REXEC" --config "$CLIENT_CONF" -H "tcp://10.252.0.1:$port" --key-file "$T/psk2" true
+
+head -c 52428800 /dev/urandom >"$T/big"
+want=$(sha256sum <"$T/big" | cut -d' ' -f1)
+check "50 MiB of stdout across the link intact" \
+	[ "$(rxt h cat "$T/big" | sha256sum | cut -d' ' -f1)" = "$want" ]
+check "50 MiB of stdin through cat and back intact" \
+	[ "$(rxt h cat <"$T/big" | sha256sum | cut -d' ' -f1)" = "$want" ]
+rm -f "$T/big"
+rxt h sh -c 'echo out; echo err >&2' >"$T/o" 2>"$T/e"
+check "stdout and stderr apart across the link" sh -c "[ \"\$(cat '$T/o')\" = out ] && [ \"\$(cat '$T/e')\" = err ]"
+check "-e and cwd across the link" [ "$(rxt h -C /tmp -e X=y sh -c 'echo "$X $PWD"')" = "y /tmp" ]
+
+bg rxt h sh -c "trap 'echo got USR1; exit 7' USR1; echo ready; while :; do sleep 0.05; done" >"$T/sig" 2>&1
+c=$BG_PID
+if wait_until 10 grep -q ready "$T/sig"; then
+	kill -USR1 "$c"
+	if wait_gone "$c" 10; then
+		check "USR1 across the link reaches the remote trap (exit $BG_RC)" \
+			sh -c "[ $BG_RC -eq 7 ] && grep -qx 'got USR1' '$T/sig'"
+	else
+		fail "rexec did not end after USR1"
+	fi
+else
+	fail "remote shell did not start: $(cat "$T/sig")"
+fi
+
+bg rxt h sleep "${MARK}1"
+c=$BG_PID
+check "a remote sleep started" wait_until 10 sh -c "pgrep -f '^sleep ${MARK}1\$' >/dev/null"
+kill -TERM "$c"
+if wait_gone "$c" 10; then
+	check "SIGTERM to rexec: exit 143 (got $BG_RC)" [ "$BG_RC" -eq 143 ]
+else
+	fail "rexec did not end after SIGTERM"
+fi
+check "... and the remote sleep is gone" wait_until 3 sh -c "! pgrep -f '^sleep ${MARK}1\$' >/dev/null"
+
+bg rxt h sh -c "trap '' TERM; sleep ${MARK}2 & sleep ${MARK}2 & wait"
+c=$BG_PID
+check "a TERM-ignoring group started" wait_until 10 sh -c "[ \$(pgrep -c -f '^sleep ${MARK}2\$') -eq 2 ]"
+kill -KILL "$c"
+wait "$c" 2>/dev/null
+check "client SIGKILLed: the group is gone within kill_grace + 1 s" \
+	wait_until 3 sh -c "! pgrep -f '^sleep ${MARK}2\$' >/dev/null"
+
+check "rexecd is still up" rexecd_alive h
+finish

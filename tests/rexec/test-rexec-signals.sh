@@ -1,0 +1,158 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# Signals and process lifetimes.  INT, TERM, HUP, QUIT, USR1 and USR2 sent
+# to rexec reach the remote command; a remote sleep dies with rexec's
+# SIGTERM and rexec reports 143.  When rexec itself is SIGKILLed, rexecd
+# SIGTERMs the remote process group and SIGKILLs it kill_grace later: a
+# group that ignores TERM lives through the grace period and no longer, one
+# that does not ignore it dies at once.  Stopping rexecd ends what it runs.
+# 1000 sequential execs leave no zombie and no descriptor behind in rexecd,
+# and 200 concurrent ones all succeed.
+#
+# Remote commands carry $MARK in an argument (sleep ${MARK}N is a valid
+# duration), so pgrep -f finds exactly the processes of this run.
+
+. "${top_srcdir:-.}/tests/rexec/rexec-env.sh"
+
+start_rexecd h kill_grace=2s || exit 1
+HPID=$(rexecd_pid h)
+
+# count_sleeps N: remote sleeps of this run with suffix N.
+count_sleeps() {
+	pgrep -c -f "^sleep ${MARK}$1\$"
+}
+sleeps_are() {
+	[ "$(count_sleeps "$1")" -eq "$2" ]
+}
+
+# rexecd was started from this script in the background, so it inherited
+# SIGINT and SIGQUIT ignored; the commands it runs must not.
+# Only the classic signals 1-31: glibc keeps 32 and 33 for itself, and
+# sigaction() cannot reset them if an ancestor left them ignored.
+rx h sh -c 'grep -E "^Sig(Ign|Blk):" /proc/self/status' >"$T/sigmasks"
+sigbad=0
+while read -r _ mask; do
+	low=$(echo "$mask" | cut -c9-16)
+	[ $((0x$low & 0x7fffffff)) -eq 0 ] || sigbad=1
+done <"$T/sigmasks"
+check "the remote command starts with no signal ignored or blocked ($(tr '\n\t' '  ' <"$T/sigmasks"))" \
+	sh -c "[ $sigbad -eq 0 ] && [ -s '$T/sigmasks' ]"
+
+# -- SIGTERM to rexec ------------------------------------------------------------
+bg rx h sleep "${MARK}1"
+c=$BG_PID
+check "remote sleep started" wait_until 5 sleeps_are 1 1
+kill -TERM "$c"
+if wait_gone "$c" 5; then
+	check "rexec exits 143 after SIGTERM (got $BG_RC)" [ "$BG_RC" -eq 143 ]
+else
+	fail "rexec still running 5 s after SIGTERM"
+fi
+check "... and the remote sleep is gone" wait_until 2 sleeps_are 1 0
+
+# -- each forwarded signal reaches a trapping remote shell -------------------------------
+for sig in INT TERM HUP QUIT USR1 USR2; do
+	bg rx h sh -c "trap 'echo got $sig; exit 7' $sig; echo ready; while :; do sleep 0.05; done" \
+		>"$T/sig.$sig" 2>&1
+	c=$BG_PID
+	if ! wait_until 5 grep -q ready "$T/sig.$sig"; then
+		fail "$sig: remote shell did not start: $(cat "$T/sig.$sig")"
+		kill -9 "$c"
+		continue
+	fi
+	kill -"$sig" "$c"
+	if wait_gone "$c" 5; then
+		check "$sig reaches the remote trap (exit $BG_RC, output: $(tr '\n' ' ' <"$T/sig.$sig"))" \
+			sh -c "[ $BG_RC -eq 7 ] && grep -qx 'got $sig' '$T/sig.$sig'"
+	else
+		fail "$sig: rexec did not end"
+		kill -9 "$c"
+	fi
+done
+
+# The signal goes to the whole remote process group, not only its leader.
+bg rx h sh -c "sleep ${MARK}2 & sleep ${MARK}2 & trap '' USR1; echo ready; wait" >"$T/grp" 2>&1
+c=$BG_PID
+check "two remote sleeps started" wait_until 5 sleeps_are 2 2
+kill -USR1 "$c"
+check "USR1 reached both sleeps in the group (they die of it)" wait_until 3 sleeps_are 2 0
+if wait_gone "$c" 5; then
+	check "... and the shell, which ignored it, exited 0 when they were gone (got $BG_RC)" [ "$BG_RC" -eq 0 ]
+else
+	fail "rexec did not end after its remote group finished"
+fi
+
+# -- rexec SIGKILLed: rexecd cleans up ------------------------------------------------------
+# A group that ignores SIGTERM (inherited by the sleeps): SIGKILL after kill_grace=2s.
+bg rx h sh -c "trap '' TERM; sleep ${MARK}3 & sleep ${MARK}3 & wait"
+c=$BG_PID
+check "TERM-ignoring group started" wait_until 5 sleeps_are 3 2
+kill -KILL "$c"
+wait "$c" 2>/dev/null
+sleep 1
+check "1 s after the client died the TERM-ignoring group still lives (grace period)" sleeps_are 3 2
+check "... and it is gone by kill_grace + 1 s" wait_until 2 sleeps_are 3 0
+check "... rexecd logged the SIGTERM" grep -q "client gone; SIGTERM to the process group" "$T/h.log"
+check "... and the SIGKILL" grep -q "still alive after 2000 ms: SIGKILL" "$T/h.log"
+
+bg rx h sh -c "sleep ${MARK}4 & sleep ${MARK}4 & wait"
+c=$BG_PID
+check "ordinary group started" wait_until 5 sleeps_are 4 2
+kill -KILL "$c"
+wait "$c" 2>/dev/null
+check "a group that does not ignore TERM dies within 1 s of the client's death" wait_until 1 sleeps_are 4 0
+
+# -- no zombies, no descriptor leaks -------------------------------------------------------------
+rx h true
+wait_until 2 sh -c "[ \$(ps --ppid $HPID -o pid= | wc -l) -eq 0 ]"
+fd0=$(fd_count "$HPID")
+i=0
+bad=0
+while [ $i -lt 1000 ]; do
+	rx h true || bad=$((bad + 1))
+	i=$((i + 1))
+done
+check "1000 sequential execs of true all exit 0 ($bad failed)" [ $bad -eq 0 ]
+check "no zombie children of rexecd" wait_until 2 sh -c "[ \$(ps --ppid $HPID -o stat= | grep -c '^Z') -eq 0 ]"
+check "no children of rexecd at all" wait_until 2 sh -c "[ \$(ps --ppid $HPID -o pid= | wc -l) -eq 0 ]"
+check "rexecd's descriptor count is back to $fd0 (now $(fd_count "$HPID"))" \
+	wait_until 2 sh -c "[ \$(ls /proc/$HPID/fd | wc -l) -eq $fd0 ]"
+
+# -- 200 concurrent execs ----------------------------------------------------------------------------
+pids=""
+i=0
+while [ $i -lt 200 ]; do
+	"$REXEC" --config "$CLIENT_CONF" -H "unix:$T/h.sock" --key-file "$KEY" \
+		sh -c 'sleep 1; echo ok' >"$T/c.$i" 2>&1 &
+	pids="$pids $!"
+	i=$((i + 1))
+done
+BG_PIDS="$BG_PIDS $pids"
+bad=0
+for p in $pids; do
+	wait "$p" || bad=$((bad + 1))
+done
+nok=$(cat "$T"/c.* | grep -cx ok)
+check "200 concurrent execs: all exit 0 ($bad did not)" [ $bad -eq 0 ]
+check "... and 200 ok lines ($nok)" [ "$nok" -eq 200 ]
+if [ "$nok" -ne 200 ]; then
+	grep -hvx ok "$T"/c.* | sort | uniq -c | head -5 >&2
+fi
+rm -f "$T"/c.*
+check "after them, no children left" wait_until 3 sh -c "[ \$(ps --ppid $HPID -o pid= | wc -l) -eq 0 ]"
+check "... and rexecd's descriptor count is back to $fd0 (now $(fd_count "$HPID"))" \
+	wait_until 3 sh -c "[ \$(ls /proc/$HPID/fd | wc -l) -eq $fd0 ]"
+
+# -- stopping rexecd ends what it runs -------------------------------------------------------------------
+bg rx h sleep "${MARK}5"
+c=$BG_PID
+check "a remote sleep runs" wait_until 5 sleeps_are 5 1
+stop_rexecd h
+check "SIGTERM to rexecd ends its remote commands" wait_until 3 sleeps_are 5 0
+if wait_gone "$c" 5; then
+	check "... and the client ends with a failure (exit $BG_RC)" [ "$BG_RC" -ne 0 ]
+else
+	fail "the client still runs after rexecd stopped"
+fi
+finish
