@@ -51,6 +51,7 @@ struct rexec_chan {
 	bool restrict_refs;
 	char *const *ref_allow; /* borrowed */
 	char *bad_ref;		/* the passed file that failed to re-open */
+	bool bad_ref_denied;	/* ... because the restriction refused it */
 	uint8_t *scratch;
 };
 
@@ -213,13 +214,15 @@ static bool do_read(struct rexec_chan *ch)
 	}
 }
 
-int rexec_fileref_open(const struct rexec_fileref *f, bool restrict_, char *const *allow)
+int rexec_fileref_open(const struct rexec_fileref *f, bool restrict_, char *const *allow,
+		       bool *denied)
 {
 	int fl = (int)(f->flags & ~(uint32_t)(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY | O_DIRECTORY |
 					      O_TMPFILE));
 	int fd = open(f->path, fl | O_CLOEXEC | O_NOCTTY);
 	int err;
 
+	*denied = false;
 	if (fd < 0)
 		return -errno;
 	if (restrict_) {
@@ -229,13 +232,12 @@ int rexec_fileref_open(const struct rexec_fileref *f, bool restrict_, char *cons
 
 		g_snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 		n = readlink(proc, real, sizeof(real) - 1);
-		if (n <= 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		if (n > 0)
+			real[n] = '\0';
+		if (n <= 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+		    !rexec_path_under(allow, real)) {
 			close(fd);
-			return -EPERM;
-		}
-		real[n] = '\0';
-		if (!rexec_path_under(allow, real)) {
-			close(fd);
+			*denied = true;
 			return -EPERM;
 		}
 	}
@@ -250,7 +252,8 @@ int rexec_fileref_open(const struct rexec_fileref *f, bool restrict_, char *cons
 static int open_refs(struct rexec_chan *ch, const struct rexec_fileref *refs, uint32_t n, int *fds)
 {
 	for (uint32_t i = 0; i < n; i++) {
-		int fd = rexec_fileref_open(&refs[i], ch->restrict_refs, ch->ref_allow);
+		int fd = rexec_fileref_open(&refs[i], ch->restrict_refs, ch->ref_allow,
+					    &ch->bad_ref_denied);
 
 		if (fd < 0) {
 			qt_debug("cannot re-open passed file \"%s\": %s", refs[i].path, g_strerror(-fd));
@@ -527,6 +530,11 @@ void rexec_chan_force_eof(struct rexec_chan *ch)
 const char *rexec_chan_bad_ref(const struct rexec_chan *ch)
 {
 	return ch->bad_ref;
+}
+
+bool rexec_chan_bad_ref_denied(const struct rexec_chan *ch)
+{
+	return ch->bad_ref && ch->bad_ref_denied;
 }
 
 bool rexec_chan_out_open(const struct rexec_chan *ch)

@@ -62,9 +62,14 @@ void rexec_chan_restrict_refs(struct rexec_chan *ch, char *const *allow);
 /*
  * Open a file reference as the other side had it: path, flags (creation
  * flags dropped), offset.  With @restrict, the file opened must lie in
- * @allow (see above), else -EPERM.  The new close-on-exec fd, or -errno.
+ * @allow (see above), else -EPERM and *@denied set (so a policy refusal
+ * can be told from open() failing with EPERM).  The new close-on-exec fd,
+ * or -errno.
  */
-int rexec_fileref_open(const struct rexec_fileref *f, bool restrict_, char *const *allow);
+int rexec_fileref_open(const struct rexec_fileref *f, bool restrict_, char *const *allow,
+		       bool *denied);
+/* After REXEC_CHAN_EV_WRITE_ERR: whether the bad passed file was refused by the restriction. */
+bool rexec_chan_bad_ref_denied(const struct rexec_chan *ch);
 
 /* After REXEC_CHAN_EV_WRITE_ERR: the passed file that could not be re-opened, or NULL. */
 const char *rexec_chan_bad_ref(const struct rexec_chan *ch);

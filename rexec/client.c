@@ -535,8 +535,14 @@ int rexec_client_run(const struct rexec_client_args *a)
 	 * slow connect ends us).
 	 */
 	sigemptyset(&mask);
-	for (size_t i = 0; i < G_N_ELEMENTS(fwd_signals); i++)
+	for (size_t i = 0; i < G_N_ELEMENTS(fwd_signals); i++) {
+		struct sigaction sa;
+
+		/* What we were started ignoring (a shell's background job: INT, QUIT) stays ignored. */
+		if (sigaction(fwd_signals[i], NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
+			continue;
 		sigaddset(&mask, fwd_signals[i]);
+	}
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	g_mutex_init(&cl.lock);
 	g_cond_init(&cl.cond);

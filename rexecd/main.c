@@ -14,6 +14,7 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -119,6 +120,23 @@ static const char *const keys[] = {
 	"log_level",  "pass_fds_allow", NULL,
 };
 
+static void expand_real(GStrv *list)
+{
+	GPtrArray *v = g_ptr_array_new();
+
+	for (char **p = *list; *p; p++) {
+		char *real = realpath(*p, NULL);
+
+		g_ptr_array_add(v, g_strdup(*p));
+		if (real && strcmp(real, *p) != 0)
+			g_ptr_array_add(v, g_strdup(real));
+		free(real);
+	}
+	g_ptr_array_add(v, NULL);
+	g_strfreev(*list);
+	*list = (GStrv)g_ptr_array_free(v, FALSE);
+}
+
 static int load_config(struct settings *s, bool explicit_config)
 {
 	g_autoptr(qt_conf) conf = NULL;
@@ -172,6 +190,13 @@ static int load_config(struct settings *s, bool explicit_config)
 			}
 		}
 	}
+	/*
+	 * Entries are compared with resolved paths (the socket or file really
+	 * reached), so add each entry's own resolved form: /var/run/x then also
+	 * allows /run/x.
+	 */
+	expand_real(&s->forward_allow);
+	expand_real(&s->pass_fds_allow);
 	if (s->drain_ms == 0) {
 		qt_cli_fail("%s: [rexecd] drain must be at least 1ms", qt_conf_path(conf));
 		return -EINVAL;

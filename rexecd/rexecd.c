@@ -296,7 +296,7 @@ static void on_chan(struct rexec_chan *ch, enum rexec_chan_event ev, int err, vo
 			const char *bad = rexec_chan_bad_ref(ch);
 			g_autofree char *esc = bad ? g_strescape(bad, NULL) : NULL;
 
-			if (esc && err == -EPERM)
+			if (esc && rexec_chan_bad_ref_denied(ch))
 				qt_warn("forward peer=%s: passing %s is not allowed (pass_fds_allow); "
 					"closing the connection", s->peer, esc);
 			else if (esc)
@@ -687,10 +687,11 @@ static void do_exec(struct sess *s, struct qt_msg *m)
 	 * allowed directory cannot lead out of it).
 	 */
 	for (uint32_t i = 0; i < r.n_fds; i++) {
-		int fd = rexec_fileref_open(&r.fds[i], true, d->o.pass_fds_allow);
+		bool denied;
+		int fd = rexec_fileref_open(&r.fds[i], true, d->o.pass_fds_allow, &denied);
 
 		if (fd < 0) {
-			if (fd == -EPERM)
+			if (denied)
 				reply_result(s, REXEC_R_DENIED, EPERM,
 					     "fd %u: passing %s is not allowed on the host (pass_fds_allow)",
 					     r.fds[i].fd, r.fds[i].path);
@@ -1079,8 +1080,13 @@ static void conn_closed(struct qt_conn *c, int err, const char *reason, void *us
 	if (s->st == S_SPAWNING || s->st == S_RUNNING || s->st == S_DRAINING) {
 		qt_notice("exec peer=%s argv0=\"%s\" pid=%d: client gone; SIGTERM to the process group",
 			  s->peer, s->argv0, (int)s->pid);
-		kill(-s->pid, SIGTERM);
-		s->kill_timer = qt_timer_add(s->d->loop, s->d->o.kill_grace_ms, kill_timer_fired, s);
+		/*
+		 * Once the command itself is reaped, only the rest of its group
+		 * can be left; if none is, there is nothing to wait for.
+		 */
+		if (kill(-s->pid, SIGTERM) == 0 || !s->reaped)
+			s->kill_timer = qt_timer_add(s->d->loop, s->d->o.kill_grace_ms,
+						     kill_timer_fired, s);
 		s->st = S_DONE;
 	}
 	sess_maybe_free(s);
@@ -1144,8 +1150,10 @@ void rexecd_free(struct rexecd *d)
 		struct sess *s = d->sessions->data;
 
 		if (s->kill_timer) {
+			/* Shutting down: what the grace period was for ends now. */
 			qt_timer_cancel(s->kill_timer);
 			s->kill_timer = NULL;
+			kill(-s->pid, SIGKILL);
 		}
 		if (s->pid && !s->reaped) {
 			kill(-s->pid, SIGKILL);

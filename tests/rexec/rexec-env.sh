@@ -174,7 +174,10 @@ bg() {
 			-H "tcp://$REXECD_TCP_ADDR:$(rexecd_port "$bg_name")" --key-file "$KEY" "$@"
 		;;
 	esac
-	"$@" &
+	# A non-interactive shell starts background jobs with SIGINT and SIGQUIT
+	# ignored, and rexec (like any command) keeps what it was started
+	# ignoring; give them back, as an interactive shell's job would have them.
+	env --default-signal=INT,QUIT "$@" &
 	BG_PID=$!
 	BG_PIDS="$BG_PIDS $BG_PID"
 }

@@ -71,6 +71,22 @@ for sig in INT TERM HUP QUIT USR1 USR2; do
 	fi
 done
 
+# A signal rexec was started ignoring (a script's background job ignores
+# INT and QUIT) stays ignored, as it would for a local command.
+$CLIENT_WRAP "$REXEC" --config "$CLIENT_CONF" -H "unix:$T/h.sock" --key-file "$KEY" \
+	sh -c "echo ready; sleep 3" >"$T/ign" 2>&1 &
+c=$!
+BG_PIDS="$BG_PIDS $c"
+if wait_until 5 grep -q ready "$T/ign"; then
+	kill -INT "$c"
+	sleep 0.5
+	check "an INT that rexec was started ignoring stays ignored" kill -0 "$c"
+	kill -TERM "$c"
+	wait_gone "$c" 5 || kill -9 "$c"
+else
+	fail "ignored INT: remote shell did not start: $(cat "$T/ign")"
+fi
+
 # The signal goes to the whole remote process group, not only its leader.
 bg rx h sh -c "sleep ${MARK}2 & sleep ${MARK}2 & trap '' USR1; echo ready; wait" >"$T/grp" 2>&1
 c=$BG_PID
