@@ -101,7 +101,9 @@ void qt_conn_unref(struct qt_conn *c);
 
 /*
  * Issue a call.  Assigns the id, finishes @req and takes ownership of it
- * whatever the result.  @timeout_ms 0 means no deadline.  Returns 0 (the
+ * whatever the result.  Calls may be issued before READY: they wait, and
+ * a PSK client sends them right after its RESPONSE, without waiting for
+ * AUTH_OK.  @timeout_ms 0 means no deadline.  Returns 0 (the
  * callback will run later), -ENOTCONN when closing, -EAGAIN when the wait
  * queue is full, -EMSGSIZE when @req overflowed.
  */

@@ -319,6 +319,8 @@ static void srv_free(struct srv *s)
 
 struct cli {
 	unsigned ready, closed;
+	const struct srv *peer;	     /* optional: the server, to look at when we get ready */
+	unsigned peer_requests_at_ready;
 	int close_err;
 	char *close_reason;
 	unsigned replies, errors;
@@ -329,7 +331,11 @@ struct cli {
 
 static void cli_ready(struct qt_conn *c, void *user)
 {
-	((struct cli *)user)->ready++;
+	struct cli *k = user;
+
+	k->ready++;
+	if (k->peer)
+		k->peer_requests_at_ready = k->peer->requests;
 }
 
 static void cli_request(struct qt_conn *c, struct qt_msg *m, void *user)
@@ -602,6 +608,38 @@ START_TEST(test_tcp_psk_echo)
 	tcp_env_fini(&e);
 	qt_psk_free(ck);
 	cli_free(k);
+}
+END_TEST
+
+/*
+ * A PSK client's calls leave right after its RESPONSE: the server has them
+ * before the client has even seen AUTH_OK, and answers them all.
+ */
+START_TEST(test_psk_early_calls)
+{
+	struct qt_loop *l = new_loop(_i);
+	struct srv *s = srv_new(SRV_ECHO);
+	struct cli *k = g_new0(struct cli, 1);
+	struct qt_psk *pk = key((const char *)test_key);
+	struct qt_conn_opts co = {.role = QT_CONN_CLIENT, .psk = pk, .name = "early"};
+	struct qt_conn_opts so = {.role = QT_CONN_SERVER, .psk = pk};
+	struct qt_conn *cc, *sc;
+
+	k->peer = s;
+	pair(l, s, k, &co, &so, &cc, &sc);
+	for (uint32_t i = 0; i < 3; i++)
+		ck_assert_int_eq(call_index(cc, i, 5000), 0);
+	for (int i = 0; i < 300 && k->replies < 3; i++)
+		qt_loop_run_once(l, 10);
+	ck_assert_uint_eq(k->ready, 1);
+	ck_assert_uint_eq(k->replies, 3);
+	ck_assert_uint_eq(k->peer_requests_at_ready, 3);
+	ck_assert(!k->mismatch);
+	close_both(l, cc, s, k);
+	srv_free(s);
+	cli_free(k);
+	qt_psk_free(pk);
+	qt_loop_free(l);
 }
 END_TEST
 
@@ -1134,6 +1172,7 @@ static Suite *loop_suite(void)
 	tcase_add_loop_test(c, test_pipelining_out_of_order, 0, 2);
 	tcase_add_loop_test(c, test_echo_pipes, 0, 2);
 	tcase_add_loop_test(c, test_tcp_psk_echo, 0, 2);
+	tcase_add_loop_test(c, test_psk_early_calls, 0, 2);
 	tcase_add_loop_test(c, test_tcp6_echo, 0, 2);
 	tcase_add_loop_test(c, test_tcp_wrong_key, 0, 2);
 	tcase_add_loop_test(c, test_tcp_mode_mismatch, 0, 2);
