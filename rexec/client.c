@@ -359,8 +359,10 @@ static void on_exec_reply(struct qt_conn *c, int err, struct qt_msg *reply, void
 	struct client *cl = arg;
 	struct rexec_result_msg r = {0};
 
-	(void)c;
 	if (err) {
+		/* The connection failed (a wrong key...): conn_closed says why. */
+		if (!qt_conn_is_ready(c))
+			return;
 		if (!cl->done)
 			fprintf(stderr, "rexec: %s refused the request: %s\n", cl->a->ep->uri,
 				g_strerror(-err));
@@ -386,9 +388,12 @@ static void on_exec_reply(struct qt_conn *c, int err, struct qt_msg *reply, void
 	cl->in_thread = g_thread_new("rexec-stdin", stdin_main, cl);
 }
 
-static void conn_ready(struct qt_conn *c, void *user)
+/*
+ * Issued as soon as the connection exists: it leaves right after our half
+ * of the handshake (lib/conn.c), so the EXEC does not wait for AUTH_OK.
+ */
+static void send_exec(struct client *cl)
 {
-	struct client *cl = user;
 	struct qt_msg *m = rexec_exec_encode(cl->a->req, 0);
 	int err;
 
@@ -397,7 +402,7 @@ static void conn_ready(struct qt_conn *c, void *user)
 		finish(cl, REXEC_EXIT_USAGE);
 		return;
 	}
-	if ((err = qt_conn_call(c, m, 0, on_exec_reply, cl)) < 0) {
+	if ((err = qt_conn_call(cl->conn, m, 0, on_exec_reply, cl)) < 0) {
 		fprintf(stderr, "rexec: cannot send the request: %s\n", g_strerror(-err));
 		finish(cl, REXEC_EXIT_CONN);
 	}
@@ -498,7 +503,6 @@ static void conn_closed(struct qt_conn *c, int err, const char *reason, void *us
 }
 
 static const struct qt_conn_ops client_ops = {
-	.ready = conn_ready,
 	.request = conn_request,
 	.closed = conn_closed,
 };
@@ -567,6 +571,7 @@ int rexec_client_run(const struct rexec_client_args *a)
 		cl.sigw = qt_watch_add(loop, cl.sfd, QT_EV_IN, on_signal, &cl);
 	if ((a->req->flags & REXEC_EXEC_PTY) && rexec_tty_raw(STDIN_FILENO, &cl.saved))
 		cl.raw = true;
+	send_exec(&cl);
 
 	if ((err = qt_loop_run(loop)) < 0) {
 		fprintf(stderr, "rexec: event loop failed: %s\n", g_strerror(-err));

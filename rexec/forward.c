@@ -104,14 +104,6 @@ static void on_forward_reply(struct qt_conn *c, int err, struct qt_msg *reply, v
 	r->fd = -1;
 }
 
-static void relay_ready(struct qt_conn *c, void *user)
-{
-	struct relay *r = user;
-	struct qt_msg *m = rexec_forward_encode(r->f->remote);
-
-	if (!m || qt_conn_call(c, m, 0, on_forward_reply, r) < 0)
-		relay_end(r, -EPROTO, "cannot send FORWARD");
-}
 
 static void relay_request(struct qt_conn *c, struct qt_msg *m, void *user)
 {
@@ -181,7 +173,6 @@ static void relay_closed(struct qt_conn *c, int err, const char *reason, void *u
 }
 
 static const struct qt_conn_ops relay_ops = {
-	.ready = relay_ready,
 	.request = relay_request,
 	.closed = relay_closed,
 };
@@ -190,6 +181,7 @@ static void on_accept(void *arg, int fd)
 {
 	struct fwd *f = arg;
 	struct relay *r = g_new0(struct relay, 1);
+	struct qt_msg *m;
 	GList *link;
 	struct qt_conn_opts co = {.role = QT_CONN_CLIENT, .psk = f->psk, .name = "rexec-forward"};
 	int err;
@@ -212,6 +204,10 @@ static void on_accept(void *arg, int fd)
 		g_free(r);
 		return;
 	}
+	/* Sent right after our half of the handshake, without waiting for AUTH_OK. */
+	m = rexec_forward_encode(f->remote);
+	if (!m || qt_conn_call(r->conn, m, 0, on_forward_reply, r) < 0)
+		relay_end(r, -EPROTO, "cannot send FORWARD");
 	qt_debug("forward #%" G_GUINT64_FORMAT ": accepted", r->id);
 }
 

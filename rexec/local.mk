@@ -15,7 +15,14 @@ REXEC_SOURCES = rexec/main.c rexec/client.c rexec/client.h rexec/forward.c \
 bin_PROGRAMS += rexec/rexec
 rexec_rexec_SOURCES = $(REXEC_SOURCES)
 rexec_rexec_CPPFLAGS = $(AM_CPPFLAGS) -DLIBEXECDIR='"$(libexecdir)"'
+if STATIC_REXEC
+# Static (configure --enable-static-rexec, on by default where possible):
+# half of rexec's start-up is the kernel mapping shared libraries.
+rexec_rexec_LDFLAGS = $(AM_LDFLAGS) -static-pie
+rexec_rexec_LDADD = rexec/librexecproto.a lib/libqt.a $(REXEC_STATIC_LIBS)
+else
 rexec_rexec_LDADD = rexec/librexecproto.a $(QT_LIBS)
+endif
 
 libexec_PROGRAMS += rexec/rexec-ssh
 rexec_rexec_ssh_SOURCES = $(REXEC_SOURCES) rexec/ssh-mode.c

@@ -10,7 +10,9 @@
 #
 # Usage: sh tests/bench/bench-rexec.sh [SIZE-MIB] [RUNS]   (default 1024, 300)
 # Every command is started the same way (python3's subprocess, timed from
-# spawn to exit), so the launcher's own cost is in every row equally.
+# spawn to exit), so the launcher's own cost is in every row equally, and
+# the modes take turns run by run, so drift in the machine's load hits them
+# alike.  The two SSH modes, 100x slower, run max(20, RUNS/10) times.
 
 set -u
 top_builddir=$(cd "${top_builddir:-.}" && pwd)
@@ -109,8 +111,15 @@ print("rexec benchmark: %d runs of /bin/true, cat of %d MiB to /dev/null" % (run
 print("%-18s %9s %9s %9s %12s %9s" % ("mode", "p50 ms", "p99 ms", "p50-local", "cat MiB/s", "vs TCP"))
 base = None
 tcp = size / raw_tcp()
+# Round robin, so that drift in the machine's load hits every mode alike.
+lats = {name: [] for name, _ in modes}
+slow = {"rexec --ssh", "ssh"}
+for i in range(runs):
+    for name, pre in modes:
+        if name not in slow or i < max(20, runs // 10):
+            lats[name].append(timed(pre + ["/bin/true"]))
 for name, pre in modes:
-    lat = sorted(timed(pre + ["/bin/true"]) for _ in range(runs))
+    lat = sorted(lats[name])
     p50, p99 = lat[len(lat) // 2] * 1e3, lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1e3
     if base is None:
         base = p50
