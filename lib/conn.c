@@ -788,7 +788,8 @@ static void server_accept(void *arg, int fd)
 
 int qt_server_listen(struct qt_server *srv, const struct qt_endpoint *ep, char **msg)
 {
-	int fd, r = qt_endpoint_listen(ep, 128, &fd);
+	/* The kernel caps SOMAXCONN at net.core.somaxconn (4096 by default). */
+	int fd, r = qt_endpoint_listen(ep, SOMAXCONN, &fd);
 
 	if (r < 0) {
 		*msg = g_strdup_printf("cannot listen on %s: %s", ep->uri, g_strerror(-r));

@@ -307,6 +307,34 @@ static int connect_fd(int family, const struct sockaddr *sa, socklen_t len, int 
 	int fd, r, soerr = 0;
 	socklen_t sl = sizeof(soerr);
 
+	if (family == AF_UNIX) {
+		/*
+		 * A non-blocking unix connect fails with EAGAIN at once when the
+		 * listener's backlog is full (a burst of clients); a blocking one
+		 * waits for room, bounded by SO_SNDTIMEO.  So: blocking with the
+		 * deadline, then non-blocking like every other socket.
+		 */
+		struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
+
+		fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -errno;
+		if (timeout_ms > 0)
+			setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		if (connect(fd, sa, len) < 0) {
+			r = errno == EAGAIN || errno == EINPROGRESS ? -ETIMEDOUT : -errno;
+			goto fail;
+		}
+		tv.tv_sec = tv.tv_usec = 0;
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) {
+			r = -errno;
+			goto fail;
+		}
+		qt_socket_tune(fd);
+		*out = fd;
+		return 0;
+	}
 	fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;

@@ -246,6 +246,58 @@ START_TEST(test_unix_socket)
 }
 END_TEST
 
+/* Accept one connection after a delay, so a waiting connect gets room. */
+static gpointer accept_later(gpointer arg)
+{
+	int lfd = GPOINTER_TO_INT(arg), fd;
+
+	g_usleep(100 * 1000);
+	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	return GINT_TO_POINTER(fd);
+}
+
+/*
+ * A unix listener's full backlog makes a connect wait for room within its
+ * deadline (a burst of clients), not fail at once with EAGAIN.
+ */
+START_TEST(test_unix_backlog_full_waits)
+{
+	g_autofree char *dir = g_dir_make_tmp("test-endpoint-XXXXXX", NULL);
+	g_autofree char *uri = NULL, *sock = NULL, *msg = NULL;
+	struct qt_endpoint *ep = NULL;
+	int lfd, fds[8], n = 0, fd, r;
+	GThread *t;
+	gint64 t0;
+
+	sock = g_build_filename(dir, "s.sock", NULL);
+	uri = g_strconcat("unix:", sock, NULL);
+	ck_assert_int_eq(qt_endpoint_parse(uri, &ep, &msg), 0);
+	ck_assert_int_eq(qt_endpoint_listen(ep, 1, &lfd), 0);
+	/* Fill the backlog: nobody accepts. */
+	while (n < 8 && (r = qt_endpoint_connect(ep, 50, &fd)) == 0)
+		fds[n++] = fd;
+	ck_assert_int_ge(n, 1);
+	ck_assert_int_lt(n, 8);
+	ck_assert_int_eq(r, -ETIMEDOUT);
+	/* Room made within the deadline: the waiting connect succeeds. */
+	t = g_thread_new("accept", accept_later, GINT_TO_POINTER(lfd));
+	t0 = g_get_monotonic_time();
+	ck_assert_int_eq(qt_endpoint_connect(ep, 5000, &fd), 0);
+	ck_assert_int_ge(g_get_monotonic_time() - t0, 50 * 1000);
+	r = GPOINTER_TO_INT(g_thread_join(t));
+	ck_assert_int_ge(r, 0);
+	close(r);
+	ck_assert_int_ne(fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
+	close(fd);
+	while (n)
+		close(fds[--n]);
+	close(lfd);
+	qt_endpoint_free(ep);
+	unlink(sock);
+	rmdir(dir);
+}
+END_TEST
+
 START_TEST(test_unix_in_use_and_stale)
 {
 	g_autofree char *dir = g_dir_make_tmp("test-endpoint-XXXXXX", NULL);
@@ -391,6 +443,7 @@ int main(void)
 	tcase_add_test(sock, test_tcp4);
 	tcase_add_test(sock, test_tcp6);
 	tcase_add_test(sock, test_unix_socket);
+	tcase_add_test(sock, test_unix_backlog_full_waits);
 	tcase_add_test(sock, test_unix_in_use_and_stale);
 	tcase_add_test(sock, test_unix_regular_file);
 	tcase_add_test(sock, test_unix_abstract);
