@@ -354,6 +354,14 @@ static void on_signal(struct qt_watch *wt, int fd, uint32_t revents, void *arg)
 	}
 }
 
+static void start_stdin(void *arg)
+{
+	struct client *cl = arg;
+
+	if (!cl->done && !cl->in_thread)
+		cl->in_thread = g_thread_new("rexec-stdin", stdin_main, cl);
+}
+
 static void on_exec_reply(struct qt_conn *c, int err, struct qt_msg *reply, void *arg)
 {
 	struct client *cl = arg;
@@ -385,7 +393,11 @@ static void on_exec_reply(struct qt_conn *c, int err, struct qt_msg *reply, void
 	rexec_result_clear(&r);
 	cl->running = true;
 	cl->in_credit = REXEC_WINDOW;
-	cl->in_thread = g_thread_new("rexec-stdin", stdin_main, cl);
+	/*
+	 * On the next loop turn: a quick command's EXIT often comes in the
+	 * same read as this answer, and then no thread is started at all.
+	 */
+	qt_loop_post(cl->loop, start_stdin, cl);
 }
 
 /*
