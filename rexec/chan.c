@@ -416,6 +416,60 @@ struct rexec_chan *rexec_chan_new(struct qt_loop *l, struct qt_conn *c, int fd, 
 	return ch;
 }
 
+static struct rexec_chan *find(struct rexec_chan *const *chans, unsigned n, uint8_t stream,
+				bool inbound)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (chans[i] && (inbound ? chans[i]->in_stream : chans[i]->out_stream) == stream)
+			return chans[i];
+	return NULL;
+}
+
+int rexec_chan_route(struct rexec_chan *const *chans, unsigned n, struct qt_msg *m, bool refs_ok)
+{
+	struct rexec_chan *ch;
+	uint8_t stream;
+	uint32_t k;
+	int r = 0;
+
+	switch (qt_msg_type(m)) {
+	case REXEC_MSG_DATA: {
+		struct rexec_fileref *refs;
+		uint32_t n_refs;
+		const uint8_t *p;
+		size_t len;
+
+		if (rexec_data_decode(m, &stream, &refs, &n_refs, &p, &len) < 0)
+			break;
+		ch = find(chans, n, stream, true);
+		if (!ch || (n_refs && !refs_ok)) {
+			for (uint32_t i = 0; i < n_refs; i++)
+				rexec_fileref_clear(&refs[i]);
+			g_free(refs);
+			r = n_refs && !refs_ok ? -EBADMSG : 0;
+			break;
+		}
+		return rexec_chan_push(ch, m, p, len, refs, n_refs);
+	}
+	case REXEC_MSG_ACK:
+		if (rexec_ack_decode(m, &stream, &k) == 0 && (ch = find(chans, n, stream, false)))
+			rexec_chan_ack(ch, k);
+		break;
+	case REXEC_MSG_EOF:
+		if (rexec_stream_decode(m, &stream) == 0 && (ch = find(chans, n, stream, true)))
+			rexec_chan_in_eof(ch);
+		break;
+	case REXEC_MSG_CLOSE:
+		if (rexec_stream_decode(m, &stream) == 0 && (ch = find(chans, n, stream, false)))
+			rexec_chan_stop(ch);
+		break;
+	default:
+		return 1;
+	}
+	qt_msg_free(m);
+	return r;
+}
+
 void rexec_chan_restrict_refs(struct rexec_chan *ch, char *const *allow)
 {
 	ch->restrict_refs = true;

@@ -74,6 +74,17 @@ bool rexec_chan_bad_ref_denied(const struct rexec_chan *ch);
 /* After REXEC_CHAN_EV_WRITE_ERR: the passed file that could not be re-opened, or NULL. */
 const char *rexec_chan_bad_ref(const struct rexec_chan *ch);
 
+/*
+ * Hand a stream message of the peer (DATA, ACK, EOF, CLOSE) to the channel
+ * among @chans (@n of them, NULL entries skipped) whose inbound stream
+ * (DATA, EOF) or outbound stream (ACK, CLOSE) it names.  Takes @m.
+ * Returns 0 when handled or dropped (malformed, or no such stream), 1 when
+ * @m is not a stream message (not taken), -EPROTO when the peer sent more
+ * than its credit, -EBADMSG when it sent file references where @refs_ok is
+ * false.  On either error, close the connection.
+ */
+int rexec_chan_route(struct rexec_chan *const *chans, unsigned n, struct qt_msg *m, bool refs_ok);
+
 /* Close the fd and drop queued data.  NULL is accepted. */
 void rexec_chan_free(struct rexec_chan *ch);
 

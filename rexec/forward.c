@@ -108,51 +108,21 @@ static void on_forward_reply(struct qt_conn *c, int err, struct qt_msg *reply, v
 static void relay_request(struct qt_conn *c, struct qt_msg *m, void *user)
 {
 	struct relay *r = user;
-	uint8_t stream;
-	uint32_t n;
+	int err;
 
 	(void)c;
-	if (!r->ch)
-		goto out;
-	switch (qt_msg_type(m)) {
-	case REXEC_MSG_DATA: {
-		struct rexec_fileref *refs;
-		uint32_t n_refs;
-		const uint8_t *p;
-		size_t len;
-
-		if (rexec_data_decode(m, &stream, &refs, &n_refs, &p, &len) < 0)
-			break;
-		if (stream != REXEC_DOWN) {
-			for (uint32_t i = 0; i < n_refs; i++)
-				rexec_fileref_clear(&refs[i]);
-			g_free(refs);
-			break;
-		}
-		if (rexec_chan_push(r->ch, m, p, len, refs, n_refs) < 0) {
-			qt_err("forward #%" G_GUINT64_FORMAT ": rexecd sent more than its credit; "
-			       "closing the connection", r->id);
-			relay_end(r, -EPROTO, "flow control violated");
-		}
+	if (!r->ch) {
+		qt_msg_free(m);
 		return;
 	}
-	case REXEC_MSG_ACK:
-		if (rexec_ack_decode(m, &stream, &n) == 0 && stream == REXEC_UP)
-			rexec_chan_ack(r->ch, n);
-		break;
-	case REXEC_MSG_EOF:
-		if (rexec_stream_decode(m, &stream) == 0 && stream == REXEC_DOWN)
-			rexec_chan_in_eof(r->ch);
-		break;
-	case REXEC_MSG_CLOSE:
-		if (rexec_stream_decode(m, &stream) == 0 && stream == REXEC_UP)
-			rexec_chan_stop(r->ch);
-		break;
-	default:
-		break;
+	err = rexec_chan_route(&r->ch, 1, m, true);
+	if (err == 1) {
+		qt_msg_free(m); /* nothing but stream messages on a forward */
+	} else if (err < 0) {
+		qt_err("forward #%" G_GUINT64_FORMAT ": rexecd sent more than its credit; "
+		       "closing the connection", r->id);
+		relay_end(r, -EPROTO, "flow control violated");
 	}
-out:
-	qt_msg_free(m);
 }
 
 static void relay_closed(struct qt_conn *c, int err, const char *reason, void *user)

@@ -950,48 +950,18 @@ static void conn_ready(struct qt_conn *c, void *user)
 
 static void one_way(struct sess *s, struct qt_msg *m)
 {
-	uint8_t stream;
-	uint32_t n;
+	struct rexec_chan *chans[3] = {s->in, s->out[0] != s->in ? s->out[0] : NULL, s->out[1]};
+	int r = rexec_chan_route(chans, 3, m, s->st == S_FORWARD);
 
-	switch (qt_msg_type(m)) {
-	case REXEC_MSG_DATA: {
-		struct rexec_fileref *refs;
-		uint32_t n_refs;
-		const uint8_t *p;
-		size_t len;
-
-		if (rexec_data_decode(m, &stream, &refs, &n_refs, &p, &len) < 0)
-			break;
-		if (n_refs && s->st != S_FORWARD && s->conn) {
-			/* Files travel with EXEC (--pass-fds), never on a command's stdin. */
-			qt_warn("peer %s: file references on stdin; closing the connection", s->peer);
-			qt_conn_close(s->conn, -EPROTO, "file references on stdin");
-		}
-		if (stream != REXEC_STDIN || !s->in || (n_refs && s->st != S_FORWARD)) {
-			for (uint32_t i = 0; i < n_refs; i++)
-				rexec_fileref_clear(&refs[i]);
-			g_free(refs);
-			break;
-		}
-		if (rexec_chan_push(s->in, m, p, len, refs, n_refs) < 0) {
-			qt_warn("peer %s: sent more than its credit; closing the connection", s->peer);
-			qt_conn_close(s->conn, -EPROTO, "flow control violated");
-		}
-		return;
+	if (r < 0 && s->conn) {
+		/* Files travel with EXEC (--pass-fds), never on a command's stdin. */
+		qt_warn("peer %s: %s; closing the connection", s->peer,
+			r == -EPROTO ? "sent more than its credit" : "file references on stdin");
+		qt_conn_close(s->conn, -EPROTO, "stream protocol violated");
 	}
-	case REXEC_MSG_ACK:
-		if (rexec_ack_decode(m, &stream, &n) == 0 && stream != REXEC_STDIN &&
-		    s->out[stream - 1])
-			rexec_chan_ack(s->out[stream - 1], n);
-		break;
-	case REXEC_MSG_EOF:
-		if (rexec_stream_decode(m, &stream) == 0 && stream == REXEC_STDIN && s->in)
-			rexec_chan_in_eof(s->in);
-		break;
-	case REXEC_MSG_CLOSE:
-		if (rexec_stream_decode(m, &stream) == 0 && stream != REXEC_STDIN && s->out[stream - 1])
-			rexec_chan_stop(s->out[stream - 1]);
-		break;
+	if (r != 1)
+		return;
+	switch (qt_msg_type(m)) {
 	case REXEC_MSG_SIGNAL: {
 		g_autofree char *name = NULL;
 		int sig;
