@@ -133,7 +133,7 @@ check "1000 sequential execs of true all exit 0 ($bad failed)" [ $bad -eq 0 ]
 check "no zombie children of rexecd" wait_until 2 sh -c "[ \$(ps --ppid $HPID -o stat= | grep -c '^Z') -eq 0 ]"
 check "no children of rexecd at all" wait_until 2 sh -c "[ \$(ps --ppid $HPID -o pid= | wc -l) -eq 0 ]"
 check "rexecd's descriptor count is back to $fd0 (now $(fd_count "$HPID"))" \
-	wait_until 2 sh -c "[ \$(ls /proc/$HPID/fd | wc -l) -eq $fd0 ]"
+	wait_until 10 sh -c "[ \$(ls /proc/$HPID/fd | wc -l) -eq $fd0 ]"
 
 # -- 200 concurrent execs ----------------------------------------------------------------------------
 pids=""
@@ -158,7 +158,7 @@ fi
 rm -f "$T"/c.*
 check "after them, no children left" wait_until 3 sh -c "[ \$(ps --ppid $HPID -o pid= | wc -l) -eq 0 ]"
 check "... and rexecd's descriptor count is back to $fd0 (now $(fd_count "$HPID"))" \
-	wait_until 3 sh -c "[ \$(ls /proc/$HPID/fd | wc -l) -eq $fd0 ]"
+	wait_until 10 sh -c "[ \$(ls /proc/$HPID/fd | wc -l) -eq $fd0 ]"
 
 # -- stopping rexecd ends what it runs -------------------------------------------------------------------
 bg rx h sleep "${MARK}5"
