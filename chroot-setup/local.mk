@@ -1,8 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # chroot-setup/: builds and tears down the offload environment on the DPU
-# from a profile.
+# from a profile.  profile.c (parsing and the step plan) is pure and has its
+# own unit test.
+
+noinst_LIBRARIES += chroot-setup/libcsprofile.a
+chroot_setup_libcsprofile_a_SOURCES = chroot-setup/profile.c chroot-setup/profile.h
 
 sbin_PROGRAMS += chroot-setup/chroot-setup
 chroot_setup_chroot_setup_SOURCES = chroot-setup/main.c
-chroot_setup_chroot_setup_LDADD = $(QT_LIBS)
+chroot_setup_chroot_setup_LDADD = chroot-setup/libcsprofile.a $(QT_LIBS)

@@ -6,7 +6,9 @@
  * and unix-socket forwards.  It replaces the long hand-written shell scripts
  * users of the original qtfs keep, with one transactional tool.
  *
- * Only the command line exists so far; the commands are issue 5.
+ * So far `check` works (profile.c parses the profile into the plan of
+ * steps and checks what it can on this machine); up, down, status and exec
+ * are the rest of issue 5.
  */
 #include "config.h"
 
@@ -16,6 +18,9 @@
 
 #include "cli.h"
 #include "log.h"
+#include "profile.h"
+
+#define PROFILE_DIR "/etc/chroot-setup/profiles"
 
 #define ISSUE 5
 #define SHORT_OPTS "hV"
@@ -51,11 +56,38 @@ static void usage(void)
 	      "  -h, --help         show this help and exit\n"
 	      "  -V, --version      show the version and exit\n"
 	      "\n"
-	      "PROFILE is a file path, or a name looked up in /etc/chroot-setup/profiles/.\n"
+	      "PROFILE is a file path, or NAME for " PROFILE_DIR "/NAME.conf\n"
+	      "(format: docs/chroot-setup.md).\n"
 	      "State is kept in /run/chroot-setup/NAME/.\n"
 	      "Exit status: 0 success, 1 failure, 2 usage error.\n",
 	      stdout);
-	printf("Status: placeholder, only --help and --version work (see issue %d).\n", ISSUE);
+	printf("Status: only check works so far (see issue %d).\n", ISSUE);
+}
+
+/* Validate PROFILE and print the plan `up` would follow; change nothing. */
+static int do_check(const char *profile)
+{
+	g_autoptr(cs_profile) p = NULL;
+	g_autoptr(GPtrArray) problems = g_ptr_array_new_with_free_func(g_free);
+	g_autofree char *msg = NULL;
+
+	if (cs_profile_load(profile, PROFILE_DIR, &p, &msg) < 0)
+		return qt_cli_fail("%s", msg);
+	printf("profile %s (%s), root %s%s\n", p->name, p->path, p->root,
+	       p->pivot_root ? ", pivot_root" : "");
+	for (guint i = 0; i < p->steps->len; i++) {
+		g_autofree char *d = cs_step_describe(p, g_ptr_array_index(p->steps, i));
+
+		printf("  %2u. %s\n", i + 1, d);
+	}
+	if (cs_profile_check_host(p, problems) == 0) {
+		printf("ok: %u steps, nothing missing on this machine\n", p->steps->len);
+		return QT_EXIT_OK;
+	}
+	for (guint i = 0; i < problems->len; i++)
+		fprintf(stderr, "%s: %s: %s\n", qt_cli_prog(), p->path,
+			(char *)g_ptr_array_index(problems, i));
+	return QT_EXIT_FAILURE;
 }
 
 static gboolean is_command(const char *name)
@@ -96,5 +128,7 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "exec") != 0 && optind < argc)
 		return qt_cli_usage_error("unexpected argument '%s'", argv[optind]);
 
-	return qt_cli_fail("not implemented yet (see issue %d)", ISSUE);
+	if (strcmp(cmd, "check") == 0)
+		return do_check(argv[optind - 1]);
+	return qt_cli_fail("%s: not implemented yet (see issue %d)", cmd, ISSUE);
 }

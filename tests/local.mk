@@ -28,6 +28,13 @@ tests_unit_test_loop_SOURCES = tests/unit/test-loop.c
 tests_unit_test_loop_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_loop_LDADD = $(UNIT_LDADD)
 
+# chroot-setup's profile parser and step plan.
+UNIT_TESTS += tests/unit/test-cs-profile
+tests_unit_test_cs_profile_SOURCES = tests/unit/test-cs-profile.c
+tests_unit_test_cs_profile_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/chroot-setup
+tests_unit_test_cs_profile_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_cs_profile_LDADD = chroot-setup/libcsprofile.a $(UNIT_LDADD)
+
 # The fuzz target is plain C; replay.c drives it over every file of the corpus
 # with gcc, and `make fuzz` builds the real libFuzzer binary with clang.
 check_PROGRAMS += tests/fuzz/replay-frame

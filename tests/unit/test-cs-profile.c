@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * chroot-setup profiles (chroot-setup/profile.c): a full profile parses into
+ * the plan in the documented order, every kind of mistake is refused with a
+ * message naming the group and key, profiles load by name, and the host
+ * check reports what is missing on the machine.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "profile.h"
+
+static const char full[] =
+	"[profile]\n"
+	"root=/srv/dpu-root\n"
+	"root_from=/\n"
+	"qtfs_server=tcp://10.0.0.1:6000\n"
+	"qtfs_key_file=/etc/qtfs/psk\n"
+	"rexec_host=tcp://10.0.0.1:6001\n"
+	"env=PATH=/usr/bin:/bin;CONTAINERD_ADDRESS=/run/containerd/containerd.sock\n"
+	"\n"
+	"[service:containerd]\n"
+	"exec=/usr/bin/containerd --log-level 'info'\n"
+	"restart=on-failure\n"
+	"[qtfs:/var/lib/kubelet/pods]\n"
+	"[shim:runc]\n"
+	"host=/usr/sbin/runc\n"
+	"[bind:/var/lib]\n"
+	"[qtfs:/proc]\n"
+	"proc=true\n"
+	"options=conns=4\n"
+	"[mount:/local_proc]\n"
+	"type=proc\n"
+	"[forward:/run/containerd/containerd.sock]\n"
+	"[bind:/etc]\n"
+	"source=/etc\n"
+	"ro=true\n"
+	"[shim:kill]\n";
+
+static struct cs_profile *parse_ok(const char *data)
+{
+	struct cs_profile *p = NULL;
+	g_autofree char *msg = NULL;
+
+	ck_assert_msg(cs_profile_parse("t.conf", "t", data, &p, &msg) == 0, "refused: %s", msg);
+	return p;
+}
+
+static char *parse_err(const char *data)
+{
+	struct cs_profile *p = NULL;
+	char *msg = NULL;
+
+	ck_assert_int_eq(cs_profile_parse("t.conf", "t", data, &p, &msg), -EINVAL);
+	ck_assert_ptr_null(p);
+	ck_assert_ptr_nonnull(msg);
+	return msg;
+}
+
+START_TEST(test_full_plan_order)
+{
+	g_autoptr(cs_profile) p = parse_ok(full);
+	static const char *const want[] = {
+		"root    / -> /srv/dpu-root",
+		/* depth 1, in file order */
+		"qtfs    tcp://10.0.0.1:6000:/proc -> /srv/dpu-root/proc (proc mode)",
+		"mount   proc at /srv/dpu-root/local_proc",
+		"bind    /etc -> /srv/dpu-root/etc (read-only)",
+		/* depth 2 before depth 4: the bind under the mount over part of it */
+		"bind    /var/lib -> /srv/dpu-root/var/lib",
+		"qtfs    tcp://10.0.0.1:6000:/var/lib/kubelet/pods -> /srv/dpu-root/var/lib/kubelet/pods",
+		"shim    /srv/dpu-root/usr/local/bin/runc -> /usr/sbin/runc on tcp://10.0.0.1:6001",
+		"shim    /srv/dpu-root/usr/local/bin/kill -> the host's PATH on tcp://10.0.0.1:6001",
+		"forward /srv/dpu-root/run/containerd/containerd.sock -> /run/containerd/containerd.sock on tcp://10.0.0.1:6001",
+		"service containerd: /usr/bin/containerd --log-level info (restart on-failure)",
+	};
+
+	ck_assert_str_eq(p->name, "t");
+	ck_assert_str_eq(p->root, "/srv/dpu-root");
+	ck_assert_uint_eq(g_strv_length(p->env), 2);
+	ck_assert_uint_eq(p->steps->len, G_N_ELEMENTS(want));
+	for (guint i = 0; i < p->steps->len; i++) {
+		g_autofree char *d = cs_step_describe(p, g_ptr_array_index(p->steps, i));
+
+		ck_assert_msg(strcmp(d, want[i]) == 0, "step %u: \"%s\", expected \"%s\"", i, d, want[i]);
+	}
+}
+END_TEST
+
+static const struct {
+	const char *data;
+	const char *needle; /* in the message */
+} bads[] = {
+	{"[bind:/etc]\n", "[profile]: missing"},
+	{"[profile]\n", "[profile] root: missing"},
+	{"[profile]\nroot=srv\n", "not an absolute path"},
+	{"[profile]\nroot=/srv/../srv/r\n", "canonical form"},
+	{"[profile]\nroot=/\n", "cannot be /"},
+	{"[profile]\nroot=/r\nbogus=1\n", "[profile] bogus: unknown key"},
+	{"[profile]\nroot=/r\n[mystery]\n", "unknown group"},
+	{"[profile]\nroot=/r\n[thing:/x]\n", "unknown group kind"},
+	{"[profile]\nroot=/r\n[mount:/p]\n", "[mount:/p] type: missing"},
+	{"[profile]\nroot=/r\n[mount:/p]\ntype=nfs\n", "\"nfs\" is not one of"},
+	{"[profile]\nroot=/r\n[bind:/a]\n[mount:/a]\ntype=tmpfs\n", "also the target of [bind:/a]"},
+	{"[profile]\nroot=/r\n[qtfs:/proc]\n", "[qtfs:/proc] server: missing"},
+	{"[profile]\nroot=/r\nqtfs_server=bogus://x\n", "qtfs_server"},
+	{"[profile]\nroot=/r\n[shim:runc]\n", "needs rexec_host="},
+	{"[profile]\nroot=/r\nrexec_host=unix:/s\n[shim:a/b]\n", "not a command name"},
+	{"[profile]\nroot=/r\n[forward:/s]\n", "[forward:/s] host: missing"},
+	{"[profile]\nroot=/r\n[service:x]\n", "[service:x] exec: missing"},
+	{"[profile]\nroot=/r\n[service:x]\nexec=containerd\n", "must be an absolute path"},
+	{"[profile]\nroot=/r\n[service:x]\nexec=/bin/x 'unterminated\n", "[service:x] exec:"},
+	{"[profile]\nroot=/r\n[service:x]\nexec=/bin/x\nrestart=sometimes\n", "not no, on-failure"},
+	{"[profile]\nroot=/r\nenv=JUSTNAME\n", "not NAME=VALUE"},
+	{"[profile]\nroot=/r\npivot_root=maybe\n", "not true or false"},
+	{"[profile]\nroot=/r\n[qtfs:/x]\nserver=unix:/s\nproc=perhaps\n", "[qtfs:/x] proc:"},
+	{"not a key file at all", "t.conf:"},
+};
+
+START_TEST(test_bad_profiles)
+{
+	g_autofree char *msg = parse_err(bads[_i].data);
+
+	ck_assert_msg(strstr(msg, bads[_i].needle), "message \"%s\" lacks \"%s\"", msg,
+		      bads[_i].needle);
+	ck_assert_msg(g_str_has_prefix(msg, "t.conf"), "message \"%s\" does not name the file", msg);
+}
+END_TEST
+
+START_TEST(test_load_by_name_and_check_host)
+{
+	g_autofree char *dir = g_dir_make_tmp("test-cs-XXXXXX", NULL);
+	g_autofree char *file = g_build_filename(dir, "demo.conf", NULL);
+	g_autofree char *root = g_build_filename(dir, "root", NULL);
+	g_autofree char *data = NULL, *msg = NULL;
+	g_autoptr(GPtrArray) problems = g_ptr_array_new_with_free_func(g_free);
+	struct cs_profile *p = NULL;
+
+	data = g_strdup_printf("[profile]\nroot=%s\nqtfs_server=unix:/nowhere\n"
+			       "qtfs_key_file=%s/no-key\n[qtfs:/data]\n[bind:/b]\nsource=%s/nodir\n",
+			       root, dir, dir);
+	ck_assert(g_file_set_contents(file, data, -1, NULL));
+	ck_assert_int_eq(cs_profile_load("demo", dir, &p, &msg), 0);
+	ck_assert_str_eq(p->name, "demo");
+	/* No root directory, no bind source, no key file: three problems. */
+	ck_assert_uint_eq(cs_profile_check_host(p, problems), 3);
+	ck_assert_ptr_nonnull(strstr(g_ptr_array_index(problems, 0), "is not a directory"));
+	cs_profile_free(p);
+	p = NULL;
+	g_ptr_array_set_size(problems, 0);
+	ck_assert_int_eq(mkdir(root, 0755), 0);
+	ck_assert_int_eq(cs_profile_load(file, "/nonexistent", &p, &msg), 0);
+	ck_assert_uint_eq(cs_profile_check_host(p, problems), 2);
+	cs_profile_free(p);
+	p = NULL;
+	g_clear_pointer(&msg, g_free);
+	ck_assert_int_eq(cs_profile_load("missing", dir, &p, &msg), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(msg, "missing.conf"));
+	unlink(file);
+	rmdir(root);
+	rmdir(dir);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("cs-profile");
+	TCase *t = tcase_create("profile");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(t, test_full_plan_order);
+	tcase_add_loop_test(t, test_bad_profiles, 0, G_N_ELEMENTS(bads));
+	tcase_add_test(t, test_load_by_name_and_check_host);
+	suite_add_tcase(s, t);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
