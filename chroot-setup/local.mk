@@ -7,6 +7,8 @@
 noinst_LIBRARIES += chroot-setup/libcsprofile.a
 chroot_setup_libcsprofile_a_SOURCES = chroot-setup/profile.c chroot-setup/profile.h
 
+# env.c carries the plan out (mounts, shims, forwards, the state journal).
+
 sbin_PROGRAMS += chroot-setup/chroot-setup
-chroot_setup_chroot_setup_SOURCES = chroot-setup/main.c
+chroot_setup_chroot_setup_SOURCES = chroot-setup/main.c chroot-setup/env.c chroot-setup/env.h
 chroot_setup_chroot_setup_LDADD = chroot-setup/libcsprofile.a $(QT_LIBS)

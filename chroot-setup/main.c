@@ -18,6 +18,7 @@
 
 #include "cli.h"
 #include "log.h"
+#include "env.h"
 #include "profile.h"
 
 #define PROFILE_DIR "/etc/chroot-setup/profiles"
@@ -25,10 +26,10 @@
 #define ISSUE 5
 #define SHORT_OPTS "hV"
 
-enum { OPT_ACCEPTED = 256 };
+enum { OPT_JSON = 256 };
 
 static const struct option long_opts[] = {
-	{"json", no_argument, NULL, OPT_ACCEPTED},
+	{"json", no_argument, NULL, OPT_JSON},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, 'V'},
 	{NULL, 0, NULL, 0},
@@ -61,7 +62,10 @@ static void usage(void)
 	      "State is kept in /run/chroot-setup/NAME/.\n"
 	      "Exit status: 0 success, 1 failure, 2 usage error.\n",
 	      stdout);
-	printf("Status: only check works so far (see issue %d).\n", ISSUE);
+	printf("Environment: CHROOT_SETUP_STATE_DIR (default /run/chroot-setup), FUSE_QTFS and\n"
+	       "REXEC (the programs to run; default: found in PATH).\n"
+	       "Status: services and the pivot_root option are not implemented yet (issue %d).\n",
+	       ISSUE);
 }
 
 /* Validate PROFILE and print the plan `up` would follow; change nothing. */
@@ -90,6 +94,37 @@ static int do_check(const char *profile)
 	return QT_EXIT_FAILURE;
 }
 
+static const char *env_or(const char *name, const char *def)
+{
+	const char *v = g_getenv(name);
+
+	return v && *v ? v : def;
+}
+
+static int do_env(const char *cmd, const char *profile, bool json, char **rest)
+{
+	g_autoptr(cs_profile) p = NULL;
+	g_autofree char *msg = NULL;
+	struct cs_env_opts o = {
+		.state_base = env_or("CHROOT_SETUP_STATE_DIR", "/run/chroot-setup"),
+		.fuse_qtfs = env_or("FUSE_QTFS", "fuse-qtfs"),
+		.rexec = env_or("REXEC", "rexec"),
+	};
+
+	if (strcmp(cmd, "exec") == 0 && !rest[0])
+		return qt_cli_usage_error("exec: missing CMD");
+	if (cs_profile_load(profile, PROFILE_DIR, &p, &msg) < 0)
+		return qt_cli_fail("%s", msg);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (strcmp(cmd, "up") == 0)
+		return cs_up(p, &o);
+	if (strcmp(cmd, "down") == 0)
+		return cs_down(p, &o);
+	if (strcmp(cmd, "status") == 0)
+		return cs_status(p, &o, json);
+	return cs_exec(p, &o, rest);
+}
+
 static gboolean is_command(const char *name)
 {
 	for (size_t i = 0; i < G_N_ELEMENTS(commands); i++) {
@@ -102,6 +137,7 @@ static gboolean is_command(const char *name)
 int main(int argc, char **argv)
 {
 	const char *cmd;
+	bool json = false;
 	int c;
 
 	qt_cli_init(argv[0]);
@@ -109,7 +145,8 @@ int main(int argc, char **argv)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":" SHORT_OPTS, long_opts, NULL)) != -1) {
 		switch (c) {
-		case OPT_ACCEPTED:
+		case OPT_JSON:
+			json = true;
 			break;
 		default:
 			return qt_cli_std_option(c, argv, SHORT_OPTS, usage);
@@ -130,5 +167,9 @@ int main(int argc, char **argv)
 
 	if (strcmp(cmd, "check") == 0)
 		return do_check(argv[optind - 1]);
-	return qt_cli_fail("%s: not implemented yet (see issue %d)", cmd, ISSUE);
+	/* getopt has taken the "--" unless it was permuted out of the way. */
+	if (optind < argc && strcmp(argv[optind], "--") == 0)
+		optind++;
+	return do_env(cmd, argv[optind - 1 - (strcmp(argv[optind - 1], "--") == 0)], json,
+		      argv + optind);
 }

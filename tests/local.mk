@@ -83,3 +83,8 @@ bench-rexec: rexecd/rexecd rexec/rexec rexec/rexec-ssh
 	top_builddir=$(abs_top_builddir) sh $(top_srcdir)/tests/bench/bench-rexec.sh \
 		$(BENCH_REXEC_MIB) $(BENCH_REXEC_RUNS)
 .PHONY: bench-rexec
+
+# chroot-setup up/down/status/exec against a real qtfs-server, rexecd and
+# fuse-qtfs, in a private mount namespace (root and /dev/fuse).
+TESTS += tests/cs/test-cs-env.sh
+EXTRA_DIST += tests/cs/test-cs-env.sh

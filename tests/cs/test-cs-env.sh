@@ -1,0 +1,168 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# chroot-setup up/down/status/exec against real parts on this machine: a
+# qtfs-server and a rexecd on unix sockets play the host, and a profile
+# builds a root with local binds, procfs, a tmpfs, a fuse-qtfs mount of a
+# host directory, a rexec shim and a unix-socket forward.  Checked: files
+# cross the mount both ways, the shim runs on the "host" with the profile's
+# environment, the forward carries bytes, `up` twice changes nothing,
+# status is live, `down` (twice) leaves no mount, helper or state, a bad
+# remote path makes `up` fail and undo everything, and `down` cleans up
+# after the fuse-qtfs helper was killed.  The script re-runs itself in a
+# private mount namespace.  Needs root and /dev/fuse (77 otherwise).
+
+set -u
+
+top=$(cd "${top_builddir:-.}" && pwd)
+if [ "$(id -u)" -ne 0 ] || [ ! -c /dev/fuse ]; then
+	echo "SKIP: needs root and /dev/fuse"
+	exit 77
+fi
+if [ -z "${CS_TEST_IN_NS:-}" ]; then
+	CS_TEST_IN_NS=1 exec unshare -m --propagation private sh "$0" "$@"
+fi
+
+CS=$top/chroot-setup/chroot-setup
+T=$(mktemp -d /tmp/cs-test.XXXXXX)
+chmod 755 "$T"
+export CHROOT_SETUP_STATE_DIR="$T/state" FUSE_QTFS="$top/fuse-qtfs/fuse-qtfs" REXEC="$top/rexec/rexec"
+PIDS=
+failures=0
+cleanup() {
+	for m in $(grep " $T/" /proc/self/mountinfo | cut -d' ' -f5 | sort -r); do
+		umount -l "$m" 2>/dev/null
+	done
+	for p in $PIDS; do kill "$p" 2>/dev/null; done
+	pkill -f "forward-unix.*$T" 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' HUP INT TERM
+check() {
+	what=$1
+	shift
+	if "$@"; then
+		echo "ok: $what"
+	else
+		echo "FAIL: $what" >&2
+		failures=$((failures + 1))
+	fi
+}
+mounts_under() { grep -c " $T/root" /proc/self/mountinfo; }
+
+mkdir -p "$T/host" "$T/run" "$T/root"
+: >"$T/empty.conf"
+"$top/fuse-qtfs/qtfs-server" --config "$T/empty.conf" --listen "unix:$T/run/q.sock" \
+	--export "$T/host" >"$T/qtfs.log" 2>&1 &
+PIDS="$PIDS $!"
+printf '[rexecd]\nallow_all=true\nforward_allow=%s/host\n' "$T" >"$T/rexecd.conf"
+"$top/rexecd/rexecd" --config "$T/rexecd.conf" --listen "unix:$T/run/r.sock" >"$T/rexecd.log" 2>&1 &
+PIDS="$PIDS $!"
+python3 - "$T/host/echo.sock" <<'PY' &
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(4)
+while True:
+    c, _ = s.accept()
+    while True:
+        d = c.recv(65536)
+        if not d:
+            break
+        c.sendall(d)
+    c.close()
+PY
+PIDS="$PIDS $!"
+for _ in $(seq 100); do
+	[ -S "$T/run/q.sock" ] && [ -S "$T/run/r.sock" ] && [ -S "$T/host/echo.sock" ] && break
+	sleep 0.05
+done
+
+lib64=
+[ -d /lib64 ] && lib64="[bind:/lib64]"
+cat >"$T/p.conf" <<EOF2
+[profile]
+name=cstest
+root=$T/root
+qtfs_server=unix:$T/run/q.sock
+rexec_host=unix:$T/run/r.sock
+rexec_binary=$top/rexec/rexec
+env=PATH=/shims:/usr/bin:/bin;CS_MARK=from-the-profile
+
+[bind:/usr]
+ro=true
+[bind:/lib]
+$lib64
+[bind:/bin]
+[bind:$T/run]
+[bind:$top]
+[mount:/proc]
+type=proc
+[mount:/scratch]
+type=tmpfs
+options=size=1m
+[qtfs:/data]
+remote=$T/host
+[shim:printenv]
+dir=/shims
+[forward:/sock/echo.sock]
+remote=$T/host/echo.sock
+EOF2
+
+check "check accepts the profile" "$CS" check "$T/p.conf"
+"$CS" up "$T/p.conf" >"$T/up.out" 2>&1
+rc=$?
+check "up succeeds (exit $rc: $(tail -n 3 "$T/up.out" | tr '\n' ' '))" [ $rc -eq 0 ]
+check "the fuse-qtfs mount is there" grep -q " $T/root/data .* fuse.fuse-qtfs " /proc/self/mountinfo
+echo "from the host" >"$T/host/h.txt"
+check "a host file is seen in the root" [ "$(cat "$T/root/data/h.txt" 2>/dev/null)" = "from the host" ]
+echo "from the dpu" >"$T/root/data/d.txt"
+check "a file written in the root reaches the host" [ "$(cat "$T/host/d.txt" 2>/dev/null)" = "from the dpu" ]
+out=$("$CS" up "$T/p.conf" 2>&1)
+check "up again changes nothing ($out)" sh -c "echo '$out' | grep -q 'already up'"
+out=$("$CS" exec "$T/p.conf" -- printenv CS_MARK 2>&1)
+check "the printenv shim runs on the host with the profile's environment (got: $out)" \
+	[ "$out" = from-the-profile ]
+check "... rexecd ran it ($(grep -c printenv "$T/rexecd.log") log lines)" grep -q 'argv0="printenv"' "$T/rexecd.log"
+check "the shim is a symlink to rexec" [ "$(readlink "$T/root/shims/printenv")" = "$top/rexec/rexec" ]
+got=$(python3 -c "
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b'ping through the forward')
+s.shutdown(socket.SHUT_WR); print(s.recv(100).decode())" "$T/root/sock/echo.sock" 2>&1)
+check "the forward carries bytes to the host socket (got: $got)" [ "$got" = "ping through the forward" ]
+check "exec runs inside the root with a read-only /usr" \
+	sh -c "! '$CS' exec '$T/p.conf' -- sh -c 'touch /usr/cs-test' 2>/dev/null"
+check "status says up and every step live" "$CS" status "$T/p.conf"
+check "status --json says up" sh -c "'$CS' status --json '$T/p.conf' | grep -q '\"state\":\"up\"'"
+
+"$CS" down "$T/p.conf" >"$T/down.out" 2>&1
+check "down succeeds" [ $? -eq 0 ]
+check "down leaves no mount under the root ($(mounts_under))" [ "$(mounts_under)" -eq 0 ]
+check "down stops the forward helper" sh -c "! pgrep -f '[f]orward-unix.*$T' >/dev/null"
+check "down removes the shim" [ ! -e "$T/root/shims/printenv" ]
+check "down removes the state" [ ! -e "$T/state/cstest" ]
+check "down twice is fine" "$CS" down "$T/p.conf"
+check "status after down fails" sh -c "! '$CS' status '$T/p.conf' >/dev/null"
+
+# A bad remote path: up fails on that step and undoes the ones before it.
+sed "s|^remote=$T/host\$|remote=$T/no-such-export|" "$T/p.conf" >"$T/bad.conf"
+"$CS" up "$T/bad.conf" >"$T/bad.out" 2>&1
+rc=$?
+check "up with a bad remote path fails (exit $rc)" [ $rc -ne 0 ]
+check "... naming the step" grep -q '\[qtfs:/data\]' "$T/bad.out"
+check "... and leaves nothing mounted ($(mounts_under))" [ "$(mounts_under)" -eq 0 ]
+check "... and no state" [ ! -e "$T/state/cstest" ]
+
+# The fuse-qtfs helper dies; down still cleans up.
+"$CS" up "$T/p.conf" >/dev/null 2>&1
+pkill -KILL -f "fuse-qtfs.*$T/root/data"
+sleep 0.2
+check "status notices the dead mount" sh -c "! '$CS' status '$T/p.conf' >/dev/null 2>&1 || ! ls '$T/root/data' >/dev/null 2>&1"
+"$CS" down "$T/p.conf" >"$T/down2.out" 2>&1
+check "down after a killed helper succeeds" [ $? -eq 0 ]
+check "... and leaves no mount ($(mounts_under))" [ "$(mounts_under)" -eq 0 ]
+
+if [ $failures -ne 0 ]; then
+	echo "$failures check(s) failed" >&2
+	exit 1
+fi
+echo "ok: chroot-setup up/down/status/exec"
