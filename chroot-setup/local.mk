@@ -12,3 +12,4 @@ chroot_setup_libcsprofile_a_SOURCES = chroot-setup/profile.c chroot-setup/profil
 sbin_PROGRAMS += chroot-setup/chroot-setup
 chroot_setup_chroot_setup_SOURCES = chroot-setup/main.c chroot-setup/env.c chroot-setup/env.h
 chroot_setup_chroot_setup_LDADD = chroot-setup/libcsprofile.a $(QT_LIBS)
+dist_doc_DATA += docs/chroot-setup.md

@@ -29,3 +29,4 @@ rexec_rexec_ssh_SOURCES = $(REXEC_SOURCES) rexec/ssh-mode.c
 rexec_rexec_ssh_CPPFLAGS = $(AM_CPPFLAGS) -DREXEC_WITH_SSH -DLIBEXECDIR='"$(libexecdir)"'
 rexec_rexec_ssh_LDADD = rexec/librexecproto.a $(QT_SSH_LIBS) $(QT_LIBS)
 dist_man_MANS += man/rexec.1
+dist_doc_DATA += docs/rexec.md
