@@ -13,3 +13,9 @@ sbin_PROGRAMS += chroot-setup/chroot-setup
 chroot_setup_chroot_setup_SOURCES = chroot-setup/main.c chroot-setup/env.c chroot-setup/env.h
 chroot_setup_chroot_setup_LDADD = chroot-setup/libcsprofile.a $(QT_LIBS)
 dist_doc_DATA += docs/chroot-setup.md
+
+# The two example profiles (docs/chroot-setup.md); copy one to
+# /etc/chroot-setup/profiles/ and adjust it.
+csprofilesdir = $(docdir)/examples/chroot-setup
+dist_csprofiles_DATA = chroot-setup/profiles/container-offload.conf \
+	chroot-setup/profiles/libvirt-offload.conf

@@ -31,7 +31,8 @@ tests_unit_test_loop_LDADD = $(UNIT_LDADD)
 # chroot-setup's profile parser and step plan.
 UNIT_TESTS += tests/unit/test-cs-profile
 tests_unit_test_cs_profile_SOURCES = tests/unit/test-cs-profile.c
-tests_unit_test_cs_profile_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/chroot-setup
+tests_unit_test_cs_profile_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/chroot-setup \
+	-DCS_PROFILE_DIR='"$(abs_top_srcdir)/chroot-setup/profiles"'
 tests_unit_test_cs_profile_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_cs_profile_LDADD = chroot-setup/libcsprofile.a $(UNIT_LDADD)
 

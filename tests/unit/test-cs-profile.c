@@ -166,6 +166,39 @@ START_TEST(test_load_by_name_and_check_host)
 }
 END_TEST
 
+/* The shipped examples parse, and put what the issue asks for in the plan. */
+START_TEST(test_example_profiles)
+{
+	static const char *const names[] = {"container-offload", "libvirt-offload"};
+	static const char *const want[][5] = {
+		{"qtfs    tcp://10.0.0.1:6000:/proc -> /srv/offload/container/proc (proc mode)",
+		 "/srv/offload/container/var/lib/kubelet/pods",
+		 "/srv/offload/container/usr/local/bin/runc ->",
+		 "/srv/offload/container/usr/local/bin/kill -> /usr/bin/kill",
+		 "/srv/offload/container/usr/local/bin/modprobe -> /usr/sbin/modprobe"},
+		{"qtfs    tcp://10.0.0.1:6000:/proc -> /srv/offload/libvirt/proc (proc mode)",
+		 "/srv/offload/libvirt/var/lib/libvirt", "/srv/offload/libvirt/usr/local/bin/qemu-kvm",
+		 "/srv/offload/libvirt/usr/local/bin/taskset", "mount   proc at /srv/offload/libvirt/local_proc"},
+	};
+	g_autoptr(cs_profile) p = NULL;
+	g_autofree char *msg = NULL;
+	g_autoptr(GString) all = g_string_new("");
+
+	ck_assert_msg(cs_profile_load(names[_i], CS_PROFILE_DIR, &p, &msg) == 0, "%s", msg);
+	ck_assert_str_eq(p->name, names[_i]);
+	for (guint i = 0; i < p->steps->len; i++) {
+		g_autofree char *d = cs_step_describe(p, g_ptr_array_index(p->steps, i));
+
+		g_string_append_printf(all, "%s\n", d);
+	}
+	for (size_t k = 0; k < G_N_ELEMENTS(want[0]); k++)
+		ck_assert_msg(strstr(all->str, want[_i][k]), "%s: no \"%s\" in the plan:\n%s",
+			      names[_i], want[_i][k], all->str);
+	/* The root bind comes first. */
+	ck_assert_int_eq(((struct cs_step *)g_ptr_array_index(p->steps, 0))->kind, CS_ROOT_BIND);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cs-profile");
@@ -176,6 +209,7 @@ int main(void)
 	tcase_add_test(t, test_full_plan_order);
 	tcase_add_loop_test(t, test_bad_profiles, 0, G_N_ELEMENTS(bads));
 	tcase_add_test(t, test_load_by_name_and_check_host);
+	tcase_add_loop_test(t, test_example_profiles, 0, 2);
 	suite_add_tcase(s, t);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
