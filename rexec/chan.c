@@ -91,6 +91,37 @@ static void out_end(struct rexec_chan *ch)
 		shutdown(ch->fd, SHUT_RD);
 }
 
+/* The path @fd was opened with, as the kernel resolved it.  0, or -errno. */
+static int fd_path(int fd, char *buf, size_t size)
+{
+	char proc[64];
+	ssize_t len;
+
+	g_snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	len = readlink(proc, buf, size - 1);
+	if (len <= 0 || buf[0] != '/')
+		return -EOPNOTSUPP;
+	buf[len] = '\0';
+	return 0;
+}
+
+int rexec_fileref_from_fd(int fd, struct rexec_fileref *out)
+{
+	char buf[REXEC_MAX_PATH];
+	struct stat st;
+	off_t off;
+	int fl;
+
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || fd_path(fd, buf, sizeof(buf)) < 0 ||
+	    (fl = fcntl(fd, F_GETFL)) < 0 || (off = lseek(fd, 0, SEEK_CUR)) < 0)
+		return -EOPNOTSUPP;
+	out->fd = (uint32_t)fd;
+	out->flags = (uint32_t)fl;
+	out->offset = (uint64_t)off;
+	out->path = g_strdup(buf);
+	return 0;
+}
+
 /* Turn SCM_RIGHTS descriptors into file references.  Closes every fd. */
 static int refs_from_fds(const int *fds, unsigned n, struct rexec_fileref **out)
 {
@@ -98,25 +129,9 @@ static int refs_from_fds(const int *fds, unsigned n, struct rexec_fileref **out)
 	int err = 0;
 
 	for (unsigned i = 0; i < n; i++) {
-		char proc[64], buf[REXEC_MAX_PATH];
-		struct stat st;
-		ssize_t len;
-		off_t off;
-		int fl;
-
-		if (err == 0) {
-			g_snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fds[i]);
-			if (fstat(fds[i], &st) < 0 || !S_ISREG(st.st_mode) ||
-			    (len = readlink(proc, buf, sizeof(buf) - 1)) <= 0 || buf[0] != '/' ||
-			    (fl = fcntl(fds[i], F_GETFL)) < 0 || (off = lseek(fds[i], 0, SEEK_CUR)) < 0) {
-				err = -EOPNOTSUPP;
-			} else {
-				buf[len] = '\0';
-				refs[i].path = g_strdup(buf);
-				refs[i].flags = (uint32_t)fl;
-				refs[i].offset = (uint64_t)off;
-			}
-		}
+		if (err == 0)
+			err = rexec_fileref_from_fd(fds[i], &refs[i]);
+		refs[i].fd = 0; /* on DATA the number means nothing */
 		close(fds[i]);
 	}
 	if (err) {
@@ -226,15 +241,10 @@ int rexec_fileref_open(const struct rexec_fileref *f, bool restrict_, char *cons
 	if (fd < 0)
 		return -errno;
 	if (restrict_) {
-		char proc[64], real[REXEC_MAX_PATH];
-		ssize_t n;
+		char real[REXEC_MAX_PATH];
 		struct stat st;
 
-		g_snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-		n = readlink(proc, real, sizeof(real) - 1);
-		if (n > 0)
-			real[n] = '\0';
-		if (n <= 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || fd_path(fd, real, sizeof(real)) < 0 ||
 		    !rexec_path_under(allow, real)) {
 			close(fd);
 			*denied = true;

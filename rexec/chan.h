@@ -68,6 +68,12 @@ void rexec_chan_restrict_refs(struct rexec_chan *ch, char *const *allow);
  */
 int rexec_fileref_open(const struct rexec_fileref *f, bool restrict_, char *const *allow,
 		       bool *denied);
+/*
+ * A reference to the regular file open at @fd: its resolved path, open
+ * flags and offset (and @fd as the number).  -EOPNOTSUPP for anything but
+ * a regular file with a path.
+ */
+int rexec_fileref_from_fd(int fd, struct rexec_fileref *out);
 /* After REXEC_CHAN_EV_WRITE_ERR: whether the bad passed file was refused by the restriction. */
 bool rexec_chan_bad_ref_denied(const struct rexec_chan *ch);
 

@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "chan.h"
 #include "client.h"
 #include "conf.h"
 #include "conn.h"
@@ -91,32 +92,20 @@ struct rexec_fileref *rexec_scan_fds(uint32_t *n)
 
 	while (d && (e = readdir(d))) {
 		struct rexec_fileref f = {0};
-		char proc[64], buf[REXEC_MAX_PATH];
 		int64_t fd;
-		struct stat st;
-		ssize_t len;
-		off_t off;
-		int fl;
 
 		if (qt_parse_int(e->d_name, 3, INT32_MAX, &fd) < 0 || fd == dirfd(d))
 			continue;
-		g_snprintf(proc, sizeof(proc), "/proc/self/fd/%d", (int)fd);
-		if (fstat((int)fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-		    (len = readlink(proc, buf, sizeof(buf) - 1)) <= 0 || buf[0] != '/' ||
-		    (fl = fcntl((int)fd, F_GETFL)) < 0 || (off = lseek((int)fd, 0, SEEK_CUR)) < 0) {
+		if (rexec_fileref_from_fd((int)fd, &f) < 0) {
 			qt_debug("--pass-fds: fd %d is not a regular file with a path; not passed",
 				 (int)fd);
 			continue;
 		}
-		buf[len] = '\0';
-		if (g_str_has_suffix(buf, " (deleted)")) {
-			qt_debug("--pass-fds: fd %d (%s) is deleted; not passed", (int)fd, buf);
+		if (g_str_has_suffix(f.path, " (deleted)")) {
+			qt_debug("--pass-fds: fd %d (%s) is deleted; not passed", (int)fd, f.path);
+			rexec_fileref_clear(&f);
 			continue;
 		}
-		f.fd = (uint32_t)fd;
-		f.flags = (uint32_t)fl;
-		f.offset = (uint64_t)off;
-		f.path = g_strdup(buf);
 		g_array_append_val(a, f);
 		if (a->len == REXEC_MAX_FDS)
 			break;
