@@ -150,11 +150,6 @@ int rexecd_whitelist_load(const char *path, GHashTable **out, char **msg)
 	return 0;
 }
 
-bool rexecd_forward_allowed(char *const *allow, const char *path)
-{
-	return rexec_path_under(allow, path);
-}
-
 static bool env_name_allowed(char *const *allow, const char *var)
 {
 	size_t nlen = (size_t)(strchr(var, '=') - var);
@@ -830,7 +825,7 @@ static void do_forward(struct sess *s, struct qt_msg *m)
 	 * connect through that descriptor, so that no symlink (or one swapped
 	 * in meanwhile) can lead elsewhere.
 	 */
-	if (!rexecd_forward_allowed(d->o.forward_allow, path)) {
+	if (!rexec_path_under(d->o.forward_allow, path)) {
 		reply_result(s, REXEC_R_DENIED, EPERM, "%s is not in the host's forward_allow list", path);
 		return;
 	}
@@ -845,7 +840,7 @@ static void do_forward(struct sess *s, struct qt_msg *m)
 	n = readlink(proc, real, sizeof(real) - 1);
 	if (n > 0)
 		real[n] = '\0';
-	if (n <= 0 || !rexecd_forward_allowed(d->o.forward_allow, real)) {
+	if (n <= 0 || !rexec_path_under(d->o.forward_allow, real)) {
 		close(pfd);
 		reply_result(s, REXEC_R_DENIED, EPERM, "%s is not in the host's forward_allow list",
 			     n > 0 ? real : path);

@@ -54,11 +54,6 @@ extern const struct qt_conn_ops rexecd_conn_ops;
  */
 int rexecd_whitelist_load(const char *path, GHashTable **out, char **msg);
 /*
- * Is @path (absolute, canonical) one of @allow or beneath one of them, on a
- * component boundary?  For forward_allow and pass_fds_allow.
- */
-bool rexecd_forward_allowed(char *const *allow, const char *path);
-/*
  * Apply an environment policy; returns a new NULL-terminated vector.  pass
  * drops LD_* variables; allowlist keeps exactly what it names.
  */

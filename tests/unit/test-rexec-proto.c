@@ -1257,21 +1257,21 @@ START_TEST(test_forward_allowed)
 	char *root[] = {"/", NULL};
 	char *none[] = {NULL};
 
-	ck_assert(rexecd_forward_allowed(allow, "/run/x"));
-	ck_assert(rexecd_forward_allowed(allow, "/run/x/y.sock"));
-	ck_assert(rexecd_forward_allowed(allow, "/run/x/deep/er.sock"));
-	ck_assert(!rexecd_forward_allowed(allow, "/run/xy"));
-	ck_assert(!rexecd_forward_allowed(allow, "/run/xy/z.sock"));
-	ck_assert(!rexecd_forward_allowed(allow, "/run"));
-	ck_assert(!rexecd_forward_allowed(allow, "/run/"));
-	ck_assert(rexecd_forward_allowed(allow, "/var/run/one.sock"));
-	ck_assert(!rexecd_forward_allowed(allow, "/var/run/one.sock2"));
-	ck_assert(!rexecd_forward_allowed(allow, "/var/run/two.sock"));
-	ck_assert(rexecd_forward_allowed(allow, "/srv/trailing/a.sock"));
-	ck_assert(!rexecd_forward_allowed(allow, "/srv/trailingx"));
-	ck_assert(rexecd_forward_allowed(root, "/anything/at/all"));
-	ck_assert(!rexecd_forward_allowed(none, "/run/x"));
-	ck_assert(!rexecd_forward_allowed(NULL, "/run/x"));
+	ck_assert(rexec_path_under(allow, "/run/x"));
+	ck_assert(rexec_path_under(allow, "/run/x/y.sock"));
+	ck_assert(rexec_path_under(allow, "/run/x/deep/er.sock"));
+	ck_assert(!rexec_path_under(allow, "/run/xy"));
+	ck_assert(!rexec_path_under(allow, "/run/xy/z.sock"));
+	ck_assert(!rexec_path_under(allow, "/run"));
+	ck_assert(!rexec_path_under(allow, "/run/"));
+	ck_assert(rexec_path_under(allow, "/var/run/one.sock"));
+	ck_assert(!rexec_path_under(allow, "/var/run/one.sock2"));
+	ck_assert(!rexec_path_under(allow, "/var/run/two.sock"));
+	ck_assert(rexec_path_under(allow, "/srv/trailing/a.sock"));
+	ck_assert(!rexec_path_under(allow, "/srv/trailingx"));
+	ck_assert(rexec_path_under(root, "/anything/at/all"));
+	ck_assert(!rexec_path_under(none, "/run/x"));
+	ck_assert(!rexec_path_under(NULL, "/run/x"));
 }
 END_TEST
 
