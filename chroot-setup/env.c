@@ -85,6 +85,16 @@ static bool helper_alive(pid_t pid)
 	return pid > 0 && kill(pid, 0) == 0;
 }
 
+/* Is what @r records still there?  @mounts from mount_points(). */
+static bool rec_live(const struct rec *r, GHashTable *mounts)
+{
+	if (strcmp(r->kind, "mount") == 0)
+		return g_hash_table_contains(mounts, r->path);
+	if (strcmp(r->kind, "helper") == 0)
+		return helper_alive(r->pid);
+	return g_file_test(r->path, G_FILE_TEST_IS_SYMLINK);
+}
+
 static GPtrArray *read_journal(const char *file, bool *complete)
 {
 	GPtrArray *recs = g_ptr_array_new_with_free_func(rec_free);
@@ -150,13 +160,15 @@ static void journal_add(struct journal *j, const char *kind, const char *path, c
 /* Undo @recs in reverse.  Returns the number of things it could not undo. */
 static unsigned undo(GPtrArray *recs)
 {
+	/* Children come before their parents here, so one look at the table serves. */
+	g_autoptr(GHashTable) mounts = mount_points();
 	unsigned left = 0;
 
 	for (guint i = recs->len; i-- > 0;) {
 		struct rec *r = g_ptr_array_index(recs, i);
 
 		if (strcmp(r->kind, "mount") == 0) {
-			if (!is_mounted(r->path))
+			if (!g_hash_table_contains(mounts, r->path))
 				continue;
 			if (umount2(r->path, 0) == 0) {
 				printf("  unmounted %s\n", r->path);
@@ -242,22 +254,25 @@ static int step_mount(const struct cs_profile *p, const struct cs_step *s, const
 		return 0;
 	case CS_QTFS: {
 		g_autofree char *uri = g_strdup_printf("%s:%s", s->server, s->source);
-		g_autofree char *opts = g_strdup_printf("%s%s%s%s", s->proc ? "proc," : "",
-							s->ro ? "ro," : "", s->options ? s->options : "",
-							"");
+		g_autoptr(GPtrArray) o_list = g_ptr_array_new();
+		g_autofree char *opts = NULL;
 		GPtrArray *av = g_ptr_array_new();
 		int rc;
 
+		if (s->proc)
+			g_ptr_array_add(o_list, (char *)"proc");
+		if (s->ro)
+			g_ptr_array_add(o_list, (char *)"ro");
+		if (s->options)
+			g_ptr_array_add(o_list, s->options);
+		g_ptr_array_add(o_list, NULL);
+		opts = g_strjoinv(",", (char **)o_list->pdata);
 		g_ptr_array_add(av, (char *)o->fuse_qtfs);
 		if (s->key_file) {
 			g_ptr_array_add(av, (char *)"--key-file");
 			g_ptr_array_add(av, s->key_file);
 		}
 		if (opts[0]) {
-			size_t n = strlen(opts);
-
-			if (opts[n - 1] == ',')
-				opts[n - 1] = '\0';
 			g_ptr_array_add(av, (char *)"-o");
 			g_ptr_array_add(av, opts);
 		}
@@ -366,13 +381,12 @@ static int step_forward(const struct cs_step *s, const char *at, const struct cs
 /* Is everything a complete journal lists really there? */
 static bool journal_live(GPtrArray *recs, char **gone)
 {
+	g_autoptr(GHashTable) mounts = mount_points();
+
 	for (guint i = 0; i < recs->len; i++) {
 		struct rec *r = g_ptr_array_index(recs, i);
-		bool ok = strcmp(r->kind, "mount") == 0    ? is_mounted(r->path)
-			  : strcmp(r->kind, "helper") == 0 ? helper_alive(r->pid)
-							   : g_file_test(r->path, G_FILE_TEST_IS_SYMLINK);
 
-		if (!ok) {
+		if (!rec_live(r, mounts)) {
 			*gone = g_strdup(r->path);
 			return false;
 		}
@@ -494,6 +508,7 @@ int cs_status(const struct cs_profile *p, const struct cs_env_opts *o, bool json
 	g_autofree char *sdir = state_dir(p, o), *file = g_build_filename(sdir, "state", NULL);
 	g_autoptr(GPtrArray) recs = NULL;
 	g_autoptr(GString) js = g_string_new("");
+	g_autoptr(GHashTable) mounts = mount_points();
 	bool complete, all = true;
 
 	recs = read_journal(file, &complete);
@@ -503,12 +518,9 @@ int cs_status(const struct cs_profile *p, const struct cs_env_opts *o, bool json
 			       !recs->len && !complete ? "down" : complete ? "up" : "partial");
 	for (guint i = 0; i < recs->len; i++) {
 		struct rec *r = g_ptr_array_index(recs, i);
-		g_autofree char *one = NULL, *esc = g_strescape(r->path, NULL);
-		bool live;
-		g_autoptr(GPtrArray) tmp = g_ptr_array_new();
+		g_autofree char *esc = g_strescape(r->path, NULL);
+		bool live = rec_live(r, mounts);
 
-		g_ptr_array_add(tmp, r);
-		live = journal_live(tmp, &one);
 		all = all && live;
 		if (!json)
 			printf("  %-6s %-50s %s\n", r->kind, r->path, live ? "live" : "GONE");
