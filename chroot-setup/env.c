@@ -6,38 +6,50 @@
  * per change made, appended and fsync'd right after the change, so that
  * whatever stopped `up` (an error, a crash, a reboot of the helpers),
  * `down` knows what to undo:
- *   mount  PATH            a mount we made (binds, pseudo fs, fuse-qtfs)
- *   link   PATH TARGET     a shim symlink we created
- *   helper PID PATH        a forward-unix process and its socket
- *   up                     the last line of a complete `up`
- * `up` with a complete journal whose mounts and helpers are all live
+ *   mount   PATH                     a mount we made (binds, pseudo fs, fuse-qtfs)
+ *   link    PATH TARGET              a shim symlink we created
+ *   helper  PID PATH START           the supervisor of a forward, and its socket
+ *   service PID NAME START STOP      the supervisor of a service, its stop timeout
+ *   up                               the last line of a complete `up`
+ * (fields separated by tabs; START is the supervisor's start time, so that
+ * a pid reused after a reboot is never taken for ours.)
+ * `up` with a complete journal whose mounts and supervisors are all live
  * changes nothing; with an incomplete one it refuses (run `down` first).
- * `down` undoes the journal in reverse (lazy unmount when busy, SIGTERM
- * then SIGKILL for helpers), checking what is really there, then removes
- * the state directory; without one it has nothing to do.  A failed `up`
- * does the same before it exits, naming the failing step.
+ * `down` undoes the journal in reverse (lazy unmount when busy; supervisors
+ * get SIGTERM, pass it on to their program and wait for it, SIGKILL after
+ * the stop timeout), checking what is really there, then removes the state
+ * directory; without one it has nothing to do.  A failed `up` does the
+ * same before it exits, naming the failing step.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "env.h"
 #include "log.h"
+#include "supervise.h"
+
+/* How long `down` gives a forward's rexec to stop. */
+#define FORWARD_STOP_TIMEOUT 2
 
 struct rec {
 	char kind[8];
-	char *path;
+	char *path;  /* services: the name */
 	char *extra; /* link target */
 	pid_t pid;
+	unsigned long long start; /* helper, service: the supervisor's start time */
+	unsigned stop;		  /* service: stop timeout */
 };
 
 static void rec_free(gpointer data)
@@ -80,9 +92,16 @@ static bool is_mounted(const char *path)
 	return g_hash_table_contains(set, path);
 }
 
-static bool helper_alive(pid_t pid)
+static bool helper_alive(const struct rec *r)
 {
-	return pid > 0 && kill(pid, 0) == 0;
+	unsigned long long now = cs_proc_start_time(r->pid);
+
+	return now && (!r->start || now == r->start);
+}
+
+static bool has_pid(const struct rec *r)
+{
+	return strcmp(r->kind, "helper") == 0 || strcmp(r->kind, "service") == 0;
 }
 
 /* Is what @r records still there?  @mounts from mount_points(). */
@@ -90,8 +109,8 @@ static bool rec_live(const struct rec *r, GHashTable *mounts)
 {
 	if (strcmp(r->kind, "mount") == 0)
 		return g_hash_table_contains(mounts, r->path);
-	if (strcmp(r->kind, "helper") == 0)
-		return helper_alive(r->pid);
+	if (has_pid(r))
+		return helper_alive(r);
 	return g_file_test(r->path, G_FILE_TEST_IS_SYMLINK);
 }
 
@@ -106,7 +125,7 @@ static GPtrArray *read_journal(const char *file, bool *complete)
 		return recs;
 	lines = g_strsplit(data, "\n", -1);
 	for (char **l = lines; *l; l++) {
-		g_auto(GStrv) f = g_strsplit(*l, "\t", 4);
+		g_auto(GStrv) f = g_strsplit(*l, "\t", 6);
 		struct rec *r;
 
 		if (!f[0] || !*f[0])
@@ -117,9 +136,14 @@ static GPtrArray *read_journal(const char *file, bool *complete)
 		}
 		r = g_new0(struct rec, 1);
 		g_strlcpy(r->kind, f[0], sizeof(r->kind));
-		if (strcmp(f[0], "helper") == 0 && f[1] && f[2]) {
+		if ((!strcmp(f[0], "helper") || !strcmp(f[0], "service")) && f[1] && f[2]) {
 			r->pid = (pid_t)g_ascii_strtoll(f[1], NULL, 10);
 			r->path = g_strcompress(f[2]);
+			r->start = f[3] ? g_ascii_strtoull(f[3], NULL, 10) : 0;
+			r->stop = f[3] && f[4] ? (unsigned)g_ascii_strtoull(f[4], NULL, 10)
+					       : FORWARD_STOP_TIMEOUT;
+			if (r->pid <= 0)
+				g_clear_pointer(&r->path, g_free);
 		} else if (f[1]) {
 			r->path = g_strcompress(f[1]);
 			r->extra = f[2] ? g_strcompress(f[2]) : NULL;
@@ -138,15 +162,17 @@ struct journal {
 };
 
 static void journal_add(struct journal *j, const char *kind, const char *path, const char *extra,
-			pid_t pid)
+			pid_t pid, unsigned stop)
 {
 	g_autofree char *p = g_strescape(path, NULL), *e = extra ? g_strescape(extra, NULL) : NULL;
 	g_autofree char *line = NULL;
 	struct rec *r = g_new0(struct rec, 1);
 
-	if (pid)
-		line = g_strdup_printf("%s\t%d\t%s\n", kind, (int)pid, p);
-	else
+	if (pid) {
+		r->start = cs_proc_start_time(pid);
+		r->stop = stop;
+		line = g_strdup_printf("%s\t%d\t%s\t%llu\t%u\n", kind, (int)pid, p, r->start, stop);
+	} else
 		line = g_strdup_printf("%s\t%s%s%s\n", kind, p, e ? "\t" : "", e ? e : "");
 	if (write(j->fd, line, strlen(line)) < 0 || fsync(j->fd) < 0)
 		qt_warn("cannot write the state file: %s", g_strerror(errno));
@@ -184,19 +210,31 @@ static unsigned undo(GPtrArray *recs)
 
 			if (t && r->extra && strcmp(t, r->extra) == 0 && unlink(r->path) == 0)
 				printf("  removed shim %s\n", r->path);
-		} else if (strcmp(r->kind, "helper") == 0) {
-			if (helper_alive(r->pid)) {
-				kill(r->pid, SIGTERM);
-				for (int k = 0; k < 100 && helper_alive(r->pid); k++)
-					g_usleep(20 * 1000);
-				if (helper_alive(r->pid))
-					kill(r->pid, SIGKILL);
-				printf("  stopped forward %s (pid %d)\n", r->path, (int)r->pid);
-			}
-			unlink(r->path);
+		} else if (has_pid(r)) {
+			bool svc = strcmp(r->kind, "service") == 0;
+
+			if (helper_alive(r) && cs_supervise_stop(r->pid, r->stop) == 0)
+				printf("  stopped %s %s (pid %d)\n", svc ? "service" : "forward", r->path,
+				       (int)r->pid);
+			if (!svc)
+				unlink(r->path);
 		}
 	}
 	return left;
+}
+
+/* The state directory and what is in it: the journal, logs, status files. */
+static void remove_state(const char *sdir)
+{
+	g_autoptr(GDir) dir = g_dir_open(sdir, 0, NULL);
+	const char *name;
+
+	while (dir && (name = g_dir_read_name(dir))) {
+		g_autofree char *f = g_build_filename(sdir, name, NULL);
+
+		unlink(f);
+	}
+	rmdir(sdir);
 }
 
 static int mkdir_p(const char *path)
@@ -234,7 +272,7 @@ static int step_mount(const struct cs_profile *p, const struct cs_step *s, const
 	case CS_BIND:
 		if (mount(s->source, at, NULL, MS_BIND | MS_REC, NULL) < 0)
 			goto fail;
-		journal_add(j, "mount", at, NULL, 0);
+		journal_add(j, "mount", at, NULL, 0, 0);
 		if (s->ro && mount(NULL, at, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) < 0)
 			goto fail;
 		return 0;
@@ -250,7 +288,7 @@ static int step_mount(const struct cs_profile *p, const struct cs_step *s, const
 			if (mount(s->fstype, at, s->fstype, fl, s->options) < 0)
 				goto fail;
 		}
-		journal_add(j, "mount", at, NULL, 0);
+		journal_add(j, "mount", at, NULL, 0, 0);
 		return 0;
 	case CS_QTFS: {
 		g_autofree char *uri = g_strdup_printf("%s:%s", s->server, s->source);
@@ -286,7 +324,7 @@ static int step_mount(const struct cs_profile *p, const struct cs_step *s, const
 				qt_cli_prog(), s->section, uri, at, rc);
 			return -EIO;
 		}
-		journal_add(j, "mount", at, NULL, 0);
+		journal_add(j, "mount", at, NULL, 0, 0);
 		return 0;
 	}
 	default:
@@ -315,7 +353,104 @@ static int step_shim(const struct cs_profile *p, const struct cs_step *s, const 
 			g_strerror(-err));
 		return err;
 	}
-	journal_add(j, "link", at, p->rexec_binary, 0);
+	journal_add(j, "link", at, p->rexec_binary, 0, 0);
+	return 0;
+}
+
+/*
+ * Enter the environment in this process: the profile's variables, then the
+ * root, by chroot or (pivot_root=true) by pivot_root in a mount namespace
+ * of its own, where the old root is detached and nothing outside the new
+ * root stays reachable.  0 or -errno.
+ */
+static int enter_root(const struct cs_profile *p)
+{
+	/*
+	 * Into our own environment, not just the new program's: execvp()
+	 * searches the caller's PATH, and the profile's PATH is the one that
+	 * finds the shims.
+	 */
+	for (char **e = p->env; *e; e++) {
+		g_autofree char *name = g_strndup(*e, (gsize)(strchr(*e, '=') - *e));
+
+		g_setenv(name, strchr(*e, '=') + 1, TRUE);
+	}
+	if (p->rexec_host)
+		g_setenv("REXEC_HOST", p->rexec_host, TRUE);
+	if (p->rexec_key_file)
+		g_setenv("REXEC_KEY_FILE", p->rexec_key_file, TRUE);
+	if (p->pivot_root) {
+		/* pivot_root needs the new root to be a mount point, and nothing shared. */
+		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+		    mount(p->root, p->root, NULL, MS_BIND | MS_REC, NULL) < 0 || chdir(p->root) < 0 ||
+		    syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0)
+			return -errno;
+	} else if (chroot(p->root) < 0) {
+		return -errno;
+	}
+	return chdir("/") < 0 ? -errno : 0;
+}
+
+static int enter_root_cb(void *data)
+{
+	return enter_root(data);
+}
+
+/*
+ * Wait until a supervised program is ready: @ready exists (when given) and
+ * it is still on its first run; or, without @ready, it survived a short
+ * grace period (or ended with status 0, for restart=no one-shots).
+ */
+static int wait_ready(const struct cs_step *s, const char *ready, unsigned timeout,
+		      const char *status, const char *log)
+{
+	gint64 deadline = g_get_monotonic_time() + (gint64)timeout * G_USEC_PER_SEC;
+	gint64 grace = g_get_monotonic_time() + 300 * 1000;
+
+	for (;;) {
+		g_autofree char *state = NULL, *text = NULL;
+		unsigned starts = 0;
+		long num = 0;
+		struct stat st;
+		bool have = cs_supervise_read_status(status, &state, &num, &starts);
+		bool failed = have && (starts > 1 || strcmp(state, "waiting") == 0 ||
+				       (strcmp(state, "exited") == 0 && (ready || num != 0)));
+
+		if (!failed && have && !ready && g_get_monotonic_time() >= grace)
+			return 0;
+		if (!failed && have && ready && stat(ready, &st) == 0)
+			return 0;
+		if (failed) {
+			g_file_get_contents(log, &text, NULL, NULL);
+			fprintf(stderr, "%s: [%s]: exited before it was ready; its log %s ends:\n%s",
+				qt_cli_prog(), s->section, log, text ? text : "");
+			return -EIO;
+		}
+		if (g_get_monotonic_time() >= deadline) {
+			fprintf(stderr, "%s: [%s]: %s did not appear within %u s (log: %s)\n",
+				qt_cli_prog(), s->section, ready ? ready : "the program", timeout, log);
+			return -ETIMEDOUT;
+		}
+		g_usleep(20 * 1000);
+	}
+}
+
+static int supervised(const struct cs_step *s, struct cs_supervise *sv, const char *kind,
+		      const char *path, const char *ready, unsigned ready_timeout,
+		      struct journal *j)
+{
+	pid_t pid = cs_supervise_start(sv);
+	int err;
+
+	if (pid < 0) {
+		fprintf(stderr, "%s: [%s]: cannot start %s: %s (log: %s)\n", qt_cli_prog(),
+			s->section, sv->argv[0], g_strerror((int)-pid), sv->log);
+		return (int)pid;
+	}
+	/* In the journal before the wait: a failed wait undoes it like the rest. */
+	journal_add(j, kind, path, NULL, pid, sv->stop_timeout);
+	if ((err = wait_ready(s, ready, ready_timeout, sv->status, sv->log)) < 0)
+		return err;
 	return 0;
 }
 
@@ -323,59 +458,56 @@ static int step_forward(const struct cs_step *s, const char *at, const struct cs
 			const char *sdir, unsigned idx, struct journal *j)
 {
 	g_autofree char *log = g_strdup_printf("%s/forward-%u.log", sdir, idx);
+	g_autofree char *status = g_strdup_printf("%s/forward-%u.status", sdir, idx);
+	g_autofree char *name = g_strdup_printf("forward-%u", idx);
 	g_autofree char *dir = g_path_get_dirname(at);
-	pid_t pid;
+	g_autoptr(GPtrArray) av = g_ptr_array_new();
+	struct cs_supervise sv = {
+		.name = name,
+		.restart = CS_RESTART_ALWAYS,
+		.stop_timeout = FORWARD_STOP_TIMEOUT,
+		.log = log,
+		.status = status,
+	};
 	int err;
 
 	if ((err = mkdir_p(dir)) < 0) {
 		fprintf(stderr, "%s: cannot create %s: %s\n", qt_cli_prog(), dir, g_strerror(-err));
 		return err;
 	}
-	pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
-
-		setsid();
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-		}
-		if (nul >= 0)
-			dup2(nul, 0);
-		if (s->key_file)
-			execlp(o->rexec, o->rexec, "forward-unix", "-H", s->server, "--key-file",
-			       s->key_file, at, s->source, (char *)NULL);
-		else
-			execlp(o->rexec, o->rexec, "forward-unix", "-H", s->server, at, s->source,
-			       (char *)NULL);
-		_exit(127);
+	g_ptr_array_add(av, (char *)o->rexec);
+	g_ptr_array_add(av, (char *)"forward-unix");
+	g_ptr_array_add(av, (char *)"-H");
+	g_ptr_array_add(av, s->server);
+	if (s->key_file) {
+		g_ptr_array_add(av, (char *)"--key-file");
+		g_ptr_array_add(av, s->key_file);
 	}
-	/* Ready when the socket exists; dead if the helper exits first. */
-	for (int k = 0; k < 250; k++) {
-		struct stat st;
-		int status;
+	g_ptr_array_add(av, (char *)at);
+	g_ptr_array_add(av, s->source);
+	g_ptr_array_add(av, NULL);
+	sv.argv = (char **)av->pdata;
+	return supervised(s, &sv, "helper", at, at, 5, j);
+}
 
-		if (waitpid(pid, &status, WNOHANG) == pid) {
-			g_autofree char *text = NULL;
+static int step_service(const struct cs_profile *p, const struct cs_step *s, const char *sdir,
+			struct journal *j)
+{
+	g_autofree char *log = g_strdup_printf("%s/service-%s.log", sdir, s->target);
+	g_autofree char *status = g_strdup_printf("%s/service-%s.status", sdir, s->target);
+	g_autofree char *ready = s->ready ? g_build_filename(p->root, s->ready, NULL) : NULL;
+	struct cs_supervise sv = {
+		.name = s->target,
+		.argv = s->argv,
+		.restart = s->restart,
+		.stop_timeout = s->stop_timeout,
+		.log = log,
+		.status = status,
+		.enter = enter_root_cb,
+		.data = (void *)p,
+	};
 
-			g_file_get_contents(log, &text, NULL, NULL);
-			fprintf(stderr, "%s: [%s]: rexec forward-unix exited: %s\n", qt_cli_prog(),
-				s->section, text ? g_strstrip(text) : "");
-			return -EIO;
-		}
-		if (stat(at, &st) == 0 && S_ISSOCK(st.st_mode)) {
-			journal_add(j, "helper", at, NULL, pid);
-			return 0;
-		}
-		g_usleep(20 * 1000);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-	fprintf(stderr, "%s: [%s]: %s did not appear within 5 s\n", qt_cli_prog(), s->section, at);
-	return -ETIMEDOUT;
+	return supervised(s, &sv, "service", s->target, ready, s->ready_timeout, j);
 }
 
 /* Is everything a complete journal lists really there? */
@@ -416,15 +548,6 @@ int cs_up(const struct cs_profile *p, const struct cs_env_opts *o)
 			return QT_EXIT_FAILURE;
 		}
 	}
-	for (guint i = 0; i < p->steps->len; i++) {
-		const struct cs_step *s = g_ptr_array_index(p->steps, i);
-
-		if (s->kind == CS_SERVICE) {
-			fprintf(stderr, "%s: [%s]: services are not implemented yet (issue 5)\n",
-				qt_cli_prog(), s->section);
-			return QT_EXIT_FAILURE;
-		}
-	}
 	if (mkdir_p(sdir) < 0 ||
 	    (j.fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
 		fprintf(stderr, "%s: cannot write %s: %s\n", qt_cli_prog(), file, g_strerror(errno));
@@ -450,6 +573,7 @@ int cs_up(const struct cs_profile *p, const struct cs_env_opts *o)
 			err = step_forward(s, at, o, sdir, i, &j);
 			break;
 		case CS_SERVICE:
+			err = step_service(p, s, sdir, &j);
 			break;
 		}
 		printf("  %2u. %s%s\n", i + 1, d, err ? "  FAILED" : "");
@@ -458,8 +582,7 @@ int cs_up(const struct cs_profile *p, const struct cs_env_opts *o)
 		fprintf(stderr, "%s: up %s failed; undoing what was done\n", qt_cli_prog(), p->name);
 		undo(j.recs);
 		close(j.fd);
-		unlink(file);
-		rmdir(sdir);
+		remove_state(sdir);
 		g_ptr_array_unref(j.recs);
 		return QT_EXIT_FAILURE;
 	}
@@ -475,8 +598,6 @@ int cs_down(const struct cs_profile *p, const struct cs_env_opts *o)
 {
 	g_autofree char *sdir = state_dir(p, o), *file = g_build_filename(sdir, "state", NULL);
 	g_autoptr(GPtrArray) recs = NULL;
-	g_autoptr(GDir) dir = NULL;
-	const char *name;
 	bool complete;
 	unsigned left;
 
@@ -492,13 +613,7 @@ int cs_down(const struct cs_profile *p, const struct cs_env_opts *o)
 			qt_cli_prog(), left, sdir);
 		return QT_EXIT_FAILURE;
 	}
-	dir = g_dir_open(sdir, 0, NULL);
-	while (dir && (name = g_dir_read_name(dir))) {
-		g_autofree char *f = g_build_filename(sdir, name, NULL);
-
-		unlink(f);
-	}
-	rmdir(sdir);
+	remove_state(sdir);
 	printf("%s is down\n", p->name);
 	return 0;
 }
@@ -518,14 +633,31 @@ int cs_status(const struct cs_profile *p, const struct cs_env_opts *o, bool json
 			       !recs->len && !complete ? "down" : complete ? "up" : "partial");
 	for (guint i = 0; i < recs->len; i++) {
 		struct rec *r = g_ptr_array_index(recs, i);
-		g_autofree char *esc = g_strescape(r->path, NULL);
+		g_autofree char *esc = g_strescape(r->path, NULL), *what = NULL, *state = NULL;
 		bool live = rec_live(r, mounts);
+		unsigned starts = 0;
+		long num = 0;
 
 		all = all && live;
+		if (live && strcmp(r->kind, "service") == 0) {
+			g_autofree char *f = g_strdup_printf("%s/service-%s.status", sdir, r->path);
+
+			if (cs_supervise_read_status(f, &state, &num, &starts))
+				what = g_strdup_printf("%s %s %ld, %u start%s", state,
+						       !strcmp(state, "exited") ? "status"
+						       : !strcmp(state, "waiting") ? "s" : "pid",
+						       num, starts, starts == 1 ? "" : "s");
+		}
 		if (!json)
-			printf("  %-6s %-50s %s\n", r->kind, r->path, live ? "live" : "GONE");
-		g_string_append_printf(js, "%s{\"kind\":\"%s\",\"path\":\"%s\",\"live\":%s}",
-				       i ? "," : "", r->kind, esc, live ? "true" : "false");
+			printf("  %-7s %-50s %s%s%s%s\n", r->kind, r->path, live ? "live" : "GONE",
+			       what ? " (" : "", what ? what : "", what ? ")" : "");
+		g_string_append_printf(js, "%s{\"kind\":\"%s\",\"path\":\"%s\",\"live\":%s", i ? "," : "",
+				       r->kind, esc, live ? "true" : "false");
+		if (has_pid(r))
+			g_string_append_printf(js, ",\"pid\":%d", (int)r->pid);
+		if (state)
+			g_string_append_printf(js, ",\"state\":\"%s\",\"starts\":%u", state, starts);
+		g_string_append(js, "}");
 	}
 	g_string_append(js, "]}");
 	if (json)
@@ -535,23 +667,11 @@ int cs_status(const struct cs_profile *p, const struct cs_env_opts *o, bool json
 
 int cs_exec(const struct cs_profile *p, const struct cs_env_opts *o, char **argv)
 {
-	(void)o;
-	/*
-	 * Into our own environment, not just the new program's: execvp()
-	 * searches the caller's PATH, and the profile's PATH is the one that
-	 * finds the shims.
-	 */
-	for (char **e = p->env; *e; e++) {
-		g_autofree char *name = g_strndup(*e, (gsize)(strchr(*e, '=') - *e));
+	int err;
 
-		g_setenv(name, strchr(*e, '=') + 1, TRUE);
-	}
-	if (p->rexec_host)
-		g_setenv("REXEC_HOST", p->rexec_host, TRUE);
-	if (p->rexec_key_file)
-		g_setenv("REXEC_KEY_FILE", p->rexec_key_file, TRUE);
-	if (chroot(p->root) < 0 || chdir("/") < 0) {
-		fprintf(stderr, "%s: cannot enter %s: %s\n", qt_cli_prog(), p->root, g_strerror(errno));
+	(void)o;
+	if ((err = enter_root(p)) < 0) {
+		fprintf(stderr, "%s: cannot enter %s: %s\n", qt_cli_prog(), p->root, g_strerror(-err));
 		return QT_EXIT_FAILURE;
 	}
 	execvp(argv[0], argv);

@@ -7,10 +7,12 @@
 noinst_LIBRARIES += chroot-setup/libcsprofile.a
 chroot_setup_libcsprofile_a_SOURCES = chroot-setup/profile.c chroot-setup/profile.h
 
-# env.c carries the plan out (mounts, shims, forwards, the state journal).
+# env.c carries the plan out (mounts, shims, forwards, services, the state
+# journal); supervise.c is the process that keeps a service or forward running.
 
 sbin_PROGRAMS += chroot-setup/chroot-setup
-chroot_setup_chroot_setup_SOURCES = chroot-setup/main.c chroot-setup/env.c chroot-setup/env.h
+chroot_setup_chroot_setup_SOURCES = chroot-setup/main.c chroot-setup/env.c chroot-setup/env.h \
+	chroot-setup/supervise.c chroot-setup/supervise.h
 chroot_setup_chroot_setup_LDADD = chroot-setup/libcsprofile.a $(QT_LIBS)
 dist_doc_DATA += docs/chroot-setup.md
 

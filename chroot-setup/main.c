@@ -6,9 +6,9 @@
  * and unix-socket forwards.  It replaces the long hand-written shell scripts
  * users of the original qtfs keep, with one transactional tool.
  *
- * So far `check` works (profile.c parses the profile into the plan of
- * steps and checks what it can on this machine); up, down, status and exec
- * are the rest of issue 5.
+ * profile.c parses a profile into the plan of steps (and `check` shows it);
+ * env.c carries it out, journals it and undoes it; supervise.c keeps the
+ * services and forwards running between `up` and `down`.
  */
 #include "config.h"
 
@@ -23,7 +23,6 @@
 
 #define PROFILE_DIR "/etc/chroot-setup/profiles"
 
-#define ISSUE 5
 #define SHORT_OPTS "hV"
 
 enum { OPT_JSON = 256 };
@@ -62,10 +61,9 @@ static void usage(void)
 	      "State is kept in /run/chroot-setup/NAME/.\n"
 	      "Exit status: 0 success, 1 failure, 2 usage error.\n",
 	      stdout);
-	printf("Environment: CHROOT_SETUP_STATE_DIR (default /run/chroot-setup), FUSE_QTFS and\n"
-	       "REXEC (the programs to run; default: found in PATH).\n"
-	       "Status: services and the pivot_root option are not implemented yet (issue %d).\n",
-	       ISSUE);
+	fputs("Environment: CHROOT_SETUP_STATE_DIR (default /run/chroot-setup), FUSE_QTFS and\n"
+	      "REXEC (the programs to run; default: found in PATH).\n",
+	      stdout);
 }
 
 /* Validate PROFILE and print the plan `up` would follow; change nothing. */

@@ -36,6 +36,7 @@ static void step_free(gpointer data)
 	g_free(s->options);
 	g_free(s->server);
 	g_free(s->key_file);
+	g_free(s->ready);
 	g_strfreev(s->argv);
 	g_free(s);
 }
@@ -121,6 +122,23 @@ static int get_bool(struct ctx *c, const char *group, const char *key, bool def,
 	return 0;
 }
 
+/* A whole number of seconds in [1, 3600]. */
+static int get_seconds(struct ctx *c, const char *group, const char *key, unsigned def,
+		       unsigned *out)
+{
+	g_autofree char *v = get_str(c, group, key);
+	guint64 n;
+
+	if (!v) {
+		*out = def;
+		return 0;
+	}
+	if (!g_ascii_string_to_unsigned(v, 10, 1, 3600, &n, NULL))
+		return fail(c, group, key, "\"%s\" is not a number of seconds from 1 to 3600", v);
+	*out = (unsigned)n;
+	return 0;
+}
+
 /* An absolute, canonical path ("/a/b", no "..", no "//", no trailing "/"). */
 static int get_path(struct ctx *c, const char *group, const char *key, const char *value,
 		    char **out)
@@ -172,7 +190,8 @@ static const char *const mount_keys[] = {"type", "options", "ro", NULL};
 static const char *const qtfs_keys[] = {"remote", "proc", "ro", "options", "server", "key_file", NULL};
 static const char *const shim_keys[] = {"host", "dir", NULL};
 static const char *const forward_keys[] = {"remote", "host", "key_file", NULL};
-static const char *const service_keys[] = {"exec", "restart", NULL};
+static const char *const service_keys[] = {"exec", "restart", "ready", "ready_timeout",
+					    "stop_timeout", NULL};
 static const char *const pseudo_types[] = {"proc", "sysfs", "devtmpfs", "devpts", "tmpfs",
 					   "mqueue", "cgroup2", "devbind", NULL};
 
@@ -336,6 +355,7 @@ static int parse_step(struct ctx *c, struct cs_profile *p, const char *group)
 			r = check_uri(c, group, "host", s->server);
 	} else if (strcmp(kind, "service") == 0) {
 		g_autofree char *exec = get_str(c, group, "exec"), *restart = get_str(c, group, "restart");
+		g_autofree char *ready = get_str(c, group, "ready");
 		GError *gerr = NULL;
 
 		s->kind = CS_SERVICE;
@@ -357,6 +377,12 @@ static int parse_step(struct ctx *c, struct cs_profile *p, const char *group)
 			s->restart = CS_RESTART_ALWAYS;
 		else if (!r)
 			r = fail(c, group, "restart", "\"%s\" is not no, on-failure or always", restart);
+		if (!r && ready)
+			r = get_path(c, group, "ready", ready, &s->ready);
+		if (!r)
+			r = get_seconds(c, group, "ready_timeout", 30, &s->ready_timeout);
+		if (!r)
+			r = get_seconds(c, group, "stop_timeout", 10, &s->stop_timeout);
 	} else {
 		r = fail(c, group, NULL, "unknown group kind \"%s\"", kind);
 	}

@@ -39,7 +39,10 @@ struct cs_step {
 	char *server;	/* QTFS: URI; FORWARD/SHIM: rexecd URI */
 	char *key_file;
 	char **argv;	/* SERVICE */
-	enum cs_restart restart;
+	enum cs_restart restart;	/* SERVICE; forwards always restart */
+	char *ready;		/* SERVICE: absolute path inside the root that means "ready" */
+	unsigned ready_timeout;	/* SERVICE: seconds `up` waits for it (or for a first crash) */
+	unsigned stop_timeout;	/* SERVICE: seconds between SIGTERM and SIGKILL on `down` */
 };
 
 struct cs_profile {

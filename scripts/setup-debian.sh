@@ -16,6 +16,7 @@ packages="build-essential autoconf automake pkg-config
 libglib2.0-dev liburing-dev libfuse3-dev fuse3 libjson-c-dev
 libcurl4-openssl-dev libssh2-1-dev check
 clang libclang-rt-14-dev
+runc busybox-static
 iproute2 openssh-server openssh-client sshfs procps psmisc python3 util-linux
 ca-certificates"
 # libclang-rt-14-dev holds libFuzzer's runtime; clang only recommends it.

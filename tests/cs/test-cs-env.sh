@@ -4,13 +4,17 @@
 # chroot-setup up/down/status/exec against real parts on this machine: a
 # qtfs-server and a rexecd on unix sockets play the host, and a profile
 # builds a root with local binds, procfs, a tmpfs, a fuse-qtfs mount of a
-# host directory, a rexec shim and a unix-socket forward.  Checked: files
-# cross the mount both ways, the shim runs on the "host" with the profile's
-# environment, the forward carries bytes, `up` twice changes nothing,
-# status is live, `down` (twice) leaves no mount, helper or state, a bad
-# remote path makes `up` fail and undo everything, and `down` cleans up
-# after the fuse-qtfs helper was killed.  The script re-runs itself in a
-# private mount namespace.  Needs root and /dev/fuse (77 otherwise).
+# host directory, a rexec shim, a unix-socket forward and a service.
+# Checked: files cross the mount both ways, the shim runs on the "host"
+# with the profile's environment, the forward carries bytes and comes back
+# after its rexec is killed, the service starts inside the root with the
+# profile's environment, is restarted when killed and stopped by `down`,
+# `up` twice changes nothing, status is live, `down` (twice) leaves no
+# mount, helper or state, pivot_root=true enters a mount namespace of its
+# own, a bad remote path or a service that cannot start makes `up` fail
+# and undo everything, and `down` cleans up after the fuse-qtfs helper was
+# killed.  The script re-runs itself in a private mount namespace.  Needs
+# root and /dev/fuse (77 otherwise).
 
 set -u
 
@@ -106,6 +110,13 @@ remote=$T/host
 dir=/shims
 [forward:/sock/echo.sock]
 remote=$T/host/echo.sock
+[mount:/run/svc]
+type=tmpfs
+[service:ticker]
+exec=/bin/sh -c 'echo "\$CS_MARK" >/run/svc/ready; exec sleep 1000'
+ready=/run/svc/ready
+restart=always
+stop_timeout=2
 EOF2
 
 check "check accepts the profile" "$CS" check "$T/p.conf"
@@ -124,11 +135,39 @@ check "the printenv shim runs on the host with the profile's environment (got: $
 	[ "$out" = from-the-profile ]
 check "... rexecd ran it ($(grep -c printenv "$T/rexecd.log") log lines)" grep -q 'argv0="printenv"' "$T/rexecd.log"
 check "the shim is a symlink to rexec" [ "$(readlink "$T/root/shims/printenv")" = "$top/rexec/rexec" ]
-got=$(python3 -c "
+echo_via() {
+	python3 -c "
 import socket, sys
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b'ping through the forward')
-s.shutdown(socket.SHUT_WR); print(s.recv(100).decode())" "$T/root/sock/echo.sock" 2>&1)
+s.shutdown(socket.SHUT_WR); print(s.recv(100).decode())" "$1" 2>&1
+}
+got=$(echo_via "$T/root/sock/echo.sock")
 check "the forward carries bytes to the host socket (got: $got)" [ "$got" = "ping through the forward" ]
+pkill -KILL -f "[f]orward-unix.*$T"
+for _ in $(seq 50); do
+	sleep 0.1
+	got=$(echo_via "$T/root/sock/echo.sock")
+	[ "$got" = "ping through the forward" ] && break
+done
+check "the forward comes back after its rexec was killed (got: $got)" [ "$got" = "ping through the forward" ]
+
+# The service: started in the root with the profile's variables, restarted when killed.
+svc_status() { cat "$T/state/cstest/service-ticker.status" 2>/dev/null; }
+check "the service ran in the root with the profile's environment" \
+	[ "$(cat "$T/root/run/svc/ready" 2>/dev/null)" = from-the-profile ]
+pid1=$(svc_status | awk '$1 == "running" { print $2 }')
+check "the service is running (status: $(svc_status))" [ -n "$pid1" ]
+check "... chrooted into the root" [ "$(readlink "/proc/$pid1/root")" = "$T/root" ]
+kill -KILL "$pid1" 2>/dev/null
+for _ in $(seq 50); do
+	sleep 0.1
+	set -- $(svc_status)
+	[ "${1:-}" = running ] && [ "${3:-0}" -ge 2 ] && break
+done
+check "a killed service is restarted (status: $(svc_status))" \
+	sh -c "svc=\$(cat '$T/state/cstest/service-ticker.status'); [ \"\${svc%% *}\" = running ] && [ \"\${svc##* }\" = 2 ]"
+pid2=$(svc_status | awk '{ print $2 }')
+check "status shows the service's state" sh -c "'$CS' status '$T/p.conf' | grep -q 'service ticker .*running pid $pid2, 2 starts'"
 check "exec runs inside the root with a read-only /usr" \
 	sh -c "! '$CS' exec '$T/p.conf' -- sh -c 'touch /usr/cs-test' 2>/dev/null"
 check "status says up and every step live" "$CS" status "$T/p.conf"
@@ -138,10 +177,35 @@ check "status --json says up" sh -c "'$CS' status --json '$T/p.conf' | grep -q '
 check "down succeeds" [ $? -eq 0 ]
 check "down leaves no mount under the root ($(mounts_under))" [ "$(mounts_under)" -eq 0 ]
 check "down stops the forward helper" sh -c "! pgrep -f '[f]orward-unix.*$T' >/dev/null"
+check "down stops the service ($pid2)" sh -c "! kill -0 $pid2 2>/dev/null"
 check "down removes the shim" [ ! -e "$T/root/shims/printenv" ]
 check "down removes the state" [ ! -e "$T/state/cstest" ]
 check "down twice is fine" "$CS" down "$T/p.conf"
 check "status after down fails" sh -c "! '$CS' status '$T/p.conf' >/dev/null"
+
+# pivot_root=true: exec enters a mount namespace of its own, where the root is /.
+sed 's|^name=cstest$|name=cspivot\npivot_root=true|' "$T/p.conf" >"$T/pivot.conf"
+"$CS" up "$T/pivot.conf" >"$T/pivot.out" 2>&1
+check "up with pivot_root (exit $?)" [ $? -eq 0 ]
+ns_here=$(readlink /proc/self/ns/mnt)
+ns_there=$("$CS" exec "$T/pivot.conf" -- sh -c 'readlink /proc/self/ns/mnt' 2>&1)
+check "exec with pivot_root runs in another mount namespace ($ns_there vs $ns_here)" \
+	sh -c "[ -n '$ns_there' ] && [ '$ns_there' != '$ns_here' ]"
+check "... and the fuse-qtfs mount works" [ "$("$CS" exec "$T/pivot.conf" -- cat /data/h.txt 2>&1)" = "from the host" ]
+svc=$(cat "$T/state/cspivot/service-ticker.status" 2>/dev/null | awk '{ print $2 }')
+check "the service runs with pivot_root too" sh -c "[ -n '$svc' ] && [ \"\$(readlink /proc/$svc/ns/mnt)\" != '$ns_here' ]"
+"$CS" down "$T/pivot.conf" >/dev/null 2>&1
+check "down with pivot_root leaves no mount ($(mounts_under))" [ "$(mounts_under)" -eq 0 ]
+
+# A service that cannot start: up fails and undoes everything.
+printf '[service:broken]\nexec=/no/such/program\n' | cat "$T/p.conf" - >"$T/broken.conf"
+"$CS" up "$T/broken.conf" >"$T/broken.out" 2>&1
+rc=$?
+check "up with a service that cannot start fails (exit $rc)" [ $rc -ne 0 ]
+check "... naming it" grep -q '\[service:broken\].*No such file' "$T/broken.out"
+check "... and leaves nothing mounted ($(mounts_under)) or running" \
+	sh -c "[ $(mounts_under) -eq 0 ] && ! pgrep -f '[f]orward-unix.*$T' >/dev/null"
+check "... and no state" [ ! -e "$T/state/cstest" ]
 
 # A bad remote path: up fails on that step and undoes the ones before it.
 sed "s|^remote=$T/host\$|remote=$T/no-such-export|" "$T/p.conf" >"$T/bad.conf"

@@ -26,6 +26,8 @@ static const char full[] =
 	"[service:containerd]\n"
 	"exec=/usr/bin/containerd --log-level 'info'\n"
 	"restart=on-failure\n"
+	"ready=/run/containerd/containerd.sock\n"
+	"stop_timeout=20\n"
 	"[qtfs:/var/lib/kubelet/pods]\n"
 	"[shim:runc]\n"
 	"host=/usr/sbin/runc\n"
@@ -88,6 +90,13 @@ START_TEST(test_full_plan_order)
 
 		ck_assert_msg(strcmp(d, want[i]) == 0, "step %u: \"%s\", expected \"%s\"", i, d, want[i]);
 	}
+	{
+		const struct cs_step *svc = g_ptr_array_index(p->steps, p->steps->len - 1);
+
+		ck_assert_str_eq(svc->ready, "/run/containerd/containerd.sock");
+		ck_assert_uint_eq(svc->ready_timeout, 30); /* the default */
+		ck_assert_uint_eq(svc->stop_timeout, 20);
+	}
 }
 END_TEST
 
@@ -115,6 +124,9 @@ static const struct {
 	{"[profile]\nroot=/r\n[service:x]\nexec=containerd\n", "must be an absolute path"},
 	{"[profile]\nroot=/r\n[service:x]\nexec=/bin/x 'unterminated\n", "[service:x] exec:"},
 	{"[profile]\nroot=/r\n[service:x]\nexec=/bin/x\nrestart=sometimes\n", "not no, on-failure"},
+	{"[profile]\nroot=/r\n[service:x]\nexec=/bin/x\nready=run/x.sock\n", "[service:x] ready:"},
+	{"[profile]\nroot=/r\n[service:x]\nexec=/bin/x\nready_timeout=0\n", "from 1 to 3600"},
+	{"[profile]\nroot=/r\n[service:x]\nexec=/bin/x\nstop_timeout=10s\n", "[service:x] stop_timeout:"},
 	{"[profile]\nroot=/r\nenv=JUSTNAME\n", "not NAME=VALUE"},
 	{"[profile]\nroot=/r\npivot_root=maybe\n", "not true or false"},
 	{"[profile]\nroot=/r\n[qtfs:/x]\nserver=unix:/s\nproc=perhaps\n", "[qtfs:/x] proc:"},
