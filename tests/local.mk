@@ -87,5 +87,5 @@ bench-rexec: rexecd/rexecd rexec/rexec rexec/rexec-ssh
 
 # chroot-setup up/down/status/exec against a real qtfs-server, rexecd and
 # fuse-qtfs, in a private mount namespace (root and /dev/fuse).
-TESTS += tests/cs/test-cs-env.sh
-EXTRA_DIST += tests/cs/test-cs-env.sh
+TESTS += tests/cs/test-cs-env.sh tests/cs/test-cs-e2e.sh
+EXTRA_DIST += tests/cs/test-cs-env.sh tests/cs/test-cs-e2e.sh
