@@ -23,8 +23,8 @@
 # Then the failures: a bad remote path fails `up` and leaves nothing; a
 # killed fuse-qtfs helper does not stop `down` from cleaning up.
 #
-# scripts/demo.sh runs this as the README's main demo (CS_E2E_DEMO=1 says
-# a little more).  Needs root, /dev/fuse, ip, runc and busybox (77 when
+# scripts/demo.sh runs this as the README's main demo, so it says what
+# each step does.  Needs root, /dev/fuse, ip, runc and busybox (77 when
 # missing; scripts/setup-debian.sh installs them).
 
 set -u
