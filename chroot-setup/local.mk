@@ -14,7 +14,8 @@ sbin_PROGRAMS += chroot-setup/chroot-setup
 chroot_setup_chroot_setup_SOURCES = chroot-setup/main.c chroot-setup/env.c chroot-setup/env.h \
 	chroot-setup/supervise.c chroot-setup/supervise.h
 chroot_setup_chroot_setup_LDADD = chroot-setup/libcsprofile.a $(QT_LIBS)
-dist_doc_DATA += docs/chroot-setup.md
+dist_doc_DATA += docs/chroot-setup.md docs/two-vm-guide.md
+dist_man_MANS += man/chroot-setup.8
 
 # The two example profiles (docs/chroot-setup.md); copy one to
 # /etc/chroot-setup/profiles/ and adjust it.
