@@ -117,6 +117,9 @@ exec=/bin/sh -c 'echo "\$CS_MARK" >/run/svc/ready; exec sleep 1000'
 ready=/run/svc/ready
 restart=always
 stop_timeout=2
+[service:stubborn]
+exec=/bin/sh -c 'trap "" TERM; while :; do sleep 0.1; done'
+stop_timeout=1
 EOF2
 
 check "check accepts the profile" "$CS" check "$T/p.conf"
@@ -173,11 +176,14 @@ check "exec runs inside the root with a read-only /usr" \
 check "status says up and every step live" "$CS" status "$T/p.conf"
 check "status --json says up" sh -c "'$CS' status --json '$T/p.conf' | grep -q '\"state\":\"up\"'"
 
+stubborn=$(awk '$1 == "running" { print $2 }' "$T/state/cstest/service-stubborn.status" 2>/dev/null)
 "$CS" down "$T/p.conf" >"$T/down.out" 2>&1
 check "down succeeds" [ $? -eq 0 ]
 check "down leaves no mount under the root ($(mounts_under))" [ "$(mounts_under)" -eq 0 ]
 check "down stops the forward helper" sh -c "! pgrep -f '[f]orward-unix.*$T' >/dev/null"
 check "down stops the service ($pid2)" sh -c "! kill -0 $pid2 2>/dev/null"
+check "down kills the service that ignores SIGTERM after its stop_timeout ($stubborn)" \
+	sh -c "[ -n '$stubborn' ] && ! kill -0 '$stubborn' 2>/dev/null"
 check "down removes the shim" [ ! -e "$T/root/shims/printenv" ]
 check "down removes the state" [ ! -e "$T/state/cstest" ]
 check "down twice is fine" "$CS" down "$T/p.conf"
