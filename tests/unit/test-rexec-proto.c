@@ -1193,10 +1193,10 @@ START_TEST(test_whitelist_load)
 	g_autofree char *p = write_tmp("# binaries the DPU may run\n"
 				       "\n"
 				       "/usr/bin/true\n"
-				       "   /usr/sbin/modprobe   \n"
+				       "   /opt/rexec-test/sbin/modprobe   \n"
 				       "\t# indented comment\n"
-				       "/usr//bin/./runc\n"
-				       "/usr/bin/../bin/kill\n"
+				       "/opt/rexec-test//bin/./runc\n"
+				       "/opt/rexec-test/bin/../bin/kill\n"
 				       "/no/newline/at/end");
 	GHashTable *set = NULL;
 	char *msg = NULL;
@@ -1206,9 +1206,9 @@ START_TEST(test_whitelist_load)
 	ck_assert_ptr_nonnull(set);
 	ck_assert_uint_eq(g_hash_table_size(set), 5);
 	ck_assert(g_hash_table_contains(set, "/usr/bin/true"));
-	ck_assert(g_hash_table_contains(set, "/usr/sbin/modprobe"));
-	ck_assert(g_hash_table_contains(set, "/usr/bin/runc"));
-	ck_assert(g_hash_table_contains(set, "/usr/bin/kill"));
+	ck_assert(g_hash_table_contains(set, "/opt/rexec-test/sbin/modprobe"));
+	ck_assert(g_hash_table_contains(set, "/opt/rexec-test/bin/runc"));
+	ck_assert(g_hash_table_contains(set, "/opt/rexec-test/bin/kill"));
 	ck_assert(g_hash_table_contains(set, "/no/newline/at/end"));
 	ck_assert(!g_hash_table_contains(set, "/usr/bin/false"));
 	ck_assert(!g_hash_table_contains(set, "# binaries the DPU may run"));
