@@ -55,6 +55,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -90,6 +91,25 @@ struct qtfs_fs {
 	uint64_t next_id;
 	struct node *root;
 	struct qtfs_attr root_attr;
+
+	GMutex lk_lock;
+	GHashTable *lk_owners; /* struct lk_owner*: POSIX lock owners with locks on the host */
+	GCond lk_cond;	       /* signalled when lk_releasing drops */
+	unsigned lk_releasing; /* RELEASEs carrying a flock unlock still on their way; lk_lock */
+};
+
+/*
+ * A POSIX lock owner (a process) that took locks on node @ino, and the
+ * open file they went through.  Every later lock call of the owner on the
+ * node goes through the same file, so that its locks live in one server
+ * session (one host open file description, see server.c "File locks"),
+ * and its close (FLUSH) tells that session to drop them.  Holds a
+ * reference on @fh.
+ */
+struct lk_owner {
+	fuse_ino_t ino;
+	uint64_t owner;
+	struct fh *fh;
 };
 
 struct fh {
@@ -494,20 +514,35 @@ static void fh_detach(struct qtfs_fs *fs, struct fh *h)
  * reply failed): close the server's handle, fire and forget, drop any poll
  * wait, and drop the kernel's reference.
  */
-static void fh_close(struct qtfs_fs *fs, struct fh *h)
+static void fh_close_wait(struct qtfs_fs *fs, struct fh *h, bool wait)
 {
 	struct qt_msg *m = qt_msg_new(QTFS_RELEASE, 0, 0);
+	unsigned slot;
+	uint64_t gen;
 
 	fh_detach(fs, h);
 	g_mutex_lock(&h->lock);
 	qt_msg_put_u64(m, h->sh);
-	qtfs_client_call_async(fs->cl, h->slot, h->gen, m);
+	slot = h->slot;
+	gen = h->gen;
 	if (h->ph) {
 		fuse_pollhandle_destroy(h->ph);
 		h->ph = NULL;
 	}
 	g_mutex_unlock(&h->lock);
+	if (wait) {
+		g_autoptr(qt_msg) rep = NULL;
+
+		qtfs_client_call_on(fs->cl, slot, gen, m, 0, &rep);
+	} else {
+		qtfs_client_call_async(fs->cl, slot, gen, m);
+	}
 	fh_unref(h);
+}
+
+static void fh_close(struct qtfs_fs *fs, struct fh *h)
+{
+	fh_close_wait(fs, h, false);
 }
 
 /*
@@ -587,6 +622,222 @@ static int call_fh(struct qtfs_fs *fs, struct fh *h, build_fn build, void *ctx, 
 			return err;
 	}
 	return -ESTALE;
+}
+
+/* ---- file locks -------------------------------------------------------------- */
+
+static guint lk_hash(gconstpointer p)
+{
+	const struct lk_owner *o = p;
+
+	return g_int64_hash(&o->owner) ^ (guint)o->ino;
+}
+
+static gboolean lk_equal(gconstpointer a, gconstpointer b)
+{
+	const struct lk_owner *x = a, *y = b;
+
+	return x->ino == y->ino && x->owner == y->owner;
+}
+
+static void lk_free(gpointer p)
+{
+	struct lk_owner *o = p;
+
+	fh_unref(o->fh);
+	g_free(o);
+}
+
+/* The file @owner's lock calls on @ino go through: its first one's, else @fh.  A reference. */
+static struct fh *lk_route(struct qtfs_fs *fs, fuse_ino_t ino, uint64_t owner, struct fh *fh)
+{
+	struct lk_owner key = {.ino = ino, .owner = owner}, *o;
+	struct fh *h;
+
+	g_mutex_lock(&fs->lk_lock);
+	o = g_hash_table_lookup(fs->lk_owners, &key);
+	h = o ? o->fh : fh;
+	g_atomic_int_inc(&h->refs);
+	g_mutex_unlock(&fs->lk_lock);
+	return h;
+}
+
+static void lk_record(struct qtfs_fs *fs, fuse_ino_t ino, uint64_t owner, struct fh *fh)
+{
+	struct lk_owner key = {.ino = ino, .owner = owner}, *o;
+
+	g_mutex_lock(&fs->lk_lock);
+	if (!g_hash_table_contains(fs->lk_owners, &key)) {
+		o = g_new(struct lk_owner, 1);
+		*o = key;
+		o->fh = fh;
+		g_atomic_int_inc(&fh->refs);
+		g_hash_table_add(fs->lk_owners, o);
+	}
+	g_mutex_unlock(&fs->lk_lock);
+}
+
+/* Forget @owner's locks on @ino: the file they went through (a reference), or NULL. */
+static struct fh *lk_take(struct qtfs_fs *fs, fuse_ino_t ino, uint64_t owner)
+{
+	struct lk_owner key = {.ino = ino, .owner = owner}, *o = NULL;
+	struct fh *h = NULL;
+
+	g_mutex_lock(&fs->lk_lock);
+	if (g_hash_table_steal_extended(fs->lk_owners, &key, (gpointer *)&o, NULL)) {
+		h = o->fh;
+		g_free(o);
+	}
+	g_mutex_unlock(&fs->lk_lock);
+	return h;
+}
+
+struct lk_ctx {
+	uint64_t owner, start, len;
+	uint32_t type, flags, pid;
+};
+
+static struct qt_msg *build_lk(uint16_t op, uint64_t sh, const struct lk_ctx *c)
+{
+	struct qt_msg *m = qt_msg_new(op, 0, 0);
+
+	qt_msg_put_u64(m, sh);
+	qt_msg_put_u64(m, c->owner);
+	qt_msg_put_u32(m, c->type);
+	qt_msg_put_u64(m, c->start);
+	qt_msg_put_u64(m, c->len);
+	if (op == QTFS_SETLK) {
+		qt_msg_put_u32(m, c->flags);
+		qt_msg_put_u32(m, c->pid);
+	}
+	return m;
+}
+
+static struct qt_msg *build_setlk(uint64_t sh, void *arg)
+{
+	return build_lk(QTFS_SETLK, sh, arg);
+}
+
+static struct qt_msg *build_getlk(uint64_t sh, void *arg)
+{
+	return build_lk(QTFS_GETLK, sh, arg);
+}
+
+/*
+ * Set a lock on the host.  The server never waits: for a blocking request
+ * (F_SETLKW, flock without LOCK_NB) we try again, 1 ms after a conflict
+ * and doubling to 50 ms, until the lock is ours or the caller is
+ * interrupted by a signal (EINTR, as a local wait would end).
+ */
+static int setlk_wait(fuse_req_t req, struct fh *h, struct lk_ctx *c, bool sleep)
+{
+	gulong delay = 1000;
+
+	for (;;) {
+		g_autoptr(qt_msg) rep = NULL;
+		int err = call_fh(FS(req), h, build_setlk, c, &rep);
+
+		if (err != -EAGAIN || !sleep)
+			return err;
+		if (fuse_req_interrupted(req))
+			return -EINTR;
+		g_usleep(delay);
+		delay = MIN(delay * 2, 50000);
+	}
+}
+
+static uint64_t lk_len(const struct flock *l)
+{
+	return l->l_len > 0 ? (uint64_t)l->l_len : 0;
+}
+
+static void op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock,
+		     int sleep)
+{
+	struct qtfs_fs *fs = FS(req);
+	struct fh *h = lk_route(fs, ino, fi->lock_owner, fh_of(fi));
+	struct lk_ctx c = {
+		.owner = fi->lock_owner,
+		.type = (uint32_t)lock->l_type,
+		.start = (uint64_t)MAX(lock->l_start, 0),
+		.len = lk_len(lock),
+		.pid = lock->l_pid > 0 ? (uint32_t)lock->l_pid : 0,
+	};
+	int err = setlk_wait(req, h, &c, sleep);
+
+	if (err == 0 && lock->l_type != F_UNLCK)
+		lk_record(fs, ino, fi->lock_owner, h);
+	fh_unref(h);
+	fuse_reply_err(req, -err);
+}
+
+static void op_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock)
+{
+	struct qtfs_fs *fs = FS(req);
+	struct fh *h = lk_route(fs, ino, fi->lock_owner, fh_of(fi));
+	struct lk_ctx c = {
+		.owner = fi->lock_owner,
+		.type = (uint32_t)lock->l_type,
+		.start = (uint64_t)MAX(lock->l_start, 0),
+		.len = lk_len(lock),
+	};
+	g_autoptr(qt_msg) rep = NULL;
+	uint32_t type = 0, pid = 0;
+	uint64_t start = 0, len = 0;
+	struct qt_rd r;
+	int err = call_fh(fs, h, build_getlk, &c, &rep);
+
+	fh_unref(h);
+	if (err == 0) {
+		qt_rd_init_msg(&r, rep);
+		qt_rd_u32(&r, &type);
+		qt_rd_u64(&r, &start);
+		qt_rd_u64(&r, &len);
+		qt_rd_u32(&r, &pid);
+		if (qt_rd_end(&r) < 0 || (type != F_RDLCK && type != F_WRLCK && type != F_UNLCK) ||
+		    start > INT64_MAX || len > INT64_MAX)
+			err = -EIO;
+	}
+	if (err < 0) {
+		fuse_reply_err(req, -err);
+		return;
+	}
+	lock->l_type = (short)type;
+	lock->l_whence = SEEK_SET;
+	lock->l_start = (off_t)start;
+	lock->l_len = (off_t)len;
+	lock->l_pid = (pid_t)pid; /* ours, or 0 for a host process (the kernel maps it) */
+	fuse_reply_lock(req, lock);
+}
+
+static void op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
+{
+	struct lk_ctx c = {
+		.type = (op & LOCK_UN) ? F_UNLCK : (op & LOCK_SH) ? F_RDLCK : F_WRLCK,
+		.flags = QTFS_LK_FLOCK,
+	};
+
+	int err = setlk_wait(req, fh_of(fi), &c, !(op & LOCK_NB));
+
+	/*
+	 * A conflict may be a flock whose holder has just closed the file
+	 * (op_release: the unlock is still on its way); a local flock would
+	 * not see it any more.  Wait for such releases (at most 1 s), then
+	 * ask once again.
+	 */
+	if (err == -EAGAIN) {
+		struct qtfs_fs *fs = FS(req);
+		gint64 until = g_get_monotonic_time() + G_USEC_PER_SEC;
+		bool waited = false;
+
+		g_mutex_lock(&fs->lk_lock);
+		while (fs->lk_releasing && g_cond_wait_until(&fs->lk_cond, &fs->lk_lock, until))
+			waited = true;
+		g_mutex_unlock(&fs->lk_lock);
+		if (waited)
+			err = setlk_wait(req, fh_of(fi), &c, false);
+	}
+	fuse_reply_err(req, -err);
 }
 
 /* ---- proc mode -------------------------------------------------------------- */
@@ -1257,7 +1508,19 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	/* Writes are not buffered here: nothing to push to the host. */
+	struct qtfs_fs *fs = FS(req);
+	/* Writes are not buffered here: nothing to push to the host.  But a
+	 * close drops the closing process's POSIX locks on the file. */
+	struct fh *h = lk_take(fs, ino, fi->lock_owner);
+
+	if (h) {
+		struct lk_ctx c = {.owner = fi->lock_owner, .type = F_UNLCK,
+				   .flags = QTFS_LK_RELEASE_OWNER};
+		g_autoptr(qt_msg) rep = NULL;
+
+		call_fh(fs, h, build_setlk, &c, &rep);
+		fh_unref(h);
+	}
 	fuse_reply_err(req, 0);
 }
 
@@ -1269,7 +1532,27 @@ static void release_fh(fuse_req_t req, struct fuse_file_info *fi)
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	release_fh(req, fi);
+	struct qtfs_fs *fs = FS(req);
+
+	if (!fi->flock_release) {
+		release_fh(req, fi);
+		return;
+	}
+	/*
+	 * The last close of a file with a flock: the kernel unlocks only
+	 * through this RELEASE, which it sends after close(2) returned.  Wait
+	 * for the host's close, and let op_flock know one is on its way (see
+	 * there).
+	 */
+	g_mutex_lock(&fs->lk_lock);
+	fs->lk_releasing++;
+	g_mutex_unlock(&fs->lk_lock);
+	fuse_reply_err(req, 0);
+	fh_close_wait(fs, fh_of(fi), true);
+	g_mutex_lock(&fs->lk_lock);
+	fs->lk_releasing--;
+	g_cond_broadcast(&fs->lk_cond);
+	g_mutex_unlock(&fs->lk_lock);
 }
 
 static struct qt_msg *build_fsync(uint64_t sh, void *arg)
@@ -1855,6 +2138,9 @@ const struct fuse_lowlevel_ops qtfs_fs_ops = {
 	.read = op_read,
 	.write = op_write,
 	.flush = op_flush,
+	.getlk = op_getlk,
+	.setlk = op_setlk,
+	.flock = op_flock,
 	.release = op_release,
 	.fsync = op_fsync,
 	.opendir = op_opendir,
@@ -1905,6 +2191,9 @@ struct qtfs_fs *qtfs_fs_new(const struct qtfs_fs_opts *o, struct qtfs_client *cl
 	fs->o.fifo_relay = NULL;
 	fs->o.local_proc = fs->local_proc;
 	g_mutex_init(&fs->lock);
+	g_mutex_init(&fs->lk_lock);
+	g_cond_init(&fs->lk_cond);
+	fs->lk_owners = g_hash_table_new_full(lk_hash, lk_equal, lk_free, NULL);
 	fs->by_id = g_hash_table_new(g_int64_hash, g_int64_equal);
 	fs->by_key = g_hash_table_new(key_hash, key_equal);
 	fs->by_name = g_hash_table_new(name_hash, name_equal);
@@ -1938,6 +2227,9 @@ void qtfs_fs_free(struct qtfs_fs *fs)
 	g_hash_table_destroy(fs->by_id);
 	g_hash_table_destroy(fs->by_key);
 	g_hash_table_destroy(fs->by_name);
+	g_hash_table_destroy(fs->lk_owners);
+	g_mutex_clear(&fs->lk_lock);
+	g_cond_clear(&fs->lk_cond);
 	g_mutex_clear(&fs->lock);
 	g_free(fs->local_proc);
 	g_strfreev(fs->local_comms);

@@ -169,6 +169,8 @@ const char *qtfs_op_name(uint16_t type)
 		[QTFS_COPY_RANGE - QTFS_MOUNT] = "COPY_RANGE",
 		[QTFS_FLUSH - QTFS_MOUNT] = "FLUSH",
 		[QTFS_POLL - QTFS_MOUNT] = "POLL",
+		[QTFS_SETLK - QTFS_MOUNT] = "SETLK",
+		[QTFS_GETLK - QTFS_MOUNT] = "GETLK",
 	};
 
 	if (type >= QTFS_MOUNT && type < QTFS_OP_MAX)

@@ -53,7 +53,9 @@ enum qtfs_op {
 	QTFS_COPY_RANGE = 0x011c,
 	QTFS_FLUSH = 0x011d,
 	QTFS_POLL = 0x011e,
-	QTFS_OP_MAX = 0x011f,
+	QTFS_SETLK = 0x011f,
+	QTFS_GETLK = 0x0120,
+	QTFS_OP_MAX = 0x0121,
 };
 
 /* Longest relative path a request may carry, and longest name component. */
@@ -93,6 +95,13 @@ enum {
 /* WRITE request flags. */
 enum {
 	QTFS_WR_KILL_PRIV = 0x1, /* the writer is unprivileged: clear set-id bits as a local write would */
+};
+
+/* SETLK request flags. */
+enum {
+	QTFS_LK_FLOCK = 0x1,	     /* flock(2) on the handle, not a POSIX record lock */
+	QTFS_LK_RELEASE_OWNER = 0x2, /* drop every POSIX lock of the owner on the file (close) */
+	QTFS_LK_KNOWN = 0x3,
 };
 
 /* READDIR request flags. */

@@ -26,9 +26,22 @@
  * when the connection is closed and no request of it is still running; its
  * open handles are closed then.
  *
- * Locking: sess->lock protects sess->handles, sess->next_handle and the
- * root (written once by MOUNT).  A handle's own lock serializes directory
- * reads on it (the directory offset is shared state).
+ * Locking: sess->lock protects sess->handles, sess->next_handle,
+ * sess->lock_owners and the root (written once by MOUNT).  A handle's own
+ * lock serializes directory reads on it (the directory offset is shared
+ * state).
+ *
+ * File locks.  The host must see the DPU's locks, and the DPU the host's,
+ * so they are taken on the host.  flock(2) locks belong to an open file
+ * description: one per client open, which is what a handle is.  POSIX
+ * record locks belong to a process, but this server is one process for
+ * all its clients, so each (file, lock owner) pair gets an open file
+ * description of its own, reopened from a handle, on which open file
+ * description locks (F_OFD_SETLK) are taken: they conflict with each other
+ * and with the host's ordinary POSIX locks exactly as two processes'
+ * locks would.  The owner's description is closed (its locks released)
+ * when the client says the owner closed the file, or with the session.
+ * Nothing here blocks: waiting for a lock is the client's loop.
  */
 #include "config.h"
 
@@ -43,6 +56,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
@@ -105,6 +119,14 @@ struct session {
 	bool ro;
 	GHashTable *handles; /* u64 -> struct handle* */
 	uint64_t next_handle;
+	GHashTable *lock_owners; /* struct lock_owner* (key and value), see "File locks" */
+};
+
+/* A POSIX lock owner's open file description of one host file. */
+struct lock_owner {
+	uint64_t dev, ino, owner;
+	int fd;
+	uint32_t pid; /* the client's pid of the owner, for GETLK */
 };
 
 struct job {
@@ -315,6 +337,31 @@ static struct handle *handle_get(struct session *sess, uint64_t id)
 typedef struct handle handle; /* for g_autoptr() */
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(handle, handle_unref)
 
+/* ---- lock owners ----------------------------------------------------- */
+
+static guint lock_owner_hash(gconstpointer p)
+{
+	const struct lock_owner *o = p;
+	uint64_t h = o->dev * 0x9E3779B97F4A7C15ull ^ o->ino * 0xC2B2AE3D27D4EB4Full ^ o->owner;
+
+	return (guint)(h ^ h >> 32);
+}
+
+static gboolean lock_owner_equal(gconstpointer a, gconstpointer b)
+{
+	const struct lock_owner *x = a, *y = b;
+
+	return x->dev == y->dev && x->ino == y->ino && x->owner == y->owner;
+}
+
+static void lock_owner_free(gpointer p)
+{
+	struct lock_owner *o = p;
+
+	close(o->fd);
+	g_free(o);
+}
+
 /* ---- sessions ----------------------------------------------------------- */
 
 static struct session *session_ref(struct session *sess)
@@ -328,6 +375,7 @@ static void session_unref(struct session *sess)
 	if (!g_atomic_int_dec_and_test(&sess->refs))
 		return;
 	g_hash_table_destroy(sess->handles);
+	g_hash_table_destroy(sess->lock_owners);
 	if (sess->root_fd >= 0)
 		close(sess->root_fd);
 	g_free(sess->root_path);
@@ -1127,6 +1175,188 @@ static int op_release(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	return 0;
 }
 
+/* F_OFD_SETLK and flock report a conflict as EAGAIN or EACCES; the client wants one. */
+static int lock_errno(int e)
+{
+	return e == EACCES || e == EWOULDBLOCK ? -EAGAIN : -e;
+}
+
+static int rd_lock(struct qt_rd *r, uint64_t *hid, uint64_t *owner, uint32_t *type,
+		   uint64_t *start, uint64_t *len)
+{
+	qt_rd_u64(r, hid);
+	qt_rd_u64(r, owner);
+	qt_rd_u32(r, type);
+	qt_rd_u64(r, start);
+	qt_rd_u64(r, len);
+	return 0;
+}
+
+static int check_lock_range(uint32_t type, uint64_t start, uint64_t len)
+{
+	if (type != F_RDLCK && type != F_WRLCK && type != F_UNLCK)
+		return -EINVAL;
+	if (start > INT64_MAX || len > INT64_MAX)
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * The owner's open file description of @h's file (sess->lock held):
+ * found, or reopened from @h with the same access mode when @create.
+ * NULL and *err otherwise.
+ */
+static struct lock_owner *owner_fd_locked(struct session *sess, struct handle *h, uint64_t owner,
+					  bool create, int *err)
+{
+	struct lock_owner key = {.owner = owner}, *o;
+	char path[64];
+	struct stat st;
+	int fl, fd;
+
+	if (fstat(h->fd, &st) < 0) {
+		*err = -errno;
+		return NULL;
+	}
+	key.dev = st.st_dev;
+	key.ino = st.st_ino;
+	o = g_hash_table_lookup(sess->lock_owners, &key);
+	if (o || !create) {
+		*err = 0;
+		return o;
+	}
+	if (g_hash_table_size(sess->lock_owners) >= sess->srv->max_handles) {
+		*err = -ENOLCK;
+		return NULL;
+	}
+	fl = fcntl(h->fd, F_GETFL);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", h->fd);
+	fd = fl < 0 ? -1 : open(path, (fl & O_ACCMODE) | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		*err = -errno;
+		return NULL;
+	}
+	o = g_new0(struct lock_owner, 1);
+	*o = key;
+	o->fd = fd;
+	g_hash_table_add(sess->lock_owners, o);
+	return o;
+}
+
+static int op_setlk(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	uint64_t hid, owner, start, len;
+	uint32_t type, flags, pid;
+	struct lock_owner *o;
+	struct flock fl;
+	int err;
+
+	rd_lock(r, &hid, &owner, &type, &start, &len);
+	qt_rd_u32(r, &flags);
+	qt_rd_u32(r, &pid);
+	if ((err = qt_rd_end(r)) < 0)
+		return err;
+	if ((flags & ~QTFS_LK_KNOWN) || (err = check_lock_range(type, start, len)) < 0)
+		return -EINVAL;
+	g_autoptr(handle) h = handle_get(sess, hid);
+	if (!h)
+		return -EBADF;
+	if (flags & QTFS_LK_FLOCK) {
+		int op = type == F_UNLCK ? LOCK_UN : type == F_RDLCK ? LOCK_SH : LOCK_EX;
+
+		return flock(h->fd, op | LOCK_NB) < 0 ? lock_errno(errno) : 0;
+	}
+	g_mutex_lock(&sess->lock);
+	o = owner_fd_locked(sess, h, owner, type != F_UNLCK && !(flags & QTFS_LK_RELEASE_OWNER),
+			    &err);
+	if (o && (flags & QTFS_LK_RELEASE_OWNER)) {
+		g_hash_table_remove(sess->lock_owners, o); /* closing it drops its locks */
+	} else if (o) {
+		fl = (struct flock){
+			.l_type = (short)type,
+			.l_whence = SEEK_SET,
+			.l_start = (off_t)start,
+			.l_len = (off_t)len,
+		};
+		err = fcntl(o->fd, F_OFD_SETLK, &fl) < 0 ? lock_errno(errno) : 0;
+		if (!err && type != F_UNLCK)
+			o->pid = pid;
+	}
+	g_mutex_unlock(&sess->lock);
+	return err;
+}
+
+/*
+ * Which of the session's other owners of @o's file holds @conflict, the
+ * lock F_OFD_GETLK found for @want: the one from whose own description the
+ * same question no longer finds it (its own locks never conflict).  Its
+ * pid, or 0 (a host process, or no single owner).  sess->lock held.
+ */
+static uint32_t conflict_pid_locked(struct session *sess, uint64_t dev, uint64_t ino,
+				    uint64_t owner, const struct flock *want,
+				    const struct flock *conflict)
+{
+	GHashTableIter it;
+	gpointer k;
+
+	g_hash_table_iter_init(&it, sess->lock_owners);
+	while (g_hash_table_iter_next(&it, &k, NULL)) {
+		const struct lock_owner *o = k;
+		struct flock fl = *want;
+
+		if (o->dev != dev || o->ino != ino || o->owner == owner)
+			continue;
+		if (fcntl(o->fd, F_OFD_GETLK, &fl) < 0)
+			continue;
+		if (fl.l_type == F_UNLCK || fl.l_start != conflict->l_start ||
+		    fl.l_len != conflict->l_len || fl.l_type != conflict->l_type)
+			return o->pid;
+	}
+	return 0;
+}
+
+static int op_getlk(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	uint64_t hid, owner, start, len;
+	struct lock_owner *o;
+	struct flock fl, want;
+	uint32_t type, pid = 0;
+	struct stat st;
+	int err;
+
+	rd_lock(r, &hid, &owner, &type, &start, &len);
+	if ((err = qt_rd_end(r)) < 0)
+		return err;
+	if ((err = check_lock_range(type, start, len)) < 0 || type == F_UNLCK)
+		return -EINVAL;
+	g_autoptr(handle) h = handle_get(sess, hid);
+	if (!h)
+		return -EBADF;
+	fl = (struct flock){
+		.l_type = (short)type,
+		.l_whence = SEEK_SET,
+		.l_start = (off_t)start,
+		.l_len = (off_t)len,
+	};
+	want = fl;
+	/* The owner's own locks never conflict; without any, any description will do. */
+	g_mutex_lock(&sess->lock);
+	o = owner_fd_locked(sess, h, owner, false, &err);
+	if (!err && fcntl(o ? o->fd : h->fd, F_OFD_GETLK, &fl) < 0)
+		err = -errno;
+	/* A host process's pid means nothing on the DPU: only our owners' are told. */
+	if (!err && fl.l_type != F_UNLCK && fstat(h->fd, &st) == 0)
+		pid = conflict_pid_locked(sess, st.st_dev, st.st_ino, owner, &want, &fl);
+	g_mutex_unlock(&sess->lock);
+	if (err < 0)
+		return err;
+	qt_msg_put_u32(rep, (uint32_t)fl.l_type);
+	qt_msg_put_u64(rep, (uint64_t)fl.l_start);
+	qt_msg_put_u64(rep, (uint64_t)fl.l_len);
+	qt_msg_put_u32(rep, pid);
+	return 0;
+}
+
 static int op_flush(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 {
 	uint64_t hid;
@@ -1682,6 +1912,8 @@ static const op_fn ops[QTFS_OP_MAX - QTFS_MOUNT] = {
 	[QTFS_COPY_RANGE - QTFS_MOUNT] = op_copy_range,
 	[QTFS_FLUSH - QTFS_MOUNT] = op_flush,
 	[QTFS_POLL - QTFS_MOUNT] = op_poll,
+	[QTFS_SETLK - QTFS_MOUNT] = op_setlk,
+	[QTFS_GETLK - QTFS_MOUNT] = op_getlk,
 };
 
 static void deliver(void *arg)
@@ -1804,6 +2036,8 @@ static void srv_conn_ready(struct qt_conn *c, void *user)
 	g_mutex_init(&sess->lock);
 	sess->handles = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
 					      (GDestroyNotify)handle_unref);
+	sess->lock_owners = g_hash_table_new_full(lock_owner_hash, lock_owner_equal,
+						  lock_owner_free, NULL);
 	srv->sessions++;
 	qt_conn_set_user(c, sess);
 	qt_info("peer %s (%s): connected", qt_conn_peer(c), qt_conn_peer_name(c));

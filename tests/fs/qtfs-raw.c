@@ -1094,6 +1094,24 @@ static void attacks_magic(struct ctx *x)
 }
 
 /* Truncated, oversized and nonsensical payloads: an error reply, never a crash. */
+/* A SETLK or GETLK request (GETLK has no flags). */
+static struct qt_msg *build_lk(uint16_t op, uint64_t hid, uint32_t type, uint64_t start, uint64_t len,
+			       uint32_t flags)
+{
+	struct qt_msg *m = qt_msg_new(op, 0, 0);
+
+	qt_msg_put_u64(m, hid);
+	qt_msg_put_u64(m, 42); /* lock owner */
+	qt_msg_put_u32(m, type);
+	qt_msg_put_u64(m, start);
+	qt_msg_put_u64(m, len);
+	if (op == QTFS_SETLK) {
+		qt_msg_put_u32(m, flags);
+		qt_msg_put_u32(m, 1); /* pid */
+	}
+	return m;
+}
+
 static void attacks_garbage(struct ctx *x)
 {
 	static const uint8_t ff[7] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
@@ -1235,6 +1253,17 @@ static void attacks_handles(struct ctx *x)
 	expect(x, "READ of a directory handle", build_read(hd, 0, 16), EISDIR);
 	m = build_hid(QTFS_READDIR, hf);
 	expect(x, "READDIR of a file handle", m, ENOTDIR);
+	expect(x, "SETLK of bogus handle 0xdeadbeef", build_lk(QTFS_SETLK, BOGUS_HANDLE, F_WRLCK, 0, 0, 0),
+	       EBADF);
+	expect(x, "GETLK of bogus handle 0xdeadbeef", build_lk(QTFS_GETLK, BOGUS_HANDLE, F_WRLCK, 0, 0, 0),
+	       EBADF);
+	expect(x, "SETLK with lock type 7", build_lk(QTFS_SETLK, hf, 7, 0, 0, 0), EINVAL);
+	expect(x, "SETLK with unknown flags", build_lk(QTFS_SETLK, hf, F_RDLCK, 0, 0, 0x80), EINVAL);
+	expect(x, "SETLK starting past INT64_MAX", build_lk(QTFS_SETLK, hf, F_RDLCK, UINT64_MAX, 0, 0),
+	       EINVAL);
+	expect(x, "GETLK of an unlock", build_lk(QTFS_GETLK, hf, F_UNLCK, 0, 0, 0), EINVAL);
+	expect(x, "SETLK write lock through a read-only handle", build_lk(QTFS_SETLK, hf, F_WRLCK, 0, 0, 0),
+	       EBADF);
 
 	/* Handles belong to their session: another one cannot use them. */
 	if (session_open(x, &b, &msg) < 0) {

@@ -1,0 +1,253 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+#
+# File locks across a fuse-qtfs mount: processes using the mount (the
+# "DPU") and processes using the exported directory directly (the "host")
+# must see each other's POSIX record locks and flock locks, as processes
+# on one machine would.  Usage: locks.py MOUNT_DIR NATIVE_DIR (the same
+# directory seen through the mount and natively).  Prints one line per
+# check; exits 1 if any failed.
+
+import fcntl
+import multiprocessing as mp
+import os
+import signal
+import struct
+import sys
+import time
+
+mnt, native = sys.argv[1], sys.argv[2]
+failures = 0
+
+
+def check(what, cond):
+    global failures
+    print(("ok: " if cond else "FAIL: ") + what, flush=True)
+    if not cond:
+        failures += 1
+
+
+def try_posix(path, kind, mode="r+"):
+    """Try a non-blocking POSIX lock of the whole file in a new process; True if granted."""
+    def child(q):
+        with open(path, mode) as f:
+            try:
+                fcntl.lockf(f, kind | fcntl.LOCK_NB)
+                q.put(True)
+            except OSError:
+                q.put(False)
+    q = mp.Queue()
+    p = mp.Process(target=child, args=(q,))
+    p.start()
+    r = q.get(timeout=20)
+    p.join()
+    return r
+
+
+def try_flock(path, kind):
+    def child(q):
+        with open(path) as f:
+            try:
+                fcntl.flock(f, kind | fcntl.LOCK_NB)
+                q.put(True)
+            except OSError:
+                q.put(False)
+    q = mp.Queue()
+    p = mp.Process(target=child, args=(q,))
+    p.start()
+    r = q.get(timeout=20)
+    p.join()
+    return r
+
+
+class Holder:
+    """A process holding a lock until told to go (or killed)."""
+
+    def __init__(self, path, how, kind, mode="r+"):
+        self.ready, self.go = mp.Event(), mp.Event()
+        self.p = mp.Process(target=self.run, args=(path, how, kind, mode))
+        self.p.start()
+        if not self.ready.wait(20):
+            raise RuntimeError("holder did not get its lock")
+
+    def run(self, path, how, kind, mode):
+        f = open(path, mode)
+        if how == "posix":
+            fcntl.lockf(f, kind)
+        else:
+            fcntl.flock(f, kind)
+        self.ready.set()
+        self.go.wait(60)
+
+    def release(self):
+        self.go.set()
+        self.p.join(20)
+
+
+def getlk(path, kind):
+    """F_GETLK for the whole file: the type of a conflicting lock, or F_UNLCK."""
+    with open(path, "r+") as f:
+        fl = struct.pack("hh4xqqi4x", kind, os.SEEK_SET, 0, 0, 0)
+        res = fcntl.fcntl(f, fcntl.F_GETLK, fl)
+        return struct.unpack("hh4xqqi4x", res)[0]
+
+
+def wait_lock(path, how, kind, q, go=None):
+    """Blocking lock; report the time it took, then hold until @go."""
+    t0 = time.monotonic()
+    with open(path, "r+") as f:
+        if how == "posix":
+            fcntl.lockf(f, kind)
+        else:
+            fcntl.flock(f, kind)
+        q.put(time.monotonic() - t0)
+        if go:
+            go.wait(20)
+
+
+for name in ("a", "b", "c", "d"):
+    with open(os.path.join(native, name), "w") as f:
+        f.write("x" * 4096)
+A_m, A_n = os.path.join(mnt, "a"), os.path.join(native, "a")
+
+# 1. A DPU process's POSIX write lock is seen on the host, and by another DPU process.
+h = Holder(A_m, "posix", fcntl.LOCK_EX)
+check("DPU write lock: the host cannot take a write lock", not try_posix(A_n, fcntl.LOCK_EX))
+check("DPU write lock: the host cannot take a read lock", not try_posix(A_n, fcntl.LOCK_SH, "r"))
+check("DPU write lock: another DPU process cannot take it", not try_posix(A_m, fcntl.LOCK_EX))
+check("DPU write lock: the host's F_GETLK reports it", getlk(A_n, fcntl.F_WRLCK) == fcntl.F_WRLCK)
+h.release()
+check("released: the host can take it", try_posix(A_n, fcntl.LOCK_EX))
+
+# 2. The host's lock is seen on the DPU (F_SETLK fails, F_GETLK reports it).
+h = Holder(A_n, "posix", fcntl.LOCK_EX)
+check("host write lock: the DPU cannot take it", not try_posix(A_m, fcntl.LOCK_EX))
+check("host write lock: the DPU's F_GETLK reports a write lock", getlk(A_m, fcntl.F_WRLCK) == fcntl.F_WRLCK)
+# 3. A blocking F_SETLKW on the DPU waits for the host to let go.
+q = mp.Queue()
+w = mp.Process(target=wait_lock, args=(A_m, "posix", fcntl.LOCK_EX, q))
+w.start()
+time.sleep(0.5)
+check("F_SETLKW on the DPU waits while the host holds the lock", q.empty())
+h.release()
+try:
+    waited = q.get(timeout=10)
+except Exception:
+    waited = None
+w.join(10)
+check("... and gets it once the host lets go (after %s s)" % waited, waited is not None and waited >= 0.4)
+
+# 4. A signal interrupts the wait (EINTR), as a local wait would end.
+h = Holder(A_n, "posix", fcntl.LOCK_EX)
+
+
+def interrupted(q):
+    def on_alarm(signo, frame):
+        raise TimeoutError
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, 0.3)
+    t0 = time.monotonic()
+    try:
+        with open(A_m, "r+") as f:
+            fcntl.lockf(f, fcntl.LOCK_EX)
+        q.put("granted")
+    except TimeoutError:
+        q.put(time.monotonic() - t0)
+
+
+q = mp.Queue()
+w = mp.Process(target=interrupted, args=(q,))
+w.start()
+try:
+    r = q.get(timeout=10)
+except Exception:
+    r = None
+w.join(10)
+check("a signal ends a blocked F_SETLKW on the DPU (after %s s)" % r, isinstance(r, float) and r < 5)
+h.release()
+
+# 5. Read locks are shared across hosts; a write lock is not.
+h = Holder(A_m, "posix", fcntl.LOCK_SH, "r")
+check("DPU read lock: the host can take a read lock too", try_posix(A_n, fcntl.LOCK_SH, "r"))
+check("DPU read lock: the host cannot take a write lock", not try_posix(A_n, fcntl.LOCK_EX))
+h.release()
+
+# 6. POSIX: closing any descriptor of the file drops the process's locks.
+def close_other(q, go):
+    f1 = open(os.path.join(mnt, "b"), "r+")
+    fcntl.lockf(f1, fcntl.LOCK_EX)
+    q.put("locked")
+    go.wait(20)
+    f2 = open(os.path.join(mnt, "b"), "r")
+    f2.close()
+    q.put("closed")
+    go.clear()
+    time.sleep(20)
+
+
+q, go = mp.Queue(), mp.Event()
+w = mp.Process(target=close_other, args=(q, go))
+w.start()
+q.get(timeout=10)
+check("a DPU lock on b holds", not try_posix(os.path.join(native, "b"), fcntl.LOCK_EX))
+go.set()
+q.get(timeout=10)
+check("closing another descriptor of b drops it (POSIX)", try_posix(os.path.join(native, "b"), fcntl.LOCK_EX))
+w.terminate()
+w.join()
+
+# 7. A process that dies holding a lock loses it.
+def die_locked(q):
+    f = open(os.path.join(mnt, "c"), "r+")
+    fcntl.lockf(f, fcntl.LOCK_EX)
+    q.put("locked")
+    time.sleep(60)
+
+
+q = mp.Queue()
+w = mp.Process(target=die_locked, args=(q,))
+w.start()
+q.get(timeout=10)
+check("a DPU lock on c holds", not try_posix(os.path.join(native, "c"), fcntl.LOCK_EX))
+os.kill(w.pid, signal.SIGKILL)
+w.join()
+ok = False
+for _ in range(50):
+    if try_posix(os.path.join(native, "c"), fcntl.LOCK_EX):
+        ok = True
+        break
+    time.sleep(0.1)
+check("killing the DPU process drops its lock", ok)
+
+# 8. flock, both ways, with a blocking wait.
+D_m, D_n = os.path.join(mnt, "d"), os.path.join(native, "d")
+h = Holder(D_m, "flock", fcntl.LOCK_EX)
+check("DPU flock: the host cannot flock it", not try_flock(D_n, fcntl.LOCK_EX))
+check("DPU flock: another DPU open cannot flock it", not try_flock(D_m, fcntl.LOCK_SH))
+check("flock and POSIX locks do not interact (as on Linux)", try_posix(D_n, fcntl.LOCK_EX))
+h.release()
+# close(2) returns before the kernel's RELEASE, which carries the unlock,
+# reaches the host: flock locks go a moment after the last close.
+ok = False
+for _ in range(50):
+    if try_flock(D_n, fcntl.LOCK_EX):
+        ok = True
+        break
+    time.sleep(0.1)
+check("released: the host can flock it", ok)
+h = Holder(D_n, "flock", fcntl.LOCK_EX)
+check("host flock: the DPU cannot flock it", not try_flock(D_m, fcntl.LOCK_EX))
+q = mp.Queue()
+w = mp.Process(target=wait_lock, args=(D_m, "flock", fcntl.LOCK_EX, q))
+w.start()
+time.sleep(0.5)
+check("a blocking flock on the DPU waits", q.empty())
+h.release()
+try:
+    waited = q.get(timeout=10)
+except Exception:
+    waited = None
+w.join(10)
+check("... and gets it once the host lets go (after %s s)" % waited, waited is not None)
+
+sys.exit(1 if failures else 0)
