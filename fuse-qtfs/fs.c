@@ -746,9 +746,16 @@ static int setlk_wait(fuse_req_t req, struct fh *h, struct lk_ctx *c, bool sleep
 	}
 }
 
-static uint64_t lk_len(const struct flock *l)
+/* A POSIX lock request of the kernel's, for the wire. */
+static struct lk_ctx lk_ctx_of(const struct fuse_file_info *fi, const struct flock *l)
 {
-	return l->l_len > 0 ? (uint64_t)l->l_len : 0;
+	return (struct lk_ctx){
+		.owner = fi->lock_owner,
+		.type = (uint32_t)l->l_type,
+		.start = (uint64_t)MAX(l->l_start, 0),
+		.len = l->l_len > 0 ? (uint64_t)l->l_len : 0,
+		.pid = l->l_pid > 0 ? (uint32_t)l->l_pid : 0,
+	};
 }
 
 static void op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock,
@@ -756,13 +763,7 @@ static void op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, 
 {
 	struct qtfs_fs *fs = FS(req);
 	struct fh *h = lk_route(fs, ino, fi->lock_owner, fh_of(fi));
-	struct lk_ctx c = {
-		.owner = fi->lock_owner,
-		.type = (uint32_t)lock->l_type,
-		.start = (uint64_t)MAX(lock->l_start, 0),
-		.len = lk_len(lock),
-		.pid = lock->l_pid > 0 ? (uint32_t)lock->l_pid : 0,
-	};
+	struct lk_ctx c = lk_ctx_of(fi, lock);
 	int err = setlk_wait(req, h, &c, sleep);
 
 	if (err == 0 && lock->l_type != F_UNLCK)
@@ -775,12 +776,7 @@ static void op_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, 
 {
 	struct qtfs_fs *fs = FS(req);
 	struct fh *h = lk_route(fs, ino, fi->lock_owner, fh_of(fi));
-	struct lk_ctx c = {
-		.owner = fi->lock_owner,
-		.type = (uint32_t)lock->l_type,
-		.start = (uint64_t)MAX(lock->l_start, 0),
-		.len = lk_len(lock),
-	};
+	struct lk_ctx c = lk_ctx_of(fi, lock);
 	g_autoptr(qt_msg) rep = NULL;
 	uint32_t type = 0, pid = 0;
 	uint64_t start = 0, len = 0;

@@ -1181,7 +1181,7 @@ static int lock_errno(int e)
 	return e == EACCES || e == EWOULDBLOCK ? -EAGAIN : -e;
 }
 
-static int rd_lock(struct qt_rd *r, uint64_t *hid, uint64_t *owner, uint32_t *type,
+static void rd_lock(struct qt_rd *r, uint64_t *hid, uint64_t *owner, uint32_t *type,
 		   uint64_t *start, uint64_t *len)
 {
 	qt_rd_u64(r, hid);
@@ -1189,7 +1189,6 @@ static int rd_lock(struct qt_rd *r, uint64_t *hid, uint64_t *owner, uint32_t *ty
 	qt_rd_u32(r, type);
 	qt_rd_u64(r, start);
 	qt_rd_u64(r, len);
-	return 0;
 }
 
 static int check_lock_range(uint32_t type, uint64_t start, uint64_t len)

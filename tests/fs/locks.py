@@ -27,12 +27,20 @@ def check(what, cond):
         failures += 1
 
 
-def try_posix(path, kind, mode="r+"):
-    """Try a non-blocking POSIX lock of the whole file in a new process; True if granted."""
+def take(f, how, kind):
+    """A POSIX record lock of the whole file, or a flock."""
+    if how == "posix":
+        fcntl.lockf(f, kind)
+    else:
+        fcntl.flock(f, kind)
+
+
+def try_lock(path, how, kind, mode="r+"):
+    """Try a non-blocking lock in a new process; True if granted."""
     def child(q):
         with open(path, mode) as f:
             try:
-                fcntl.lockf(f, kind | fcntl.LOCK_NB)
+                take(f, how, kind | fcntl.LOCK_NB)
                 q.put(True)
             except OSError:
                 q.put(False)
@@ -42,22 +50,14 @@ def try_posix(path, kind, mode="r+"):
     r = q.get(timeout=20)
     p.join()
     return r
+
+
+def try_posix(path, kind, mode="r+"):
+    return try_lock(path, "posix", kind, mode)
 
 
 def try_flock(path, kind):
-    def child(q):
-        with open(path) as f:
-            try:
-                fcntl.flock(f, kind | fcntl.LOCK_NB)
-                q.put(True)
-            except OSError:
-                q.put(False)
-    q = mp.Queue()
-    p = mp.Process(target=child, args=(q,))
-    p.start()
-    r = q.get(timeout=20)
-    p.join()
-    return r
+    return try_lock(path, "flock", kind, "r")
 
 
 class Holder:
@@ -72,10 +72,7 @@ class Holder:
 
     def run(self, path, how, kind, mode):
         f = open(path, mode)
-        if how == "posix":
-            fcntl.lockf(f, kind)
-        else:
-            fcntl.flock(f, kind)
+        take(f, how, kind)
         self.ready.set()
         self.go.wait(60)
 
@@ -96,10 +93,7 @@ def wait_lock(path, how, kind, q, go=None):
     """Blocking lock; report the time it took, then hold until @go."""
     t0 = time.monotonic()
     with open(path, "r+") as f:
-        if how == "posix":
-            fcntl.lockf(f, kind)
-        else:
-            fcntl.flock(f, kind)
+        take(f, how, kind)
         q.put(time.monotonic() - t0)
         if go:
             go.wait(20)

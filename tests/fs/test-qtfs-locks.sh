@@ -9,6 +9,16 @@
 
 . "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
 
+# run_locks NAME: locks.py on $T/mnt against $T/exp, its report in $T/locks-NAME.out.
+run_locks() {
+	if python3 "$top_srcdir/tests/fs/locks.py" "$T/mnt" "$T/exp" >"$T/locks-$1.out" 2>&1; then
+		ok "locks over $1 ($(grep -c '^ok' "$T/locks-$1.out") checks)"
+	else
+		cat "$T/locks-$1.out"
+		fail "locks over $1"
+	fi
+}
+
 mkdir -p "$T/exp"
 port=$(free_port)
 start_server "$T/server.log" --listen "unix:$T/sock" --listen "tcp://127.0.0.1:$port" \
@@ -17,22 +27,12 @@ start_server "$T/server.log" --listen "unix:$T/sock" --listen "tcp://127.0.0.1:$
 # The client's log (it daemonizes but keeps logging to our stderr) goes to a
 # file: a lost connection during the test is a failure.
 check "mount over unix" mount_qtfs "unix:$T/sock:$T/exp" "$T/mnt" --key-file "$KEY" 2>>"$T/client.log"
-if python3 "$top_srcdir/tests/fs/locks.py" "$T/mnt" "$T/exp" >"$T/locks-unix.out" 2>&1; then
-	ok "locks over unix ($(grep -c '^ok' "$T/locks-unix.out") checks)"
-else
-	cat "$T/locks-unix.out"
-	fail "locks over unix"
-fi
+run_locks unix
 umount_qtfs "$T/mnt"
 
 check "mount over tcp, 2 connections" mount_qtfs "tcp://127.0.0.1:$port:$T/exp" "$T/mnt" \
 	--key-file "$KEY" -o conns=2 2>>"$T/client.log"
-if python3 "$top_srcdir/tests/fs/locks.py" "$T/mnt" "$T/exp" >"$T/locks-tcp.out" 2>&1; then
-	ok "locks over tcp ($(grep -c '^ok' "$T/locks-tcp.out") checks)"
-else
-	cat "$T/locks-tcp.out"
-	fail "locks over tcp"
-fi
+run_locks tcp
 umount_qtfs "$T/mnt"
 grep -q "connection .* lost" "$T"/*.log && fail "a connection was lost during the test"
 finish
