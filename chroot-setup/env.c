@@ -440,7 +440,6 @@ static int supervised(const struct cs_step *s, struct cs_supervise *sv, const ch
 		      struct journal *j)
 {
 	pid_t pid = cs_supervise_start(sv);
-	int err;
 
 	if (pid < 0) {
 		fprintf(stderr, "%s: [%s]: cannot start %s: %s (log: %s)\n", qt_cli_prog(),
@@ -449,9 +448,7 @@ static int supervised(const struct cs_step *s, struct cs_supervise *sv, const ch
 	}
 	/* In the journal before the wait: a failed wait undoes it like the rest. */
 	journal_add(j, kind, path, NULL, pid, sv->stop_timeout);
-	if ((err = wait_ready(s, ready, ready_timeout, sv->status, sv->log)) < 0)
-		return err;
-	return 0;
+	return wait_ready(s, ready, ready_timeout, sv->status, sv->log);
 }
 
 static int step_forward(const struct cs_step *s, const char *at, const struct cs_env_opts *o,

@@ -105,6 +105,16 @@ static int start(const struct cs_supervise *sv, pid_t *pid)
 	return 0;
 }
 
+/* What the supervisor waits for: its program's end, and being told to stop. */
+static void stop_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGCHLD);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGHUP);
+}
+
 /* Wait up to @ms for one of @set (forever when @ms < 0); the signal, or 0 on timeout. */
 static int wait_signal(const sigset_t *set, long ms)
 {
@@ -167,11 +177,7 @@ static G_GNUC_NORETURN void supervise(const struct cs_supervise *sv, int report)
 	gint64 started = 0;
 	int err, status = 0, sig;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGCHLD);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
+	stop_signals(&set);
 	for (;;) {
 		if ((err = start(sv, &pid)) < 0) {
 			note(sv, "cannot start %s: %s", sv->argv[0], g_strerror(-err));
@@ -280,11 +286,7 @@ pid_t cs_supervise_start(const struct cs_supervise *sv)
 		close_range(4, ~0U, 0);
 		fcntl(3, F_SETFD, FD_CLOEXEC);
 		setvbuf(stderr, NULL, _IOLBF, 0);
-		sigemptyset(&set);
-		sigaddset(&set, SIGCHLD);
-		sigaddset(&set, SIGTERM);
-		sigaddset(&set, SIGINT);
-		sigaddset(&set, SIGHUP);
+		stop_signals(&set);
 		sigprocmask(SIG_BLOCK, &set, NULL);
 		signal(SIGPIPE, SIG_DFL);
 		supervise(sv, 3);
