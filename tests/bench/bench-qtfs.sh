@@ -68,7 +68,7 @@ StrictModes no
 UsePAM no
 Subsystem sftp internal-sftp
 EOF
-/usr/sbin/sshd -D -e -f "$T/sshd_config" 2>"$T/sshd.log" &
+"$(dirname "$0")/../clean-sshd.sh" /usr/sbin/sshd -D -e -f "$T/sshd_config" 2>"$T/sshd.log" &
 PIDS="$PIDS $!"
 sleep 0.5
 printf '[127.0.0.1]:%s %s\n' "$sport" "$(cut -d' ' -f1,2 "$T/hostkey.pub")" >"$T/known_hosts"

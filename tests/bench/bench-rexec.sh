@@ -57,7 +57,7 @@ PasswordAuthentication no
 StrictModes no
 UsePAM no
 EOF2
-/usr/sbin/sshd -D -e -f "$T/sshd_config" 2>"$T/sshd.log" &
+"$(dirname "$0")/../clean-sshd.sh" /usr/sbin/sshd -D -e -f "$T/sshd_config" 2>"$T/sshd.log" &
 PIDS="$PIDS $!"
 printf '[127.0.0.1]:%s %s\n' "$sport" "$(cut -d' ' -f1,2 "$T/hostkey.pub")" >"$T/home/.ssh/known_hosts"
 sleep 0.5

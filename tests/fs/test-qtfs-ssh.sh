@@ -38,7 +38,7 @@ KbdInteractiveAuthentication no
 StrictModes no
 UsePAM no
 CONF
-	"$sshd" -D -e -f "$T/sshd_config" >"$T/sshd.log" 2>&1 &
+	"$(dirname "$0")/../clean-sshd.sh" "$sshd" -D -e -f "$T/sshd_config" >"$T/sshd.log" 2>&1 &
 	pid=$!
 	for _ in $(seq 50); do
 		kill -0 "$pid" 2>/dev/null || break

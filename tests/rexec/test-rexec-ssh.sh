@@ -78,7 +78,7 @@ KbdInteractiveAuthentication no
 StrictModes no
 UsePAM no
 EOF
-	"$sshd" -D -e -f "$tmp/sshd.config" -p "$p" 2>"$tmp/sshd.log" &
+	"$(dirname "$0")/../clean-sshd.sh" "$sshd" -D -e -f "$tmp/sshd.config" -p "$p" 2>"$tmp/sshd.log" &
 	pid=$!
 	for _ in $(seq 50); do
 		kill -0 "$pid" 2>/dev/null || break

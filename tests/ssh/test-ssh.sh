@@ -90,7 +90,7 @@ AcceptEnv QT_SSH_TEST
 EOF
 			printf '%s\n' "$@"
 		} >"$tmp/$name.config"
-		"$sshd" -D -e -f "$tmp/$name.config" -p "$p" 2>"$tmp/$name.log" &
+		"$(dirname "$0")/../clean-sshd.sh" "$sshd" -D -e -f "$tmp/$name.config" -p "$p" 2>"$tmp/$name.log" &
 		pid=$!
 		# Ready once it listens; gone if the port was taken.
 		for _ in $(seq 50); do
