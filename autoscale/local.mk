@@ -23,6 +23,14 @@ autoscale_core_libascore_a_SOURCES = \
 
 ASCORE_LIBS = autoscale/core/libascore.a $(GLIB_LIBS) -lm
 
+# Snapshot JSON in, decision JSON out; sim reads the same files.
+noinst_LIBRARIES += autoscale/libasjson.a
+autoscale_libasjson_a_SOURCES = autoscale/cluster-json.c autoscale/cluster-json.h
+autoscale_libasjson_a_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/autoscale/core $(JSONC_CFLAGS)
+
+ASJSON_LIBS = autoscale/libasjson.a $(JSONC_LIBS)
+
 bin_PROGRAMS += autoscale/autoscale
 autoscale_autoscale_SOURCES = autoscale/main.c
-autoscale_autoscale_LDADD = $(QT_LIBS)
+autoscale_autoscale_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/autoscale/core
+autoscale_autoscale_LDADD = $(ASJSON_LIBS) $(ASCORE_LIBS) $(QT_LIBS)

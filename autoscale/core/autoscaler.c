@@ -51,6 +51,7 @@ struct run {
 	int *node_group; /* per cluster node: group index or -1 */
 	enum readiness *readiness;
 	int *snap_idx; /* per cluster node: snapshot index or -1 */
+	GArray *snap_node; /* guint, per real snapshot node: cluster index */
 	GPtrArray **node_pods; /* per cluster node: its scheduled pods */
 	struct as_snapshot *snap;
 	guint n_real; /* snapshot nodes [0, n_real) are real, the rest upcoming */
@@ -289,8 +290,10 @@ static void build_snapshot(struct run *r)
 		r->node_pods[i] = g_ptr_array_new();
 		g_hash_table_insert(by_name, n->name, GUINT_TO_POINTER(i + 1));
 		r->snap_idx[i] = -1;
-		if (r->readiness[i] == R_READY)
+		if (r->readiness[i] == R_READY) {
 			r->snap_idx[i] = (int)as_snapshot_add_node(r->snap, n, r->node_group[i], false);
+			g_array_append_val(r->snap_node, i);
+		}
 	}
 	r->n_real = as_snapshot_n_nodes(r->snap);
 	for (guint k = 0; k < c->pods->len; k++) {
@@ -378,6 +381,12 @@ static GPtrArray *filter_pending(struct run *r)
 		g_autofree char *buf = NULL;
 		as_snapshot_place(r->snap, (guint)idx, p);
 		as_kvs_add(&r->d->schedulable, p->key, snap_node_name(r, (guint)idx, &buf));
+		/*
+		 * Counted as the node's pod from now on, as CA's snapshot does: it
+		 * raises the node's utilization and must move if the node goes.
+		 */
+		if ((guint)idx < r->n_real)
+			g_ptr_array_add(r->node_pods[g_array_index(r->snap_node, guint, idx)], (gpointer)p);
 		hint = (guint)idx;
 	}
 	g_ptr_array_unref(pending);
@@ -994,8 +1003,8 @@ static void keep_unneeded(struct run *r)
 int as_run_once(const struct as_cluster *c, const struct as_options *o, int64_t now,
 		const struct as_run_env *env, struct as_decision **out, char **msg)
 {
-	struct run r = {c, o, now, env, decision_new(), c->nodes->len, NULL, NULL, NULL, NULL,
-			NULL, 0, NULL, NULL, NULL, 0, 0, 0, 0, false};
+	struct run r = {.c = c, .o = o, .now = now, .env = env, .d = decision_new(),
+			.n_nodes = c->nodes->len};
 	guint ng = c->groups->len ? c->groups->len : 1;
 	int ret;
 
@@ -1004,6 +1013,7 @@ int as_run_once(const struct as_cluster *c, const struct as_options *o, int64_t 
 	r.node_group = g_new0(int, r.n_nodes + 1);
 	r.readiness = g_new0(enum readiness, r.n_nodes + 1);
 	r.snap_idx = g_new0(int, r.n_nodes + 1);
+	r.snap_node = g_array_new(FALSE, FALSE, sizeof(guint));
 	r.node_pods = g_new0(GPtrArray *, r.n_nodes + 1);
 	r.target = g_new0(int, ng);
 	r.upcoming = g_new0(int, ng);
@@ -1040,6 +1050,7 @@ cleanup:
 	g_free(r.node_group);
 	g_free(r.readiness);
 	g_free(r.snap_idx);
+	g_array_free(r.snap_node, TRUE);
 	g_free(r.target);
 	g_free(r.upcoming);
 	g_free(r.backed_off);
