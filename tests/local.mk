@@ -89,3 +89,13 @@ bench-rexec: rexecd/rexecd rexec/rexec rexec/rexec-ssh
 # fuse-qtfs, in a private mount namespace (root and /dev/fuse).
 TESTS += tests/cs/test-cs-env.sh
 EXTRA_DIST += tests/cs/test-cs-env.sh
+
+# The autoscaler core (autoscale/core/) and its JSON reader.
+AS_UNIT_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/autoscale/core -I$(top_srcdir)/autoscale \
+	$(JSONC_CFLAGS)
+AS_UNIT_LDADD = $(ASJSON_LIBS) $(ASCORE_LIBS) $(UNIT_LDADD)
+UNIT_TESTS += tests/unit/test-as-units
+tests_unit_test_as_units_SOURCES = tests/unit/test-as-units.c
+tests_unit_test_as_units_CPPFLAGS = $(AS_UNIT_CPPFLAGS)
+tests_unit_test_as_units_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_as_units_LDADD = $(AS_UNIT_LDADD)

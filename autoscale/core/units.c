@@ -60,7 +60,9 @@ int as_quantity_parse(const char *s, int milli_digits, int64_t *out)
 	}
 	if (!any)
 		return -EINVAL;
-	if (*p == 'e' || *p == 'E') {
+	/* "1E" is exa and "1Ei" exbi: an exponent needs a digit after the e. */
+	if ((*p == 'e' || *p == 'E') &&
+	    (g_ascii_isdigit(p[1]) || ((p[1] == '+' || p[1] == '-') && g_ascii_isdigit(p[2])))) {
 		const char *q = p + 1;
 		bool eneg = false;
 		int e = 0;
@@ -188,8 +190,10 @@ char *as_duration_format(int64_t ms)
 	GString *s = g_string_new(NULL);
 	int64_t h = ms / 3600000, m = ms / 60000 % 60, sec = ms / 1000 % 60, frac = ms % 1000;
 
-	if (ms == 0)
-		return g_string_free(s, FALSE), g_strdup("0s");
+	if (ms == 0) {
+		g_string_free(s, TRUE);
+		return g_strdup("0s");
+	}
 	if (ms < 1000) {
 		g_string_append_printf(s, "%" G_GINT64_FORMAT "ms", ms);
 		return g_string_free(s, FALSE);
