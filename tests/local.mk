@@ -109,3 +109,8 @@ tests_unit_test_as_loop_SOURCES = tests/unit/test-as-loop.c tests/unit/as-build.
 tests_unit_test_as_loop_CPPFLAGS = $(AS_UNIT_CPPFLAGS)
 tests_unit_test_as_loop_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_as_loop_LDADD = $(AS_UNIT_LDADD)
+
+# `autoscale once` on scenario fixtures (snapshot -> expected decision).
+TESTS += tests/autoscale/test-scenarios.sh
+EXTRA_DIST += tests/autoscale/test-scenarios.sh tests/autoscale/check-decision.py \
+	tests/autoscale/scenarios
