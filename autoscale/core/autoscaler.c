@@ -807,22 +807,45 @@ static int cmp_candidate(const void *a, const void *b)
 	return x->node < y->node ? -1 : x->node > y->node;
 }
 
+struct move {
+	const struct as_pod *pod;
+	guint dest; /* snapshot index */
+};
+
+/* Is @p really running on node @name (not a pending pod or one moved here by the simulation)? */
+static bool runs_on(const struct as_pod *p, const char *name)
+{
+	return p->node_name && strcmp(p->node_name, name) == 0;
+}
+
 /*
  * Drain rules and re-placement for candidate @i in the snapshot.  On
- * success the removal and the moves stay in the snapshot and @moves gets
- * pod -> destination; on failure the snapshot is unchanged.
+ * success the removal and the moves stay in the snapshot, the moved pods
+ * join their destinations' pod lists (so that removing a destination later
+ * moves them again), and @moves and @evict are filled; on failure nothing
+ * changes.  Pods that are not really on the node (pending pods placed
+ * there, pods moved there by an earlier simulation) only need a place:
+ * drain rules and PDBs are about real evictions.
  */
 static bool simulate_removal(struct run *r, guint i, int32_t *pdb_left, GHashTable *hints,
-			     struct as_kvs *moves, GPtrArray *evict)
+			     GArray *moves, GPtrArray *evict)
 {
+	const struct as_node *n = g_ptr_array_index(r->c->nodes, i);
 	GPtrArray *pods = r->node_pods[i];
 	const GPtrArray *pdbs = r->c->pdbs;
 	g_autofree int32_t *used = g_new0(int32_t, pdbs->len ? pdbs->len : 1);
+	g_autofree enum as_drain_kind *kind = g_new0(enum as_drain_kind, pods->len ? pods->len : 1);
 
 	for (guint k = 0; k < pods->len; k++) {
 		const struct as_pod *p = g_ptr_array_index(pods, k);
-		struct as_drain dr = as_drain_check(p, r->o, pdbs, pdb_left, r->now);
+		struct as_drain dr;
 
+		if (!runs_on(p, n->name)) {
+			kind[k] = AS_DRAIN_MOVE;
+			continue;
+		}
+		dr = as_drain_check(p, r->o, pdbs, pdb_left, r->now);
+		kind[k] = dr.kind;
 		if (dr.kind == AS_DRAIN_BLOCK) {
 			unremovable(r, i, "BlockedByPod: %s %s", p->key, as_block_reason_name(dr.reason));
 			return false;
@@ -844,43 +867,41 @@ static bool simulate_removal(struct run *r, guint i, int32_t *pdb_left, GHashTab
 	as_snapshot_fork(r->snap);
 	if (r->snap_idx[i] >= 0)
 		as_snapshot_remove_node(r->snap, (guint)r->snap_idx[i]);
-	guint mark = moves->n;
 	for (guint k = 0; k < pods->len; k++) {
 		const struct as_pod *p = g_ptr_array_index(pods, k);
-		struct as_drain dr = as_drain_check(p, r->o, pdbs, pdb_left, r->now);
 		guint hint = GPOINTER_TO_UINT(g_hash_table_lookup(hints, p->key));
 		int dest;
 
-		if (dr.kind != AS_DRAIN_MOVE)
+		if (kind[k] != AS_DRAIN_MOVE)
 			continue;
 		dest = as_snapshot_find_fit(r->snap, p, hint, -1);
 		/* Only real nodes: upcoming ones are not there to receive pods yet. */
 		if (dest >= (int)r->n_real)
 			dest = -1;
-		if (dest >= 0 && as_snapshot_node(r->snap, (guint)dest)->upcoming)
-			dest = -1;
 		if (dest < 0) {
 			as_snapshot_revert(r->snap);
-			while (moves->n > mark) {
-				moves->n--;
-				g_free(moves->v[moves->n].key);
-				g_free(moves->v[moves->n].value);
-			}
+			g_array_set_size(moves, 0);
 			unremovable(r, i, "NoPlaceToMovePods: %s", p->key);
 			return false;
 		}
 		as_snapshot_place(r->snap, (guint)dest, p);
 		g_hash_table_insert(hints, p->key, GUINT_TO_POINTER((guint)dest));
-		as_kvs_add(moves, p->key, as_snapshot_node(r->snap, (guint)dest)->node->name);
+		struct move m = {p, (guint)dest};
+		g_array_append_val(moves, m);
 	}
 	as_snapshot_commit(r->snap);
 	for (guint b = 0; b < pdbs->len; b++)
 		pdb_left[b] -= used[b];
+	for (guint k = 0; k < moves->len; k++) {
+		const struct move *m = &g_array_index(moves, struct move, k);
+
+		g_ptr_array_add(r->node_pods[g_array_index(r->snap_node, guint, m->dest)],
+				(gpointer)m->pod);
+	}
 	for (guint k = 0; k < pods->len; k++) {
 		const struct as_pod *p = g_ptr_array_index(pods, k);
-		struct as_drain dr = as_drain_check(p, r->o, pdbs, NULL, r->now);
 
-		if (dr.kind == AS_DRAIN_MOVE || dr.kind == AS_DRAIN_DELETE)
+		if (runs_on(p, n->name) && (kind[k] == AS_DRAIN_MOVE || kind[k] == AS_DRAIN_DELETE))
 			g_ptr_array_add(evict, (gpointer)p->key);
 	}
 	return true;
@@ -897,6 +918,7 @@ static void scale_down(struct run *r)
 	g_autofree int *deleted_in_group = g_new0(int, c->groups->len ? c->groups->len : 1);
 	int64_t cores = r->total_cores, mem = r->total_mem;
 	int n_deleted = 0, n_drained = 0;
+	g_autoptr(GHashTable) deleted = g_hash_table_new(g_str_hash, g_str_equal);
 
 	if (!o->scale_down_enabled) {
 		r->d->scale_down_status = "ScaleDownDisabled";
@@ -924,16 +946,14 @@ static void scale_down(struct run *r)
 		const struct as_node *n = g_ptr_array_index(c->nodes, i);
 		int g = r->node_group[i];
 		const struct as_node_group *grp = g_ptr_array_index(c->groups, (guint)g);
-		struct as_kvs moves = {NULL, 0};
+		g_autoptr(GArray) moves = g_array_new(FALSE, FALSE, sizeof(struct move));
 		g_autoptr(GPtrArray) evict = g_ptr_array_new();
 		int64_t *prev = g_hash_table_lookup(c->unneeded_since, n->name);
 		struct as_unneeded un;
 		int64_t need;
 
-		if (!simulate_removal(r, i, pdb_left, hints, &moves, evict)) {
-			as_kvs_clear(&moves);
+		if (!simulate_removal(r, i, pdb_left, hints, moves, evict))
 			continue;
-		}
 		un.node = g_strdup(n->name);
 		un.since = prev ? *prev : r->now;
 		g_array_append_val(r->d->unneeded, un);
@@ -958,8 +978,17 @@ static void scale_down(struct run *r)
 			g_ptr_array_add(r->d->scale_down_nodes, g_strdup(n->name));
 			for (guint e = 0; e < evict->len; e++)
 				g_ptr_array_add(r->d->evict_pods, g_strdup(evict->pdata[e]));
-			for (guint m = 0; m < moves.n; m++)
-				as_kvs_add(&r->d->moves, moves.v[m].key, moves.v[m].value);
+			g_hash_table_add(deleted, n->name);
+			for (guint m = 0; m < moves->len; m++) {
+				const struct move *mv = &g_array_index(moves, struct move, m);
+				const char *dest = as_snapshot_node(r->snap, mv->dest)->node->name;
+
+				/* The last move wins: a pod may move again when its first destination goes too. */
+				if (!mv->pod->node_name)
+					as_kvs_set(&r->d->schedulable, mv->pod->key, dest);
+				else if (g_hash_table_contains(deleted, mv->pod->node_name))
+					as_kvs_set(&r->d->moves, mv->pod->key, dest);
+			}
 			deleted_in_group[g]++;
 			cores -= cores_of(n);
 			mem -= gib_of(n);
@@ -967,7 +996,6 @@ static void scale_down(struct run *r)
 			if (!cd->empty)
 				n_drained++;
 		}
-		as_kvs_clear(&moves);
 	}
 	if (n_deleted > 0)
 		r->d->last_scale_down_delete = r->now;
@@ -975,6 +1003,25 @@ static void scale_down(struct run *r)
 }
 
 /* --- the loop ------------------------------------------------------------- */
+
+/* Nothing is decided in an unhealthy cluster; still say so for every pod and node. */
+static void report_unhealthy(struct run *r)
+{
+	g_autofree char *why = g_strdup_printf(
+		"ClusterUnhealthy: %d of %d nodes unready (ok-total-unready-count %" G_GINT64_FORMAT
+		", max-total-unready-percentage %g)",
+		r->d->unready, r->d->ready + r->d->unready, r->o->ok_total_unready_count,
+		r->o->max_total_unready_percentage);
+
+	for (guint k = 0; k < r->c->pods->len; k++) {
+		const struct as_pod *p = g_ptr_array_index(r->c->pods, k);
+
+		if (!p->node_name && p->unschedulable && !pod_terminal(p))
+			as_kvs_add(&r->d->unhelped, p->key, why);
+	}
+	for (guint i = 0; i < r->n_nodes; i++)
+		unremovable(r, i, "%s", why);
+}
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -1026,6 +1073,7 @@ int as_run_once(const struct as_cluster *c, const struct as_options *o, int64_t 
 	if (cluster_unhealthy(&r)) {
 		r.d->status = "ClusterUnhealthy";
 		r.d->scale_down_status = "ClusterUnhealthy";
+		report_unhealthy(&r);
 		keep_unneeded(&r);
 		goto done;
 	}

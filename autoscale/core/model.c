@@ -31,6 +31,18 @@ void as_kvs_add(struct as_kvs *kvs, const char *key, const char *value)
 	kvs->n++;
 }
 
+void as_kvs_set(struct as_kvs *kvs, const char *key, const char *value)
+{
+	for (guint i = 0; i < kvs->n; i++) {
+		if (strcmp(kvs->v[i].key, key) == 0) {
+			g_free(kvs->v[i].value);
+			kvs->v[i].value = g_strdup(value);
+			return;
+		}
+	}
+	as_kvs_add(kvs, key, value);
+}
+
 const char *as_kvs_get(const struct as_kvs *kvs, const char *key)
 {
 	for (guint i = 0; i < kvs->n; i++)

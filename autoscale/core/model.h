@@ -221,6 +221,8 @@ void as_node_group_free(struct as_node_group *g);
 void as_kvs_clear(struct as_kvs *kvs);
 /* Append a copy of @key and @value. */
 void as_kvs_add(struct as_kvs *kvs, const char *key, const char *value);
+/* Replace the value of @key, or append it. */
+void as_kvs_set(struct as_kvs *kvs, const char *key, const char *value);
 /* The value for @key, or NULL. */
 const char *as_kvs_get(const struct as_kvs *kvs, const char *key);
 void as_match_exprs_free(struct as_match_expr *e, guint n);
