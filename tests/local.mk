@@ -114,3 +114,8 @@ tests_unit_test_as_loop_LDADD = $(AS_UNIT_LDADD)
 TESTS += tests/autoscale/test-scenarios.sh
 EXTRA_DIST += tests/autoscale/test-scenarios.sh tests/autoscale/check-decision.py \
 	tests/autoscale/scenarios
+UNIT_TESTS += tests/unit/test-as-property
+tests_unit_test_as_property_SOURCES = tests/unit/test-as-property.c tests/unit/as-build.h
+tests_unit_test_as_property_CPPFLAGS = $(AS_UNIT_CPPFLAGS)
+tests_unit_test_as_property_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_as_property_LDADD = $(AS_UNIT_LDADD)
