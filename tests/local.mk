@@ -119,3 +119,11 @@ tests_unit_test_as_property_SOURCES = tests/unit/test-as-property.c tests/unit/a
 tests_unit_test_as_property_CPPFLAGS = $(AS_UNIT_CPPFLAGS)
 tests_unit_test_as_property_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_as_property_LDADD = $(AS_UNIT_LDADD)
+
+# The autoscaler core on 1,000 and 5,000-node synthetic clusters (issue 6);
+# compiles its own -O2 copy of the core, so any configuration works.
+EXTRA_DIST += tests/bench/bench-autoscale.sh tests/bench/bench-autoscale.c
+bench-autoscale:
+	top_srcdir=$(abs_top_srcdir) top_builddir=$(abs_top_builddir) CC='$(CC)' \
+		sh $(top_srcdir)/tests/bench/bench-autoscale.sh
+.PHONY: bench-autoscale
