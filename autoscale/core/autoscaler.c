@@ -61,6 +61,7 @@ struct run {
 	int64_t total_nodes;
 	int64_t total_cores, total_mem, total_gpu; /* capacity, cores rounded up */
 	bool scaled_up;
+	guint last_dest; /* snapshot index that took the last re-placed pod */
 };
 
 void as_decision_free(struct as_decision *d)
@@ -874,6 +875,8 @@ static bool simulate_removal(struct run *r, guint i, int32_t *pdb_left, GHashTab
 
 		if (kind[k] != AS_DRAIN_MOVE)
 			continue;
+		/* The pod's own last destination, else where the previous pod went (next fit). */
+		hint = hint ? hint - 1 : r->last_dest;
 		dest = as_snapshot_find_fit(r->snap, p, hint, -1);
 		/* Only real nodes: upcoming ones are not there to receive pods yet. */
 		if (dest >= (int)r->n_real)
@@ -885,7 +888,8 @@ static bool simulate_removal(struct run *r, guint i, int32_t *pdb_left, GHashTab
 			return false;
 		}
 		as_snapshot_place(r->snap, (guint)dest, p);
-		g_hash_table_insert(hints, p->key, GUINT_TO_POINTER((guint)dest));
+		g_hash_table_insert(hints, p->key, GUINT_TO_POINTER((guint)dest + 1));
+		r->last_dest = (guint)dest;
 		struct move m = {p, (guint)dest};
 		g_array_append_val(moves, m);
 	}
