@@ -296,7 +296,8 @@ static int taint_effect(struct jp *j, const char *s, bool allow_empty, enum as_t
 	return 0;
 }
 
-static int parse_node(struct jp *j, json_object *o, struct as_node *n)
+/* @default_name: used when metadata.name is absent (templates); NULL = required. */
+static int parse_node(struct jp *j, json_object *o, struct as_node *n, const char *default_name)
 {
 	json_object *meta, *spec, *status, *taints, *conds;
 	bool has_alloc = false;
@@ -308,10 +309,14 @@ static int parse_node(struct jp *j, json_object *o, struct as_node *n)
 	    (r = member(j, o, "spec", json_type_object, &spec)) < 0 ||
 	    (r = member(j, o, "status", json_type_object, &status)) < 0)
 		return r;
-	if (!meta)
+	if (!meta && !default_name)
 		return jp_fail(j, "missing metadata");
 	if ((r = get_string(j, meta, "name", &n->name)) < 0)
 		return r;
+	if ((!n->name || !*n->name) && default_name) {
+		g_free(n->name);
+		n->name = g_strdup(default_name);
+	}
 	if (!n->name || !*n->name) {
 		gsize old = jp_key(j, "metadata");
 
@@ -824,8 +829,10 @@ static int parse_group(struct jp *j, json_object *o, struct as_node_group *g)
 	if (tmpl) {
 		gsize old = jp_key(j, "template");
 
+		g_autofree char *name = g_strdup_printf("%s-template", g->id);
+
 		g->template_node = as_node_new();
-		if ((r = parse_node(j, tmpl, g->template_node)) < 0)
+		if ((r = parse_node(j, tmpl, g->template_node, name)) < 0)
 			return r;
 		jp_pop(j, old);
 	}
@@ -899,7 +906,7 @@ static void free_node(void *p) { as_node_free(p); }
 static void free_pod(void *p) { as_pod_free(p); }
 static void free_pdb(void *p) { as_pdb_free(p); }
 static void free_group(void *p) { as_node_group_free(p); }
-static int parse_node_v(struct jp *j, json_object *o, void *p) { return parse_node(j, o, p); }
+static int parse_node_v(struct jp *j, json_object *o, void *p) { return parse_node(j, o, p, NULL); }
 static int parse_pod_v(struct jp *j, json_object *o, void *p) { return parse_pod(j, o, p); }
 static int parse_pdb_v(struct jp *j, json_object *o, void *p) { return parse_pdb(j, o, p); }
 static int parse_group_v(struct jp *j, json_object *o, void *p) { return parse_group(j, o, p); }

@@ -34,3 +34,4 @@ bin_PROGRAMS += autoscale/autoscale
 autoscale_autoscale_SOURCES = autoscale/main.c
 autoscale_autoscale_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/autoscale/core
 autoscale_autoscale_LDADD = $(ASJSON_LIBS) $(ASCORE_LIBS) $(QT_LIBS)
+dist_doc_DATA += docs/autoscale-snapshot.md
