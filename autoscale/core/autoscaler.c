@@ -845,6 +845,15 @@ static bool simulate_removal(struct run *r, guint i, int32_t *pdb_left, GHashTab
 			kind[k] = AS_DRAIN_MOVE;
 			continue;
 		}
+		/*
+		 * Expendable pods are left out of the simulation, as CA filters
+		 * them out before it: they neither block nor move, and go with
+		 * the node.
+		 */
+		if (p->priority < r->o->expendable_pods_priority_cutoff) {
+			kind[k] = AS_DRAIN_IGNORE;
+			continue;
+		}
 		dr = as_drain_check(p, r->o, pdbs, pdb_left, r->now);
 		kind[k] = dr.kind;
 		if (dr.kind == AS_DRAIN_BLOCK) {

@@ -355,6 +355,27 @@ START_TEST(pdb_budget_across_nodes)
 }
 END_TEST
 
+START_TEST(expendable_pods_go_with_the_node)
+{
+	struct sd s;
+	struct as_decision *d;
+	g_autofree char *why = NULL;
+
+	sd_init(&s);
+	g_clear_pointer(&s.victim->owner_kind, g_free); /* would block as NotReplicated */
+	s.victim->requests.cpu = 3500; /* and has nowhere to go */
+	s.o.scale_down_utilization_threshold = 0.9;
+	expect_reason(&s, "BlockedByPod: default/victim NotReplicated");
+	s.victim->priority = -11; /* below the cutoff -10 */
+	why = sd_run(&s, &d);
+	ck_assert_ptr_null(why);
+	ck_assert(!strv_has(d->evict_pods, "default/victim"));
+	ck_assert_ptr_null(kvs_get(&d->moves, "default/victim"));
+	as_decision_free(d);
+	sd_free(&s);
+}
+END_TEST
+
 START_TEST(scale_down_disabled_annotation)
 {
 	struct sd s;
@@ -863,6 +884,7 @@ int main(void)
 	tcase_add_test(down, rule10_pdb);
 	tcase_add_test(down, drain_order_direct);
 	tcase_add_test(down, pdb_budget_across_nodes);
+	tcase_add_test(down, expendable_pods_go_with_the_node);
 	tcase_add_test(down, scale_down_disabled_annotation);
 	tcase_add_test(down, no_place_to_move);
 	tcase_add_test(down, utilization_threshold);
