@@ -127,3 +127,8 @@ bench-autoscale:
 	top_srcdir=$(abs_top_srcdir) top_builddir=$(abs_top_builddir) CC='$(CC)' \
 		sh $(top_srcdir)/tests/bench/bench-autoscale.sh
 .PHONY: bench-autoscale
+UNIT_TESTS += tests/unit/test-as-json
+tests_unit_test_as_json_SOURCES = tests/unit/test-as-json.c
+tests_unit_test_as_json_CPPFLAGS = $(AS_UNIT_CPPFLAGS)
+tests_unit_test_as_json_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_as_json_LDADD = $(AS_UNIT_LDADD)
