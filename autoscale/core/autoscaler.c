@@ -227,8 +227,10 @@ static void cluster_state(struct run *r)
 		struct as_group_state gs = {g_strdup(grp->id), grp->target_size, grp->scale_up_time,
 					    grp->backoff_until, grp->backoff_duration,
 					    grp->last_failure, 0};
-		int long_unreg = 0, unreg = 0, up;
+		int long_unreg = 0, unreg = 0, deletable, delivered, up;
 
+		/* At most down to min size, as CA deletes old unregistered instances. */
+		deletable = MAX(0, grp->target_size - grp->min_size);
 		for (guint k = 0; k < grp->n_instances; k++) {
 			const struct as_instance *in = &grp->instances[k];
 
@@ -236,18 +238,26 @@ static void cluster_state(struct run *r)
 				continue;
 			if (in->since != AS_TIME_NEVER && r->now - in->since > o->max_node_provision_time) {
 				long_unreg++;
-				g_ptr_array_add(r->d->delete_instances, g_strdup(in->id));
+				if (long_unreg <= deletable)
+					g_ptr_array_add(r->d->delete_instances, g_strdup(in->id));
 			} else {
 				unreg++;
 			}
 		}
 		r->d->unregistered += unreg;
 		r->d->long_unregistered += long_unreg;
-		up = MAX(0, grp->target_size - (ready[g] + unready[g] + long_unreg));
+		/* Deleting a long-unregistered instance shrinks the target with it. */
+		gs.target_size -= MIN(long_unreg, deletable);
+		delivered = ready[g] + unready[g];
+		up = MAX(0, grp->target_size - (delivered + long_unreg));
 		r->backed_off[g] = grp->backoff_until != AS_TIME_NEVER && r->now < grp->backoff_until;
-		if (grp->scale_up_time != AS_TIME_NEVER && up > 0 &&
+		if (grp->scale_up_time != AS_TIME_NEVER && delivered < grp->target_size &&
 		    r->now - grp->scale_up_time > o->max_node_provision_time) {
-			/* The scale-up did not deliver in time: back off and give the rest back. */
+			/*
+			 * The scale-up did not deliver in time (instances that never
+			 * registered count as not delivered): back off, and give back
+			 * what is still being created.
+			 */
 			gs.decrease_target = up;
 			gs.target_size -= up;
 			gs.scale_up_time = AS_TIME_NEVER;

@@ -762,6 +762,36 @@ START_TEST(backoff)
 }
 END_TEST
 
+START_TEST(never_registered_backs_off)
+{
+	struct su s;
+	struct as_decision *d;
+	const struct as_group_state *gs;
+
+	/* 2 instances asked for 16 minutes ago never registered: both are deleted, and the
+	 * failed scale-up backs the group off (the deletions alone must not hide it) */
+	su_init(&s, 1);
+	s.g->min_size = 1;
+	s.g->target_size = 2;
+	s.g->scale_up_time = NOW - 16 * MIN_MS;
+	s.g->instances = g_new0(struct as_instance, 2);
+	s.g->instances[0] = (struct as_instance){g_strdup("i0"), AS_INSTANCE_CREATING, AS_ERROR_NONE,
+						 NOW - 16 * MIN_MS};
+	s.g->instances[1] = (struct as_instance){g_strdup("i1"), AS_INSTANCE_CREATING, AS_ERROR_NONE,
+						 NOW - 16 * MIN_MS};
+	s.g->n_instances = 2;
+	ck_assert_int_eq(su_delta(&s, &d), 0);
+	gs = &g_array_index(d->groups, struct as_group_state, 0);
+	ck_assert_int_eq(d->long_unregistered, 2);
+	ck_assert_uint_eq(d->delete_instances->len, 1); /* not below min size 1 */
+	ck_assert_int_eq(gs->backoff_until, NOW + 5 * MIN_MS);
+	ck_assert_int_eq(gs->target_size, 1);
+	ck_assert_int_eq(gs->decrease_target, 0);
+	as_decision_free(d);
+	su_free(&s);
+}
+END_TEST
+
 START_TEST(expendable_and_daemonset)
 {
 	struct su s;
@@ -900,6 +930,7 @@ int main(void)
 	tcase_add_test(up, max_nodes_total);
 	tcase_add_test(up, upcoming_nodes);
 	tcase_add_test(up, backoff);
+	tcase_add_test(up, never_registered_backs_off);
 	tcase_add_test(up, expendable_and_daemonset);
 	tcase_add_test(up, no_group_fits_all);
 	tcase_add_test(up, filter_out_schedulable_by_priority);
