@@ -1013,6 +1013,8 @@ static void scale_down(struct run *r)
 					as_kvs_set(&r->d->moves, mv->pod->key, dest);
 			}
 			deleted_in_group[g]++;
+			/* DeleteNodes shrinks the target with the node. */
+			g_array_index(r->d->groups, struct as_group_state, (guint)g).target_size--;
 			cores -= cores_of(n);
 			mem -= gib_of(n);
 			n_deleted++;
@@ -1126,4 +1128,26 @@ cleanup:
 	g_free(r.upcoming);
 	g_free(r.backed_off);
 	return ret;
+}
+
+void as_cluster_carry_state(struct as_cluster *c, const struct as_decision *d)
+{
+	g_hash_table_remove_all(c->unneeded_since);
+	for (guint i = 0; i < d->unneeded->len; i++) {
+		const struct as_unneeded *u = &g_array_index(d->unneeded, struct as_unneeded, i);
+
+		as_cluster_set_unneeded_since(c, u->node, u->since);
+	}
+	c->last_scale_up = d->last_scale_up;
+	c->last_scale_down_delete = d->last_scale_down_delete;
+	for (guint g = 0; g < c->groups->len && g < d->groups->len; g++) {
+		struct as_node_group *grp = g_ptr_array_index(c->groups, g);
+		const struct as_group_state *gs = &g_array_index(d->groups, struct as_group_state, g);
+
+		grp->target_size = gs->target_size;
+		grp->scale_up_time = gs->scale_up_time;
+		grp->backoff_until = gs->backoff_until;
+		grp->backoff_duration = gs->backoff_duration;
+		grp->last_failure = gs->last_failure;
+	}
 }

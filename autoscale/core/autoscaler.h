@@ -74,5 +74,12 @@ struct as_run_env {
 int as_run_once(const struct as_cluster *c, const struct as_options *o, int64_t now,
 		const struct as_run_env *env, struct as_decision **out, char **msg);
 
+/*
+ * Feed the state in @d (unneeded_since, last scale-up/down times, each
+ * group's target, scale-up time and backoff) into @c for the next loop.
+ * Groups are matched by position, as in the decision.
+ */
+void as_cluster_carry_state(struct as_cluster *c, const struct as_decision *d);
+
 /* Is @n Ready as CA counts it (Ready, no pressure that matters, no not-ready taint, schedulable)? */
 bool as_node_is_ready(const struct as_node *n);

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "autoscaler.h"
 #include "provider.h"
 
 struct mem_group {
@@ -84,17 +85,24 @@ static int find_instance(const struct as_node_group *g, const char *id)
 	return -1;
 }
 
-static int g_delete(struct as_node_group_if *gi, const char *const *nodes, guint n)
+static int find_node(const struct as_node_group *g, const struct as_node *n)
+{
+	int k = n->provider_id[0] ? find_instance(g, n->provider_id) : -1;
+
+	return k >= 0 ? k : find_instance(g, n->name);
+}
+
+static int g_delete(struct as_node_group_if *gi, const struct as_node *const *nodes, guint n)
 {
 	struct as_node_group *g = MG(gi)->g;
 
 	if (g->target_size - (int)n < g->min_size)
 		return -EINVAL;
 	for (guint i = 0; i < n; i++)
-		if (find_instance(g, nodes[i]) < 0)
+		if (find_node(g, nodes[i]) < 0)
 			return -ENOENT;
 	for (guint i = 0; i < n; i++) {
-		int k = find_instance(g, nodes[i]);
+		int k = find_node(g, nodes[i]);
 
 		g_free(g->instances[k].id);
 		memmove(&g->instances[k], &g->instances[k + 1],
@@ -169,8 +177,7 @@ static int p_group_for_node(struct as_cloud_provider *p, const struct as_node *n
 	for (guint i = 0; i < gs->len; i++) {
 		struct mem_group *m = gs->pdata[i];
 
-		if ((n->provider_id[0] && find_instance(m->g, n->provider_id) >= 0) ||
-		    find_instance(m->g, n->name) >= 0) {
+		if (find_node(m->g, n) >= 0) {
 			*out = &m->base;
 			return 0;
 		}
@@ -260,4 +267,123 @@ void as_mem_provider_export(struct as_cloud_provider *p, struct as_cluster *c)
 
 		g_ptr_array_add(c->groups, group_copy(m->g));
 	}
+}
+
+struct as_node_group_if *as_mem_provider_group(struct as_cloud_provider *p, const char *id)
+{
+	for (guint i = 0; i < MP(p)->groups->len; i++) {
+		struct mem_group *m = MP(p)->groups->pdata[i];
+
+		if (strcmp(m->g->id, id) == 0)
+			return &m->base;
+	}
+	return NULL;
+}
+
+/* --- actuation ------------------------------------------------------------ */
+
+static struct as_node_group_if *group_by_id(struct as_cloud_provider *p, const char *id)
+{
+	struct as_node_group_if **gs;
+	guint n = p->ops->node_groups(p, &gs);
+
+	for (guint i = 0; i < n; i++)
+		if (strcmp(gs[i]->ops->id(gs[i]), id) == 0)
+			return gs[i];
+	return NULL;
+}
+
+static const struct as_node *node_by_name(const struct as_cluster *c, const char *name)
+{
+	for (guint i = 0; i < c->nodes->len; i++)
+		if (strcmp(((struct as_node *)c->nodes->pdata[i])->name, name) == 0)
+			return c->nodes->pdata[i];
+	return NULL;
+}
+
+static int delete_unregistered(const struct as_decision *d, const struct as_cluster *c,
+			       struct as_cloud_provider *p, char **msg)
+{
+	for (guint k = 0; k < d->delete_instances->len; k++) {
+		const char *id = d->delete_instances->pdata[k];
+		struct as_node_group_if *gi = NULL;
+		/* An instance without a node: a stand-in node carrying its id. */
+		struct as_node stand_in = {.name = (char *)id, .provider_id = (char *)id};
+		const struct as_node *one[] = {&stand_in};
+		int r;
+
+		for (guint g = 0; g < c->groups->len && !gi; g++) {
+			const struct as_node_group *grp = c->groups->pdata[g];
+
+			for (guint i = 0; i < grp->n_instances; i++)
+				if (strcmp(grp->instances[i].id, id) == 0)
+					gi = group_by_id(p, grp->id);
+		}
+		if (!gi) {
+			*msg = g_strdup_printf("instance \"%s\": no node group has it", id);
+			return -ENOENT;
+		}
+		r = gi->ops->delete_nodes(gi, one, 1);
+		if (r < 0) {
+			*msg = g_strdup_printf("DeleteNodes(%s) on node group \"%s\": %s", id,
+					       gi->ops->id(gi), g_strerror(-r));
+			return r;
+		}
+	}
+	return 0;
+}
+
+int as_decision_apply(const struct as_decision *d, const struct as_cluster *c,
+		      struct as_cloud_provider *p, char **msg)
+{
+	int r = delete_unregistered(d, c, p, msg);
+
+	if (r < 0)
+		return r;
+	for (guint g = 0; g < d->groups->len; g++) {
+		const struct as_group_state *gs = &g_array_index(d->groups, struct as_group_state, g);
+		struct as_node_group_if *gi;
+
+		if (gs->decrease_target <= 0)
+			continue;
+		gi = group_by_id(p, gs->id);
+		r = gi ? gi->ops->decrease_target_size(gi, -gs->decrease_target) : -ENOENT;
+		if (r < 0) {
+			*msg = g_strdup_printf("DecreaseTargetSize(%d) on node group \"%s\": %s",
+					       -gs->decrease_target, gs->id, g_strerror(-r));
+			return r;
+		}
+	}
+	if (d->scale_up_group) {
+		struct as_node_group_if *gi = group_by_id(p, d->scale_up_group);
+
+		r = gi ? gi->ops->increase_size(gi, d->scale_up_delta) : -ENOENT;
+		if (r < 0) {
+			*msg = g_strdup_printf("IncreaseSize(%d) on node group \"%s\": %s",
+					       d->scale_up_delta, d->scale_up_group, g_strerror(-r));
+			return r;
+		}
+	}
+	for (guint k = 0; k < d->scale_down_nodes->len; k++) {
+		const struct as_node *n = node_by_name(c, d->scale_down_nodes->pdata[k]);
+		struct as_node_group_if *gi = NULL;
+		const struct as_node *one[1];
+
+		if (n)
+			r = p->ops->node_group_for_node(p, n, &gi);
+		if (!n || r < 0 || !gi) {
+			*msg = g_strdup_printf("node \"%s\": no node group has it",
+					       (char *)d->scale_down_nodes->pdata[k]);
+			return r < 0 ? r : -ENOENT;
+		}
+		/* One call per node keeps a refusal from sparing the others' errors. */
+		one[0] = n;
+		r = gi->ops->delete_nodes(gi, one, 1);
+		if (r < 0) {
+			*msg = g_strdup_printf("DeleteNodes(%s) on node group \"%s\": %s", n->name,
+					       gi->ops->id(gi), g_strerror(-r));
+			return r;
+		}
+	}
+	return 0;
 }

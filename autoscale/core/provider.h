@@ -22,8 +22,8 @@ struct as_node_group_ops {
 	int (*max_size)(struct as_node_group_if *g);
 	int (*target_size)(struct as_node_group_if *g, int *out);
 	int (*increase_size)(struct as_node_group_if *g, int delta);
-	/* @nodes: node names; the target shrinks by their number. */
-	int (*delete_nodes)(struct as_node_group_if *g, const char *const *nodes, guint n);
+	/* The target shrinks by their number; nodes match on providerID, else name. */
+	int (*delete_nodes)(struct as_node_group_if *g, const struct as_node *const *nodes, guint n);
 	/* @delta < 0: give back requested but not yet created instances. */
 	int (*decrease_target_size)(struct as_node_group_if *g, int delta);
 	/* New array of struct as_instance copies (free with as_instances_free). */
@@ -66,3 +66,18 @@ void as_instances_free(struct as_instance *v, guint n);
 struct as_cloud_provider *as_mem_provider_new(const struct as_cluster *c, int64_t now);
 /* Write the provider's groups back as cluster groups (for the next loop's input). */
 void as_mem_provider_export(struct as_cloud_provider *p, struct as_cluster *c);
+/* The in-memory provider's group @id, for tests; NULL if none. */
+struct as_node_group_if *as_mem_provider_group(struct as_cloud_provider *p, const char *id);
+
+struct as_decision;
+
+/*
+ * Carry decision @d out through @p, in CA's order: delete long-unregistered
+ * instances, give back failed scale-ups (DecreaseTargetSize), IncreaseSize
+ * the chosen group, then DeleteNodes the removed nodes group by group.
+ * (Tainting, draining and evicting before DeleteNodes are the daemon's
+ * job.)  @c is the cluster @d was decided on.  Returns 0, or the first
+ * failure's -errno with *@msg naming the call and the group.
+ */
+int as_decision_apply(const struct as_decision *d, const struct as_cluster *c,
+		      struct as_cloud_provider *p, char **msg);
