@@ -21,9 +21,13 @@
  *   below min size or the cluster below the cores/memory minimums, and
  *   within max-scale-down-parallelism (empty nodes) and
  *   max-drain-parallelism (nodes with pods to move).  Empty nodes go first.
- * Invariant (checked by as_decision_check() in debug builds of the tests):
- * every deleted node is unneeded, every moved pod has a destination that is
- * neither deleted nor over capacity.
+ * Invariants, checked by as_decision_check() after every loop unless built
+ * with NDEBUG: every deleted node is unneeded in this loop, is in a group
+ * and is not also a move destination; no group goes below its min size
+ * through deletions or above its max through a scale-up; every pending pod
+ * and every node has either an outcome or a reason.  (The property tests
+ * check the rest from outside: capacity at the destinations, drain rules,
+ * PDB budgets.)
  */
 #include "config.h"
 
@@ -1072,6 +1076,57 @@ static void keep_unneeded(struct run *r)
 	}
 }
 
+int as_decision_check(const struct as_cluster *c, const struct as_decision *d, char **msg)
+{
+	g_autoptr(GHashTable) deleted = g_hash_table_new(g_str_hash, g_str_equal);
+	g_autoptr(GHashTable) unneeded = g_hash_table_new(g_str_hash, g_str_equal);
+
+	for (guint i = 0; i < d->unneeded->len; i++)
+		g_hash_table_add(unneeded, g_array_index(d->unneeded, struct as_unneeded, i).node);
+	for (guint i = 0; i < d->scale_down_nodes->len; i++) {
+		const char *n = d->scale_down_nodes->pdata[i];
+
+		if (!g_hash_table_contains(unneeded, n)) {
+			*msg = g_strdup_printf("node \"%s\" deleted but not unneeded", n);
+			return -EINVAL;
+		}
+		g_hash_table_add(deleted, (gpointer)n);
+	}
+	for (guint i = 0; i < d->moves.n; i++) {
+		if (g_hash_table_contains(deleted, d->moves.v[i].value)) {
+			*msg = g_strdup_printf("pod \"%s\" moved to deleted node \"%s\"", d->moves.v[i].key,
+					       d->moves.v[i].value);
+			return -EINVAL;
+		}
+	}
+	for (guint g = 0; g < c->groups->len && g < d->groups->len; g++) {
+		const struct as_node_group *grp = g_ptr_array_index(c->groups, g);
+		const struct as_group_state *gs = &g_array_index(d->groups, struct as_group_state, g);
+
+		if (gs->target_size > MAX(grp->max_size, grp->target_size) ||
+		    gs->target_size < MIN(grp->min_size, grp->target_size)) {
+			*msg = g_strdup_printf("group \"%s\": target %d outside [%d, %d] (was %d)", grp->id,
+					       gs->target_size, grp->min_size, grp->max_size, grp->target_size);
+			return -EINVAL;
+		}
+	}
+	if (strcmp(d->status, "ok") == 0) {
+		for (guint k = 0; k < c->pods->len; k++) {
+			const struct as_pod *p = g_ptr_array_index(c->pods, k);
+
+			if (p->node_name || !p->unschedulable || pod_terminal(p) ||
+			    p->deletion_time != AS_TIME_NEVER)
+				continue;
+			if (!as_kvs_get(&d->schedulable, p->key) && !as_kvs_get(&d->unhelped, p->key)) {
+				*msg = g_strdup_printf("pending pod \"%s\" has neither a place nor a reason",
+						       p->key);
+				return -EINVAL;
+			}
+		}
+	}
+	return 0;
+}
+
 int as_run_once(const struct as_cluster *c, const struct as_options *o, int64_t now,
 		const struct as_run_env *env, struct as_decision **out, char **msg)
 {
@@ -1111,6 +1166,14 @@ int as_run_once(const struct as_cluster *c, const struct as_options *o, int64_t 
 	}
 	scale_down(&r);
 done:
+#ifndef NDEBUG
+	{
+		g_autofree char *bad = NULL;
+
+		if (as_decision_check(c, r.d, &bad) < 0)
+			g_error("autoscaler invariant broken: %s", bad);
+	}
+#endif
 	*out = g_steal_pointer(&r.d);
 	ret = 0;
 cleanup:

@@ -75,6 +75,12 @@ int as_run_once(const struct as_cluster *c, const struct as_options *o, int64_t 
 		const struct as_run_env *env, struct as_decision **out, char **msg);
 
 /*
+ * Check the decision's invariants (autoscaler.c): 0, or -EINVAL with *@msg.
+ * as_run_once() runs it on every decision unless built with NDEBUG.
+ */
+int as_decision_check(const struct as_cluster *c, const struct as_decision *d, char **msg);
+
+/*
  * Feed the state in @d (unneeded_since, last scale-up/down times, each
  * group's target, scale-up time and backoff) into @c for the next loop.
  * Groups are matched by position, as in the decision.

@@ -878,6 +878,23 @@ START_TEST(unhealthy_and_unregistered)
 }
 END_TEST
 
+START_TEST(invariant_check_catches)
+{
+	struct sd s;
+	struct as_decision *d;
+	g_autofree char *m1 = NULL, *m2 = NULL;
+
+	sd_init(&s);
+	d = b_run(s.c, &s.o, NOW);
+	ck_assert_int_eq(as_decision_check(s.c, d, &m1), 0);
+	g_ptr_array_add(d->scale_down_nodes, g_strdup("n2")); /* never found unneeded */
+	ck_assert_int_eq(as_decision_check(s.c, d, &m2), -EINVAL);
+	ck_assert_str_eq(m2, "node \"n2\" deleted but not unneeded");
+	as_decision_free(d);
+	sd_free(&s);
+}
+END_TEST
+
 START_TEST(inconsistent_cluster)
 {
 	struct su s;
@@ -935,6 +952,7 @@ int main(void)
 	tcase_add_test(up, no_group_fits_all);
 	tcase_add_test(up, filter_out_schedulable_by_priority);
 	tcase_add_test(up, unhealthy_and_unregistered);
+	tcase_add_test(up, invariant_check_catches);
 	tcase_add_test(up, inconsistent_cluster);
 	suite_add_tcase(s, down);
 	suite_add_tcase(s, up);

@@ -221,6 +221,11 @@ static void check_seed(guint32 seed)
 	guint pending = 0;
 
 	ck_assert_msg(strcmp(j1, j2) == 0, "seed %u: not deterministic", seed);
+	{
+		g_autofree char *bad = NULL;
+
+		ck_assert_msg(as_decision_check(c, d, &bad) == 0, "seed %u: %s", seed, bad);
+	}
 	for (guint i = 0; i < d->scale_down_nodes->len; i++) {
 		const char *name = d->scale_down_nodes->pdata[i];
 		int g = group_of(c, name);
