@@ -111,8 +111,9 @@ tests_unit_test_as_loop_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_as_loop_LDADD = $(AS_UNIT_LDADD)
 
 # `autoscale once` on scenario fixtures (snapshot -> expected decision).
-TESTS += tests/autoscale/test-scenarios.sh
-EXTRA_DIST += tests/autoscale/test-scenarios.sh tests/autoscale/check-decision.py \
+TESTS += tests/autoscale/test-scenarios.sh tests/autoscale/test-once-cli.sh
+EXTRA_DIST += tests/autoscale/test-scenarios.sh tests/autoscale/test-once-cli.sh \
+	tests/autoscale/check-decision.py \
 	tests/autoscale/scenarios
 UNIT_TESTS += tests/unit/test-as-property
 tests_unit_test_as_property_SOURCES = tests/unit/test-as-property.c tests/unit/as-build.h
