@@ -1122,6 +1122,20 @@ char *as_decision_to_json(const struct as_decision *d)
 		json_object_object_add(v, "node_group", json_object_new_string(d->scale_up_group));
 		json_object_object_add(v, "delta", json_object_new_int(d->scale_up_delta));
 		json_object_object_add(v, "pods", str_array(d->scale_up_pods));
+		if (d->scale_up_split->len) {
+			json_object *split = json_object_new_array();
+
+			for (guint i = 0; i < d->scale_up_split->len; i++) {
+				const struct as_group_delta *gd =
+					&g_array_index(d->scale_up_split, struct as_group_delta, i);
+				json_object *e = json_object_new_object();
+
+				json_object_object_add(e, "node_group", json_object_new_string(gd->id));
+				json_object_object_add(e, "delta", json_object_new_int(gd->delta));
+				json_object_array_add(split, e);
+			}
+			json_object_object_add(v, "balanced", split);
+		}
 		json_object_object_add(root, "scale_up", v);
 	} else {
 		json_object_object_add(root, "scale_up", NULL);

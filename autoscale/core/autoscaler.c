@@ -74,6 +74,9 @@ void as_decision_free(struct as_decision *d)
 		return;
 	g_free(d->scale_up_group);
 	g_ptr_array_unref(d->scale_up_pods);
+	for (guint i = 0; i < d->scale_up_split->len; i++)
+		g_free(g_array_index(d->scale_up_split, struct as_group_delta, i).id);
+	g_array_free(d->scale_up_split, TRUE);
 	g_ptr_array_unref(d->scale_down_nodes);
 	g_ptr_array_unref(d->evict_pods);
 	as_kvs_clear(&d->moves);
@@ -98,6 +101,7 @@ static struct as_decision *decision_new(void)
 	d->status = "ok";
 	d->scale_down_status = "ok";
 	d->scale_up_pods = g_ptr_array_new_with_free_func(g_free);
+	d->scale_up_split = g_array_new(FALSE, FALSE, sizeof(struct as_group_delta));
 	d->scale_down_nodes = g_ptr_array_new_with_free_func(g_free);
 	d->evict_pods = g_ptr_array_new_with_free_func(g_free);
 	d->unneeded = g_array_new(FALSE, FALSE, sizeof(struct as_unneeded));
@@ -614,6 +618,145 @@ static char *no_group_reason(struct run *r, struct group_eval *ev, guint e, int 
 	return g_string_free(g_steal_pointer(&s), FALSE);
 }
 
+static const char *const zone_labels[] = {
+	"kubernetes.io/hostname",	   "topology.kubernetes.io/zone",
+	"topology.kubernetes.io/region",   "failure-domain.beta.kubernetes.io/zone",
+	"failure-domain.beta.kubernetes.io/region",
+};
+
+static bool ignored_label(const char *key)
+{
+	for (size_t i = 0; i < G_N_ELEMENTS(zone_labels); i++)
+		if (strcmp(key, zone_labels[i]) == 0)
+			return true;
+	return false;
+}
+
+/* Every label of @a, but the ignored ones, is on @b with the same value. */
+static bool labels_within(const struct as_kvs *a, const struct as_kvs *b)
+{
+	for (guint i = 0; i < a->n; i++) {
+		const char *v;
+
+		if (ignored_label(a->v[i].key))
+			continue;
+		v = as_kvs_get(b, a->v[i].key);
+		if (!v || strcmp(v, a->v[i].value) != 0)
+			return false;
+	}
+	return true;
+}
+
+static bool taints_within(const struct as_node *a, const struct as_node *b)
+{
+	for (guint i = 0; i < a->n_taints; i++) {
+		bool found = false;
+
+		for (guint k = 0; k < b->n_taints && !found; k++)
+			found = strcmp(a->taints[i].key, b->taints[k].key) == 0 &&
+				strcmp(a->taints[i].value, b->taints[k].value) == 0 &&
+				a->taints[i].effect == b->taints[k].effect;
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+bool as_templates_similar(const struct as_node *a, const struct as_node *b)
+{
+	return a->capacity.cpu == b->capacity.cpu && a->capacity.mem == b->capacity.mem &&
+	       a->capacity.gpu == b->capacity.gpu && a->capacity.pods == b->capacity.pods &&
+	       b->allocatable.cpu >= a->allocatable.cpu && b->allocatable.mem >= a->allocatable.mem &&
+	       b->allocatable.gpu >= a->allocatable.gpu && b->allocatable.pods >= a->allocatable.pods &&
+	       labels_within(&a->labels, &b->labels) && labels_within(&b->labels, &a->labels) &&
+	       taints_within(a, b) && taints_within(b, a);
+}
+
+/*
+ * Which group new node @bin of the chosen group's estimate goes to, and its
+ * name there: "new:GROUP:K".  Without a split, the chosen group itself.
+ */
+static char *new_node_name(struct run *r, const struct as_node_group *chosen, int bin)
+{
+	GArray *split = r->d->scale_up_split;
+
+	for (guint i = 0; i < split->len; i++) {
+		const struct as_group_delta *gd = &g_array_index(split, struct as_group_delta, i);
+
+		if (bin < gd->delta)
+			return g_strdup_printf("new:%s:%d", gd->id, bin);
+		bin -= gd->delta;
+	}
+	return g_strdup_printf("new:%s:%d", chosen->id, bin);
+}
+
+/*
+ * Give the chosen group @g its new nodes, or with
+ * --balance-similar-node-groups spread them over @g and the groups similar
+ * to it that could take all the same pods, one node at a time to the
+ * smallest group (CA's BalanceScaleUpBetweenGroups), each within its own
+ * caps.  Updates the groups' targets and scale-up times.
+ */
+static void share_out(struct run *r, guint g, struct group_eval *ev)
+{
+	const struct as_cluster *c = r->c;
+	const struct as_node_group *grp = g_ptr_array_index(c->groups, g);
+	guint ng = c->groups->len, n_sim = 0;
+	g_autofree guint *sim = g_new0(guint, ng);
+	g_autofree int *got = g_new0(int, ng);
+	int n = ev[g].est.nodes;
+
+	sim[n_sim++] = g;
+	for (guint h = 0; r->o->balance_similar_node_groups && h < ng; h++) {
+		const struct as_node_group *other = g_ptr_array_index(c->groups, h);
+		bool all = true;
+
+		if (h == g || ev[h].skip || ev[h].cap <= 0 ||
+		    !as_templates_similar(grp->template_node, other->template_node))
+			continue;
+		for (guint k = 0; k < ev[g].est.pods->len && all; k++)
+			all = as_pod_fits_empty_node(g_ptr_array_index(ev[g].est.pods, k),
+						     other->template_node) == AS_FIT_OK;
+		if (all)
+			sim[n_sim++] = h;
+	}
+	for (int k = 0; k < n; k++) {
+		int best = -1;
+
+		for (guint i = 0; i < n_sim; i++) {
+			guint h = sim[i];
+
+			if (got[h] >= (h == g ? n : ev[h].cap))
+				continue;
+			if (best < 0 || r->target[h] + got[h] < r->target[best] + got[best])
+				best = (int)h;
+		}
+		if (best < 0)
+			break; /* cannot happen: the chosen group has room for all n */
+		got[best]++;
+	}
+	for (guint i = 0; i < n_sim; i++) {
+		guint h = sim[i];
+		struct as_group_state *gs = &g_array_index(r->d->groups, struct as_group_state, h);
+
+		if (got[h] == 0)
+			continue;
+		if (n_sim > 1) {
+			struct as_group_delta gd = {g_strdup(gs->id), got[h]};
+
+			g_array_append_val(r->d->scale_up_split, gd);
+		}
+		gs->target_size += got[h];
+		gs->scale_up_time = r->now;
+		r->target[h] = gs->target_size;
+	}
+	/* A split of one group is no split. */
+	if (r->d->scale_up_split->len == 1) {
+		g_free(g_array_index(r->d->scale_up_split, struct as_group_delta, 0).id);
+		g_array_set_size(r->d->scale_up_split, 0);
+	}
+}
+
 static void scale_up(struct run *r, GPtrArray *pending)
 {
 	const struct as_cluster *c = r->c;
@@ -659,23 +802,20 @@ static void scale_up(struct run *r, GPtrArray *pending)
 		guint pick = as_expander_choose(o, opts, n_opts, (guint)r->total_nodes, rnd);
 		guint g = opt_group[pick];
 		const struct as_node_group *grp = g_ptr_array_index(c->groups, g);
-		struct as_group_state *gs = &g_array_index(r->d->groups, struct as_group_state, g);
 
 		chosen = (int)g;
 		r->d->scale_up_group = g_strdup(grp->id);
 		r->d->scale_up_delta = ev[g].est.nodes;
+		share_out(r, g, ev);
 		for (guint k = 0; k < ev[g].est.pods->len; k++) {
 			const struct as_pod *p = g_ptr_array_index(ev[g].est.pods, k);
-			g_autofree char *dest = g_strdup_printf(
-				"new:%s:%d", grp->id, g_array_index(ev[g].est.pod_node, int, k));
+			int bin = g_array_index(ev[g].est.pod_node, int, k);
+			g_autofree char *dest = new_node_name(r, grp, bin);
 
 			g_ptr_array_add(r->d->scale_up_pods, g_strdup(p->key));
 			as_kvs_add(&r->d->schedulable, p->key, dest);
 			g_hash_table_add(helped, (gpointer)p);
 		}
-		gs->target_size += ev[g].est.nodes;
-		gs->scale_up_time = r->now;
-		r->target[g] = gs->target_size;
 		r->d->last_scale_up = r->now;
 		r->scaled_up = true;
 	}

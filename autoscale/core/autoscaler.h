@@ -24,6 +24,11 @@ struct as_unneeded {
 	int64_t since;
 };
 
+struct as_group_delta {
+	char *id;
+	int delta;
+};
+
 struct as_group_state {
 	char *id;
 	int target_size; /* after this decision */
@@ -38,9 +43,15 @@ struct as_decision {
 	const char *status; /* "ok" or "ClusterUnhealthy"; static */
 	const char *scale_down_status; /* "ok", "ScaleDownDisabled", "ScaleDownInCooldown"...; static */
 	/* scale-up; group NULL when none */
-	char *scale_up_group;
-	int scale_up_delta;
+	char *scale_up_group; /* the expander's choice */
+	int scale_up_delta; /* all new nodes, over every group of the split */
 	GPtrArray *scale_up_pods; /* char * pod keys */
+	/*
+	 * With --balance-similar-node-groups, how the delta is spread over the
+	 * chosen group and the groups similar to it (struct as_group_delta);
+	 * empty when it all goes to scale_up_group.
+	 */
+	GArray *scale_up_split;
 	GPtrArray *scale_down_nodes; /* char * node names */
 	GPtrArray *evict_pods; /* char * pod keys */
 	struct as_kvs moves; /* pod key -> destination node (or "new:GROUP:N") */
@@ -86,6 +97,13 @@ int as_decision_check(const struct as_cluster *c, const struct as_decision *d, c
  * Groups are matched by position, as in the decision.
  */
 void as_cluster_carry_state(struct as_cluster *c, const struct as_decision *d);
+
+/*
+ * --balance-similar-node-groups: may new nodes of @b stand in for new nodes
+ * of @a?  Same capacity, allocatable at least @a's, same taints, same
+ * labels apart from zone, region and hostname labels.
+ */
+bool as_templates_similar(const struct as_node *a, const struct as_node *b);
 
 /* Is @n Ready as CA counts it (Ready, no pressure that matters, no not-ready taint, schedulable)? */
 bool as_node_is_ready(const struct as_node *n);

@@ -354,13 +354,18 @@ int as_decision_apply(const struct as_decision *d, const struct as_cluster *c,
 			return r;
 		}
 	}
-	if (d->scale_up_group) {
-		struct as_node_group_if *gi = group_by_id(p, d->scale_up_group);
+	for (guint k = 0; d->scale_up_group && k < MAX(1, d->scale_up_split->len); k++) {
+		const struct as_group_delta *gd =
+			d->scale_up_split->len ? &g_array_index(d->scale_up_split, struct as_group_delta, k)
+					       : NULL;
+		const char *id = gd ? gd->id : d->scale_up_group;
+		int delta = gd ? gd->delta : d->scale_up_delta;
+		struct as_node_group_if *gi = group_by_id(p, id);
 
-		r = gi ? gi->ops->increase_size(gi, d->scale_up_delta) : -ENOENT;
+		r = gi ? gi->ops->increase_size(gi, delta) : -ENOENT;
 		if (r < 0) {
-			*msg = g_strdup_printf("IncreaseSize(%d) on node group \"%s\": %s",
-					       d->scale_up_delta, d->scale_up_group, g_strerror(-r));
+			*msg = g_strdup_printf("IncreaseSize(%d) on node group \"%s\": %s", delta, id,
+					       g_strerror(-r));
 			return r;
 		}
 	}

@@ -878,6 +878,89 @@ START_TEST(unhealthy_and_unregistered)
 }
 END_TEST
 
+START_TEST(balance_similar)
+{
+	struct as_cluster *c = as_cluster_new();
+	struct as_options o;
+	struct as_node *t = b_node("t", 4000, 8192, 110);
+	struct as_node_group *g[4];
+	const char *zones[] = {"a", "b", "c"};
+	struct as_decision *d;
+	int sum = 0;
+
+	as_options_init(&o);
+	for (int i = 0; i < 3; i++) {
+		g_autofree char *id = g_strdup_printf("pool-%s", zones[i]);
+
+		as_kvs_clear(&t->labels);
+		as_kvs_add(&t->labels, "topology.kubernetes.io/zone", zones[i]);
+		as_kvs_add(&t->labels, "disk", "ssd");
+		g[i] = b_group(c, id, 0, 10, t);
+	}
+	/* pool-a has 2 nodes, pool-c 1: 6 new nodes even them out at 3 each */
+	for (int i = 0; i < 2; i++) {
+		g_autofree char *n = g_strdup_printf("a%d", i);
+
+		b_add(c, g[0], b_node(n, 100, 100, 1));
+	}
+	b_add(c, g[2], b_node("c0", 100, 100, 1));
+	/* different labels: not similar */
+	as_kvs_clear(&t->labels);
+	as_kvs_add(&t->labels, "disk", "hdd");
+	g[3] = b_group(c, "pool-hdd", 0, 10, t);
+	for (int i = 0; i < 6; i++) {
+		g_autofree char *n = g_strdup_printf("p%d", i);
+
+		b_add_pod(c, b_pod(n, 3000, 1024, NULL));
+	}
+	d = b_run(c, &o, NOW);
+	ck_assert_uint_eq(d->scale_up_split->len, 0); /* off by default */
+	as_decision_free(d);
+	o.balance_similar_node_groups = true;
+	o.expanders[0] = AS_EXPANDER_RANDOM;
+	for (guint32 seed = 0; seed < 8; seed++) {
+		o.seed = seed;
+		d = b_run(c, &o, NOW);
+		ck_assert_int_eq(d->scale_up_delta, 6);
+		if (strcmp(d->scale_up_group, "pool-hdd") != 0) {
+			sum = 0;
+			for (int i = 0; i < 3; i++)
+				ck_assert_int_eq(g_array_index(d->groups, struct as_group_state, i).target_size, 3);
+			ck_assert_int_eq(g_array_index(d->groups, struct as_group_state, 3).target_size, 0);
+			for (guint k = 0; k < d->scale_up_split->len; k++)
+				sum += g_array_index(d->scale_up_split, struct as_group_delta, k).delta;
+			ck_assert_int_eq(sum, 6);
+		} else {
+			ck_assert_uint_eq(d->scale_up_split->len, 0);
+		}
+		as_decision_free(d);
+	}
+	/* pool-b capped at max 1: the rest goes to the others */
+	g[1]->max_size = 1;
+	o.expanders[0] = AS_EXPANDER_PRIORITY;
+	{
+		g_autofree char *msg = NULL;
+
+		ck_assert_int_eq(as_options_set(&o, "priorities", "10:^pool-a", &msg), 0);
+	}
+	d = b_run(c, &o, NOW);
+	ck_assert_str_eq(d->scale_up_group, "pool-a");
+	ck_assert_int_eq(g_array_index(d->groups, struct as_group_state, 1).target_size, 1);
+	ck_assert_int_eq(g_array_index(d->groups, struct as_group_state, 0).target_size +
+				 g_array_index(d->groups, struct as_group_state, 2).target_size,
+			 2 + 1 + 5);
+	ck_assert_int_eq(g_array_index(d->groups, struct as_group_state, 0).target_size, 4);
+	as_decision_free(d);
+	ck_assert(!as_templates_similar(g[0]->template_node, g[3]->template_node));
+	ck_assert(as_templates_similar(g[0]->template_node, g[2]->template_node));
+	g[2]->template_node->allocatable.mem -= 1;
+	ck_assert(!as_templates_similar(g[0]->template_node, g[2]->template_node));
+	as_node_free(t);
+	as_options_clear(&o);
+	as_cluster_free(c);
+}
+END_TEST
+
 START_TEST(invariant_check_catches)
 {
 	struct sd s;
@@ -952,6 +1035,7 @@ int main(void)
 	tcase_add_test(up, no_group_fits_all);
 	tcase_add_test(up, filter_out_schedulable_by_priority);
 	tcase_add_test(up, unhealthy_and_unregistered);
+	tcase_add_test(up, balance_similar);
 	tcase_add_test(up, invariant_check_catches);
 	tcase_add_test(up, inconsistent_cluster);
 	suite_add_tcase(s, down);

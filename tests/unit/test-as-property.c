@@ -90,9 +90,21 @@ static struct as_cluster *rand_cluster(guint32 seed, struct as_options *o)
 	if (g_rand_int_range(r, 0, 4) == 0)
 		o->max_nodes_total = g_rand_int_range(r, nn, nn + 5);
 	o->expanders[0] = (enum as_expander)g_rand_int_range(r, 0, 5);
+	o->balance_similar_node_groups = g_rand_boolean(r);
 	for (int g = 0; g < ng; g++) {
 		g_autofree char *id = g_strdup_printf("g%d", g);
 		struct as_node *t = rand_template(r, g);
+
+		/* half the groups share group 0's shape, in another zone: balancing material */
+		if (g > 0 && g_rand_boolean(r)) {
+			const struct as_node *t0 = ((struct as_node_group *)c->groups->pdata[0])->template_node;
+
+			as_node_free(t);
+			t = as_node_copy(t0, "shape-0");
+			t->name[0] = 'S';
+			g_free(t->labels.v[0].value);
+			t->labels.v[0].value = g_strdup(zones[g_rand_int_range(r, 0, 3)]);
+		}
 		int mn = g_rand_int_range(r, 0, 3);
 
 		b_group(c, id, mn, mn + g_rand_int_range(r, 0, 12), t);
@@ -298,48 +310,52 @@ static void check_seed(guint32 seed)
 	}
 	for (guint g = 0; g < c->groups->len; g++) {
 		struct as_node_group *grp = c->groups->pdata[g];
-		int target = grp->target_size;
+		int target = g_array_index(d->groups, struct as_group_state, g).target_size;
 
-		if (d->scale_up_group && strcmp(d->scale_up_group, grp->id) == 0) {
-			ck_assert_int_gt(d->scale_up_delta, 0);
-			target += d->scale_up_delta;
-		}
-		ck_assert_msg(target <= grp->max_size, "seed %u: %s above max", seed, grp->id);
+		ck_assert_msg(target <= MAX(grp->max_size, grp->target_size), "seed %u: %s above max", seed,
+			      grp->id);
 		/* a group may start below min (nodes lost); it must not be taken there */
-		ck_assert_msg(removed_in[g] == 0 || target - removed_in[g] >= grp->min_size,
-			      "seed %u: %s below min", seed, grp->id);
+		ck_assert_msg(removed_in[g] == 0 || target >= grp->min_size, "seed %u: %s below min", seed,
+			      grp->id);
 	}
 	if (o.max_nodes_total > 0 && d->scale_up_group)
 		ck_assert_int_le((int64_t)c->nodes->len + d->scale_up_delta, o.max_nodes_total);
 	if (d->scale_up_group) {
-		struct as_node_group *grp = NULL;
-		g_autofree struct as_resources *bins = g_new0(struct as_resources, d->scale_up_delta);
-		g_autofree bool *used = g_new0(bool, d->scale_up_delta);
+		/* "new:GROUP:K" -> what the pods placed there request */
+		g_autoptr(GHashTable) bins = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+		int split = 0;
 
-		for (guint g = 0; g < c->groups->len; g++)
-			if (strcmp(((struct as_node_group *)c->groups->pdata[g])->id, d->scale_up_group) == 0)
-				grp = c->groups->pdata[g];
-		ck_assert_ptr_nonnull(grp);
 		for (guint k = 0; k < d->scale_up_pods->len; k++) {
 			struct as_pod *p = find_pod(c, d->scale_up_pods->pdata[k]);
 			const char *dest = kvs_get(&d->schedulable, p->key);
-			g_autofree char *prefix = g_strdup_printf("new:%s:", grp->id);
-			gint64 b;
+			g_auto(GStrv) parts = g_strsplit(dest, ":", 3);
+			struct as_node_group *grp = NULL;
+			struct as_resources *u;
 
-			ck_assert(g_str_has_prefix(dest, prefix));
-			b = g_ascii_strtoll(dest + strlen(prefix), NULL, 10);
-			ck_assert(b >= 0 && b < d->scale_up_delta);
-			ck_assert_int_eq(as_pod_fits_resources(p, &grp->template_node->allocatable, &bins[b]),
-					 AS_FIT_OK);
+			ck_assert_uint_eq(g_strv_length(parts), 3);
+			ck_assert_str_eq(parts[0], "new");
+			for (guint g = 0; g < c->groups->len; g++)
+				if (strcmp(((struct as_node_group *)c->groups->pdata[g])->id, parts[1]) == 0)
+					grp = c->groups->pdata[g];
+			ck_assert_ptr_nonnull(grp);
+			u = g_hash_table_lookup(bins, dest);
+			if (!u) {
+				u = g_new0(struct as_resources, 1);
+				g_hash_table_insert(bins, g_strdup(dest), u);
+			}
+			ck_assert_msg(as_pod_fits_resources(p, &grp->template_node->allocatable, u) == AS_FIT_OK,
+				      "seed %u: %s does not fit %s", seed, p->key, dest);
 			ck_assert_int_eq(as_pod_matches_node(p, grp->template_node), AS_FIT_OK);
-			bins[b].cpu += p->requests.cpu;
-			bins[b].mem += p->requests.mem;
-			bins[b].gpu += p->requests.gpu;
-			bins[b].pods++;
-			used[b] = true;
+			u->cpu += p->requests.cpu;
+			u->mem += p->requests.mem;
+			u->gpu += p->requests.gpu;
+			u->pods++;
 		}
-		for (int b = 0; b < d->scale_up_delta; b++)
-			ck_assert_msg(used[b], "seed %u: new node %d holds no pod", seed, b);
+		/* every new node holds a pod */
+		ck_assert_int_eq(g_hash_table_size(bins), d->scale_up_delta);
+		for (guint i = 0; i < d->scale_up_split->len; i++)
+			split += g_array_index(d->scale_up_split, struct as_group_delta, i).delta;
+		ck_assert(d->scale_up_split->len == 0 || split == d->scale_up_delta);
 	}
 	for (guint i = 0; i < c->nodes->len; i++) {
 		const char *name = ((struct as_node *)c->nodes->pdata[i])->name;
@@ -364,7 +380,7 @@ END_TEST
 START_TEST(decisions_do_something)
 {
 	/* The properties are vacuous if nothing ever happens: count actions. */
-	int ups = 0, downs = 0, moves = 0;
+	int ups = 0, downs = 0, moves = 0, splits = 0;
 
 	for (guint32 seed = 1; seed <= SEEDS; seed++) {
 		struct as_options o;
@@ -374,12 +390,13 @@ START_TEST(decisions_do_something)
 		ups += d->scale_up_group != NULL;
 		downs += d->scale_down_nodes->len > 0;
 		moves += (int)d->moves.n;
+		splits += d->scale_up_split->len > 1;
 		as_decision_free(d);
 		as_cluster_free(c);
 		as_options_clear(&o);
 	}
-	ck_assert_msg(ups > SEEDS / 10 && downs > SEEDS / 10 && moves > SEEDS / 10,
-		      "ups %d downs %d moves %d", ups, downs, moves);
+	ck_assert_msg(ups > SEEDS / 10 && downs > SEEDS / 10 && moves > SEEDS / 10 && splits > 0,
+		      "ups %d downs %d moves %d balanced splits %d", ups, downs, moves, splits);
 }
 END_TEST
 

@@ -202,6 +202,33 @@ START_TEST(loops_nodes_never_come)
 }
 END_TEST
 
+START_TEST(loops_balanced)
+{
+	g_autoptr(as_cluster) c = as_cluster_new();
+	struct as_options o;
+	struct as_node *t = b_node("t", 4000, 8192, 110);
+	struct as_decision *d;
+
+	as_options_init(&o);
+	o.balance_similar_node_groups = true;
+	b_group(c, "east", 0, 10, t);
+	b_group(c, "west", 0, 10, t);
+	for (int i = 0; i < 4; i++) {
+		g_autofree char *name = g_strdup_printf("job-%d", i);
+
+		b_add_pod(c, b_pod(name, 3000, 1024, NULL));
+	}
+	d = loop(c, &o, T0); /* checks each provider target against the decision */
+	ck_assert_int_eq(d->scale_up_delta, 4);
+	ck_assert_uint_eq(d->scale_up_split->len, 2);
+	ck_assert_int_eq(((struct as_node_group *)c->groups->pdata[0])->target_size, 2);
+	ck_assert_int_eq(((struct as_node_group *)c->groups->pdata[1])->target_size, 2);
+	as_decision_free(d);
+	as_node_free(t);
+	as_options_clear(&o);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("as-provider");
@@ -212,6 +239,7 @@ int main(void)
 	tcase_add_test(tc, mem_provider_checks);
 	tcase_add_test(tc, loops_up_then_down);
 	tcase_add_test(tc, loops_nodes_never_come);
+	tcase_add_test(tc, loops_balanced);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
