@@ -80,6 +80,7 @@ static void usage(void)
 	      "  --balance-similar-node-groups[=BOOL]  spread a scale-up over similar groups\n"
 	      "                                        (default false)\n"
 	      "  --expendable-pods-priority-cutoff N   (default -10)\n"
+	      "  --new-pod-scale-up-delay D            pods younger wait (default 0s)\n"
 	      "  --max-node-provision-time D           (default 15m)\n"
 	      "  --max-node-startup-time D             (default 15m)\n"
 	      "  --ok-total-unready-count N            (default 3)\n"

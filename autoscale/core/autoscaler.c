@@ -383,6 +383,12 @@ static GPtrArray *filter_pending(struct run *r)
 			as_kvs_add(&r->d->unhelped, p->key, why);
 			continue;
 		}
+		if (p->creation_time != AS_TIME_NEVER &&
+		    r->now - p->creation_time < r->o->new_pod_scale_up_delay) {
+			as_kvs_add(&r->d->unhelped, p->key,
+				   "too new: younger than new-pod-scale-up-delay");
+			continue;
+		}
 		g_ptr_array_add(pending, (gpointer)p);
 	}
 	/* g_ptr_array_sort() is stable: equal priorities keep the input order. */

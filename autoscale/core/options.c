@@ -39,6 +39,7 @@ static const struct opt opts[] = {
 	O("balance-similar-node-groups", T_BOOL, balance_similar_node_groups, 0, 0),
 	O("expendable-pods-priority-cutoff", T_INT, expendable_pods_priority_cutoff, -2147483648.0,
 	  2147483647.0),
+	O("new-pod-scale-up-delay", T_DURATION, new_pod_scale_up_delay, 0, BIG),
 	O("max-node-provision-time", T_DURATION, max_node_provision_time, 0, BIG),
 	O("max-node-startup-time", T_DURATION, max_node_startup_time, 0, BIG),
 	O("ok-total-unready-count", T_INT, ok_total_unready_count, 0, 1e9),

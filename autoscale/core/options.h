@@ -46,6 +46,7 @@ struct as_options {
 	int64_t max_nodegroup_binpacking_duration; /* ms */
 	bool balance_similar_node_groups;
 	int64_t expendable_pods_priority_cutoff;
+	int64_t new_pod_scale_up_delay; /* ms */
 	int64_t max_node_provision_time;
 	int64_t max_node_startup_time;
 	int64_t ok_total_unready_count;

@@ -810,6 +810,24 @@ START_TEST(expendable_and_daemonset)
 }
 END_TEST
 
+START_TEST(new_pod_scale_up_delay)
+{
+	struct su s;
+	struct as_decision *d;
+
+	su_init(&s, 1);
+	((struct as_pod *)s.c->pods->pdata[0])->creation_time = NOW - 20 * 1000;
+	ck_assert_int_eq(su_delta(&s, NULL), 1); /* default 0s */
+	s.o.new_pod_scale_up_delay = 30 * 1000;
+	ck_assert_int_eq(su_delta(&s, &d), 0);
+	ck_assert_str_eq(kvs_get(&d->unhelped, "default/p0"), "too new: younger than new-pod-scale-up-delay");
+	as_decision_free(d);
+	((struct as_pod *)s.c->pods->pdata[0])->creation_time = NOW - 30 * 1000;
+	ck_assert_int_eq(su_delta(&s, NULL), 1);
+	su_free(&s);
+}
+END_TEST
+
 START_TEST(no_group_fits_all)
 {
 	struct su s;
@@ -1032,6 +1050,7 @@ int main(void)
 	tcase_add_test(up, backoff);
 	tcase_add_test(up, never_registered_backs_off);
 	tcase_add_test(up, expendable_and_daemonset);
+	tcase_add_test(up, new_pod_scale_up_delay);
 	tcase_add_test(up, no_group_fits_all);
 	tcase_add_test(up, filter_out_schedulable_by_priority);
 	tcase_add_test(up, unhealthy_and_unregistered);
