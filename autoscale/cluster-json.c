@@ -1144,6 +1144,15 @@ char *as_decision_to_json(const struct as_decision *d)
 		v = json_object_new_object();
 		json_object_object_add(v, "nodes", str_array(d->scale_down_nodes));
 		json_object_object_add(v, "evict_pods", str_array(d->evict_pods));
+		{
+			json_object *gr = json_object_new_object();
+
+			for (guint i = 0; i < d->evict_pods->len; i++)
+				json_object_object_add(
+					gr, d->evict_pods->pdata[i],
+					json_object_new_int64(g_array_index(d->evict_grace_s, int64_t, i)));
+			json_object_object_add(v, "grace_seconds", gr);
+		}
 		json_object_object_add(v, "moves", kvs_object(&d->moves));
 		json_object_object_add(root, "scale_down", v);
 	} else {

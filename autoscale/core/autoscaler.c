@@ -79,6 +79,7 @@ void as_decision_free(struct as_decision *d)
 	g_array_free(d->scale_up_split, TRUE);
 	g_ptr_array_unref(d->scale_down_nodes);
 	g_ptr_array_unref(d->evict_pods);
+	g_array_free(d->evict_grace_s, TRUE);
 	as_kvs_clear(&d->moves);
 	as_kvs_clear(&d->schedulable);
 	as_kvs_clear(&d->unhelped);
@@ -104,6 +105,7 @@ static struct as_decision *decision_new(void)
 	d->scale_up_split = g_array_new(FALSE, FALSE, sizeof(struct as_group_delta));
 	d->scale_down_nodes = g_ptr_array_new_with_free_func(g_free);
 	d->evict_pods = g_ptr_array_new_with_free_func(g_free);
+	d->evict_grace_s = g_array_new(FALSE, FALSE, sizeof(int64_t));
 	d->unneeded = g_array_new(FALSE, FALSE, sizeof(struct as_unneeded));
 	d->delete_instances = g_ptr_array_new_with_free_func(g_free);
 	d->groups = g_array_new(FALSE, FALSE, sizeof(struct as_group_state));
@@ -1075,7 +1077,7 @@ static bool simulate_removal(struct run *r, guint i, int32_t *pdb_left, GHashTab
 		const struct as_pod *p = g_ptr_array_index(pods, k);
 
 		if (runs_on(p, n->name) && (kind[k] == AS_DRAIN_MOVE || kind[k] == AS_DRAIN_DELETE))
-			g_ptr_array_add(evict, (gpointer)p->key);
+			g_ptr_array_add(evict, (gpointer)p);
 	}
 	return true;
 }
@@ -1149,8 +1151,13 @@ static void scale_down(struct run *r)
 			unremovable(r, i, "MaxDrainParallelismReached");
 		} else {
 			g_ptr_array_add(r->d->scale_down_nodes, g_strdup(n->name));
-			for (guint e = 0; e < evict->len; e++)
-				g_ptr_array_add(r->d->evict_pods, g_strdup(evict->pdata[e]));
+			for (guint e = 0; e < evict->len; e++) {
+				const struct as_pod *p = evict->pdata[e];
+				int64_t grace = MIN(p->grace_period_s, o->max_graceful_termination_sec);
+
+				g_ptr_array_add(r->d->evict_pods, g_strdup(p->key));
+				g_array_append_val(r->d->evict_grace_s, grace);
+			}
 			g_hash_table_add(deleted, n->name);
 			for (guint m = 0; m < moves->len; m++) {
 				const struct move *mv = &g_array_index(moves, struct move, m);

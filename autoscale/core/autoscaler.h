@@ -54,6 +54,8 @@ struct as_decision {
 	GArray *scale_up_split;
 	GPtrArray *scale_down_nodes; /* char * node names */
 	GPtrArray *evict_pods; /* char * pod keys */
+	/* int64_t per evict_pods entry: min(pod grace, --max-graceful-termination-sec) */
+	GArray *evict_grace_s;
 	struct as_kvs moves; /* pod key -> destination node (or "new:GROUP:N") */
 	struct as_kvs schedulable; /* pending pod key -> existing or upcoming node it fits */
 	struct as_kvs unhelped; /* pod key -> reason */

@@ -92,6 +92,7 @@ START_TEST(base_removes)
 	ck_assert_uint_eq(d->scale_down_nodes->len, 1);
 	ck_assert(strv_has(d->evict_pods, "default/victim"));
 	ck_assert_str_eq(kvs_get(&d->moves, "default/victim"), "n2");
+	ck_assert_int_eq(g_array_index(d->evict_grace_s, int64_t, 0), 30);
 	ck_assert_str_eq(kvs_get(&d->unremovable, "n2"), "NotAutoscaled");
 	ck_assert_int_eq(d->last_scale_down_delete, NOW);
 	as_decision_free(d);
@@ -104,6 +105,22 @@ static void set_owner(struct as_pod *p, const char *kind)
 	g_free(p->owner_kind);
 	p->owner_kind = g_strdup(kind);
 }
+
+START_TEST(eviction_grace_capped)
+{
+	struct sd s;
+	struct as_decision *d;
+	g_autofree char *why = NULL;
+
+	sd_init(&s);
+	s.victim->grace_period_s = 3600;
+	why = sd_run(&s, &d);
+	ck_assert_ptr_null(why);
+	ck_assert_int_eq(g_array_index(d->evict_grace_s, int64_t, 0), 600);
+	as_decision_free(d);
+	sd_free(&s);
+}
+END_TEST
 
 START_TEST(rule1_mirror)
 {
@@ -1020,6 +1037,7 @@ int main(void)
 	int failed;
 
 	tcase_add_test(down, base_removes);
+	tcase_add_test(down, eviction_grace_capped);
 	tcase_add_test(down, rule1_mirror);
 	tcase_add_test(down, rule2_long_terminating);
 	tcase_add_test(down, rule3_daemonset);
