@@ -948,6 +948,13 @@ static int check_unique(struct jp *j, struct as_cluster *c)
 			return jp_fail(j, "nodes[%u]: duplicate node name \"%s\"", i, n->name);
 	}
 	g_hash_table_remove_all(seen);
+	for (guint i = 0; i < c->pods->len; i++) {
+		struct as_pod *p = c->pods->pdata[i];
+
+		if (!g_hash_table_add(seen, p->key))
+			return jp_fail(j, "pods[%u]: duplicate pod \"%s\"", i, p->key);
+	}
+	g_hash_table_remove_all(seen);
 	for (guint i = 0; i < c->groups->len; i++) {
 		struct as_node_group *g = c->groups->pdata[i];
 

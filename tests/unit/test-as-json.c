@@ -160,6 +160,9 @@ START_TEST(errors_name_the_path)
 	expect_error("{\"nodes\": [{\"metadata\": {}}]}", "nodes[0].metadata: missing name");
 	expect_error("{\"nodes\": [{\"metadata\": {\"name\": \"n\"}}, {\"metadata\": {\"name\": \"n\"}}]}",
 		     "nodes[1]: duplicate node name \"n\"");
+	expect_error("{\"pods\": [{\"metadata\": {\"name\": \"a\"}}, {\"metadata\": {\"name\": \"a\","
+		     " \"namespace\": \"default\"}}]}",
+		     "pods[1]: duplicate pod \"default/a\"");
 	expect_error("{\"nodes\": {\"kind\": \"NodeList\"}}", "nodes: expected an array or a List object with items");
 	expect_error("{\"pods\": [{\"metadata\": {\"name\": \"a\"}, \"spec\": {\"affinity\": {\"nodeAffinity\":"
 		     " {\"requiredDuringSchedulingIgnoredDuringExecution\": {\"nodeSelectorTerms\": [{\"matchExpressions\":"
