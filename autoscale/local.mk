@@ -23,7 +23,7 @@ autoscale_core_libascore_a_SOURCES = \
 
 ASCORE_LIBS = autoscale/core/libascore.a $(GLIB_LIBS) -lm
 
-# Snapshot JSON in, decision JSON out; sim reads the same files.
+# Snapshot JSON in, decision JSON out; sim can link it to read the same files.
 noinst_LIBRARIES += autoscale/libasjson.a
 autoscale_libasjson_a_SOURCES = autoscale/cluster-json.c autoscale/cluster-json.h
 autoscale_libasjson_a_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/autoscale/core $(JSONC_CFLAGS)

@@ -4,7 +4,7 @@
  * and node groups, reduced to what Cluster Autoscaler's decisions read.  The
  * core is pure (no I/O, no globals, no clock), so everything it needs,
  * including the time and the state carried from the previous loop, is in
- * these structures; the JSON reader (autoscale/snapshot.c) and the future
+ * these structures; the JSON reader (autoscale/cluster-json.c) and the future
  * daemon fill them in.
  *
  * Units: cpu in millicores, memory in bytes, gpu and pods as counts, times in
