@@ -237,29 +237,39 @@ static void cluster_state(struct run *r)
 		struct as_group_state gs = {g_strdup(grp->id), grp->target_size, grp->scale_up_time,
 					    grp->backoff_until, grp->backoff_duration,
 					    grp->last_failure, 0};
-		int long_unreg = 0, unreg = 0, deletable, delivered, up;
+		int long_unreg = 0, unreg = 0, errored = 0, deleted = 0, deletable, delivered, up;
 
 		/* At most down to min size, as CA deletes old unregistered instances. */
 		deletable = MAX(0, grp->target_size - grp->min_size);
 		for (guint k = 0; k < grp->n_instances; k++) {
 			const struct as_instance *in = &grp->instances[k];
+			bool gone;
 
 			if (g_hash_table_contains(registered, in->id) || in->state == AS_INSTANCE_DELETING)
 				continue;
-			if (in->since != AS_TIME_NEVER && r->now - in->since > o->max_node_provision_time) {
+			/* An instance the provider failed to create will not come either. */
+			if (in->state == AS_INSTANCE_CREATING && in->error != AS_ERROR_NONE) {
+				errored++;
+				gone = true;
+			} else if (in->since != AS_TIME_NEVER &&
+				   r->now - in->since > o->max_node_provision_time) {
 				long_unreg++;
-				if (long_unreg <= deletable)
-					g_ptr_array_add(r->d->delete_instances, g_strdup(in->id));
+				gone = true;
 			} else {
 				unreg++;
+				gone = false;
+			}
+			if (gone && deleted < deletable) {
+				deleted++;
+				g_ptr_array_add(r->d->delete_instances, g_strdup(in->id));
 			}
 		}
-		r->d->unregistered += unreg;
+		r->d->unregistered += unreg + errored;
 		r->d->long_unregistered += long_unreg;
-		/* Deleting a long-unregistered instance shrinks the target with it. */
-		gs.target_size -= MIN(long_unreg, deletable);
+		/* Deleting an instance shrinks the target with it. */
+		gs.target_size -= deleted;
 		delivered = ready[g] + unready[g];
-		up = MAX(0, grp->target_size - (delivered + long_unreg));
+		up = MAX(0, grp->target_size - (delivered + long_unreg + errored));
 		r->backed_off[g] = grp->backoff_until != AS_TIME_NEVER && r->now < grp->backoff_until;
 		if (grp->scale_up_time != AS_TIME_NEVER && delivered < grp->target_size &&
 		    r->now - grp->scale_up_time > o->max_node_provision_time) {
@@ -273,6 +283,13 @@ static void cluster_state(struct run *r)
 			gs.scale_up_time = AS_TIME_NEVER;
 			backoff(r, g, &gs);
 			up = 0;
+		} else if (errored > 0) {
+			/*
+			 * The provider reported creation errors: back off at once and
+			 * delete the failed instances (above); the others may still come.
+			 */
+			gs.scale_up_time = AS_TIME_NEVER;
+			backoff(r, g, &gs);
 		} else if (up == 0) {
 			gs.scale_up_time = AS_TIME_NEVER;
 		}

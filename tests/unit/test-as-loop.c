@@ -809,6 +809,37 @@ START_TEST(never_registered_backs_off)
 }
 END_TEST
 
+START_TEST(creation_errors_back_off_at_once)
+{
+	struct su s;
+	struct as_decision *d;
+	const struct as_group_state *gs;
+
+	/* a minute into a scale-up of 2, the provider reports one instance out of resources */
+	su_init(&s, 1);
+	s.g->target_size = 2;
+	s.g->scale_up_time = NOW - MIN_MS;
+	s.g->instances = g_new0(struct as_instance, 2);
+	s.g->instances[0] = (struct as_instance){g_strdup("i0"), AS_INSTANCE_CREATING,
+						 AS_ERROR_OUT_OF_RESOURCES, NOW - MIN_MS};
+	s.g->instances[1] = (struct as_instance){g_strdup("i1"), AS_INSTANCE_CREATING, AS_ERROR_NONE,
+						 NOW - MIN_MS};
+	s.g->n_instances = 2;
+	ck_assert_int_eq(su_delta(&s, &d), 0);
+	gs = &g_array_index(d->groups, struct as_group_state, 0);
+	ck_assert(strv_has(d->delete_instances, "i0"));
+	ck_assert_uint_eq(d->delete_instances->len, 1);
+	ck_assert_int_eq(gs->backoff_until, NOW + 5 * MIN_MS);
+	/* i1 may still come: it stays upcoming and takes the pending pod */
+	ck_assert_int_eq(gs->decrease_target, 0);
+	ck_assert_int_eq(gs->target_size, 1);
+	ck_assert_int_eq(d->upcoming, 1);
+	ck_assert_str_eq(kvs_get(&d->schedulable, "default/p0"), "upcoming:g");
+	as_decision_free(d);
+	su_free(&s);
+}
+END_TEST
+
 START_TEST(expendable_and_daemonset)
 {
 	struct su s;
@@ -1067,6 +1098,7 @@ int main(void)
 	tcase_add_test(up, upcoming_nodes);
 	tcase_add_test(up, backoff);
 	tcase_add_test(up, never_registered_backs_off);
+	tcase_add_test(up, creation_errors_back_off_at_once);
 	tcase_add_test(up, expendable_and_daemonset);
 	tcase_add_test(up, new_pod_scale_up_delay);
 	tcase_add_test(up, no_group_fits_all);
