@@ -259,6 +259,79 @@ START_TEST(decision_json)
 }
 END_TEST
 
+START_TEST(mutations_never_crash)
+{
+	/* A valid snapshot, then seeded random byte edits: every result is a cluster or an error. */
+	static const char base[] =
+		"{\"now\": \"2024-05-01T12:00:00Z\", \"nodes\": {\"kind\": \"List\", \"items\": [{\"metadata\":"
+		" {\"name\": \"n1\", \"labels\": {\"a\": \"b\"}}, \"spec\": {\"providerID\": \"p1\", \"taints\":"
+		" [{\"key\": \"k\", \"value\": \"v\", \"effect\": \"NoSchedule\"}]}, \"status\": {\"capacity\":"
+		" {\"cpu\": \"4\", \"memory\": \"8Gi\", \"pods\": 110}, \"conditions\": [{\"type\": \"Ready\","
+		" \"status\": \"True\"}]}}]}, \"pods\": [{\"metadata\": {\"name\": \"p\", \"namespace\": \"ns\","
+		" \"ownerReferences\": [{\"kind\": \"Job\", \"name\": \"j\", \"controller\": true}]}, \"spec\":"
+		" {\"nodeName\": \"n1\", \"tolerations\": [{\"operator\": \"Exists\"}], \"affinity\": {\"nodeAffinity\":"
+		" {\"requiredDuringSchedulingIgnoredDuringExecution\": {\"nodeSelectorTerms\": [{\"matchExpressions\":"
+		" [{\"key\": \"a\", \"operator\": \"In\", \"values\": [\"b\"]}]}]}}}, \"volumes\": [{\"name\": \"v\","
+		" \"emptyDir\": {}}], \"containers\": [{\"resources\": {\"requests\": {\"cpu\": \"100m\","
+		" \"memory\": \"1e6\"}}}]}, \"status\": {\"phase\": \"Running\"}}], \"pdbs\": [{\"metadata\":"
+		" {\"name\": \"d\", \"namespace\": \"ns\"}, \"spec\": {\"selector\": {\"matchExpressions\":"
+		" [{\"key\": \"x\", \"operator\": \"Exists\"}]}}, \"status\": {\"disruptionsAllowed\": 1}}],"
+		" \"node_groups\": [{\"id\": \"g\", \"min_size\": 0, \"max_size\": 3, \"nodes\": [\"p1\"],"
+		" \"instances\": [{\"id\": \"i\", \"state\": \"Creating\", \"since\": \"2024-05-01T11:00:00Z\"}],"
+		" \"template\": {\"status\": {\"capacity\": {\"cpu\": \"4\"}}}}], \"unneeded_since\": {\"n1\":"
+		" \"2024-05-01T11:00:00Z\"}}";
+	static const char alphabet[] = "{}[]\":,0123456789.-eEmMGiKa \\tnulfrs";
+	g_autoptr(GRand) r = g_rand_new_with_seed(42);
+	int ok = 0, refused = 0;
+	struct as_options o;
+
+	as_options_init(&o);
+	{
+		g_autoptr(as_cluster) c = parse_ok(base);
+	}
+	for (int i = 0; i < 3000; i++) {
+		g_autofree char *text = g_strdup(base);
+		size_t len = strlen(text);
+		int edits = g_rand_int_range(r, 1, 4);
+		struct as_cluster *c = NULL;
+		g_autofree char *msg = NULL;
+		int64_t now;
+
+		for (int e = 0; e < edits; e++) {
+			size_t at = (size_t)g_rand_int_range(r, 0, (gint32)len);
+			int kind = g_rand_int_range(r, 0, 3);
+
+			if (kind == 0) /* replace a byte */
+				text[at] = alphabet[g_rand_int_range(r, 0, sizeof(alphabet) - 1)];
+			else if (kind == 1) /* cut the rest */
+				text[at] = '\0';
+			else /* delete a byte */
+				memmove(text + at, text + at + 1, len - at);
+			len = strlen(text);
+			if (len == 0)
+				break;
+		}
+		if (as_cluster_from_json(text, len, &c, &now, &msg) == 0) {
+			struct as_decision *d = NULL;
+			g_autofree char *m2 = NULL;
+
+			ok++;
+			/* whatever parsed must run (or be refused as inconsistent) */
+			if (as_run_once(c, &o, 1714564800000LL, NULL, &d, &m2) == 0)
+				as_decision_free(d);
+			as_cluster_free(c);
+		} else {
+			ck_assert_ptr_nonnull(msg);
+			ck_assert_ptr_null(c);
+			refused++;
+		}
+	}
+	ck_assert_int_gt(ok, 100);
+	ck_assert_int_gt(refused, 100);
+	as_options_clear(&o);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("as-json");
@@ -271,6 +344,7 @@ int main(void)
 	tcase_add_test(tc, errors_name_the_path);
 	tcase_add_test(tc, options_file);
 	tcase_add_test(tc, decision_json);
+	tcase_add_test(tc, mutations_never_crash);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
