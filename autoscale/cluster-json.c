@@ -973,7 +973,8 @@ int as_cluster_from_json(const char *buf, size_t len, struct as_cluster **out, i
 	json_object *root, *un;
 	int r = 0;
 
-	*now = AS_TIME_NEVER;
+	int64_t snap_now = AS_TIME_NEVER;
+
 	root = json_tokener_parse_ex(tok, buf, (int)MIN(len, (size_t)G_MAXINT));
 	if (!root || json_tokener_get_error(tok) != json_tokener_success ||
 	    json_tokener_get_parse_end(tok) < len) {
@@ -993,7 +994,7 @@ int as_cluster_from_json(const char *buf, size_t len, struct as_cluster **out, i
 		r = jp_fail(&j, "the snapshot must be a JSON object, not %s", type_name(root));
 		goto cleanup;
 	}
-	if ((r = get_time(&j, root, "now", now)) < 0 ||
+	if ((r = get_time(&j, root, "now", &snap_now)) < 0 ||
 	    (r = get_time(&j, root, "last_scale_up", &c->last_scale_up)) < 0 ||
 	    (r = get_time(&j, root, "last_scale_down_delete", &c->last_scale_down_delete)) < 0 ||
 	    (r = get_time(&j, root, "last_scale_down_failure", &c->last_scale_down_failure)) < 0)
@@ -1022,6 +1023,7 @@ int as_cluster_from_json(const char *buf, size_t len, struct as_cluster **out, i
 	if ((r = check_unique(&j, c)) < 0)
 		goto cleanup;
 	*out = g_steal_pointer(&c);
+	*now = snap_now;
 cleanup:
 	if (r < 0)
 		*msg = g_steal_pointer(&j.err);
@@ -1033,18 +1035,11 @@ cleanup:
 	return r;
 }
 
-int as_options_from_json(struct as_options *o, const char *buf, size_t len, char **msg)
+/* Apply every member of @root to @o; stops at the first error. */
+static int apply_options(struct as_options *o, json_object *root, char **msg)
 {
-	json_tokener *tok = json_tokener_new();
-	json_object *root = json_tokener_parse_ex(tok, buf, (int)MIN(len, (size_t)G_MAXINT));
 	int r = 0;
 
-	if (!root || json_tokener_get_error(tok) != json_tokener_success ||
-	    json_object_get_type(root) != json_type_object) {
-		*msg = g_strdup("not a JSON object of option names to values");
-		r = -EINVAL;
-		goto cleanup;
-	}
 	json_object_object_foreach(root, k, v)
 	{
 		g_autofree char *text = NULL;
@@ -1072,15 +1067,34 @@ int as_options_from_json(struct as_options *o, const char *buf, size_t len, char
 		} else {
 			*msg = g_strdup_printf("option \"%s\": expected a string, number or boolean, got %s",
 					       k, type_name(v));
-			r = -EINVAL;
-			goto cleanup;
+			return -EINVAL;
 		}
 		r = as_options_set(o, k, text, msg);
-		if (r < 0) {
-			r = -EINVAL;
-			goto cleanup;
-		}
+		if (r < 0)
+			return -EINVAL;
 	}
+	return r;
+}
+
+int as_options_from_json(struct as_options *o, const char *buf, size_t len, char **msg)
+{
+	json_tokener *tok = json_tokener_new();
+	json_object *root = json_tokener_parse_ex(tok, buf, (int)MIN(len, (size_t)G_MAXINT));
+	struct as_options scratch;
+	int r;
+
+	if (!root || json_tokener_get_error(tok) != json_tokener_success ||
+	    json_object_get_type(root) != json_type_object) {
+		*msg = g_strdup("not a JSON object of option names to values");
+		r = -EINVAL;
+		goto cleanup;
+	}
+	/* All or nothing: check every value on a scratch copy before touching @o. */
+	as_options_init(&scratch);
+	r = apply_options(&scratch, root, msg);
+	as_options_clear(&scratch);
+	if (r == 0)
+		r = apply_options(o, root, msg);
 cleanup:
 	json_tokener_free(tok);
 	if (root)

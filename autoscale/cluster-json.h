@@ -25,7 +25,8 @@ int as_cluster_from_json(const char *buf, size_t len, struct as_cluster **out, i
 /*
  * Apply an options file: a JSON object of CA flag names to values (strings,
  * numbers or booleans), e.g. {"expander": "least-waste",
- * "scale-down-unneeded-time": "10m"}.  0 or -EINVAL with *@msg.
+ * "scale-down-unneeded-time": "10m"}.  0 or -EINVAL with *@msg; all or
+ * nothing: on error @o is unchanged.
  */
 int as_options_from_json(struct as_options *o, const char *buf, size_t len, char **msg);
 

@@ -39,6 +39,7 @@ struct as_group_state {
 	int decrease_target; /* > 0: call DecreaseTargetSize(-n) (a failed scale-up) */
 };
 
+/* A decision owns everything it points to; as_decision_free() frees it all. */
 struct as_decision {
 	const char *status; /* "ok" or "ClusterUnhealthy"; static */
 	const char *scale_down_status; /* "ok", "ScaleDownDisabled", "ScaleDownInCooldown"...; static */

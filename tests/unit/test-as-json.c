@@ -31,8 +31,10 @@ static void expect_error(const char *text, const char *want)
 	g_autofree char *msg = NULL;
 	int64_t now;
 
+	now = 12345;
 	ck_assert_int_eq(as_cluster_from_json(text, strlen(text), &c, &now, &msg), -EINVAL);
 	ck_assert_ptr_null(c);
+	ck_assert_int_eq(now, 12345); /* outputs are written only on success */
 	ck_assert_msg(msg && strcmp(msg, want) == 0, "got \"%s\", expected \"%s\"", msg, want);
 }
 
@@ -196,7 +198,7 @@ END_TEST
 START_TEST(options_file)
 {
 	struct as_options o;
-	g_autofree char *m1 = NULL, *m2 = NULL, *m3 = NULL;
+	g_autofree char *m1 = NULL, *m2 = NULL, *m3 = NULL, *m4 = NULL;
 	const char *good = "{\"expander\": \"priority,least-waste\", \"scale-down-unneeded-time\": \"5m\","
 			   " \"max-nodes-total\": 200, \"skip-nodes-with-local-storage\": false,"
 			   " \"scale-down-utilization-threshold\": 0.25,"
@@ -212,6 +214,11 @@ START_TEST(options_file)
 	ck_assert_uint_eq(o.n_priorities, 3);
 	ck_assert_int_eq(as_options_from_json(&o, "{\"scan-intervall\": \"10s\"}", 26, &m2), -EINVAL);
 	ck_assert_str_eq(m2, "unknown option \"scan-intervall\"");
+	/* all or nothing: the valid first key is not applied either */
+	ck_assert_int_eq(as_options_from_json(&o, "{\"max-nodes-total\": 7, \"scan-intervall\": \"1s\"}",
+					      strlen("{\"max-nodes-total\": 7, \"scan-intervall\": \"1s\"}"), &m4),
+			 -EINVAL);
+	ck_assert_int_eq(o.max_nodes_total, 200);
 	ck_assert_int_eq(as_options_from_json(&o, "{\"max-nodes-total\": [1]}", 24, &m3), -EINVAL);
 	ck_assert_str_eq(m3, "option \"max-nodes-total\": expected a string, number or boolean, got an array");
 	as_options_clear(&o);
