@@ -7,47 +7,32 @@
  * bare-metal (yusur) cloud provider.  Flag names and defaults are Cluster
  * Autoscaler's, so users who know CA need nothing new.
  *
- * Only the command line exists so far: "once" is issue 6, "run" issue 9.
- * Flags are parsed but not acted on.
+ * "once" reads the snapshot (cluster-json.c), applies the options file and
+ * then the command-line flags on top, runs the core once and prints the
+ * decision.  "run" is still a placeholder (issue 9).
  */
 #include "config.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "autoscaler.h"
 #include "cli.h"
+#include "cluster-json.h"
 #include "log.h"
+#include "options.h"
+#include "units.h"
 
 #define SHORT_OPTS "hV"
 
-enum { OPT_ACCEPTED = 256 };
+enum { OPT_SNAPSHOT = 256, OPT_OPTIONS, OPT_NOW, OPT_DAEMON, OPT_CORE };
 
-#define OPT_VALUE(name) {name, required_argument, NULL, OPT_ACCEPTED}
-/* Booleans take Go's form, --flag or --flag=false, as CA's do. */
-#define OPT_BOOL(name) {name, optional_argument, NULL, OPT_ACCEPTED}
-
-static const struct option long_opts[] = {
-	OPT_VALUE("snapshot"), OPT_VALUE("options"), OPT_VALUE("now"),
-	OPT_VALUE("kubeconfig"), OPT_BOOL("in-cluster"), OPT_VALUE("cloud-provider"),
-	OPT_VALUE("cloud-config"), OPT_BOOL("dry-run"), OPT_VALUE("address"),
-	OPT_BOOL("leader-elect"),
-	OPT_VALUE("scan-interval"), OPT_VALUE("expander"), OPT_VALUE("max-nodes-total"),
-	OPT_VALUE("cores-total"), OPT_VALUE("memory-total"), OPT_VALUE("gpu-total"),
-	OPT_VALUE("max-nodes-per-scaleup"), OPT_VALUE("max-nodegroup-binpacking-duration"),
-	OPT_BOOL("balance-similar-node-groups"), OPT_VALUE("expendable-pods-priority-cutoff"),
-	OPT_VALUE("max-node-provision-time"), OPT_VALUE("max-node-startup-time"),
-	OPT_VALUE("ok-total-unready-count"), OPT_VALUE("max-total-unready-percentage"),
-	OPT_BOOL("scale-down-enabled"), OPT_VALUE("scale-down-utilization-threshold"),
-	OPT_VALUE("scale-down-unneeded-time"), OPT_VALUE("scale-down-unready-time"),
-	OPT_VALUE("scale-down-delay-after-add"), OPT_VALUE("scale-down-delay-after-delete"),
-	OPT_VALUE("scale-down-delay-after-failure"), OPT_VALUE("max-scale-down-parallelism"),
-	OPT_VALUE("max-drain-parallelism"), OPT_VALUE("max-graceful-termination-sec"),
-	OPT_BOOL("skip-nodes-with-system-pods"), OPT_BOOL("skip-nodes-with-local-storage"),
-	{"help", no_argument, NULL, 'h'},
-	{"version", no_argument, NULL, 'V'},
-	{NULL, 0, NULL, 0},
-};
+/* Options of "run" that "once" accepts and ignores, so scripts can share flags. */
+static const char *const daemon_value_opts[] = {"kubeconfig", "cloud-provider", "cloud-config",
+						"address"};
+static const char *const daemon_bool_opts[] = {"in-cluster", "dry-run", "leader-elect"};
 
 static const struct {
 	const char *name;
@@ -65,8 +50,12 @@ static void usage(void)
 	      "\n"
 	      "once: print the decision for one snapshot as JSON.\n"
 	      "  --snapshot FILE        nodes, pods, pdbs and node_groups as JSON\n"
-	      "  --options FILE         autoscaler options, FLAGs win (default: none)\n"
-	      "  --now RFC3339          time of the decision (default: now)\n"
+	      "                         (docs/autoscale-snapshot.md)\n"
+	      "  --options FILE         autoscaler options as a JSON object of FLAG names\n"
+	      "                         to values; FLAGs on the command line win\n"
+	      "                         (default: none)\n"
+	      "  --now RFC3339          time of the decision (default: the snapshot's\n"
+	      "                         \"now\", else the current time)\n"
 	      "\n"
 	      "run: watch a cluster and scale its node groups.\n"
 	      "  --kubeconfig FILE      cluster credentials (default: none)\n"
@@ -85,17 +74,23 @@ static void usage(void)
 	      "  --max-nodes-total N                   0 = no limit (default 0)\n"
 	      "  --cores-total MIN:MAX                 (default 0:320000)\n"
 	      "  --memory-total MIN:MAX                in GiB (default 0:6400000)\n"
-	      "  --gpu-total TYPE:MIN:MAX              repeatable (default: none)\n"
+	      "  --gpu-total TYPE:MIN:MAX              all types summed (default: none)\n"
 	      "  --max-nodes-per-scaleup N             (default 1000)\n"
 	      "  --max-nodegroup-binpacking-duration D (default 10s)\n"
-	      "  --balance-similar-node-groups[=BOOL]  (default false)\n"
+	      "  --balance-similar-node-groups[=BOOL]  spread a scale-up over similar groups\n"
+	      "                                        (default false)\n"
 	      "  --expendable-pods-priority-cutoff N   (default -10)\n"
+	      "  --new-pod-scale-up-delay D            pods younger wait (default 0s)\n"
 	      "  --max-node-provision-time D           (default 15m)\n"
 	      "  --max-node-startup-time D             (default 15m)\n"
 	      "  --ok-total-unready-count N            (default 3)\n"
 	      "  --max-total-unready-percentage P      (default 45)\n"
+	      "  --initial-node-group-backoff-duration D (default 5m)\n"
+	      "  --max-node-group-backoff-duration D   (default 30m)\n"
+	      "  --node-group-backoff-reset-timeout D  (default 3h)\n"
 	      "  --scale-down-enabled[=BOOL]           (default true)\n"
 	      "  --scale-down-utilization-threshold F  (default 0.5)\n"
+	      "  --scale-down-gpu-utilization-threshold F (default 0.5)\n"
 	      "  --scale-down-unneeded-time D          (default 10m)\n"
 	      "  --scale-down-unready-time D           (default 20m)\n"
 	      "  --scale-down-delay-after-add D        (default 10m)\n"
@@ -106,27 +101,145 @@ static void usage(void)
 	      "  --max-graceful-termination-sec N      (default 600)\n"
 	      "  --skip-nodes-with-system-pods[=BOOL]  (default true)\n"
 	      "  --skip-nodes-with-local-storage[=BOOL] (default true)\n"
+	      "  --ignore-daemonsets-utilization[=BOOL] (default false)\n"
+	      "  --ignore-mirror-pods-utilization[=BOOL] (default false)\n"
+	      "  --seed N                              random expander seed (default 0)\n"
+	      "  --priorities P:RE[,RE];...            priority expander rules (default: none)\n"
 	      "\n"
 	      "  -h, --help         show this help and exit\n"
 	      "  -V, --version      show the version and exit\n"
 	      "\n"
 	      "Configuration: no default file; see --options and --cloud-config.\n"
 	      "Exit status: 0 success, 1 failure, 2 usage error.\n"
-	      "Status: placeholder, only --help and --version work (see issues 6 and 9).\n",
+	      "Status: once works; run is a placeholder (see issue 9).\n",
 	      stdout);
+}
+
+static struct option *build_long_opts(void)
+{
+	GArray *a = g_array_new(TRUE, TRUE, sizeof(struct option));
+	struct option o;
+
+#define ADD(n, has, v)                                                         \
+	do {                                                                   \
+		o = (struct option){(n), (has), NULL, (v)};                    \
+		g_array_append_val(a, o);                                      \
+	} while (0)
+	ADD("snapshot", required_argument, OPT_SNAPSHOT);
+	ADD("options", required_argument, OPT_OPTIONS);
+	ADD("now", required_argument, OPT_NOW);
+	for (size_t i = 0; i < G_N_ELEMENTS(daemon_value_opts); i++)
+		ADD(daemon_value_opts[i], required_argument, OPT_DAEMON);
+	for (size_t i = 0; i < G_N_ELEMENTS(daemon_bool_opts); i++)
+		ADD(daemon_bool_opts[i], optional_argument, OPT_DAEMON);
+	for (guint i = 0; as_options_name(i); i++) {
+		const char *n = as_options_name(i);
+
+		/* Booleans take Go's form, --flag or --flag=false, as CA's do. */
+		ADD(n, as_options_is_bool(n) ? optional_argument : required_argument, OPT_CORE);
+	}
+	ADD("help", no_argument, 'h');
+	ADD("version", no_argument, 'V');
+#undef ADD
+	return (struct option *)(void *)g_array_free(a, FALSE);
+}
+
+static int read_file(const char *path, char **buf, size_t *len, char **msg)
+{
+	g_autoptr(GError) err = NULL;
+	gsize n;
+
+	if (!g_file_get_contents(path, buf, &n, &err)) {
+		*msg = g_strdup(err->message);
+		return -EIO;
+	}
+	*len = n;
+	return 0;
+}
+
+struct once_args {
+	const char *snapshot;
+	const char *options;
+	const char *now;
+	GPtrArray *flags; /* name, value (NULL for a bare boolean), name, value ... */
+};
+
+static int cmd_once(struct once_args *a)
+{
+	g_autofree char *buf = NULL, *msg = NULL, *out = NULL;
+	g_autoptr(as_cluster) c = NULL;
+	g_autoptr(as_decision) d = NULL;
+	struct as_options o;
+	size_t len;
+	int64_t now = AS_TIME_NEVER, snap_now;
+	int ret = QT_EXIT_OK;
+
+	if (!a->snapshot)
+		return qt_cli_usage_error("once: missing --snapshot FILE");
+	if (a->now && as_time_parse(a->now, &now) < 0)
+		return qt_cli_usage_error("--now: \"%s\" is not an RFC 3339 time", a->now);
+	as_options_init(&o);
+	if (a->options) {
+		if (read_file(a->options, &buf, &len, &msg) < 0 ||
+		    as_options_from_json(&o, buf, len, &msg) < 0) {
+			ret = qt_cli_fail("%s: %s", a->options, msg);
+			goto cleanup;
+		}
+		g_clear_pointer(&buf, g_free);
+	}
+	for (guint i = 0; i < a->flags->len; i += 2) {
+		if (as_options_set(&o, a->flags->pdata[i], a->flags->pdata[i + 1], &msg) < 0) {
+			ret = qt_cli_usage_error("%s", msg);
+			goto cleanup;
+		}
+	}
+	if (read_file(a->snapshot, &buf, &len, &msg) < 0 ||
+	    as_cluster_from_json(buf, len, &c, &snap_now, &msg) < 0) {
+		ret = qt_cli_fail("%s: %s", a->snapshot, msg);
+		goto cleanup;
+	}
+	if (now == AS_TIME_NEVER)
+		now = snap_now != AS_TIME_NEVER ? snap_now : g_get_real_time() / 1000;
+	if (as_run_once(c, &o, now, NULL, &d, &msg) < 0) {
+		ret = qt_cli_fail("%s: %s", a->snapshot, msg);
+		goto cleanup;
+	}
+	out = as_decision_to_json(d);
+	fputs(out, stdout);
+	if (fflush(stdout) != 0)
+		ret = qt_cli_fail("writing the decision: %s", g_strerror(errno));
+cleanup:
+	as_options_clear(&o);
+	return ret;
 }
 
 int main(int argc, char **argv)
 {
+	g_autofree struct option *long_opts = build_long_opts();
+	g_autoptr(GPtrArray) flags = g_ptr_array_new();
+	struct once_args a = {NULL, NULL, NULL, flags};
 	const char *cmd;
-	int c;
+	int c, idx;
 
 	qt_cli_init(argv[0]);
 	qt_log_init(qt_cli_prog());
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":" SHORT_OPTS, long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":" SHORT_OPTS, long_opts, &idx)) != -1) {
 		switch (c) {
-		case OPT_ACCEPTED:
+		case OPT_SNAPSHOT:
+			a.snapshot = optarg;
+			break;
+		case OPT_OPTIONS:
+			a.options = optarg;
+			break;
+		case OPT_NOW:
+			a.now = optarg;
+			break;
+		case OPT_DAEMON:
+			break;
+		case OPT_CORE:
+			g_ptr_array_add(flags, (gpointer)long_opts[idx].name);
+			g_ptr_array_add(flags, optarg);
 			break;
 		default:
 			return qt_cli_std_option(c, argv, SHORT_OPTS, usage);
@@ -137,6 +250,8 @@ int main(int argc, char **argv)
 	cmd = argv[optind];
 	if (optind + 1 < argc)
 		return qt_cli_usage_error("unexpected argument '%s'", argv[optind + 1]);
+	if (strcmp(cmd, "once") == 0)
+		return cmd_once(&a);
 	for (size_t i = 0; i < G_N_ELEMENTS(commands); i++) {
 		if (strcmp(cmd, commands[i].name) == 0)
 			return qt_cli_fail("not implemented yet (see issue %d)", commands[i].issue);

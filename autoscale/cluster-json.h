@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Snapshot files (docs/autoscale-snapshot.md) to the core's cluster model,
+ * and decisions back to JSON.  Nodes, pods and PDBs are Kubernetes' own JSON
+ * as `kubectl get -o json` prints them (an items array or the whole List);
+ * node_groups, unneeded_since and the last scale-up/down times are ours.
+ * Both directions work on memory buffers; reading files is main.c's job.
+ * Unknown fields are ignored, as Kubernetes clients ignore them.
+ */
+#pragma once
+
+#include "autoscaler.h"
+#include "model.h"
+#include "options.h"
+
+/*
+ * Parse a snapshot.  Returns 0 and *@out (and *@now, AS_TIME_NEVER when the
+ * snapshot has no "now"), or -EINVAL with *@msg naming the JSON path and the
+ * problem, e.g. "pods[12].spec.containers[0].resources.requests.cpu: \"2x\"
+ * is not a Kubernetes quantity".
+ */
+int as_cluster_from_json(const char *buf, size_t len, struct as_cluster **out, int64_t *now,
+			 char **msg);
+
+/*
+ * Apply an options file: a JSON object of CA flag names to values (strings,
+ * numbers or booleans), e.g. {"expander": "least-waste",
+ * "scale-down-unneeded-time": "10m"}.  0 or -EINVAL with *@msg; all or
+ * nothing: on error @o is unchanged.
+ */
+int as_options_from_json(struct as_options *o, const char *buf, size_t len, char **msg);
+
+/* The decision as pretty-printed JSON (g_malloc'd, ends with a newline). */
+char *as_decision_to_json(const struct as_decision *d);

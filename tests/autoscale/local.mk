@@ -1,0 +1,60 @@
+# SPDX-License-Identifier: Apache-2.0
+#
+# tests/autoscale/ and the autoscaler's unit tests (issue 6): Check tests of
+# the core (autoscale/core/) and its JSON reader, scenario fixtures for
+# `autoscale once`, its command line, and the benchmark.
+
+AS_UNIT_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/autoscale/core -I$(top_srcdir)/autoscale \
+	$(JSONC_CFLAGS)
+AS_UNIT_LDADD = $(ASJSON_LIBS) $(ASCORE_LIBS) $(UNIT_LDADD)
+
+# A list of our own, so that this file needs nothing from tests/local.mk at
+# automake time and can be included anywhere.
+AS_UNIT_TESTS = tests/unit/test-as-units tests/unit/test-as-sched tests/unit/test-as-loop \
+	tests/unit/test-as-property tests/unit/test-as-json tests/unit/test-as-provider
+check_PROGRAMS += $(AS_UNIT_TESTS)
+TESTS += $(AS_UNIT_TESTS)
+
+tests_unit_test_as_units_SOURCES = tests/unit/test-as-units.c
+tests_unit_test_as_units_CPPFLAGS = $(AS_UNIT_CPPFLAGS)
+tests_unit_test_as_units_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_as_units_LDADD = $(AS_UNIT_LDADD)
+
+tests_unit_test_as_sched_SOURCES = tests/unit/test-as-sched.c tests/unit/as-build.h
+tests_unit_test_as_sched_CPPFLAGS = $(AS_UNIT_CPPFLAGS)
+tests_unit_test_as_sched_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_as_sched_LDADD = $(AS_UNIT_LDADD)
+
+tests_unit_test_as_loop_SOURCES = tests/unit/test-as-loop.c tests/unit/as-build.h
+tests_unit_test_as_loop_CPPFLAGS = $(AS_UNIT_CPPFLAGS)
+tests_unit_test_as_loop_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_as_loop_LDADD = $(AS_UNIT_LDADD)
+
+tests_unit_test_as_property_SOURCES = tests/unit/test-as-property.c tests/unit/as-build.h
+tests_unit_test_as_property_CPPFLAGS = $(AS_UNIT_CPPFLAGS)
+tests_unit_test_as_property_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_as_property_LDADD = $(AS_UNIT_LDADD)
+
+tests_unit_test_as_json_SOURCES = tests/unit/test-as-json.c
+tests_unit_test_as_json_CPPFLAGS = $(AS_UNIT_CPPFLAGS)
+tests_unit_test_as_json_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_as_json_LDADD = $(AS_UNIT_LDADD)
+
+tests_unit_test_as_provider_SOURCES = tests/unit/test-as-provider.c tests/unit/as-build.h
+tests_unit_test_as_provider_CPPFLAGS = $(AS_UNIT_CPPFLAGS)
+tests_unit_test_as_provider_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_as_provider_LDADD = $(AS_UNIT_LDADD)
+
+# `autoscale once` on scenario fixtures (snapshot -> expected decision) and
+# its command line.
+TESTS += tests/autoscale/test-scenarios.sh tests/autoscale/test-once-cli.sh
+EXTRA_DIST += tests/autoscale/test-scenarios.sh tests/autoscale/test-once-cli.sh \
+	tests/autoscale/check-decision.py tests/autoscale/scenarios
+
+# The autoscaler core on 1,000 and 5,000-node synthetic clusters; the script
+# compiles its own -O2 copy of the core, so any configuration works.
+EXTRA_DIST += tests/bench/bench-autoscale.sh tests/bench/bench-autoscale.c
+bench-autoscale:
+	top_srcdir=$(abs_top_srcdir) top_builddir=$(abs_top_builddir) CC='$(CC)' \
+		sh $(top_srcdir)/tests/bench/bench-autoscale.sh
+.PHONY: bench-autoscale
