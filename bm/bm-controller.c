@@ -73,7 +73,8 @@ struct ctl {
 
 	GMutex lock; /* protects busy */
 	GHashTable *busy; /* machine ids handed to a worker */
-	GThreadPool *pool;
+	GAsyncQueue *queue; /* machine ids for the workers; "" tells one to exit */
+	GThread **threads; /* joined at exit, so no thread outlives main() */
 	gint invariant_broken; /* atomic */
 };
 
@@ -440,9 +441,8 @@ static void run_active(struct ctl *c, struct bm_store *st, struct bm_client *cl,
 	}
 }
 
-static void worker(gpointer data, gpointer ud)
+static void work_on(struct ctl *c, char *data)
 {
-	struct ctl *c = ud;
 	g_autofree char *id = data;
 	struct bm_store *st = g_private_get(&st_key);
 	struct bm_client *cl = g_private_get(&client_key);
@@ -478,6 +478,21 @@ out:
 	g_mutex_lock(&c->lock);
 	g_hash_table_remove(c->busy, id);
 	g_mutex_unlock(&c->lock);
+}
+
+static gpointer worker(gpointer ud)
+{
+	struct ctl *c = ud;
+
+	for (;;) {
+		char *id = g_async_queue_pop(c->queue);
+
+		if (!*id) {
+			g_free(id);
+			return NULL;
+		}
+		work_on(c, id);
+	}
 }
 
 /* ---- main loop ---- */
@@ -523,7 +538,7 @@ static void round_once(struct ctl *c, struct bm_store *st, bool *leader)
 			g_hash_table_add(c->busy, g_strdup(due[i]));
 		g_mutex_unlock(&c->lock);
 		if (fresh)
-			g_thread_pool_push(c->pool, g_strdup(due[i]), NULL);
+			g_async_queue_push(c->queue, g_strdup(due[i]));
 	}
 }
 
@@ -607,7 +622,10 @@ int main(int argc, char **argv)
 
 	g_mutex_init(&c.lock);
 	c.busy = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-	c.pool = g_thread_pool_new(worker, &c, (gint)c.workers, FALSE, NULL);
+	c.queue = g_async_queue_new();
+	c.threads = g_new0(GThread *, (gsize)c.workers);
+	for (int64_t i = 0; i < c.workers; i++)
+		c.threads[i] = g_thread_new("worker", worker, &c);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
@@ -623,7 +641,15 @@ int main(int argc, char **argv)
 			g_usleep((gulong)left * 1000);
 	}
 	/* Let the running steps finish their write, so the next round starts clean. */
-	g_thread_pool_free(c.pool, TRUE, TRUE);
+	for (int64_t i = 0; i < c.workers; i++)
+		g_async_queue_push_front(c.queue, g_strdup(""));
+	for (int64_t i = 0; i < c.workers; i++)
+		g_thread_join(c.threads[i]);
+	g_free(c.threads);
+	/* Ids still queued were never started. */
+	for (char *id; (id = g_async_queue_try_pop(c.queue));)
+		g_free(id);
+	g_async_queue_unref(c.queue);
 	if (leader)
 		bm_lease_release(st, c.id);
 	g_hash_table_unref(c.busy);

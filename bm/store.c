@@ -399,14 +399,14 @@ static int begin(struct bm_store *st)
 	return exec(st, "BEGIN IMMEDIATE", NULL) < 0 ? -EBUSY : 0;
 }
 
-/* Commit when @rc >= 0, else roll back; returns @rc or the commit error. */
+/* Commit when @rc >= 0, else roll back; returns 0, @rc or the commit error. */
 static int end(struct bm_store *st, int rc)
 {
 	if (rc >= 0) {
 		int c = exec(st, "COMMIT", NULL);
 
 		if (c >= 0)
-			return rc;
+			return 0;
 		rc = c;
 	}
 	exec(st, "ROLLBACK", NULL);

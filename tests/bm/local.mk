@@ -1,0 +1,20 @@
+# SPDX-License-Identifier: Apache-2.0
+#
+# tests/bm/: BareMetalManager.  A Check unit test of the lifecycle, JSON
+# limits and the SQLite store (tests/unit/test-bm-store.c), and integration
+# scripts that run bm-handler (fake driver), bm-api and bm-controller as
+# real processes on loopback (tests/bm/bmenv.py starts and stops them).
+
+UNIT_TESTS += tests/unit/test-bm-store
+tests_unit_test_bm_store_SOURCES = tests/unit/test-bm-store.c
+tests_unit_test_bm_store_CPPFLAGS = $(BM_CPPFLAGS) -I$(top_srcdir)/bm
+tests_unit_test_bm_store_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_bm_store_LDADD = $(BM_LIBS) $(CHECK_LIBS)
+
+BM_TESTS = \
+	tests/bm/test-api.py \
+	tests/bm/test-failures.py \
+	tests/bm/test-concurrency.py \
+	tests/bm/test-crash.py
+TESTS += $(BM_TESTS)
+EXTRA_DIST += tests/bm/bmenv.py $(BM_TESTS)
