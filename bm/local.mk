@@ -31,3 +31,7 @@ bin_PROGRAMS += bm/bmctl
 bm_bmctl_SOURCES = bm/bmctl.c
 bm_bmctl_CPPFLAGS = $(BM_CPPFLAGS)
 bm_bmctl_LDADD = $(BM_LIBS)
+
+# The exec driver's example command (docs/bm.md), installed with the docs.
+bmexampledir = $(docdir)/examples
+dist_bmexample_SCRIPTS = bm/examples/bm-exec-example.py
