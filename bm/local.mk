@@ -35,3 +35,6 @@ bm_bmctl_LDADD = $(BM_LIBS)
 # The exec driver's example command (docs/bm.md), installed with the docs.
 bmexampledir = $(docdir)/examples
 dist_bmexample_SCRIPTS = bm/examples/bm-exec-example.py
+
+dist_man_MANS += man/bm-api.8 man/bm-controller.8 man/bm-handler.8 man/bmctl.1
+dist_doc_DATA += docs/bm.md
