@@ -404,7 +404,7 @@ static void run_active(struct ctl *c, struct bm_store *st, struct bm_client *cl,
 		bool attach = strcmp(d->state, "attaching") == 0;
 		int rc;
 
-		if (!attach && strcmp(d->state, "detaching") != 0)
+		if ((!attach && strcmp(d->state, "detaching") != 0) || d->next_at > bm_now_ms())
 			continue;
 		if (attach) {
 			rc = volume_create(c, cl, m->handler, d, &err);
@@ -428,7 +428,7 @@ static void run_active(struct ctl *c, struct bm_store *st, struct bm_client *cl,
 		bool attach = strcmp(n->state, "attaching") == 0;
 		int rc;
 
-		if (!attach && strcmp(n->state, "detaching") != 0)
+		if ((!attach && strcmp(n->state, "detaching") != 0) || n->next_at > bm_now_ms())
 			continue;
 		rc = attach ? nic_attach(c, cl, m->handler, n, &err)
 			    : del(c, cl, m->handler, "nics", n->id, &err);

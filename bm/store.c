@@ -1650,7 +1650,7 @@ int bm_machine_load(struct bm_store *st, const char *id, struct bm_machine_row *
 
 	m->disks = g_ptr_array_new_with_free_func(disk_row_free);
 	rc = prep(st, &s,
-		  "SELECT id, role, image, size_gb, state, attempts, op_id FROM disks"
+		  "SELECT id, role, image, size_gb, state, attempts, op_id, next_at FROM disks"
 		  " WHERE machine_id = ? ORDER BY role = 'data', created_at, id",
 		  "s", id);
 	if (rc < 0)
@@ -1665,6 +1665,7 @@ int bm_machine_load(struct bm_store *st, const char *id, struct bm_machine_row *
 		d->state = col_dup(s, 4);
 		d->attempts = sqlite3_column_int64(s, 5);
 		d->op = sqlite3_column_int64(s, 6);
+		d->next_at = sqlite3_column_int64(s, 7);
 		g_ptr_array_add(m->disks, d);
 	}
 	sqlite3_finalize(s);
@@ -1676,7 +1677,8 @@ int bm_machine_load(struct bm_store *st, const char *id, struct bm_machine_row *
 
 	m->nics = g_ptr_array_new_with_free_func(nic_row_free);
 	rc = prep(st, &s,
-		  "SELECT id, network, mac, state, attempts, op_id FROM nics WHERE machine_id = ?"
+		  "SELECT id, network, mac, state, attempts, op_id, next_at FROM nics"
+		  " WHERE machine_id = ?"
 		  " ORDER BY created_at, id",
 		  "s", id);
 	if (rc < 0)
@@ -1690,6 +1692,7 @@ int bm_machine_load(struct bm_store *st, const char *id, struct bm_machine_row *
 		n->state = col_dup(s, 3);
 		n->attempts = sqlite3_column_int64(s, 4);
 		n->op = sqlite3_column_int64(s, 5);
+		n->next_at = sqlite3_column_int64(s, 6);
 		g_ptr_array_add(m->nics, n);
 	}
 	rc = rc == SQLITE_DONE ? 0 : bm_sqlite_errno(rc);

@@ -144,8 +144,9 @@ struct bm_disk_row {
 	char *role; /* "boot" or "data" */
 	char *image;
 	int64_t size_gb;
-	char *state; /* attaching, attached, detaching, error */
+	char *state; /* attaching, attached, detaching, detached, error */
 	int64_t attempts;
+	int64_t next_at; /* hot-plug retries wait until then */
 	int64_t op;
 };
 
@@ -155,6 +156,7 @@ struct bm_nic_row {
 	char *mac;
 	char *state;
 	int64_t attempts;
+	int64_t next_at;
 	int64_t op;
 };
 
