@@ -39,6 +39,8 @@
 #define DEFAULT_LISTEN "127.0.0.1:8701"
 #define MAX_PLUGGED 31 /* hot-plug PFs of a DPU */
 #define MAX_EXEC_OUTPUT (1u << 20)
+/* Hosts one fake handler simulates: a bound on memory a client can make it use. */
+#define MAX_FAKE_HOSTS 10000
 
 enum { OPT_CONFIG = 256, OPT_LISTEN, OPT_DRIVER, OPT_DELAY, OPT_BOOT, OPT_ON_BOOT, OPT_EXEC };
 
@@ -197,6 +199,12 @@ static int fake_act(struct handler *h, const char *hostname, const char *action,
 	}
 
 	g_mutex_lock(&h->lock);
+	if (!g_hash_table_contains(h->hosts, hostname) &&
+	    g_hash_table_size(h->hosts) >= MAX_FAKE_HOSTS) {
+		g_mutex_unlock(&h->lock);
+		*msg = g_strdup_printf("more than %d hosts", MAX_FAKE_HOSTS);
+		return 409;
+	}
 	host = fake_host(h, hostname);
 	vols = sub(host, "volumes");
 	disks = sub(host, "disks");
