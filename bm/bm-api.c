@@ -823,6 +823,14 @@ static void dispatch(void *ud, const struct bm_http_request *req, struct bm_http
 		rc = bm_idem_begin(a->st, key, req->method, req->path, hash, &status, &prev);
 		g_mutex_unlock(&a->lock);
 		if (rc == 1) {
+			g_autoptr(json_object) o = NULL;
+			g_autofree char *perr = NULL;
+			json_object *op = NULL;
+
+			/* The replay carries the first answer's Location too. */
+			if (status == 202 && bm_json_parse(prev, strlen(prev), &o, &perr) == 0 &&
+			    json_object_object_get_ex(o, "operation", &op))
+				resp->location = g_strdup(json_object_get_string(op));
 			resp->status = status;
 			resp->body = g_steal_pointer(&prev);
 			resp->content_type = "application/json";

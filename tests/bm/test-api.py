@@ -26,7 +26,9 @@ def expect(got, status, code=None, what=""):
 
 def main():
     e = Env("api")
-    e.start_handler(extra=["--boot-ms", "0"])
+    booted = os.path.join(e.dir, "booted")
+    e.start_handler(extra=["--boot-ms", "0", "--on-boot",
+                           'echo "$BM_HOST $BM_BOOT_DISK" >> ' + booted])
     e.start_api()
 
     # -- unauthenticated endpoints, auth --
@@ -159,6 +161,11 @@ def main():
     _, op = e.api("GET", i1["operation"])
     check(op["state"] == "succeeded" and op["finished_at"] > 0, "provision op: %s" % op)
 
+    # The fake driver ran the on-boot command once, with the host and boot disk.
+    e.wait(lambda: os.path.exists(booted), "the on-boot command")
+    with open(booted) as f:
+        check(f.read().split() == [mid, "web-1-boot"], "on-boot command environment")
+
     # delete-only-when-unused, 409 names the state
     b = expect(e.api("DELETE", "/v1/machines/" + mid), 409, "conflict", "delete active")
     check(b["state"] == "active", "409 without the state: %s" % b)
@@ -210,9 +217,12 @@ def main():
 
     # -- Idempotency-Key --
     key = {"Idempotency-Key": "k-123"}
-    s1, r1 = e.api("POST", "/v1/instances", inst, headers=key)
-    s2, r2 = e.api("POST", "/v1/instances", inst, headers=key)
-    check(s1 == 202 and s2 == 202 and r1 == r2, "replay: %s %s / %s %s" % (s1, r1, s2, r2))
+    s1, r1, h1 = e.http("POST", e.api_url + "/v1/instances", inst,
+                        {**key, "Authorization": "Bearer " + TOKEN})
+    s2, r2, h2 = e.http("POST", e.api_url + "/v1/instances", inst,
+                        {**key, "Authorization": "Bearer " + TOKEN})
+    check(s1 == 202 and s2 == 202 and r1 == r2 and h1["Location"] == h2["Location"] ==
+          r1["operation"], "replay: %s %s / %s %s" % (s1, r1, s2, r2))
     b = expect(e.api("GET", "/v1/instances"), 200, what="instances")
     check(len(b["items"]) == 2, "idempotent provision made %d instances" % len(b["items"]))
     expect(e.api("POST", "/v1/instances", {**inst, "disk_gb": 11}, headers=key), 422,
