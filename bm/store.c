@@ -1222,8 +1222,8 @@ int bm_instance_create(struct bm_store *st, json_object *req, json_object **out,
 	int64_t disk_gb = 0, o = 0, now = bm_now_ms();
 	json_object *networks = NULL;
 	g_autofree char *id = NULL, *networks_s = NULL, *boot = NULL;
-	g_autoptr(json_object) ms = NULL;
-	const char *machine = NULL;
+	g_autofree char *machine = NULL;
+	sqlite3_stmt *s = NULL;
 	struct pool_rule r;
 	char *msg = NULL;
 	int rc;
@@ -1246,17 +1246,28 @@ int bm_instance_create(struct bm_store *st, json_object *req, json_object **out,
 	rc = pool_rule_load(st, pool, &r);
 	if (rc < 0)
 		return end(st, rc);
-	/* Under the write lock: no other transaction can claim between this read and the update. */
-	rc = query_array(st, &ms,
-			 "SELECT id, model, cpu, labels FROM machines WHERE state = 'available'"
-			 " ORDER BY id",
-			 NULL);
-	for (size_t i = 0; rc >= 0 && !machine && i < json_object_array_length(ms); i++) {
-		json_object *m = json_object_array_get_idx(ms, i), *v = NULL;
+	/*
+	 * Under the write lock: no other transaction can claim between this
+	 * read and the update.  Model and cpu narrow the scan in SQL, labels
+	 * are checked here, and the first match ends it.
+	 */
+	rc = prep(st, &s,
+		  "SELECT id, model, cpu, labels FROM machines WHERE state = 'available'"
+		  " AND (?1 IS NULL OR model = ?1) AND (?2 < 0 OR cpu = ?2) ORDER BY id",
+		  "si", r.model, r.cpu);
+	while (rc >= 0 && !machine) {
+		g_autoptr(json_object) m = NULL;
+		int src = sqlite3_step(s);
 
-		if (pool_rule_match(&r, m) && json_object_object_get_ex(m, "id", &v))
-			machine = json_object_get_string(v);
+		if (src != SQLITE_ROW) {
+			rc = src == SQLITE_DONE ? 0 : bm_sqlite_errno(src);
+			break;
+		}
+		m = row_json(s);
+		if (pool_rule_match(&r, m))
+			machine = g_strdup((const char *)sqlite3_column_text(s, 0));
 	}
+	sqlite3_finalize(s);
 	pool_rule_clear(&r);
 	if (rc >= 0 && !machine)
 		rc = -ENOSPC;
