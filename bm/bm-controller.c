@@ -382,7 +382,7 @@ static bool run_step(struct ctl *c, struct bm_store *st, struct bm_client *cl,
 static void run_active(struct ctl *c, struct bm_store *st, struct bm_client *cl,
 		       const struct bm_machine_row *m)
 {
-	if (*m->power_target) {
+	if (*m->power_target && m->next_at <= bm_now_ms()) {
 		g_autofree char *err = NULL;
 		bool on = strcmp(m->power_target, "on") == 0;
 		int rc;
@@ -395,8 +395,12 @@ static void run_active(struct ctl *c, struct bm_store *st, struct bm_client *cl,
 		} else {
 			rc = power(c, cl, m->handler, on, &err);
 		}
-		bm_machine_set_power(st, c->id, m->id, rc >= 0 ? (on ? "on" : "off") : NULL, true,
-				     rc >= 0 ? NULL : err);
+		if (rc >= 0)
+			bm_machine_set_power(st, c->id, m->id, on ? "on" : "off", NULL, 0);
+		else if (m->attempts + 1 < c->max_retries)
+			bm_machine_set_power(st, c->id, m->id, NULL, err, backoff_at(c, m->attempts));
+		else
+			bm_machine_set_power(st, c->id, m->id, NULL, err, 0);
 	}
 	for (unsigned i = 0; i < m->disks->len; i++) {
 		const struct bm_disk_row *d = g_ptr_array_index(m->disks, i);

@@ -864,7 +864,9 @@ int bm_machine_power(struct bm_store *st, const char *id, const char *target, in
 		     " finished_at = ? WHERE id = (SELECT power_op FROM machines WHERE id = ?)"
 		     " AND finished_at = 0",
 		     "is", bm_now_ms(), id);
-		rc = exec(st, "UPDATE machines SET power_target = ?, power_op = ? WHERE id = ?",
+		rc = exec(st,
+			  "UPDATE machines SET power_target = ?, power_op = ?, attempts = 0,"
+			  " next_at = 0 WHERE id = ?",
 			  "sis", target, o, id);
 	}
 	rc = end(st, rc);
@@ -1554,7 +1556,7 @@ int bm_store_due(struct bm_store *st, int64_t now, char ***out)
 		      "SELECT id FROM machines WHERE"
 		      " (state IN ('enrolling', 'provisioning', 'booting', 'deprovisioning')"
 		      "  AND next_at <= ?1)"
-		      " OR (state = 'active' AND (power_target != ''"
+		      " OR (state = 'active' AND ((power_target != '' AND next_at <= ?1)"
 		      "  OR EXISTS (SELECT 1 FROM disks d WHERE d.machine_id = machines.id"
 		      "   AND d.state IN ('attaching', 'detaching') AND d.next_at <= ?1)"
 		      "  OR EXISTS (SELECT 1 FROM nics n WHERE n.machine_id = machines.id"
@@ -1871,7 +1873,7 @@ int bm_step_wait(struct bm_store *st, const char *holder, const struct bm_machin
 }
 
 int bm_machine_set_power(struct bm_store *st, const char *holder, const char *id,
-			 const char *power, bool clear_target, const char *error)
+			 const char *power, const char *error, int64_t retry_at)
 {
 	int64_t op = 0;
 	int rc = begin(st);
@@ -1881,13 +1883,19 @@ int bm_machine_set_power(struct bm_store *st, const char *holder, const char *id
 	rc = lease_held(st, holder);
 	if (rc >= 0 && power)
 		rc = exec(st, "UPDATE machines SET power = ? WHERE id = ?", "ss", power, id);
-	if (rc >= 0 && clear_target) {
+	if (rc >= 0 && retry_at > 0) {
+		rc = exec(st,
+			  "UPDATE machines SET attempts = attempts + 1, next_at = ?, last_error = ?"
+			  " WHERE id = ?",
+			  "iss", retry_at, error ? error : "", id);
+	} else if (rc >= 0) {
 		rc = query_int(st, &op, "SELECT power_op FROM machines WHERE id = ?", "s", id);
 		if (rc >= 0)
 			rc = op_finish(st, op, error);
 		if (rc >= 0)
 			rc = exec(st,
-				  "UPDATE machines SET power_target = '', power_op = 0 WHERE id = ?",
+				  "UPDATE machines SET power_target = '', power_op = 0, attempts = 0,"
+				  " next_at = 0 WHERE id = ?",
 				  "s", id);
 	}
 	return end(st, rc);

@@ -206,9 +206,14 @@ int bm_step_failed(struct bm_store *st, const char *holder, const struct bm_mach
 /* Not done yet (booting): look again at @next_at, without counting an attempt. */
 int bm_step_wait(struct bm_store *st, const char *holder, const struct bm_machine_row *m,
 		 int64_t next_at);
-/* Record the power state the handler reported. */
+/*
+ * Outcome of a power request on an active machine: @power is the state
+ * reached (NULL: unknown).  With @retry_at > 0 the request stays and is
+ * tried again then (attempts + 1); otherwise it finishes, its operation
+ * failing with @error when not NULL.
+ */
 int bm_machine_set_power(struct bm_store *st, const char *holder, const char *id,
-			 const char *power, bool clear_target, const char *error);
+			 const char *power, const char *error, int64_t retry_at);
 /*
  * Hot-plug results: the row goes to @state ("" deletes it), its operation
  * finishes with @error (NULL: success).  With @retry_at > 0 the row keeps

@@ -100,6 +100,23 @@ def main():
     check(peak == 2, "the cap was never reached (peak %d)" % peak)
     e.handler("PUT", "/v1/fake", {"delay_ms": 0})
 
+    # Power requests on an active machine: retried, then failed with the cause.
+    pm = ids[0]["machine"]
+    e.handler("PUT", "/v1/fake", {"faults": {"power_off": {"count": 2}}})
+    s, p = e.api("PUT", "/v1/machines/%s/power" % pm, {"target": "off"})
+    check(s == 202, "power off: %s %s" % (s, p))
+    op = e.wait(lambda: (lambda o: o["state"] in ("succeeded", "failed") and o)(
+        e.api("GET", p["operation"])[1]), "power operation")
+    check(op["state"] == "succeeded" and e.inventory()[pm]["power"] == "off",
+          "power off after 2 failures: %s" % op)
+    e.handler("PUT", "/v1/fake", {"faults": {"power_on": {"count": -1}}})
+    s, p = e.api("PUT", "/v1/machines/%s/power" % pm, {"target": "on"})
+    op = e.wait(lambda: (lambda o: o["state"] in ("succeeded", "failed") and o)(
+        e.api("GET", p["operation"])[1]), "power operation")
+    check(op["state"] == "failed" and "injected" in op["error"], "power on never works: %s" % op)
+    check(e.machine(pm)["state"] == "active", "a failed power request moved the machine")
+    e.handler("PUT", "/v1/fake", {"faults": {}})
+
     # A second controller does not take over while the first holds the lease.
     e.start_controller("controller2", ident="c2")
     time.sleep(1)
