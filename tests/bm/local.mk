@@ -19,3 +19,14 @@ BM_TESTS = \
 	tests/bm/test-bmctl.py
 TESTS += $(BM_TESTS)
 EXTRA_DIST += tests/bm/bmenv.py $(BM_TESTS)
+
+# Benchmark (never in make check): bm-api throughput and latency, and the
+# time to provision 500 machines with the fake driver (docs/benchmarks.md).
+EXTRA_DIST += tests/bench/bench-bm.py
+BENCH_BM_SECONDS = 5
+BENCH_BM_CLIENTS = 8
+BENCH_BM_MACHINES = 500
+bench-bm: bm/bm-api bm/bm-controller bm/bm-handler
+	top_builddir=$(abs_top_builddir) python3 $(top_srcdir)/tests/bench/bench-bm.py \
+		$(BENCH_BM_SECONDS) $(BENCH_BM_CLIENTS) $(BENCH_BM_MACHINES)
+.PHONY: bench-bm
