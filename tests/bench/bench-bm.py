@@ -12,7 +12,7 @@
 #    BEGIN IMMEDIATE transaction claiming a machine).
 # 2. Time for bm-controller to provision 500 machines with the fake driver
 #    at zero delay: from the 500 POSTs to the last machine active, i.e. the
-#    controller's own overhead (17 handler calls and ~12 transactions per
+#    controller's own overhead (6 handler calls and 12 transactions per
 #    machine), with max_provisioning raised to 500.
 #
 # Usage: bench-bm.py [SECONDS-PER-CASE] [CLIENTS] [MACHINES]
