@@ -165,13 +165,16 @@ static int power(struct ctl *c, struct bm_client *cl, const char *base, bool on,
 	return call(c, cl, base, "PUT", "/v1/power", b, NULL, err);
 }
 
+/* Create @d's volume; a boot volume also carries the instance's user-data (config drive). */
 static int volume_create(struct ctl *c, struct bm_client *cl, const char *base,
-			 const struct bm_disk_row *d, char **err)
+			 const struct bm_disk_row *d, const char *user_data, char **err)
 {
 	g_autofree char *path = g_strdup_printf("/v1/volumes/%s", d->id);
 	g_autoptr(json_object) b = obj1("size_gb", json_object_new_int64(d->size_gb));
 
 	json_object_object_add(b, "image", json_object_new_string(d->image));
+	if (user_data && strcmp(d->role, "boot") == 0)
+		json_object_object_add(b, "user_data", json_object_new_string(user_data));
 	return call(c, cl, base, "PUT", path, b, NULL, err);
 }
 
@@ -242,7 +245,7 @@ static enum outcome do_step(struct ctl *c, struct bm_client *cl, const struct bm
 			*give_up = true;
 			return FAILED;
 		}
-		rc = volume_create(c, cl, base, boot, err);
+		rc = volume_create(c, cl, base, boot, m->user_data, err);
 		break;
 	case BM_STEP_ATTACH_DISK:
 		if (!boot) {
@@ -411,7 +414,7 @@ static void run_active(struct ctl *c, struct bm_store *st, struct bm_client *cl,
 		if ((!attach && strcmp(d->state, "detaching") != 0) || d->next_at > bm_now_ms())
 			continue;
 		if (attach) {
-			rc = volume_create(c, cl, m->handler, d, &err);
+			rc = volume_create(c, cl, m->handler, d, NULL, &err);
 			if (rc >= 0)
 				rc = disk_attach(c, cl, m->handler, d, &err);
 		} else {

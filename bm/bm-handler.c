@@ -90,7 +90,8 @@ static void usage(void)
 	      "  --delay-ms N       fake driver: delay of every action\n"
 	      "  --boot-ms N        fake driver: time from power-on to booted\n"
 	      "  --on-boot CMD      fake driver: run CMD (sh -c) when a host powers on with\n"
-	      "                     a boot disk; BM_HOST and BM_BOOT_DISK are set\n"
+	      "                     a boot disk; BM_HOST, BM_BOOT_DISK and BM_USER_DATA\n"
+	      "                     (the instance's user-data) are set\n"
 	      "  -v, --verbose      log more (repeat for debug)\n"
 	      "  -h, --help         show this help and exit\n"
 	      "  -V, --version      show the version and exit\n"
@@ -151,7 +152,8 @@ static bool take_fault(struct handler *h, const char *action, struct fault *out)
 	return false;
 }
 
-static void run_on_boot(struct handler *h, const char *host, const char *disk)
+static void run_on_boot(struct handler *h, const char *host, const char *disk,
+			const char *user_data)
 {
 	g_autoptr(GError) err = NULL;
 	g_auto(GStrv) env = g_get_environ();
@@ -159,6 +161,7 @@ static void run_on_boot(struct handler *h, const char *host, const char *disk)
 
 	env = g_environ_setenv(env, "BM_HOST", host, TRUE);
 	env = g_environ_setenv(env, "BM_BOOT_DISK", disk, TRUE);
+	env = g_environ_setenv(env, "BM_USER_DATA", user_data, TRUE);
 	if (!g_spawn_async(NULL, (char **)argv, env, G_SPAWN_DEFAULT, NULL, NULL, NULL, &err))
 		qt_warn("on-boot command for host \"%s\": %s", host, err->message);
 }
@@ -216,8 +219,12 @@ static int fake_act(struct handler *h, const char *hostname, const char *action,
 			json_object_object_add(host, "power", json_object_new_string(on ? "on" : "off"));
 			json_object_object_add(host, "powered_on_at",
 					       json_object_new_int64(on ? bm_now_ms() : 0));
-			if (on && h->on_boot && json_object_object_get(disks, str_of(host, "boot_device")))
-				run_on_boot(h, hostname, str_of(host, "boot_device"));
+			json_object *bd = json_object_object_get(disks, str_of(host, "boot_device"));
+
+			if (on && h->on_boot && bd)
+				run_on_boot(h, hostname, str_of(host, "boot_device"),
+					    str_of(json_object_object_get(vols, str_of(bd, "volume")),
+						   "user_data"));
 		}
 	} else if (strcmp(action, "volume_create") == 0) {
 		json_object *v = json_object_object_get(vols, id);
@@ -233,6 +240,8 @@ static int fake_act(struct handler *h, const char *hostname, const char *action,
 			v = json_object_new_object();
 			json_object_object_add(v, "size_gb", json_object_get(size));
 			json_object_object_add(v, "image", json_object_new_string(str_of(req, "image")));
+			json_object_object_add(v, "user_data",
+					       json_object_new_string(str_of(req, "user_data")));
 			json_object_object_add(vols, id, v);
 		}
 	} else if (strcmp(action, "volume_delete") == 0) {

@@ -1609,6 +1609,7 @@ void bm_machine_row_free(struct bm_machine_row *m)
 	g_free(m->handler);
 	g_free(m->instance);
 	g_free(m->power_target);
+	g_free(m->user_data);
 	if (m->disks)
 		g_ptr_array_unref(m->disks);
 	if (m->nics)
@@ -1633,8 +1634,9 @@ int bm_machine_load(struct bm_store *st, const char *id, struct bm_machine_row *
 		return rc;
 	rc = prep(st, &s,
 		  "SELECT id, handler, state, step, attempts, next_at, step_started_at,"
-		  " state_since, instance_id, power_target, power_op, op_id FROM machines"
-		  " WHERE id = ?",
+		  " state_since, instance_id, power_target, power_op, op_id,"
+		  " (SELECT user_data FROM instances i WHERE i.id = m.instance_id)"
+		  " FROM machines m WHERE id = ?",
 		  "s", id);
 	if (rc < 0)
 		goto cleanup;
@@ -1658,6 +1660,7 @@ int bm_machine_load(struct bm_store *st, const char *id, struct bm_machine_row *
 	m->power_target = col_dup(s, 9);
 	m->power_op = sqlite3_column_int64(s, 10);
 	m->op = sqlite3_column_int64(s, 11);
+	m->user_data = col_dup(s, 12);
 	sqlite3_finalize(s);
 	s = NULL;
 

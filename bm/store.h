@@ -170,6 +170,7 @@ struct bm_machine_row {
 	int64_t step_started_at;
 	int64_t state_since;
 	char *instance; /* NULL when none */
+	char *user_data; /* the instance's, NULL when none */
 	char *power_target; /* "" when none */
 	int64_t power_op;
 	int64_t op;

@@ -28,7 +28,7 @@ def main():
     e = Env("api")
     booted = os.path.join(e.dir, "booted")
     e.start_handler(extra=["--boot-ms", "0", "--on-boot",
-                           'echo "$BM_HOST $BM_BOOT_DISK" >> ' + booted])
+                           'echo "$BM_HOST $BM_BOOT_DISK $BM_USER_DATA" >> ' + booted])
     e.start_api()
 
     # -- unauthenticated endpoints, auth --
@@ -164,7 +164,8 @@ def main():
     # The fake driver ran the on-boot command once, with the host and boot disk.
     e.wait(lambda: os.path.exists(booted), "the on-boot command")
     with open(booted) as f:
-        check(f.read().split() == [mid, "web-1-boot"], "on-boot command environment")
+        check(f.read().split() == [mid, "web-1-boot", "join-token"],
+              "on-boot command environment")
 
     # delete-only-when-unused, 409 names the state
     b = expect(e.api("DELETE", "/v1/machines/" + mid), 409, "conflict", "delete active")
