@@ -36,15 +36,22 @@ def main():
 
     stop = threading.Event()
     kills = [0]
+    lock = threading.Lock()
 
-    def killer():
-        while not stop.is_set():
-            time.sleep(random.uniform(0.01, 0.25))
-            if stop.is_set():
-                break
+    def crash():
+        with lock:
             e.kill("controller")
             kills[0] += 1
             e.start_controller()
+
+    # Kills at random times in the background, plus one at a random moment
+    # after each batch of requests, so every cycle sees at least two however
+    # fast or slow the machine is.
+    def killer():
+        while not stop.is_set():
+            time.sleep(random.uniform(0.01, 0.25))
+            if not stop.is_set():
+                crash()
 
     t = threading.Thread(target=killer)
     t.start()
@@ -60,11 +67,15 @@ def main():
                               "a free machine", timeout=60)
                 check(s == 202, "cycle %d: provision: %s %s" % (cycle, s, i))
                 insts.append(i)
+            time.sleep(random.uniform(0, 0.05))
+            crash()
             for i in insts:
                 e.wait_state(i["machine"], "active", timeout=60)
             for i in insts:
                 s, r = e.api("DELETE", "/v1/instances/" + i["id"])
                 check(s == 202, "cycle %d: deprovision: %s %s" % (cycle, s, r))
+            time.sleep(random.uniform(0, 0.05))
+            crash()
             if cycle % 5 == 4:
                 continue  # leave some deprovisioning while the next cycle starts
             for i in insts:
@@ -73,7 +84,7 @@ def main():
         stop.set()
         t.join()
     print("controller killed %d times" % kills[0])
-    check(kills[0] >= CYCLES, "too few kills (%d) to mean anything" % kills[0])
+    check(kills[0] >= 2 * CYCLES, "too few kills (%d)" % kills[0])
 
     # Let the last controller settle everything.
     def settled():
