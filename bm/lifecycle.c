@@ -49,7 +49,7 @@
  *   deprovisioning -> error            a step gave up            (controller)
  *   error          -> deprovisioning   deprovision / recover     (api)
  *   error          -> enrolling        recover without instance  (api)
- *   enrolling, available, error -> maintenance                   (api)
+ *   enrolling, available, error -> maintenance   (api; not with an instance)
  *   maintenance    -> enrolling        end of maintenance        (api)
  *
  * STEPS AND CRASHES

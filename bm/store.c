@@ -757,13 +757,20 @@ int bm_machine_maintenance(struct bm_store *st, const char *id, bool on, const c
 			   char **state)
 {
 	enum bm_state s;
+	int64_t has_instance = 0;
 	int rc = begin(st);
 
 	if (rc < 0)
 		return rc;
 	rc = machine_state(st, id, state, &s);
+	if (rc >= 0 && on)
+		rc = query_int(st, &has_instance,
+			       "SELECT instance_id IS NOT NULL FROM machines WHERE id = ?", "s", id);
 	if (rc >= 0 && on) {
-		if (s == BM_MAINTENANCE)
+		/* A machine in error with an instance must be deprovisioned or recovered first. */
+		if (has_instance)
+			rc = -EBUSY;
+		else if (s == BM_MAINTENANCE)
 			rc = exec(st, "UPDATE machines SET maintenance_reason = ? WHERE id = ?",
 				  "ss", reason ? reason : "", id);
 		else if (!bm_transition_allowed(s, BM_MAINTENANCE))

@@ -328,6 +328,8 @@ START_TEST(test_walk_and_fencing)
 	ck_assert_int_eq(bm_step_done(st, "c1", row, NULL, NULL, 1), -ESTALE);
 	g_clear_pointer(&row, bm_machine_row_free);
 	/* Deprovision is refused mid-provisioning, with the state. */
+	ck_assert_int_eq(bm_machine_maintenance(st, "m1", true, "x", &state), -EBUSY);
+	g_clear_pointer(&state, g_free);
 	ck_assert_int_eq(bm_instance_delete(st, iid, &op, &state), -EBUSY);
 	ck_assert_str_eq(state, "provisioning");
 	g_clear_pointer(&state, g_free);
@@ -381,6 +383,38 @@ START_TEST(test_give_up_to_error)
 }
 END_TEST
 
+START_TEST(test_error_with_instance)
+{
+	g_autoptr(bm_store) st = open_db();
+	g_autoptr(json_object) pool = parse("{\"name\": \"p\"}");
+	g_autoptr(json_object) req = parse("{\"pool\": \"p\", \"image\": \"i\", \"disk_gb\": 1}");
+	g_autoptr(json_object) out = NULL, inst = NULL;
+	g_autoptr(bm_machine_row) row = NULL;
+	g_autofree char *state = NULL;
+	int64_t op = 0;
+
+	enroll(st, "m1", "a");
+	drive(st, "m1", NULL);
+	ck_assert_int_eq(bm_pool_create(st, pool, &out), 0);
+	ck_assert_int_eq(bm_instance_create(st, req, &inst, &op), 0);
+	ck_assert_int_eq(bm_store_promote_queued(st, NULL, 1), 0);
+	ck_assert_int_eq(bm_machine_load(st, "m1", &row), 0);
+	ck_assert_int_eq(bm_step_failed(st, NULL, row, "disk full", 0, true, 1), 0);
+	assert_invariants(st);
+	/* In error with an instance: no maintenance, no delete; recover deprovisions. */
+	ck_assert_int_eq(bm_machine_maintenance(st, "m1", true, "x", &state), -EBUSY);
+	g_clear_pointer(&state, g_free);
+	ck_assert_int_eq(bm_machine_delete(st, "m1", &state), -EBUSY);
+	g_clear_pointer(&state, g_free);
+	ck_assert_int_eq(bm_machine_recover(st, "m1", &op, &state), 0);
+	drive(st, "m1", NULL);
+	g_clear_pointer(&out, json_object_put);
+	ck_assert_int_eq(bm_machine_get(st, "m1", &out), 0);
+	ck_assert_str_eq(json_object_get_string(json_object_object_get(out, "state")), "available");
+	assert_invariants(st);
+}
+END_TEST
+
 START_TEST(test_idempotency)
 {
 	g_autoptr(bm_store) st = open_db();
@@ -416,6 +450,7 @@ static Suite *suite(void)
 	tcase_add_test(db, test_last_free_machine);
 	tcase_add_test(db, test_walk_and_fencing);
 	tcase_add_test(db, test_give_up_to_error);
+	tcase_add_test(db, test_error_with_instance);
 	tcase_add_test(db, test_idempotency);
 	suite_add_tcase(s, db);
 	return s;
