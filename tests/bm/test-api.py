@@ -7,7 +7,9 @@
 # the current state, 202 with an operation URL, pagination, label and state
 # filters, Idempotency-Key, /healthz and /metrics.
 
+import json
 import os
+import random
 import socket
 import sys
 
@@ -191,6 +193,9 @@ def main():
           "hot-plugged not in inventory: %s" % inv)
     b = expect(e.api("GET", "/v1/machines/%s/disks" % mid), 200, what="list disks")
     check(sorted(x["state"] for x in b["items"]) == ["attached", "attached"], "disks: %s" % b)
+    b = expect(e.api("GET", "/v1/machines/%s/nics" % mid), 200, what="list nics")
+    check(sorted(x["network"] for x in b["items"]) == ["backup", "prod"] and
+          all(x["state"] == "attached" for x in b["items"]), "nics: %s" % b)
     expect(e.api("DELETE", "/v1/machines/%s/disks/nope" % mid), 404, "not_found", "no disk")
     expect(e.api("DELETE", "/v1/machines/%s/disks/web-1-boot" % mid), 404, "not_found",
            "boot disk cannot be unplugged")
@@ -264,6 +269,32 @@ def main():
     expect(e.api("DELETE", "/v1/pools/none"), 204, what="delete pool") if False else None
     s, _ = e.api("DELETE", "/v1/pools/none")
     check(s == 204, "delete unused pool: %s" % s)
+
+    # -- hostile bodies: mutated requests never get a 500 and never kill bm-api --
+    rnd = random.Random(8)
+    seeds = [json.dumps(x).encode() for x in (
+        good, inst, {"name": "q", "match": {"model": "m1", "labels": {"a": "b"}}},
+        {"size_gb": 5}, {"network": "n", "mac": "02:00:00:00:00:01"}, {"target": "on"})]
+    paths = ["/v1/machines", "/v1/instances", "/v1/pools", "/v1/machines/%s/disks" % mid,
+             "/v1/machines/%s/nics" % mid, "/v1/machines/%s/power" % mid]
+    for n in range(300):
+        body = bytearray(rnd.choice(seeds))
+        for _ in range(rnd.randint(1, 4)):
+            pos = rnd.randrange(len(body))
+            op = rnd.random()
+            if op < 0.4:
+                body[pos] = rnd.randrange(256)
+            elif op < 0.7:
+                del body[pos]
+            else:
+                body[pos:pos] = rnd.choice([b"{", b"[", b'"', b"\\u0000", b"1e999", b"-",
+                                            b"null", b",", b"\xff"])
+        s, b = e.api("PUT" if paths[n % 6].endswith("power") else "POST", paths[n % 6],
+                     raw=bytes(body))
+        check(s < 500 and isinstance(b, dict) and (s < 400 or "code" in b),
+              "mutated body %r on %s: %s %s" % (bytes(body), paths[n % 6], s, b))
+    s, h, _ = e.http("GET", e.api_url + "/healthz")
+    check(s == 200, "bm-api unhealthy after hostile bodies")
 
     # -- metrics --
     s, text, hdrs = e.http("GET", e.api_url + "/metrics")
