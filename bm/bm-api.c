@@ -361,6 +361,12 @@ static void machine_history(struct api *a, struct bm_http_response *resp, const 
 	bm_http_json(resp, 200, o);
 }
 
+/* The emulated devices a DPU offers for a disk. */
+static bool bus_valid(const char *bus)
+{
+	return strcmp(bus, "virtio-blk") == 0 || strcmp(bus, "nvme") == 0;
+}
+
 static void plug_collection(struct api *a, const struct bm_http_request *req,
 			    struct bm_http_response *resp, const char *id, bool disk)
 {
@@ -387,13 +393,17 @@ static void plug_collection(struct api *a, const struct bm_http_request *req,
 		return;
 	if (disk) {
 		int64_t size = 0;
-		const char *image = "";
+		const char *image = "", *bus = NULL;
 
 		if (bm_json_int(body, "size_gb", true, 1, 65536, &size, &msg) < 0 ||
-		    bm_json_str(body, "image", false, 1024, &image, &msg) == -EINVAL)
+		    bm_json_str(body, "image", false, 1024, &image, &msg) == -EINVAL ||
+		    bm_json_str(body, "bus", false, 16, &bus, &msg) == -EINVAL)
 			return bad_field(resp, msg);
+		if (bus && !bus_valid(bus))
+			return bm_http_error(resp, 400, "bad_request", NULL,
+					     "field 'bus' must be \"virtio-blk\" or \"nvme\"");
 		g_mutex_lock(&a->lock);
-		rc = bm_disk_add(a->st, id, size, image, &out, &op, &state);
+		rc = bm_disk_add(a->st, id, size, image, bus, &out, &op, &state);
 		g_mutex_unlock(&a->lock);
 	} else {
 		const char *network = NULL, *mac = "";
@@ -506,7 +516,7 @@ static void instances_post(struct api *a, const struct bm_http_request *req,
 			   struct bm_http_response *resp)
 {
 	g_autoptr(json_object) body = body_object(req, resp);
-	const char *pool = NULL, *image = NULL, *s = NULL;
+	const char *pool = NULL, *image = NULL, *s = NULL, *bus = NULL;
 	json_object *networks = NULL, *out = NULL;
 	int64_t disk_gb = 0, op = 0;
 	char *msg = NULL;
@@ -519,6 +529,12 @@ static void instances_post(struct api *a, const struct bm_http_request *req,
 	    bm_json_int(body, "disk_gb", true, 1, 65536, &disk_gb, &msg) < 0 ||
 	    bm_json_str(body, "user_data", false, 65536, &s, &msg) == -EINVAL)
 		return bad_field(resp, msg);
+	rc = bm_json_str(body, "disk_bus", false, 16, &bus, &msg);
+	if (rc == -EINVAL)
+		return bad_field(resp, msg);
+	if (rc == 0 && !bus_valid(bus))
+		return bm_http_error(resp, 400, "bad_request", NULL,
+				     "field 'disk_bus' must be \"virtio-blk\" or \"nvme\"");
 	if (bm_json_str(body, "id", false, BM_ID_MAX, &s, &msg) == -EINVAL)
 		return bad_field(resp, msg);
 	if (s && json_object_object_get(body, "id") && !bm_id_valid(s))

@@ -184,6 +184,7 @@ static int disk_attach(struct ctl *c, struct bm_client *cl, const char *base,
 	g_autofree char *path = g_strdup_printf("/v1/disks/%s", d->id);
 	g_autoptr(json_object) b = obj1("volume", json_object_new_string(d->id));
 
+	json_object_object_add(b, "bus", json_object_new_string(d->bus));
 	return call(c, cl, base, "PUT", path, b, NULL, err);
 }
 

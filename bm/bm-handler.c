@@ -273,8 +273,11 @@ static int fake_act(struct handler *h, const char *hostname, const char *action,
 			*msg = g_strdup("no free hot-plug function");
 			status = 409;
 		} else if (!d) {
+			const char *bus = str_of(req, "bus");
+
 			d = json_object_new_object();
 			json_object_object_add(d, "volume", json_object_new_string(vol));
+			json_object_object_add(d, "bus", json_object_new_string(*bus ? bus : "virtio-blk"));
 			json_object_object_add(disks, id, d);
 		}
 	} else if (strcmp(action, "disk_detach") == 0) {

@@ -143,7 +143,10 @@ static const char *const migrations[] = {
 	"  name TEXT PRIMARY KEY,"
 	"  holder TEXT NOT NULL,"
 	"  expires_at INTEGER NOT NULL);",
+	/* 2: the emulated device a disk appears as on the host's PCIe bus. */
+	"ALTER TABLE disks ADD COLUMN bus TEXT NOT NULL DEFAULT 'virtio-blk';",
 };
+G_STATIC_ASSERT(G_N_ELEMENTS(migrations) == BM_SCHEMA_VERSION);
 
 int bm_sqlite_errno(int rc)
 {
@@ -413,7 +416,8 @@ static int end(struct bm_store *st, int rc)
 	return rc;
 }
 
-static int migrate(struct bm_store *st, char **msg)
+/* Run the migrations that take the database to @target (at most BM_SCHEMA_VERSION). */
+static int migrate(struct bm_store *st, int64_t target, char **msg)
 {
 	int64_t v = 0;
 	int rc = query_int(st, &v, "PRAGMA user_version", NULL);
@@ -427,7 +431,7 @@ static int migrate(struct bm_store *st, char **msg)
 				       " is newer than this program's (%d)", v, BM_SCHEMA_VERSION);
 		return -EPROTO;
 	}
-	while (v < (int64_t)G_N_ELEMENTS(migrations)) {
+	while (v < target) {
 		g_autofree char *setv = NULL;
 		char *err = NULL;
 
@@ -436,7 +440,7 @@ static int migrate(struct bm_store *st, char **msg)
 			break;
 		/* Another process may have migrated while we waited for the lock. */
 		rc = query_int(st, &v, "PRAGMA user_version", NULL);
-		if (rc < 0 || v >= (int64_t)G_N_ELEMENTS(migrations)) {
+		if (rc < 0 || v >= target) {
 			end(st, rc);
 			break;
 		}
@@ -459,6 +463,11 @@ static int migrate(struct bm_store *st, char **msg)
 }
 
 int bm_store_open(const char *path, struct bm_store **out, char **msg)
+{
+	return bm_store_open_version(path, BM_SCHEMA_VERSION, out, msg);
+}
+
+int bm_store_open_version(const char *path, int version, struct bm_store **out, char **msg)
 {
 	g_autoptr(bm_store) st = g_new0(struct bm_store, 1);
 	int64_t fk = 0;
@@ -484,7 +493,7 @@ int bm_store_open(const char *path, struct bm_store **out, char **msg)
 		*msg = g_strdup_printf("database \"%s\": foreign keys unsupported", path);
 		return -ENOTSUP;
 	}
-	rc = migrate(st, msg);
+	rc = migrate(st, MIN(version, BM_SCHEMA_VERSION), msg);
 	if (rc < 0) {
 		g_autofree char *m = *msg;
 
@@ -906,7 +915,7 @@ int bm_disk_list(struct bm_store *st, const char *machine, json_object **out)
 	if (rc < 0)
 		return rc;
 	return query_array(st, out,
-			   "SELECT id, role, image, size_gb, state, attempts, last_error,"
+			   "SELECT id, role, image, size_gb, bus, state, attempts, last_error,"
 			   " op_id AS operation FROM disks WHERE machine_id = ? ORDER BY created_at, id",
 			   "s", machine);
 }
@@ -929,6 +938,7 @@ static char *new_id(const char *prefix)
 	return g_strdup_printf("%s%08x", prefix, g_random_int());
 }
 
+/* For disks @a is the image and @b the bus; for NICs the network and the MAC. */
 static int plug_add(struct bm_store *st, const char *table, const char *machine,
 		    const char *a, const char *b, int64_t size_gb, json_object **out,
 		    int64_t *op, char **state)
@@ -958,8 +968,9 @@ static int plug_add(struct bm_store *st, const char *table, const char *machine,
 	if (rc >= 0 && disk)
 		rc = exec(st,
 			  "INSERT INTO disks(id, machine_id, role, image, size_gb, state, op_id,"
-			  " created_at) VALUES(?, ?, 'data', ?, ?, 'attaching', ?, ?)",
-			  "sssiii", id, machine, a ? a : "", size_gb, o, bm_now_ms());
+			  " created_at, bus) VALUES(?, ?, 'data', ?, ?, 'attaching', ?, ?, ?)",
+			  "sssiiis", id, machine, a ? a : "", size_gb, o, bm_now_ms(),
+			  b ? b : "virtio-blk");
 	else if (rc >= 0)
 		rc = exec(st,
 			  "INSERT INTO nics(id, machine_id, network, mac, state, op_id, created_at)"
@@ -974,9 +985,9 @@ static int plug_add(struct bm_store *st, const char *table, const char *machine,
 }
 
 int bm_disk_add(struct bm_store *st, const char *machine, int64_t size_gb, const char *image,
-		json_object **out, int64_t *op, char **state)
+		const char *bus, json_object **out, int64_t *op, char **state)
 {
-	return plug_add(st, "disks", machine, image, NULL, size_gb, out, op, state);
+	return plug_add(st, "disks", machine, image, bus, size_gb, out, op, state);
 }
 
 int bm_nic_add(struct bm_store *st, const char *machine, const char *network, const char *mac,
@@ -1227,7 +1238,7 @@ int bm_pool_delete(struct bm_store *st, const char *name)
 
 int bm_instance_create(struct bm_store *st, json_object *req, json_object **out, int64_t *op)
 {
-	const char *pool = NULL, *image = NULL, *user_data = "", *given = NULL;
+	const char *pool = NULL, *image = NULL, *user_data = "", *given = NULL, *bus = "virtio-blk";
 	int64_t disk_gb = 0, o = 0, now = bm_now_ms();
 	json_object *networks = NULL;
 	g_autofree char *id = NULL, *networks_s = NULL, *boot = NULL;
@@ -1242,6 +1253,7 @@ int bm_instance_create(struct bm_store *st, json_object *req, json_object **out,
 	bm_json_int(req, "disk_gb", true, 1, 65536, &disk_gb, &msg);
 	bm_json_str(req, "user_data", false, 65536, &user_data, &msg);
 	bm_json_str(req, "id", false, BM_ID_MAX, &given, &msg);
+	bm_json_str(req, "disk_bus", false, 16, &bus, &msg);
 	json_object_object_get_ex(req, "networks", &networks);
 	g_free(msg);
 	if (!pool || !image)
@@ -1300,8 +1312,8 @@ int bm_instance_create(struct bm_store *st, json_object *req, json_object **out,
 	if (rc >= 0)
 		rc = exec(st,
 			  "INSERT INTO disks(id, machine_id, role, image, size_gb, state, op_id,"
-			  " created_at) VALUES(?, ?, 'boot', ?, ?, 'attaching', ?, ?)",
-			  "sssiii", boot, machine, image, disk_gb, o, now);
+			  " created_at, bus) VALUES(?, ?, 'boot', ?, ?, 'attaching', ?, ?, ?)",
+			  "sssiiis", boot, machine, image, disk_gb, o, now, bus);
 	for (size_t i = 0; rc >= 0 && networks && i < json_object_array_length(networks); i++) {
 		g_autofree char *nic = g_strdup_printf("%s-nic%zu", id, i);
 
@@ -1594,6 +1606,7 @@ static void disk_row_free(gpointer p)
 	g_free(d->role);
 	g_free(d->image);
 	g_free(d->state);
+	g_free(d->bus);
 	g_free(d);
 }
 
@@ -1673,7 +1686,7 @@ int bm_machine_load(struct bm_store *st, const char *id, struct bm_machine_row *
 
 	m->disks = g_ptr_array_new_with_free_func(disk_row_free);
 	rc = prep(st, &s,
-		  "SELECT id, role, image, size_gb, state, attempts, op_id, next_at FROM disks"
+		  "SELECT id, role, image, size_gb, state, attempts, op_id, next_at, bus FROM disks"
 		  " WHERE machine_id = ? ORDER BY role = 'data', created_at, id",
 		  "s", id);
 	if (rc < 0)
@@ -1689,6 +1702,7 @@ int bm_machine_load(struct bm_store *st, const char *id, struct bm_machine_row *
 		d->attempts = sqlite3_column_int64(s, 5);
 		d->op = sqlite3_column_int64(s, 6);
 		d->next_at = sqlite3_column_int64(s, 7);
+		d->bus = col_dup(s, 8);
 		g_ptr_array_add(m->disks, d);
 	}
 	sqlite3_finalize(s);

@@ -26,11 +26,13 @@
 #include "json.h"
 #include "lifecycle.h"
 
-#define BM_SCHEMA_VERSION 1
+#define BM_SCHEMA_VERSION 2
 
 struct bm_store;
 
 int bm_store_open(const char *path, struct bm_store **out, char **msg);
+/* Open and migrate only up to schema @version (for the migration tests). */
+int bm_store_open_version(const char *path, int version, struct bm_store **out, char **msg);
 void bm_store_close(struct bm_store *st);
 typedef struct bm_store bm_store;
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(bm_store, bm_store_close)
@@ -67,8 +69,9 @@ int bm_machine_history(struct bm_store *st, const char *id, json_object **out);
 /* ---- hot-plug (api) ---- */
 
 int bm_disk_list(struct bm_store *st, const char *machine, json_object **out);
+/* @bus: "virtio-blk" or "nvme" (validated by the caller), NULL for virtio-blk. */
 int bm_disk_add(struct bm_store *st, const char *machine, int64_t size_gb, const char *image,
-		json_object **out, int64_t *op, char **state);
+		const char *bus, json_object **out, int64_t *op, char **state);
 int bm_disk_remove(struct bm_store *st, const char *machine, const char *disk, int64_t *op,
 		   char **state);
 int bm_nic_list(struct bm_store *st, const char *machine, json_object **out);
@@ -144,6 +147,7 @@ struct bm_disk_row {
 	char *role; /* "boot" or "data" */
 	char *image;
 	int64_t size_gb;
+	char *bus; /* virtio-blk or nvme */
 	char *state; /* attaching, attached, detaching, detached, error */
 	int64_t attempts;
 	int64_t next_at; /* hot-plug retries wait until then */

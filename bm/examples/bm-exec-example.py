@@ -49,7 +49,7 @@ def main():
             if req["volume"] not in st["volumes"]:
                 print(json.dumps({"error": "no volume %s" % req["volume"]}))
                 return 1
-            st["disks"][rid] = {"volume": req["volume"]}
+            st["disks"][rid] = {"volume": req["volume"], "bus": req.get("bus", "virtio-blk")}
         elif action == "disk_detach":
             st["disks"].pop(rid, None)
             if st["boot_device"] == rid:

@@ -145,6 +145,9 @@ def main():
     check("'image'" in b["message"], "missing image not named: %s" % b)
     expect(e.api("POST", "/v1/instances", {**inst, "networks": "prod"}), 400, "bad_request",
            "networks not a list")
+    b = expect(e.api("POST", "/v1/instances", {**inst, "disk_bus": "ide"}), 400, "bad_request",
+               "bad disk_bus")
+    check("'disk_bus'" in b["message"], "bad disk_bus not named: %s" % b)
     expect(e.api("POST", "/v1/instances", {**inst, "pool": "nope"}), 404, "not_found", "no pool")
     expect(e.api("POST", "/v1/instances", {**inst, "pool": "none"}), 409, "no_capacity",
            "no machine matches")
@@ -182,7 +185,11 @@ def main():
     check("'size_gb'" in b["message"], "missing size_gb not named: %s" % b)
     expect(e.api("POST", "/v1/machines/%s/nics" % mid, {"network": "a/b"}), 400, "bad_request",
            "bad network")
-    d = expect(e.api("POST", "/v1/machines/%s/disks" % mid, {"size_gb": 5}), 202, what="disk")
+    b = expect(e.api("POST", "/v1/machines/%s/disks" % mid, {"size_gb": 5, "bus": "scsi"}), 400,
+               "bad_request", "bad bus")
+    check("'bus'" in b["message"], "bad bus not named: %s" % b)
+    d = expect(e.api("POST", "/v1/machines/%s/disks" % mid, {"size_gb": 5, "bus": "nvme"}), 202,
+               what="disk")
     n = expect(e.api("POST", "/v1/machines/%s/nics" % mid, {"network": "backup",
                                                             "mac": "02:00:00:00:00:01"}),
                202, what="nic")
@@ -191,6 +198,8 @@ def main():
     inv = e.inventory()[mid]
     check(d["id"] in inv["disks"] and d["id"] in inv["volumes"] and n["id"] in inv["nics"],
           "hot-plugged not in inventory: %s" % inv)
+    check(inv["disks"][d["id"]]["bus"] == "nvme" and inv["disks"]["web-1-boot"]["bus"] ==
+          "virtio-blk", "disk buses: %s" % inv["disks"])
     b = expect(e.api("GET", "/v1/machines/%s/disks" % mid), 200, what="list disks")
     check(sorted(x["state"] for x in b["items"]) == ["attached", "attached"], "disks: %s" % b)
     b = expect(e.api("GET", "/v1/machines/%s/nics" % mid), 200, what="list nics")

@@ -12,6 +12,7 @@
 #include <check.h>
 #include <errno.h>
 #include <glib/gstdio.h>
+#include <sqlite3.h>
 #include <string.h>
 
 #include "json.h"
@@ -193,6 +194,43 @@ START_TEST(test_schema_version)
 	/* Reopening does not migrate twice. */
 	again = open_db();
 	ck_assert_int_eq(bm_store_schema_version(again), BM_SCHEMA_VERSION);
+}
+END_TEST
+
+START_TEST(test_migration_keeps_rows)
+{
+	g_autoptr(json_object) pool = parse("{\"name\": \"p\"}");
+	g_autoptr(json_object) out = NULL, disks = NULL;
+	struct bm_store *old = NULL, *st = NULL;
+	g_autofree char *msg = NULL;
+	sqlite3 *db = NULL;
+
+	/* A version 1 database with a machine, a pool and a disk row... */
+	ck_assert_msg(bm_store_open_version(dbpath, 1, &old, &msg) == 0, "%s", msg);
+	ck_assert_int_eq(bm_store_schema_version(old), 1);
+	enroll(old, "m1", "a");
+	ck_assert_int_eq(bm_pool_create(old, pool, &out), 0);
+	bm_store_close(old);
+	ck_assert_int_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db,
+				      "INSERT INTO disks(id, machine_id, role, size_gb, state, created_at)"
+				      " VALUES('d1', 'm1', 'data', 1, 'attached', 0)",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	/* ... is migrated on open: rows kept, the new column filled with its default. */
+	st = open_db();
+	ck_assert_int_eq(bm_store_schema_version(st), BM_SCHEMA_VERSION);
+	g_clear_pointer(&out, json_object_put);
+	ck_assert_int_eq(bm_machine_get(st, "m1", &out), 0);
+	g_clear_pointer(&out, json_object_put);
+	ck_assert_int_eq(bm_pool_get(st, "p", &out), 0);
+	ck_assert_int_eq(bm_disk_list(st, "m1", &disks), 0);
+	ck_assert_int_eq(json_object_array_length(disks), 1);
+	ck_assert_str_eq(json_object_get_string(json_object_object_get(
+				 json_object_array_get_idx(disks, 0), "bus")),
+			 "virtio-blk");
+	bm_store_close(st);
 }
 END_TEST
 
@@ -445,6 +483,7 @@ static Suite *suite(void)
 	suite_add_tcase(s, pure);
 	tcase_add_checked_fixture(db, setup, teardown);
 	tcase_add_test(db, test_schema_version);
+	tcase_add_test(db, test_migration_keeps_rows);
 	tcase_add_test(db, test_newer_schema_refused);
 	tcase_add_test(db, test_enroll_and_delete);
 	tcase_add_test(db, test_last_free_machine);
