@@ -58,7 +58,7 @@ int bm_json_parse(const char *buf, size_t len, json_object **out, char **msg)
 		*msg = g_strdup_printf("bad JSON: %s", json_tokener_error_desc(jerr));
 		json_tokener_free(tok);
 		json_object_put(obj);
-		return -EBADMSG;
+		return jerr == json_tokener_success ? -EBADMSG : bm_json_errno(jerr);
 	}
 	for (; end < len; end++) {
 		if (!g_ascii_isspace(buf[end])) {

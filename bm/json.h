@@ -23,7 +23,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(json_object, json_object_put)
 
 /*
  * Parse @len bytes as one JSON document (no trailing garbage).  0 and *@out
- * (owned by the caller), or -EBADMSG and *@msg (g_malloc'd).
+ * (owned by the caller), or -EBADMSG (-E2BIG when nested deeper than
+ * BM_JSON_MAX_DEPTH) and *@msg (g_malloc'd).
  */
 int bm_json_parse(const char *buf, size_t len, json_object **out, char **msg);
 /* Map a json_tokener_error to -errno. */

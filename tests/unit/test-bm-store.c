@@ -152,7 +152,7 @@ START_TEST(test_json_limits)
 		g_string_append_c(deep, '[');
 	for (int i = 0; i < 100; i++)
 		g_string_append_c(deep, ']');
-	ck_assert_int_eq(bm_json_parse(deep->str, deep->len, &o, &msg), -EBADMSG);
+	ck_assert_int_eq(bm_json_parse(deep->str, deep->len, &o, &msg), -E2BIG);
 	g_clear_pointer(&msg, g_free);
 	ck_assert_int_eq(bm_json_parse("{} x", 4, &o, &msg), -EBADMSG);
 	g_clear_pointer(&msg, g_free);
