@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * JSON helpers (json.h): strict parsing of network input with a depth
+ * limit, field getters whose errors name the field, id syntax and the
+ * clock.  Kept apart from the programs so the store, the api, the handler
+ * and the unit tests share one notion of what a valid request field is.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "json.h"
+
+int bm_json_errno(int tokener_error)
+{
+	switch ((enum json_tokener_error)tokener_error) {
+	case json_tokener_success:
+		return 0;
+	case json_tokener_continue:
+		return -EAGAIN;
+	case json_tokener_error_depth:
+		return -E2BIG;
+	default:
+		return -EBADMSG;
+	}
+}
+
+int bm_json_parse(const char *buf, size_t len, json_object **out, char **msg)
+{
+	struct json_tokener *tok;
+	json_object *obj;
+	enum json_tokener_error jerr;
+	size_t end;
+
+	if (len > INT32_MAX) {
+		*msg = g_strdup("body too large");
+		return -E2BIG;
+	}
+	tok = json_tokener_new_ex(BM_JSON_MAX_DEPTH);
+	if (!tok) {
+		*msg = g_strdup("out of memory");
+		return -ENOMEM;
+	}
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+	obj = json_tokener_parse_ex(tok, buf, (int)len);
+	jerr = json_tokener_get_error(tok);
+	if (jerr == json_tokener_continue) {
+		/* A complete document needs a final flush ("42" is only known at the end). */
+		obj = json_tokener_parse_ex(tok, "", 1);
+		jerr = json_tokener_get_error(tok);
+		end = len;
+	} else {
+		end = json_tokener_get_parse_end(tok);
+	}
+	if (jerr != json_tokener_success || !obj) {
+		*msg = g_strdup_printf("bad JSON: %s", json_tokener_error_desc(jerr));
+		json_tokener_free(tok);
+		json_object_put(obj);
+		return jerr == json_tokener_success ? -EBADMSG : bm_json_errno(jerr);
+	}
+	for (; end < len; end++) {
+		if (!g_ascii_isspace(buf[end])) {
+			*msg = g_strdup("bad JSON: trailing data after the document");
+			json_tokener_free(tok);
+			json_object_put(obj);
+			return -EBADMSG;
+		}
+	}
+	json_tokener_free(tok);
+	*out = obj;
+	return 0;
+}
+
+static json_object *field(json_object *obj, const char *name)
+{
+	json_object *v = NULL;
+
+	if (!obj || !json_object_is_type(obj, json_type_object))
+		return NULL;
+	if (!json_object_object_get_ex(obj, name, &v))
+		return NULL;
+	return v;
+}
+
+int bm_json_str(json_object *obj, const char *name, bool required, size_t max_len,
+		const char **out, char **msg)
+{
+	json_object *v = field(obj, name);
+
+	if (!v || json_object_is_type(v, json_type_null)) {
+		if (!required)
+			return -ENOENT;
+		*msg = g_strdup_printf("missing field '%s'", name);
+		return -EINVAL;
+	}
+	if (!json_object_is_type(v, json_type_string)) {
+		*msg = g_strdup_printf("field '%s' must be a string", name);
+		return -EINVAL;
+	}
+	if ((size_t)json_object_get_string_len(v) > max_len) {
+		*msg = g_strdup_printf("field '%s' is longer than %zu bytes", name, max_len);
+		return -EINVAL;
+	}
+	if (strlen(json_object_get_string(v)) != (size_t)json_object_get_string_len(v)) {
+		*msg = g_strdup_printf("field '%s' contains a NUL byte", name);
+		return -EINVAL;
+	}
+	*out = json_object_get_string(v);
+	return 0;
+}
+
+int bm_json_int(json_object *obj, const char *name, bool required, int64_t min, int64_t max,
+		int64_t *out, char **msg)
+{
+	json_object *v = field(obj, name);
+	int64_t n;
+
+	if (!v || json_object_is_type(v, json_type_null)) {
+		if (!required)
+			return -ENOENT;
+		*msg = g_strdup_printf("missing field '%s'", name);
+		return -EINVAL;
+	}
+	if (!json_object_is_type(v, json_type_int)) {
+		*msg = g_strdup_printf("field '%s' must be an integer", name);
+		return -EINVAL;
+	}
+	errno = 0;
+	n = json_object_get_int64(v);
+	if (errno != 0 || n < min || n > max) {
+		*msg = g_strdup_printf("field '%s' must be between %" G_GINT64_FORMAT
+				       " and %" G_GINT64_FORMAT, name, min, max);
+		return -EINVAL;
+	}
+	*out = n;
+	return 0;
+}
+
+int bm_json_labels(json_object *obj, const char *name, bool required, json_object **out,
+		   char **msg)
+{
+	json_object *v = field(obj, name);
+	int n = 0;
+
+	if (!v || json_object_is_type(v, json_type_null)) {
+		if (!required)
+			return -ENOENT;
+		*msg = g_strdup_printf("missing field '%s'", name);
+		return -EINVAL;
+	}
+	if (!json_object_is_type(v, json_type_object)) {
+		*msg = g_strdup_printf("field '%s' must be an object of strings", name);
+		return -EINVAL;
+	}
+	json_object_object_foreach(v, key, val)
+	{
+		if (++n > 64) {
+			*msg = g_strdup_printf("field '%s' has more than 64 labels", name);
+			return -EINVAL;
+		}
+		if (strlen(key) == 0 || strlen(key) > 63 || strchr(key, '=') || strchr(key, ',')) {
+			*msg = g_strdup_printf("field '%s': bad label name", name);
+			return -EINVAL;
+		}
+		if (!json_object_is_type(val, json_type_string) ||
+		    json_object_get_string_len(val) > 255 ||
+		    strchr(json_object_get_string(val), ',')) {
+			*msg = g_strdup_printf("field '%s': label '%s' must be a string of at most 255 bytes without ','",
+					       name, key);
+			return -EINVAL;
+		}
+	}
+	*out = v;
+	return 0;
+}
+
+bool bm_id_valid(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > BM_ID_MAX || !g_ascii_isalnum(s[0]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!g_ascii_isalnum(s[i]) && s[i] != '.' && s[i] != '_' && s[i] != '-')
+			return false;
+	return true;
+}
+
+int64_t bm_now_ms(void)
+{
+	return g_get_real_time() / 1000;
+}
+
+char *bm_json_dump(json_object *obj)
+{
+	return g_strdup(json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
+							       JSON_C_TO_STRING_NOSLASHESCAPE));
+}

@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The BareMetalManager database: machines, pools, instances, disks, NICs,
+ * operations and their step history, idempotency keys and the controller
+ * lease, in one SQLite file shared by bm-api and bm-controller (WAL, foreign
+ * keys, busy timeout, schema version in PRAGMA user_version).
+ *
+ * Every function that changes more than one row runs one transaction
+ * (BEGIN IMMEDIATE, so two writers serialise on the database lock rather
+ * than failing at commit).  Reads return json-c objects in the API's shape.
+ *
+ * A struct bm_store is one connection: use it from one thread at a time
+ * (bm-api guards it with a mutex; bm-controller opens one per worker).
+ * Returns follow CONVENTIONS.md: >= 0 or -errno; *out written only on
+ * success.  The errno values the API maps to HTTP: -ENOENT (404), -EEXIST
+ * and -EBUSY (409; *state says the current state when there is one),
+ * -ENOSPC (409, no free machine), -EINVAL (400), -ESTALE (controller lost
+ * its lease or the row moved), anything else 500.
+ */
+#pragma once
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "json.h"
+#include "lifecycle.h"
+
+#define BM_SCHEMA_VERSION 2
+
+struct bm_store;
+
+int bm_store_open(const char *path, struct bm_store **out, char **msg);
+/* Open and migrate only up to schema @version (for the migration tests). */
+int bm_store_open_version(const char *path, int version, struct bm_store **out, char **msg);
+void bm_store_close(struct bm_store *st);
+typedef struct bm_store bm_store;
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(bm_store, bm_store_close)
+/* Map an SQLite result code to -errno. */
+int bm_sqlite_errno(int rc);
+/* The schema version recorded in the database. */
+int bm_store_schema_version(struct bm_store *st);
+/* Debug: run every invariant of lifecycle.c over every row; 0 or -EPROTO with *why. */
+int bm_store_check(struct bm_store *st, char **why);
+
+/* ---- machines (api) ---- */
+
+/* Enroll from a validated request object (see bm-api for the fields). */
+int bm_machine_enroll(struct bm_store *st, json_object *req, json_object **out, char **msg);
+int bm_machine_get(struct bm_store *st, const char *id, json_object **out);
+/*
+ * Page of machines ordered by id, after @after (NULL for the first page),
+ * filtered by @state (NULL: any) and @labels (NULL or an object whose
+ * pairs must all match).  *next is the id to pass as @after, or NULL.
+ */
+int bm_machine_list(struct bm_store *st, const char *state, json_object *labels,
+		    const char *after, int limit, json_object **out, char **next);
+/* -EBUSY and *state when the machine is in use. */
+int bm_machine_delete(struct bm_store *st, const char *id, char **state);
+int bm_machine_maintenance(struct bm_store *st, const char *id, bool on, const char *reason,
+			   char **state);
+/* error -> deprovisioning (with an instance) or enrolling; returns the operation id. */
+int bm_machine_recover(struct bm_store *st, const char *id, int64_t *op, char **state);
+/* target "on", "off", "reboot", for active machines; returns the operation id. */
+int bm_machine_power(struct bm_store *st, const char *id, const char *target, int64_t *op,
+		     char **state);
+int bm_machine_history(struct bm_store *st, const char *id, json_object **out);
+
+/* ---- hot-plug (api) ---- */
+
+int bm_disk_list(struct bm_store *st, const char *machine, json_object **out);
+/* @bus: "virtio-blk" or "nvme" (validated by the caller), NULL for virtio-blk. */
+int bm_disk_add(struct bm_store *st, const char *machine, int64_t size_gb, const char *image,
+		const char *bus, json_object **out, int64_t *op, char **state);
+int bm_disk_remove(struct bm_store *st, const char *machine, const char *disk, int64_t *op,
+		   char **state);
+int bm_nic_list(struct bm_store *st, const char *machine, json_object **out);
+int bm_nic_add(struct bm_store *st, const char *machine, const char *network, const char *mac,
+	       json_object **out, int64_t *op, char **state);
+int bm_nic_remove(struct bm_store *st, const char *machine, const char *nic, int64_t *op,
+		  char **state);
+
+/* ---- pools (api) ---- */
+
+int bm_pool_create(struct bm_store *st, json_object *req, json_object **out);
+int bm_pool_get(struct bm_store *st, const char *name, json_object **out);
+int bm_pool_list(struct bm_store *st, json_object **out);
+int bm_pool_delete(struct bm_store *st, const char *name);
+
+/* ---- instances (api) ---- */
+
+/*
+ * Claim a free machine of the pool and record the instance, its boot disk
+ * and NICs, in one transaction: of two callers for the last machine one
+ * gets -ENOSPC.  *out is the instance; *op the provision operation.
+ */
+int bm_instance_create(struct bm_store *st, json_object *req, json_object **out, int64_t *op);
+int bm_instance_get(struct bm_store *st, const char *id, json_object **out);
+int bm_instance_list(struct bm_store *st, json_object **out);
+int bm_instance_delete(struct bm_store *st, const char *id, int64_t *op, char **state);
+
+/* ---- operations ---- */
+
+int bm_op_get(struct bm_store *st, int64_t id, json_object **out);
+/* Operations with id > @after, oldest first, at most @limit, optionally of one machine. */
+int bm_op_list(struct bm_store *st, const char *machine, int64_t after, int limit,
+	       json_object **out);
+
+/* ---- idempotency keys (api) ---- */
+
+/*
+ * Reserve @key for (@method, @path, @body_hash).  0: reserved, go ahead.
+ * 1: done before, *status and *body (g_malloc'd) hold the first answer.
+ * -EBUSY: in progress elsewhere; -EEXIST: key used for another request.
+ */
+int bm_idem_begin(struct bm_store *st, const char *key, const char *method, const char *path,
+		  const char *body_hash, int *status, char **body);
+int bm_idem_finish(struct bm_store *st, const char *key, int status, const char *body);
+int bm_idem_forget(struct bm_store *st, const char *key);
+
+/* ---- metrics ---- */
+
+/* Appends Prometheus text for machines by state and operation durations. */
+int bm_store_metrics(struct bm_store *st, GString *out);
+
+/* ---- controller ---- */
+
+/*
+ * Take or renew the controller lease for @ttl_ms.  A holder with the same
+ * name takes it back at once (a restarted controller), others wait until
+ * it expires.  0 held, -EBUSY held by someone else.
+ */
+int bm_lease_acquire(struct bm_store *st, const char *holder, int64_t ttl_ms);
+int bm_lease_release(struct bm_store *st, const char *holder);
+
+/* Move the oldest queued machines to provisioning while fewer than @cap are. */
+int bm_store_promote_queued(struct bm_store *st, const char *holder, int cap);
+/*
+ * Ids of machines with work due at @now: transient states whose next_at
+ * has come, and active machines with a power request or disks/NICs to
+ * (un)plug.  *out: NULL-terminated, g_strfreev.
+ */
+int bm_store_due(struct bm_store *st, int64_t now, char ***out);
+
+struct bm_disk_row {
+	char *id; /* also the volume id and the handler's disk id */
+	char *role; /* "boot" or "data" */
+	char *image;
+	int64_t size_gb;
+	char *bus; /* virtio-blk or nvme */
+	char *state; /* attaching, attached, detaching, detached, error */
+	int64_t attempts;
+	int64_t next_at; /* hot-plug retries wait until then */
+	int64_t op;
+};
+
+struct bm_nic_row {
+	char *id;
+	char *network;
+	char *mac;
+	char *state;
+	int64_t attempts;
+	int64_t next_at;
+	int64_t op;
+};
+
+struct bm_machine_row {
+	char *id;
+	char *handler;
+	enum bm_state state;
+	enum bm_step step;
+	int64_t attempts;
+	int64_t next_at;
+	int64_t step_started_at;
+	int64_t state_since;
+	char *instance; /* NULL when none */
+	char *user_data; /* the instance's, NULL when none */
+	char *power_target; /* "" when none */
+	int64_t power_op;
+	int64_t op;
+	GPtrArray *disks; /* of struct bm_disk_row */
+	GPtrArray *nics; /* of struct bm_nic_row */
+};
+
+void bm_machine_row_free(struct bm_machine_row *m);
+typedef struct bm_machine_row bm_machine_row;
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(bm_machine_row, bm_machine_row_free)
+int bm_machine_load(struct bm_store *st, const char *id, struct bm_machine_row **out);
+
+/*
+ * The write before a step: records that the step started (first attempt)
+ * and marks the operation running.  -ESTALE when the row moved or the
+ * lease is lost.
+ */
+int bm_step_begin(struct bm_store *st, const char *holder, const struct bm_machine_row *m);
+/*
+ * The write after a successful step: move (state, step) to the next step,
+ * or to the next state (finishing the operation), and record history.
+ * @disk_state / @nic_state: when non-NULL, the new state of all the
+ * machine's disk / NIC rows ("" deletes the rows).
+ */
+int bm_step_done(struct bm_store *st, const char *holder, const struct bm_machine_row *m,
+		 const char *disk_state, const char *nic_state, int64_t step_ms);
+/*
+ * The write after a failed step: attempts+1 and retry at @next_at, or with
+ * @give_up the machine goes to error (error_count+1, last_error, the
+ * operation failed).
+ */
+int bm_step_failed(struct bm_store *st, const char *holder, const struct bm_machine_row *m,
+		   const char *error, int64_t next_at, bool give_up, int64_t step_ms);
+/* Not done yet (booting): look again at @next_at, without counting an attempt. */
+int bm_step_wait(struct bm_store *st, const char *holder, const struct bm_machine_row *m,
+		 int64_t next_at);
+/*
+ * Outcome of a power request on an active machine: @power is the state
+ * reached (NULL: unknown).  With @retry_at > 0 the request stays and is
+ * tried again then (attempts + 1); otherwise it finishes, its operation
+ * failing with @error when not NULL.
+ */
+int bm_machine_set_power(struct bm_store *st, const char *holder, const char *id,
+			 const char *power, const char *error, int64_t retry_at);
+/*
+ * Hot-plug results: the row goes to @state ("" deletes it), its operation
+ * finishes with @error (NULL: success).  With @retry_at > 0 the row keeps
+ * its state and waits (attempts + 1).
+ */
+int bm_disk_done(struct bm_store *st, const char *holder, const char *disk, const char *state,
+		 const char *error, int64_t retry_at);
+int bm_nic_done(struct bm_store *st, const char *holder, const char *nic, const char *state,
+		const char *error, int64_t retry_at);

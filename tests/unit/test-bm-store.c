@@ -1,0 +1,507 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Unit tests of BareMetalManager's pure lifecycle (lifecycle.c), JSON input
+ * limits (json.c) and the SQLite store (store.c) on a temporary database:
+ * schema versioning, the claim of the last free machine by two connections
+ * racing in two threads, idempotency keys, the controller lease and its
+ * fencing, and a full provision/deprovision walk with the invariant check
+ * after every write.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <sqlite3.h>
+#include <string.h>
+
+#include "json.h"
+#include "lifecycle.h"
+#include "store.h"
+
+static char *tmpdir;
+static char *dbpath;
+
+static void setup(void)
+{
+	tmpdir = g_dir_make_tmp("test-bm-store.XXXXXX", NULL);
+	ck_assert_ptr_nonnull(tmpdir);
+	dbpath = g_build_filename(tmpdir, "bm.db", NULL);
+}
+
+static void teardown(void)
+{
+	g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", tmpdir);
+
+	ck_assert_int_eq(system(cmd), 0);
+	g_free(dbpath);
+	g_free(tmpdir);
+}
+
+static struct bm_store *open_db(void)
+{
+	struct bm_store *st = NULL;
+	g_autofree char *msg = NULL;
+
+	ck_assert_msg(bm_store_open(dbpath, &st, &msg) == 0, "%s", msg);
+	return st;
+}
+
+static json_object *parse(const char *s)
+{
+	json_object *o = NULL;
+	g_autofree char *msg = NULL;
+
+	ck_assert_msg(bm_json_parse(s, strlen(s), &o, &msg) == 0, "%s: %s", s, msg);
+	return o;
+}
+
+static void enroll(struct bm_store *st, const char *id, const char *model)
+{
+	g_autofree char *req = g_strdup_printf(
+		"{\"id\": \"%s\", \"model\": \"%s\", \"cpu\": 8, \"handler\": \"http://h/%s\"}", id,
+		model, id);
+	g_autoptr(json_object) r = parse(req);
+	g_autoptr(json_object) out = NULL;
+	g_autofree char *msg = NULL;
+
+	ck_assert_msg(bm_machine_enroll(st, r, &out, &msg) == 0, "%s", msg);
+}
+
+static void assert_invariants(struct bm_store *st)
+{
+	g_autofree char *why = NULL;
+
+	ck_assert_msg(bm_store_check(st, &why) == 0, "%s", why);
+}
+
+/* Run every step of @id until its state is stable, as a controller would. */
+static void drive(struct bm_store *st, const char *id, const char *holder)
+{
+	for (int i = 0; i < 32; i++) {
+		g_autoptr(bm_machine_row) m = NULL;
+		const char *disks = NULL, *nics = NULL;
+
+		ck_assert_int_eq(bm_machine_load(st, id, &m), 0);
+		if (m->step == BM_STEP_NONE)
+			return;
+		ck_assert_int_eq(bm_step_begin(st, holder, m), 0);
+		if (m->step == BM_STEP_ATTACH_DISK)
+			disks = "attached";
+		if (m->step == BM_STEP_DETACH_NICS)
+			nics = "";
+		if (m->step == BM_STEP_DELETE_DISKS)
+			disks = "";
+		ck_assert_int_eq(bm_step_done(st, holder, m, disks, nics, 1), 0);
+		assert_invariants(st);
+	}
+	ck_abort_msg("machine %s did not settle", id);
+}
+
+START_TEST(test_lifecycle_table)
+{
+	enum bm_state s;
+	enum bm_step step;
+	const char *why = NULL;
+
+	for (unsigned i = 0; i < BM_N_STATES; i++) {
+		ck_assert_int_eq(bm_state_parse(bm_state_name(i), &s), 0);
+		ck_assert_int_eq(s, i);
+		/* Every transient state's last step leads to an allowed state. */
+		if (bm_state_first_step(i) != BM_STEP_NONE)
+			ck_assert(bm_transition_allowed(i, bm_state_next(i)));
+	}
+	ck_assert_int_eq(bm_state_parse("bogus", &s), -EINVAL);
+	ck_assert_int_eq(bm_step_parse("power_on", &step), 0);
+	ck_assert_int_eq(step, BM_STEP_POWER_ON);
+	ck_assert(bm_transition_allowed(BM_AVAILABLE, BM_QUEUED));
+	ck_assert(!bm_transition_allowed(BM_AVAILABLE, BM_ACTIVE));
+	ck_assert(!bm_transition_allowed(BM_ACTIVE, BM_AVAILABLE));
+	ck_assert(!bm_transition_allowed(BM_PROVISIONING, BM_DEPROVISIONING));
+	ck_assert(!bm_transition_allowed(BM_N_STATES, BM_ACTIVE));
+	/* The provisioning steps, in the order. */
+	step = bm_state_first_step(BM_PROVISIONING);
+	ck_assert_int_eq(step, BM_STEP_CREATE_DISK);
+	step = bm_step_next(BM_PROVISIONING, step);
+	ck_assert_int_eq(step, BM_STEP_ATTACH_DISK);
+	step = bm_step_next(BM_PROVISIONING, step);
+	ck_assert_int_eq(step, BM_STEP_ATTACH_NICS);
+	step = bm_step_next(BM_PROVISIONING, step);
+	ck_assert_int_eq(step, BM_STEP_SET_BOOT);
+	step = bm_step_next(BM_PROVISIONING, step);
+	ck_assert_int_eq(step, BM_STEP_POWER_ON);
+	ck_assert_int_eq(bm_step_next(BM_PROVISIONING, step), BM_STEP_NONE);
+	/* Invariants. */
+	ck_assert_int_eq(bm_machine_check(BM_ACTIVE, BM_STEP_NONE, true, &why), 0);
+	ck_assert_int_eq(bm_machine_check(BM_ACTIVE, BM_STEP_NONE, false, &why), -EPROTO);
+	ck_assert_int_eq(bm_machine_check(BM_AVAILABLE, BM_STEP_NONE, true, &why), -EPROTO);
+	ck_assert_int_eq(bm_machine_check(BM_PROVISIONING, BM_STEP_POWER_OFF, true, &why), -EPROTO);
+	ck_assert_int_eq(bm_machine_check(BM_DEPROVISIONING, BM_STEP_POWER_OFF, true, &why), 0);
+}
+END_TEST
+
+START_TEST(test_json_limits)
+{
+	g_autoptr(GString) deep = g_string_new(NULL);
+	json_object *o = NULL;
+	char *msg = NULL;
+	const char *str = NULL;
+	int64_t n = 0;
+
+	for (int i = 0; i < 100; i++)
+		g_string_append_c(deep, '[');
+	for (int i = 0; i < 100; i++)
+		g_string_append_c(deep, ']');
+	ck_assert_int_eq(bm_json_parse(deep->str, deep->len, &o, &msg), -E2BIG);
+	g_clear_pointer(&msg, g_free);
+	ck_assert_int_eq(bm_json_parse("{} x", 4, &o, &msg), -EBADMSG);
+	g_clear_pointer(&msg, g_free);
+	ck_assert_int_eq(bm_json_parse("{\"a\":", 5, &o, &msg), -EBADMSG);
+	g_clear_pointer(&msg, g_free);
+	ck_assert_int_eq(bm_json_parse("42", 2, &o, &msg), 0);
+	json_object_put(o);
+	o = parse("{\"s\": \"abc\", \"n\": 5, \"f\": 1.5}");
+	ck_assert_int_eq(bm_json_str(o, "s", true, 2, &str, &msg), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(msg, "'s'"));
+	g_clear_pointer(&msg, g_free);
+	ck_assert_int_eq(bm_json_str(o, "s", true, 3, &str, &msg), 0);
+	ck_assert_str_eq(str, "abc");
+	ck_assert_int_eq(bm_json_str(o, "zz", false, 3, &str, &msg), -ENOENT);
+	ck_assert_int_eq(bm_json_str(o, "zz", true, 3, &str, &msg), -EINVAL);
+	ck_assert_str_eq(msg, "missing field 'zz'");
+	g_clear_pointer(&msg, g_free);
+	ck_assert_int_eq(bm_json_int(o, "n", true, 0, 4, &n, &msg), -EINVAL);
+	g_clear_pointer(&msg, g_free);
+	ck_assert_int_eq(bm_json_int(o, "f", true, 0, 4, &n, &msg), -EINVAL);
+	g_clear_pointer(&msg, g_free);
+	ck_assert_int_eq(bm_json_int(o, "n", true, 0, 5, &n, &msg), 0);
+	ck_assert_int_eq(n, 5);
+	json_object_put(o);
+	ck_assert(bm_id_valid("m-1.a_b"));
+	ck_assert(!bm_id_valid(""));
+	ck_assert(!bm_id_valid("-x"));
+	ck_assert(!bm_id_valid("a/b"));
+	ck_assert(!bm_id_valid("a b"));
+}
+END_TEST
+
+START_TEST(test_schema_version)
+{
+	g_autoptr(bm_store) st = open_db();
+	g_autoptr(bm_store) again = NULL;
+
+	ck_assert_int_eq(bm_store_schema_version(st), BM_SCHEMA_VERSION);
+	/* Reopening does not migrate twice. */
+	again = open_db();
+	ck_assert_int_eq(bm_store_schema_version(again), BM_SCHEMA_VERSION);
+}
+END_TEST
+
+START_TEST(test_migration_keeps_rows)
+{
+	g_autoptr(json_object) pool = parse("{\"name\": \"p\"}");
+	g_autoptr(json_object) out = NULL, disks = NULL;
+	struct bm_store *old = NULL, *st = NULL;
+	g_autofree char *msg = NULL;
+	sqlite3 *db = NULL;
+
+	/* A version 1 database with a machine, a pool and a disk row... */
+	ck_assert_msg(bm_store_open_version(dbpath, 1, &old, &msg) == 0, "%s", msg);
+	ck_assert_int_eq(bm_store_schema_version(old), 1);
+	enroll(old, "m1", "a");
+	ck_assert_int_eq(bm_pool_create(old, pool, &out), 0);
+	bm_store_close(old);
+	ck_assert_int_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db,
+				      "INSERT INTO disks(id, machine_id, role, size_gb, state, created_at)"
+				      " VALUES('d1', 'm1', 'data', 1, 'attached', 0)",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	/* ... is migrated on open: rows kept, the new column filled with its default. */
+	st = open_db();
+	ck_assert_int_eq(bm_store_schema_version(st), BM_SCHEMA_VERSION);
+	g_clear_pointer(&out, json_object_put);
+	ck_assert_int_eq(bm_machine_get(st, "m1", &out), 0);
+	g_clear_pointer(&out, json_object_put);
+	ck_assert_int_eq(bm_pool_get(st, "p", &out), 0);
+	ck_assert_int_eq(bm_disk_list(st, "m1", &disks), 0);
+	ck_assert_int_eq(json_object_array_length(disks), 1);
+	ck_assert_str_eq(json_object_get_string(json_object_object_get(
+				 json_object_array_get_idx(disks, 0), "bus")),
+			 "virtio-blk");
+	bm_store_close(st);
+}
+END_TEST
+
+START_TEST(test_newer_schema_refused)
+{
+	g_autoptr(bm_store) st = open_db();
+	struct bm_store *other = NULL;
+	g_autofree char *msg = NULL;
+	g_autofree char *cmd = g_strdup_printf("sqlite3 '%s' 'PRAGMA user_version = 99' 2>/dev/null",
+					       dbpath);
+
+	if (system(cmd) != 0)
+		return; /* no sqlite3 shell: nothing to check with */
+	ck_assert_int_eq(bm_store_open(dbpath, &other, &msg), -EPROTO);
+	ck_assert_ptr_nonnull(strstr(msg, "newer"));
+}
+END_TEST
+
+START_TEST(test_enroll_and_delete)
+{
+	g_autoptr(bm_store) st = open_db();
+	g_autoptr(json_object) bad = parse("{\"id\": \"x\", \"handler\": \"http://h\", \"cpu\": -1}");
+	g_autoptr(json_object) out = NULL;
+	g_autofree char *msg = NULL, *state = NULL;
+
+	ck_assert_int_eq(bm_machine_enroll(st, bad, &out, &msg), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(msg, "'cpu'"));
+	enroll(st, "m1", "a");
+	ck_assert_int_eq(bm_machine_get(st, "m1", &out), 0);
+	ck_assert_str_eq(json_object_get_string(json_object_object_get(out, "state")), "enrolling");
+	ck_assert_int_eq(bm_machine_get(st, "m2", &out), -ENOENT);
+	ck_assert_int_eq(bm_machine_delete(st, "m1", &state), 0);
+	ck_assert_int_eq(bm_machine_delete(st, "m1", &state), -ENOENT);
+	assert_invariants(st);
+}
+END_TEST
+
+struct racer {
+	const char *pool;
+	int rc;
+	char *machine;
+};
+
+static gpointer race(gpointer p)
+{
+	struct racer *r = p;
+	g_autoptr(bm_store) st = open_db();
+	g_autofree char *req = g_strdup_printf("{\"pool\": \"%s\", \"image\": \"i\", \"disk_gb\": 1}",
+					       r->pool);
+	g_autoptr(json_object) body = parse(req);
+	g_autoptr(json_object) out = NULL;
+	int64_t op = 0;
+
+	r->rc = bm_instance_create(st, body, &out, &op);
+	if (r->rc == 0)
+		r->machine = g_strdup(json_object_get_string(json_object_object_get(out, "machine")));
+	return NULL;
+}
+
+START_TEST(test_last_free_machine)
+{
+	g_autoptr(bm_store) st = open_db();
+	g_autoptr(json_object) pool = parse("{\"name\": \"p\", \"match\": {\"model\": \"a\"}}");
+	g_autoptr(json_object) out = NULL;
+	struct racer r[8];
+	GThread *t[8];
+	int won = 0, lost = 0;
+
+	enroll(st, "m1", "a");
+	enroll(st, "m2", "b"); /* does not match the pool */
+	drive(st, "m1", NULL);
+	drive(st, "m2", NULL);
+	ck_assert_int_eq(bm_pool_create(st, pool, &out), 0);
+	/* Eight connections in eight threads want the one machine of pool p. */
+	for (int i = 0; i < 8; i++) {
+		r[i] = (struct racer){.pool = "p"};
+		t[i] = g_thread_new("racer", race, &r[i]);
+	}
+	for (int i = 0; i < 8; i++) {
+		g_thread_join(t[i]);
+		if (r[i].rc == 0) {
+			won++;
+			ck_assert_str_eq(r[i].machine, "m1");
+		} else {
+			ck_assert_int_eq(r[i].rc, -ENOSPC);
+			lost++;
+		}
+		g_free(r[i].machine);
+	}
+	ck_assert_int_eq(won, 1);
+	ck_assert_int_eq(lost, 7);
+	assert_invariants(st);
+}
+END_TEST
+
+START_TEST(test_walk_and_fencing)
+{
+	g_autoptr(bm_store) st = open_db();
+	g_autoptr(json_object) pool = parse("{\"name\": \"p\"}");
+	g_autoptr(json_object) req = parse("{\"pool\": \"p\", \"image\": \"i\", \"disk_gb\": 3,"
+					   " \"networks\": [\"n1\", \"n2\"]}");
+	g_autoptr(json_object) out = NULL, inst = NULL, m = NULL;
+	g_autoptr(bm_machine_row) row = NULL;
+	g_autofree char *state = NULL;
+	const char *iid;
+	int64_t op = 0;
+
+	enroll(st, "m1", "a");
+	ck_assert_int_eq(bm_lease_acquire(st, "c1", 10000), 0);
+	ck_assert_int_eq(bm_lease_acquire(st, "c2", 10000), -EBUSY);
+	drive(st, "m1", "c1");
+	ck_assert_int_eq(bm_pool_create(st, pool, &out), 0);
+	ck_assert_int_eq(bm_instance_create(st, req, &inst, &op), 0);
+	iid = json_object_get_string(json_object_object_get(inst, "id"));
+	assert_invariants(st);
+	/* Queued waits for a slot: cap 0 keeps it, cap 1 lets it go. */
+	ck_assert_int_eq(bm_store_promote_queued(st, "c1", 0), 0);
+	ck_assert_int_eq(bm_machine_load(st, "m1", &row), 0);
+	ck_assert_int_eq(row->state, BM_QUEUED);
+	ck_assert_uint_eq(row->disks->len, 1);
+	ck_assert_uint_eq(row->nics->len, 2);
+	g_clear_pointer(&row, bm_machine_row_free);
+	ck_assert_int_eq(bm_store_promote_queued(st, "c1", 1), 0);
+	ck_assert_int_eq(bm_machine_load(st, "m1", &row), 0);
+	ck_assert_int_eq(row->state, BM_PROVISIONING);
+	g_clear_pointer(&row, bm_machine_row_free);
+	/* A writer without the lease is fenced off. */
+	ck_assert_int_eq(bm_machine_load(st, "m1", &row), 0);
+	ck_assert_int_eq(bm_step_begin(st, "c2", row), -ESTALE);
+	ck_assert_int_eq(bm_step_done(st, "c2", row, NULL, NULL, 1), -ESTALE);
+	/* A writer that read an older (state, step) is fenced off too. */
+	ck_assert_int_eq(bm_step_done(st, "c1", row, NULL, NULL, 1), 0);
+	ck_assert_int_eq(bm_step_done(st, "c1", row, NULL, NULL, 1), -ESTALE);
+	g_clear_pointer(&row, bm_machine_row_free);
+	/* Deprovision is refused mid-provisioning, with the state. */
+	ck_assert_int_eq(bm_machine_maintenance(st, "m1", true, "x", &state), -EBUSY);
+	g_clear_pointer(&state, g_free);
+	ck_assert_int_eq(bm_instance_delete(st, iid, &op, &state), -EBUSY);
+	ck_assert_str_eq(state, "provisioning");
+	g_clear_pointer(&state, g_free);
+	drive(st, "m1", "c1");
+	ck_assert_int_eq(bm_machine_get(st, "m1", &m), 0);
+	ck_assert_str_eq(json_object_get_string(json_object_object_get(m, "state")), "active");
+	g_clear_pointer(&m, json_object_put);
+	ck_assert_int_eq(bm_machine_delete(st, "m1", &state), -EBUSY);
+	g_clear_pointer(&state, g_free);
+	ck_assert_int_eq(bm_instance_delete(st, iid, &op, &state), 0);
+	drive(st, "m1", "c1");
+	ck_assert_int_eq(bm_machine_get(st, "m1", &m), 0);
+	ck_assert_str_eq(json_object_get_string(json_object_object_get(m, "state")), "available");
+	ck_assert(json_object_object_get(m, "instance_id") == NULL);
+	assert_invariants(st);
+	g_clear_pointer(&out, json_object_put);
+	ck_assert_int_eq(bm_op_get(st, op, &out), 0);
+	ck_assert_str_eq(json_object_get_string(json_object_object_get(out, "state")), "succeeded");
+	/* The lease: released, another holder takes it. */
+	ck_assert_int_eq(bm_lease_release(st, "c1"), 0);
+	ck_assert_int_eq(bm_lease_acquire(st, "c2", 10000), 0);
+}
+END_TEST
+
+START_TEST(test_give_up_to_error)
+{
+	g_autoptr(bm_store) st = open_db();
+	g_autoptr(bm_machine_row) row = NULL;
+	g_autoptr(json_object) m = NULL;
+	g_autofree char *state = NULL;
+	int64_t op = 0;
+
+	enroll(st, "m1", "a");
+	ck_assert_int_eq(bm_machine_load(st, "m1", &row), 0);
+	ck_assert_int_eq(bm_step_failed(st, NULL, row, "no answer", bm_now_ms() + 1000, false, 1), 0);
+	g_clear_pointer(&row, bm_machine_row_free);
+	ck_assert_int_eq(bm_machine_load(st, "m1", &row), 0);
+	ck_assert_int_eq(row->attempts, 1);
+	ck_assert_int_gt(row->next_at, bm_now_ms());
+	ck_assert_int_eq(bm_step_failed(st, NULL, row, "no answer", 0, true, 1), 0);
+	ck_assert_int_eq(bm_machine_get(st, "m1", &m), 0);
+	ck_assert_str_eq(json_object_get_string(json_object_object_get(m, "state")), "error");
+	ck_assert_str_eq(json_object_get_string(json_object_object_get(m, "last_error")),
+			 "verify: no answer");
+	ck_assert_int_eq(json_object_get_int(json_object_object_get(m, "error_count")), 1);
+	assert_invariants(st);
+	ck_assert_int_eq(bm_machine_recover(st, "m1", &op, &state), 0);
+	g_clear_pointer(&m, json_object_put);
+	ck_assert_int_eq(bm_machine_get(st, "m1", &m), 0);
+	ck_assert_str_eq(json_object_get_string(json_object_object_get(m, "state")), "enrolling");
+}
+END_TEST
+
+START_TEST(test_error_with_instance)
+{
+	g_autoptr(bm_store) st = open_db();
+	g_autoptr(json_object) pool = parse("{\"name\": \"p\"}");
+	g_autoptr(json_object) req = parse("{\"pool\": \"p\", \"image\": \"i\", \"disk_gb\": 1}");
+	g_autoptr(json_object) out = NULL, inst = NULL;
+	g_autoptr(bm_machine_row) row = NULL;
+	g_autofree char *state = NULL;
+	int64_t op = 0;
+
+	enroll(st, "m1", "a");
+	drive(st, "m1", NULL);
+	ck_assert_int_eq(bm_pool_create(st, pool, &out), 0);
+	ck_assert_int_eq(bm_instance_create(st, req, &inst, &op), 0);
+	ck_assert_int_eq(bm_store_promote_queued(st, NULL, 1), 0);
+	ck_assert_int_eq(bm_machine_load(st, "m1", &row), 0);
+	ck_assert_int_eq(bm_step_failed(st, NULL, row, "disk full", 0, true, 1), 0);
+	assert_invariants(st);
+	/* In error with an instance: no maintenance, no delete; recover deprovisions. */
+	ck_assert_int_eq(bm_machine_maintenance(st, "m1", true, "x", &state), -EBUSY);
+	g_clear_pointer(&state, g_free);
+	ck_assert_int_eq(bm_machine_delete(st, "m1", &state), -EBUSY);
+	g_clear_pointer(&state, g_free);
+	ck_assert_int_eq(bm_machine_recover(st, "m1", &op, &state), 0);
+	drive(st, "m1", NULL);
+	g_clear_pointer(&out, json_object_put);
+	ck_assert_int_eq(bm_machine_get(st, "m1", &out), 0);
+	ck_assert_str_eq(json_object_get_string(json_object_object_get(out, "state")), "available");
+	assert_invariants(st);
+}
+END_TEST
+
+START_TEST(test_idempotency)
+{
+	g_autoptr(bm_store) st = open_db();
+	g_autofree char *body = NULL;
+	int status = 0;
+
+	ck_assert_int_eq(bm_idem_begin(st, "k", "POST", "/v1/x", "h1", &status, &body), 0);
+	ck_assert_int_eq(bm_idem_begin(st, "k", "POST", "/v1/x", "h1", &status, &body), -EBUSY);
+	ck_assert_int_eq(bm_idem_finish(st, "k", 202, "{\"a\":1}"), 0);
+	ck_assert_int_eq(bm_idem_begin(st, "k", "POST", "/v1/x", "h1", &status, &body), 1);
+	ck_assert_int_eq(status, 202);
+	ck_assert_str_eq(body, "{\"a\":1}");
+	ck_assert_int_eq(bm_idem_begin(st, "k", "POST", "/v1/x", "h2", &status, &body), -EEXIST);
+	ck_assert_int_eq(bm_idem_begin(st, "k", "DELETE", "/v1/x", "h1", &status, &body), -EEXIST);
+	ck_assert_int_eq(bm_idem_forget(st, "k"), 0);
+	ck_assert_int_eq(bm_idem_begin(st, "k", "POST", "/v1/x", "h2", &status, &body), 0);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("bm-store");
+	TCase *pure = tcase_create("pure");
+	TCase *db = tcase_create("store");
+
+	tcase_add_test(pure, test_lifecycle_table);
+	tcase_add_test(pure, test_json_limits);
+	suite_add_tcase(s, pure);
+	tcase_add_checked_fixture(db, setup, teardown);
+	tcase_add_test(db, test_schema_version);
+	tcase_add_test(db, test_migration_keeps_rows);
+	tcase_add_test(db, test_newer_schema_refused);
+	tcase_add_test(db, test_enroll_and_delete);
+	tcase_add_test(db, test_last_free_machine);
+	tcase_add_test(db, test_walk_and_fencing);
+	tcase_add_test(db, test_give_up_to_error);
+	tcase_add_test(db, test_error_with_instance);
+	tcase_add_test(db, test_idempotency);
+	suite_add_tcase(s, db);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
