@@ -1,8 +1,37 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # sim/: the discrete-event capacity simulator; it will link the autoscaler
-# core from autoscale/core/.
+# core from autoscale/core/.  libsimtrace holds what the engine builds on
+# (the workload model and its trace readers, the event queue, the synthetic
+# generator) so the unit tests and the engine link the same code.
+
+noinst_LIBRARIES += sim/libsimtrace.a
+sim_libsimtrace_a_SOURCES = \
+	sim/trace.c sim/trace.h
+sim_libsimtrace_a_CPPFLAGS = $(AM_CPPFLAGS) $(GIO_CFLAGS) $(JSONC_CFLAGS)
+SIM_LIBS = sim/libsimtrace.a $(GIO_LIBS) $(JSONC_LIBS)
 
 bin_PROGRAMS += sim/sim
 sim_sim_SOURCES = sim/main.c
-sim_sim_LDADD = $(QT_LIBS)
+sim_sim_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
+sim_sim_LDADD = $(SIM_LIBS) $(QT_LIBS)
+
+# Unit tests and their fixtures (tests/sim/).
+SIM_FIXTURES = \
+	tests/sim/native.jsonl tests/sim/native.jsonl.gz tests/sim/native.csv \
+	tests/sim/openb_pod_list_tiny.csv tests/sim/openb_pod_list_tiny.csv.gz \
+	tests/sim/openb_node_list_tiny.csv \
+	tests/sim/batch_task.csv tests/sim/batch_task.csv.gz tests/sim/container_meta.csv \
+	tests/sim/task_events.csv tests/sim/task_events.csv.gz
+EXTRA_DIST += $(SIM_FIXTURES)
+
+SIM_TEST_CPP = $(AM_CPPFLAGS) -I$(top_srcdir)/sim -DSIM_FIXTURE_DIR='"$(abs_top_srcdir)/tests/sim"'
+SIM_TEST_LIBS = $(SIM_LIBS) $(QT_LIBS) $(CHECK_LIBS)
+SIM_TEST_CC = $(AM_CFLAGS) $(CHECK_CFLAGS)
+
+check_PROGRAMS += tests/unit/test-sim-trace
+TESTS += tests/unit/test-sim-trace
+tests_unit_test_sim_trace_SOURCES = tests/unit/test-sim-trace.c
+tests_unit_test_sim_trace_CPPFLAGS = $(SIM_TEST_CPP)
+tests_unit_test_sim_trace_CFLAGS = $(SIM_TEST_CC)
+tests_unit_test_sim_trace_LDADD = $(SIM_TEST_LIBS)
