@@ -7,7 +7,8 @@
 
 noinst_LIBRARIES += sim/libsimtrace.a
 sim_libsimtrace_a_SOURCES = \
-	sim/trace.c sim/trace.h
+	sim/trace.c sim/trace.h \
+	sim/eventq.c sim/eventq.h
 sim_libsimtrace_a_CPPFLAGS = $(AM_CPPFLAGS) $(GIO_CFLAGS) $(JSONC_CFLAGS)
 SIM_LIBS = sim/libsimtrace.a $(GIO_LIBS) $(JSONC_LIBS)
 
@@ -35,3 +36,10 @@ tests_unit_test_sim_trace_SOURCES = tests/unit/test-sim-trace.c
 tests_unit_test_sim_trace_CPPFLAGS = $(SIM_TEST_CPP)
 tests_unit_test_sim_trace_CFLAGS = $(SIM_TEST_CC)
 tests_unit_test_sim_trace_LDADD = $(SIM_TEST_LIBS)
+
+check_PROGRAMS += tests/unit/test-sim-eventq
+TESTS += tests/unit/test-sim-eventq
+tests_unit_test_sim_eventq_SOURCES = tests/unit/test-sim-eventq.c
+tests_unit_test_sim_eventq_CPPFLAGS = $(SIM_TEST_CPP)
+tests_unit_test_sim_eventq_CFLAGS = $(SIM_TEST_CC)
+tests_unit_test_sim_eventq_LDADD = $(SIM_TEST_LIBS)
