@@ -8,9 +8,12 @@
 noinst_LIBRARIES += sim/libsimtrace.a
 sim_libsimtrace_a_SOURCES = \
 	sim/trace.c sim/trace.h \
-	sim/eventq.c sim/eventq.h
+	sim/eventq.c sim/eventq.h \
+	sim/gen.c sim/gen.h
+# gen.c promises the same bytes on every machine: no fused multiply-add.
+sim_libsimtrace_a_CFLAGS = $(AM_CFLAGS) -ffp-contract=off
 sim_libsimtrace_a_CPPFLAGS = $(AM_CPPFLAGS) $(GIO_CFLAGS) $(JSONC_CFLAGS)
-SIM_LIBS = sim/libsimtrace.a $(GIO_LIBS) $(JSONC_LIBS)
+SIM_LIBS = sim/libsimtrace.a $(GIO_LIBS) $(JSONC_LIBS) -lm
 
 bin_PROGRAMS += sim/sim
 sim_sim_SOURCES = sim/main.c
@@ -43,3 +46,10 @@ tests_unit_test_sim_eventq_SOURCES = tests/unit/test-sim-eventq.c
 tests_unit_test_sim_eventq_CPPFLAGS = $(SIM_TEST_CPP)
 tests_unit_test_sim_eventq_CFLAGS = $(SIM_TEST_CC)
 tests_unit_test_sim_eventq_LDADD = $(SIM_TEST_LIBS)
+
+check_PROGRAMS += tests/unit/test-sim-gen
+TESTS += tests/unit/test-sim-gen
+tests_unit_test_sim_gen_SOURCES = tests/unit/test-sim-gen.c
+tests_unit_test_sim_gen_CPPFLAGS = $(SIM_TEST_CPP)
+tests_unit_test_sim_gen_CFLAGS = $(SIM_TEST_CC)
+tests_unit_test_sim_gen_LDADD = $(SIM_TEST_LIBS)
