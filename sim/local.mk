@@ -53,3 +53,7 @@ tests_unit_test_sim_gen_SOURCES = tests/unit/test-sim-gen.c
 tests_unit_test_sim_gen_CPPFLAGS = $(SIM_TEST_CPP)
 tests_unit_test_sim_gen_CFLAGS = $(SIM_TEST_CC)
 tests_unit_test_sim_gen_LDADD = $(SIM_TEST_LIBS)
+
+# The command line: convert and gen end to end.
+TESTS += tests/sim/test-convert.sh
+EXTRA_DIST += tests/sim/test-convert.sh
