@@ -57,3 +57,5 @@ tests_unit_test_sim_gen_LDADD = $(SIM_TEST_LIBS)
 # The command line: convert and gen end to end.
 TESTS += tests/sim/test-convert.sh
 EXTRA_DIST += tests/sim/test-convert.sh
+dist_man_MANS += man/sim.1
+dist_doc_DATA += docs/sim-traces.md
