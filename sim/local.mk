@@ -59,3 +59,5 @@ TESTS += tests/sim/test-convert.sh
 EXTRA_DIST += tests/sim/test-convert.sh
 dist_man_MANS += man/sim.1
 dist_doc_DATA += docs/sim-traces.md
+EXTRA_DIST += sim/examples/README.md sim/examples/mixed-workload.jsonl \
+	sim/examples/openb_pod_list_sample.csv sim/examples/openb_node_list_sample.csv

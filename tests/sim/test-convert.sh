@@ -92,6 +92,17 @@ n=$(($(wc -l <"$tmp/g4.csv") - 1))
 [ "$n" -gt 1025 ] && [ "$n" -lt 1375 ] || fail "gen --duration 2h --rate 600: $n pods"
 grep -v '^id,' "$tmp/g4.csv" | grep -vq ',vm,' && fail "gen --mix vm=1: another class"
 
+# The shipped examples: the generated one is still what its command gives,
+# and the openb sample reads.
+ex=$top_srcdir/sim/examples
+expect 0 "$sim" gen --pods 400 --rate 15 --amplitude 0.6 --peak 14h \
+	--mix container=60,vm=25,baremetal=15 --runtime-mean 3h --runtime-max 2d --seed 2026 \
+	-o "$tmp/mixed.jsonl"
+cmp -s "$tmp/mixed.jsonl" "$ex/mixed-workload.jsonl" ||
+	fail "sim gen no longer reproduces sim/examples/mixed-workload.jsonl"
+expect 0 "$sim" convert --trace "$ex/openb_pod_list_sample.csv" -o "$tmp/ob.jsonl"
+grep -q "^sim: 40 records from .* (openb)" "$tmp/err" || fail "openb sample: $(cat "$tmp/err")"
+
 # Misuse is a usage error (2); the simulation commands are placeholders (1).
 expect 2 "$sim" convert --pods 3 --trace "$fx/native.csv" -o "$tmp/x"
 grep -q -e "--pods does not apply to 'convert'" "$tmp/err" || fail "no message for --pods"

@@ -60,6 +60,8 @@ static void assert_records(GPtrArray *got, const char *const *want, size_t n)
 		ck_assert_str_eq(g_ptr_array_index(got, i), want[i]);
 }
 
+static char *write_tmp(const char *content, gsize len, const char *suffix);
+
 static const char *const native_want[] = {
 	"web-1|container|0|60000|500|1073741824|0||0|",
 	"db-vm|vm|1000|-1|4000|17179869184|0||10|tier=db",
@@ -127,6 +129,36 @@ START_TEST(test_openb_nodes)
 	ck_assert_str_eq(m->model, "");
 	ck_assert_int_eq(m->count, 1);
 	sim_machine_types_free(types);
+
+	/* The shipped sample: 24 nodes of 6 shapes. */
+	{
+		g_autofree char *ex = g_build_filename(SIM_FIXTURE_DIR, "..", "..", "sim", "examples",
+						       "openb_node_list_sample.csv", NULL);
+		const int64_t counts[] = {4, 3, 5, 4, 2, 6};
+
+		ck_assert_int_eq(sim_openb_read_nodes(ex, false, &types, NULL, &err), 0);
+		ck_assert_uint_eq(types->len, G_N_ELEMENTS(counts));
+		for (size_t i = 0; i < G_N_ELEMENTS(counts); i++)
+			ck_assert_int_eq(g_array_index(types, SimMachineType, i).count, counts[i]);
+		sim_machine_types_free(types);
+	}
+
+	/* A bad node line names its field; skip_bad counts it. */
+	{
+		static const char bad[] = "sn,cpu_milli,memory_mib,gpu,model\n"
+					  "n1,64000,262144,2,P100\n"
+					  "n2,64000,lots,2,P100\n";
+		g_autofree char *p = write_tmp(bad, sizeof(bad) - 1, ".csv");
+
+		g_clear_pointer(&err, g_free);
+		ck_assert_int_eq(sim_openb_read_nodes(p, false, &types, NULL, &err), -EINVAL);
+		ck_assert_ptr_nonnull(strstr(err, ":3: field memory_mib: \"lots\" is not a number"));
+		ck_assert_int_eq(sim_openb_read_nodes(p, true, &types, &skipped, NULL), 0);
+		ck_assert_uint_eq(skipped, 1);
+		ck_assert_uint_eq(types->len, 1);
+		sim_machine_types_free(types);
+		unlink(p);
+	}
 }
 END_TEST
 
