@@ -61,3 +61,10 @@ dist_man_MANS += man/sim.1
 dist_doc_DATA += docs/sim-traces.md
 EXTRA_DIST += sim/examples/README.md sim/examples/mixed-workload.jsonl \
 	sim/examples/openb_pod_list_sample.csv sim/examples/openb_node_list_sample.csv
+
+# The trace layer benchmark: never part of make check.
+EXTRA_DIST += tests/bench/bench-sim-trace.sh
+BENCH_SIM_PODS = 1000000
+bench-sim: sim/sim
+	top_builddir=$(abs_top_builddir) sh $(top_srcdir)/tests/bench/bench-sim-trace.sh $(BENCH_SIM_PODS)
+.PHONY: bench-sim
