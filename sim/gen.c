@@ -186,6 +186,8 @@ void sim_gen_config_init(SimGenConfig *cfg)
 
 int sim_gen_parse_mix(char *s, SimGenConfig *cfg, char **errmsg)
 {
+	const char *names[SIM_GEN_MAX_CLASSES];
+	uint32_t weights[SIM_GEN_MAX_CLASSES];
 	size_t n = 0;
 	char *p = s;
 
@@ -214,8 +216,8 @@ int sim_gen_parse_mix(char *s, SimGenConfig *cfg, char **errmsg)
 						  eq + 1, p);
 			return -EINVAL;
 		}
-		cfg->mix_class[n] = p;
-		cfg->mix_weight[n] = (uint32_t)w;
+		names[n] = p;
+		weights[n] = (uint32_t)w;
 		n++;
 		if (!comma)
 			break;
@@ -225,6 +227,9 @@ int sim_gen_parse_mix(char *s, SimGenConfig *cfg, char **errmsg)
 		*errmsg = g_strdup("mix: empty");
 		return -EINVAL;
 	}
+	/* Only now: cfg is left alone on failure. */
+	memcpy(cfg->mix_class, names, n * sizeof(names[0]));
+	memcpy(cfg->mix_weight, weights, n * sizeof(weights[0]));
 	cfg->n_mix = n;
 	return 0;
 }

@@ -232,6 +232,10 @@ START_TEST(test_config_errors)
 	ck_assert_uint_eq(cfg.mix_weight[0], 3);
 	ck_assert_int_eq(sim_gen_parse_mix(bad_mix, &cfg, &err), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "\"baremetal\" is not CLASS=WEIGHT"));
+	/* A failed parse leaves the configuration as it was. */
+	ck_assert_uint_eq(cfg.n_mix, 2);
+	ck_assert_str_eq(cfg.mix_class[0], "vm");
+	ck_assert_uint_eq(cfg.mix_weight[1], 1);
 	g_clear_pointer(&err, g_free);
 	ck_assert_int_eq(sim_gen_parse_mix(unknown, &cfg, &err), 0);
 	ck_assert_int_eq(sim_gen_new(&cfg, &g, &err), -EINVAL);
