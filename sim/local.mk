@@ -17,7 +17,7 @@ SIM_LIBS = sim/libsimtrace.a $(GIO_LIBS) $(JSONC_LIBS) -lm
 
 bin_PROGRAMS += sim/sim
 sim_sim_SOURCES = sim/main.c
-sim_sim_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim
+sim_sim_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim $(GIO_CFLAGS)
 sim_sim_LDADD = $(SIM_LIBS) $(QT_LIBS)
 
 # Unit tests and their fixtures (tests/sim/).

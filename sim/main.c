@@ -24,6 +24,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <gio/gio.h>
+
 #include "cli.h"
 #include "gen.h"
 #include "log.h"
@@ -134,7 +136,8 @@ static void usage(void)
 	      "                     fractions of (default 96)\n"
 	      "\n"
 	      "Output options (convert, gen):\n"
-	      "  -o OUT             output file; '-' is standard output\n"
+	      "  -o OUT             output file, gzip-compressed if it ends in .gz;\n"
+	      "                     '-' is standard output\n"
 	      "  --out-format F     jsonl or csv (default: csv if OUT ends in .csv, else jsonl)\n"
 	      "\n"
 	      "Generator options (gen):\n"
@@ -362,9 +365,107 @@ static int take_option(Args *a, int c, const char *arg)
 }
 
 /*
+ * gzip output behind a FILE *: stdio buffers, and each flush of its buffer
+ * goes through GZlibCompressor into the file descriptor.  The gzip header
+ * carries no name or time, so the same records give the same bytes.
+ */
+typedef struct {
+	GConverter *z;
+	int fd;
+	bool failed;
+	char out[64 * 1024];
+} GzCookie;
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Compress @len bytes (or, with @end, finish the stream) into the file. */
+static int gz_push(GzCookie *c, const char *buf, size_t len, bool end)
+{
+	while (len > 0 || end) {
+		g_autoptr(GError) err = NULL;
+		gsize rd = 0, wr = 0;
+		GConverterResult res;
+		int rc;
+
+		res = g_converter_convert(c->z, buf, len, c->out, sizeof(c->out),
+					  end ? G_CONVERTER_INPUT_AT_END : G_CONVERTER_NO_FLAGS,
+					  &rd, &wr, &err);
+		if (res == G_CONVERTER_ERROR)
+			return -EIO;
+		rc = write_all(c->fd, c->out, wr);
+		if (rc < 0)
+			return rc;
+		buf += rd;
+		len -= rd;
+		if (res == G_CONVERTER_FINISHED)
+			break;
+	}
+	return 0;
+}
+
+static ssize_t gz_write(void *cookie, const char *buf, size_t size)
+{
+	GzCookie *c = cookie;
+	int rc = gz_push(c, buf, size, false);
+
+	if (rc < 0) {
+		c->failed = true;
+		errno = -rc;
+		return -1;
+	}
+	return (ssize_t)size;
+}
+
+static int gz_close(void *cookie)
+{
+	GzCookie *c = cookie;
+	int rc = c->failed ? -EIO : gz_push(c, NULL, 0, true);
+
+	g_object_unref(c->z);
+	if (close(c->fd) < 0 && rc == 0)
+		rc = -errno;
+	g_free(c);
+	if (rc < 0) {
+		errno = -rc;
+		return -1;
+	}
+	return 0;
+}
+
+static FILE *gz_fdopen(int fd)
+{
+	static const cookie_io_functions_t io = {.write = gz_write, .close = gz_close};
+	GzCookie *c = g_new0(GzCookie, 1);
+	FILE *f;
+
+	c->z = G_CONVERTER(g_zlib_compressor_new(G_ZLIB_COMPRESSOR_FORMAT_GZIP, 6));
+	c->fd = fd;
+	f = fopencookie(c, "w", io);
+	if (!f) {
+		g_object_unref(c->z);
+		g_free(c);
+	}
+	return f;
+}
+
+/*
  * Where output goes: OUT itself for '-', otherwise a temporary file next
  * to OUT renamed over it on success, so a failed run never leaves a
- * half-written trace under the name asked for.
+ * half-written trace under the name asked for.  OUT ending in .gz is
+ * written gzip-compressed.
  */
 typedef struct {
 	FILE *f;
@@ -390,7 +491,7 @@ static int output_open(Output *o, const char *path)
 		g_clear_pointer(&o->tmp, g_free);
 		return -e;
 	}
-	o->f = fdopen(fd, "w");
+	o->f = g_str_has_suffix(path, ".gz") ? gz_fdopen(fd) : fdopen(fd, "w");
 	if (!o->f) {
 		int e = errno;
 

@@ -61,6 +61,17 @@ expect 0 "$sim" convert --trace "$fx/batch_task.csv" --format alibaba2018 \
 grep -q '^j_3/M1/2,container,157213000,82000,1000,322122547,' "$tmp/bt.csv" ||
 	fail "batch_task: --machine-memory not applied: $(cat "$tmp/bt.csv")"
 
+# OUT ending in .gz is written compressed, reproducibly, and reads back.
+expect 0 "$sim" convert --trace "$fx/native.csv" -o "$tmp/z.csv.gz" --quiet
+expect 0 "$sim" convert --trace "$fx/native.csv" -o "$tmp/z2.csv.gz" --quiet
+gzip -dc "$tmp/z.csv.gz" >"$tmp/z.csv" 2>/dev/null || fail "-o z.csv.gz: not gzip"
+cmp -s "$tmp/z.csv" "$fx/native.csv" || fail "-o z.csv.gz: wrong content"
+cmp -s "$tmp/z.csv.gz" "$tmp/z2.csv.gz" || fail "-o z.csv.gz: not the same bytes twice"
+expect 0 "$sim" gen --pods 20000 --seed 3 -o "$tmp/gz.jsonl.gz" --quiet
+expect 0 "$sim" gen --pods 20000 --seed 3 -o "$tmp/gz.jsonl" --quiet
+expect 0 "$sim" convert --trace "$tmp/gz.jsonl.gz" -o "$tmp/back.jsonl" --quiet
+cmp -s "$tmp/back.jsonl" "$tmp/gz.jsonl" || fail "gen -o .jsonl.gz does not read back"
+
 # A bad record: exit 1, file:line: field on stderr, no output left behind.
 printf 'id,arrival_ms,cpu_milli,memory_bytes\na,0,1,1\nb,1,abc,1\nc,2,1,1\n' >"$tmp/bad.csv"
 expect 1 "$sim" convert --trace "$tmp/bad.csv" -o "$tmp/bad.jsonl"
