@@ -7,7 +7,9 @@
 # lines to /dev/null.  Baselines in the same run: cat(1) and zcat(1) of
 # the same files, i.e. the cost of just getting the bytes in; ratios are
 # convert / baseline.  Peak memory (max RSS) from /usr/bin/time shows that
-# convert streams.  Asserts nothing (a benchmark, not a test).
+# convert streams.  Then bench-sim-load (if built) times sim_trace_load,
+# which keeps every record in memory as the engine will.  Asserts nothing
+# (a benchmark, not a test).
 #
 # Usage: sh tests/bench/bench-sim-trace.sh [PODS]
 # Build without --enable-sanitizers first: ASan multiplies the times.
@@ -60,3 +62,12 @@ for f in t.jsonl t.csv t.jsonl.gz t.csv.gz; do
 	ratio=$(awk -v b="$b" -v c="$c" 'BEGIN { if (b > 0) printf "%.1fx", c / b; else print "-" }')
 	printf '%-12s %8ss %8ss %7s %10s\n' "$f" "$b" "$c" "$ratio" "$rss"
 done
+
+LOAD=$top_builddir/tests/bench/bench-sim-load
+if [ -x "$LOAD" ]; then
+	for f in t.csv t.jsonl; do
+		/usr/bin/time -f '%e %M' -o "$T/time" "$LOAD" "$T/$f" >"$T/out" ||
+			{ echo "bench-sim-trace: load $f failed" >&2; exit 1; }
+		echo "sim_trace_load $f: $(cat "$T/out"); $(awk '{print $1 " s, max RSS " $2 " KiB"}' "$T/time")"
+	done
+fi
