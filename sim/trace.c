@@ -176,6 +176,11 @@ static int line_next(LineSrc *ls, char **line, size_t *len, char **errmsg_io, co
 			ls->last_len = *len = n;
 			return 1;
 		}
+		if (ls->eof && overlong) {
+			/* An overlong last line without a newline is still a bad line. */
+			ls->lineno++;
+			return -E2BIG;
+		}
 		if (ls->eof)
 			return 0;
 		if (ls->end - ls->start > SIM_TRACE_MAX_LINE) {

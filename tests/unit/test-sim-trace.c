@@ -404,6 +404,24 @@ START_TEST(test_line_limit)
 	ck_assert_ptr_nonnull(strstr(sim_trace_reader_error(r), ":2: line longer than"));
 	unlink(path);
 
+	/*
+	 * An overlong last line without a newline is reported too, not
+	 * dropped, even when it ends exactly where the reader's buffer does
+	 * (2 x 64 KiB) so nothing of it is left after the overlong part.
+	 */
+	s = g_string_new("id,arrival_ms,cpu_milli,memory_bytes\nok,1,1,1\n");
+	while (s->len < 2 * SIM_TRACE_MAX_LINE)
+		g_string_append_c(s, 'z');
+	g_free(path);
+	path = write_tmp(s->str, s->len, ".csv");
+	g_string_free(s, TRUE);
+	g_clear_pointer(&r, sim_trace_reader_free);
+	ck_assert_int_eq(sim_trace_reader_open(path, NULL, &r, NULL), 0);
+	ck_assert_int_eq(sim_trace_reader_next(r, &p), 1);
+	ck_assert_int_eq(sim_trace_reader_next(r, &p), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(sim_trace_reader_error(r), ":3: line longer than"));
+	unlink(path);
+
 	/* Too many fields. */
 	s = g_string_new("id,arrival_ms,cpu_milli,memory_bytes\n");
 	for (int i = 0; i < SIM_TRACE_MAX_FIELDS + 1; i++)
