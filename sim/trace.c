@@ -1118,12 +1118,13 @@ static int parse_google(SimTraceReader *r, char *line, SimPod *p)
 		return rc;
 	if (!*r->fields[2] || !*r->fields[3])
 		return bad_field(r, *r->fields[2] ? "task_index" : "job_id", "", "is empty");
+	/* The ids become the pod id: digits only, so equal tasks get equal keys. */
 	for (int i = 2; i <= 3; i++) {
-		int64_t x;
+		const char *v = g_strstrip(r->fields[i]);
 
-		if (field_fixed(r, i == 2 ? "job_id" : "task_index", r->fields[i], 0, 0,
-				INT64_MAX, &x) < 0)
-			return -EINVAL;
+		if (strspn(v, "0123456789") != strlen(v) || strlen(v) > 20)
+			return bad_field(r, i == 2 ? "job_id" : "task_index", v,
+					 "is not a whole number");
 	}
 	/* INT64_MAX marks events after the end of the trace: the task runs on. */
 	if (us == INT64_MAX)
@@ -1131,7 +1132,7 @@ static int parse_google(SimTraceReader *r, char *line, SimPod *p)
 	ms = us > GOOGLE_START_US ? (us - GOOGLE_START_US) / 1000 : 0;
 	if (ms > SIM_TRACE_MAX_TIME_MS)
 		return bad_field(r, "time", r->fields[0], "is out of range");
-	key = g_strdup_printf("%s-%s", g_strstrip(r->fields[2]), g_strstrip(r->fields[3]));
+	key = g_strdup_printf("%s-%s", r->fields[2], r->fields[3]);
 	t = g_hash_table_lookup(r->tasks, key);
 	if (type == 0 || type == 7) { /* SUBMIT, UPDATE_PENDING */
 		/* Missing requests (the trace has some) count as zero. */

@@ -289,6 +289,8 @@ static const struct {
 	 ":1: field event_type: \"9\" is out of range"},
 	{SIM_FORMAT_GOOGLE2011, "0,,1,0,,0,u,0,0,1.5,0.1,0,0\n",
 	 ":1: field cpu_request: \"1.5\" is out of range"},
+	{SIM_FORMAT_GOOGLE2011, "0,,1.5,0,,0,u,0,0,0.1,0.1,0,0\n",
+	 ":1: field job_id: \"1.5\" is not a whole number"},
 	{SIM_FORMAT_AUTO, "what,is,this\n", ":1: cannot tell the trace format"},
 	{SIM_FORMAT_AUTO, "sn,cpu_milli,memory_mib,gpu,model\n", "openb node list"},
 	{SIM_FORMAT_GOOGLE2011, "id,arrival_ms,cpu_milli,memory_bytes\n",
