@@ -65,13 +65,19 @@ EXTRA_DIST += sim/examples/README.md sim/examples/mixed-workload.jsonl \
 # The trace layer benchmark: never part of make check.  bench-sim-load is
 # compiled here rather than listed in EXTRA_PROGRAMS, which tests/local.mk
 # owns.
-EXTRA_DIST += tests/bench/bench-sim-trace.sh tests/bench/bench-sim-load.c
+EXTRA_DIST += tests/bench/bench-sim-trace.sh tests/bench/bench-sim-load.c \
+	tests/bench/bench-sim-eventq.c
 BENCH_SIM_PODS = 1000000
 tests/bench/bench-sim-load: $(top_srcdir)/tests/bench/bench-sim-load.c sim/libsimtrace.a
 	$(AM_V_CCLD)$(CC) $(DEFS) $(DEFAULT_INCLUDES) $(AM_CPPFLAGS) -I$(top_srcdir)/sim $(GIO_CFLAGS) \
 		$(AM_CFLAGS) $(CFLAGS) $(AM_LDFLAGS) $(LDFLAGS) \
 		$(top_srcdir)/tests/bench/bench-sim-load.c $(SIM_LIBS) -o $@
-CLEANFILES += tests/bench/bench-sim-load
-bench-sim: sim/sim tests/bench/bench-sim-load
+tests/bench/bench-sim-eventq: $(top_srcdir)/tests/bench/bench-sim-eventq.c sim/libsimtrace.a
+	$(AM_V_CCLD)$(CC) $(DEFS) $(DEFAULT_INCLUDES) $(AM_CPPFLAGS) -I$(top_srcdir)/sim \
+		$(AM_CFLAGS) $(CFLAGS) $(AM_LDFLAGS) $(LDFLAGS) \
+		$(top_srcdir)/tests/bench/bench-sim-eventq.c $(SIM_LIBS) -o $@
+CLEANFILES += tests/bench/bench-sim-load tests/bench/bench-sim-eventq
+bench-sim: sim/sim tests/bench/bench-sim-load tests/bench/bench-sim-eventq
+	./tests/bench/bench-sim-eventq $(BENCH_SIM_PODS)
 	top_builddir=$(abs_top_builddir) sh $(top_srcdir)/tests/bench/bench-sim-trace.sh $(BENCH_SIM_PODS)
 .PHONY: bench-sim
