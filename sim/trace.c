@@ -557,6 +557,13 @@ static int detect(SimTraceReader *r, const char *line)
 	const char *p = line;
 	int n;
 
+	/*
+	 * google2011 has no header and one record shape: when it is asked for,
+	 * the first line is just a record, and if it is bad, skip_bad can skip
+	 * it like any other.
+	 */
+	if (r->opts.format == SIM_FORMAT_GOOGLE2011)
+		return 0;
 	while (*p == ' ' || *p == '\t')
 		p++;
 	if (*p == '{') {

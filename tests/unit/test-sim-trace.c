@@ -294,7 +294,9 @@ static const struct {
 	{SIM_FORMAT_AUTO, "what,is,this\n", ":1: cannot tell the trace format"},
 	{SIM_FORMAT_AUTO, "sn,cpu_milli,memory_mib,gpu,model\n", "openb node list"},
 	{SIM_FORMAT_GOOGLE2011, "id,arrival_ms,cpu_milli,memory_bytes\n",
-	 "does not look like the google2011 format"},
+	 ":1: 4 fields, task_events has 13"},
+	{SIM_FORMAT_OPENB, "id,arrival_ms,cpu_milli,memory_bytes\n",
+	 "does not look like the openb format"},
 };
 
 static char *write_tmp(const char *content, gsize len, const char *suffix)
@@ -374,6 +376,25 @@ START_TEST(test_skip_bad_counts)
 		;
 	ck_assert_ptr_nonnull(strstr(sim_trace_reader_first_skipped(r),
 				     ":3: field arrival_ms: \"zero\" is not a number"));
+	unlink(path);
+}
+END_TEST
+
+START_TEST(test_google_bad_first_line_skipped)
+{
+	/* With the format given, a bad first line is a record like the others. */
+	static const char content[] = "garbage\n"
+				      "0,,1,0,,0,u,0,0,0.5,0.25,0,0\n"
+				      "1000000000,,1,0,,4,u,0,0,0.5,0.25,0,0\n";
+	g_autofree char *path = write_tmp(content, sizeof(content) - 1, ".csv");
+	g_autoptr(GPtrArray) got = NULL;
+	uint64_t skipped = 0;
+
+	got = read_all(path, SIM_FORMAT_GOOGLE2011, true, &skipped);
+	ck_assert_uint_eq(skipped, 1);
+	ck_assert_uint_eq(got->len, 1);
+	ck_assert_str_eq(g_ptr_array_index(got, 0),
+			 "1-0|container|0|400000|48000|25769803776|0||0|");
 	unlink(path);
 }
 END_TEST
@@ -645,6 +666,7 @@ int main(void)
 	tcase_add_test(t, test_google2011);
 	tcase_add_loop_test(t, test_bad_records, 0, G_N_ELEMENTS(bads));
 	tcase_add_test(t, test_skip_bad_counts);
+	tcase_add_test(t, test_google_bad_first_line_skipped);
 	tcase_add_test(t, test_line_limit);
 	tcase_add_test(t, test_missing_and_corrupt_gzip);
 	tcase_add_test(t, test_round_trip);
