@@ -33,12 +33,22 @@
 
 /*
  * Lines from a (possibly gzipped) file.  buf[start, end) holds bytes read
- * but not yet returned; a returned line is NUL-terminated in place and
- * stays valid until the next call.  A line longer than SIM_TRACE_MAX_LINE
- * is discarded up to its newline and reported as -E2BIG.
+ * (and decompressed) but not yet returned; a returned line is
+ * NUL-terminated in place and stays valid until the next call.  A line
+ * longer than SIM_TRACE_MAX_LINE is discarded up to its newline and
+ * reported as -E2BIG.
+ *
+ * Decompression is driven here rather than by a GConverterInputStream,
+ * which stops at the end of the first gzip member: `cat a.gz b.gz` is a
+ * valid gzip file (gzip -d reads both), and stopping there would drop the
+ * rest of the trace without a word.
  */
 typedef struct {
-	GInputStream *in;
+	GInputStream *in;   /* the file, raw */
+	GConverter *gunzip; /* NULL for a plain file */
+	char *zbuf;         /* raw bytes read, zbuf[zstart, zend) not yet used */
+	size_t zstart, zend;
+	bool raw_eof;
 	char *buf;
 	size_t cap, start, end;
 	bool eof;
@@ -61,6 +71,7 @@ static int gerror_to_errno(const GError *err)
 	case G_IO_ERROR_IS_DIRECTORY:
 		return -EISDIR;
 	case G_IO_ERROR_INVALID_DATA:
+	case G_IO_ERROR_PARTIAL_INPUT:
 		return -EBADMSG;
 	default:
 		return -EIO;
@@ -69,8 +80,42 @@ static int gerror_to_errno(const GError *err)
 
 static void line_close(LineSrc *ls)
 {
+	g_clear_object(&ls->gunzip);
 	g_clear_object(&ls->in);
+	g_clear_pointer(&ls->zbuf, g_free);
 	g_clear_pointer(&ls->buf, g_free);
+}
+
+static void io_error(char **errmsg, const char *path, const GError *err)
+{
+	if (!errmsg)
+		return;
+	g_free(*errmsg);
+	*errmsg = g_strdup_printf("%s: %s", path, err->message);
+}
+
+/* Read more raw bytes after zbuf[zstart, zend), moving those to the front. */
+static int raw_more(LineSrc *ls, char **errmsg, const char *path)
+{
+	g_autoptr(GError) err = NULL;
+	gssize n;
+
+	if (ls->zstart > 0) {
+		memmove(ls->zbuf, ls->zbuf + ls->zstart, ls->zend - ls->zstart);
+		ls->zend -= ls->zstart;
+		ls->zstart = 0;
+	}
+	if (ls->zend == READ_CHUNK)
+		return 0; /* full: a read of 0 bytes would look like the end */
+	n = g_input_stream_read(ls->in, ls->zbuf + ls->zend, READ_CHUNK - ls->zend, NULL, &err);
+	if (n < 0) {
+		io_error(errmsg, path, err);
+		return gerror_to_errno(err);
+	}
+	if (n == 0)
+		ls->raw_eof = true;
+	ls->zend += (size_t)n;
+	return 0;
 }
 
 /* Open @path, gunzipping it when it starts with 1f 8b. */
@@ -78,45 +123,93 @@ static int line_open(LineSrc *ls, const char *path, char **errmsg)
 {
 	g_autoptr(GFile) file = g_file_new_for_path(path);
 	g_autoptr(GError) err = NULL;
-	g_autoptr(GFileInputStream) fis = NULL;
-	g_autoptr(GInputStream) bis = NULL;
-	const guint8 *peek;
-	gsize avail = 0;
+	int rc;
 
 	memset(ls, 0, sizeof(*ls));
-	fis = g_file_read(file, NULL, &err);
-	if (!fis) {
-		if (errmsg)
-			*errmsg = g_strdup_printf("%s: %s", path, err->message);
+	ls->in = G_INPUT_STREAM(g_file_read(file, NULL, &err));
+	if (!ls->in) {
+		io_error(errmsg, path, err);
 		return gerror_to_errno(err);
 	}
-	bis = g_buffered_input_stream_new(G_INPUT_STREAM(fis));
-	for (;;) {
-		gssize n;
-
-		peek = g_buffered_input_stream_peek_buffer(G_BUFFERED_INPUT_STREAM(bis), &avail);
-		if (avail >= 2)
-			break;
-		n = g_buffered_input_stream_fill(G_BUFFERED_INPUT_STREAM(bis), 2, NULL, &err);
-		if (n < 0) {
-			if (errmsg)
-				*errmsg = g_strdup_printf("%s: %s", path, err->message);
-			return gerror_to_errno(err);
-		}
-		if (n == 0)
-			break;
-	}
-	if (avail >= 2 && peek[0] == 0x1f && peek[1] == 0x8b) {
-		g_autoptr(GZlibDecompressor) dec =
-			g_zlib_decompressor_new(G_ZLIB_COMPRESSOR_FORMAT_GZIP);
-
-		ls->in = g_converter_input_stream_new(bis, G_CONVERTER(dec));
-	} else {
-		ls->in = g_steal_pointer(&bis);
-	}
+	ls->zbuf = g_malloc(READ_CHUNK);
 	ls->cap = SIM_TRACE_MAX_LINE + READ_CHUNK + 1;
 	ls->buf = g_malloc(ls->cap);
+	while (ls->zend < 2 && !ls->raw_eof) {
+		rc = raw_more(ls, errmsg, path);
+		if (rc < 0) {
+			line_close(ls);
+			return rc;
+		}
+	}
+	if (ls->zend >= 2 && (guint8)ls->zbuf[0] == 0x1f && (guint8)ls->zbuf[1] == 0x8b)
+		ls->gunzip = G_CONVERTER(g_zlib_decompressor_new(G_ZLIB_COMPRESSOR_FORMAT_GZIP));
 	return 0;
+}
+
+/* Decompress into buf[end, cap - 1): some bytes, or eof set. */
+static int gunzip_fill(LineSrc *ls, char **errmsg_io, const char *path)
+{
+	for (;;) {
+		g_autoptr(GError) err = NULL;
+		GConverterResult res;
+		gsize rd = 0, wr = 0;
+		int rc;
+
+		if (ls->zstart == ls->zend && !ls->raw_eof) {
+			rc = raw_more(ls, errmsg_io, path);
+			if (rc < 0)
+				return rc;
+			continue;
+		}
+		res = g_converter_convert(ls->gunzip, ls->zbuf + ls->zstart, ls->zend - ls->zstart,
+					  ls->buf + ls->end, ls->cap - 1 - ls->end,
+					  ls->raw_eof ? G_CONVERTER_INPUT_AT_END : G_CONVERTER_NO_FLAGS,
+					  &rd, &wr, &err);
+		if (res == G_CONVERTER_ERROR &&
+		    g_error_matches(err, G_IO_ERROR, G_IO_ERROR_PARTIAL_INPUT)) {
+			if (ls->raw_eof) {
+				g_free(*errmsg_io);
+				*errmsg_io = g_strdup_printf("%s: truncated gzip data", path);
+				return -EBADMSG;
+			}
+			rc = raw_more(ls, errmsg_io, path);
+			if (rc < 0)
+				return rc;
+			continue;
+		}
+		if (res == G_CONVERTER_ERROR) {
+			io_error(errmsg_io, path, err);
+			return gerror_to_errno(err);
+		}
+		ls->zstart += rd;
+		ls->end += wr;
+		if (res == G_CONVERTER_FINISHED) {
+			/* The end of one gzip member: another may follow. */
+			if (ls->zstart == ls->zend && !ls->raw_eof) {
+				rc = raw_more(ls, errmsg_io, path);
+				if (rc < 0)
+					return rc;
+			}
+			if (ls->zstart == ls->zend && ls->raw_eof) {
+				ls->eof = true;
+				return 0;
+			}
+			g_converter_reset(ls->gunzip);
+		}
+		if (wr > 0)
+			return 0;
+		if (rd == 0 && res == G_CONVERTER_CONVERTED) {
+			/* No progress: only more input can help, if there is any. */
+			if (ls->raw_eof || ls->zend - ls->zstart == READ_CHUNK) {
+				g_free(*errmsg_io);
+				*errmsg_io = g_strdup_printf("%s: corrupt gzip data", path);
+				return -EBADMSG;
+			}
+			rc = raw_more(ls, errmsg_io, path);
+			if (rc < 0)
+				return rc;
+		}
+	}
 }
 
 static int line_fill(LineSrc *ls, char **errmsg_io, const char *path)
@@ -129,10 +222,20 @@ static int line_fill(LineSrc *ls, char **errmsg_io, const char *path)
 		ls->end -= ls->start;
 		ls->start = 0;
 	}
+	if (ls->gunzip)
+		return gunzip_fill(ls, errmsg_io, path);
+	if (ls->zstart < ls->zend) {
+		/* A plain file: first the bytes read to look for the magic. */
+		size_t k = MIN(ls->zend - ls->zstart, ls->cap - 1 - ls->end);
+
+		memcpy(ls->buf + ls->end, ls->zbuf + ls->zstart, k);
+		ls->zstart += k;
+		ls->end += k;
+		return 0;
+	}
 	n = g_input_stream_read(ls->in, ls->buf + ls->end, ls->cap - 1 - ls->end, NULL, &err);
 	if (n < 0) {
-		g_free(*errmsg_io);
-		*errmsg_io = g_strdup_printf("%s: %s", path, err->message);
+		io_error(errmsg_io, path, err);
 		return gerror_to_errno(err);
 	}
 	if (n == 0)

@@ -488,6 +488,41 @@ START_TEST(test_missing_and_corrupt_gzip)
 }
 END_TEST
 
+START_TEST(test_gzip_members_and_truncation)
+{
+	g_autofree char *gz = fixture("native.jsonl.gz");
+	g_autofree char *bytes = NULL;
+	g_autofree char *two = NULL, *cut = NULL;
+	g_autoptr(GPtrArray) got = NULL;
+	g_autoptr(SimTraceReader) r = NULL;
+	GString *s;
+	gsize len;
+	SimPod p;
+	int rc;
+
+	/* `cat a.gz a.gz` is one valid gzip file with two members: all of it is read. */
+	ck_assert(g_file_get_contents(gz, &bytes, &len, NULL));
+	s = g_string_new_len(bytes, (gssize)len);
+	g_string_append_len(s, bytes, (gssize)len);
+	two = write_tmp(s->str, s->len, ".gz");
+	g_string_free(s, TRUE);
+	got = read_all(two, SIM_FORMAT_AUTO, false, NULL);
+	ck_assert_uint_eq(got->len, 2 * G_N_ELEMENTS(native_want));
+	ck_assert_str_eq(g_ptr_array_index(got, 4), native_want[0]);
+	unlink(two);
+
+	/* A gzip file cut short is an error, not a quiet end of the trace. */
+	cut = write_tmp(bytes, len - 12, ".gz");
+	ck_assert_int_eq(sim_trace_reader_open(cut, NULL, &r, NULL), 0);
+	while ((rc = sim_trace_reader_next(r, &p)) > 0)
+		;
+	ck_assert_int_eq(rc, -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(sim_trace_reader_error(r), "truncated gzip data"));
+	ck_assert(g_str_has_prefix(sim_trace_reader_error(r), cut));
+	unlink(cut);
+}
+END_TEST
+
 static uint64_t lcg(uint64_t *x)
 {
 	*x = *x * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -669,6 +704,7 @@ int main(void)
 	tcase_add_test(t, test_google_bad_first_line_skipped);
 	tcase_add_test(t, test_line_limit);
 	tcase_add_test(t, test_missing_and_corrupt_gzip);
+	tcase_add_test(t, test_gzip_members_and_truncation);
 	tcase_add_test(t, test_round_trip);
 	tcase_add_loop_test(t, test_mutations, 0, 7);
 	tcase_add_test(t, test_format_names);
