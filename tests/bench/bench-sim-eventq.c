@@ -31,7 +31,7 @@ static int cmp_ev(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-	size_t n = argc > 1 ? strtoul(argv[1], NULL, 10) : 1000000;
+	size_t n = argc > 1 ? (size_t)g_ascii_strtoull(argv[1], NULL, 10) : 1000000;
 	g_autoptr(SimEventQ) q = sim_eventq_new();
 	g_autofree SimEvent *keys = g_new(SimEvent, n);
 	uint64_t s = 1, sum = 0;
@@ -39,8 +39,10 @@ int main(int argc, char **argv)
 	gint64 t0;
 	SimEvent ev;
 
-	if (n == 0)
+	if (n == 0 || n > 100000000) {
+		fprintf(stderr, "usage: bench-sim-eventq [N], 1 <= N <= 100000000\n");
 		return 2;
+	}
 	t0 = g_get_monotonic_time();
 	for (size_t i = 0; i < n; i++)
 		sim_eventq_push(q, (int64_t)(lcg(&s) % 2592000000u), 0, i, NULL, NULL);
