@@ -1,8 +1,83 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # sim/: the discrete-event capacity simulator; it will link the autoscaler
-# core from autoscale/core/.
+# core from autoscale/core/.  libsimtrace holds what the engine builds on
+# (the workload model and its trace readers, the event queue, the synthetic
+# generator) so the unit tests and the engine link the same code.
+
+noinst_LIBRARIES += sim/libsimtrace.a
+sim_libsimtrace_a_SOURCES = \
+	sim/trace.c sim/trace.h \
+	sim/eventq.c sim/eventq.h \
+	sim/gen.c sim/gen.h
+# gen.c promises the same bytes on every machine: no fused multiply-add.
+sim_libsimtrace_a_CFLAGS = $(AM_CFLAGS) -ffp-contract=off
+sim_libsimtrace_a_CPPFLAGS = $(AM_CPPFLAGS) $(GIO_CFLAGS) $(JSONC_CFLAGS)
+SIM_LIBS = sim/libsimtrace.a $(GIO_LIBS) $(JSONC_LIBS) -lm
 
 bin_PROGRAMS += sim/sim
 sim_sim_SOURCES = sim/main.c
-sim_sim_LDADD = $(QT_LIBS)
+sim_sim_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim $(GIO_CFLAGS)
+sim_sim_LDADD = $(SIM_LIBS) $(QT_LIBS)
+
+# Unit tests and their fixtures (tests/sim/).
+SIM_FIXTURES = \
+	tests/sim/native.jsonl tests/sim/native.jsonl.gz tests/sim/native.csv \
+	tests/sim/openb_pod_list_tiny.csv tests/sim/openb_pod_list_tiny.csv.gz \
+	tests/sim/openb_node_list_tiny.csv \
+	tests/sim/batch_task.csv tests/sim/batch_task.csv.gz tests/sim/container_meta.csv \
+	tests/sim/task_events.csv tests/sim/task_events.csv.gz
+EXTRA_DIST += $(SIM_FIXTURES)
+
+SIM_TEST_CPP = $(AM_CPPFLAGS) -I$(top_srcdir)/sim -DSIM_FIXTURE_DIR='"$(abs_top_srcdir)/tests/sim"'
+SIM_TEST_LIBS = $(SIM_LIBS) $(QT_LIBS) $(CHECK_LIBS)
+SIM_TEST_CC = $(AM_CFLAGS) $(CHECK_CFLAGS)
+
+check_PROGRAMS += tests/unit/test-sim-trace
+TESTS += tests/unit/test-sim-trace
+tests_unit_test_sim_trace_SOURCES = tests/unit/test-sim-trace.c
+tests_unit_test_sim_trace_CPPFLAGS = $(SIM_TEST_CPP)
+tests_unit_test_sim_trace_CFLAGS = $(SIM_TEST_CC)
+tests_unit_test_sim_trace_LDADD = $(SIM_TEST_LIBS)
+
+check_PROGRAMS += tests/unit/test-sim-eventq
+TESTS += tests/unit/test-sim-eventq
+tests_unit_test_sim_eventq_SOURCES = tests/unit/test-sim-eventq.c
+tests_unit_test_sim_eventq_CPPFLAGS = $(SIM_TEST_CPP)
+tests_unit_test_sim_eventq_CFLAGS = $(SIM_TEST_CC)
+tests_unit_test_sim_eventq_LDADD = $(SIM_TEST_LIBS)
+
+check_PROGRAMS += tests/unit/test-sim-gen
+TESTS += tests/unit/test-sim-gen
+tests_unit_test_sim_gen_SOURCES = tests/unit/test-sim-gen.c
+tests_unit_test_sim_gen_CPPFLAGS = $(SIM_TEST_CPP)
+tests_unit_test_sim_gen_CFLAGS = $(SIM_TEST_CC)
+tests_unit_test_sim_gen_LDADD = $(SIM_TEST_LIBS)
+
+# The command line: convert and gen end to end.
+TESTS += tests/sim/test-convert.sh
+EXTRA_DIST += tests/sim/test-convert.sh
+dist_man_MANS += man/sim.1
+dist_doc_DATA += docs/sim-traces.md
+EXTRA_DIST += sim/examples/README.md sim/examples/mixed-workload.jsonl \
+	sim/examples/openb_pod_list_sample.csv sim/examples/openb_node_list_sample.csv
+
+# The trace layer benchmark: never part of make check.  bench-sim-load is
+# compiled here rather than listed in EXTRA_PROGRAMS, which tests/local.mk
+# owns.
+EXTRA_DIST += tests/bench/bench-sim-trace.sh tests/bench/bench-sim-load.c \
+	tests/bench/bench-sim-eventq.c
+BENCH_SIM_PODS = 1000000
+tests/bench/bench-sim-load: $(top_srcdir)/tests/bench/bench-sim-load.c sim/libsimtrace.a
+	$(AM_V_CCLD)$(CC) $(DEFS) $(DEFAULT_INCLUDES) $(AM_CPPFLAGS) -I$(top_srcdir)/sim $(GIO_CFLAGS) \
+		$(AM_CFLAGS) $(CFLAGS) $(AM_LDFLAGS) $(LDFLAGS) \
+		$(top_srcdir)/tests/bench/bench-sim-load.c $(SIM_LIBS) -o $@
+tests/bench/bench-sim-eventq: $(top_srcdir)/tests/bench/bench-sim-eventq.c sim/libsimtrace.a
+	$(AM_V_CCLD)$(CC) $(DEFS) $(DEFAULT_INCLUDES) $(AM_CPPFLAGS) -I$(top_srcdir)/sim \
+		$(AM_CFLAGS) $(CFLAGS) $(AM_LDFLAGS) $(LDFLAGS) \
+		$(top_srcdir)/tests/bench/bench-sim-eventq.c $(SIM_LIBS) -o $@
+CLEANFILES += tests/bench/bench-sim-load tests/bench/bench-sim-eventq
+bench-sim: sim/sim tests/bench/bench-sim-load tests/bench/bench-sim-eventq
+	./tests/bench/bench-sim-eventq $(BENCH_SIM_PODS)
+	top_builddir=$(abs_top_builddir) sh $(top_srcdir)/tests/bench/bench-sim-trace.sh $(BENCH_SIM_PODS)
+.PHONY: bench-sim

@@ -6,39 +6,105 @@
  * pending times, node counts, machine-hours and cost, so capacity planners
  * can compare a pooled bare-metal setup with dedicated pools.
  *
- * Only the command line exists so far; the commands are issue 7.  Options
- * are parsed but not acted on.
+ * So far the trace layer exists: `convert` rewrites any supported trace in
+ * the native format and `gen` writes a synthetic one (libsimtrace does the
+ * work; this file parses options, opens files and reports).  `run` and
+ * `compare` accept their options and say they are not implemented yet
+ * (issue 7).  Options are parsed once for all commands; each command then
+ * refuses the options that do not apply to it, so a typo'd command line
+ * fails instead of being silently ignored.
  */
 #include "config.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <gio/gio.h>
 
 #include "cli.h"
+#include "gen.h"
 #include "log.h"
+#include "trace.h"
 
 #define ISSUE 7
 #define SHORT_OPTS "hVo:"
 
-enum { OPT_ACCEPTED = 256 };
+enum {
+	OPT_TRACE = 256, OPT_FORMAT, OPT_CLUSTER, OPT_NODES, OPT_OUT, OPT_SEED, OPT_UNTIL,
+	OPT_SKIP_BAD, OPT_QUIET, OPT_OUT_FORMAT, OPT_MACHINE_MEMORY, OPT_MACHINE_CPU,
+	OPT_CLASS, OPT_PODS, OPT_DURATION, OPT_RATE, OPT_AMPLITUDE, OPT_PEAK,
+	OPT_RUNTIME_MEAN, OPT_RUNTIME_DIST, OPT_RUNTIME_SIGMA, OPT_RUNTIME_MAX, OPT_MIX,
+	OPT_O, /* -o, counted with the long ones */
+	OPT_END
+};
 
 static const struct option long_opts[] = {
-	{"trace", required_argument, NULL, OPT_ACCEPTED},
-	{"format", required_argument, NULL, OPT_ACCEPTED},
-	{"cluster", required_argument, NULL, OPT_ACCEPTED},
-	{"nodes", required_argument, NULL, OPT_ACCEPTED},
-	{"out", required_argument, NULL, OPT_ACCEPTED},
-	{"seed", required_argument, NULL, OPT_ACCEPTED},
-	{"until", required_argument, NULL, OPT_ACCEPTED},
-	{"skip-bad", no_argument, NULL, OPT_ACCEPTED},
-	{"quiet", no_argument, NULL, OPT_ACCEPTED},
+	{"trace", required_argument, NULL, OPT_TRACE},
+	{"format", required_argument, NULL, OPT_FORMAT},
+	{"cluster", required_argument, NULL, OPT_CLUSTER},
+	{"nodes", required_argument, NULL, OPT_NODES},
+	{"out", required_argument, NULL, OPT_OUT},
+	{"seed", required_argument, NULL, OPT_SEED},
+	{"until", required_argument, NULL, OPT_UNTIL},
+	{"skip-bad", no_argument, NULL, OPT_SKIP_BAD},
+	{"quiet", no_argument, NULL, OPT_QUIET},
+	{"out-format", required_argument, NULL, OPT_OUT_FORMAT},
+	{"machine-memory", required_argument, NULL, OPT_MACHINE_MEMORY},
+	{"machine-cpu", required_argument, NULL, OPT_MACHINE_CPU},
+	{"class", required_argument, NULL, OPT_CLASS},
+	{"pods", required_argument, NULL, OPT_PODS},
+	{"duration", required_argument, NULL, OPT_DURATION},
+	{"rate", required_argument, NULL, OPT_RATE},
+	{"amplitude", required_argument, NULL, OPT_AMPLITUDE},
+	{"peak", required_argument, NULL, OPT_PEAK},
+	{"runtime-mean", required_argument, NULL, OPT_RUNTIME_MEAN},
+	{"runtime-dist", required_argument, NULL, OPT_RUNTIME_DIST},
+	{"runtime-sigma", required_argument, NULL, OPT_RUNTIME_SIGMA},
+	{"runtime-max", required_argument, NULL, OPT_RUNTIME_MAX},
+	{"mix", required_argument, NULL, OPT_MIX},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, 'V'},
 	{NULL, 0, NULL, 0},
 };
 
-static const char *const commands[] = {"run", "compare", "convert", "gen"};
+/* Which options each command takes (OPT_* - OPT_TRACE as bit numbers). */
+#define B(o) (UINT64_C(1) << ((o) - OPT_TRACE))
+static const struct {
+	const char *name;
+	uint64_t allowed;
+} commands[] = {
+	{"run", B(OPT_TRACE) | B(OPT_FORMAT) | B(OPT_CLUSTER) | B(OPT_NODES) | B(OPT_OUT) |
+			B(OPT_SEED) | B(OPT_UNTIL) | B(OPT_SKIP_BAD) | B(OPT_QUIET) |
+			B(OPT_MACHINE_MEMORY) | B(OPT_MACHINE_CPU) | B(OPT_CLASS)},
+	{"compare", B(OPT_TRACE) | B(OPT_FORMAT) | B(OPT_CLUSTER) | B(OPT_NODES) | B(OPT_OUT) |
+			    B(OPT_SEED) | B(OPT_UNTIL) | B(OPT_SKIP_BAD) | B(OPT_QUIET) |
+			    B(OPT_MACHINE_MEMORY) | B(OPT_MACHINE_CPU) | B(OPT_CLASS)},
+	{"convert", B(OPT_TRACE) | B(OPT_FORMAT) | B(OPT_O) | B(OPT_OUT_FORMAT) |
+			    B(OPT_SKIP_BAD) | B(OPT_QUIET) | B(OPT_MACHINE_MEMORY) |
+			    B(OPT_MACHINE_CPU) | B(OPT_CLASS)},
+	{"gen", B(OPT_O) | B(OPT_OUT_FORMAT) | B(OPT_SEED) | B(OPT_PODS) | B(OPT_DURATION) |
+			B(OPT_RATE) | B(OPT_AMPLITUDE) | B(OPT_PEAK) | B(OPT_RUNTIME_MEAN) |
+			B(OPT_RUNTIME_DIST) | B(OPT_RUNTIME_SIGMA) | B(OPT_RUNTIME_MAX) |
+			B(OPT_MIX) | B(OPT_QUIET)},
+};
+
+/* Parsed command line.  Strings point into argv. */
+typedef struct {
+	uint64_t given;
+	const char *trace, *out_file, *out_dir, *nodes;
+	GPtrArray *clusters;
+	SimTraceOptions topts;
+	bool out_format_set;
+	SimOutFormat out_format;
+	bool quiet;
+	SimGenConfig gen;
+	char *mix; /* owned copy: gen.mix_class points into it */
+} Args;
 
 static void usage(void)
 {
@@ -46,70 +112,556 @@ static void usage(void)
 
 	printf("Usage: %s run --trace FILE --cluster FILE [OPTION]...\n"
 	       "       %s compare --trace FILE --cluster A --cluster B [...] --out DIR\n"
-	       "       %s convert --trace FILE --format F -o OUT\n"
+	       "       %s convert --trace FILE [--format F] -o OUT [OPTION]...\n"
 	       "       %s gen [OPTION]... -o OUT\n",
 	       prog, prog, prog, prog);
 	fputs("Replay a pod trace against a cluster and its autoscaler.\n"
 	      "\n"
 	      "Commands:\n"
-	      "  run                simulate one cluster configuration\n"
+	      "  run                simulate one cluster configuration (not implemented yet)\n"
 	      "  compare            one trace, several configurations, one report\n"
+	      "                     (not implemented yet)\n"
 	      "  convert            rewrite a trace in the native format\n"
-	      "  gen                write a synthetic trace\n"
+	      "  gen                write a synthetic trace in the native format\n"
 	      "\n"
-	      "Options:\n"
-	      "  --trace FILE       input trace, may be gzip-compressed\n"
-	      "  --format F         trace format: native, alibaba2023, alibaba2018,\n"
-	      "                     google2011 (default native)\n"
+	      "Trace options (run, compare, convert):\n"
+	      "  --trace FILE       input trace, plain or gzip-compressed\n"
+	      "  --format F         native, openb (alias alibaba2023), alibaba2018 or\n"
+	      "                     google2011 (default: told from the first line)\n"
+	      "  --skip-bad         skip and count malformed records (default: stop at the first)\n"
+	      "  --class NAME       class of records whose format has none (default container)\n"
+	      "  --machine-memory SIZE  memory of the machine alibaba2018 and google2011\n"
+	      "                     sizes are fractions of, e.g. 96Gi (default 96Gi)\n"
+	      "  --machine-cpu N    cores of the machine google2011 cpu requests are\n"
+	      "                     fractions of (default 96)\n"
+	      "\n"
+	      "Output options (convert, gen):\n"
+	      "  -o OUT             output file, gzip-compressed if it ends in .gz;\n"
+	      "                     '-' is standard output\n"
+	      "  --out-format F     jsonl or csv (default: csv if OUT ends in .csv, else jsonl)\n"
+	      "\n"
+	      "Generator options (gen):\n"
+	      "  --pods N           number of pods (default 1000, or unlimited with --duration)\n"
+	      "  --duration T       stop at arrival time T, e.g. 30d, 12h (default: none)\n"
+	      "  --rate R           mean arrivals per hour (default 600)\n"
+	      "  --amplitude A      daily cycle, 0 (flat) to 1 (default 0.5)\n"
+	      "  --peak T           time of day of the peak rate, e.g. 14h (default 14h)\n"
+	      "  --runtime-dist D   exp or lognormal (default lognormal)\n"
+	      "  --runtime-mean T   mean run time (default 1h)\n"
+	      "  --runtime-sigma S  lognormal sigma (default 1)\n"
+	      "  --runtime-max T    longest run time, 0 for none (default 7d)\n"
+	      "  --mix SPEC         class weights, e.g. container=70,vm=20,baremetal=10 (default)\n"
+	      "  --seed N           random seed; same seed, same output (default 1)\n"
+	      "\n"
+	      "Simulation options (run, compare):\n"
 	      "  --cluster FILE     cluster configuration; repeatable for compare\n"
 	      "  --nodes FILE       Alibaba 2023 node list to use as the pool (default: none)\n"
 	      "  --out DIR          where summary.json, timeseries.csv and report.html go\n"
 	      "                     (default: the current directory)\n"
-	      "  -o OUT             output file for convert and gen\n"
-	      "  --seed N           random seed; same seed, same output (default 1)\n"
 	      "  --until T          stop at simulated time T (default: end of the trace)\n"
-	      "  --skip-bad         skip and count malformed records (default: stop)\n"
-	      "  --quiet            no progress line on stderr (default: shown on a tty)\n"
+	      "\n"
+	      "Common options:\n"
+	      "  --quiet            no progress or summary on stderr\n"
 	      "  -h, --help         show this help and exit\n"
 	      "  -V, --version      show the version and exit\n"
 	      "\n"
+	      "Times: a number with ms, s, m, h or d (a bare number is seconds).\n"
 	      "Configuration: the --cluster files; no default file.\n"
 	      "Exit status: 0 success, 1 failure, 2 usage error.\n",
 	      stdout);
-	printf("Status: placeholder, only --help and --version work (see issue %d).\n", ISSUE);
+	printf("Status: convert and gen work; run and compare are issue %d.\n", ISSUE);
 }
 
-static gboolean is_command(const char *name)
+static const char *opt_name(int o)
 {
-	for (size_t i = 0; i < G_N_ELEMENTS(commands); i++) {
-		if (strcmp(name, commands[i]) == 0)
-			return TRUE;
+	if (o == OPT_O)
+		return "-o";
+	for (size_t i = 0; long_opts[i].name; i++) {
+		if (long_opts[i].val == o)
+			return long_opts[i].name;
 	}
-	return FALSE;
+	return "?";
+}
+
+/* "96Gi", "512G", "1073741824" into bytes. */
+static int parse_size(const char *s, int64_t *out)
+{
+	static const struct {
+		const char *suffix;
+		int shift;
+		int64_t mul;
+	} units[] = {
+		{"", 0, 1}, {"B", 0, 1},
+		{"K", 0, 1000}, {"Ki", 10, 1}, {"M", 0, 1000000}, {"Mi", 20, 1},
+		{"G", 0, 1000000000}, {"Gi", 30, 1}, {"T", 0, INT64_C(1000000000000)}, {"Ti", 40, 1},
+	};
+	guint64 v;
+	char *end;
+
+	if (!g_ascii_isdigit(*s))
+		return -EINVAL;
+	errno = 0;
+	v = g_ascii_strtoull(s, &end, 10);
+	if (errno)
+		return -ERANGE;
+	for (size_t i = 0; i < G_N_ELEMENTS(units); i++) {
+		g_autofree char *with_b = g_strconcat(units[i].suffix, "B", NULL);
+
+		if (strcmp(end, units[i].suffix) != 0 && strcmp(end, with_b) != 0)
+			continue;
+		if (v > (guint64)(INT64_C(1) << 60) >> units[i].shift ||
+		    v > (guint64)((INT64_C(1) << 60) / units[i].mul))
+			return -ERANGE;
+		*out = ((int64_t)v << units[i].shift) * units[i].mul;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static int parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	guint64 v;
+	char *end;
+
+	if (!g_ascii_isdigit(*s))
+		return -EINVAL;
+	errno = 0;
+	v = g_ascii_strtoull(s, &end, 10);
+	if (errno || *end || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_double(const char *s, double min, double max, double *out)
+{
+	double v;
+	char *end;
+
+	errno = 0;
+	v = g_ascii_strtod(s, &end);
+	if (errno || end == s || *end || !(v >= min && v <= max))
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* One option's argument into @a; a usage error (exit 2) otherwise. */
+static int take_option(Args *a, int c, const char *arg)
+{
+	int64_t ms;
+	uint64_t u;
+
+	a->given |= B(c);
+	switch (c) {
+	case OPT_TRACE:
+		a->trace = arg;
+		break;
+	case OPT_FORMAT:
+		if (sim_trace_format_parse(arg, &a->topts.format) < 0)
+			return qt_cli_usage_error("unknown trace format '%s'", arg);
+		break;
+	case OPT_CLUSTER:
+		g_ptr_array_add(a->clusters, (gpointer)arg);
+		break;
+	case OPT_NODES:
+		a->nodes = arg;
+		break;
+	case OPT_OUT:
+		a->out_dir = arg;
+		break;
+	case OPT_O:
+		a->out_file = arg;
+		break;
+	case OPT_SEED:
+		if (parse_u64(arg, UINT64_MAX, &a->gen.seed) < 0)
+			return qt_cli_usage_error("--seed: '%s' is not a non-negative integer", arg);
+		break;
+	case OPT_UNTIL:
+		if (sim_parse_duration_ms(arg, &ms) < 0)
+			return qt_cli_usage_error("--until: '%s' is not a time", arg);
+		break;
+	case OPT_SKIP_BAD:
+		a->topts.skip_bad = true;
+		break;
+	case OPT_QUIET:
+		a->quiet = true;
+		break;
+	case OPT_OUT_FORMAT:
+		if (sim_out_format_parse(arg, &a->out_format) < 0)
+			return qt_cli_usage_error("--out-format: '%s' is not jsonl or csv", arg);
+		a->out_format_set = true;
+		break;
+	case OPT_MACHINE_MEMORY:
+		if (parse_size(arg, &a->topts.machine_memory_bytes) < 0 ||
+		    a->topts.machine_memory_bytes == 0)
+			return qt_cli_usage_error("--machine-memory: '%s' is not a size", arg);
+		break;
+	case OPT_MACHINE_CPU:
+		if (parse_u64(arg, 1000000, &u) < 0 || u == 0)
+			return qt_cli_usage_error("--machine-cpu: '%s' is not a core count 1..1000000",
+						  arg);
+		a->topts.machine_cpu_milli = (int64_t)u * 1000;
+		break;
+	case OPT_CLASS:
+		if (!*arg)
+			return qt_cli_usage_error("--class: empty");
+		a->topts.default_class = arg;
+		break;
+	case OPT_PODS:
+		if (parse_u64(arg, 1000000000, &a->gen.pods) < 0 || a->gen.pods == 0)
+			return qt_cli_usage_error("--pods: '%s' is not a count 1..1000000000", arg);
+		break;
+	case OPT_DURATION:
+		if (sim_parse_duration_ms(arg, &a->gen.span_ms) < 0 || a->gen.span_ms == 0)
+			return qt_cli_usage_error("--duration: '%s' is not a time", arg);
+		break;
+	case OPT_RATE:
+		if (parse_double(arg, 1e-6, 1e9, &a->gen.rate_per_hour) < 0)
+			return qt_cli_usage_error("--rate: '%s' is not a rate per hour", arg);
+		break;
+	case OPT_AMPLITUDE:
+		if (parse_double(arg, 0, 1, &a->gen.amplitude) < 0)
+			return qt_cli_usage_error("--amplitude: '%s' is not between 0 and 1", arg);
+		break;
+	case OPT_PEAK:
+		if (sim_parse_duration_ms(arg, &a->gen.peak_ms) < 0 || a->gen.peak_ms >= 86400000)
+			return qt_cli_usage_error("--peak: '%s' is not a time of day", arg);
+		break;
+	case OPT_RUNTIME_MEAN:
+		if (sim_parse_duration_ms(arg, &a->gen.runtime_mean_ms) < 0 ||
+		    a->gen.runtime_mean_ms == 0)
+			return qt_cli_usage_error("--runtime-mean: '%s' is not a time", arg);
+		break;
+	case OPT_RUNTIME_DIST:
+		if (strcmp(arg, "exp") == 0)
+			a->gen.runtime_dist = SIM_GEN_EXP;
+		else if (strcmp(arg, "lognormal") == 0)
+			a->gen.runtime_dist = SIM_GEN_LOGNORMAL;
+		else
+			return qt_cli_usage_error("--runtime-dist: '%s' is not exp or lognormal", arg);
+		break;
+	case OPT_RUNTIME_SIGMA:
+		if (parse_double(arg, 0, 5, &a->gen.runtime_sigma) < 0)
+			return qt_cli_usage_error("--runtime-sigma: '%s' is not between 0 and 5", arg);
+		break;
+	case OPT_RUNTIME_MAX:
+		if (sim_parse_duration_ms(arg, &a->gen.runtime_max_ms) < 0)
+			return qt_cli_usage_error("--runtime-max: '%s' is not a time", arg);
+		break;
+	case OPT_MIX: {
+		g_autofree char *err = NULL;
+
+		g_free(a->mix);
+		a->mix = g_strdup(arg);
+		if (sim_gen_parse_mix(a->mix, &a->gen, &err) < 0)
+			return qt_cli_usage_error("--mix: %s", err);
+		break;
+	}
+	default:
+		g_assert_not_reached();
+	}
+	return QT_EXIT_OK;
+}
+
+/*
+ * gzip output behind a FILE *: stdio buffers, and each flush of its buffer
+ * goes through GZlibCompressor into the file descriptor.  The gzip header
+ * carries no name or time, so the same records give the same bytes.
+ */
+typedef struct {
+	GConverter *z;
+	int fd;
+	bool failed;
+	char out[64 * 1024];
+} GzCookie;
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Compress @len bytes (or, with @end, finish the stream) into the file. */
+static int gz_push(GzCookie *c, const char *buf, size_t len, bool end)
+{
+	while (len > 0 || end) {
+		g_autoptr(GError) err = NULL;
+		gsize rd = 0, wr = 0;
+		GConverterResult res;
+		int rc;
+
+		res = g_converter_convert(c->z, buf, len, c->out, sizeof(c->out),
+					  end ? G_CONVERTER_INPUT_AT_END : G_CONVERTER_NO_FLAGS,
+					  &rd, &wr, &err);
+		if (res == G_CONVERTER_ERROR)
+			return -EIO;
+		rc = write_all(c->fd, c->out, wr);
+		if (rc < 0)
+			return rc;
+		buf += rd;
+		len -= rd;
+		if (res == G_CONVERTER_FINISHED)
+			break;
+	}
+	return 0;
+}
+
+static ssize_t gz_write(void *cookie, const char *buf, size_t size)
+{
+	GzCookie *c = cookie;
+	int rc = gz_push(c, buf, size, false);
+
+	if (rc < 0) {
+		c->failed = true;
+		errno = -rc;
+		return -1;
+	}
+	return (ssize_t)size;
+}
+
+static int gz_close(void *cookie)
+{
+	GzCookie *c = cookie;
+	int rc = c->failed ? -EIO : gz_push(c, NULL, 0, true);
+
+	g_object_unref(c->z);
+	if (close(c->fd) < 0 && rc == 0)
+		rc = -errno;
+	g_free(c);
+	if (rc < 0) {
+		errno = -rc;
+		return -1;
+	}
+	return 0;
+}
+
+static FILE *gz_fdopen(int fd)
+{
+	static const cookie_io_functions_t io = {.write = gz_write, .close = gz_close};
+	GzCookie *c = g_new0(GzCookie, 1);
+	FILE *f;
+
+	c->z = G_CONVERTER(g_zlib_compressor_new(G_ZLIB_COMPRESSOR_FORMAT_GZIP, 6));
+	c->fd = fd;
+	f = fopencookie(c, "w", io);
+	if (!f) {
+		g_object_unref(c->z);
+		g_free(c);
+	}
+	return f;
+}
+
+/*
+ * Where output goes: OUT itself for '-', otherwise a temporary file next
+ * to OUT renamed over it on success, so a failed run never leaves a
+ * half-written trace under the name asked for.  OUT ending in .gz is
+ * written gzip-compressed.
+ */
+typedef struct {
+	FILE *f;
+	char *tmp;
+	const char *path;
+} Output;
+
+static int output_open(Output *o, const char *path)
+{
+	int fd;
+
+	memset(o, 0, sizeof(*o));
+	o->path = path;
+	if (strcmp(path, "-") == 0) {
+		o->f = stdout;
+		return 0;
+	}
+	o->tmp = g_strconcat(path, ".tmp-XXXXXX", NULL);
+	fd = g_mkstemp_full(o->tmp, O_WRONLY | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		int e = errno;
+
+		g_clear_pointer(&o->tmp, g_free);
+		return -e;
+	}
+	o->f = g_str_has_suffix(path, ".gz") ? gz_fdopen(fd) : fdopen(fd, "w");
+	if (!o->f) {
+		int e = errno;
+
+		close(fd);
+		unlink(o->tmp);
+		g_clear_pointer(&o->tmp, g_free);
+		return -e;
+	}
+	return 0;
+}
+
+/* Finish: rename into place when @ok, else throw the temporary away. */
+static int output_close(Output *o, bool ok)
+{
+	int rc = 0;
+
+	if (o->f == stdout) {
+		if (fflush(stdout) == EOF)
+			rc = -errno;
+		return ok ? rc : 0;
+	}
+	if (o->f && fclose(o->f) == EOF && ok)
+		rc = -errno;
+	o->f = NULL;
+	if (ok && rc == 0 && rename(o->tmp, o->path) < 0)
+		rc = -errno;
+	if (!ok || rc < 0)
+		unlink(o->tmp);
+	g_clear_pointer(&o->tmp, g_free);
+	return rc;
+}
+
+static SimOutFormat out_format(const Args *a)
+{
+	return a->out_format_set ? a->out_format : sim_out_format_for_path(a->out_file);
+}
+
+static int cmd_convert(Args *a)
+{
+	g_autoptr(SimTraceReader) r = NULL;
+	g_autofree char *err = NULL;
+	SimOutFormat fmt = out_format(a);
+	uint64_t n = 0;
+	Output out;
+	SimPod p;
+	int rc;
+
+	if (!a->trace)
+		return qt_cli_usage_error("convert: missing --trace FILE");
+	if (!a->out_file)
+		return qt_cli_usage_error("convert: missing -o OUT");
+	rc = sim_trace_reader_open(a->trace, &a->topts, &r, &err);
+	if (rc < 0)
+		return qt_cli_fail("%s", err ? err : g_strerror(-rc));
+	rc = output_open(&out, a->out_file);
+	if (rc < 0)
+		return qt_cli_fail("cannot write '%s': %s", a->out_file, g_strerror(-rc));
+	rc = sim_trace_write_header(out.f, fmt);
+	while (rc == 0 && (rc = sim_trace_reader_next(r, &p)) > 0) {
+		rc = sim_trace_write_pod(out.f, fmt, &p);
+		n++;
+	}
+	if (rc < 0) {
+		bool read_error = sim_trace_reader_error(r) != NULL;
+
+		output_close(&out, false);
+		if (read_error)
+			return qt_cli_fail("%s", sim_trace_reader_error(r));
+		return qt_cli_fail("cannot write '%s': %s", a->out_file, g_strerror(-rc));
+	}
+	rc = output_close(&out, true);
+	if (rc < 0)
+		return qt_cli_fail("cannot write '%s': %s", a->out_file, g_strerror(-rc));
+	if (!a->quiet) {
+		fprintf(stderr, "%s: %" PRIu64 " records from '%s' (%s) to '%s'", qt_cli_prog(), n,
+			a->trace, sim_trace_format_name(sim_trace_reader_format(r)), a->out_file);
+		if (sim_trace_reader_skipped(r))
+			fprintf(stderr, "; skipped %" PRIu64 " bad records, the first: %s",
+				sim_trace_reader_skipped(r), sim_trace_reader_first_skipped(r));
+		fputc('\n', stderr);
+	}
+	return QT_EXIT_OK;
+}
+
+static int cmd_gen(Args *a)
+{
+	g_autoptr(SimGen) g = NULL;
+	g_autofree char *err = NULL;
+	SimOutFormat fmt = out_format(a);
+	uint64_t n = 0;
+	Output out;
+	SimPod p;
+	int rc;
+
+	if (!a->out_file)
+		return qt_cli_usage_error("gen: missing -o OUT");
+	/* --duration alone means: as many pods as arrive in that time. */
+	if ((a->given & B(OPT_DURATION)) && !(a->given & B(OPT_PODS)))
+		a->gen.pods = 0;
+	rc = sim_gen_new(&a->gen, &g, &err);
+	if (rc < 0)
+		return qt_cli_usage_error("gen: %s", err);
+	rc = output_open(&out, a->out_file);
+	if (rc < 0)
+		return qt_cli_fail("cannot write '%s': %s", a->out_file, g_strerror(-rc));
+	rc = sim_trace_write_header(out.f, fmt);
+	while (rc == 0 && sim_gen_next(g, &p) > 0) {
+		rc = sim_trace_write_pod(out.f, fmt, &p);
+		n++;
+	}
+	{
+		int crc = output_close(&out, rc == 0);
+
+		if (rc == 0)
+			rc = crc;
+	}
+	if (rc < 0)
+		return qt_cli_fail("cannot write '%s': %s", a->out_file, g_strerror(-rc));
+	if (!a->quiet)
+		fprintf(stderr, "%s: %" PRIu64 " pods (seed %" PRIu64 ") to '%s'\n", qt_cli_prog(), n,
+			a->gen.seed, a->out_file);
+	return QT_EXIT_OK;
 }
 
 int main(int argc, char **argv)
 {
-	int c;
+	Args a = {0};
+	g_autoptr(GPtrArray) clusters = g_ptr_array_new();
+	g_autofree char *mix = NULL;
+	const char *cmd;
+	size_t ci;
+	int c, rc;
 
 	qt_cli_init(argv[0]);
 	qt_log_init(qt_cli_prog());
+	a.clusters = clusters;
+	sim_trace_options_init(&a.topts);
+	sim_gen_config_init(&a.gen);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":" SHORT_OPTS, long_opts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-		case OPT_ACCEPTED:
-			break;
-		default:
-			return qt_cli_std_option(c, argv, SHORT_OPTS, usage);
+		if (c == 'o')
+			c = OPT_O;
+		if (c >= OPT_TRACE && c < OPT_END) {
+			rc = take_option(&a, c, optarg);
+			mix = a.mix;
+			if (rc != QT_EXIT_OK)
+				return rc;
+			continue;
 		}
+		return qt_cli_std_option(c, argv, SHORT_OPTS, usage);
 	}
 	if (optind == argc)
 		return qt_cli_usage_error("missing COMMAND");
-	if (!is_command(argv[optind]))
-		return qt_cli_usage_error("unknown command '%s'", argv[optind]);
+	cmd = argv[optind];
+	for (ci = 0; ci < G_N_ELEMENTS(commands); ci++) {
+		if (strcmp(cmd, commands[ci].name) == 0)
+			break;
+	}
+	if (ci == G_N_ELEMENTS(commands))
+		return qt_cli_usage_error("unknown command '%s'", cmd);
 	if (optind + 1 < argc)
 		return qt_cli_usage_error("unexpected argument '%s'", argv[optind + 1]);
-
-	return qt_cli_fail("not implemented yet (see issue %d)", ISSUE);
+	for (int o = OPT_TRACE; o < OPT_END; o++) {
+		if ((a.given & B(o)) && !(commands[ci].allowed & B(o)))
+			return qt_cli_usage_error("%s%s does not apply to '%s'",
+						  o == OPT_O ? "" : "--", opt_name(o), cmd);
+	}
+	if (strcmp(cmd, "convert") == 0)
+		return cmd_convert(&a);
+	if (strcmp(cmd, "gen") == 0)
+		return cmd_gen(&a);
+	return qt_cli_fail("%s: not implemented yet (see issue %d)", cmd, ISSUE);
 }
