@@ -125,6 +125,11 @@ struct fh {
 	bool stream; /* relayed FIFO: calls have no deadline */
 	struct fuse_pollhandle *ph; /* the kernel's latest poll wait; protected by lock */
 	bool poll_armed;	    /* a POLL wait is outstanding on the server; protected by lock */
+	/* The start of a pseudo file as read at open (see read_prefetched()); lock. */
+	uint8_t *pre;
+	size_t pre_len;
+	size_t pre_pos; /* where the next sequential read starts */
+	bool pre_all;	/* pre is the whole file */
 };
 
 /* ---- node table --------------------------------------------------------- */
@@ -437,16 +442,54 @@ static struct fh *fh_of(struct fuse_file_info *fi)
 }
 
 /* Open @path on some connection; fills slot, gen, handle and the file's attributes. */
+/*
+ * How much of a pseudo file an OPEN asks the host to send along (see
+ * "prefetch" in server.c): enough for /proc/meminfo, /proc/PID/status and
+ * the cgroup statistics files, which are what a management plane reads
+ * over and over, while a large file (/proc/PID/maps of a big process)
+ * is not read twice for nothing.
+ */
+#define PREFETCH_WANT (16u << 10)
+
+/* Read the prefetch section of an OPEN reply into @h (NULL: skip it). */
+static int rd_prefetch(struct qt_rd *r, struct fh *h)
+{
+	const uint8_t *p;
+	size_t n;
+	uint32_t state;
+
+	if (qt_rd_u32(r, &state) < 0)
+		return -EIO;
+	if (state == QTFS_PREFETCH_NONE)
+		return 0;
+	if (state > QTFS_PREFETCH_ALL || qt_rd_bytes(r, PREFETCH_WANT, &p, &n) < 0)
+		return -EIO;
+	if (h) {
+		h->pre = g_memdup2(p, n);
+		h->pre_len = n;
+		h->pre_all = state == QTFS_PREFETCH_ALL;
+	}
+	return 0;
+}
+
+/*
+ * OPEN or OPENDIR @path on some connection.  @pre: for OPEN, where the
+ * start of a pseudo file goes when the host sends it (NULL: not wanted).
+ */
 static int open_remote(struct qtfs_fs *fs, const char *path, int flags, bool dir, bool stream,
-		       unsigned *slot, uint64_t *gen, uint64_t *sh, struct qtfs_attr *a)
+		       unsigned *slot, uint64_t *gen, uint64_t *sh, struct qtfs_attr *a,
+		       struct fh *pre)
 {
 	for (int attempt = 0; attempt < 3; attempt++) {
 		g_autoptr(qt_msg) rep = NULL;
 		struct qt_msg *m = req_path(dir ? QTFS_OPENDIR : QTFS_OPEN, path);
+		struct qt_rd r;
 		int err;
 
-		if (!dir)
+		if (!dir) {
 			qt_msg_put_u32(m, (uint32_t)flags);
+			qt_msg_put_u32(m, pre ? PREFETCH_WANT : 0);
+		}
 		if ((err = qtfs_client_pick(fs->cl, slot, gen)) < 0) {
 			qt_msg_free(m);
 			return err;
@@ -456,7 +499,11 @@ static int open_remote(struct qtfs_fs *fs, const char *path, int flags, bool dir
 			continue;
 		if (err < 0)
 			return err;
-		return rd_handle_reply(rep, sh, a);
+		qt_rd_init_msg(&r, rep);
+		if (qt_rd_u64(&r, sh) < 0 || qtfs_rd_attr(&r, a) < 0 ||
+		    (!dir && rd_prefetch(&r, pre) < 0) || qt_rd_end(&r) < 0)
+			return -EIO;
+		return 0;
 	}
 	return -EIO;
 }
@@ -482,6 +529,7 @@ static void fh_unref(struct fh *h)
 {
 	if (!g_atomic_int_dec_and_test(&h->refs))
 		return;
+	g_free(h->pre);
 	g_mutex_clear(&h->lock);
 	g_free(h);
 }
@@ -585,7 +633,7 @@ static int fh_reopen(struct qtfs_fs *fs, struct fh *h, uint64_t stale_gen, unsig
 		return -ESTALE;
 	}
 	err = open_remote(fs, path, h->flags & ~(O_CREAT | O_EXCL | O_TRUNC), h->dir, h->stream, &slot,
-			  &gen, &sh, &a);
+			  &gen, &sh, &a, NULL);
 	if (err == 0) {
 		h->slot = slot;
 		h->gen = gen;
@@ -1354,12 +1402,24 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	relay = node_is_relay(fs, ino);
-	err = open_remote(fs, path, fi->flags, false, relay, &slot, &gen, &sh, &a);
+	/* Prefetched bytes land here first: the fh needs the reply's attributes. */
+	struct fh pre = {0};
+
+	err = open_remote(fs, path, fi->flags, false, relay, &slot, &gen, &sh, &a,
+			  relay || (fi->flags & O_ACCMODE) != O_RDONLY ? NULL : &pre);
 	if (err < 0) {
+		g_free(pre.pre);
 		fuse_reply_err(req, -err);
 		return;
 	}
 	h = fh_new(ino, fi->flags, false, slot, gen, sh, relay || (a.flags & QTFS_AF_PSEUDO));
+	/* Only direct-I/O files may answer reads from it (no page cache). */
+	if (h->pseudo && !relay) {
+		h->pre = g_steal_pointer(&pre.pre);
+		h->pre_len = pre.pre_len;
+		h->pre_all = pre.pre_all;
+	}
+	g_free(pre.pre);
 	h->stream = relay;
 	fi->fh = (uintptr_t)h;
 	set_open_flags(fi, h->pseudo);
@@ -1441,6 +1501,40 @@ static struct qt_msg *build_read(uint64_t sh, void *arg)
 	return m;
 }
 
+/*
+ * Answer a READ from the bytes the host sent with the OPEN, when they hold
+ * the whole answer (the range lies inside them, or they are the whole
+ * file) and the read continues one sequential pass from offset 0.  Any
+ * other read drops them, so that a reader that goes back (lseek to 0 and
+ * read again, as monitors of cgroup and PSI files do) gets the host's
+ * current content and never a mix of two generations; so does the read
+ * that finds the end.
+ */
+static bool read_prefetched(fuse_req_t req, struct fh *h, size_t size, off_t off)
+{
+	g_autofree uint8_t *done = NULL;
+	bool answered = false;
+
+	g_mutex_lock(&h->lock);
+	if (h->pre) {
+		size_t len = h->pre_len, o = (size_t)off;
+
+		if (off >= 0 && o == h->pre_pos && (h->pre_all || size <= len - o)) {
+			size_t n = MIN(size, len - o);
+
+			fuse_reply_buf(req, (const char *)h->pre + o, n);
+			answered = true;
+			h->pre_pos += n;
+			if (n == 0)
+				done = g_steal_pointer(&h->pre);
+		} else {
+			done = g_steal_pointer(&h->pre);
+		}
+	}
+	g_mutex_unlock(&h->lock);
+	return answered;
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -1449,7 +1543,11 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	const uint8_t *p;
 	size_t n;
 	struct qt_rd r;
-	int err = call_fh(FS(req), fh_of(fi), build_read, &c, &rep);
+	int err;
+
+	if (fh_of(fi)->pseudo && read_prefetched(req, fh_of(fi), size, off))
+		return;
+	err = call_fh(FS(req), fh_of(fi), build_read, &c, &rep);
 
 	if (err == 0) {
 		qt_rd_init_msg(&r, rep);
@@ -1581,7 +1679,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
-	err = open_remote(fs, path, O_RDONLY | O_DIRECTORY, true, false, &slot, &gen, &sh, &a);
+	err = open_remote(fs, path, O_RDONLY | O_DIRECTORY, true, false, &slot, &gen, &sh, &a, NULL);
 	if (err < 0) {
 		fuse_reply_err(req, -err);
 		return;

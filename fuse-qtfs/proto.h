@@ -67,6 +67,13 @@ enum qtfs_op {
 /* Largest READ or WRITE; the FUSE side asks for at most 1 MiB. */
 #define QTFS_IO_MAX (1u << 20)
 
+/* OPEN reply, after the attributes: what the prefetch section holds. */
+enum {
+	QTFS_PREFETCH_NONE = 0, /* nothing follows */
+	QTFS_PREFETCH_PART = 1, /* bytes 0..n of the file follow; there may be more */
+	QTFS_PREFETCH_ALL = 2,	/* the whole file follows */
+};
+
 /* Flags in qtfs_attr.flags: what the server knows about the file. */
 enum {
 	QTFS_AF_PSEUDO = 0x1, /* on procfs, sysfs, cgroupfs...: size is meaningless */

@@ -267,6 +267,7 @@ static struct qt_msg *build(uint16_t op, struct bstr path, const struct bstr *ar
 		break;
 	case QTFS_OPEN:
 		qt_msg_put_u32(m, O_RDONLY);
+		qt_msg_put_u32(m, 0); /* no prefetch */
 		break;
 	case QTFS_CREATE:
 		qt_msg_put_u32(m, O_WRONLY);
@@ -308,13 +309,19 @@ static struct qt_msg *build_mount(const void *p, size_t n)
 	return m;
 }
 
-static struct qt_msg *build_open(const char *path, uint32_t flags)
+static struct qt_msg *build_open_pf(const char *path, uint32_t flags, uint32_t prefetch)
 {
 	struct qt_msg *m = qt_msg_new(QTFS_OPEN, 0, 0);
 
 	qt_msg_put_str(m, path);
 	qt_msg_put_u32(m, flags);
+	qt_msg_put_u32(m, prefetch);
 	return m;
+}
+
+static struct qt_msg *build_open(const char *path, uint32_t flags)
+{
+	return build_open_pf(path, flags, 0);
 }
 
 static struct qt_msg *build_create(const char *path, uint32_t flags, uint32_t mode)
@@ -1038,6 +1045,69 @@ static void attacks_probe(struct ctx *x)
 	}
 }
 
+/*
+ * OPEN with a prefetch on the /proc export (session @p): the reply carries
+ * the file's start only where reading has no effect, never more than the
+ * server's cap, and exactly the bytes a local read returns.
+ */
+static void prefetch_checks(struct ctx *x, struct session *p)
+{
+	static const struct {
+		const char *path;
+		uint32_t want;
+		uint32_t state; /* expected QTFS_PREFETCH_* */
+	} list[] = {
+		{"version", 1u << 14, QTFS_PREFETCH_ALL},
+		{"version", 8, QTFS_PREFETCH_PART},
+		{"meminfo", 0xffffffffu, QTFS_PREFETCH_ALL},
+		{"meminfo", 0, QTFS_PREFETCH_NONE},
+		/* Reading /proc/kmsg consumes the kernel log: never at open. */
+		{"kmsg", 1u << 14, QTFS_PREFETCH_NONE},
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(list); i++) {
+		g_autofree char *local = g_build_filename(x->proc, list[i].path, NULL);
+		g_autofree char *what = g_strdup_printf("OPEN \"%s\" prefetch %u", list[i].path, list[i].want);
+		g_autofree char *want = NULL;
+		struct qt_msg *reply = NULL;
+		struct qtfs_attr a;
+		const uint8_t *data;
+		uint32_t state;
+		uint64_t hid;
+		size_t n = 0, wlen = 0;
+		struct qt_rd r;
+		int err;
+
+		x->attacks++;
+		err = call(p, build_open_pf(list[i].path, O_RDONLY | O_NONBLOCK, list[i].want), &reply);
+		if (err == 0) {
+			qt_rd_init_msg(&r, reply);
+			if (qt_rd_u64(&r, &hid) < 0 || qtfs_rd_attr(&r, &a) < 0 || qt_rd_u32(&r, &state) < 0 ||
+			    (state != QTFS_PREFETCH_NONE && qt_rd_bytes(&r, 1u << 20, &data, &n) < 0) ||
+			    qt_rd_end(&r) < 0)
+				err = -EPROTO;
+		}
+		if (err == 0 && state != list[i].state) {
+			printf("FAIL %s: prefetch state %u, expected %u\n", what, state, list[i].state);
+			x->failures++;
+		} else if (err == 0 && state != QTFS_PREFETCH_NONE &&
+			   (!g_file_get_contents(local, &want, &wlen, NULL) || n > 64u << 10 ||
+			    n > list[i].want || (state == QTFS_PREFETCH_PART && n != list[i].want) ||
+			    n == 0 ||
+			    /* /proc/version does not change; meminfo does, between two reads. */
+			    (strcmp(list[i].path, "version") == 0 &&
+			     (memcmp(data, want, MIN(n, wlen)) != 0 || (state == QTFS_PREFETCH_ALL && n != wlen))))) {
+			printf("FAIL %s: %zu bytes prefetched, not the start of %s (%zu bytes)\n", what, n, local,
+			       wlen);
+			x->failures++;
+		} else if (err < 0) {
+			printf("FAIL %s: %s\n", what, g_strerror(-err));
+			x->failures++;
+		}
+		qt_msg_free(reply);
+	}
+}
+
 /* /proc magic links (root, cwd, exe, fd/N) lead anywhere: RESOLVE_NO_MAGICLINKS refuses them. */
 static void attacks_magic(struct ctx *x)
 {
@@ -1090,6 +1160,7 @@ static void attacks_magic(struct ctx *x)
 	}
 	expect_on(x, p, "OPEN \"sys/vm/drop_caches\" O_WRONLY (read-only export)",
 		  build_open("sys/vm/drop_caches", O_WRONLY), EROFS);
+	prefetch_checks(x, p);
 	session_free(p);
 }
 

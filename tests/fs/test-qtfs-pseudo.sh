@@ -44,6 +44,24 @@ cut -d: -f1 "$T/proc/meminfo" >"$T/mi.remote"
 check "/proc/meminfo has the same fields" cmp -s "$T/mi.local" "$T/mi.remote"
 check "/proc/meminfo is not empty through the mount (size 0 on procfs)" [ -s "$T/mi.remote" ]
 check "/proc/version is identical" cmp -s /proc/version "$T/proc/version"
+# The start of a small pseudo file comes with its OPEN (server.c,
+# "prefetch"): a reader that goes back to offset 0 must get the host's
+# current content, not what was read at open.  /proc/uptime moves every 10 ms.
+# reread FILE: read FILE, seek back, wait, read again; print "same" or "fresh".
+reread() {
+	python3 - "$1" <<'PY'
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+a = os.read(fd, 4096)
+os.lseek(fd, 0, os.SEEK_SET)
+time.sleep(0.05)
+b = os.read(fd, 4096)
+os.close(fd)
+print("fresh" if a and b and a != b else "same")
+PY
+}
+check "/proc/uptime read again after lseek(0) is fresh" [ "$(reread "$T/proc/uptime")" = fresh ]
+check "/proc/uptime read again after lseek(0) is fresh locally (control)" [ "$(reread /proc/uptime)" = fresh ]
 check "/proc/PID/exe is a readable link" [ "$(readlink "$T/proc/$quiet/exe")" = "$(readlink /proc/$quiet/exe)" ]
 check "/proc/PID/stat can be listed" ls "$T/proc/$quiet/task" >/dev/null
 
