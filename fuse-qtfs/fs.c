@@ -6,8 +6,9 @@
  *
  * Nodes.  The kernel knows files by node id; the server knows them by path
  * relative to the mount root.  Each node records the host's (st_dev,
- * st_ino), so one host inode is one node id however it is reached (hard
- * links, renames on either side), and its current parent and name, from
+ * st_ino, generation), so one host inode is one node id however it is
+ * reached (hard links, renames on either side) and a file that reuses the
+ * inode number of a deleted one is a new node, and its current parent and name, from
  * which its path is rebuilt for every request.  Lookup counts are kept
  * exactly: +1 for every entry reply (lookup, create, mknod, mkdir, symlink,
  * link, each readdirplus entry with attributes), -n on forget; a node is
@@ -66,7 +67,7 @@ enum { SYNTH_SELF = 1, SYNTH_THREAD_SELF = 2, SYNTH_PID_BASE = 16 };
 
 struct node {
 	fuse_ino_t id;
-	uint64_t dev, ino;
+	uint64_t dev, ino, gen; /* the host inode and its incarnation (qtfs_attr.gen) */
 	uint64_t nlookup;
 	unsigned children;
 	struct node *parent; /* NULL: root, or name unknown (unlinked) */
@@ -141,6 +142,7 @@ static guint key_hash(gconstpointer p)
 	return g_int64_hash(&n->ino) ^ (guint)(n->dev * 0x9E3779B97F4A7C15ull >> 32);
 }
 
+/* The generation is not part of the key: one node per live host inode number (see node_learn_locked()). */
 static gboolean key_equal(gconstpointer a, gconstpointer b)
 {
 	const struct node *x = a, *y = b;
@@ -221,8 +223,12 @@ static struct node *node_learn_locked(struct qtfs_fs *fs, struct node *parent, c
 	struct node probe = {.dev = dev, .ino = ino};
 	struct node *n = g_hash_table_lookup(fs->by_key, &probe);
 
-	if (n && (n->type != (mode & S_IFMT))) {
-		/* The host reused the inode number for another kind of file. */
+	if (n && (n->type != (mode & S_IFMT) || n->gen != a->gen)) {
+		/*
+		 * The host reused the inode number for another file: the old
+		 * node keeps its id (the kernel may still hold it) but leaves
+		 * the key table, so its name no longer leads to the new file.
+		 */
 		g_hash_table_remove(fs->by_key, n);
 		n->dev = 0;
 		n->ino = 0;
@@ -233,6 +239,7 @@ static struct node *node_learn_locked(struct qtfs_fs *fs, struct node *parent, c
 		n->id = ++fs->next_id;
 		n->dev = dev;
 		n->ino = ino;
+		n->gen = a->gen;
 		n->type = mode & S_IFMT;
 		g_hash_table_insert(fs->by_id, &n->id, n);
 		g_hash_table_add(fs->by_key, n);
@@ -345,6 +352,7 @@ static void fill_entry(struct qtfs_fs *fs, const struct node *n, const struct qt
 
 	memset(e, 0, sizeof(*e));
 	e->ino = n->id;
+	e->generation = a->gen;
 	to_stat(a, &e->attr);
 	e->attr_timeout = attr_timeout(fs, pseudo);
 	e->entry_timeout = pseudo ? 0.0 : fs->o.entry_timeout;
@@ -2295,6 +2303,7 @@ struct qtfs_fs *qtfs_fs_new(const struct qtfs_fs_opts *o, struct qtfs_client *cl
 	fs->root->id = FUSE_ROOT_ID;
 	fs->root->dev = root->dev;
 	fs->root->ino = root->ino;
+	fs->root->gen = root->gen;
 	fs->root->type = S_IFDIR;
 	fs->root->nlookup = 1;
 	fs->next_id = FUSE_ROOT_ID;

@@ -12,7 +12,7 @@
 #include <errno.h>
 #include <string.h>
 
-void qtfs_attr_from_stat(struct qtfs_attr *a, const struct stat *st, uint32_t flags)
+void qtfs_attr_from_stat(struct qtfs_attr *a, const struct stat *st, uint32_t flags, uint64_t gen)
 {
 	*a = (struct qtfs_attr){
 		.dev = st->st_dev,
@@ -32,6 +32,7 @@ void qtfs_attr_from_stat(struct qtfs_attr *a, const struct stat *st, uint32_t fl
 		.atime_nsec = (uint32_t)st->st_atim.tv_nsec,
 		.mtime_nsec = (uint32_t)st->st_mtim.tv_nsec,
 		.ctime_nsec = (uint32_t)st->st_ctim.tv_nsec,
+		.gen = gen,
 	};
 }
 
@@ -75,6 +76,7 @@ void qtfs_put_attr(struct qt_msg *m, const struct qtfs_attr *a)
 	qt_msg_put_u32(m, a->mtime_nsec);
 	qt_msg_put_i64(m, a->ctime_sec);
 	qt_msg_put_u32(m, a->ctime_nsec);
+	qt_msg_put_u64(m, a->gen);
 }
 
 int qtfs_rd_attr(struct qt_rd *r, struct qtfs_attr *out)
@@ -98,6 +100,7 @@ int qtfs_rd_attr(struct qt_rd *r, struct qtfs_attr *out)
 	qt_rd_u32(r, &a.mtime_nsec);
 	qt_rd_i64(r, &a.ctime_sec);
 	qt_rd_u32(r, &a.ctime_nsec);
+	qt_rd_u64(r, &a.gen);
 	if (r->err)
 		return r->err;
 	if (a.atime_nsec >= 1000000000u || a.mtime_nsec >= 1000000000u || a.ctime_nsec >= 1000000000u)

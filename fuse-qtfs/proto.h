@@ -135,11 +135,18 @@ struct qtfs_attr {
 	uint32_t flags; /* QTFS_AF_* */
 	int64_t atime_sec, mtime_sec, ctime_sec;
 	uint32_t atime_nsec, mtime_nsec, ctime_nsec;
+	/*
+	 * Which incarnation of the inode number this is: a hash of the host's
+	 * file handle (name_to_handle_at), which carries the file system's
+	 * inode generation, so a reused inode number gets a new value; 0 where
+	 * the file system makes no handles (procfs, sysfs...).
+	 */
+	uint64_t gen;
 };
 
-#define QTFS_ATTR_WIRE_SIZE 100
+#define QTFS_ATTR_WIRE_SIZE 108
 
-void qtfs_attr_from_stat(struct qtfs_attr *a, const struct stat *st, uint32_t flags);
+void qtfs_attr_from_stat(struct qtfs_attr *a, const struct stat *st, uint32_t flags, uint64_t gen);
 void qtfs_attr_to_stat(const struct qtfs_attr *a, struct stat *st);
 void qtfs_put_attr(struct qt_msg *m, const struct qtfs_attr *a);
 int qtfs_rd_attr(struct qt_rd *r, struct qtfs_attr *a);

@@ -438,16 +438,42 @@ static int rd_path(struct qt_rd *r, char **path)
 	return 0;
 }
 
-static uint32_t attr_flags(struct session *sess, const struct stat *st, int fd, const char *name)
+/*
+ * The incarnation of the inode @fd/@name (name "" for @fd itself) stands
+ * for: a hash (64-bit FNV-1a) of its file handle.  A file handle is what
+ * NFS uses to tell a reused inode number from the file it once was; it
+ * holds the inode's generation where the file system has one (ext4, xfs,
+ * btrfs, tmpfs).  Hashing the opaque bytes keeps us out of each file
+ * system's handle layout.  0 when the file system makes no handles.
+ */
+static uint64_t inode_gen(int fd, const char *name)
 {
-	return dev_is_pseudo(sess->srv, st->st_dev, fd, name) ? QTFS_AF_PSEUDO : 0;
+	union {
+		struct file_handle h;
+		char buf[sizeof(struct file_handle) + MAX_HANDLE_SZ];
+	} u;
+	uint64_t hash = 0xcbf29ce484222325ull;
+	const uint8_t *p = (const uint8_t *)u.h.f_handle;
+	int mount_id;
+
+	u.h.handle_bytes = MAX_HANDLE_SZ;
+	if (name_to_handle_at(fd, name, &u.h, &mount_id, *name ? 0 : AT_EMPTY_PATH) < 0)
+		return 0;
+	for (unsigned i = 0; i < u.h.handle_bytes; i++)
+		hash = (hash ^ p[i]) * 0x100000001b3ull;
+	hash = (hash ^ (uint32_t)u.h.handle_type) * 0x100000001b3ull;
+	return hash ? hash : 1;
 }
 
-static void put_stat(struct qt_msg *rep, const struct stat *st, uint32_t flags)
+/* Put the attribute record of @st, the file at @fd/@name (name "" for @fd itself). */
+static void put_attr_of(struct session *sess, struct qt_msg *rep, const struct stat *st, int fd,
+			const char *name)
 {
+	bool pseudo = dev_is_pseudo(sess->srv, st->st_dev, fd, name);
 	struct qtfs_attr a;
 
-	qtfs_attr_from_stat(&a, st, flags);
+	/* Pseudo files are never cached by the client: no need to tell them apart. */
+	qtfs_attr_from_stat(&a, st, pseudo ? QTFS_AF_PSEUDO : 0, pseudo ? 0 : inode_gen(fd, name));
 	qtfs_put_attr(rep, &a);
 }
 
@@ -458,7 +484,7 @@ static int put_at_attr(struct session *sess, const struct at *a, struct qt_msg *
 
 	if (err < 0)
 		return err;
-	put_stat(rep, &st, attr_flags(sess, &st, a->dirfd, a->name));
+	put_attr_of(sess, rep, &st, a->dirfd, a->name);
 	return 0;
 }
 
@@ -468,7 +494,7 @@ static int put_fd_attr(struct session *sess, int fd, struct qt_msg *rep)
 
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	put_stat(rep, &st, attr_flags(sess, &st, fd, ""));
+	put_attr_of(sess, rep, &st, fd, "");
 	return 0;
 }
 
@@ -1037,7 +1063,7 @@ static int put_new_handle(struct session *sess, int fd, bool dir, const char *pa
 		return err;
 	}
 	qt_msg_put_u64(rep, hid);
-	put_stat(rep, &st, kind != DEV_PLAIN ? QTFS_AF_PSEUDO : 0);
+	put_attr_of(sess, rep, &st, fd, "");
 	/* The handle owns @fd now, but the client cannot close it before it
 	 * has this reply. */
 	if (prefetch)
@@ -1589,7 +1615,7 @@ static int op_readdir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 
 				if (!dot && fstatat(h->fd, d->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 					qt_msg_put_u8(rep, 1);
-					put_stat(rep, &st, attr_flags(sess, &st, h->fd, d->d_name));
+					put_attr_of(sess, rep, &st, h->fd, d->d_name);
 				} else {
 					qt_msg_put_u8(rep, 0);
 				}
@@ -1976,7 +2002,7 @@ static int op_mount(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	qt_info("peer %s (%s): mounted \"%s\"%s", qt_conn_peer(sess->conn), qt_conn_peer_name(sess->conn),
 		sess->root_path, sess->ro ? " read-only" : "");
 	qt_msg_put_u32(rep, sess->ro ? QTFS_MF_RDONLY : 0);
-	put_stat(rep, &st, attr_flags(sess, &st, fd, ""));
+	put_attr_of(sess, rep, &st, fd, "");
 	return 0;
 }
 

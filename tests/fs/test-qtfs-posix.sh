@@ -80,5 +80,49 @@ while [ $i -lt 8 ]; do
 	i=$((i + 1))
 done
 check "8 parallel 3 MB copies arrive intact" [ $good = yes ]
+
+# A host inode number reused by another file (ext4 hands a deleted file's
+# number to the next new one at once): a DPU that still has the old name
+# cached must not reach the new file through it.  Prints "ok", "noreuse"
+# (the host file system never reused the number: nothing to test) or what
+# went wrong.
+reuse=$(python3 - "$T/exp2" "$T/mnt2" <<'PY'
+import os, sys
+host, mnt = sys.argv[1], sys.argv[2]
+h_old, h_new = os.path.join(host, "reuse-old"), os.path.join(host, "reuse-new")
+m_old, m_new = os.path.join(mnt, "reuse-old"), os.path.join(mnt, "reuse-new")
+for attempt in range(20):
+    with open(h_old, "w") as f:
+        f.write("old")
+    os.stat(m_old)  # the DPU learns the name
+    ino = os.stat(h_old).st_ino
+    os.unlink(h_old)
+    with open(h_new, "w") as f:
+        f.write("new")
+    if os.stat(h_new).st_ino != ino:
+        os.unlink(h_new)
+        continue
+    with open(m_new) as f:
+        got_new = f.read()
+    try:
+        with open(m_old) as f:
+            got_old = f.read()
+    except OSError:
+        got_old = None
+    os.unlink(h_new)
+    if got_new != "new":
+        print("the new file reads %r" % got_new)
+    elif got_old is not None:
+        print("the deleted name still opens and reads %r" % got_old)
+    else:
+        print("ok")
+    break
+else:
+    print("noreuse")
+PY
+)
+[ "$reuse" = noreuse ] && echo "note: $T is on a file system that did not reuse inode numbers"
+case $reuse in ok | noreuse) reuse_ok=yes ;; *) reuse_ok=no ;; esac
+check "a reused host inode number is a new file (got: $reuse)" [ $reuse_ok = yes ]
 check "unmount (tcp)" umount_qtfs "$T/mnt2"
 finish

@@ -32,6 +32,7 @@ static const uint8_t golden_attr[QTFS_ATTR_WIRE_SIZE] = {
 	/* atime */ 0, 0, 0, 0, 0x65, 0x43, 0x21, 0x00, 0, 0, 0, 7,
 	/* mtime */ 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x3b, 0x9a, 0xc9, 0xff,
 	/* ctime */ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	/* gen */ 0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef,
 };
 
 static struct qtfs_attr sample(void)
@@ -51,6 +52,7 @@ static struct qtfs_attr sample(void)
 		.atime_nsec = 7,
 		.mtime_sec = -1,
 		.mtime_nsec = 999999999,
+		.gen = 0x0123456789abcdefull,
 	};
 }
 
@@ -74,6 +76,7 @@ static void assert_attr_eq(const struct qtfs_attr *a, const struct qtfs_attr *b)
 	ck_assert_uint_eq(a->atime_nsec, b->atime_nsec);
 	ck_assert_uint_eq(a->mtime_nsec, b->mtime_nsec);
 	ck_assert_uint_eq(a->ctime_nsec, b->ctime_nsec);
+	ck_assert_uint_eq(a->gen, b->gen);
 }
 
 START_TEST(test_attr_golden)
@@ -106,10 +109,10 @@ START_TEST(test_attr_short_and_bad_nsec)
 		ck_assert_uint_eq(out.ino, 42); /* untouched on failure */
 	}
 	memcpy(bad, golden_attr, sizeof(bad));
-	bad[QTFS_ATTR_WIRE_SIZE - 12 - 4] = 0x3b; /* mtime nsec = 0x3b9acA00 = 1e9 */
-	bad[QTFS_ATTR_WIRE_SIZE - 12 - 3] = 0x9a;
-	bad[QTFS_ATTR_WIRE_SIZE - 12 - 2] = 0xca;
-	bad[QTFS_ATTR_WIRE_SIZE - 12 - 1] = 0x00;
+	bad[QTFS_ATTR_WIRE_SIZE - 8 - 12 - 4] = 0x3b; /* mtime nsec = 0x3b9acA00 = 1e9 */
+	bad[QTFS_ATTR_WIRE_SIZE - 8 - 12 - 3] = 0x9a;
+	bad[QTFS_ATTR_WIRE_SIZE - 8 - 12 - 2] = 0xca;
+	bad[QTFS_ATTR_WIRE_SIZE - 8 - 12 - 1] = 0x00;
 	qt_rd_init(&r, bad, sizeof(bad));
 	ck_assert_int_eq(qtfs_rd_attr(&r, &out), -EBADMSG);
 }
@@ -121,7 +124,7 @@ START_TEST(test_stat_roundtrip)
 	struct stat st;
 
 	qtfs_attr_to_stat(&a, &st);
-	qtfs_attr_from_stat(&b, &st, a.flags);
+	qtfs_attr_from_stat(&b, &st, a.flags, a.gen);
 	assert_attr_eq(&a, &b);
 }
 END_TEST
