@@ -12,6 +12,8 @@
  *   watch    a single-shot poll, re-armed after each callback, which gives
  *            level-triggered behaviour
  *   wake     a read on an eventfd, re-armed after each completion
+ *   fops     file system calls for the loop's owner (qt_fop_*()), one
+ *            small record each, completed through its callback
  *
  * user_data is the object's pointer with the operation kind in its low
  * three bits (objects come from g_malloc and are at least 8-aligned);
@@ -48,6 +50,14 @@ enum ur_kind {
 	K_ACCEPT = 3,
 	K_RECV = 4,
 	K_SEND = 5,
+	K_FOP = 6,
+};
+
+/* A file operation in flight (qt_fop_*()). */
+struct ur_fop {
+	qt_fop_fn fn;
+	void *arg;
+	GList link; /* in ur_loop.fops */
 };
 
 struct ur_loop {
@@ -59,6 +69,7 @@ struct ur_loop {
 	uint64_t wakeval;
 	bool multishot_recv;
 	bool multishot_accept;
+	GQueue fops; /* struct ur_fop in flight */
 };
 
 static struct ur_loop *UR(struct qt_loop *l) { return l->be_data; }
@@ -171,6 +182,12 @@ static void ur_fini(struct qt_loop *l)
 
 	/* Tearing down the ring cancels every operation still in flight. */
 	io_uring_queue_exit(&u->ring);
+	while (u->fops.head) {
+		struct ur_fop *f = u->fops.head->data;
+
+		g_queue_unlink(&u->fops, &f->link);
+		g_free(f);
+	}
 	munmap(u->br, u->br_size);
 	g_free(u->bufs);
 	close(u->wakefd);
@@ -469,6 +486,118 @@ static void send_cqe(struct qt_stream *s, int res)
 	stream_maybe_release(s);
 }
 
+/* ---- file operations ---------------------------------------------------- */
+
+bool qt_loop_has_fops(const struct qt_loop *l)
+{
+	return l->kind == QT_LOOP_URING;
+}
+
+/* An SQE for a new file operation completing into @fn(@arg), or NULL on epoll. */
+static struct io_uring_sqe *fop_sqe(struct qt_loop *l, qt_fop_fn fn, void *arg, struct ur_fop **out)
+{
+	struct ur_fop *f;
+
+	if (!qt_loop_has_fops(l))
+		return NULL;
+	f = g_new0(struct ur_fop, 1);
+	f->fn = fn;
+	f->arg = arg;
+	f->link.data = f;
+	g_queue_push_tail_link(&UR(l)->fops, &f->link);
+	*out = f;
+	return get_sqe(l);
+}
+
+/* Prepare the SQE with @prep (a liburing helper on sqe_), then tag it. */
+#define FOP(l, fn, arg, prep)                                                \
+	do {                                                                 \
+		struct ur_fop *f_;                                           \
+		struct io_uring_sqe *sqe_ = fop_sqe((l), (fn), (arg), &f_); \
+		if (!sqe_)                                                   \
+			return -EOPNOTSUPP;                                  \
+		prep;                                                        \
+		io_uring_sqe_set_data64(sqe_, ud(f_, K_FOP));                \
+		return 0;                                                    \
+	} while (0)
+
+int qt_fop_read(struct qt_loop *l, int fd, void *buf, unsigned len, uint64_t off, qt_fop_fn fn,
+		void *arg)
+{
+	FOP(l, fn, arg, io_uring_prep_read(sqe_, fd, buf, len, off));
+}
+
+int qt_fop_write(struct qt_loop *l, int fd, const void *buf, unsigned len, uint64_t off,
+		 qt_fop_fn fn, void *arg)
+{
+	FOP(l, fn, arg, io_uring_prep_write(sqe_, fd, buf, len, off));
+}
+
+int qt_fop_fsync(struct qt_loop *l, int fd, bool datasync, qt_fop_fn fn, void *arg)
+{
+	FOP(l, fn, arg, io_uring_prep_fsync(sqe_, fd, datasync ? IORING_FSYNC_DATASYNC : 0));
+}
+
+int qt_fop_fallocate(struct qt_loop *l, int fd, int mode, uint64_t off, uint64_t len, qt_fop_fn fn,
+		     void *arg)
+{
+	FOP(l, fn, arg, io_uring_prep_fallocate(sqe_, fd, mode, off, len));
+}
+
+int qt_fop_close(struct qt_loop *l, int fd, qt_fop_fn fn, void *arg)
+{
+	FOP(l, fn, arg, io_uring_prep_close(sqe_, fd));
+}
+
+int qt_fop_openat2(struct qt_loop *l, int dirfd, const char *path, struct open_how *how,
+		   qt_fop_fn fn, void *arg)
+{
+	FOP(l, fn, arg, io_uring_prep_openat2(sqe_, dirfd, path, how));
+}
+
+int qt_fop_statx(struct qt_loop *l, int dirfd, const char *path, int flags, unsigned mask,
+		 struct statx *out, qt_fop_fn fn, void *arg)
+{
+	FOP(l, fn, arg, io_uring_prep_statx(sqe_, dirfd, path, flags, mask, out));
+}
+
+int qt_fop_unlinkat(struct qt_loop *l, int dirfd, const char *name, int flags, qt_fop_fn fn,
+		    void *arg)
+{
+	FOP(l, fn, arg, io_uring_prep_unlinkat(sqe_, dirfd, name, flags));
+}
+
+int qt_fop_mkdirat(struct qt_loop *l, int dirfd, const char *name, unsigned mode, qt_fop_fn fn,
+		   void *arg)
+{
+	FOP(l, fn, arg, io_uring_prep_mkdirat(sqe_, dirfd, name, (mode_t)mode));
+}
+
+int qt_fop_renameat(struct qt_loop *l, int olddirfd, const char *oldname, int newdirfd,
+		    const char *newname, unsigned flags, qt_fop_fn fn, void *arg)
+{
+	FOP(l, fn, arg, io_uring_prep_renameat(sqe_, olddirfd, oldname, newdirfd, newname, flags));
+}
+
+int qt_fop_linkat(struct qt_loop *l, int olddirfd, const char *oldname, int newdirfd,
+		  const char *newname, int flags, qt_fop_fn fn, void *arg)
+{
+	FOP(l, fn, arg, io_uring_prep_linkat(sqe_, olddirfd, oldname, newdirfd, newname, flags));
+}
+
+int qt_fop_symlinkat(struct qt_loop *l, const char *target, int dirfd, const char *name,
+		     qt_fop_fn fn, void *arg)
+{
+	FOP(l, fn, arg, io_uring_prep_symlinkat(sqe_, target, dirfd, name));
+}
+
+static void fop_cqe(struct qt_loop *l, struct ur_fop *f, int res)
+{
+	g_queue_unlink(&UR(l)->fops, &f->link);
+	f->fn(f->arg, res);
+	g_free(f);
+}
+
 /* ---- waiting ----------------------------------------------------------- */
 
 static void dispatch(struct qt_loop *l, uint64_t data, int res, unsigned flags)
@@ -490,6 +619,9 @@ static void dispatch(struct qt_loop *l, uint64_t data, int res, unsigned flags)
 		break;
 	case K_SEND:
 		send_cqe(obj, res);
+		break;
+	case K_FOP:
+		fop_cqe(l, obj, res);
 		break;
 	default:
 		break;

@@ -103,6 +103,46 @@ struct qt_listener *qt_listener_add(struct qt_loop *l, int fd, qt_accept_fn fn, 
 /* Stop accepting and close the socket.  NULL is accepted. */
 void qt_listener_remove(struct qt_listener *ls);
 
+/* ---- file operations on the ring ---------------------------------------- */
+/*
+ * System calls on files run by the kernel for the loop, io_uring backend
+ * only.  Each function returns -EOPNOTSUPP on the epoll backend (the caller
+ * then uses a thread of its own), else 0 and, later, calls @fn on the loop
+ * thread with what the system call returns (-errno on failure).  The kernel
+ * completes at once what cannot block (a read from the page cache, a path
+ * walk in the dentry cache) and runs the rest on its own workers, so the
+ * loop thread never waits for a disk.  Buffers, strings and structs passed
+ * in must stay valid until @fn runs; @fn is not called for operations still
+ * in flight when the loop is freed.  Loop thread only.
+ */
+struct open_how;
+struct statx;
+typedef void (*qt_fop_fn)(void *arg, int res);
+/* Whether the qt_fop_*() calls work on @l. */
+bool qt_loop_has_fops(const struct qt_loop *l);
+int qt_fop_read(struct qt_loop *l, int fd, void *buf, unsigned len, uint64_t off, qt_fop_fn fn,
+		void *arg);
+int qt_fop_write(struct qt_loop *l, int fd, const void *buf, unsigned len, uint64_t off,
+		 qt_fop_fn fn, void *arg);
+int qt_fop_fsync(struct qt_loop *l, int fd, bool datasync, qt_fop_fn fn, void *arg);
+int qt_fop_fallocate(struct qt_loop *l, int fd, int mode, uint64_t off, uint64_t len, qt_fop_fn fn,
+		     void *arg);
+int qt_fop_close(struct qt_loop *l, int fd, qt_fop_fn fn, void *arg);
+int qt_fop_openat2(struct qt_loop *l, int dirfd, const char *path, struct open_how *how,
+		   qt_fop_fn fn, void *arg);
+int qt_fop_statx(struct qt_loop *l, int dirfd, const char *path, int flags, unsigned mask,
+		 struct statx *out, qt_fop_fn fn, void *arg);
+int qt_fop_unlinkat(struct qt_loop *l, int dirfd, const char *name, int flags, qt_fop_fn fn,
+		    void *arg);
+int qt_fop_mkdirat(struct qt_loop *l, int dirfd, const char *name, unsigned mode, qt_fop_fn fn,
+		   void *arg);
+int qt_fop_renameat(struct qt_loop *l, int olddirfd, const char *oldname, int newdirfd,
+		    const char *newname, unsigned flags, qt_fop_fn fn, void *arg);
+int qt_fop_linkat(struct qt_loop *l, int olddirfd, const char *oldname, int newdirfd,
+		  const char *newname, int flags, qt_fop_fn fn, void *arg);
+int qt_fop_symlinkat(struct qt_loop *l, const char *target, int dirfd, const char *name,
+		     qt_fop_fn fn, void *arg);
+
 /* ---- streams ----------------------------------------------------------- */
 struct qt_stream_ops {
 	/* Bytes arrived.  The buffer is only valid during the call. */
