@@ -83,6 +83,8 @@ static void usage(void)
 	      "  max_inflight=N (128)     workers=N (64)          unix_uids=UID;... (0 and ours)\n"
 	      "  log_level=LEVEL          inline_metadata=BOOL (true: answer lookups and\n"
 	      "                           getattrs on the event loop thread)\n"
+	      "  ring_file_ops=BOOL (true: with the io_uring loop, reads, writes, fsync,\n"
+	      "                           fallocate, unlink and rmdir run on its ring)\n"
 	      "\n"
 	      "Exit status: 0 success, 1 failure, 2 usage error.\n",
 	      stdout);
@@ -96,7 +98,7 @@ struct settings {
 	char *whitelist;
 	bool stdio;
 	int64_t max_conns, max_handles, max_inflight, workers;
-	bool inline_metadata;
+	bool inline_metadata, ring_file_ops;
 	GArray *unix_uids;
 	int verbose;
 	char *log_level;
@@ -115,7 +117,7 @@ static void settings_clear(struct settings *s)
 
 static const char *const server_keys[] = {
 	"listen",    "exports",      "key_file", "whitelist", "max_conns", "max_handles",
-	"max_inflight", "workers", "unix_uids", "log_level", "inline_metadata", NULL,
+	"max_inflight", "workers", "unix_uids", "log_level", "inline_metadata", "ring_file_ops", NULL,
 };
 
 /* Read the config file; command-line values already in @s win. */
@@ -138,7 +140,8 @@ static int load_config(struct settings *s, bool explicit_config)
 	    qt_conf_get_int(conf, "server", "max_inflight", 128, 1, 4096, &s->max_inflight, &msg) < 0 ||
 	    qt_conf_get_int(conf, "server", "workers", 64, 1, 1024, &s->workers, &msg) < 0 ||
 	    qt_conf_get_strv(conf, "server", "unix_uids", &uids, &msg) < 0 ||
-	    qt_conf_get_bool(conf, "server", "inline_metadata", true, &s->inline_metadata, &msg) < 0) {
+	    qt_conf_get_bool(conf, "server", "inline_metadata", true, &s->inline_metadata, &msg) < 0 ||
+	    qt_conf_get_bool(conf, "server", "ring_file_ops", true, &s->ring_file_ops, &msg) < 0) {
 		qt_cli_fail("%s", msg);
 		return -EINVAL;
 	}
@@ -248,6 +251,7 @@ static int run(struct settings *s)
 	so.unix_uids = (const uint32_t *)(void *)s->unix_uids->data;
 	so.n_unix_uids = s->unix_uids->len;
 	so.no_inline_metadata = !s->inline_metadata;
+	so.no_ring_file_ops = !s->ring_file_ops;
 	if ((err = qtfs_srv_new(loop, &so, &srv, &msg)) < 0) {
 		rc = qt_cli_fail("%s", msg);
 		goto out;

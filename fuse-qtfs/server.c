@@ -93,6 +93,7 @@ struct qtfs_srv {
 	GThreadPool *pool;     /* ordinary requests */
 	GThreadPool *blocking; /* requests that may wait on other processes */
 	bool inline_meta;      /* see runs_inline() */
+	bool ring_ops;	       /* see ring_start() */
 	unsigned sessions;
 
 	GMutex dev_lock;
@@ -2133,6 +2134,193 @@ static bool runs_inline(const struct qtfs_srv *srv, uint16_t type)
 	}
 }
 
+/*
+ * File operations on the loop's io_uring.  With the io_uring loop, READ,
+ * WRITE, FSYNC and FALLOCATE on open files and UNLINK and RMDIR never go
+ * to a worker: the loop thread checks the request (handle, export,
+ * whitelist; the parent directory is resolved there like an inline
+ * lookup), hands the system call to the kernel (qt_fop_*()), and answers
+ * from the completion.  A read from the page cache completes inside the
+ * submission; what must wait for a disk waits in the kernel's workers,
+ * never in the loop thread.  Anything else (FIFO handles, writes that
+ * must clear set-id bits, the epoll loop, ring_file_ops=false) takes the
+ * ordinary path: ring_start() returns false and run_job() does it all,
+ * errors included.
+ */
+struct ring_job {
+	struct job *j;
+	struct qt_msg *rep;
+	struct handle *h; /* reference held while in flight */
+	struct at at;	  /* UNLINK, RMDIR */
+	bool has_at;
+	size_t len_at; /* READ: where the length goes */
+	uint32_t size; /* READ: bytes reserved */
+	int (*finish)(struct ring_job *rj, int res);
+};
+
+static void ring_end(struct ring_job *rj, int err)
+{
+	struct job *j = rj->j;
+	uint16_t type = qt_msg_type(j->req);
+
+	if (err < 0) {
+		qt_msg_free(rj->rep);
+		rj->rep = qt_msg_new_error(j->req, -err);
+		qt_debug("peer %s: %s: %s", qt_conn_peer(j->sess->conn), qtfs_op_name(type),
+			 g_strerror(-err));
+	}
+	qt_msg_free(j->req);
+	j->req = NULL;
+	j->reply = rj->rep;
+	if (rj->h)
+		handle_unref(rj->h);
+	if (rj->has_at)
+		at_clear(&rj->at);
+	g_free(rj);
+	deliver(j);
+}
+
+static void ring_done(void *arg, int res)
+{
+	struct ring_job *rj = arg;
+
+	ring_end(rj, res < 0 ? res : rj->finish ? rj->finish(rj, res) : 0);
+}
+
+static int ring_read_finish(struct ring_job *rj, int res)
+{
+	rj->rep->len -= rj->size - (size_t)res;
+	return qt_msg_patch_u32(rj->rep, rj->len_at, (uint32_t)res);
+}
+
+static int ring_write_finish(struct ring_job *rj, int res)
+{
+	qt_msg_put_u32(rj->rep, (uint32_t)res);
+	return 0;
+}
+
+/* The open, non-FIFO file handle @hid, or NULL (the ordinary path then answers). */
+static struct handle *ring_handle(struct session *sess, uint64_t hid)
+{
+	struct handle *h = handle_get(sess, hid);
+
+	if (h && (h->dir || h->stream)) {
+		handle_unref(h);
+		return NULL;
+	}
+	return h;
+}
+
+/* Parse and submit; false: not for the ring, run_job() will do it. */
+static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type, struct qt_rd *r)
+{
+	struct qt_loop *l = sess->srv->loop;
+	uint64_t hid, off, len;
+	uint32_t u, gid;
+	const uint8_t *data;
+	size_t n;
+	uint8_t *p;
+
+	switch (type) {
+	case QTFS_READ:
+		qt_rd_u64(r, &hid);
+		qt_rd_u64(r, &off);
+		qt_rd_u32(r, &u);
+		if (qt_rd_end(r) < 0 || u > QTFS_IO_MAX || off > INT64_MAX || !(rj->h = ring_handle(sess, hid)))
+			return false;
+		rj->size = u;
+		rj->len_at = qt_msg_payload_len(rj->rep);
+		if (!(p = qt_msg_reserve(rj->rep, 4 + (size_t)u)))
+			return false;
+		rj->finish = ring_read_finish;
+		return qt_fop_read(l, rj->h->fd, p + 4, u, off, ring_done, rj) == 0;
+	case QTFS_WRITE:
+		qt_rd_u64(r, &hid);
+		qt_rd_u64(r, &off);
+		qt_rd_u32(r, &u);
+		qt_rd_u32(r, &gid);
+		qt_rd_bytes(r, QTFS_IO_MAX, &data, &n);
+		/* An unprivileged writer's write also clears set-id bits: the pool does that. */
+		if (qt_rd_end(r) < 0 || off > INT64_MAX || (u & QTFS_WR_KILL_PRIV) ||
+		    !(rj->h = ring_handle(sess, hid)))
+			return false;
+		rj->finish = ring_write_finish;
+		return qt_fop_write(l, rj->h->fd, data, (unsigned)n, off, ring_done, rj) == 0;
+	case QTFS_FSYNC:
+		qt_rd_u64(r, &hid);
+		qt_rd_u32(r, &u);
+		if (qt_rd_end(r) < 0 || !(rj->h = ring_handle(sess, hid)))
+			return false;
+		return qt_fop_fsync(l, rj->h->fd, u != 0, ring_done, rj) == 0;
+	case QTFS_FALLOCATE:
+		qt_rd_u64(r, &hid);
+		qt_rd_u32(r, &u);
+		qt_rd_u64(r, &off);
+		qt_rd_u64(r, &len);
+		if (qt_rd_end(r) < 0 || off > INT64_MAX || len > INT64_MAX ||
+		    !(rj->h = ring_handle(sess, hid)))
+			return false;
+		return qt_fop_fallocate(l, rj->h->fd, (int)u, off, len, ring_done, rj) == 0;
+	case QTFS_UNLINK:
+	case QTFS_RMDIR: {
+		g_autofree char *path = NULL;
+		bool dir = type == QTFS_RMDIR;
+		int err;
+
+		if (rd_path(r, &path) < 0 || qt_rd_end(r) < 0 || !*path)
+			return false;
+		if ((err = at_resolve(sess, path, &rj->at)) < 0 ||
+		    (rj->has_at = true, err = wl_check_at(sess, dir ? QTFS_WL_RMDIR : QTFS_WL_UNLINK,
+							    &rj->at)) < 0 ||
+		    (err = qt_fop_unlinkat(l, rj->at.dirfd, rj->at.name, dir ? AT_REMOVEDIR : 0,
+					   ring_done, rj)) < 0) {
+			ring_end(rj, err);
+			return true;
+		}
+		return true;
+	}
+	default:
+		return false;
+	}
+}
+
+/* Start @j on the ring; false if it is not one for the ring (see above). */
+static bool ring_start(struct session *sess, struct job *j)
+{
+	uint16_t type = qt_msg_type(j->req);
+	struct ring_job *rj;
+	struct qt_rd r;
+	bool mounted;
+
+	switch (type) {
+	case QTFS_READ:
+	case QTFS_WRITE:
+	case QTFS_FSYNC:
+	case QTFS_FALLOCATE:
+	case QTFS_UNLINK:
+	case QTFS_RMDIR:
+		break;
+	default:
+		return false;
+	}
+	g_mutex_lock(&sess->lock);
+	mounted = sess->root_fd >= 0;
+	g_mutex_unlock(&sess->lock);
+	if (sess->refused || !mounted || (sess->ro && qtfs_op_writes(type)))
+		return false;
+	rj = g_new0(struct ring_job, 1);
+	rj->j = j;
+	rj->rep = qt_msg_new_reply(j->req, type);
+	qt_rd_init_msg(&r, j->req);
+	if (ring_submit(sess, rj, type, &r))
+		return true;
+	if (rj->h)
+		handle_unref(rj->h);
+	qt_msg_free(rj->rep);
+	g_free(rj);
+	return false;
+}
+
 /* The connection and session callbacks share user data; the tag tells which. */
 
 static void srv_conn_ready(struct qt_conn *c, void *user)
@@ -2184,6 +2372,8 @@ static void srv_conn_request(struct qt_conn *c, struct qt_msg *m, void *user)
 	j = g_new0(struct job, 1);
 	j->sess = session_ref(sess);
 	j->req = m;
+	if (sess->srv->ring_ops && ring_start(sess, j))
+		return;
 	if (runs_inline(sess->srv, qt_msg_type(m)))
 		run_job(j, GINT_TO_POINTER(RUN_INLINE));
 	else
@@ -2227,6 +2417,7 @@ int qtfs_srv_new(struct qt_loop *l, const struct qtfs_srv_opts *o, struct qtfs_s
 	srv->wl = o->whitelist;
 	srv->max_handles = o->max_handles ? o->max_handles : 4096;
 	srv->inline_meta = !o->no_inline_metadata;
+	srv->ring_ops = !o->no_ring_file_ops && qt_loop_has_fops(l);
 	srv->unix_uids = g_array_new(FALSE, FALSE, sizeof(uint32_t));
 	if (o->n_unix_uids)
 		g_array_append_vals(srv->unix_uids, o->unix_uids, o->n_unix_uids);

@@ -34,6 +34,7 @@ struct qtfs_srv_opts {
 	const uint32_t *unix_uids;	 /* uids allowed on unix sockets; borrowed */
 	unsigned n_unix_uids;		 /* 0: only root and our own uid */
 	bool no_inline_metadata;	 /* run every request on the pool (see server.c) */
+	bool no_ring_file_ops;		 /* never use io_uring for file operations (see server.c) */
 };
 
 struct qtfs_srv;
