@@ -16,8 +16,8 @@ sim_libsimtrace_a_CPPFLAGS = $(AM_CPPFLAGS) $(GIO_CFLAGS) $(JSONC_CFLAGS)
 SIM_LIBS = sim/libsimtrace.a $(GIO_LIBS) $(JSONC_LIBS) -lm
 
 bin_PROGRAMS += sim/sim
-sim_sim_SOURCES = sim/main.c
-sim_sim_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim $(GIO_CFLAGS)
+sim_sim_SOURCES = sim/main.c sim/report.c sim/report.h
+sim_sim_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim $(GIO_CFLAGS) $(JSONC_CFLAGS)
 sim_sim_LDADD = $(SIM_LIBS) $(QT_LIBS)
 
 # Unit tests and their fixtures (tests/sim/).
