@@ -32,6 +32,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <glib.h>
 #include <json-c/json.h>
 
@@ -216,7 +220,11 @@ static double jv_num(Jv *v, json_object *obj, const char *prefix, const char *ke
 	if (!m)
 		return 0;
 	d = json_object_get_double(m);
-	if (!isfinite(d) || d < min || d > max) {
+	if (!isfinite(d)) {
+		jv_fail(v, prefix, key, "not a finite number");
+		return 0;
+	}
+	if (d < min || d > max) {
 		if (max == DBL_MAX)
 			jv_fail(v, prefix, key, "%s is negative",
 				json_object_to_json_string_ext(m, JSON_C_TO_STRING_PLAIN));
@@ -306,22 +314,48 @@ static void read_group(Jv *v, json_object *o, const char *prefix, bool with_id, 
 	g->scale_downs = jv_count(v, o, prefix, "scale_downs");
 }
 
+/*
+ * Map @path read-only.  Only a regular file: a FIFO or a device could block
+ * or never end (the open does not wait, thanks to O_NONBLOCK).
+ */
+static GMappedFile *map_file(const char *path, GError **error)
+{
+	g_autoptr(GError) err = NULL;
+	GMappedFile *mf;
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+
+	if (fd < 0) {
+		g_set_error(error, SIM_REPORT_ERROR, SIM_REPORT_ERROR_IO, "cannot read '%s': %s", path,
+			    g_strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		g_set_error(error, SIM_REPORT_ERROR, SIM_REPORT_ERROR_IO,
+			    "cannot read '%s': not a regular file", path);
+		close(fd);
+		return NULL;
+	}
+	mf = g_mapped_file_new_from_fd(fd, FALSE, &err);
+	close(fd);
+	if (!mf)
+		g_set_error(error, SIM_REPORT_ERROR, SIM_REPORT_ERROR_IO, "cannot read '%s': %s", path,
+			    err->message);
+	return mf;
+}
+
 /* Parse @path, at most SIM_REPORT_MAX_SUMMARY_BYTES, as strict JSON. */
 static json_object *load_json(const char *path, GError **error)
 {
 	g_autoptr(GMappedFile) mf = NULL;
-	g_autoptr(GError) err = NULL;
 	json_tokener *tok;
 	json_object *o;
 	const char *buf;
 	size_t len, end;
 
-	mf = g_mapped_file_new(path, FALSE, &err);
-	if (!mf) {
-		g_set_error(error, SIM_REPORT_ERROR, SIM_REPORT_ERROR_IO, "cannot read '%s': %s", path,
-			    err->message);
+	mf = map_file(path, error);
+	if (!mf)
 		return NULL;
-	}
 	len = g_mapped_file_get_length(mf);
 	buf = g_mapped_file_get_contents(mf);
 	if (len > SIM_REPORT_MAX_SUMMARY_BYTES) {
@@ -337,6 +371,9 @@ static json_object *load_json(const char *path, GError **error)
 	if (!tok)
 		g_error("out of memory");
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT
+#ifdef JSON_TOKENER_ALLOW_TRAILING_CHARS
+					    | JSON_TOKENER_ALLOW_TRAILING_CHARS /* we say what follows */
+#endif
 #ifdef JSON_TOKENER_VALIDATE_UTF8
 					    | JSON_TOKENER_VALIDATE_UTF8
 #endif
@@ -534,7 +571,6 @@ static bool read_csv(Run *r, GError **error)
 {
 	const char *path = r->csv_path;
 	g_autoptr(GMappedFile) mf = NULL;
-	g_autoptr(GError) err = NULL;
 	g_autofree const char **cells = NULL;
 	g_autofree size_t *lens = NULL;
 	const char *buf, *p, *end;
@@ -542,12 +578,9 @@ static bool read_csv(Run *r, GError **error)
 	gsize len, lineno = 0, cap = 0;
 	guint ncols, n;
 
-	mf = g_mapped_file_new(path, FALSE, &err);
-	if (!mf) {
-		g_set_error(error, SIM_REPORT_ERROR, SIM_REPORT_ERROR_IO, "cannot read '%s': %s", path,
-			    err->message);
+	mf = map_file(path, error);
+	if (!mf)
 		return false;
-	}
 	len = g_mapped_file_get_length(mf);
 	buf = g_mapped_file_get_contents(mf);
 	if (len > SIM_REPORT_MAX_CSV_BYTES) {
