@@ -631,6 +631,7 @@ static int cmd_report(int argc, char **argv)
 	static const struct option opts[] = {
 		{"title", required_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
 	g_autoptr(GError) err = NULL;
@@ -639,13 +640,13 @@ static int cmd_report(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hVo:", opts, NULL)) != -1) {
 		if (c == 'o')
 			out = optarg;
 		else if (c == 'T')
 			title = optarg;
 		else
-			return qt_cli_std_option(c, argv, "ho", usage);
+			return qt_cli_std_option(c, argv, "hVo", usage);
 	}
 	if (optind == argc)
 		return qt_cli_usage_error("report: missing DIR");

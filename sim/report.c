@@ -1040,8 +1040,13 @@ static void line_chart(GString *h, const char *title, const char *ylabel, const 
 	else
 		unit = 1, uname = "s";
 	tstep = nice_step(tspan / unit / 6) * unit;
-	for (double t = ceil(tmin / tstep) * tstep; t <= tmax + tstep * 1e-9; t += tstep) {
-		double x = ML + (t - tmin) / tspan * (PW - 1);
+	/* Count ticks rather than add to t: far from 0, t + tstep may equal t. */
+	for (int k = 0; k <= 20; k++) {
+		double t = (ceil(tmin / tstep) + k) * tstep, x;
+
+		if (t > tmax + tstep * 1e-9)
+			break;
+		x = ML + (t - tmin) / tspan * (PW - 1);
 		char buf[G_ASCII_DTOSTR_BUF_SIZE];
 
 		g_string_append(h, "<line class=\"tick\" x1=\"");

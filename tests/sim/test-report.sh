@@ -87,6 +87,19 @@ EOF
 expect 0 "$sim" report "$tmp/long" -o "$tmp/long.html"
 $check html "$tmp/long.html" long || fail "long report"
 
+# Extremes that are valid: times near 2^53, a count near FLT_MAX, one
+# second of span.  The axis code must neither loop nor misdraw.
+mkdir "$tmp/far"
+sed 's/"sim_start": 0/"sim_start": 9000000000000000/; s/"sim_end": 7200/"sim_end": 9000000000000001/' \
+	"$fx/single/summary.json" >"$tmp/far/summary.json"
+{
+	head -n 1 "$fx/single/timeseries.csv"
+	echo 9000000000000000,1,2,0.5,0.5,3,1,1,1
+	echo 9000000000000001,3e38,2,0.5,0.5,3,1,1,1
+} >"$tmp/far/timeseries.csv"
+expect 0 "$sim" report "$tmp/far" -o "$tmp/far.html"
+$check html "$tmp/far.html" any || fail "extreme values"
+
 # The checker itself rejects what it should.
 for bad in 's|</table>||' 's|<p class="meta">|<p class="meta"><script>x</script>|' \
 	's|</h1>|</h1><b>http://x</b>|' 's|</h1>|</h1>\&nbsp;|' 's|</h1>|</h1> a < b|'; do
