@@ -143,24 +143,10 @@ static char *quote_for_error(const char *s, size_t len)
 	return g_strdup_printf("'%s%s'", esc, len > 40 ? "..." : "");
 }
 
+/* json-c's name of @o's type: "string", "int", "double", "object"... */
 static const char *json_type_label(json_object *o)
 {
-	switch (json_object_get_type(o)) {
-	case json_type_null:
-		return "null";
-	case json_type_boolean:
-		return "a boolean";
-	case json_type_double:
-	case json_type_int:
-		return "a number";
-	case json_type_object:
-		return "an object";
-	case json_type_array:
-		return "an array";
-	case json_type_string:
-		return "a string";
-	}
-	return "something else";
+	return json_type_to_name(json_object_get_type(o));
 }
 
 /*
@@ -1241,23 +1227,16 @@ static void run_table(GString *h, const Run *r)
 	g_string_append(h, " s</td></tr>\n</tbody>\n</table>\n");
 }
 
-static void pods_table(GString *h, const Run *r)
+/* A two-column table of @n figures with @decimals places. */
+static void figures_table(GString *h, const char *caption, const char *const *labels,
+			  const double *values, int n, int decimals)
 {
-	g_string_append(h, "<table class=\"kv\">\n<caption>Pods</caption>\n<tbody>\n");
-	for (int i = 0; i < N_POD; i++) {
-		row_head(h, pod_labels[i]);
-		td_num(h, r->pods[i], 0);
-		g_string_append(h, "</tr>\n");
-	}
-	g_string_append(h, "</tbody>\n</table>\n");
-}
-
-static void pending_table(GString *h, const Run *r)
-{
-	g_string_append(h, "<table class=\"kv\">\n<caption>Pending time (seconds)</caption>\n<tbody>\n");
-	for (int i = 0; i < N_PEND; i++) {
-		row_head(h, pending_keys[i]);
-		td_num(h, r->pending[i], 1);
+	g_string_append(h, "<table class=\"kv\">\n<caption>");
+	esc(h, caption);
+	g_string_append(h, "</caption>\n<tbody>\n");
+	for (int i = 0; i < n; i++) {
+		row_head(h, labels[i]);
+		td_num(h, values[i], decimals);
 		g_string_append(h, "</tr>\n");
 	}
 	g_string_append(h, "</tbody>\n</table>\n");
@@ -1339,8 +1318,8 @@ static void run_details(GString *h, const Run *r)
 	headline(h, r);
 	g_string_append(h, "<div class=\"tables\">\n");
 	run_table(h, r);
-	pods_table(h, r);
-	pending_table(h, r);
+	figures_table(h, "Pods", pod_labels, r->pods, N_POD, 0);
+	figures_table(h, "Pending time (seconds)", pending_keys, r->pending, N_PEND, 1);
 	g_string_append(h, "</div>\n");
 	groups_table(h, r);
 	run_charts(h, r);

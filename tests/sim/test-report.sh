@@ -142,6 +142,17 @@ bad() {
 	esac
 }
 
+# csv_sed NAME WHAT SED-EXPRESSION: timeseries.csv edited by sed.
+csv_sed() {
+	printf "%s\n" "sed '$3' timeseries.csv >x && mv x timeseries.csv" | bad "$1" timeseries.csv "$2"
+}
+
+# json_edit NAME WHAT PYTHON [no]: summary.json parsed as d, changed, written.
+json_edit() {
+	printf "%s\n" "python3 -c \"import json; d = json.load(open('summary.json')); $3; json.dump(d, open('summary.json', 'w'))\"" |
+		bad "$1" summary.json "$2" "${4:-yes}"
+}
+
 bad truncated summary.json 'truncated JSON' <<'EOF'
 head -c 300 summary.json >x && mv x summary.json
 EOF
@@ -165,33 +176,15 @@ EOF
 bad array summary.json 'expected a JSON object' <<'EOF'
 echo '[1, 2]' >summary.json
 EOF
-bad schema summary.json "key 'schema'" <<'EOF'
-python3 -c "import json; d=json.load(open('summary.json')); d['schema']='dpu-offload/sim-summary/2'; json.dump(d, open('summary.json','w'))"
-EOF
-bad missing-key summary.json "key 'pods.finished': missing" <<'EOF'
-python3 -c "import json; d=json.load(open('summary.json')); del d['pods']['finished']; json.dump(d, open('summary.json','w'))"
-EOF
-bad wrong-type summary.json "key 'groups\[1\].cost': expected a number, got a string" <<'EOF'
-python3 -c "import json; d=json.load(open('summary.json')); d['groups'][1]['cost']='12'; json.dump(d, open('summary.json','w'))"
-EOF
-bad negative summary.json "key 'pods.total'.*not a non-negative integer" <<'EOF'
-python3 -c "import json; d=json.load(open('summary.json')); d['pods']['total']=-3; json.dump(d, open('summary.json','w'))"
-EOF
-bad fraction summary.json "key 'overall.cpu_alloc_p95'.*out of range" <<'EOF'
-python3 -c "import json; d=json.load(open('summary.json')); d['overall']['cpu_alloc_p95']=1.5; json.dump(d, open('summary.json','w'))"
-EOF
-bad mode summary.json "key 'mode'" <<'EOF'
-python3 -c "import json; d=json.load(open('summary.json')); d['mode']='<b>shared'; json.dump(d, open('summary.json','w'))"
-EOF
-bad group-id summary.json "key 'groups\[0\].id'" <<'EOF'
-python3 -c "import json; d=json.load(open('summary.json')); d['groups'][0]['id']='a,b'; json.dump(d, open('summary.json','w'))"
-EOF
-bad dup-group summary.json "appears twice" no <<'EOF'
-python3 -c "import json; d=json.load(open('summary.json')); d['groups'][2]['id']='web'; json.dump(d, open('summary.json','w'))"
-EOF
-bad nul-string summary.json "key 'name': contains a NUL" no <<'EOF'
-python3 -c "import json; d=json.load(open('summary.json')); d['name']='a\u0000b'; json.dump(d, open('summary.json','w'))"
-EOF
+json_edit schema "key 'schema'" "d['schema']='dpu-offload/sim-summary/2'"
+json_edit missing-key "key 'pods.finished': missing" "del d['pods']['finished']"
+json_edit wrong-type "key 'groups\[1\].cost': expected a number, got string" "d['groups'][1]['cost']='12'"
+json_edit negative "key 'pods.total'.*not a non-negative integer" "d['pods']['total']=-3"
+json_edit fraction "key 'overall.cpu_alloc_p95'.*out of range" "d['overall']['cpu_alloc_p95']=1.5"
+json_edit mode "key 'mode'" "d['mode']='<b>shared'"
+json_edit group-id "key 'groups\[0\].id'" "d['groups'][0]['id']='a,b'"
+json_edit dup-group "appears twice" "d['groups'][2]['id']='web'" no
+json_edit nul-string "key 'name': contains a NUL" "d['name']='a\u0000b'" no
 bad no-csv timeseries.csv 'cannot read .*: No such file or directory' <<'EOF'
 rm timeseries.csv
 EOF
@@ -204,39 +197,17 @@ EOF
 bad empty-csv timeseries.csv 'line 1: empty file' <<'EOF'
 : >timeseries.csv
 EOF
-bad header timeseries.csv "line 1: header column 9 is missing, expected 'nodes.bm.metal'" <<'EOF'
-sed '1s/,nodes.bm.metal$//' timeseries.csv >x && mv x timeseries.csv
-EOF
-bad header-extra timeseries.csv "line 1: more than 9 cells" <<'EOF'
-sed '1s/$/,nodes.other/' timeseries.csv >x && mv x timeseries.csv
-EOF
-bad non-numeric timeseries.csv "line 4: column 'cpu_alloc': 'abc' is not a number" <<'EOF'
-sed '4s/,0.5,/,abc,/' timeseries.csv >x && mv x timeseries.csv
-EOF
-bad nan-cell timeseries.csv "line 3: column 'pending': 'nan' is not a number" <<'EOF'
-sed '3s/^600,12,/600,nan,/' timeseries.csv >x && mv x timeseries.csv
-EOF
-bad float-t timeseries.csv "line 3: column 't': '600.5' is not an integer" <<'EOF'
-sed '3s/^600,/600.5,/' timeseries.csv >x && mv x timeseries.csv
-EOF
-bad empty-cell timeseries.csv "line 5: column 'nodes.web': '' is not a number" <<'EOF'
-sed '5s/,7,4,3$/,,4,3/' timeseries.csv >x && mv x timeseries.csv
-EOF
-bad ragged timeseries.csv "line 6: 8 cells, the header has 9" <<'EOF'
-sed '6s/,3$//' timeseries.csv >x && mv x timeseries.csv
-EOF
-bad ragged-long timeseries.csv "line 6: more than 9 cells" <<'EOF'
-sed '6s/$/,1/' timeseries.csv >x && mv x timeseries.csv
-EOF
-bad backwards timeseries.csv "line 8: column 't': 600 is before" <<'EOF'
-sed '8s/^3600,/600,/' timeseries.csv >x && mv x timeseries.csv
-EOF
-bad alloc timeseries.csv "line 6: column 'mem_alloc': 1.5 is out of range 0..1" <<'EOF'
-sed '6s/,0.7,/,1.5,/' timeseries.csv >x && mv x timeseries.csv
-EOF
-bad negative-cell timeseries.csv "line 2: column 'pool_free': -1 is out of range" <<'EOF'
-sed '2s/^0,0,40,/0,0,-1,/' timeseries.csv >x && mv x timeseries.csv
-EOF
+csv_sed header "line 1: header column 9 is missing, expected 'nodes.bm.metal'" '1s/,nodes.bm.metal$//'
+csv_sed header-extra "line 1: more than 9 cells" '1s/$/,nodes.other/'
+csv_sed non-numeric "line 4: column 'cpu_alloc': 'abc' is not a number" '4s/,0.5,/,abc,/'
+csv_sed nan-cell "line 3: column 'pending': 'nan' is not a number" '3s/^600,12,/600,nan,/'
+csv_sed float-t "line 3: column 't': '600.5' is not an integer" '3s/^600,/600.5,/'
+csv_sed empty-cell "line 5: column 'nodes.web': '' is not a number" '5s/,7,4,3$/,,4,3/'
+csv_sed ragged "line 6: 8 cells, the header has 9" '6s/,3$//'
+csv_sed ragged-long "line 6: more than 9 cells" '6s/$/,1/'
+csv_sed backwards "line 8: column 't': 600 is before" '8s/^3600,/600,/'
+csv_sed alloc "line 6: column 'mem_alloc': 1.5 is out of range 0..1" '6s/,0.7,/,1.5,/'
+csv_sed negative-cell "line 2: column 'pool_free': -1 is out of range" '2s/^0,0,40,/0,0,-1,/'
 bad huge-line timeseries.csv "line 3: longer than 65536 bytes" <<'EOF'
 python3 -c "
 lines = open('timeseries.csv').read().split('\n')
