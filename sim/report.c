@@ -301,10 +301,11 @@ static void read_group(Jv *v, json_object *o, const char *prefix, bool with_id, 
 }
 
 /*
- * Map @path read-only.  Only a regular file: a FIFO or a device could block
- * or never end (the open does not wait, thanks to O_NONBLOCK).
+ * Map @path read-only if it is at most @max bytes.  Only a regular file: a
+ * FIFO or a device could block or never end (the open does not wait,
+ * thanks to O_NONBLOCK).
  */
-static GMappedFile *map_file(const char *path, GError **error)
+static GMappedFile *map_file(const char *path, goffset max, GError **error)
 {
 	g_autoptr(GError) err = NULL;
 	GMappedFile *mf;
@@ -319,6 +320,12 @@ static GMappedFile *map_file(const char *path, GError **error)
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		g_set_error(error, SIM_REPORT_ERROR, SIM_REPORT_ERROR_IO,
 			    "cannot read '%s': not a regular file", path);
+		close(fd);
+		return NULL;
+	}
+	if (st.st_size > max) {
+		g_set_error(error, SIM_REPORT_ERROR, SIM_REPORT_ERROR_LIMIT,
+			    "'%s': larger than %" G_GOFFSET_FORMAT " bytes", path, max);
 		close(fd);
 		return NULL;
 	}
@@ -339,16 +346,11 @@ static json_object *load_json(const char *path, GError **error)
 	const char *buf;
 	size_t len, end;
 
-	mf = map_file(path, error);
+	mf = map_file(path, SIM_REPORT_MAX_SUMMARY_BYTES, error);
 	if (!mf)
 		return NULL;
 	len = g_mapped_file_get_length(mf);
 	buf = g_mapped_file_get_contents(mf);
-	if (len > SIM_REPORT_MAX_SUMMARY_BYTES) {
-		g_set_error(error, SIM_REPORT_ERROR, SIM_REPORT_ERROR_LIMIT,
-			    "'%s': larger than %d bytes", path, SIM_REPORT_MAX_SUMMARY_BYTES);
-		return NULL;
-	}
 	if (len == 0) {
 		g_set_error(error, SIM_REPORT_ERROR, SIM_REPORT_ERROR_PARSE, "'%s': empty file", path);
 		return NULL;
@@ -564,16 +566,11 @@ static bool read_csv(Run *r, GError **error)
 	gsize len, lineno = 0, cap = 0;
 	guint ncols, n;
 
-	mf = map_file(path, error);
+	mf = map_file(path, SIM_REPORT_MAX_CSV_BYTES, error);
 	if (!mf)
 		return false;
 	len = g_mapped_file_get_length(mf);
 	buf = g_mapped_file_get_contents(mf);
-	if (len > SIM_REPORT_MAX_CSV_BYTES) {
-		g_set_error(error, SIM_REPORT_ERROR, SIM_REPORT_ERROR_LIMIT,
-			    "'%s': larger than %d bytes", path, SIM_REPORT_MAX_CSV_BYTES);
-		return false;
-	}
 	if (len == 0)
 		return csv_fail(error, SIM_REPORT_ERROR_PARSE, path, 1,
 				"empty file, expected the header line");

@@ -156,6 +156,9 @@ json_edit() {
 bad truncated summary.json 'truncated JSON' <<'EOF'
 head -c 300 summary.json >x && mv x summary.json
 EOF
+bad huge-json summary.json 'larger than 16777216 bytes' <<'EOF'
+truncate -s 17M summary.json
+EOF
 bad empty-json summary.json 'empty file' <<'EOF'
 : >summary.json
 EOF
