@@ -5,6 +5,11 @@
   check-report.py html FILE KIND   parse FILE strictly and check the content
                                    expected of the fixture KIND (single,
                                    compare or long)
+  check-report.py mutate SIM DIR WORK N SEED
+                                   render N randomly damaged copies of the
+                                   result directory DIR (seeded, so the same
+                                   every time): each must render (exit 0,
+                                   silent) or fail with one line (exit 1)
   check-report.py schema SCHEMA [--invalid] JSON...
                                    every JSON validates against SCHEMA (with
                                    --invalid: every JSON is rejected); exits 77
@@ -276,7 +281,50 @@ def check_long(p):
     expect_row(p, ["Simulated time", "0 s to 2592000 s (30d 00h 00m)"])
 
 
+def mutate(sim, src, work, n, seed):
+    """Damage one file of a copy of @src a few times over, render it."""
+    import os
+    import random
+    import shutil
+    import subprocess
+    rng = random.Random(seed)
+    bad = 0
+    files = sorted(os.path.relpath(os.path.join(dp, f), src)
+                   for dp, dn, fn in os.walk(src) for f in fn)
+    for i in range(n):
+        d = os.path.join(work, "m%d" % i)
+        shutil.copytree(src, d)
+        f = os.path.join(d, rng.choice(files))
+        data = bytearray(open(f, "rb").read())
+        for _ in range(rng.randint(1, 8)):
+            op = rng.randrange(4)
+            pos = rng.randrange(len(data) + 1)
+            if op == 0:
+                del data[pos:pos + rng.randint(1, 20)]
+            elif op == 1:
+                data[pos:pos] = bytes(rng.choice(b'0123456789,.-e"{}[]:\n\x00\xff')
+                                      for _ in range(rng.randint(1, 5)))
+            elif op == 2 and data:
+                data[min(pos, len(data) - 1)] = rng.randrange(256)
+            else:
+                data[pos:pos] = data[rng.randrange(len(data) + 1):][:rng.randint(1, 200)]
+        open(f, "wb").write(data)
+        r = subprocess.run([sim, "report", d, "-o", os.path.join(work, "m.html")],
+                           capture_output=True)
+        err = r.stderr.decode("utf-8", "replace")
+        if r.returncode not in (0, 1) or (r.returncode == 1 and err.count("\n") != 1) or \
+                (r.returncode == 0 and err):
+            print("mutation %d of %s: exit %d: %s" % (i, f, r.returncode, err[:2000]),
+                  file=sys.stderr)
+            bad += 1
+        else:
+            shutil.rmtree(d)
+    return 1 if bad else 0
+
+
 def main():
+    if len(sys.argv) == 7 and sys.argv[1] == "mutate":
+        return mutate(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]))
     if len(sys.argv) >= 3 and sys.argv[1] == "html":
         try:
             p = parse(sys.argv[2])

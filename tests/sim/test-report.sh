@@ -227,6 +227,12 @@ bad binary timeseries.csv "line 1: header column 1" <<'EOF'
 printf '\001\377\376\033[31m,,,\r\r\t' >timeseries.csv
 EOF
 
+# Random damage (seeded): a clean render or one line and exit 1, never a
+# crash, an ASan report or a hang.
+mkdir "$tmp/mut"
+$check mutate "$sim" "$fx/single" "$tmp/mut" 100 1 || fail "damaged single run"
+$check mutate "$sim" "$fx/compare" "$tmp/mut" 100 2 || fail "damaged compare directory"
+
 # A compare summary whose run name would leave the directory.
 mkdir "$tmp/evil"
 printf '{"schema": "dpu-offload/sim-compare/1", "runs": [{"name": ".."}]}\n' >"$tmp/evil/summary.json"
