@@ -52,6 +52,7 @@ class StrictParser(html.parser.HTMLParser):
         self.in_figcaption = None
         self.polylines = []     # (figure caption, points)
         self.ylabels = []       # (figure caption, value, y)
+        self.svgtexts = []      # (figure caption, text) of every SVG <text>
         self.figure = None
         self.doctype = None
 
@@ -138,6 +139,8 @@ class StrictParser(html.parser.HTMLParser):
             self.in_caption += data
         if self.in_figcaption is not None:
             self.in_figcaption += data
+        if self.stack and self.stack[-1] == "text":
+            self.svgtexts.append((self.figure, data))
         if self.stack and self.stack[-1] == "text" and hasattr(self, "gridline"):
             self.ylabels.append((self.figure, data, self.gridline))
             del self.gridline
@@ -322,6 +325,19 @@ def mutate(sim, src, work, n, seed):
     return 1 if bad else 0
 
 
+def check_many(p):
+    # 15 groups g00..g14 with peaks 1..15: the 11 highest are drawn, in
+    # configuration order, with the total; a note counts the others.
+    cap = "Nodes per group (ready and provisioning)"
+    lines = [pts for fig, pts in p.polylines if fig == cap]
+    expect(len(lines) == 12, "nodes chart has %d lines, expected 12" % len(lines))
+    names = [t for fig, t in p.svgtexts if fig == cap and re.match(r"^g\d\d$", t)]
+    expect(names == ["g%02d" % i for i in range(4, 15)], "legend is %r" % names)
+    expect("4 groups with the lowest peaks are not drawn; see the table." in p.alltext,
+           "no note about the groups left out")
+    expect(len(p.tables[-1]) == 1 + 15 + 1, "groups table does not have 15 rows")
+
+
 def main():
     if len(sys.argv) == 7 and sys.argv[1] == "mutate":
         return mutate(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]))
@@ -329,7 +345,7 @@ def main():
         try:
             p = parse(sys.argv[2])
             {"single": check_single, "compare": check_compare,
-             "long": check_long, "any": lambda p: None}[sys.argv[3]](p)
+             "long": check_long, "many": check_many, "any": lambda p: None}[sys.argv[3]](p)
         except Failure as e:
             print("%s: %s" % (sys.argv[2], e), file=sys.stderr)
             return 1

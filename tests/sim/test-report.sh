@@ -87,6 +87,23 @@ EOF
 expect 0 "$sim" report "$tmp/long" -o "$tmp/long.html"
 $check html "$tmp/long.html" long || fail "long report"
 
+# More groups than a chart can tell apart (15, peaks 1..15).
+mkdir "$tmp/many"
+python3 - "$fx/single/summary.json" "$tmp/many" <<'EOF' || fail "cannot generate many groups"
+import json, sys
+d = json.load(open(sys.argv[1]))
+g = d["groups"][0]
+d["groups"] = [dict(g, id="g%02d" % i, nodes_peak=i + 1) for i in range(15)]
+json.dump(d, open(sys.argv[2] + "/summary.json", "w"))
+with open(sys.argv[2] + "/timeseries.csv", "w") as f:
+    f.write("t,pending,pool_free,cpu_alloc,mem_alloc,nodes_total" +
+            "".join(",nodes.g%02d" % i for i in range(15)) + "\n")
+    for t in range(0, 3600, 60):
+        f.write("%d,0,10,0.5,0.5,120" % t + "".join(",%d" % (i + 1) for i in range(15)) + "\n")
+EOF
+expect 0 "$sim" report "$tmp/many" -o "$tmp/many.html"
+$check html "$tmp/many.html" many || fail "report with 15 groups"
+
 # Extremes that are valid: times near 2^53, a count near FLT_MAX, one
 # second of span.  The axis code must neither loop nor misdraw.
 mkdir "$tmp/far"
