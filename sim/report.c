@@ -149,6 +149,13 @@ static const char *json_type_label(json_object *o)
 	return json_type_to_name(json_object_get_type(o));
 }
 
+/* jv_fail() with a quoted copy of untrusted @text (it may hold newlines). */
+#define jv_fail_quoting(v, prefix, key, text, what)                                        \
+	do {                                                                               \
+		g_autofree char *q_ = quote_for_error((text), strlen(text));              \
+		jv_fail((v), (prefix), (key), "%s %s", q_, (what));                       \
+	} while (0)
+
 /*
  * Reading one summary.json: the first problem is kept in @error and every
  * later getter returns a harmless default, so the readers below can be
@@ -282,11 +289,11 @@ static void read_group(Jv *v, json_object *o, const char *prefix, bool with_id, 
 	if (with_id) {
 		g->id = jv_str(v, o, prefix, "id");
 		if (g->id && !is_group_id(g->id))
-			jv_fail(v, prefix, "id", "'%s' is not made of [A-Za-z0-9_.-]", g->id);
+			jv_fail_quoting(v, prefix, "id", g->id, "is not made of [A-Za-z0-9_.-]");
 		g->cls = jv_str(v, o, prefix, "class");
 		if (g->cls && strcmp(g->cls, "container") != 0 && strcmp(g->cls, "vm") != 0 &&
 		    strcmp(g->cls, "baremetal") != 0)
-			jv_fail(v, prefix, "class", "'%s' is not container, vm or baremetal", g->cls);
+			jv_fail_quoting(v, prefix, "class", g->cls, "is not container, vm or baremetal");
 	}
 	g->machine_hours = jv_num(v, o, prefix, "machine_hours", 0, DBL_MAX);
 	g->cost = jv_num(v, o, prefix, "cost", 0, DBL_MAX);
@@ -437,7 +444,7 @@ static bool read_summary(Run *r, json_object *o, GError **error)
 		r->seed = json_object_get_uint64(sub);
 	r->mode = jv_str(&v, o, "", "mode");
 	if (r->mode && strcmp(r->mode, "pooled") != 0 && strcmp(r->mode, "dedicated") != 0)
-		jv_fail(&v, "", "mode", "'%s' is not pooled or dedicated", r->mode);
+		jv_fail_quoting(&v, "", "mode", r->mode, "is not pooled or dedicated");
 	r->sim_start = jv_num(&v, o, "", "sim_start", 0, INT_MAX_EXACT);
 	r->sim_end = jv_num(&v, o, "", "sim_end", 0, INT_MAX_EXACT);
 	if (!v.failed && r->sim_end < r->sim_start)
@@ -737,7 +744,7 @@ static bool load_dir(const char *dir, GPtrArray *runs, GError **error)
 			if (!name)
 				break;
 			if (!is_safe_component(name)) {
-				jv_fail(&v, prefix, "name", "'%s' cannot be a directory name", name);
+				jv_fail_quoting(&v, prefix, "name", name, "cannot be a directory name");
 				break;
 			}
 			if (runs->len >= SIM_REPORT_MAX_RUNS) {

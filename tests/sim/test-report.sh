@@ -201,7 +201,7 @@ json_edit missing-key "key 'pods.finished': missing" "del d['pods']['finished']"
 json_edit wrong-type "key 'groups\[1\].cost': expected a number, got string" "d['groups'][1]['cost']='12'"
 json_edit negative "key 'pods.total'.*not a non-negative integer" "d['pods']['total']=-3"
 json_edit fraction "key 'overall.cpu_alloc_p95'.*out of range" "d['overall']['cpu_alloc_p95']=1.5"
-json_edit mode "key 'mode'" "d['mode']='<b>shared'"
+json_edit mode "key 'mode': '<b>shared\\\\n' is not pooled" "d['mode']='<b>shared\\n'"
 json_edit group-id "key 'groups\[0\].id'" "d['groups'][0]['id']='a,b'"
 json_edit dup-group "appears twice" "d['groups'][2]['id']='web'" no
 json_edit nul-string "key 'name': contains a NUL" "d['name']='a\u0000b'" no
