@@ -17,7 +17,7 @@ libglib2.0-dev liburing-dev libfuse3-dev fuse3 libjson-c-dev
 libcurl4-openssl-dev libssh2-1-dev check libmicrohttpd-dev libsqlite3-dev
 clang libclang-rt-14-dev
 runc busybox-static
-iproute2 openssh-server openssh-client sshfs procps psmisc python3 util-linux
+iproute2 openssh-server openssh-client sshfs procps psmisc python3 python3-jsonschema util-linux
 ca-certificates"
 # libclang-rt-14-dev holds libFuzzer's runtime; clang only recommends it.
 

@@ -16,8 +16,8 @@ sim_libsimtrace_a_CPPFLAGS = $(AM_CPPFLAGS) $(GIO_CFLAGS) $(JSONC_CFLAGS)
 SIM_LIBS = sim/libsimtrace.a $(GIO_LIBS) $(JSONC_LIBS) -lm
 
 bin_PROGRAMS += sim/sim
-sim_sim_SOURCES = sim/main.c
-sim_sim_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim $(GIO_CFLAGS)
+sim_sim_SOURCES = sim/main.c sim/report.c sim/report.h
+sim_sim_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim $(GIO_CFLAGS) $(JSONC_CFLAGS)
 sim_sim_LDADD = $(SIM_LIBS) $(QT_LIBS)
 
 # Unit tests and their fixtures (tests/sim/).
@@ -81,3 +81,16 @@ bench-sim: sim/sim tests/bench/bench-sim-load tests/bench/bench-sim-eventq
 	./tests/bench/bench-sim-eventq $(BENCH_SIM_PODS)
 	top_builddir=$(abs_top_builddir) sh $(top_srcdir)/tests/bench/bench-sim-trace.sh $(BENCH_SIM_PODS)
 .PHONY: bench-sim
+
+# The report renderer: fixture result directories, rendered and checked by
+# a strict HTML parser, the JSON Schema, and malformed variants of each.
+SIM_REPORT_FIXTURES = \
+	tests/sim/report/single/summary.json tests/sim/report/single/timeseries.csv \
+	tests/sim/report/compare/summary.json \
+	tests/sim/report/compare/pooled/summary.json tests/sim/report/compare/pooled/timeseries.csv \
+	tests/sim/report/compare/dedicated/summary.json \
+	tests/sim/report/compare/dedicated/timeseries.csv \
+	tests/sim/report/long/summary.json
+TESTS += tests/sim/test-report.sh
+EXTRA_DIST += tests/sim/test-report.sh tests/sim/check-report.py $(SIM_REPORT_FIXTURES)
+dist_doc_DATA += docs/sim-output.md docs/sim-summary.schema.json

@@ -29,6 +29,7 @@
 #include "cli.h"
 #include "gen.h"
 #include "log.h"
+#include "report.h"
 #include "trace.h"
 
 #define ISSUE 7
@@ -113,8 +114,9 @@ static void usage(void)
 	printf("Usage: %s run --trace FILE --cluster FILE [OPTION]...\n"
 	       "       %s compare --trace FILE --cluster A --cluster B [...] --out DIR\n"
 	       "       %s convert --trace FILE [--format F] -o OUT [OPTION]...\n"
-	       "       %s gen [OPTION]... -o OUT\n",
-	       prog, prog, prog, prog);
+	       "       %s gen [OPTION]... -o OUT\n"
+	       "       %s report DIR... -o FILE [--title T]\n",
+	       prog, prog, prog, prog, prog);
 	fputs("Replay a pod trace against a cluster and its autoscaler.\n"
 	      "\n"
 	      "Commands:\n"
@@ -123,6 +125,9 @@ static void usage(void)
 	      "                     (not implemented yet)\n"
 	      "  convert            rewrite a trace in the native format\n"
 	      "  gen                write a synthetic trace in the native format\n"
+	      "  report             render the HTML report of result directories again\n"
+	      "                     (one: a run report; several: a comparison); its\n"
+	      "                     options follow the command: -o FILE, --title T\n"
 	      "\n"
 	      "Trace options (run, compare, convert):\n"
 	      "  --trace FILE       input trace, plain or gzip-compressed\n"
@@ -169,7 +174,7 @@ static void usage(void)
 	      "Configuration: the --cluster files; no default file.\n"
 	      "Exit status: 0 success, 1 failure, 2 usage error.\n",
 	      stdout);
-	printf("Status: convert and gen work; run and compare are issue %d.\n", ISSUE);
+	printf("Status: convert, gen and report work; run and compare are issue %d.\n", ISSUE);
 }
 
 static const char *opt_name(int o)
@@ -616,6 +621,43 @@ static int cmd_gen(Args *a)
 	return QT_EXIT_OK;
 }
 
+/*
+ * sim report DIR... -o FILE [--title T]: its own parse, as it takes
+ * positional arguments and no option of the other commands.  @argv[0] is
+ * "report".
+ */
+static int cmd_report(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"title", required_argument, NULL, 'T'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0},
+	};
+	g_autoptr(GError) err = NULL;
+	const char *out = NULL, *title = NULL;
+	int c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":hVo:", opts, NULL)) != -1) {
+		if (c == 'o')
+			out = optarg;
+		else if (c == 'T')
+			title = optarg;
+		else
+			return qt_cli_std_option(c, argv, "hVo", usage);
+	}
+	if (optind == argc)
+		return qt_cli_usage_error("report: missing DIR");
+	if (!out)
+		return qt_cli_usage_error("report: missing -o FILE");
+	if (!sim_report_write_html(out, (const char *const *)argv + optind, (size_t)(argc - optind),
+				   title, &err))
+		return qt_cli_fail("%s", err->message);
+	return QT_EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
 	Args a = {0};
@@ -630,6 +672,8 @@ int main(int argc, char **argv)
 	a.clusters = clusters;
 	sim_trace_options_init(&a.topts);
 	sim_gen_config_init(&a.gen);
+	if (argc > 1 && strcmp(argv[1], "report") == 0)
+		return cmd_report(argc - 1, argv + 1);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":" SHORT_OPTS, long_opts, NULL)) != -1) {
 		if (c == 'o')
