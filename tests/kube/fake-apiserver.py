@@ -1090,18 +1090,26 @@ class Controllers(threading.Thread):
             for pdb in s.items(RES["poddisruptionbudgets"], ns):
                 reqs = selector_to_reqs(pdb["spec"].get("selector"))
                 matching = [p for p in pods if reqs is not None and match_requirements(reqs, p["metadata"].get("labels"))]
-                expected = len(matching)
                 healthy = sum(1 for p in matching if pod_healthy(p))
                 spec = pdb["spec"]
-                if spec.get("maxUnavailable") is not None:
-                    desired = max(0, expected - scaled(spec["maxUnavailable"], expected, True))
+                failed = False
+                if spec.get("maxUnavailable") is None and isinstance(spec.get("minAvailable", 1), int):
+                    expected = len(matching)
+                    desired = spec.get("minAvailable", 1)
                 else:
-                    desired = scaled(spec.get("minAvailable", 1), expected, True)
-                allowed = max(0, healthy - desired)
+                    expected = self.expected_scale(matching)
+                    failed = expected is None
+                    expected = expected or 0
+                    if spec.get("maxUnavailable") is not None:
+                        desired = max(0, expected - scaled(spec["maxUnavailable"], expected, True))
+                    else:
+                        desired = scaled(spec["minAvailable"], expected, True)
+                allowed = 0 if failed else max(0, healthy - desired)
                 st = {"observedGeneration": pdb["metadata"].get("generation", 1), "disruptionsAllowed": allowed,
                       "currentHealthy": healthy, "desiredHealthy": desired, "expectedPods": expected}
                 cond = {"type": "DisruptionAllowed", "status": "True" if allowed > 0 else "False",
-                        "reason": "SufficientPods" if allowed > 0 else "InsufficientPods", "message": "",
+                        "reason": "SyncFailed" if failed else "SufficientPods" if allowed > 0 else "InsufficientPods",
+                        "message": "found no controllers for some pods" if failed else "",
                         "observedGeneration": st["observedGeneration"], "lastTransitionTime": now_iso()}
                 conds = copy.deepcopy(pdb["status"].get("conditions") or [])
                 set_condition(conds, cond)
@@ -1110,6 +1118,28 @@ class Controllers(threading.Thread):
                     new = copy.deepcopy(pdb)
                     new["status"].update(st)
                     s._put(RES["poddisruptionbudgets"], new, pdb)
+
+
+    def expected_scale(self, pods):
+        """Sum of the replicas of the pods' controllers, as the disruption controller finds them
+        for maxUnavailable and percentages; None when a pod has no controller with a scale."""
+        s, seen, total = self.store, set(), 0
+        for p in pods:
+            ref = next((r for r in p["metadata"].get("ownerReferences") or [] if r.get("controller")), None)
+            if ref is None or ref.get("kind") not in ("ReplicaSet", "StatefulSet", "Deployment"):
+                return None
+            ns = p["metadata"]["namespace"]
+            owner = s.lookup(RES[ref["kind"].lower() + "s"], ns, ref["name"])
+            if owner is None or owner["metadata"]["uid"] != ref.get("uid"):
+                return None
+            dref = next((r for r in owner["metadata"].get("ownerReferences") or []
+                         if r.get("controller") and r.get("kind") == "Deployment"), None)
+            if dref and s.lookup(RES["deployments"], ns, dref["name"]) is not None:
+                owner = s.lookup(RES["deployments"], ns, dref["name"])
+            if owner["metadata"]["uid"] not in seen:
+                seen.add(owner["metadata"]["uid"])
+                total += int((owner.get("spec") or {}).get("replicas", 1))
+        return total
 
 
 def bind(store, pod, node_name):
