@@ -17,9 +17,9 @@
 #    coordination.k8s.io/v1 leases; events.k8s.io/v1 events (stored as core
 #    events, converted on the way in and out, as the real server does).
 #  - get, list (labelSelector, fieldSelector, limit/continue), watch (chunked
-#    JSON lines, resourceVersion replay from a bounded history, 410 Expired
-#    once the history has moved past the requested version, bookmarks,
-#    sendInitialEvents), create, update (optimistic concurrency on
+#    JSON lines, resourceVersion replay from a bounded window of events per
+#    resource like the watch cache's, 410 Expired once that window has moved
+#    past the requested version, bookmarks, sendInitialEvents), create, update (optimistic concurrency on
 #    metadata.resourceVersion), patch (JSON merge, strategic merge, JSON
 #    patch), delete (graceful deletion of bound pods, finalizers),
 #    deletecollection.  One global resourceVersion counter, like etcd's
@@ -41,7 +41,10 @@
 # ReplicaSets, nor ReplicaSets pods), no admission beyond namespace
 # existence, no RBAC (any authenticated user may do anything; anonymous only
 # health and version), little validation, no protobuf, no server-side apply,
-# no HTTP/2, no preemption, no NoExecute eviction, list pages are cut from
+# no HTTP/2, no aggregated discovery (clients fall back to the per-group
+# documents), an OpenAPI document without schemas (kubectl then validates
+# nothing client-side), no preemption, no NoExecute eviction, namespaces are
+# deleted at once with their contents, list pages are cut from
 # the current state rather than an etcd snapshot, and after a restart the
 # watch history starts empty (so old resourceVersions get 410, as they do
 # when a real apiserver's watch cache restarts).
@@ -639,8 +642,13 @@ class Store:
         self.cond = threading.Condition(self.lock)
         self.rv = 0
         self.objects = {}          # store_key -> {(namespace, name): object}
-        self.history = deque(maxlen=history)
-        self.compacted = 0         # events with rv <= compacted are gone
+        # Like the apiserver's watch cache, a window of recent events per
+        # resource: a watch or continue token older than its resource's
+        # window gets 410 Expired.
+        self.history_len = history
+        self.history = {}          # store_key -> deque of Event
+        self.dropped = {}          # store_key -> rv of the newest event dropped from its window
+        self.floor = 0             # events with rv <= floor are gone for every resource
         self.closing = False
         self.pdb_dirty = set()     # namespaces whose PDB status must be recomputed
 
@@ -658,7 +666,7 @@ class Store:
     def load(self, data):
         with self.lock:
             self.rv = int(data["resourceVersion"])
-            self.compacted = self.rv
+            self.floor = self.rv
             self.history.clear()
             self.objects = {}
             for key, objs in data["objects"].items():
@@ -675,7 +683,7 @@ class Store:
     def compact(self):
         with self.lock:
             self.history.clear()
-            self.compacted = self.rv
+            self.floor = self.rv
 
     # -- primitives (caller holds the lock) --------------------------------
     def _emit(self, key, type_, obj, old):
@@ -686,9 +694,10 @@ class Store:
             old = copy.deepcopy(old)
             old["metadata"]["resourceVersion"] = str(self.rv)
             obj, old = old, None
-        if len(self.history) == self.history.maxlen:
-            self.compacted = self.history[0].rv
-        self.history.append(Event(self.rv, key, type_, copy.deepcopy(obj), old))
+        window = self.history.setdefault(key, deque(maxlen=self.history_len))
+        if len(window) == window.maxlen:
+            self.dropped[key] = window[0].rv
+        window.append(Event(self.rv, key, type_, copy.deepcopy(obj), old))
         ns = obj["metadata"].get("namespace", "")
         if key in ("pods", "policy/poddisruptionbudgets"):
             self.pdb_dirty.add(ns)
@@ -876,9 +885,13 @@ class Store:
     # -- watch ------------------------------------------------------------
     def events_after(self, rv, key):
         """Events for key newer than rv, or None when rv is older than the history."""
-        if rv < self.compacted:
+        if rv < self.compacted(key):
             return None
-        return [e for e in self.history if e.rv > rv and e.key == key]
+        return [e for e in self.history.get(key, ()) if e.rv > rv]
+
+    def compacted(self, key):
+        """Events of key with rv <= this are gone."""
+        return max(self.floor, self.dropped.get(key, 0))
 
 
 def _same_but_rv(a, b):
@@ -974,8 +987,9 @@ class Controllers(threading.Thread):
         now = time.time()
         for pod in s.items(RES["pods"]):
             m, node_name = pod["metadata"], pod["spec"].get("nodeName")
-            if not node_name or s.lookup(RES["nodes"], "", node_name) is None:
-                continue
+            node = s.lookup(RES["nodes"], "", node_name) if node_name else None
+            if node is None or not node_ready(node):
+                continue  # nobody runs or stops pods of a node that is gone or not ready
             if m.get("deletionTimestamp"):
                 started = parse_iso(m["deletionTimestamp"]) - int(m.get("deletionGracePeriodSeconds", 0))
                 if now >= min(parse_iso(m["deletionTimestamp"]), started + self.kill_delay):
@@ -986,7 +1000,6 @@ class Controllers(threading.Thread):
             if pod["status"].get("phase") == "Pending":
                 new = copy.deepcopy(pod)
                 st = new["status"]
-                node = s.lookup(RES["nodes"], "", node_name)
                 addrs = (node.get("status") or {}).get("addresses") or []
                 ip = next((a["address"] for a in addrs if a.get("type") == "InternalIP"), "10.0.0.1")
                 st.update({"phase": "Running", "hostIP": ip, "podIP": ip, "startTime": now_iso()})
@@ -1330,7 +1343,9 @@ class Handler(BaseHTTPRequestHandler):
             self.server.faults.log.append({"method": self.command, "path": urlsplit(self.path).path,
                                            "query": urlsplit(self.path).query, "code": code})
 
-    def body(self):
+    def read_body(self):
+        """Read the whole request body before anything can fail, so that an early error
+        reply leaves the keep-alive connection in step."""
         n = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(n) if n else b""
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
@@ -1342,10 +1357,13 @@ class Handler(BaseHTTPRequestHandler):
                     break
                 raw += self.rfile.read(size)
                 self.rfile.readline()
-        if not raw:
+        self.raw = raw
+
+    def body(self):
+        if not self.raw:
             return None
         try:
-            return json.loads(raw)
+            return json.loads(self.raw)
         except ValueError as e:
             raise ApiError(400, "the object provided is unrecognized or invalid JSON: %s" % e)
 
@@ -1356,6 +1374,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def dispatch(self):
         try:
+            self.read_body()
             url = urlsplit(self.path)
             self.q = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
             path = url.path.rstrip("/") or "/"
@@ -1574,14 +1593,14 @@ class Handler(BaseHTTPRequestHandler):
                     rv, start = int(tok["rv"]), tok["start"]
                 except (ValueError, KeyError, TypeError):
                     raise ApiError(400, "continue key is not valid: incorrect encoded start resourceVersion")
-                if rv < store.compacted:
+                if rv < store.compacted(res.store_key):
                     raise ApiError(410, "The provided continue parameter is too old to display a consistent "
                                         "list result. You can start a new list without the continue parameter.",
                                    reason="Expired")
             if self.q.get("resourceVersionMatch") == "Exact" and self.q.get("resourceVersion"):
                 want = int(self.q["resourceVersion"])
-                if want < store.compacted:
-                    raise ApiError(410, "too old resource version: %d (%d)" % (want, store.compacted),
+                if want < store.compacted(res.store_key):
+                    raise ApiError(410, "too old resource version: %d (%d)" % (want, store.compacted(res.store_key)),
                                    reason="Expired")
             objs = self.selected(res, ns)
             key = lambda o: "%s/%s" % (o["metadata"].get("namespace", ""), o["metadata"]["name"])
@@ -1738,7 +1757,7 @@ class Handler(BaseHTTPRequestHandler):
                     initial = []
                     if store.events_after(last, res.store_key) is None:
                         initial = None
-                        compacted = store.compacted
+                        compacted = store.compacted(res.store_key)
             if initial is None:
                 send("ERROR", ApiError(410, "too old resource version: %d (%d)" % (last, compacted),
                                        reason="Expired").status())
@@ -1756,7 +1775,8 @@ class Handler(BaseHTTPRequestHandler):
                         store.cond.wait(min(0.5, max(0.01, deadline - time.monotonic())))
                         evs = store.events_after(last, res.store_key)
                     if evs is None:
-                        err = ApiError(410, "too old resource version: %d (%d)" % (last, store.compacted),
+                        err = ApiError(410, "too old resource version: %d (%d)"
+                                       % (last, store.compacted(res.store_key)),
                                        reason="Expired").status()
                 if err:
                     send("ERROR", err)

@@ -337,6 +337,41 @@ def test_faults(k):
     check([r["code"] for r in reqs][-2:] == [500, 200], "request log: %s" % reqs[-2:])
 
 
+def test_history_window():
+    """The watch window is per resource: churn of one kind does not expire another's versions."""
+    with FakeKube(history=5, name="hist") as k:
+        rv = k.get("/api/v1/nodes")[1]["metadata"]["resourceVersion"]
+        for i in range(10):
+            k.must(201, "POST", "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "c%d" % i}})
+        k.add_node("late")
+        with k.watch("/api/v1/nodes?watch=1&resourceVersion=" + rv) as s:
+            ev = json.loads(s.readline())
+        check(ev["type"] == "ADDED" and ev["object"]["metadata"]["name"] == "late", "node watch kept: %s" % ev)
+        with k.watch("/api/v1/configmaps?watch=1&resourceVersion=" + rv) as s:
+            ev = json.loads(s.readline())
+        check(ev["type"] == "ERROR" and ev["object"]["code"] == 410, "configmap window moved on: %s" % ev)
+        c, st = k.get("/api/v1/configmaps?resourceVersionMatch=Exact&resourceVersion=" + rv)
+        status_is((c, st), 410, "Expired")
+
+
+def test_keepalive():
+    """Early error replies (faults, 404) leave a keep-alive connection usable."""
+    import http.client
+    with FakeKube(name="ka") as k:
+        k.fault("/configmaps$", 500, count=1, method="POST")
+        conn = http.client.HTTPConnection("127.0.0.1", k.port, timeout=10)
+        body = json.dumps({"metadata": {"name": "x" * 40}, "data": {"k": "v" * 4000}})
+        codes = []
+        for path in ("/api/v1/namespaces/default/configmaps", "/api/v1/nosuch/thing",
+                     "/api/v1/namespaces/default/configmaps"):
+            conn.request("POST", path, body, {"Content-Type": "application/json"})
+            r = conn.getresponse()
+            r.read()
+            codes.append(r.status)
+        conn.close()
+        check(codes == [500, 404, 201], "one connection, three replies: %s" % codes)
+
+
 def test_tls_and_restart():
     with FakeKube(tls=True, token="s3cret", name="tls") as k:
         check(k.url.startswith("https://"), "https url")
@@ -378,8 +413,10 @@ def main():
             before = failures
             t(k)
             print("%s %s" % ("ok" if failures == before else "not ok", t.__name__))
-    test_tls_and_restart()
-    print("ok test_tls_and_restart" if not failures else "")
+    for t in (test_history_window, test_keepalive, test_tls_and_restart):
+        before = failures
+        t()
+        print("%s %s" % ("ok" if failures == before else "not ok", t.__name__))
     if failures:
         print("%d check(s) failed" % failures)
         sys.exit(1)
