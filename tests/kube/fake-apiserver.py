@@ -1538,12 +1538,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.command == "GET":
             return self.list(res, ns)
         if self.command == "POST":
-            body = self.body()
-            if not isinstance(body, dict):
-                raise ApiError(400, "the object provided is unrecognized")
-            self.check_kind(res, body)
-            if res.group == "events.k8s.io":
-                body = event_to_core(body)
+            body = self.object_body(res)
             if self.q.get("dryRun"):
                 return self.send_json(201, present(res, body))
             obj = store.create(res, ns, body)
@@ -1558,6 +1553,14 @@ class Handler(BaseHTTPRequestHandler):
                         and match_fields(fsel, o)]
             return self.send_json(200, self.list_object(res, gone, {"resourceVersion": str(store.rv)}))
         raise ApiError(405, "the server does not allow this method on the requested resource")
+
+    def object_body(self, res):
+        """The request's object, checked against the resource and in storage (core) form."""
+        body = self.body()
+        if not isinstance(body, dict):
+            raise ApiError(400, "the object provided is unrecognized")
+        self.check_kind(res, body)
+        return event_to_core(body) if res.group == "events.k8s.io" else body
 
     def check_kind(self, res, body):
         if body.get("kind") and body["kind"] != res.kind:
@@ -1658,12 +1661,7 @@ class Handler(BaseHTTPRequestHandler):
                                                     {"resourceVersion": obj["metadata"]["resourceVersion"]}))
             return self.send_json(200, present(res, obj))
         if self.command == "PUT":
-            body = self.body()
-            if not isinstance(body, dict):
-                raise ApiError(400, "the object provided is unrecognized")
-            self.check_kind(res, body)
-            if res.group == "events.k8s.io":
-                body = event_to_core(body)
+            body = self.object_body(res)
             if self.q.get("dryRun"):
                 return self.send_json(200, present(res, body))
             return self.send_json(200, present(res, store.update(res, ns, name, body, sub)))

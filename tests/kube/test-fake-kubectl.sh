@@ -125,29 +125,22 @@ start_server "--token $dir/token"
 grep -q "certificate-authority-data:" "$dir/kubeconfig" || fail "kubeconfig has no CA data"
 
 # --- seed two nodes and a pod with a PDB through kubectl create -f ---------
-cat >"$dir/nodes.yaml" <<'EOF'
-apiVersion: v1
-kind: Node
-metadata:
-  name: node-a
-  labels: {kubernetes.io/hostname: node-a, pool: small}
-status:
-  capacity: {cpu: "2", memory: 4Gi, pods: "10"}
-  allocatable: {cpu: "2", memory: 4Gi, pods: "10"}
-  conditions: [{type: Ready, status: "True", reason: KubeletReady}]
-  addresses: [{type: InternalIP, address: 10.9.0.1}]
+for n in 1 2; do
+	name=node-$(echo "$n" | tr 12 ab)
+	cat <<EOF
 ---
 apiVersion: v1
 kind: Node
 metadata:
-  name: node-b
-  labels: {kubernetes.io/hostname: node-b, pool: small}
+  name: $name
+  labels: {kubernetes.io/hostname: $name, pool: small}
 status:
   capacity: {cpu: "2", memory: 4Gi, pods: "10"}
   allocatable: {cpu: "2", memory: 4Gi, pods: "10"}
   conditions: [{type: Ready, status: "True", reason: KubeletReady}]
-  addresses: [{type: InternalIP, address: 10.9.0.2}]
+  addresses: [{type: InternalIP, address: 10.9.0.$n}]
 EOF
+done >"$dir/nodes.yaml"
 cat >"$dir/web.yaml" <<'EOF'
 apiVersion: v1
 kind: Pod
