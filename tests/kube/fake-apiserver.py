@@ -940,9 +940,10 @@ def present(res, obj):
 # Controllers: scheduler, kubelet, disruption controller, pod GC, node taints
 
 class Controllers(threading.Thread):
-    def __init__(self, store, interval, kill_delay):
+    def __init__(self, store, interval, kill_delay, orphan_delay):
         super().__init__(daemon=True)
         self.store, self.interval, self.kill_delay = store, interval, kill_delay
+        self.orphan_delay, self.orphans = orphan_delay, {}
 
     def run(self):
         while not self.store.closing:
@@ -1014,11 +1015,16 @@ class Controllers(threading.Thread):
                 s._put(RES["pods"], new, pod)
 
     def pod_gc(self):
-        s = self.store
+        """Pods bound to a node that stays gone for orphan_delay are deleted (podgc's quarantine)."""
+        s, now, orphans = self.store, time.monotonic(), {}
         for pod in s.items(RES["pods"]):
             node_name = pod["spec"].get("nodeName")
             if node_name and s.lookup(RES["nodes"], "", node_name) is None:
-                s._remove(RES["pods"], pod)
+                uid = pod["metadata"]["uid"]
+                orphans[uid] = self.orphans.get(uid, now)
+                if now - orphans[uid] >= self.orphan_delay:
+                    s._remove(RES["pods"], pod)
+        self.orphans = orphans
 
     def schedule(self):
         s = self.store
@@ -1772,6 +1778,7 @@ class Handler(BaseHTTPRequestHandler):
                     if evs == []:
                         store.cond.wait(min(0.5, max(0.01, deadline - time.monotonic())))
                         evs = store.events_after(last, res.store_key)
+                    seen = store.rv  # every event of this resource up to here is in evs
                     if evs is None:
                         err = ApiError(410, "too old resource version: %d (%d)"
                                        % (last, store.compacted(res.store_key)),
@@ -1790,8 +1797,8 @@ class Handler(BaseHTTPRequestHandler):
                     elif new_m:
                         send("MODIFIED", shape(e.obj))
                     elif old_m:
-                        gone = copy.deepcopy(e.obj)
-                        send("DELETED", shape(gone))
+                        send("DELETED", shape(e.obj))  # left the selection: its new state
+                last = max(last, seen)
                 if time.monotonic() >= deadline:
                     break
                 if bookmarks and time.monotonic() >= next_bookmark:
@@ -1881,6 +1888,8 @@ def main():
     ap.add_argument("--controller-interval", type=float, default=0.1, help="scheduler/kubelet period")
     ap.add_argument("--pod-kill-delay", type=float, default=0.2,
                     help="seconds the fake kubelet takes to stop a pod being deleted")
+    ap.add_argument("--orphan-delay", type=float, default=1.0,
+                    help="seconds before pods of a deleted node are deleted")
     ap.add_argument("--verbose", action="store_true", help="log each request to stderr")
     opts = ap.parse_args()
     opts.token_value = None
@@ -1893,7 +1902,7 @@ def main():
         with open(opts.state) as f:
             store.load(json.load(f))
     store.seed()
-    store.controllers = Controllers(store, opts.controller_interval, opts.pod_kill_delay)
+    store.controllers = Controllers(store, opts.controller_interval, opts.pod_kill_delay, opts.orphan_delay)
 
     srv = Server(("127.0.0.1", opts.port), Handler)
     srv.opts, srv.store, srv.faults = opts, store, Faults()

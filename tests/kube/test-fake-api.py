@@ -339,7 +339,7 @@ def test_faults(k):
 
 def test_history_window():
     """The watch window is per resource: churn of one kind does not expire another's versions."""
-    with FakeKube(history=5, name="hist") as k:
+    with FakeKube(history=5, name="hist", extra_args=["--bookmark-interval", "0.2"]) as k:
         rv = k.get("/api/v1/nodes")[1]["metadata"]["resourceVersion"]
         for i in range(10):
             k.must(201, "POST", "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "c%d" % i}})
@@ -347,6 +347,14 @@ def test_history_window():
         with k.watch("/api/v1/nodes?watch=1&resourceVersion=" + rv) as s:
             ev = json.loads(s.readline())
         check(ev["type"] == "ADDED" and ev["object"]["metadata"]["name"] == "late", "node watch kept: %s" % ev)
+        # bookmarks carry the store's progress, so a quiet watch does not fall behind
+        k.must(201, "POST", "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "after"}})
+        now = int(k.get("/api/v1/configmaps")[1]["metadata"]["resourceVersion"])
+        with k.watch("/api/v1/nodes?watch=1&allowWatchBookmarks=true&resourceVersion=" + rv) as s:
+            evs = [json.loads(s.readline()) for _ in range(2)]
+        check(evs[0]["type"] == "ADDED" and evs[1]["type"] == "BOOKMARK"
+              and int(evs[1]["object"]["metadata"]["resourceVersion"]) >= now
+              and evs[1]["object"]["kind"] == "Node", "bookmark progress: %s" % evs)
         with k.watch("/api/v1/configmaps?watch=1&resourceVersion=" + rv) as s:
             ev = json.loads(s.readline())
         check(ev["type"] == "ERROR" and ev["object"]["code"] == 410, "configmap window moved on: %s" % ev)
