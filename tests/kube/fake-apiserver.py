@@ -1544,6 +1544,8 @@ class Handler(BaseHTTPRequestHandler):
         if self.command == "GET":
             return self.list(res, ns)
         if self.command == "POST":
+            if res.namespaced and ns is None:
+                raise ApiError(405, "the server does not allow this method on the requested resource")
             body = self.object_body(res)
             if self.q.get("dryRun"):
                 return self.send_json(201, present(res, body))

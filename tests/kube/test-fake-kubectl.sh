@@ -29,9 +29,9 @@ watch_pid=
 fails=0
 
 cleanup() {
-	for p in $watch_pid $server_pid; do
-		kill "$p" 2>/dev/null
-	done
+	[ -n "$watch_pid" ] && kill "$watch_pid" 2>/dev/null
+	# the server writes its state on SIGTERM: let it finish before removing $dir
+	[ -n "$server_pid" ] && stop_server
 	rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -222,15 +222,51 @@ k taint nodes node-b dedicated=batch:NoSchedule >/dev/null 2>&1 && fail "same ta
 k taint nodes node-b dedicated- >/dev/null || fail "kubectl taint removal"
 [ "$(raw GET /api/v1/nodes/node-b 'o["spec"].get("taints", [])')" = "[]" ] || fail "raw: taint removal"
 
-# --- drain: blocked by the PDB (eviction 429), then allowed ---------------------
+# --- drain: blocked by a DaemonSet pod, then by the PDB (eviction 429), then allowed
+cat >"$dir/ds.yaml" <<'EOF'
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: agent
+spec:
+  selector:
+    matchLabels: {app: agent}
+  template:
+    metadata:
+      labels: {app: agent}
+    spec:
+      containers: [{name: agent, image: busybox}]
+EOF
+k create -f "$dir/ds.yaml" >/dev/null || fail "kubectl create daemonset"
+ds_uid=$(k get ds agent -o 'jsonpath={.metadata.uid}')
+cat >"$dir/agent.yaml" <<EOF
+apiVersion: v1
+kind: Pod
+metadata:
+  name: agent-a
+  labels: {app: agent}
+  ownerReferences:
+  - {apiVersion: apps/v1, kind: DaemonSet, name: agent, uid: "$ds_uid", controller: true}
+spec:
+  nodeName: node-a
+  containers: [{name: agent, image: busybox}]
+EOF
+k create -f "$dir/agent.yaml" >/dev/null || fail "kubectl create daemonset pod"
+until_eq Running k get pod agent-a -o 'jsonpath={.status.phase}' || fail "agent-a not Running"
 if k drain node-a --force --timeout=3s >"$dir/drain.out" 2>&1; then
+	fail "drain went through a DaemonSet pod without --ignore-daemonsets"
+fi
+grep -q "DaemonSet-managed Pods" "$dir/drain.out" || fail "drain output: $(cat "$dir/drain.out")"
+if k drain node-a --force --ignore-daemonsets --timeout=3s >"$dir/drain.out" 2>&1; then
 	fail "drain went through a PDB with disruptionsAllowed=0"
 fi
 grep -q "disruption budget" "$dir/drain.out" || fail "drain output: $(cat "$dir/drain.out")"
 [ "$(raw GET /api/v1/namespaces/default/pods/web-1)" = 200 ] || fail "web-1 evicted despite the PDB"
 k delete pdb web >/dev/null || fail "kubectl delete pdb"
-k drain node-a --force --timeout=20s >"$dir/drain.out" 2>&1 || fail "drain: $(cat "$dir/drain.out")"
+k drain node-a --force --ignore-daemonsets --timeout=20s >"$dir/drain.out" 2>&1 ||
+	fail "drain: $(cat "$dir/drain.out")"
 [ "$(raw GET /api/v1/namespaces/default/pods/web-1)" = 404 ] || fail "web-1 still there after drain"
+[ "$(raw GET /api/v1/namespaces/default/pods/agent-a)" = 200 ] || fail "drain removed the DaemonSet pod"
 grep -q "evicting pod default/web-1" "$dir/drain.out" || fail "drain did not evict: $(cat "$dir/drain.out")"
 
 # --- delete pod (kubectl waits for the graceful deletion) and node ----------------
