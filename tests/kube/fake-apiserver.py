@@ -56,6 +56,7 @@ import json
 import os
 import re
 import signal
+import socket
 import ssl
 import subprocess
 import sys
@@ -650,6 +651,7 @@ class Store:
         self.dropped = {}          # store_key -> rv of the newest event dropped from its window
         self.floor = 0             # events with rv <= floor are gone for every resource
         self.closing = False
+        self.watch_epoch = 0       # bumped by /fake/close-watches: open watches end
         self.pdb_dirty = set()     # namespaces whose PDB status must be recomputed
 
     # -- persistence -------------------------------------------------------
@@ -1288,10 +1290,11 @@ class Faults:
         self.rules = []
         self.log = deque(maxlen=5000)
 
-    def match(self, method, path):
+    def match(self, method, path, query):
         with self.lock:
             for r in self.rules:
-                if r["count"] != 0 and re.search(r["path"], path) and r.get("method", method) == method:
+                if r["count"] != 0 and re.search(r["path"], path) and r.get("method", method) == method \
+                        and re.search(r.get("query", ""), query):
                     if r["count"] > 0:
                         r["count"] -= 1
                     return r
@@ -1387,10 +1390,14 @@ class Handler(BaseHTTPRequestHandler):
             if path.startswith("/fake/"):
                 return self.fake(path)
             user = self.authenticate()
-            fault = self.server.faults.match(self.command, path)
+            fault = self.server.faults.match(self.command, path, url.query)
             if fault:
                 if fault.get("delay"):
                     time.sleep(fault["delay"])
+                if fault.get("close"):
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return self.record(0)
                 if fault.get("status"):
                     e = ApiError(fault["status"], fault.get("message", "injected fault"), fault.get("reason"))
                     hdr = {"Retry-After": str(fault["retryAfter"])} if "retryAfter" in fault else None
@@ -1481,6 +1488,11 @@ class Handler(BaseHTTPRequestHandler):
             faults.log.clear()
             store.reset()
             return self.send_json(200, {"resourceVersion": str(store.rv)})
+        if path == "/fake/close-watches" and self.command == "POST":
+            with store.lock:
+                store.watch_epoch += 1
+                store.cond.notify_all()
+            return self.send_json(200, {})
         if path == "/fake/compact" and self.command == "POST":
             store.compact()
             return self.send_json(200, {"resourceVersion": str(store.rv)})
@@ -1773,7 +1785,8 @@ class Handler(BaseHTTPRequestHandler):
             if initial_events and bookmarks:
                 bookmark(last, True)
             next_bookmark = time.monotonic() + opts.bookmark_interval
-            while not store.closing:
+            epoch = store.watch_epoch
+            while not store.closing and store.watch_epoch == epoch:
                 err = None
                 with store.lock:
                     evs = store.events_after(last, res.store_key)
@@ -1869,6 +1882,24 @@ def write_kubeconfig(path, server, opts):
     os.replace(tmp, path)
 
 
+def seed_objects(store, path):
+    """Create each object of a JSON List/array, in order, through the same path as POST."""
+    with open(path) as f:
+        data = json.load(f)
+    for obj in data.get("items", []) if isinstance(data, dict) else data:
+        res = KIND_TO_RES.get((obj.get("apiVersion"), obj.get("kind")))
+        if res is None:
+            sys.exit("fake-apiserver: --seed: no resource for %s %s" % (obj.get("apiVersion"), obj.get("kind")))
+        ns = (obj.get("metadata") or {}).get("namespace") or "default" if res.namespaced else None
+        if res.group == "events.k8s.io":
+            obj = event_to_core(obj)
+        try:
+            store.create(res, ns, obj)
+        except ApiError as e:
+            if e.reason != "AlreadyExists":  # a restart with --state reseeds the same objects
+                sys.exit("fake-apiserver: --seed: %s" % e.message)
+
+
 def save_state(store, path):
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
@@ -1884,6 +1915,7 @@ def main():
     ap.add_argument("--token", metavar="FILE", help="accept this bearer token (first line of FILE)")
     ap.add_argument("--kubeconfig-out", metavar="FILE", help="write a kubeconfig for clients")
     ap.add_argument("--state", metavar="FILE", help="load objects at start, save them on SIGTERM/SIGINT")
+    ap.add_argument("--seed", metavar="FILE", help="create the objects of this JSON List (or array) at start")
     ap.add_argument("--history", type=int, default=1000, help="watch history length in events")
     ap.add_argument("--bookmark-interval", type=float, default=5.0, help="seconds between watch bookmarks")
     ap.add_argument("--watch-timeout", type=float, default=1800.0, help="default watch length in seconds")
@@ -1904,6 +1936,8 @@ def main():
         with open(opts.state) as f:
             store.load(json.load(f))
     store.seed()
+    if opts.seed:
+        seed_objects(store, opts.seed)
     store.controllers = Controllers(store, opts.controller_interval, opts.pod_kill_delay, opts.orphan_delay)
 
     srv = Server(("127.0.0.1", opts.port), Handler)

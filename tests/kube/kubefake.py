@@ -8,6 +8,7 @@
 #     from kubefake import FakeKube
 #
 #     with FakeKube(tls=True, token="secret") as k:   # or FakeKube() for plain HTTP
+#                                       # seed=[obj, ...] creates objects at start
 #         k.kubeconfig                  # path of a kubeconfig for clients (kubectl, autoscale run)
 #         k.url                         # http(s)://127.0.0.1:PORT
 #         k.add_node("n1", cpu="4", memory="8Gi", labels={"pool": "a"})
@@ -16,6 +17,8 @@
 #         code, obj = k.get("/api/v1/namespaces/default/pods/p1")
 #         k.wait(lambda: k.get("/api/v1/namespaces/default/pods/p1")[1]["spec"].get("nodeName"))
 #         k.fault(r"/eviction$", 429, count=2)                # next two evictions fail
+#         k.fault(r"^/api/v1/pods$", None, close=True, query="watch=")  # pod watches cut
+#         k.close_watches()             # end open watch streams
 #         k.requests()                  # what clients asked, e.g. to count evictions
 #         k.restart()                   # SIGTERM (state saved), start again on the same port
 #
@@ -40,7 +43,7 @@ SERVER = os.path.join(HERE, "fake-apiserver.py")
 
 
 class FakeKube:
-    def __init__(self, tls=False, token=None, history=None, extra_args=(), name="kube"):
+    def __init__(self, tls=False, token=None, history=None, seed=None, extra_args=(), name="kube"):
         self.dir = tempfile.mkdtemp(prefix="fake-%s." % name, dir=os.environ.get("TMPDIR", "/tmp"))
         self.tls, self.token = tls, token
         self.kubeconfig = os.path.join(self.dir, "kubeconfig")
@@ -49,6 +52,10 @@ class FakeKube:
         self.args = list(extra_args)
         if history:
             self.args += ["--history", str(history)]
+        if seed:
+            with open(os.path.join(self.dir, "seed.json"), "w") as f:
+                json.dump({"apiVersion": "v1", "kind": "List", "items": seed}, f)
+            self.args += ["--seed", os.path.join(self.dir, "seed.json")]
         if token:
             with open(os.path.join(self.dir, "token"), "w") as f:
                 f.write(token + "\n")
@@ -206,6 +213,9 @@ class FakeKube:
 
     # -- test controls -----------------------------------------------------
     def fault(self, path_regex, status, count=1, method=None, **extra):
+        """Next count requests (-1: all) matching path_regex (and method, and extra
+        query=REGEX) get a Status with this code; status=None with close=True drops
+        the connection instead; delay=SECONDS stalls them first."""
         rule = dict({"path": path_regex, "status": status, "count": count}, **extra)
         if method:
             rule["method"] = method
@@ -216,6 +226,10 @@ class FakeKube:
 
     def requests(self):
         return self.must(200, "GET", "/fake/requests")["items"]
+
+    def close_watches(self):
+        """End every open watch stream (cleanly, as an apiserver shutting down a watch does)."""
+        self.must(200, "POST", "/fake/close-watches")
 
     def compact(self):
         """Drop the watch history: watches and continue tokens from older versions get 410."""

@@ -335,6 +335,38 @@ def test_faults(k):
     k.clear_faults()
     reqs = [r for r in k.requests() if r["path"] == "/api/v1/nodes"]
     check([r["code"] for r in reqs][-2:] == [500, 200], "request log: %s" % reqs[-2:])
+    # faults by query: watches fail, lists work
+    k.fault("^/api/v1/nodes$", 503, count=1, query="watch=")
+    check(k.get("/api/v1/nodes")[0] == 200, "list not hit by a watch fault")
+    status_is(k.get("/api/v1/nodes?watch=1"), 503, "ServiceUnavailable")
+    # a dropped connection
+    k.fault("^/api/v1/nodes$", None, count=1, close=True)
+    try:
+        k.get("/api/v1/nodes")
+        check(False, "connection not dropped")
+    except OSError:
+        pass
+    check(k.get("/api/v1/nodes")[0] == 200, "next request fine after a drop")
+    # the server ends open watches
+    with k.watch("/api/v1/nodes?watch=1&resourceVersion=" + k.get("/api/v1/nodes")[1]["metadata"]["resourceVersion"]) as s:
+        t0 = time.time()
+        k.close_watches()
+        check(s.read() == b"" and time.time() - t0 < 5, "close-watches ends the stream")
+
+
+def test_seed():
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "seeded"},
+            "status": {"allocatable": {"cpu": "1", "memory": "1Gi", "pods": "10"},
+                       "conditions": [{"type": "Ready", "status": "True"}]}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sp", "namespace": "kube-system"},
+           "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    with FakeKube(seed=[node, pod], name="seed") as k:
+        check(k.get("/api/v1/nodes/seeded")[0] == 200, "seeded node")
+        k.wait(lambda: k.get("/api/v1/namespaces/kube-system/pods/sp")[1]["spec"].get("nodeName") == "seeded",
+               what="seeded pod scheduled")
+        k.restart()
+        check(k.get("/api/v1/namespaces/kube-system/pods/sp")[1]["spec"].get("nodeName") == "seeded",
+              "restart with --state and --seed keeps the state")
 
 
 def test_history_window():
@@ -421,7 +453,7 @@ def main():
             before = failures
             t(k)
             print("%s %s" % ("ok" if failures == before else "not ok", t.__name__))
-    for t in (test_history_window, test_keepalive, test_tls_and_restart):
+    for t in (test_seed, test_history_window, test_keepalive, test_tls_and_restart):
         before = failures
         t()
         print("%s %s" % ("ok" if failures == before else "not ok", t.__name__))
