@@ -128,6 +128,10 @@ def details(res, name):
     return d
 
 
+def no_route():
+    return ApiError(404, "the server could not find the requested resource", details={})
+
+
 def not_found(res, name):
     return ApiError(404, '%s "%s" not found' % (qualified(res), name), details=details(res, name))
 
@@ -827,7 +831,9 @@ class Store:
             if res.plural == "pods" and obj["spec"].get("nodeName") != old["spec"].get("nodeName") \
                     and old["spec"].get("nodeName"):
                 raise invalid(res, name, "spec", "Forbidden: pod updates may not change fields other than "
-                                                 "`spec.containers[*].image`, ...")
+                                                 "`spec.containers[*].image`, `spec.initContainers[*].image`, "
+                                                 "`spec.activeDeadlineSeconds`, `spec.tolerations` (only "
+                                                 "additions to existing tolerations)")
             obj["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
             if m.get("deletionTimestamp") and not m.get("finalizers") and not \
                     (res.plural == "pods" and old["spec"].get("nodeName") and not pod_terminal(obj)):
@@ -1053,7 +1059,8 @@ class Controllers(threading.Thread):
                 else:
                     fits.append(node)
             if fits:
-                node = min(fits, key=lambda n: (self.load(n, used[n["metadata"]["name"]]), n["metadata"]["name"]))
+                node = min(fits, key=lambda n: (self.utilisation(n, used[n["metadata"]["name"]]),
+                                                n["metadata"]["name"]))
                 name = node["metadata"]["name"]
                 for k, v in req.items():
                     used[name][k] = used[name].get(k, Decimal(0)) + v
@@ -1097,7 +1104,8 @@ class Controllers(threading.Thread):
         return why
 
     @staticmethod
-    def load(node, used):
+    def utilisation(node, used):
+        """The larger of cpu and memory requested/allocatable: the scheduler prefers the emptiest node."""
         alloc = (node.get("status") or {}).get("allocatable") or {}
         fr = [float(used.get(k, 0)) / float(quantity(alloc[k])) for k in ("cpu", "memory")
               if k in alloc and quantity(alloc[k]) > 0]
@@ -1110,7 +1118,8 @@ class Controllers(threading.Thread):
             pods = s.items(RES["pods"], ns)
             for pdb in s.items(RES["poddisruptionbudgets"], ns):
                 reqs = selector_to_reqs(pdb["spec"].get("selector"))
-                matching = [p for p in pods if reqs is not None and match_requirements(reqs, p["metadata"].get("labels"))]
+                matching = [p for p in pods
+                            if reqs is not None and match_requirements(reqs, p["metadata"].get("labels"))]
                 healthy = sum(1 for p in matching if pod_healthy(p))
                 spec = pdb["spec"]
                 failed = False
@@ -1498,7 +1507,7 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(200, {"resourceVersion": str(store.rv)})
         if path == "/fake/state":
             return self.send_json(200, store.dump())
-        raise ApiError(404, "the server could not find the requested resource")
+        raise no_route()
 
     # -- routing ------------------------------------------------------------
     def route(self, path):
@@ -1516,14 +1525,14 @@ class Handler(BaseHTTPRequestHandler):
         elif parts[0] == "apis" and len(parts) == 2:
             gs = [api_group(g, v) for g, v in GROUPS if g == parts[1]]
             if not gs:
-                raise ApiError(404, "the server could not find the requested resource")
+                raise no_route()
             return self.send_json(200, dict(gs[0], kind="APIGroup", apiVersion="v1"))
         elif parts[0] == "apis" and len(parts) >= 3:
             gv, rest = parts[1] + "/" + parts[2], parts[3:]
         else:
-            raise ApiError(404, "the server could not find the requested resource")
+            raise no_route()
         if gv not in BY_GV:
-            raise ApiError(404, "the server could not find the requested resource")
+            raise no_route()
         if not rest:
             return self.send_json(200, api_resource_list(gv))
         watch_path = rest[0] == "watch"
@@ -1534,18 +1543,19 @@ class Handler(BaseHTTPRequestHandler):
             ns, rest = rest[1], rest[2:]
         res = BY_GV[gv].get(rest[0]) if rest else None
         if res is None:
-            raise ApiError(404, "the server could not find the requested resource")
+            raise no_route()
         if ns is not None and not res.namespaced:
-            raise ApiError(404, "the server could not find the requested resource")
+            raise no_route()
         name = rest[1] if len(rest) > 1 else None
         sub = rest[2] if len(rest) > 2 else None
         if len(rest) > 3:
-            raise ApiError(404, "the server could not find the requested resource")
+            raise no_route()
         if res.namespaced and name is not None and ns is None:
-            raise ApiError(404, "the server could not find the requested resource")
+            raise no_route()
         if watch_path or (name is None and self.command == "GET" and self.q.get("watch") in ("1", "true")):
             if name is not None:
-                self.q["fieldSelector"] = ",".join(x for x in (self.q.get("fieldSelector"), "metadata.name=" + name) if x)
+                sel = [x for x in (self.q.get("fieldSelector"), "metadata.name=" + name) if x]
+                self.q["fieldSelector"] = ",".join(sel)
             return self.watch(res, ns)
         if name is None:
             return self.collection(res, ns)
@@ -1649,7 +1659,7 @@ class Handler(BaseHTTPRequestHandler):
         store = self.server.store
         allowed = {None} | {s[1] for s in SUBRESOURCES if s[0] == res.plural}
         if sub not in allowed:
-            raise ApiError(404, "the server could not find the requested resource")
+            raise no_route()
         if sub == "eviction":
             if self.command != "POST":
                 raise ApiError(405, "the server does not allow this method on the requested resource")
