@@ -763,7 +763,7 @@ class Store:
                 m.pop(f, None)
             m["uid"] = str(uuid.uuid4())
             m["creationTimestamp"] = now_iso()
-            obj["apiVersion"], obj["kind"] = res.gv, res.kind
+            obj = typed(res, obj)
             self._default(res, obj)
             self._put(res, obj, None)
             return obj
@@ -825,7 +825,7 @@ class Store:
                         m.pop(k, None)
                 if "generation" in keep and obj.get("spec") != old.get("spec"):
                     m["generation"] = keep["generation"] + 1
-            obj["apiVersion"], obj["kind"] = res.gv, res.kind
+            obj = typed(res, obj)
             if obj == old or _same_but_rv(obj, old):
                 return old
             if res.plural == "pods" and obj["spec"].get("nodeName") != old["spec"].get("nodeName") \
@@ -900,6 +900,12 @@ class Store:
     def compacted(self, key):
         """Events of key with rv <= this are gone."""
         return max(self.floor, self.dropped.get(key, 0))
+
+
+def typed(res, obj):
+    """obj with kind and apiVersion first, in storage form (events.k8s.io events are core events)."""
+    gv = "v1" if res.store_key == "events" else res.gv
+    return dict({"kind": res.kind, "apiVersion": gv}, **{k: v for k, v in obj.items() if k not in ("kind", "apiVersion")})
 
 
 def _same_but_rv(a, b):

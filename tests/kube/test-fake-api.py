@@ -320,7 +320,8 @@ def test_events(k):
     c, o = k.post("/apis/events.k8s.io/v1/namespaces/default/events", ev)
     check(c == 201 and o["note"] == "pod triggered scale-up" and o["regarding"]["name"] == "p", "events.k8s.io create")
     c, core = k.get("/api/v1/namespaces/default/events/scale.1")
-    check(core.get("message") == "pod triggered scale-up" and core["involvedObject"]["name"] == "p",
+    check(core.get("message") == "pod triggered scale-up" and core["involvedObject"]["name"] == "p"
+          and core["apiVersion"] == "v1" and "note" not in core,
           "the same event through core/v1: %s" % core)
     c, lst = k.get("/api/v1/events?fieldSelector=involvedObject.name%3Dp,reason%3DTriggeredScaleUp")
     check(len(lst["items"]) == 1, "events fieldSelector")
