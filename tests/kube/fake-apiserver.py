@@ -1639,8 +1639,7 @@ class Handler(BaseHTTPRequestHandler):
             if self.q.get("resourceVersionMatch") == "Exact" and self.q.get("resourceVersion"):
                 want = int(self.q["resourceVersion"])
                 if want < store.compacted(res.store_key):
-                    raise ApiError(410, "too old resource version: %d (%d)" % (want, store.compacted(res.store_key)),
-                                   reason="Expired")
+                    raise ApiError(410, "The resourceVersion for the provided list is too old.", reason="Expired")
             objs = self.selected(res, ns)
             key = lambda o: "%s/%s" % (o["metadata"].get("namespace", ""), o["metadata"]["name"])
             if start is not None:
