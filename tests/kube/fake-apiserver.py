@@ -1126,7 +1126,12 @@ class Controllers(threading.Thread):
                 reqs = selector_to_reqs(pdb["spec"].get("selector"))
                 matching = [p for p in pods
                             if reqs is not None and match_requirements(reqs, p["metadata"].get("labels"))]
-                healthy = sum(1 for p in matching if pod_healthy(p))
+                # Evicted pods stay in disruptedPods until their deletion shows (or 2 minutes pass)
+                # and do not count as healthy meanwhile.
+                live = {p["metadata"]["name"] for p in matching if not p["metadata"].get("deletionTimestamp")}
+                disrupted = {n: t for n, t in (pdb["status"].get("disruptedPods") or {}).items()
+                             if n in live and time.time() - parse_iso(t) < 120} or None
+                healthy = sum(1 for p in matching if pod_healthy(p) and p["metadata"]["name"] not in (disrupted or {}))
                 spec = pdb["spec"]
                 failed = False
                 if spec.get("maxUnavailable") is None and isinstance(spec.get("minAvailable", 1), int):
@@ -1142,7 +1147,8 @@ class Controllers(threading.Thread):
                         desired = scaled(spec["minAvailable"], expected, True)
                 allowed = 0 if failed else max(0, healthy - desired)
                 st = {"observedGeneration": pdb["metadata"].get("generation", 1), "disruptionsAllowed": allowed,
-                      "currentHealthy": healthy, "desiredHealthy": desired, "expectedPods": expected}
+                      "currentHealthy": healthy, "desiredHealthy": desired, "expectedPods": expected,
+                      "disruptedPods": disrupted}
                 cond = {"type": "DisruptionAllowed", "status": "True" if allowed > 0 else "False",
                         "reason": "SyncFailed" if failed else "SufficientPods" if allowed > 0 else "InsufficientPods",
                         "message": "found no controllers for some pods" if failed else "",
@@ -1153,6 +1159,8 @@ class Controllers(threading.Thread):
                 if {k: pdb["status"].get(k) for k in st} != st:
                     new = copy.deepcopy(pdb)
                     new["status"].update(st)
+                    if disrupted is None:
+                        del new["status"]["disruptedPods"]
                     s._put(RES["poddisruptionbudgets"], new, pdb)
 
 

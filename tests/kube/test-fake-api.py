@@ -294,6 +294,9 @@ def test_eviction(k):
           and "needs 2 healthy pods and has 2 currently" in causes[0]["message"], "429 cause: %s" % causes)
     status_is(evict("nope"), 404, "NotFound")
     k.wait(lambda: k.get("/api/v1/namespaces/default/pods/app-0")[0] == 404, what="evicted pod gone")
+    st = k.get(path)[1]["status"]
+    check("disruptedPods" not in st and st["currentHealthy"] == 2 and st["disruptionsAllowed"] == 0,
+          "pdb status after the eviction: %s" % st)
     # graceful deletion: deletionTimestamp first, then gone
     c, o = k.delete("/api/v1/namespaces/default/pods/app-2")
     check(c == 200 and o["metadata"].get("deletionTimestamp") and o["metadata"].get("deletionGracePeriodSeconds") == 30,
