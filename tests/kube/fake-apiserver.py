@@ -1905,6 +1905,17 @@ def write_kubeconfig(path, server, opts):
     os.replace(tmp, path)
 
 
+def write_serviceaccount(d, opts):
+    """What /var/run/secrets/kubernetes.io/serviceaccount holds in a pod (for --in-cluster clients,
+    with KUBERNETES_SERVICE_HOST=127.0.0.1 and KUBERNETES_SERVICE_PORT=<port>)."""
+    os.makedirs(d, exist_ok=True)
+    for name, text in (("token", opts.token_value), ("namespace", "kube-system")):
+        with open(os.path.join(d, name), "w") as f:
+            f.write(text)
+    with open(os.path.join(opts.tls, "ca.crt")) as src, open(os.path.join(d, "ca.crt"), "w") as dst:
+        dst.write(src.read())
+
+
 def seed_objects(store, path):
     """Create each object of a JSON List/array, in order, through the same path as POST."""
     with open(path) as f:
@@ -1937,6 +1948,8 @@ def main():
     ap.add_argument("--tls", metavar="DIR", help="serve HTTPS; CA, server and client certs in DIR")
     ap.add_argument("--token", metavar="FILE", help="accept this bearer token (first line of FILE)")
     ap.add_argument("--kubeconfig-out", metavar="FILE", help="write a kubeconfig for clients")
+    ap.add_argument("--serviceaccount-out", metavar="DIR",
+                    help="write token, ca.crt and namespace as a pod's service account mount has them")
     ap.add_argument("--state", metavar="FILE", help="load objects at start, save them on SIGTERM/SIGINT")
     ap.add_argument("--seed", metavar="FILE", help="create the objects of this JSON List (or array) at start")
     ap.add_argument("--history", type=int, default=1000, help="watch history length in events")
@@ -1978,6 +1991,10 @@ def main():
     port = srv.server_address[1]
     if opts.kubeconfig_out:
         write_kubeconfig(opts.kubeconfig_out, "%s://127.0.0.1:%d" % (scheme, port), opts)
+    if opts.serviceaccount_out:
+        if not (opts.tls and opts.token_value):
+            sys.exit("fake-apiserver: --serviceaccount-out needs --tls and --token")
+        write_serviceaccount(opts.serviceaccount_out, opts)
 
     def stop(signum, frame):
         store.closing = True

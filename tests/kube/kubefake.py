@@ -11,6 +11,7 @@
 #                                       # seed=[obj, ...] creates objects at start
 #         k.kubeconfig                  # path of a kubeconfig for clients (kubectl, autoscale run)
 #         k.url                         # http(s)://127.0.0.1:PORT
+#         k.sa_dir                      # with tls and token: token, ca.crt, namespace as in a pod
 #         k.add_node("n1", cpu="4", memory="8Gi", labels={"pool": "a"})
 #         k.add_pod("p1", cpu="500m", memory="1Gi")           # pending; the scheduler binds it
 #         k.add_pod("p2", node="n1", owner=("ReplicaSet", "rs1"))   # bound; runs at once
@@ -47,6 +48,7 @@ class FakeKube:
         self.dir = tempfile.mkdtemp(prefix="fake-%s." % name, dir=os.environ.get("TMPDIR", "/tmp"))
         self.tls, self.token = tls, token
         self.kubeconfig = os.path.join(self.dir, "kubeconfig")
+        self.sa_dir = os.path.join(self.dir, "serviceaccount")  # tls and token: an in-cluster mount
         self.state = os.path.join(self.dir, "state.json")
         self.port = 0
         self.args = list(extra_args)
@@ -73,6 +75,8 @@ class FakeKube:
             cmd += ["--tls", os.path.join(self.dir, "tls")]
         if self.token:
             cmd += ["--token", os.path.join(self.dir, "token")]
+        if self.tls and self.token:
+            cmd += ["--serviceaccount-out", self.sa_dir]
         self.log = open(os.path.join(self.dir, "fake-apiserver.log"), "a")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log)
         deadline = time.time() + 20

@@ -424,6 +424,8 @@ def test_tls_and_restart():
             kc = f.read()
         check("certificate-authority-data: " in kc and "token: s3cret" in kc and "current-context: fake" in kc,
               "kubeconfig contents")
+        with open(os.path.join(k.sa_dir, "token")) as f, open(os.path.join(k.sa_dir, "ca.crt")) as g:
+            check(f.read() == "s3cret" and "BEGIN CERTIFICATE" in g.read(), "service account mount")
         tok = k.token
         k.token = "wrong"
         status_is(k.get("/api/v1/nodes"), 401, "Unauthorized")
