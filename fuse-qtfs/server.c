@@ -2136,8 +2136,8 @@ static bool runs_inline(const struct qtfs_srv *srv, uint16_t type)
 
 /*
  * File operations on the loop's io_uring.  With the io_uring loop, READ,
- * WRITE, FSYNC and FALLOCATE on open files and UNLINK and RMDIR never go
- * to a worker: the loop thread checks the request (handle, export,
+ * WRITE, FSYNC and FALLOCATE on open files and UNLINK, RMDIR, MKDIR,
+ * SYMLINK, RENAME and LINK never go to a worker: the loop thread checks the request (handle, export,
  * whitelist; the parent directory is resolved there like an inline
  * lookup), hands the system call to the kernel (qt_fop_*()), and answers
  * from the completion.  A read from the page cache completes inside the
@@ -2151,8 +2151,10 @@ struct ring_job {
 	struct job *j;
 	struct qt_msg *rep;
 	struct handle *h; /* reference held while in flight */
-	struct at at;	  /* UNLINK, RMDIR */
-	bool has_at;
+	struct at at, at2; /* path operations: the (first) name, the second name */
+	bool has_at, has_at2;
+	uint32_t uid, gid; /* MKDIR, SYMLINK: the caller's ownership */
+	char *target;	   /* SYMLINK */
 	size_t len_at; /* READ: where the length goes */
 	uint32_t size; /* READ: bytes reserved */
 	int (*finish)(struct ring_job *rj, int res);
@@ -2176,6 +2178,9 @@ static void ring_end(struct ring_job *rj, int err)
 		handle_unref(rj->h);
 	if (rj->has_at)
 		at_clear(&rj->at);
+	if (rj->has_at2)
+		at_clear(&rj->at2);
+	g_free(rj->target);
 	g_free(rj);
 	deliver(j);
 }
@@ -2197,6 +2202,33 @@ static int ring_write_finish(struct ring_job *rj, int res)
 {
 	qt_msg_put_u32(rj->rep, (uint32_t)res);
 	return 0;
+}
+
+/* MKDIR, SYMLINK: the new name gets the caller's ownership, then the reply its attributes. */
+static int ring_made_finish(struct ring_job *rj, int res)
+{
+	int err = own_new(&rj->at, rj->uid, rj->gid);
+
+	return err < 0 ? err : put_at_attr(rj->j->sess, &rj->at, rj->rep);
+}
+
+/* LINK: the reply is the new name's attributes. */
+static int ring_link_finish(struct ring_job *rj, int res)
+{
+	return put_at_attr(rj->j->sess, &rj->at2, rj->rep);
+}
+
+/* Resolve @path into rj->at (@second: rj->at2) and check it against the whitelist. */
+static int ring_at(struct session *sess, struct ring_job *rj, const char *path, bool second,
+		   enum qtfs_wl_op op)
+{
+	struct at *a = second ? &rj->at2 : &rj->at;
+	int err = at_resolve(sess, path, a);
+
+	if (err < 0)
+		return err;
+	*(second ? &rj->has_at2 : &rj->has_at) = true;
+	return wl_check_at(sess, op, a);
 }
 
 /* The open, non-FIFO file handle @hid, or NULL (the ordinary path then answers). */
@@ -2269,13 +2301,61 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 
 		if (rd_path(r, &path) < 0 || qt_rd_end(r) < 0 || !*path)
 			return false;
-		if ((err = at_resolve(sess, path, &rj->at)) < 0 ||
-		    (rj->has_at = true, err = wl_check_at(sess, dir ? QTFS_WL_RMDIR : QTFS_WL_UNLINK,
-							    &rj->at)) < 0 ||
+		if ((err = ring_at(sess, rj, path, false, dir ? QTFS_WL_RMDIR : QTFS_WL_UNLINK)) < 0 ||
 		    (err = qt_fop_unlinkat(l, rj->at.dirfd, rj->at.name, dir ? AT_REMOVEDIR : 0,
-					   ring_done, rj)) < 0) {
+					   ring_done, rj)) < 0)
 			ring_end(rj, err);
-			return true;
+		return true;
+	}
+	case QTFS_MKDIR:
+	case QTFS_SYMLINK: {
+		g_autofree char *path = NULL;
+		bool dir = type == QTFS_MKDIR;
+		int err;
+
+		if (rd_path(r, &path) < 0)
+			return false;
+		if (dir)
+			qt_rd_u32(r, &u);
+		else if (qt_rd_strdup(r, QTFS_SYMLINK_MAX, &rj->target) < 0)
+			return false;
+		qt_rd_u32(r, &rj->uid);
+		qt_rd_u32(r, &rj->gid);
+		if (qt_rd_end(r) < 0 || !*path)
+			return false;
+		rj->finish = ring_made_finish;
+		if ((err = ring_at(sess, rj, path, false, dir ? QTFS_WL_MKDIR : QTFS_WL_CREATE)) < 0 ||
+		    (err = dir ? qt_fop_mkdirat(l, rj->at.dirfd, rj->at.name, u & 07777, ring_done, rj)
+			       : qt_fop_symlinkat(l, rj->target, rj->at.dirfd, rj->at.name, ring_done,
+						  rj)) < 0)
+			ring_end(rj, err);
+		return true;
+	}
+	case QTFS_RENAME:
+	case QTFS_LINK: {
+		g_autofree char *from = NULL, *to = NULL;
+		bool link = type == QTFS_LINK;
+		int err;
+
+		if (rd_path(r, &from) < 0 || rd_path(r, &to) < 0)
+			return false;
+		if (!link)
+			qt_rd_u32(r, &u);
+		if (qt_rd_end(r) < 0 || !*from || !*to)
+			return false;
+		/* LINK: the source must be creatable-in too (see op_link()). */
+		if (link) {
+			rj->finish = ring_link_finish;
+			if ((err = ring_at(sess, rj, to, true, QTFS_WL_CREATE)) < 0 ||
+			    (err = ring_at(sess, rj, from, false, QTFS_WL_CREATE)) < 0 ||
+			    (err = qt_fop_linkat(l, rj->at.dirfd, rj->at.name, rj->at2.dirfd,
+						 rj->at2.name, 0, ring_done, rj)) < 0)
+				ring_end(rj, err);
+		} else if ((err = ring_at(sess, rj, from, false, QTFS_WL_RENAME)) < 0 ||
+			   (err = ring_at(sess, rj, to, true, QTFS_WL_RENAME)) < 0 ||
+			   (err = qt_fop_renameat(l, rj->at.dirfd, rj->at.name, rj->at2.dirfd,
+						  rj->at2.name, u, ring_done, rj)) < 0) {
+			ring_end(rj, err);
 		}
 		return true;
 	}
@@ -2299,6 +2379,10 @@ static bool ring_start(struct session *sess, struct job *j)
 	case QTFS_FALLOCATE:
 	case QTFS_UNLINK:
 	case QTFS_RMDIR:
+	case QTFS_MKDIR:
+	case QTFS_SYMLINK:
+	case QTFS_RENAME:
+	case QTFS_LINK:
 		break;
 	default:
 		return false;
