@@ -84,8 +84,8 @@ static void usage(void)
 	      "  log_level=LEVEL          inline_metadata=BOOL (true: answer lookups and\n"
 	      "                           getattrs on the event loop thread)\n"
 	      "  ring_file_ops=BOOL (true: with the io_uring loop, reads, writes, fsync,\n"
-	      "                           fallocate, unlink, rmdir, mkdir, symlink, rename\n"
-	      "                           and link run on its ring)\n"
+	      "                           fallocate, create, unlink, rmdir, mkdir, symlink,\n"
+	      "                           rename and link run on its ring)\n"
 	      "\n"
 	      "Exit status: 0 success, 1 failure, 2 usage error.\n",
 	      stdout);

@@ -2136,8 +2136,8 @@ static bool runs_inline(const struct qtfs_srv *srv, uint16_t type)
 
 /*
  * File operations on the loop's io_uring.  With the io_uring loop, READ,
- * WRITE, FSYNC and FALLOCATE on open files and UNLINK, RMDIR, MKDIR,
- * SYMLINK, RENAME and LINK never go to a worker: the loop thread checks the request (handle, export,
+ * WRITE, FSYNC and FALLOCATE on open files and CREATE, UNLINK, RMDIR,
+ * MKDIR, SYMLINK, RENAME and LINK never go to a worker: the loop thread checks the request (handle, export,
  * whitelist; the parent directory is resolved there like an inline
  * lookup), hands the system call to the kernel (qt_fop_*()), and answers
  * from the completion.  A read from the page cache completes inside the
@@ -2153,8 +2153,10 @@ struct ring_job {
 	struct handle *h; /* reference held while in flight */
 	struct at at, at2; /* path operations: the (first) name, the second name */
 	bool has_at, has_at2;
-	uint32_t uid, gid; /* MKDIR, SYMLINK: the caller's ownership */
+	uint32_t uid, gid; /* MKDIR, SYMLINK, CREATE: the caller's ownership */
 	char *target;	   /* SYMLINK */
+	uint32_t flags;	   /* CREATE: the client's open flags */
+	struct open_how how; /* CREATE */
 	size_t len_at; /* READ: where the length goes */
 	uint32_t size; /* READ: bytes reserved */
 	int (*finish)(struct ring_job *rj, int res);
@@ -2210,6 +2212,37 @@ static int ring_made_finish(struct ring_job *rj, int res)
 	int err = own_new(&rj->at, rj->uid, rj->gid);
 
 	return err < 0 ? err : put_at_attr(rj->j->sess, &rj->at, rj->rep);
+}
+
+/*
+ * CREATE: the file was made (give it the caller's ownership and register
+ * the handle), or it exists and the client did not ask for O_EXCL: then
+ * the worker path opens it (op_create() does it all again, races included).
+ */
+static void ring_create_done(void *arg, int res)
+{
+	struct ring_job *rj = arg;
+	struct job *j = rj->j;
+	int err;
+
+	if (res == -EEXIST && !(rj->flags & O_EXCL)) {
+		qt_msg_free(rj->rep);
+		at_clear(&rj->at);
+		g_free(rj);
+		g_thread_pool_push(j->sess->srv->pool, j, NULL);
+		return;
+	}
+	if (res < 0) {
+		ring_end(rj, res);
+		return;
+	}
+	if ((err = own_new(&rj->at, rj->uid, rj->gid)) < 0) {
+		unlinkat(rj->at.dirfd, rj->at.name, 0);
+		close(res);
+		ring_end(rj, err);
+		return;
+	}
+	ring_end(rj, put_new_handle(j->sess, res, false, "", (int)rj->flags, NULL, rj->rep));
 }
 
 /* LINK: the reply is the new name's attributes. */
@@ -2331,6 +2364,31 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 			ring_end(rj, err);
 		return true;
 	}
+	case QTFS_CREATE: {
+		g_autofree char *path = NULL;
+		int err;
+
+		if (rd_path(r, &path) < 0)
+			return false;
+		qt_rd_u32(r, &rj->flags);
+		qt_rd_u32(r, &u);
+		qt_rd_u32(r, &rj->uid);
+		qt_rd_u32(r, &rj->gid);
+		if (qt_rd_end(r) < 0 || !*path)
+			return false;
+		/* Always exclusive, as in op_create(). */
+		rj->how = (struct open_how){
+			.flags = (uint64_t)(((int)rj->flags & OPEN_FLAGS_OK & ~O_DIRECTORY) | O_CREAT |
+					    O_EXCL | O_NOFOLLOW | O_CLOEXEC),
+			.mode = u & 07777,
+			.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+		};
+		if ((err = ring_at(sess, rj, path, false, QTFS_WL_CREATE)) < 0 ||
+		    (err = qt_fop_openat2(l, rj->at.dirfd, rj->at.name, &rj->how, ring_create_done,
+					  rj)) < 0)
+			ring_end(rj, err);
+		return true;
+	}
 	case QTFS_RENAME:
 	case QTFS_LINK: {
 		g_autofree char *from = NULL, *to = NULL;
@@ -2383,6 +2441,7 @@ static bool ring_start(struct session *sess, struct job *j)
 	case QTFS_SYMLINK:
 	case QTFS_RENAME:
 	case QTFS_LINK:
+	case QTFS_CREATE:
 		break;
 	default:
 		return false;
