@@ -280,7 +280,84 @@ struct sync_call {
 	struct qt_msg *req;
 	struct qt_msg *reply;
 	uint64_t timeout_ms;
+	struct qt_call_ctl *ctl; /* may be NULL */
 };
+
+/*
+ * State of an interruptible call.  Every field but refs is touched on the
+ * loop thread only (qt_call_interrupt() posts there), so the call's id, its
+ * completion and a pending interrupt need no lock between them.
+ */
+struct qt_call_ctl {
+	gint refs; /* atomic: the caller, and each posted interrupt */
+	uint16_t type;
+	struct qt_conn *conn; /* set when the call starts; a reference */
+	uint64_t id;	      /* 0 until the call is issued */
+	bool done;	      /* the call completed (or never started) */
+	bool wanted;	      /* an interrupt came before the id */
+	bool sent;	      /* the peer was told (once is enough) */
+	gint early;	      /* atomic: an interrupt came before the call started */
+};
+
+struct qt_call_ctl *qt_call_ctl_new(uint16_t interrupt_type)
+{
+	struct qt_call_ctl *ctl = g_new0(struct qt_call_ctl, 1);
+
+	ctl->refs = 1;
+	ctl->type = interrupt_type;
+	return ctl;
+}
+
+void qt_call_ctl_unref(struct qt_call_ctl *ctl)
+{
+	if (!ctl || !g_atomic_int_dec_and_test(&ctl->refs))
+		return;
+	if (ctl->conn)
+		qt_conn_unref(ctl->conn);
+	g_free(ctl);
+}
+
+/* Loop thread: tell the peer to interrupt call ctl->id. */
+static void ctl_send(struct qt_call_ctl *ctl)
+{
+	struct qt_msg *m = qt_msg_new(ctl->type, 0, 0);
+
+	ctl->sent = true;
+	qt_msg_put_u64(m, ctl->id);
+	qt_conn_send(ctl->conn, m);
+}
+
+static void ctl_interrupt_on_loop(void *arg)
+{
+	struct qt_call_ctl *ctl = arg;
+
+	/* Sent already by sync_start() if the flag was up when the call started. */
+	if (!ctl->done && !ctl->sent) {
+		if (ctl->id)
+			ctl_send(ctl);
+		else
+			ctl->wanted = true;
+	}
+	qt_call_ctl_unref(ctl);
+}
+
+void qt_call_interrupt(struct qt_call_ctl *ctl)
+{
+	struct qt_loop *l;
+
+	if (!ctl)
+		return;
+	/*
+	 * Before the call starts, the flag is enough: sync_start() reads it
+	 * after conn is set.  Once conn is set, the loop thread decides.
+	 */
+	g_atomic_int_set(&ctl->early, 1);
+	l = g_atomic_pointer_get(&ctl->conn) ? ctl->conn->loop : NULL;
+	if (!l)
+		return;
+	g_atomic_int_inc(&ctl->refs);
+	qt_loop_post(l, ctl_interrupt_on_loop, ctl);
+}
 
 static void sync_done(struct qt_conn *c, int err, struct qt_msg *reply, void *arg)
 {
@@ -297,6 +374,8 @@ static void sync_done(struct qt_conn *c, int err, struct qt_msg *reply, void *ar
 		err = -EPROTO;
 	}
 	g_mutex_lock(&sc->lock);
+	if (sc->ctl)
+		sc->ctl->done = true;
 	sc->err = err;
 	sc->reply = reply;
 	sc->done = true;
@@ -309,18 +388,35 @@ static void sync_start(void *arg)
 	struct sync_call *sc = arg;
 	int r = qt_conn_call(sc->conn, g_steal_pointer(&sc->req), sc->timeout_ms, sync_done, sc);
 
-	if (r < 0)
+	if (r < 0) {
 		sync_done(sc->conn, r, NULL, sc);
+		return;
+	}
+	if (sc->ctl) {
+		sc->ctl->id = sc->conn->next_id;
+		if (sc->ctl->wanted || g_atomic_int_get(&sc->ctl->early))
+			ctl_send(sc->ctl);
+	}
 }
 
 int qt_conn_call_sync(struct qt_conn *c, struct qt_msg *req, uint64_t timeout_ms,
 		      struct qt_msg **reply)
 {
-	struct sync_call sc = {.conn = c, .req = req, .timeout_ms = timeout_ms};
+	return qt_conn_call_sync_ctl(c, req, timeout_ms, NULL, reply);
+}
+
+int qt_conn_call_sync_ctl(struct qt_conn *c, struct qt_msg *req, uint64_t timeout_ms,
+			  struct qt_call_ctl *ctl, struct qt_msg **reply)
+{
+	struct sync_call sc = {.conn = c, .req = req, .timeout_ms = timeout_ms, .ctl = ctl};
 	int err;
 
 	/* Waiting on the loop's own thread would wait forever. */
 	g_assert(!qt_loop_in_thread(c->loop));
+	if (ctl) {
+		g_assert(!ctl->conn);
+		g_atomic_pointer_set(&ctl->conn, qt_conn_ref(c));
+	}
 	g_mutex_init(&sc.lock);
 	g_cond_init(&sc.cond);
 	qt_conn_ref(c);

@@ -116,6 +116,23 @@ int qt_conn_call(struct qt_conn *c, struct qt_msg *req, uint64_t timeout_ms, qt_
  */
 int qt_conn_call_sync(struct qt_conn *c, struct qt_msg *req, uint64_t timeout_ms,
 		      struct qt_msg **reply);
+/*
+ * Interrupting a synchronous call: the caller creates a control, makes the
+ * call with qt_conn_call_sync_ctl(), and any thread may then ask for an
+ * interrupt with qt_call_interrupt().  While the call has not completed,
+ * that sends the peer a one-way message of type @interrupt_type whose
+ * payload is the call's id (u64): at once, or as soon as the call has an
+ * id.  After completion it does nothing.  What the peer does with the
+ * message (end the request early, with an error) is the protocol's business.
+ */
+struct qt_call_ctl;
+struct qt_call_ctl *qt_call_ctl_new(uint16_t interrupt_type);
+void qt_call_ctl_unref(struct qt_call_ctl *ctl);
+int qt_conn_call_sync_ctl(struct qt_conn *c, struct qt_msg *req, uint64_t timeout_ms,
+			  struct qt_call_ctl *ctl, struct qt_msg **reply);
+/* Thread-safe; @ctl may be NULL (nothing happens). */
+void qt_call_interrupt(struct qt_call_ctl *ctl);
+
 /* Answer the peer's request @m with @reply (built with qt_msg_new_reply / _error).  Takes ownership. */
 int qt_conn_reply(struct qt_conn *c, struct qt_msg *reply);
 /* Send a one-way message (id 0).  Takes ownership.  -ENOTCONN before READY or when closing. */

@@ -201,7 +201,10 @@ enum srv_mode {
 	SRV_ECHO,	  /* reply at once with the request payload */
 	SRV_HOLD,	  /* keep requests until told to answer them */
 	SRV_BIG_REPLIES, /* reply with big payloads */
+	SRV_INTERRUPTIBLE, /* hold requests; an INTR_TYPE message fails one with EINTR */
 };
+
+#define INTR_TYPE (QT_MSG_USER_MIN + 0x77)
 
 struct srv {
 	enum srv_mode mode;
@@ -244,6 +247,27 @@ static void srv_request(struct qt_conn *c, struct qt_msg *m, void *user)
 		qt_msg_free(m);
 		qt_conn_reply(c, r);
 		break;
+	case SRV_INTERRUPTIBLE:
+		if (qt_msg_type(m) == INTR_TYPE && !qt_msg_id(m)) {
+			struct qt_rd rd;
+			uint64_t id = 0;
+
+			qt_rd_init_msg(&rd, m);
+			qt_rd_u64(&rd, &id);
+			for (guint i = 0; i < s->held->len; i++) {
+				h = g_ptr_array_index(s->held, i);
+				if (qt_msg_id(h->m) != id)
+					continue;
+				qt_conn_reply(h->c, qt_msg_new_error(h->m, EINTR));
+				qt_msg_free(h->m);
+				qt_conn_unref(h->c);
+				g_free(g_ptr_array_steal_index(s->held, i));
+				break;
+			}
+			qt_msg_free(m);
+			break;
+		}
+		/* fall through */
 	case SRV_HOLD:
 		h = g_new(struct held, 1);
 		h->c = qt_conn_ref(c);
@@ -1086,6 +1110,91 @@ START_TEST(test_sync_calls_from_threads)
 }
 END_TEST
 
+/* ---- interrupting a synchronous call -------------------------------------- */
+
+struct intr_env {
+	struct qt_conn *conn;
+	struct qt_call_ctl *ctl;
+	gint err;  /* atomic: the call's result, 1 while running */
+};
+
+static gpointer intr_caller(gpointer p)
+{
+	struct intr_env *e = p;
+	struct qt_msg *req = qt_msg_new(QT_MSG_USER_MIN + 0x42, 0, 0), *rep = NULL;
+	int err;
+
+	qt_msg_put_u32(req, 7);
+	err = qt_conn_call_sync_ctl(e->conn, req, 0, e->ctl, &rep);
+	qt_msg_free(rep);
+	g_atomic_int_set(&e->err, err);
+	return NULL;
+}
+
+/* Run the loop until the caller thread of @e is done; its result. */
+static int intr_wait(struct qt_loop *l, struct intr_env *e, GThread *t)
+{
+	gint64 end = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
+
+	while (g_atomic_int_get(&e->err) == 1 && g_get_monotonic_time() < end)
+		qt_loop_run_once(l, 10);
+	ck_assert_int_ne(g_atomic_int_get(&e->err), 1);
+	g_thread_join(t);
+	return g_atomic_int_get(&e->err);
+}
+
+/*
+ * A call the server holds ends when another thread interrupts it: with the
+ * interrupt sent once the call is on the wire, and with the interrupt asked
+ * for before the call even started.  After completion an interrupt does
+ * nothing, and a call without interrupt is held as before.
+ */
+START_TEST(test_sync_call_interrupt)
+{
+	struct qt_loop *l = new_loop(_i);
+	struct srv *s = srv_new(SRV_INTERRUPTIBLE);
+	struct cli *k = g_new0(struct cli, 1);
+	struct intr_env e = {.err = 1};
+	struct qt_conn *sc;
+	GThread *t;
+
+	pair(l, s, k, &insecure_client, &insecure_server, &e.conn, &sc);
+
+	/* 1: on the wire, then interrupted */
+	e.ctl = qt_call_ctl_new(INTR_TYPE);
+	t = g_thread_new("caller", intr_caller, &e);
+	{
+		gint64 end = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
+
+		while (s->held->len == 0 && g_get_monotonic_time() < end)
+			qt_loop_run_once(l, 10);
+	}
+	ck_assert_uint_eq(s->held->len, 1);
+	run_for(l, 50);
+	ck_assert_int_eq(g_atomic_int_get(&e.err), 1); /* still held */
+	qt_call_interrupt(e.ctl);
+	ck_assert_int_eq(intr_wait(l, &e, t), -EINTR);
+	ck_assert_uint_eq(s->held->len, 0);
+	qt_call_interrupt(e.ctl); /* after completion: nothing */
+	run_for(l, 20);
+	qt_call_ctl_unref(e.ctl);
+
+	/* 2: interrupted before the call started */
+	e.err = 1;
+	e.ctl = qt_call_ctl_new(INTR_TYPE);
+	qt_call_interrupt(e.ctl);
+	t = g_thread_new("caller", intr_caller, &e);
+	ck_assert_int_eq(intr_wait(l, &e, t), -EINTR);
+	qt_call_ctl_unref(e.ctl);
+	ck_assert_uint_eq(s->held->len, 0);
+
+	close_both(l, e.conn, s, k);
+	srv_free(s);
+	cli_free(k);
+	qt_loop_free(l);
+}
+END_TEST
+
 START_TEST(test_backend_env_override)
 {
 	struct qt_loop *l = NULL;
@@ -1306,6 +1415,7 @@ static Suite *loop_suite(void)
 	tcase_add_loop_test(c, test_tcp_mode_mismatch, 0, 2);
 	tcase_add_loop_test(c, test_max_conns, 0, 2);
 	tcase_add_loop_test(c, test_sync_calls_from_threads, 0, 2);
+	tcase_add_loop_test(c, test_sync_call_interrupt, 0, 2);
 	tcase_add_loop_test(f, test_backpressure_inflight, 0, 2);
 	tcase_add_loop_test(f, test_backpressure_queued_bytes, 0, 2);
 	tcase_add_loop_test(f, test_call_timeout, 0, 2);
