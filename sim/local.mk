@@ -15,10 +15,23 @@ sim_libsimtrace_a_CFLAGS = $(AM_CFLAGS) -ffp-contract=off
 sim_libsimtrace_a_CPPFLAGS = $(AM_CPPFLAGS) $(GIO_CFLAGS) $(JSONC_CFLAGS)
 SIM_LIBS = sim/libsimtrace.a $(GIO_LIBS) $(JSONC_LIBS) -lm
 
+# The engine: cluster configuration, simulation, outputs.  It links the
+# autoscaler core (autoscale/core/libascore.a), the code the live
+# autoscaler runs.
+noinst_LIBRARIES += sim/libsimengine.a
+sim_libsimengine_a_SOURCES = \
+	sim/cluster.c sim/cluster.h \
+	sim/engine.c sim/engine.h
+sim_libsimengine_a_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim -I$(top_srcdir)/autoscale/core \
+	$(GIO_CFLAGS)
+SIM_ENGINE_LIBS = sim/libsimengine.a $(ASCORE_LIBS) $(SIM_LIBS)
+
 bin_PROGRAMS += sim/sim
-sim_sim_SOURCES = sim/main.c
-sim_sim_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim $(GIO_CFLAGS)
-sim_sim_LDADD = $(SIM_LIBS) $(QT_LIBS)
+# report-stub.c stands in for the renderer (sim/report.c) until the
+# sim-report branch is merged; drop it then.
+sim_sim_SOURCES = sim/main.c sim/report-stub.c sim/report-stub.h
+sim_sim_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim -I$(top_srcdir)/autoscale/core $(GIO_CFLAGS)
+sim_sim_LDADD = $(SIM_ENGINE_LIBS) $(QT_LIBS)
 
 # Unit tests and their fixtures (tests/sim/).
 SIM_FIXTURES = \
