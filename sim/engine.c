@@ -1545,6 +1545,7 @@ static void finish(Engine *e, SimResult *r)
 	r->pending_p90 = pct(waits, n, 0.90);
 	r->pending_p99 = pct(waits, n, 0.99);
 	r->pending_max = n ? waits[n - 1] : 0;
+	r->pending_min = n ? waits[0] : 0;
 	r->pending_mean = n ? sum / (double)n : 0;
 	r->skipped_bad = e->cfg->trace->skipped;
 	r->evicted = e->evicted;

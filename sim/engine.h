@@ -47,6 +47,7 @@ typedef struct {
 	uint64_t total, scheduled, finished, running_at_end, pending_at_end, never_scheduled,
 		skipped_bad, evicted;
 	double pending_p50, pending_p90, pending_p99, pending_max, pending_mean; /* seconds */
+	double pending_min;
 	SimGroupStats overall;
 	SimGroupStats *groups; /* one per cluster group, in config order */
 	guint n_groups;

@@ -73,7 +73,8 @@ EXTRA_DIST += tests/sim/test-convert.sh
 dist_man_MANS += man/sim.1
 dist_doc_DATA += docs/sim-traces.md
 EXTRA_DIST += sim/examples/README.md sim/examples/mixed-workload.jsonl \
-	sim/examples/openb_pod_list_sample.csv sim/examples/openb_node_list_sample.csv
+	sim/examples/openb_pod_list_sample.csv sim/examples/openb_node_list_sample.csv \
+	sim/examples/mixed-pooled.ini sim/examples/mixed-dedicated.ini
 
 # The trace layer benchmark: never part of make check.  bench-sim-load is
 # compiled here rather than listed in EXTRA_PROGRAMS, which tests/local.mk
@@ -94,3 +95,11 @@ bench-sim: sim/sim tests/bench/bench-sim-load tests/bench/bench-sim-eventq
 	./tests/bench/bench-sim-eventq $(BENCH_SIM_PODS)
 	top_builddir=$(abs_top_builddir) sh $(top_srcdir)/tests/bench/bench-sim-trace.sh $(BENCH_SIM_PODS)
 .PHONY: bench-sim
+
+# The engine on hand-computed scenarios.
+check_PROGRAMS += tests/unit/test-sim-engine
+TESTS += tests/unit/test-sim-engine
+tests_unit_test_sim_engine_SOURCES = tests/unit/test-sim-engine.c
+tests_unit_test_sim_engine_CPPFLAGS = $(SIM_TEST_CPP) -I$(top_srcdir)/autoscale/core $(GIO_CFLAGS)
+tests_unit_test_sim_engine_CFLAGS = $(SIM_TEST_CC)
+tests_unit_test_sim_engine_LDADD = $(SIM_ENGINE_LIBS) $(QT_LIBS) $(CHECK_LIBS)
