@@ -347,6 +347,7 @@ static int read_group(P *p, SimCluster *c, const char *sec, const char *id)
 	g_autofree char *cls = NULL, *types = NULL, *boot = NULL, *machines = NULL;
 	g_auto(GStrv) tv = NULL;
 	g_autoptr(GArray) idx = g_array_new(FALSE, FALSE, sizeof(guint));
+	g_autofree int64_t *owned = NULL;
 	int64_t v;
 	int b;
 
@@ -396,7 +397,7 @@ static int read_group(P *p, SimCluster *c, const char *sec, const char *id)
 	if (g.max < g.min)
 		return fail(p, sec, "max", "%d is below min %d", g.max, g.min);
 	g.n_types = idx->len;
-	g.owned = g_new0(int64_t, g.n_types);
+	owned = g_new0(int64_t, g.n_types);
 	machines = get(p, sec, "machines");
 	if (c->dedicated) {
 		g_auto(GStrv) mv = NULL;
@@ -418,28 +419,25 @@ static int read_group(P *p, SimCluster *c, const char *sec, const char *id)
 				for (j = 0; j < idx->len && g_array_index(idx, guint, j) != (guint)k; j++)
 					;
 				if (k < 0 || j == idx->len) {
-					g_free(g.owned);
 					return fail(p, sec, "machines", "'%s' is not one of the group's machine types", s);
 				}
 				which = j;
 				s = colon + 1;
 			} else if (idx->len != 1) {
-				g_free(g.owned);
 				return fail(p, sec, "machines", "with several machine types, say TYPE:COUNT,...");
 			}
 			errno = 0;
 			v = g_ascii_strtoll(s, &end, 10);
 			if (errno || end == s || *end || v < 0 || v > 10000000) {
-				g_free(g.owned);
 				return fail(p, sec, "machines", "'%s' is not a machine count", s);
 			}
-			g.owned[which] = v;
+			owned[which] = v;
 		}
 	} else if (machines) {
-		g_free(g.owned);
 		return fail(p, sec, "machines", "only for mode = dedicated");
 	}
 	g.id = g_strdup(id);
+	g.owned = g_steal_pointer(&owned);
 	g.types = (guint *)g_array_steal(idx, NULL);
 	g_array_append_val(c->groups, g);
 	return 0;

@@ -68,13 +68,13 @@ tests_unit_test_sim_gen_CFLAGS = $(SIM_TEST_CC)
 tests_unit_test_sim_gen_LDADD = $(SIM_TEST_LIBS)
 
 # The command line: convert and gen end to end.
-TESTS += tests/sim/test-convert.sh
-EXTRA_DIST += tests/sim/test-convert.sh
+TESTS += tests/sim/test-convert.sh tests/sim/test-run.sh
+EXTRA_DIST += tests/sim/test-convert.sh tests/sim/test-run.sh
 dist_man_MANS += man/sim.1
 dist_doc_DATA += docs/sim-traces.md
 EXTRA_DIST += sim/examples/README.md sim/examples/mixed-workload.jsonl \
 	sim/examples/openb_pod_list_sample.csv sim/examples/openb_node_list_sample.csv \
-	sim/examples/mixed-pooled.ini sim/examples/mixed-dedicated.ini
+	sim/examples/mixed-pooled.ini sim/examples/mixed-dedicated.ini sim/examples/openb.ini
 
 # The trace layer benchmark: never part of make check.  bench-sim-load is
 # compiled here rather than listed in EXTRA_PROGRAMS, which tests/local.mk
