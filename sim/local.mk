@@ -71,7 +71,7 @@ tests_unit_test_sim_gen_LDADD = $(SIM_TEST_LIBS)
 TESTS += tests/sim/test-convert.sh tests/sim/test-run.sh
 EXTRA_DIST += tests/sim/test-convert.sh tests/sim/test-run.sh
 dist_man_MANS += man/sim.1
-dist_doc_DATA += docs/sim-traces.md
+dist_doc_DATA += docs/sim-traces.md docs/sim-cluster.md docs/sim-output.md
 EXTRA_DIST += sim/examples/README.md sim/examples/mixed-workload.jsonl \
 	sim/examples/openb_pod_list_sample.csv sim/examples/openb_node_list_sample.csv \
 	sim/examples/mixed-pooled.ini sim/examples/mixed-dedicated.ini sim/examples/openb.ini
