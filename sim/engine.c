@@ -955,6 +955,7 @@ static void export_instances(Engine *e)
 	}
 }
 
+
 static bool decision_acts(const struct as_decision *d)
 {
 	if (d->scale_up_group || d->scale_down_nodes->len || d->evict_pods->len ||
