@@ -1189,6 +1189,15 @@ static void json_num(GString *s, double v)
 	g_string_append(s, buf);
 }
 
+/* "k1": v1, "k2": v2, ... */
+static void json_nums(GString *s, const char *const *keys, const double *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		g_string_append_printf(s, "%s\"%s\": ", i ? ", " : "", keys[i]);
+		json_num(s, v[i]);
+	}
+}
+
 static void json_group(GString *s, const SimGroupStats *g, const char *cls)
 {
 	g_string_append_c(s, '{');
@@ -1199,18 +1208,11 @@ static void json_group(GString *s, const SimGroupStats *g, const char *cls)
 		json_str(s, cls);
 		g_string_append(s, ", ");
 	}
-	g_string_append(s, "\"machine_hours\": ");
-	json_num(s, g->machine_hours);
-	g_string_append(s, ", \"cost\": ");
-	json_num(s, g->cost);
-	g_string_append(s, ", \"cpu_alloc_mean\": ");
-	json_num(s, g->cpu_alloc_mean);
-	g_string_append(s, ", \"cpu_alloc_p95\": ");
-	json_num(s, g->cpu_alloc_p95);
-	g_string_append(s, ", \"mem_alloc_mean\": ");
-	json_num(s, g->mem_alloc_mean);
-	g_string_append(s, ", \"mem_alloc_p95\": ");
-	json_num(s, g->mem_alloc_p95);
+	json_nums(s, (const char *const[]){"machine_hours", "cost", "cpu_alloc_mean", "cpu_alloc_p95",
+					   "mem_alloc_mean", "mem_alloc_p95"},
+		  (const double[]){g->machine_hours, g->cost, g->cpu_alloc_mean, g->cpu_alloc_p95,
+				   g->mem_alloc_mean, g->mem_alloc_p95},
+		  6);
 	g_string_append_printf(s, ", \"nodes_peak\": %" G_GINT64_FORMAT ", \"nodes_mean\": ",
 			       g->nodes_peak);
 	json_num(s, g->nodes_mean);
@@ -1253,16 +1255,11 @@ static int write_summary(const Engine *e, const SimResult *r, const char *dir, c
 			       ", \"skipped_bad_records\": %" G_GUINT64_FORMAT "},\n",
 			       r->total, r->scheduled, r->finished, r->running_at_end, r->pending_at_end,
 			       r->never_scheduled, r->skipped_bad);
-	g_string_append(s, "  \"pending_seconds\": {\"p50\": ");
-	json_num(s, r->pending_p50);
-	g_string_append(s, ", \"p90\": ");
-	json_num(s, r->pending_p90);
-	g_string_append(s, ", \"p99\": ");
-	json_num(s, r->pending_p99);
-	g_string_append(s, ", \"max\": ");
-	json_num(s, r->pending_max);
-	g_string_append(s, ", \"mean\": ");
-	json_num(s, r->pending_mean);
+	g_string_append(s, "  \"pending_seconds\": {");
+	json_nums(s, (const char *const[]){"p50", "p90", "p99", "max", "mean"},
+		  (const double[]){r->pending_p50, r->pending_p90, r->pending_p99, r->pending_max,
+				   r->pending_mean},
+		  5);
 	g_string_append(s, "},\n  \"overall\": ");
 	json_group(s, &r->overall, NULL);
 	g_string_append(s, ",\n  \"groups\": [");
