@@ -1579,6 +1579,85 @@ static int64_t trace_end(const SimTrace *t)
 	return (end + 999) / 1000 * 1000;
 }
 
+/*
+ * The invariants of the states at the top of this file, checked from
+ * scratch: what each node holds is the sum of its pods' requests; the
+ * core's pod list is exactly the pending and running pods; every machine
+ * is free, held or deprovisioning and the counters agree; a dedicated
+ * group only holds its own machines; each core group's target is its
+ * live instances.  Returns NULL or what is broken.
+ */
+static char *check_invariants(const Engine *e)
+{
+	uint64_t pending = 0, running = 0;
+	int64_t free_m = 0, used_m = 0;
+	g_autofree int64_t *nodes = g_new0(int64_t, e->cl->groups->len + 1);
+
+	for (guint i = 0; i < e->c_node->len; i++) {
+		const Node *n = e->c_node->pdata[i];
+		struct as_resources sum = {0};
+
+		for (guint k = 0; k < n->pods->len; k++) {
+			const Pod *p = &e->pods[g_array_index(n->pods, uint32_t, k)];
+
+			if (p->state != P_RUNNING || p->node != n || p->slot != k)
+				return g_strdup_printf("node %s: pod %u is not running there", n->an->name, k);
+			sum.cpu += p->ap->requests.cpu;
+			sum.mem += p->ap->requests.mem;
+			sum.gpu += p->ap->requests.gpu;
+			sum.pods++;
+		}
+		if (memcmp(&sum, &n->used, sizeof(sum)) != 0)
+			return g_strdup_printf("node %s: used is not the sum of its pods", n->an->name);
+		if (n->an != e->c->nodes->pdata[n->cpos])
+			return g_strdup_printf("node %s: not at its place in the cluster", n->an->name);
+	}
+	for (size_t i = 0; i < e->next_arrival; i++) {
+		pending += e->pods[i].state == P_PENDING;
+		running += e->pods[i].state == P_RUNNING;
+		if ((e->pods[i].state == P_PENDING || e->pods[i].state == P_RUNNING) !=
+		    (e->pods[i].ap != NULL))
+			return g_strdup_printf("pod %zu: model object and state disagree", i);
+	}
+	if (pending != e->pending->len || pending + running != e->c->pods->len)
+		return g_strdup_printf("%" G_GUINT64_FORMAT " pending and %" G_GUINT64_FORMAT
+				       " running pods, but %u queued and %u in the cluster",
+				       pending, running, e->pending->len, e->c->pods->len);
+	for (uint32_t m = 0; m < e->n_machines; m++) {
+		const Machine *mc = &e->machines[m];
+
+		if (mc->state == M_FREE) {
+			free_m += !e->cl->dedicated || mc->owner >= 0;
+			if (mc->holder != -1)
+				return g_strdup_printf("machine %u: free but held", m);
+		} else {
+			used_m++;
+			if (e->cl->dedicated && mc->holder != mc->owner)
+				return g_strdup_printf("machine %u: owned by group %d, held by %d", m,
+						       mc->owner, mc->holder);
+		}
+	}
+	if (free_m != e->pool_free || used_m != e->used_machines)
+		return g_strdup_printf("pool: %" G_GINT64_FORMAT " free and %" G_GINT64_FORMAT
+				       " used, counters say %" G_GINT64_FORMAT " and %" G_GINT64_FORMAT,
+				       free_m, used_m, e->pool_free, e->used_machines);
+	for (guint k = 0; k < e->n_cags; k++) {
+		const CaGroup *cg = &e->cags[k];
+
+		if ((guint)cg->ag->target_size != cg->alive->len)
+			return g_strdup_printf("group %s: target %d, %u instances", cg->ag->id,
+					       cg->ag->target_size, cg->alive->len);
+		for (guint i = 0; i < cg->alive->len; i++)
+			nodes[cg->cfg] += inst_counts(&g_array_index(e->insts, Inst,
+								     g_array_index(cg->alive, uint32_t, i)));
+	}
+	for (guint g = 0; g < e->cl->groups->len; g++)
+		if (nodes[g] != e->acct[g].nodes)
+			return g_strdup_printf("group %u: %" G_GINT64_FORMAT " nodes, counted %" G_GINT64_FORMAT,
+					       g, nodes[g], e->acct[g].nodes);
+	return NULL;
+}
+
 static int run(Engine *e)
 {
 	const SimTrace *t = e->cfg->trace;
@@ -1637,6 +1716,16 @@ static int run(Engine *e)
 		if (now == next_sample) {
 			sample(e);
 			next_sample += every;
+		}
+		if (e->cfg->check) {
+			char *bad = check_invariants(e);
+
+			if (bad) {
+				e->err = g_strdup_printf("invariant broken at t=%" G_GINT64_FORMAT "ms: %s",
+							 now, bad);
+				g_free(bad);
+				return -EFAULT;
+			}
 		}
 		if (e->cfg->progress && (++steps & 0xfff) == 0) {
 			gint64 w = g_get_monotonic_time();

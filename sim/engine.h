@@ -24,6 +24,8 @@ typedef struct {
 	int64_t until_ms; /* < 0: the end of the trace */
 	/* Run every autoscaler loop in full (tests of the skipping rule). */
 	bool full_loops;
+	/* Check the engine's invariants after every step (tests; O(pods + machines) each). */
+	bool check;
 	/* For summary.json only. */
 	const char *trace_path;
 	const char *format_name;

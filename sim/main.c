@@ -679,6 +679,7 @@ static int simulate(Args *a, const SimTrace *t, const char *fmt_name, const SimC
 		.seed = a->gen.seed,
 		.until_ms = a->until_ms,
 		.full_loops = g_strcmp0(g_getenv("SIM_FULL_LOOPS"), "1") == 0,
+		.check = g_strcmp0(g_getenv("SIM_CHECK"), "1") == 0,
 		.trace_path = a->trace,
 		.format_name = fmt_name,
 		.cluster_path = cluster_path,

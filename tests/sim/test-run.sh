@@ -4,7 +4,8 @@
 # sim run and sim compare from the command line, on the shipped examples:
 # the same seed gives the same bytes; running every autoscaler loop in full
 # (SIM_FULL_LOOPS=1) gives the same bytes as skipping idle loops (only the
-# "run" line of summary.json, wall time and loop counts, may differ); the
+# "run" line of summary.json, wall time and loop counts, may differ), with
+# the engine's invariants checked after every step (SIM_CHECK=1); the
 # outputs follow docs/sim-output.md (keys in order, one timeseries row per
 # sample interval, pods conserved); the pooled example beats the
 # dedicated one on pending time; --nodes and the openb example config
@@ -50,7 +51,7 @@ for cfg in pooled dedicated; do
 	[ -s "$tmp/err" ] && fail "--quiet run wrote to stderr: $(cat "$tmp/err")"
 	expect 0 "$sim" run --trace "$trace" --cluster "$ex/mixed-$cfg.ini" --out "$tmp/$cfg.2" --seed 3 --quiet
 	same_run "$tmp/$cfg.1" "$tmp/$cfg.2"
-	SIM_FULL_LOOPS=1 expect 0 "$sim" run --trace "$trace" --cluster "$ex/mixed-$cfg.ini" --out "$tmp/$cfg.full" --seed 3 --quiet
+	SIM_FULL_LOOPS=1 SIM_CHECK=1 expect 0 "$sim" run --trace "$trace" --cluster "$ex/mixed-$cfg.ini" --out "$tmp/$cfg.full" --seed 3 --quiet
 	same_run "$tmp/$cfg.1" "$tmp/$cfg.full"
 	for f in summary.json timeseries.csv report.html; do
 		[ -s "$tmp/$cfg.1/$f" ] || fail "$cfg: no $f"

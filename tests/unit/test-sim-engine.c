@@ -64,7 +64,7 @@ static void run(const SimCluster *c, SimPod *pods, size_t n, int64_t until_s, bo
 {
 	SimTrace t = {.pods = pods, .n_pods = n};
 	SimRunConfig cfg = {.cluster = c, .trace = &t, .seed = seed,
-			    .until_ms = until_s < 0 ? -1 : until_s * S, .full_loops = full,
+			    .until_ms = until_s < 0 ? -1 : until_s * S, .full_loops = full, .check = true,
 			    .trace_path = "t", .format_name = "native", .cluster_path = "c"};
 	g_autofree char *err = NULL;
 	int rc = sim_engine_run(&cfg, NULL, r, &err);
