@@ -12,7 +12,10 @@
 # the host's /proc and cgroups, read through a FIFO and killed; then
 # `chroot-setup down` removes everything.  The scenario is the end-to-end
 # test tests/cs/test-cs-e2e.sh, so the demo cannot drift from what CI
-# checks.  Needs root.
+# checks.  Needs root.  Last, the capacity simulator compares the shipped
+# mixed VM / bare-metal / container workload on a pooled and a dedicated
+# bare-metal pool (`sim compare`, checked by tests/sim/test-run.sh) and
+# prints where its report is.
 #
 # Usage: sh scripts/demo.sh [CONFIGURE-ARG]...
 
@@ -22,4 +25,13 @@ cd "$(dirname "$0")/.."
 sh scripts/setup-debian.sh "$@"
 echo
 echo "== the offload demo (tests/cs/test-cs-e2e.sh)"
-top_builddir=$(pwd) exec sh tests/cs/test-cs-e2e.sh
+e2e=0
+top_builddir=$(pwd) sh tests/cs/test-cs-e2e.sh || e2e=$?
+echo
+echo "== capacity planning: pooled vs dedicated bare metal (sim compare)"
+out=${SIM_DEMO_OUT:-$(pwd)/sim-demo}
+./sim/sim compare --trace sim/examples/mixed-workload.jsonl \
+	--cluster sim/examples/mixed-pooled.ini --cluster sim/examples/mixed-dedicated.ini \
+	--out "$out"
+echo "report: $out/report.html (summaries: $out/summary.json)"
+exit "$e2e"

@@ -15,10 +15,22 @@ sim_libsimtrace_a_CFLAGS = $(AM_CFLAGS) -ffp-contract=off
 sim_libsimtrace_a_CPPFLAGS = $(AM_CPPFLAGS) $(GIO_CFLAGS) $(JSONC_CFLAGS)
 SIM_LIBS = sim/libsimtrace.a $(GIO_LIBS) $(JSONC_LIBS) -lm
 
+# The engine: cluster configuration, simulation, outputs.  It links the
+# autoscaler core (autoscale/core/libascore.a), the code the live
+# autoscaler runs.
+noinst_LIBRARIES += sim/libsimengine.a
+sim_libsimengine_a_SOURCES = \
+	sim/cluster.c sim/cluster.h \
+	sim/engine.c sim/engine.h
+sim_libsimengine_a_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim -I$(top_srcdir)/autoscale/core \
+	$(GIO_CFLAGS)
+SIM_ENGINE_LIBS = sim/libsimengine.a $(ASCORE_LIBS) $(SIM_LIBS)
+
 bin_PROGRAMS += sim/sim
 sim_sim_SOURCES = sim/main.c sim/report.c sim/report.h
-sim_sim_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim $(GIO_CFLAGS) $(JSONC_CFLAGS)
-sim_sim_LDADD = $(SIM_LIBS) $(QT_LIBS)
+sim_sim_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim -I$(top_srcdir)/autoscale/core $(GIO_CFLAGS) \
+	$(JSONC_CFLAGS)
+sim_sim_LDADD = $(SIM_ENGINE_LIBS) $(QT_LIBS)
 
 # Unit tests and their fixtures (tests/sim/).
 SIM_FIXTURES = \
@@ -55,12 +67,13 @@ tests_unit_test_sim_gen_CFLAGS = $(SIM_TEST_CC)
 tests_unit_test_sim_gen_LDADD = $(SIM_TEST_LIBS)
 
 # The command line: convert and gen end to end.
-TESTS += tests/sim/test-convert.sh
-EXTRA_DIST += tests/sim/test-convert.sh
+TESTS += tests/sim/test-convert.sh tests/sim/test-run.sh
+EXTRA_DIST += tests/sim/test-convert.sh tests/sim/test-run.sh
 dist_man_MANS += man/sim.1
-dist_doc_DATA += docs/sim-traces.md
+dist_doc_DATA += docs/sim-traces.md docs/sim-cluster.md docs/sim-output.md
 EXTRA_DIST += sim/examples/README.md sim/examples/mixed-workload.jsonl \
-	sim/examples/openb_pod_list_sample.csv sim/examples/openb_node_list_sample.csv
+	sim/examples/openb_pod_list_sample.csv sim/examples/openb_node_list_sample.csv \
+	sim/examples/mixed-pooled.ini sim/examples/mixed-dedicated.ini sim/examples/openb.ini
 
 # The trace layer benchmark: never part of make check.  bench-sim-load is
 # compiled here rather than listed in EXTRA_PROGRAMS, which tests/local.mk
@@ -93,4 +106,20 @@ SIM_REPORT_FIXTURES = \
 	tests/sim/report/long/summary.json
 TESTS += tests/sim/test-report.sh
 EXTRA_DIST += tests/sim/test-report.sh tests/sim/check-report.py $(SIM_REPORT_FIXTURES)
-dist_doc_DATA += docs/sim-output.md docs/sim-summary.schema.json
+dist_doc_DATA += docs/sim-summary.schema.json
+
+# The engine benchmark (1M synthetic pods on 5,000 machines, an openb-sized
+# trace); never part of make check.
+EXTRA_DIST += tests/bench/bench-sim-run.sh tests/bench/sim-bench.ini
+bench-sim-run: sim/sim
+	top_srcdir=$(abs_top_srcdir) top_builddir=$(abs_top_builddir) \
+		sh $(top_srcdir)/tests/bench/bench-sim-run.sh $(BENCH_SIM_PODS)
+.PHONY: bench-sim-run
+
+# The engine on hand-computed scenarios.
+check_PROGRAMS += tests/unit/test-sim-engine
+TESTS += tests/unit/test-sim-engine
+tests_unit_test_sim_engine_SOURCES = tests/unit/test-sim-engine.c
+tests_unit_test_sim_engine_CPPFLAGS = $(SIM_TEST_CPP) -I$(top_srcdir)/autoscale/core $(GIO_CFLAGS)
+tests_unit_test_sim_engine_CFLAGS = $(SIM_TEST_CC)
+tests_unit_test_sim_engine_LDADD = $(SIM_ENGINE_LIBS) $(QT_LIBS) $(CHECK_LIBS)

@@ -6,11 +6,12 @@
  * pending times, node counts, machine-hours and cost, so capacity planners
  * can compare a pooled bare-metal setup with dedicated pools.
  *
- * So far the trace layer exists: `convert` rewrites any supported trace in
- * the native format and `gen` writes a synthetic one (libsimtrace does the
- * work; this file parses options, opens files and reports).  `run` and
- * `compare` accept their options and say they are not implemented yet
- * (issue 7).  Options are parsed once for all commands; each command then
+ * `run` simulates one cluster configuration and `compare` several on the
+ * same trace (engine.c does the work and writes summary.json and
+ * timeseries.csv; the report renderer writes report.html); `convert`
+ * rewrites any supported trace in the native format and `gen` writes a
+ * synthetic one (libsimtrace).  This file parses options, opens files and
+ * reports.  Options are parsed once for all commands; each command then
  * refuses the options that do not apply to it, so a typo'd command line
  * fails instead of being silently ignored.
  */
@@ -27,6 +28,8 @@
 #include <gio/gio.h>
 
 #include "cli.h"
+#include "cluster.h"
+#include "engine.h"
 #include "gen.h"
 #include "log.h"
 #include "report.h"
@@ -105,6 +108,7 @@ typedef struct {
 	bool quiet;
 	SimGenConfig gen;
 	char *mix; /* owned copy: gen.mix_class points into it */
+	int64_t until_ms; /* -1: the end of the trace */
 } Args;
 
 static void usage(void)
@@ -120,9 +124,8 @@ static void usage(void)
 	fputs("Replay a pod trace against a cluster and its autoscaler.\n"
 	      "\n"
 	      "Commands:\n"
-	      "  run                simulate one cluster configuration (not implemented yet)\n"
+	      "  run                simulate one cluster configuration\n"
 	      "  compare            one trace, several configurations, one report\n"
-	      "                     (not implemented yet)\n"
 	      "  convert            rewrite a trace in the native format\n"
 	      "  gen                write a synthetic trace in the native format\n"
 	      "  report             render the HTML report of result directories again\n"
@@ -159,11 +162,15 @@ static void usage(void)
 	      "  --seed N           random seed; same seed, same output (default 1)\n"
 	      "\n"
 	      "Simulation options (run, compare):\n"
-	      "  --cluster FILE     cluster configuration; repeatable for compare\n"
-	      "  --nodes FILE       Alibaba 2023 node list to use as the pool (default: none)\n"
+	      "  --cluster FILE     cluster configuration (docs/sim-cluster.md); repeat it\n"
+	      "                     for compare\n"
+	      "  --nodes FILE       Alibaba 2023 node list to use as the pool, one machine\n"
+	      "                     type per distinct shape (default: the config's)\n"
 	      "  --out DIR          where summary.json, timeseries.csv and report.html go\n"
-	      "                     (default: the current directory)\n"
+	      "                     (run default: the current directory; compare: required)\n"
 	      "  --until T          stop at simulated time T (default: end of the trace)\n"
+	      "  --seed N           seed of provisioning delays, failures and the\n"
+	      "                     autoscaler's random choices (default 1)\n"
 	      "\n"
 	      "Common options:\n"
 	      "  --quiet            no progress or summary on stderr\n"
@@ -174,7 +181,8 @@ static void usage(void)
 	      "Configuration: the --cluster files; no default file.\n"
 	      "Exit status: 0 success, 1 failure, 2 usage error.\n",
 	      stdout);
-	printf("Status: convert, gen and report work; run and compare are issue %d.\n", ISSUE);
+	printf("Progress goes to stderr when it is a terminal (--quiet silences it).\n"
+	       "Issue %d.\n", ISSUE);
 }
 
 static const char *opt_name(int o)
@@ -285,6 +293,7 @@ static int take_option(Args *a, int c, const char *arg)
 	case OPT_UNTIL:
 		if (sim_parse_duration_ms(arg, &ms) < 0)
 			return qt_cli_usage_error("--until: '%s' is not a time", arg);
+		a->until_ms = ms;
 		break;
 	case OPT_SKIP_BAD:
 		a->topts.skip_bad = true;
@@ -658,6 +667,180 @@ static int cmd_report(int argc, char **argv)
 	return QT_EXIT_OK;
 }
 
+
+/* A progress line on a terminal: simulated time, events per second, ETA. */
+typedef struct {
+	gint64 start;
+	const char *name;
+} Progress;
+
+static void progress(void *data, int64_t now_ms, int64_t end_ms, uint64_t events)
+{
+	Progress *p = data;
+	double wall = (double)(g_get_monotonic_time() - p->start) / 1e6;
+	double done = end_ms > 0 ? (double)now_ms / (double)end_ms : 1;
+	double eta = done > 0 ? wall * (1 - done) / done : 0;
+
+	fprintf(stderr, "\r%s: %s: %5.1f%% of simulated time, %.3g events/s, ETA %.0fs   ",
+		qt_cli_prog(), p->name, 100 * done, wall > 0 ? (double)events / wall : 0, eta);
+}
+
+/* Load the trace once for every configuration. */
+static int load_trace(Args *a, SimTrace **out, const char **fmt_name)
+{
+	g_autofree char *err = NULL;
+	int rc;
+
+	if (!a->trace)
+		return qt_cli_usage_error("missing --trace FILE");
+	if (a->topts.format == SIM_FORMAT_AUTO) {
+		g_autoptr(SimTraceReader) r = NULL;
+
+		rc = sim_trace_reader_open(a->trace, &a->topts, &r, &err);
+		if (rc < 0)
+			return qt_cli_fail("%s", err ? err : g_strerror(-rc));
+		*fmt_name = sim_trace_format_name(sim_trace_reader_format(r));
+	} else {
+		*fmt_name = sim_trace_format_name(a->topts.format);
+	}
+	rc = sim_trace_load(a->trace, &a->topts, out, &err);
+	if (rc < 0)
+		return qt_cli_fail("%s", err ? err : g_strerror(-rc));
+	return QT_EXIT_OK;
+}
+
+/* Simulate @cl on @t into @dir. */
+static int simulate(Args *a, const SimTrace *t, const char *fmt_name, const SimCluster *cl,
+		    const char *cluster_path, const char *dir)
+{
+	Progress pg = {g_get_monotonic_time(), cl->name};
+	bool tty = !a->quiet && isatty(STDERR_FILENO);
+	SimRunConfig cfg = {
+		.cluster = cl,
+		.trace = t,
+		.seed = a->gen.seed,
+		.until_ms = a->until_ms,
+		.full_loops = g_strcmp0(g_getenv("SIM_FULL_LOOPS"), "1") == 0,
+		.check = g_strcmp0(g_getenv("SIM_CHECK"), "1") == 0,
+		.trace_path = a->trace,
+		.format_name = fmt_name,
+		.cluster_path = cluster_path,
+		.progress = tty ? progress : NULL,
+		.progress_data = &pg,
+	};
+	g_autofree char *err = NULL;
+	SimResult r;
+	int rc = sim_engine_run(&cfg, dir, &r, &err);
+
+	if (tty)
+		fputs("\r\033[K", stderr);
+	if (rc < 0)
+		return qt_cli_fail("%s", err ? err : g_strerror(-rc));
+	if (!a->quiet)
+		fprintf(stderr,
+			"%s: %s: %" G_GUINT64_FORMAT " pods, %" G_GUINT64_FORMAT " never scheduled, "
+			"pending p90 %.6gs, %.6g machine-hours, peak %" G_GINT64_FORMAT " machines, "
+			"%" G_GUINT64_FORMAT " events in %.2fs\n",
+			qt_cli_prog(), cl->name, r.total, r.never_scheduled, r.pending_p90,
+			r.overall.machine_hours, r.machines_used_peak, r.events, r.wall_seconds);
+	sim_result_clear(&r);
+	return QT_EXIT_OK;
+}
+
+static int render(const char *dir, const char *const *run_dirs, size_t n, const char *title,
+		  bool quiet)
+{
+	g_autofree char *html = g_build_filename(dir, "report.html", NULL);
+	g_autoptr(GError) gerr = NULL;
+
+	if (!sim_report_write_html(html, run_dirs, n, title, &gerr))
+		return qt_cli_fail("cannot write '%s': %s", html, gerr->message);
+	if (!quiet)
+		fprintf(stderr, "%s: report in %s\n", qt_cli_prog(), html);
+	return QT_EXIT_OK;
+}
+
+static int cmd_run(Args *a)
+{
+	g_autoptr(SimTrace) t = NULL;
+	g_autoptr(SimCluster) cl = NULL;
+	g_autofree char *err = NULL;
+	const char *dir = a->out_dir ? a->out_dir : ".";
+	const char *fmt_name = NULL;
+	const char *dirs[1] = {dir};
+	int rc;
+
+	if (a->clusters->len != 1)
+		return qt_cli_usage_error("run: give exactly one --cluster FILE");
+	rc = sim_cluster_load(a->clusters->pdata[0], a->nodes, &cl, &err);
+	if (rc < 0)
+		return qt_cli_fail("%s", err);
+	rc = load_trace(a, &t, &fmt_name);
+	if (rc != QT_EXIT_OK)
+		return rc;
+	rc = simulate(a, t, fmt_name, cl, a->clusters->pdata[0], dir);
+	if (rc != QT_EXIT_OK)
+		return rc;
+	return render(dir, dirs, 1, cl->name, a->quiet);
+}
+
+static int cmd_compare(Args *a)
+{
+	g_autoptr(SimTrace) t = NULL;
+	g_autoptr(GPtrArray) cls = g_ptr_array_new_with_free_func((GDestroyNotify)sim_cluster_free);
+	g_autoptr(GPtrArray) dirs = g_ptr_array_new_with_free_func(g_free);
+	g_autoptr(GString) all = g_string_new("{\"schema\": \"dpu-offload/sim-compare/1\", \"runs\": [\n");
+	g_autofree char *sum_path = NULL;
+	g_autoptr(GError) gerr = NULL;
+	const char *fmt_name = NULL;
+	int rc;
+
+	if (a->clusters->len < 2)
+		return qt_cli_usage_error("compare: give at least two --cluster FILE");
+	if (!a->out_dir)
+		return qt_cli_usage_error("compare: missing --out DIR");
+	for (guint i = 0; i < a->clusters->len; i++) {
+		g_autofree char *err = NULL;
+		SimCluster *cl = NULL;
+
+		rc = sim_cluster_load(a->clusters->pdata[i], a->nodes, &cl, &err);
+		if (rc < 0)
+			return qt_cli_fail("%s", err);
+		for (guint j = 0; j < cls->len; j++)
+			if (strcmp(((SimCluster *)cls->pdata[j])->name, cl->name) == 0) {
+				rc = qt_cli_fail("%s and %s: both are named '%s' (set [cluster] name)",
+						 (char *)a->clusters->pdata[j], (char *)a->clusters->pdata[i],
+						 cl->name);
+				sim_cluster_free(cl);
+				return rc;
+			}
+		g_ptr_array_add(cls, cl);
+		g_ptr_array_add(dirs, g_build_filename(a->out_dir, cl->name, NULL));
+	}
+	rc = load_trace(a, &t, &fmt_name);
+	if (rc != QT_EXIT_OK)
+		return rc;
+	for (guint i = 0; i < cls->len; i++) {
+		g_autofree char *path = g_build_filename(dirs->pdata[i], "summary.json", NULL);
+		g_autofree char *text = NULL;
+
+		rc = simulate(a, t, fmt_name, cls->pdata[i], a->clusters->pdata[i], dirs->pdata[i]);
+		if (rc != QT_EXIT_OK)
+			return rc;
+		if (!g_file_get_contents(path, &text, NULL, &gerr))
+			return qt_cli_fail("cannot read '%s': %s", path, gerr->message);
+		g_strchomp(text);
+		g_string_append(all, text);
+		g_string_append(all, i + 1 < cls->len ? ",\n" : "\n");
+	}
+	g_string_append(all, "]}\n");
+	sum_path = g_build_filename(a->out_dir, "summary.json", NULL);
+	if (!g_file_set_contents(sum_path, all->str, (gssize)all->len, &gerr))
+		return qt_cli_fail("cannot write '%s': %s", sum_path, gerr->message);
+	return render(a->out_dir, (const char *const *)dirs->pdata, dirs->len, "sim compare",
+		      a->quiet);
+}
+
 int main(int argc, char **argv)
 {
 	Args a = {0};
@@ -670,6 +853,7 @@ int main(int argc, char **argv)
 	qt_cli_init(argv[0]);
 	qt_log_init(qt_cli_prog());
 	a.clusters = clusters;
+	a.until_ms = -1;
 	sim_trace_options_init(&a.topts);
 	sim_gen_config_init(&a.gen);
 	if (argc > 1 && strcmp(argv[1], "report") == 0)
@@ -707,5 +891,7 @@ int main(int argc, char **argv)
 		return cmd_convert(&a);
 	if (strcmp(cmd, "gen") == 0)
 		return cmd_gen(&a);
-	return qt_cli_fail("%s: not implemented yet (see issue %d)", cmd, ISSUE);
+	if (strcmp(cmd, "run") == 0)
+		return cmd_run(&a);
+	return cmd_compare(&a);
 }
