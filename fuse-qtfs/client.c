@@ -488,9 +488,17 @@ int qtfs_client_pick(struct qtfs_client *cl, unsigned *slot, uint64_t *gen)
 	return s ? 0 : -ETIMEDOUT;
 }
 
+static __thread struct qt_call_ctl *tl_interrupt;
+
+void qtfs_client_set_interrupt(struct qt_call_ctl *ctl)
+{
+	tl_interrupt = ctl;
+}
+
 int qtfs_client_call_on(struct qtfs_client *cl, unsigned slot, uint64_t gen, struct qt_msg *req,
 			uint64_t timeout_ms, struct qt_msg **reply)
 {
+	struct qt_call_ctl *ctl = timeout_ms == QTFS_NO_DEADLINE ? tl_interrupt : NULL;
 	struct slot *s = &cl->slots[slot % cl->n_slots];
 	struct qt_conn *c = NULL;
 	int err;
@@ -507,7 +515,7 @@ int qtfs_client_call_on(struct qtfs_client *cl, unsigned slot, uint64_t gen, str
 		timeout_ms = cl->o.timeout_ms;
 	else if (timeout_ms == QTFS_NO_DEADLINE)
 		timeout_ms = 0;
-	err = qt_conn_call_sync(c, req, timeout_ms, reply);
+	err = qt_conn_call_sync_ctl(c, req, timeout_ms, ctl, reply);
 	qt_conn_unref(c);
 	return conn_lost(err) ? -ESTALE : err;
 }

@@ -19,6 +19,7 @@
 
 #include "auth.h"
 #include "proto.h"
+#include "conn.h"
 #include "wire.h"
 
 /*
@@ -72,6 +73,12 @@ int qtfs_client_pick(struct qtfs_client *cl, unsigned *slot, uint64_t *gen);
  */
 int qtfs_client_call_on(struct qtfs_client *cl, unsigned slot, uint64_t gen, struct qt_msg *req,
 			uint64_t timeout_ms, struct qt_msg **reply);
+/*
+ * While @ctl is set on the calling thread, the calls this thread makes with
+ * QTFS_NO_DEADLINE can be interrupted through it (qt_call_interrupt(); the
+ * server then ends the request with EINTR).  NULL clears it.
+ */
+void qtfs_client_set_interrupt(struct qt_call_ctl *ctl);
 /* Fire-and-forget call on a slot (RELEASE): errors are ignored. */
 void qtfs_client_call_async(struct qtfs_client *cl, unsigned slot, uint64_t gen, struct qt_msg *req);
 

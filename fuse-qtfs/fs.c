@@ -1386,6 +1386,37 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	make_node(req, newparent, newname, to, m);
 }
 
+/*
+ * A DPU process blocked in the open, read or write of a relayed FIFO that
+ * gets a signal: the kernel sends INTERRUPT for its request, and the host
+ * ends the blocked system call with EINTR ("Interrupts" in server.c), so
+ * the process runs its handler as it would on a local FIFO.
+ * intr_begin() / intr_end() bracket the call; intr_end() comes before the
+ * reply (the request is gone after it), and after it no interrupt runs.
+ */
+static void on_interrupt(fuse_req_t req, void *data)
+{
+	qt_call_interrupt(data);
+}
+
+static struct qt_call_ctl *intr_begin(fuse_req_t req)
+{
+	struct qt_call_ctl *ctl = qt_call_ctl_new(QTFS_INTERRUPT);
+
+	qtfs_client_set_interrupt(ctl);
+	fuse_req_interrupt_func(req, on_interrupt, ctl);
+	return ctl;
+}
+
+static void intr_end(fuse_req_t req, struct qt_call_ctl *ctl)
+{
+	if (!ctl)
+		return;
+	fuse_req_interrupt_func(req, NULL, NULL);
+	qtfs_client_set_interrupt(NULL);
+	qt_call_ctl_unref(ctl);
+}
+
 static void set_open_flags(struct fuse_file_info *fi, bool pseudo)
 {
 	/* Close-to-open consistency: the host may have changed the file. */
@@ -1412,9 +1443,11 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	relay = node_is_relay(fs, ino);
 	/* Prefetched bytes land here first: the fh needs the reply's attributes. */
 	struct fh pre = {0};
+	struct qt_call_ctl *ctl = relay ? intr_begin(req) : NULL;
 
 	err = open_remote(fs, path, fi->flags, false, relay, &slot, &gen, &sh, &a,
 			  relay || (fi->flags & O_ACCMODE) != O_RDONLY ? NULL : &pre);
+	intr_end(req, ctl);
 	if (err < 0) {
 		g_free(pre.pre);
 		fuse_reply_err(req, -err);
@@ -1553,9 +1586,13 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct qt_rd r;
 	int err;
 
+	struct qt_call_ctl *ctl;
+
 	if (fh_of(fi)->pseudo && read_prefetched(req, fh_of(fi), size, off))
 		return;
+	ctl = fh_of(fi)->stream ? intr_begin(req) : NULL;
 	err = call_fh(FS(req), fh_of(fi), build_read, &c, &rep);
+	intr_end(req, ctl);
 
 	if (err == 0) {
 		qt_rd_init_msg(&r, rep);
@@ -1595,7 +1632,10 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	g_autoptr(qt_msg) rep = NULL;
 	uint32_t n = 0;
 	struct qt_rd r;
+	struct qt_call_ctl *ctl = fh_of(fi)->stream ? intr_begin(req) : NULL;
 	int err = call_fh(FS(req), fh_of(fi), build_write, &c, &rep);
+
+	intr_end(req, ctl);
 
 	if (err == 0) {
 		qt_rd_init_msg(&r, rep);

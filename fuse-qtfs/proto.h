@@ -55,7 +55,9 @@ enum qtfs_op {
 	QTFS_POLL = 0x011e,
 	QTFS_SETLK = 0x011f,
 	QTFS_GETLK = 0x0120,
-	QTFS_OP_MAX = 0x0121,
+	/* One-way, client to server: u64 id of a request to end early with EINTR. */
+	QTFS_INTERRUPT = 0x0121,
+	QTFS_OP_MAX = 0x0122,
 };
 
 /* Longest relative path a request may carry, and longest name component. */

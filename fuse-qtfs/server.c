@@ -54,6 +54,8 @@
 #include <linux/magic.h>
 #include <linux/openat2.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -121,6 +123,7 @@ struct session {
 	GHashTable *handles; /* u64 -> struct handle* */
 	uint64_t next_handle;
 	GHashTable *lock_owners; /* struct lock_owner* (key and value), see "File locks" */
+	GHashTable *blocked;	 /* request id -> struct blocked*, under lock: see "Interrupts" */
 };
 
 /* A POSIX lock owner's open file description of one host file. */
@@ -407,6 +410,7 @@ static void session_unref(struct session *sess)
 		return;
 	g_hash_table_destroy(sess->handles);
 	g_hash_table_destroy(sess->lock_owners);
+	g_hash_table_destroy(sess->blocked);
 	if (sess->root_fd >= 0)
 		close(sess->root_fd);
 	g_free(sess->root_path);
@@ -552,6 +556,149 @@ static bool is_device(mode_t mode)
  */
 #define DEFER (-100000)
 static __thread bool tl_blocking_ok;
+
+/*
+ * Interrupts.  A request on the blocking pool (a FIFO open, read or write,
+ * a POLL wait) may wait for as long as another process pleases; when the
+ * DPU process behind it gets a signal, the kernel tells the client, which
+ * sends QTFS_INTERRUPT with the request's id.  The worker running it is
+ * registered in sess->blocked; the interrupt marks it and sends it
+ * INTR_SIGNAL, whose handler does nothing and is installed without
+ * SA_RESTART, so the blocking system call returns EINTR and the operation
+ * answers EINTR instead of trying again (tl_interrupted()).  A signal that
+ * lands just before the worker enters the system call would be lost, so
+ * the loop sends it again every INTR_REPEAT_MS until the request is done.
+ */
+#define INTR_SIGNAL (SIGRTMIN + 1)
+#define INTR_REPEAT_MS 20
+
+struct blocked {
+	pthread_t thread;
+	gint interrupted; /* atomic */
+};
+
+static __thread struct blocked *tl_blocked;
+
+/* Whether the request this worker runs was interrupted: EINTR means stop. */
+static bool tl_interrupted(void)
+{
+	return tl_blocked && g_atomic_int_get(&tl_blocked->interrupted);
+}
+
+/* EINTR that is not ours (a stray signal) means try again. */
+static bool retry_eintr(ssize_t n)
+{
+	return n < 0 && errno == EINTR && !tl_interrupted();
+}
+
+static void intr_handler(int sig)
+{
+	(void)sig;
+}
+
+static void intr_sigset(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, INTR_SIGNAL);
+}
+
+/*
+ * Once per process, from the thread that will run the loop (every thread
+ * it starts inherits the mask): INTR_SIGNAL blocked except in a worker
+ * running a request that may be interrupted.
+ */
+static void intr_setup(void)
+{
+	static gsize done;
+	struct sigaction sa = {.sa_handler = intr_handler}; /* no SA_RESTART */
+	sigset_t set;
+
+	intr_sigset(&set);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	if (g_once_init_enter(&done)) {
+		sigemptyset(&sa.sa_mask);
+		sigaction(INTR_SIGNAL, &sa, NULL);
+		g_once_init_leave(&done, 1);
+	}
+}
+
+/* A blocking-pool worker takes request @id: interrupts may reach it from now on. */
+static void blocked_enter(struct session *sess, uint64_t id, struct blocked *b)
+{
+	uint64_t *key = g_new(uint64_t, 1);
+	sigset_t set;
+
+	*key = id;
+	b->thread = pthread_self();
+	b->interrupted = 0;
+	g_mutex_lock(&sess->lock);
+	g_hash_table_insert(sess->blocked, key, b);
+	g_mutex_unlock(&sess->lock);
+	tl_blocked = b;
+	intr_sigset(&set);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+}
+
+/* ... and is done with it: no signal is sent after this, and one still pending is dropped. */
+static void blocked_leave(struct session *sess, uint64_t id)
+{
+	const struct timespec zero = {0, 0};
+	sigset_t set;
+
+	intr_sigset(&set);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	g_mutex_lock(&sess->lock);
+	g_hash_table_remove(sess->blocked, &id);
+	g_mutex_unlock(&sess->lock);
+	while (sigtimedwait(&set, NULL, &zero) == INTR_SIGNAL)
+		;
+	tl_blocked = NULL;
+}
+
+/* Signal the worker of request @id if it is still on it; whether it was. */
+static bool intr_kick(struct session *sess, uint64_t id, bool mark)
+{
+	struct blocked *b;
+
+	g_mutex_lock(&sess->lock);
+	b = g_hash_table_lookup(sess->blocked, &id);
+	if (b && mark)
+		g_atomic_int_set(&b->interrupted, 1);
+	if (b && g_atomic_int_get(&b->interrupted))
+		pthread_kill(b->thread, INTR_SIGNAL);
+	g_mutex_unlock(&sess->lock);
+	return b != NULL;
+}
+
+struct intr_timer {
+	struct session *sess;
+	uint64_t id;
+};
+
+static void intr_again(void *arg)
+{
+	struct intr_timer *t = arg;
+
+	if (intr_kick(t->sess, t->id, false)) {
+		qt_timer_add(t->sess->srv->loop, INTR_REPEAT_MS, intr_again, t);
+		return;
+	}
+	session_unref(t->sess);
+	g_free(t);
+}
+
+/* QTFS_INTERRUPT for request @id (loop thread).  Unknown ids: done already, or never blocking. */
+static void interrupt_request(struct session *sess, uint64_t id)
+{
+	struct intr_timer *t;
+
+	if (!intr_kick(sess, id, true))
+		return;
+	t = g_new(struct intr_timer, 1);
+	t->sess = session_ref(sess);
+	t->id = id;
+	qt_timer_add(sess->srv->loop, INTR_REPEAT_MS, intr_again, t);
+}
 
 static int op_statfs(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 {
@@ -1223,7 +1370,7 @@ static int op_read(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		return -ENOMEM;
 	do
 		n = h->stream ? read(h->fd, p + 4, size) : pread(h->fd, p + 4, size, (off_t)off);
-	while (n < 0 && errno == EINTR);
+	while (retry_eintr(n));
 	if (n < 0)
 		return -errno;
 	/* Give back what the read did not fill, then write the length prefix. */
@@ -1276,7 +1423,7 @@ static int op_write(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		return DEFER;
 	do
 		n = h->stream ? write(h->fd, data, len) : pwrite(h->fd, data, len, (off_t)off);
-	while (n < 0 && errno == EINTR);
+	while (retry_eintr(n));
 	if (n < 0)
 		return -errno;
 	if ((flags & QTFS_WR_KILL_PRIV) && n > 0)
@@ -1930,7 +2077,7 @@ static int op_poll(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	pfd = (struct pollfd){.fd = h->fd, .events = (short)(events & 0xffff)};
 	do
 		n = poll(&pfd, 1, (int)MIN(wait_ms, POLL_WAIT_MAX_MS));
-	while (n < 0 && errno == EINTR);
+	while (retry_eintr(n));
 	if (n < 0)
 		return -errno;
 	qt_msg_put_u32(rep, n ? (uint32_t)(unsigned short)pfd.revents : 0);
@@ -2065,6 +2212,7 @@ static void run_job(gpointer data, gpointer user)
 	uint16_t type = qt_msg_type(j->req);
 	op_fn fn = type >= QTFS_MOUNT && type < QTFS_OP_MAX ? ops[type - QTFS_MOUNT] : NULL;
 	struct qt_msg *rep = qt_msg_new_reply(j->req, type);
+	struct blocked blk;
 	struct qt_rd r;
 	bool mounted;
 	int err;
@@ -2074,6 +2222,8 @@ static void run_job(gpointer data, gpointer user)
 	g_mutex_unlock(&sess->lock);
 
 	tl_blocking_ok = where == RUN_BLOCKING;
+	if (where == RUN_BLOCKING)
+		blocked_enter(sess, qt_msg_id(j->req), &blk);
 	qt_rd_init_msg(&r, j->req);
 	if (sess->refused)
 		err = -EACCES;
@@ -2085,6 +2235,8 @@ static void run_job(gpointer data, gpointer user)
 		err = -EROFS;
 	else
 		err = fn(sess, &r, rep);
+	if (where == RUN_BLOCKING)
+		blocked_leave(sess, qt_msg_id(j->req));
 	if (err == DEFER) {
 		/* Run it again where it may block (see tl_blocking_ok). */
 		qt_msg_free(rep);
@@ -2497,6 +2649,7 @@ static void srv_conn_ready(struct qt_conn *c, void *user)
 					      (GDestroyNotify)handle_unref);
 	sess->lock_owners = g_hash_table_new_full(lock_owner_hash, lock_owner_equal,
 						  lock_owner_free, NULL);
+	sess->blocked = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
 	srv->sessions++;
 	qt_conn_set_user(c, sess);
 	qt_info("peer %s (%s): connected", qt_conn_peer(c), qt_conn_peer_name(c));
@@ -2509,6 +2662,14 @@ static void srv_conn_request(struct qt_conn *c, struct qt_msg *m, void *user)
 
 	if (*(uint32_t *)user != TAG_SESS || !qt_msg_id(m)) {
 		/* Not ready (refused peer) or a one-way message: nothing to answer. */
+		if (*(uint32_t *)user == TAG_SESS && qt_msg_type(m) == QTFS_INTERRUPT) {
+			struct qt_rd r;
+			uint64_t id;
+
+			qt_rd_init_msg(&r, m);
+			if (qt_rd_u64(&r, &id) == 0 && qt_rd_end(&r) == 0)
+				interrupt_request(sess, id);
+		}
 		qt_msg_free(m);
 		return;
 	}
@@ -2587,6 +2748,7 @@ int qtfs_srv_new(struct qt_loop *l, const struct qtfs_srv_opts *o, struct qtfs_s
 		e->ro = o->exports[i].ro;
 		srv->n_exports++;
 	}
+	intr_setup();
 	srv->pool = g_thread_pool_new(run_job, GINT_TO_POINTER(RUN_POOL), (gint)(o->workers ? o->workers : 64),
 				      FALSE, &gerr);
 	if (srv->pool)

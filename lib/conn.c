@@ -284,19 +284,22 @@ struct sync_call {
 };
 
 /*
- * State of an interruptible call.  Every field but refs is touched on the
- * loop thread only (qt_call_interrupt() posts there), so the call's id, its
- * completion and a pending interrupt need no lock between them.
+ * State of an interruptible call.  @requested and @loop are atomics any
+ * thread may read; every other field is touched on the loop thread only
+ * (qt_call_interrupt() posts there), so the call's id, its completion and
+ * the interrupt need no lock between them.  A control may serve several
+ * calls in turn (a caller that retries on another connection): an
+ * interrupt asked for once applies to each of them.
  */
 struct qt_call_ctl {
 	gint refs; /* atomic: the caller, and each posted interrupt */
 	uint16_t type;
-	struct qt_conn *conn; /* set when the call starts; a reference */
-	uint64_t id;	      /* 0 until the call is issued */
-	bool done;	      /* the call completed (or never started) */
-	bool wanted;	      /* an interrupt came before the id */
-	bool sent;	      /* the peer was told (once is enough) */
-	gint early;	      /* atomic: an interrupt came before the call started */
+	gint requested;	      /* atomic: qt_call_interrupt() was called */
+	struct qt_loop *loop; /* atomic: set by the first call */
+	struct qt_conn *conn; /* the current call's connection; a reference */
+	uint64_t id;	      /* the current call's id, 0 before it is issued */
+	bool done;	      /* the current call completed */
+	bool sent;	      /* the peer was told about the current call */
 };
 
 struct qt_call_ctl *qt_call_ctl_new(uint16_t interrupt_type)
@@ -331,13 +334,9 @@ static void ctl_interrupt_on_loop(void *arg)
 {
 	struct qt_call_ctl *ctl = arg;
 
-	/* Sent already by sync_start() if the flag was up when the call started. */
-	if (!ctl->done && !ctl->sent) {
-		if (ctl->id)
-			ctl_send(ctl);
-		else
-			ctl->wanted = true;
-	}
+	/* Before the id is known, sync_start() sees the flag and sends. */
+	if (ctl->id && !ctl->done && !ctl->sent)
+		ctl_send(ctl);
 	qt_call_ctl_unref(ctl);
 }
 
@@ -347,14 +346,10 @@ void qt_call_interrupt(struct qt_call_ctl *ctl)
 
 	if (!ctl)
 		return;
-	/*
-	 * Before the call starts, the flag is enough: sync_start() reads it
-	 * after conn is set.  Once conn is set, the loop thread decides.
-	 */
-	g_atomic_int_set(&ctl->early, 1);
-	l = g_atomic_pointer_get(&ctl->conn) ? ctl->conn->loop : NULL;
+	g_atomic_int_set(&ctl->requested, 1);
+	l = g_atomic_pointer_get(&ctl->loop);
 	if (!l)
-		return;
+		return; /* no call yet: the flag is enough */
 	g_atomic_int_inc(&ctl->refs);
 	qt_loop_post(l, ctl_interrupt_on_loop, ctl);
 }
@@ -393,9 +388,18 @@ static void sync_start(void *arg)
 		return;
 	}
 	if (sc->ctl) {
-		sc->ctl->id = sc->conn->next_id;
-		if (sc->ctl->wanted || g_atomic_int_get(&sc->ctl->early))
-			ctl_send(sc->ctl);
+		struct qt_call_ctl *ctl = sc->ctl;
+
+		if (ctl->conn != sc->conn) {
+			if (ctl->conn)
+				qt_conn_unref(ctl->conn);
+			ctl->conn = qt_conn_ref(sc->conn);
+		}
+		ctl->id = sc->conn->next_id;
+		ctl->done = false;
+		ctl->sent = false;
+		if (g_atomic_int_get(&ctl->requested))
+			ctl_send(ctl);
 	}
 }
 
@@ -413,10 +417,8 @@ int qt_conn_call_sync_ctl(struct qt_conn *c, struct qt_msg *req, uint64_t timeou
 
 	/* Waiting on the loop's own thread would wait forever. */
 	g_assert(!qt_loop_in_thread(c->loop));
-	if (ctl) {
-		g_assert(!ctl->conn);
-		g_atomic_pointer_set(&ctl->conn, qt_conn_ref(c));
-	}
+	if (ctl)
+		g_atomic_pointer_compare_and_exchange(&ctl->loop, NULL, c->loop);
 	g_mutex_init(&sc.lock);
 	g_cond_init(&sc.cond);
 	qt_conn_ref(c);

@@ -173,6 +173,50 @@ print("before", before, "after", after, "data", os.read(fd, 10))
 PY
 check "poll on a relayed FIFO: idle, then woken by a host writer" \
 	grep -q "^before \[\] after \[(.*, 1)\] data b'x'" "$T/fpoll.out"
+# A signal to a DPU process blocked on a relayed FIFO interrupts the open,
+# and then the read, as on a local FIFO (the handler raises, so Python does
+# not restart the call).  Without that, both would wait for the host side.
+sleep 30 >"$T/exp/fifos/io" 2>/dev/null &
+holder=$!
+python3 - "$T/mnt/fifos/io" "$T/exp/fifos/io" "$holder" >"$T/fintr.out" 2>&1 <<'PY'
+import os, signal, sys, threading, time
+
+class Intr(Exception):
+    pass
+
+def handler(sig, frame):
+    raise Intr()
+
+signal.signal(signal.SIGUSR1, handler)
+signal.signal(signal.SIGALRM, lambda s, f: (print("timeout"), os._exit(1)))
+signal.alarm(10)
+main = threading.get_ident()
+
+def interrupt_after(secs):
+    threading.Timer(secs, lambda: signal.pthread_kill(main, signal.SIGUSR1)).start()
+
+def attempt(what, fn):
+    interrupt_after(0.5)
+    t = time.monotonic()
+    try:
+        fn()
+        print(what, "returned")
+    except Intr:
+        print(what, "interrupted", "fast" if time.monotonic() - t < 3 else "slow")
+
+# 1. the read: a host writer holds the FIFO open and writes nothing
+fd = os.open(sys.argv[1], os.O_RDONLY)
+attempt("read", lambda: os.read(fd, 10))
+os.close(fd)
+os.kill(int(sys.argv[3]), signal.SIGTERM)
+time.sleep(0.3)
+# 2. the open: no writer at all
+attempt("open", lambda: os.open(sys.argv[1], os.O_RDONLY))
+PY
+check "a signal interrupts a read blocked on a relayed FIFO" grep -qx "read interrupted fast" "$T/fintr.out"
+check "a signal interrupts an open blocked on a relayed FIFO" grep -qx "open interrupted fast" "$T/fintr.out"
+kill "$holder" 2>/dev/null
+check "the mount answers after the interrupts" timeout 3 ls "$T/mnt/fifos"
 # Blocking opens must not stall other requests: a reader waits on an empty FIFO
 # while the mount keeps answering.
 timeout 5 cat "$T/mnt/fifos/io" >/dev/null &
