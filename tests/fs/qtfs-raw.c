@@ -1196,10 +1196,32 @@ static void attacks_garbage(struct ctx *x)
 	struct qt_msg *m;
 
 	for (uint16_t op = QTFS_MOUNT; op < QTFS_OP_MAX; op++) {
+		/* INTERRUPT is a one-way message, not a request: as a call it is unknown. */
+		int want = op == QTFS_INTERRUPT ? ENOSYS : EBADMSG;
+
 		g_snprintf(what, sizeof(what), "%s with an empty payload", qtfs_op_name(op));
-		expect(x, what, build_raw(op, NULL, 0), EBADMSG);
+		expect(x, what, build_raw(op, NULL, 0), want);
 		g_snprintf(what, sizeof(what), "%s with 7 bytes of 0xff", qtfs_op_name(op));
-		expect(x, what, build_raw(op, ff, sizeof(ff)), EBADMSG);
+		expect(x, what, build_raw(op, ff, sizeof(ff)), want);
+	}
+	/* One-way INTERRUPTs, malformed or naming nothing that blocks: ignored. */
+	{
+		static const uint8_t id_ff[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+		const struct {
+			const void *p;
+			size_t n;
+		} intr[] = {{NULL, 0}, {ff, sizeof(ff)}, {id_ff, sizeof(id_ff)}, {big, 4096}};
+
+		for (size_t i = 0; i < G_N_ELEMENTS(intr); i++) {
+			m = build_raw(QTFS_INTERRUPT, intr[i].p, intr[i].n);
+			qt_msg_set_id(m, 0);
+			if (!x->s->closed)
+				qt_conn_send(x->s->conn, m);
+			else
+				qt_msg_free(m);
+		}
+		expect(x, "LOOKUP after malformed one-way INTERRUPTs (server alive)",
+		       build(QTFS_LOOKUP, bs(""), NULL), 0);
 	}
 	for (size_t i = 0; i < G_N_ELEMENTS(unknown); i++) {
 		g_snprintf(what, sizeof(what), "unknown op 0x%04x", unknown[i]);
