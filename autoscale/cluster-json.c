@@ -937,6 +937,59 @@ static int parse_list(struct jp *j, json_object *root, const char *key, GPtrArra
 	return 0;
 }
 
+/* One object of a kind, outside any snapshot: the daemon's cache entries. */
+static int parse_one(json_object *o, void *obj, parse_fn fn, char **msg)
+{
+	struct jp j = {g_string_new(NULL), NULL};
+	int r;
+
+	if (!o || json_object_get_type(o) != json_type_object)
+		r = jp_fail(&j, "not a JSON object");
+	else
+		r = fn(&j, o, obj);
+	if (r < 0)
+		*msg = g_steal_pointer(&j.err);
+	g_free(j.err);
+	g_string_free(j.path, TRUE);
+	return r;
+}
+
+int as_node_from_json(struct json_object *o, struct as_node **out, char **msg)
+{
+	struct as_node *n = as_node_new();
+	int r = parse_one(o, n, parse_node_v, msg);
+
+	if (r < 0)
+		as_node_free(n);
+	else
+		*out = n;
+	return r;
+}
+
+int as_pod_from_json(struct json_object *o, struct as_pod **out, char **msg)
+{
+	struct as_pod *p = as_pod_new();
+	int r = parse_one(o, p, parse_pod_v, msg);
+
+	if (r < 0)
+		as_pod_free(p);
+	else
+		*out = p;
+	return r;
+}
+
+int as_pdb_from_json(struct json_object *o, struct as_pdb **out, char **msg)
+{
+	struct as_pdb *p = as_pdb_new();
+	int r = parse_one(o, p, parse_pdb_v, msg);
+
+	if (r < 0)
+		as_pdb_free(p);
+	else
+		*out = p;
+	return r;
+}
+
 static int check_unique(struct jp *j, struct as_cluster *c)
 {
 	g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
