@@ -70,6 +70,7 @@ static const struct flag {
 	F("cordon-node-before-terminating", F_BOOL, cordon_node_before_terminating),
 	F("max-bulk-soft-taint-count", F_INT, max_bulk_soft_taint_count),
 	F("node-deletion-delay-timeout", F_DUR, node_deletion_delay_timeout),
+	F("v", F_INT, v),
 #undef F
 };
 
@@ -92,6 +93,7 @@ void as_daemon_args_init(struct as_daemon_args *a)
 	a->cordon_node_before_terminating = true;
 	a->max_bulk_soft_taint_count = 10;
 	a->node_deletion_delay_timeout = 2 * 60000;
+	a->v = 1;
 }
 
 void as_daemon_args_clear(struct as_daemon_args *a)
@@ -664,9 +666,15 @@ static void log_decision(struct daemon *dm, const struct as_cluster *c, const st
 		"%u groups, status %s, scale-down %s",
 		c->nodes->len, d->ready, d->unready, d->not_started, d->unregistered, c->pods->len,
 		c->groups->len, d->status, d->scale_down_status);
-	for (guint i = 0; i < d->schedulable.n; i++)
-		qt_info("pod \"%s\" fits on \"%s\": no scale-up needed", d->schedulable.v[i].key,
-			d->schedulable.v[i].value);
+	for (guint i = 0; i < d->schedulable.n; i++) {
+		const char *where = d->schedulable.v[i].value;
+
+		if (g_str_has_prefix(where, "new:"))
+			qt_info("pod \"%s\" goes to upcoming node %s", d->schedulable.v[i].key, where);
+		else
+			qt_info("pod \"%s\" fits on node \"%s\": no scale-up needed",
+				d->schedulable.v[i].key, where);
+	}
 	for (guint i = 0; i < d->unhelped.n; i++)
 		qt_notice("pod \"%s\" does not trigger a scale-up: %s", d->unhelped.v[i].key,
 			  d->unhelped.v[i].value);
@@ -1187,10 +1195,10 @@ static int loop_once(struct daemon *dm, bool first)
 		not_triggered_events(dm, d, now);
 		observe(&dm->m, FN_UP, secs_since(t));
 		t = g_get_monotonic_time();
+		soft_taints(dm, c, d, now);
 		for (guint i = 0; i < d->scale_down_nodes->len; i++)
 			start_deletion(dm, c, d->scale_down_nodes->pdata[i], now);
 		progress_deletions(dm, c, now);
-		soft_taints(dm, c, d, now);
 		observe(&dm->m, FN_DOWN, secs_since(t));
 		if (dm->a->write_status_configmap) {
 			g_autofree char *st = status_text(dm, c, d, now), *m = NULL;
@@ -1242,6 +1250,7 @@ int as_daemon_run(const struct as_daemon_args *a, const struct as_options *o)
 	bool leader = !a->leader_elect, first = true;
 	int ret = 1;
 
+	qt_log_set_level(a->v >= 4 ? QT_LOG_DEBUG : a->v >= 1 ? QT_LOG_INFO : QT_LOG_NOTICE);
 	if (!a->cloud_provider || strcmp(a->cloud_provider, "yusur") != 0) {
 		qt_err("--cloud-provider: \"%s\" is not supported (only yusur)",
 		       a->cloud_provider ? a->cloud_provider : "");

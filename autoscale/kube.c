@@ -1018,6 +1018,17 @@ static gpointer watch_thread(gpointer ud)
 
 		if (!w->rv) {
 			r = list_all(w, &m);
+			if (r == -ENOENT) {
+				/* The server does not serve this kind: an empty cache, look again later. */
+				qt_debug("list %s: %s", kinds[w->kind].name, m);
+				g_mutex_lock(&k->lock);
+				g_hash_table_remove_all(w->objs);
+				w->synced = true;
+				g_mutex_unlock(&k->lock);
+				if (!nap(k, 60000))
+					break;
+				continue;
+			}
 			if (r < 0) {
 				qt_debug("list %s: %s", kinds[w->kind].name, m);
 				count(k, &k->watch_errors);

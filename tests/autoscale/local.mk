@@ -51,6 +51,11 @@ TESTS += tests/autoscale/test-scenarios.sh tests/autoscale/test-once-cli.sh
 EXTRA_DIST += tests/autoscale/test-scenarios.sh tests/autoscale/test-once-cli.sh \
 	tests/autoscale/check-decision.py tests/autoscale/scenarios
 
+# `autoscale run` end to end: fake API server + bm-api + bm-controller +
+# fake bm-handlers whose power-on registers a Node (register-node.py).
+TESTS += tests/autoscale/test-daemon-e2e.py
+EXTRA_DIST += tests/autoscale/test-daemon-e2e.py tests/autoscale/register-node.py
+
 # The autoscaler core on 1,000 and 5,000-node synthetic clusters; the script
 # compiles its own -O2 copy of the core, so any configuration works.
 EXTRA_DIST += tests/bench/bench-autoscale.sh tests/bench/bench-autoscale.c

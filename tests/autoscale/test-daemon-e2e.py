@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+#
+# End to end (issue 9): the fake Kubernetes API server (tests/kube), bm-api,
+# bm-controller, two fake bm-handlers whose power-on registers a Node after a
+# delay (register-node.py), and `autoscale run` with short intervals.
+#
+# Pools: "a" = 4 machines of 2 cpu / 4Gi, "b" = 2 machines of 8 cpu / 32Gi.
+# 1. 8 pending pods of 1 cpu / 1Gi.  Hand-computed least-waste: a needs 4
+#    nodes (cpu waste 0, memory (16-8)/16 = 0.5, score 0.5); b needs 1 node
+#    (cpu 0, memory (32-8)/32 = 0.75, score 0.75) -> a +4.  The 4 nodes join
+#    and all 8 pods are bound.
+# 2. Scale-down with blockers: node 1 runs a kube-system pod, node 2 a
+#    safe-to-evict "false" pod, node 3 is annotated scale-down-disabled (all
+#    three 1.5 of 2 cpu, under the 0.9 threshold), node 4 runs one 0.5 cpu
+#    pod that fits elsewhere -> node 4 is tainted, drained (eviction),
+#    deleted, and its machine is available again; nodes 1-3 stay.
+# 3. Provisioning failure: pool a's handler fails every power-on; a 1.5 cpu
+#    pod prefers a (score 0.25+0.75=1.0 against b's 0.81+0.97) -> a +1
+#    fails -> a backs off -> b +1, and the pod runs on the b node.
+# 4. The API server restarts; the daemon carries on: the pod is deleted, the
+#    b node goes and its machine is available again.
+# Also: /metrics and /healthz, events, the status ConfigMap, the Lease, and
+# a clean exit on SIGTERM (ASan checks leaks there).
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+SRC = os.environ.get("top_srcdir", os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(SRC, "tests", "kube"))
+sys.path.insert(0, os.path.join(SRC, "tests", "bm"))
+from kubefake import FakeKube  # noqa: E402
+import bmenv  # noqa: E402
+from bmenv import check, free_port  # noqa: E402
+
+POOLS = {"a": {"cpu": "2", "memory": "4Gi", "labels": {"class": "small"}},
+         "b": {"cpu": "8", "memory": "32Gi", "labels": {"class": "big"}}}
+
+
+def step(msg):
+    print("--", msg, flush=True)
+
+
+def main():
+    env = bmenv.Env("as-e2e")
+    kube = FakeKube(tls=True, token="kube-token-0123456789", name="as-e2e")
+    auto = None
+    try:
+        auto = run(env, kube)
+    except Exception:
+        for name in ("autoscale.log", "handler_a.log", "handler_b.log", "controller.log"):
+            p = os.path.join(env.dir, name)
+            if os.path.exists(p):
+                with open(p) as f:
+                    sys.stderr.write("==== %s (tail)\n%s\n" % (name, "".join(f.readlines()[-60:])))
+        raise
+    finally:
+        if auto and auto.poll() is None:
+            auto.kill()
+            auto.wait()
+        kube.close()
+    return 0
+
+
+def run(env, kube):
+    d = env.dir
+    pools_file = os.path.join(d, "pools.json")
+    with open(pools_file, "w") as f:
+        json.dump(POOLS, f)
+    os.environ.update({"KUBE_URL": kube.url, "KUBE_TOKEN": kube.token,
+                       "KUBE_CA": os.path.join(kube.dir, "tls", "ca.crt"),
+                       "REGISTER_POOLS": pools_file, "REGISTER_DELAY": "0.5"})
+    on_boot = "%s %s" % (sys.executable, os.path.join(SRC, "tests", "autoscale", "register-node.py"))
+    env.start_handler("handler_a", ["--on-boot", on_boot])
+    env.start_handler("handler_b", ["--on-boot", on_boot])
+    env.start_api()
+    env.start_controller(check=False)
+    for i in range(1, 5):
+        env.enroll("ma%d" % i, model="small", cpu=2, handler_key="handler_a")
+    for i in range(1, 3):
+        env.enroll("mb%d" % i, model="big", cpu=8, handler_key="handler_b")
+    for name, p in POOLS.items():
+        s, o = env.api("POST", "/v1/pools", {
+            "name": name, "match": {"model": "small" if name == "a" else "big"},
+            "template": {"cpu": p["cpu"], "memory": p["memory"], "labels": p["labels"],
+                         "min_size": 0, "max_size": 10}})
+        check(s == 201, "pool %s: %s %s" % (name, s, o))
+    for m in ("ma1", "ma2", "ma3", "ma4", "mb1", "mb2"):
+        env.wait_state(m, "available")
+
+    user_data = os.path.join(d, "user-data.tmpl")
+    with open(user_data, "w") as f:
+        f.write('{"provider_id": "${PROVIDER_ID}", "pool": "${POOL}", "token": "${JOIN_TOKEN}"}\n')
+    with open(os.path.join(d, "join-token"), "w") as f:
+        f.write("join-secret\n")
+    cloud = os.path.join(d, "cloud.conf")
+    with open(cloud, "w") as f:
+        f.write("[yusur]\nurl = %s\ntoken_file = token\nimage = worker-1\ndisk_gb = 10\n"
+                "user_data = user-data.tmpl\njoin_token_file = join-token\n" % env.api_url)
+    port = free_port()
+    metrics_url = "http://127.0.0.1:%d" % port
+    log = open(os.path.join(d, "autoscale.log"), "ab")
+    auto = subprocess.Popen(
+        [os.path.join(bmenv.builddir(), "autoscale", "autoscale"), "run",
+         "--kubeconfig", kube.kubeconfig, "--cloud-provider=yusur", "--cloud-config", cloud,
+         "--address", "127.0.0.1:%d" % port, "--scan-interval=1s",
+         "--scale-down-unneeded-time=3s", "--scale-down-delay-after-add=0s",
+         "--scale-down-delay-after-failure=0s", "--scale-down-utilization-threshold=0.9",
+         "--max-graceful-termination-sec=5", "--leader-elect"],
+        stdout=log, stderr=subprocess.STDOUT, cwd=d)
+    env.wait_http(metrics_url + "/healthz")
+
+    def nodes():
+        s, o = kube.get("/api/v1/nodes")
+        return {n["metadata"]["name"]: n for n in o["items"]}
+
+    def pods(ns="default"):
+        s, o = kube.get("/api/v1/namespaces/%s/pods" % ns)
+        return {p["metadata"]["name"]: p for p in o["items"]}
+
+    def machine_state(m):
+        return env.machine(m)["state"]
+
+    def alive():
+        check(auto.poll() is None, "autoscale exited with %s" % auto.returncode)
+
+    def wait(cond, what, timeout=60):
+        end = time.time() + timeout
+        while time.time() < end:
+            alive()
+            v = cond()
+            if v:
+                return v
+            time.sleep(0.2)
+        raise bmenv.Failure("timed out waiting for " + what)
+
+    for ns, rs in (("default", "web"), ("kube-system", "sys")):
+        kube.must(201, "POST", "/apis/apps/v1/namespaces/%s/replicasets" % ns, {
+            "apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": rs, "namespace": ns},
+            "spec": {"replicas": 0, "selector": {"matchLabels": {"app": rs}},
+                     "template": {"metadata": {"labels": {"app": rs}},
+                                  "spec": {"containers": [{"name": "c", "image": "x"}]}}}})
+
+    step("1: 8 pending pods -> pool a +4")
+    for i in range(8):
+        kube.add_pod("web-%d" % i, cpu="1", memory="1Gi", labels={"app": "web"},
+                     owner=("ReplicaSet", "web"))
+    wait(lambda: len(nodes()) == 4, "4 nodes to join", 90)
+    ns = nodes()
+    for name, n in ns.items():
+        check(n["spec"]["providerID"].startswith("yusur://a/a-"),
+              "node %s providerID %s" % (name, n["spec"]["providerID"]))
+        check(name.startswith("ma"), "node %s is not a pool a machine" % name)
+    wait(lambda: all(p["spec"].get("nodeName") for p in pods().values()), "the 8 pods to be bound")
+    s, inst = env.api("GET", "/v1/instances")
+    check(sorted(i["pool"] for i in inst["items"]) == ["a"] * 4, "instances: %s" % inst)
+    s, evs = kube.get("/api/v1/namespaces/default/events")
+    reasons = [e["reason"] for e in evs["items"]]
+    check("TriggeredScaleUp" in reasons, "no TriggeredScaleUp event: %s" % reasons)
+    with urllib.request.urlopen(metrics_url + "/metrics") as r:
+        text = r.read().decode()
+    check(re.search(r"^cluster_autoscaler_scaled_up_nodes_total 4$", text, re.M),
+          "metrics: scaled_up_nodes_total is not 4")
+    check(re.search(r'^cluster_autoscaler_node_group_max_count\{node_group="a"\} 4$', text, re.M),
+          "metrics: group a's max is not 4 (free machines)")
+
+    step("2: scale-down; a kube-system pod, a safe-to-evict=false pod and a disabled node stay")
+    n1, n2, n3, n4 = sorted(ns)
+    disabled = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+    for n in (n1, n2, n3, n4):
+        kube.must(200, "PATCH", "/api/v1/nodes/" + n,
+                  {"metadata": {"annotations": {disabled: "true"}}},
+                  "application/merge-patch+json")
+    for name in pods():
+        kube.delete("/api/v1/namespaces/default/pods/" + name)
+    wait(lambda: not pods(), "the web pods to go")
+    kube.add_pod("sys-0", namespace="kube-system", cpu="1500m", memory="1Gi", node=n1,
+                 labels={"app": "sys"}, owner=("ReplicaSet", "sys"))
+    kube.add_pod("pinned", cpu="1500m", memory="1Gi", node=n2, labels={"app": "web"},
+                 owner=("ReplicaSet", "web"),
+                 annotations={"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"})
+    kube.add_pod("keep", cpu="1500m", memory="1Gi", node=n3, labels={"app": "web"},
+                 owner=("ReplicaSet", "web"))
+    kube.add_pod("mover", cpu="500m", memory="512Mi", node=n4, labels={"app": "web"},
+                 owner=("ReplicaSet", "web"))
+    for n in (n1, n2, n4):
+        kube.must(200, "PATCH", "/api/v1/nodes/" + n,
+                  {"metadata": {"annotations": {disabled: None}}},
+                  "application/merge-patch+json")
+    wait(lambda: n4 not in nodes(), "node %s to be removed" % n4, 60)
+    wait(lambda: machine_state(n4) == "available", "machine %s to be available again" % n4, 60)
+    check("mover" not in pods(), "the mover pod was not evicted")
+    s, evs = kube.get("/api/v1/namespaces/default/events")
+    check(any(e["reason"] == "ScaleDown" and e["involvedObject"]["name"] == n4 for e in evs["items"]),
+          "no ScaleDown event on %s" % n4)
+    time.sleep(5)  # > unneeded time + 1 loop: the blocked nodes had every chance to go
+    ns = nodes()
+    for n in (n1, n2, n3):
+        check(n in ns, "node %s was removed despite its blocker" % n)
+        taints = [t["key"] for t in ns[n]["spec"].get("taints", [])]
+        check("ToBeDeletedByClusterAutoscaler" not in taints, "node %s tainted: %s" % (n, taints))
+    s, cm = kube.get("/api/v1/namespaces/kube-system/configmaps/cluster-autoscaler-status")
+    check(s == 200 and "Cluster-wide" in cm["data"]["status"], "status ConfigMap: %s %s" % (s, cm))
+    s, lease = kube.get("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/cluster-autoscaler")
+    check(s == 200 and lease["spec"]["holderIdentity"], "lease: %s %s" % (s, lease))
+
+    step("3: provisioning in pool a fails -> a backs off -> pool b is used")
+    s, o = env.handler("PUT", "/v1/fake", {"faults": {"power_on": {"count": -1}}}, key="handler_a")
+    check(s == 200, "fault injection: %s %s" % (s, o))
+    kube.add_pod("big-0", cpu="1500m", memory="1Gi", labels={"app": "web"},
+                 owner=("ReplicaSet", "web"))
+
+    def bound_b():
+        p = pods().get("big-0")
+        n = p and p["spec"].get("nodeName")
+        return n and nodes().get(n, {}).get("spec", {}).get("providerID", "").startswith("yusur://b/") and n
+    bnode = wait(bound_b, "big-0 to run on a pool b node", 90)
+    with open(os.path.join(d, "autoscale.log")) as f:
+        logtext = f.read()
+    check(re.search(r'group "a" backed off', logtext), "no backoff of group a in the log")
+    check(re.search(r'scale-up: group "a" \+1', logtext), "group a was not tried first")
+    env.handler("PUT", "/v1/fake", {"faults": {}}, key="handler_a")
+
+    step("4: the API server restarts; the daemon carries on")
+    kube.restart(down_seconds=1.0)
+    kube.delete("/api/v1/namespaces/default/pods/big-0")
+    wait(lambda: bnode not in nodes(), "node %s to be removed after the restart" % bnode, 60)
+    wait(lambda: machine_state(bnode) == "available", "machine %s available" % bnode, 60)
+    with urllib.request.urlopen(metrics_url + "/healthz") as r:
+        check(r.status == 200, "healthz %s" % r.status)
+    with urllib.request.urlopen(metrics_url + "/metrics") as r:
+        text = r.read().decode()
+    check(re.search(r'^cluster_autoscaler_scaled_down_nodes_total\{reason="underutilized"\} 1$', text, re.M),
+          "metrics: one underutilized scale-down expected")
+    check(re.search(r'^cluster_autoscaler_scaled_down_nodes_total\{reason="empty"\} 1$', text, re.M),
+          "metrics: one empty scale-down expected")
+
+    auto.send_signal(signal.SIGTERM)
+    rc = auto.wait(30)
+    check(rc == 0, "autoscale exited with %s on SIGTERM" % rc)
+    return auto
+
+
+if __name__ == "__main__":
+    sys.exit(main())
