@@ -1010,7 +1010,7 @@ static gpointer watch_thread(gpointer ud)
 {
 	struct watcher *w = ud;
 	struct as_kube *k = w->k;
-	int64_t backoff = 250;
+	int64_t backoff = 250, started;
 
 	while (!stopping(k)) {
 		g_autofree char *m = NULL;
@@ -1041,7 +1041,11 @@ static gpointer watch_thread(gpointer ud)
 			backoff = 250;
 		}
 		w->relist = false;
+		started = g_get_monotonic_time();
 		r = watch_once(w, &m);
+		/* A server that ends watches at once must not make this a busy loop. */
+		if (r == 0 && g_get_monotonic_time() - started < G_USEC_PER_SEC && !nap(k, 1000))
+			break;
 		if (r == 0)
 			continue;
 		if (r == -ECANCELED)

@@ -237,10 +237,11 @@ def run(env, kube):
         check(r.status == 200, "healthz %s" % r.status)
     with urllib.request.urlopen(metrics_url + "/metrics") as r:
         text = r.read().decode()
-    check(re.search(r'^cluster_autoscaler_scaled_down_nodes_total\{reason="underutilized"\} 1$', text, re.M),
-          "metrics: one underutilized scale-down expected")
-    check(re.search(r'^cluster_autoscaler_scaled_down_nodes_total\{reason="empty"\} 1$', text, re.M),
-          "metrics: one empty scale-down expected")
+    # ma4 was drained; the b node is empty or still had big-0 terminating.
+    downs = sum(int(v) for v in re.findall(
+        r'^cluster_autoscaler_scaled_down_nodes_total\{reason="(?:empty|underutilized)"\} (\d+)$',
+        text, re.M))
+    check(downs == 2, "metrics: %d scale-downs, expected 2" % downs)
 
     auto.send_signal(signal.SIGTERM)
     rc = auto.wait(30)
