@@ -378,23 +378,6 @@ static bool sleep_ms(int64_t ms)
 	return !stop_signal;
 }
 
-static json_object *jget(json_object *o, const char *key)
-{
-	json_object *v = NULL;
-
-	return o && json_object_is_type(o, json_type_object) &&
-			       json_object_object_get_ex(o, key, &v)
-		       ? v
-		       : NULL;
-}
-
-static const char *jstr(json_object *o, const char *key)
-{
-	json_object *v = jget(o, key);
-
-	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
-
 static const char *uid_of(struct daemon *dm, const char *kind, const char *key)
 {
 	g_autofree char *k = g_strdup_printf("%s/%s", kind, key);
@@ -460,9 +443,9 @@ static void index_uids(struct daemon *dm)
 	g_hash_table_remove_all(dm->uids);
 	for (int k = 0; k < AS_KUBE_N_KINDS; k++) {
 		for (guint i = 0; i < dm->objs[k]->len; i++) {
-			json_object *meta = jget(dm->objs[k]->pdata[i], "metadata");
-			const char *ns = jstr(meta, "namespace"), *name = jstr(meta, "name");
-			const char *uid = jstr(meta, "uid");
+			json_object *meta = as_json_member(dm->objs[k]->pdata[i], "metadata");
+			const char *ns = as_json_string(meta, "namespace"), *name = as_json_string(meta, "name");
+			const char *uid = as_json_string(meta, "uid");
 
 			if (!name)
 				continue;
@@ -607,7 +590,6 @@ static void keep_state(struct daemon *dm, const struct as_decision *d)
 static void backoff_group(struct daemon *dm, const char *id, int64_t now)
 {
 	struct group_state *st = g_hash_table_lookup(dm->groups, id);
-	int64_t dur = dm->o->initial_node_group_backoff_duration;
 
 	if (!st) {
 		struct group_state z = {AS_TIME_NEVER, AS_TIME_NEVER, 0, AS_TIME_NEVER};
@@ -615,13 +597,7 @@ static void backoff_group(struct daemon *dm, const char *id, int64_t now)
 		st = g_memdup2(&z, sizeof(z));
 		g_hash_table_replace(dm->groups, g_strdup(id), st);
 	}
-	if (st->last_failure != AS_TIME_NEVER &&
-	    now - st->last_failure < dm->o->node_group_backoff_reset_timeout &&
-	    st->backoff_duration > 0)
-		dur = MIN(st->backoff_duration * 2, dm->o->max_node_group_backoff_duration);
-	st->backoff_duration = dur;
-	st->backoff_until = now + dur;
-	st->last_failure = now;
+	as_group_backoff(dm->o, now, &st->backoff_duration, &st->backoff_until, &st->last_failure);
 	st->scale_up_time = AS_TIME_NEVER;
 }
 
@@ -797,34 +773,13 @@ static void not_triggered_events(struct daemon *dm, const struct as_decision *d,
 static void delete_failed_instances(struct daemon *dm, const struct as_cluster *c,
 				    const struct as_decision *d)
 {
-	for (guint k = 0; k < d->delete_instances->len; k++) {
-		const char *id = d->delete_instances->pdata[k];
-		struct as_node stand_in = {.name = (char *)id, .provider_id = (char *)id};
-		const struct as_node *one[] = {&stand_in};
-		struct as_node_group_if *gi = NULL;
+	g_autofree char *m = NULL;
+	const char *why;
 
-		for (guint g = 0; g < c->groups->len && !gi; g++) {
-			const struct as_node_group *grp = c->groups->pdata[g];
-
-			for (guint i = 0; i < grp->n_instances; i++)
-				if (strcmp(grp->instances[i].id, id) == 0)
-					gi = group_if(dm, grp->id);
-		}
-		if (gi && gi->ops->delete_nodes(gi, one, 1) < 0) {
-			qt_err("deleting instance \"%s\": %s", id, as_yusur_last_error(dm->prov));
-			bump(&dm->m, &dm->m.errors_cloud);
-		}
-	}
-	for (guint g = 0; g < d->groups->len; g++) {
-		const struct as_group_state *gs = &g_array_index(d->groups, struct as_group_state, g);
-		struct as_node_group_if *gi;
-
-		if (gs->decrease_target <= 0)
-			continue;
-		gi = group_if(dm, gs->id);
-		if (gi && gi->ops->decrease_target_size(gi, -gs->decrease_target) < 0)
-			qt_warn("DecreaseTargetSize(-%d) on group \"%s\": %s", gs->decrease_target,
-				gs->id, as_yusur_last_error(dm->prov));
+	if (as_decision_apply_cleanup(d, c, dm->prov, &m) < 0) {
+		why = as_yusur_last_error(dm->prov);
+		qt_err("%s: %s", m, why ? why : "");
+		bump(&dm->m, &dm->m.errors_cloud);
 	}
 }
 

@@ -21,6 +21,8 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "cluster-json.h"
+#include "httpd.h"
 #include "kube.h"
 #include "log.h"
 
@@ -34,25 +36,9 @@ static void put_obj(gpointer o)
 	json_object_put(o);
 }
 
-static json_object *jget(json_object *o, const char *key)
-{
-	json_object *v = NULL;
-
-	if (!o || !json_object_is_type(o, json_type_object))
-		return NULL;
-	return json_object_object_get_ex(o, key, &v) ? v : NULL;
-}
-
-static const char *jstr(json_object *o, const char *key)
-{
-	json_object *v = jget(o, key);
-
-	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
-
 static json_object *jobj(json_object *o, const char *key)
 {
-	json_object *v = jget(o, key);
+	json_object *v = as_json_member(o, key);
 
 	return v && json_object_is_type(v, json_type_object) ? v : NULL;
 }
@@ -182,13 +168,13 @@ static int parse_yaml(const char *buf, size_t len, json_object **out, char **msg
 /* The entry of list @key whose "name" is @name, its member @inner. */
 static json_object *named(json_object *root, const char *key, const char *name, const char *inner)
 {
-	json_object *a = jget(root, key);
+	json_object *a = as_json_member(root, key);
 
 	if (!a || !json_object_is_type(a, json_type_array))
 		return NULL;
 	for (size_t i = 0; i < json_object_array_length(a); i++) {
 		json_object *e = json_object_array_get_idx(a, i);
-		const char *n = jstr(e, "name");
+		const char *n = as_json_string(e, "name");
 
 		if (n && strcmp(n, name) == 0)
 			return jobj(e, inner);
@@ -240,11 +226,11 @@ static int data_file(struct as_kube_config *c, const char *field, const char *da
 static int file_or_data(struct as_kube_config *c, json_object *o, const char *fkey,
 			const char *dkey, const char *dir, char **out, char **msg)
 {
-	const char *data = jstr(o, dkey);
+	const char *data = as_json_string(o, dkey);
 
 	if (data && *data)
 		return data_file(c, dkey, data, out, msg);
-	*out = resolve(dir, jstr(o, fkey));
+	*out = resolve(dir, as_json_string(o, fkey));
 	return 0;
 }
 
@@ -261,7 +247,7 @@ int as_kube_config_parse(const char *buf, size_t len, const char *dir, const cha
 		*msg = g_steal_pointer(&m);
 		return r;
 	}
-	cname = context ? context : jstr(root, "current-context");
+	cname = context ? context : as_json_string(root, "current-context");
 	r = -EINVAL;
 	if (!cname || !*cname) {
 		*msg = g_strdup("no current-context and no --context given");
@@ -272,15 +258,15 @@ int as_kube_config_parse(const char *buf, size_t len, const char *dir, const cha
 		*msg = g_strdup_printf("context \"%s\" not found", cname);
 		goto cleanup;
 	}
-	cl = jstr(ctx, "cluster");
-	un = jstr(ctx, "user");
+	cl = as_json_string(ctx, "cluster");
+	un = as_json_string(ctx, "user");
 	cluster = cl ? named(root, "clusters", cl, "cluster") : NULL;
 	if (!cluster) {
 		*msg = g_strdup_printf("context \"%s\": cluster \"%s\" not found", cname,
 				       cl ? cl : "");
 		goto cleanup;
 	}
-	server = jstr(cluster, "server");
+	server = as_json_string(cluster, "server");
 	if (!server || !(g_str_has_prefix(server, "https://") ||
 			 g_str_has_prefix(server, "http://"))) {
 		*msg = g_strdup_printf("cluster \"%s\": server \"%s\" is not an http(s) URL", cl,
@@ -290,7 +276,7 @@ int as_kube_config_parse(const char *buf, size_t len, const char *dir, const cha
 	c->server = g_strdup(server);
 	while (g_str_has_suffix(c->server, "/"))
 		c->server[strlen(c->server) - 1] = '\0';
-	insecure = jstr(cluster, "insecure-skip-tls-verify");
+	insecure = as_json_string(cluster, "insecure-skip-tls-verify");
 	c->insecure = insecure && strcmp(insecure, "true") == 0;
 	if ((r = file_or_data(c, cluster, "certificate-authority", "certificate-authority-data",
 			      dir, &c->ca_file, msg)) < 0)
@@ -313,11 +299,11 @@ int as_kube_config_parse(const char *buf, size_t len, const char *dir, const cha
 			r = -EINVAL;
 			goto cleanup;
 		}
-		tok = jstr(user, "token");
+		tok = as_json_string(user, "token");
 		if (tok && *tok)
 			c->token = g_strdup(tok);
-		c->token_file = resolve(dir, jstr(user, "tokenFile"));
-		if (jget(user, "exec") || jget(user, "auth-provider")) {
+		c->token_file = resolve(dir, as_json_string(user, "tokenFile"));
+		if (as_json_member(user, "exec") || as_json_member(user, "auth-provider")) {
 			*msg = g_strdup_printf("user \"%s\": exec and auth-provider credentials are "
 					       "not supported; use a token or a client certificate",
 					       un);
@@ -422,7 +408,7 @@ static void watch_line(const char *s, size_t len, as_watch_fn fn, void *ud)
 		fn(ud, NULL, NULL, e);
 		return;
 	}
-	type = jstr(ev, "type");
+	type = as_json_string(ev, "type");
 	obj = jobj(ev, "object");
 	if (!type || !obj)
 		fn(ud, NULL, NULL, "watch event without a type or an object");
@@ -561,66 +547,33 @@ void as_kube_set_timeouts(struct as_kube *k, long request_ms, long watch_s)
 
 int as_kube_status_errno(long status)
 {
-	if (status >= 200 && status < 300)
-		return 0;
+	/* What Kubernetes gives a meaning of its own; the rest as bm maps it. */
 	switch (status) {
-	case 400:
-	case 422:
-		return -EINVAL;
-	case 401:
-	case 403:
-		return -EACCES;
-	case 404:
-		return -ENOENT;
 	case 405:
 		return -ENOTSUP;
-	case 409:
-		return -EBUSY;
 	case 410:
 		return -ESTALE;
-	case 413:
-		return -E2BIG;
 	case 429:
-		return -EAGAIN;
 	case 500:
 	case 502:
-	case 503:
 		return -EAGAIN;
-	case 504:
-		return -ETIMEDOUT;
 	default:
-		return -EIO;
+		return bm_http_status_errno(status);
 	}
 }
 
 static int curl_errno(CURLcode cc)
 {
 	switch (cc) {
-	case CURLE_OK:
-		return 0;
-	case CURLE_OPERATION_TIMEDOUT:
-		return -ETIMEDOUT;
-	case CURLE_COULDNT_CONNECT:
-		return -ECONNREFUSED;
-	case CURLE_COULDNT_RESOLVE_HOST:
-		return -EHOSTUNREACH;
-	case CURLE_OUT_OF_MEMORY:
-		return -ENOMEM;
-	case CURLE_WRITE_ERROR:
-	case CURLE_FILESIZE_EXCEEDED:
-		return -E2BIG;
 	case CURLE_ABORTED_BY_CALLBACK:
 		return -ECANCELED;
-	case CURLE_URL_MALFORMAT:
-	case CURLE_UNSUPPORTED_PROTOCOL:
-		return -EINVAL;
 	case CURLE_PEER_FAILED_VERIFICATION:
 	case CURLE_SSL_CERTPROBLEM:
 	case CURLE_SSL_CACERT_BADFILE:
 	case CURLE_SSL_CONNECT_ERROR:
 		return -EPROTO;
 	default:
-		return -EIO;
+		return bm_curl_errno((int)cc);
 	}
 }
 
@@ -803,7 +756,7 @@ int as_kube_request(struct as_kube *k, const char *method, const char *path, jso
 /* The message of a Status answer, or the HTTP code. */
 static char *status_message(const char *what, long st, json_object *o)
 {
-	const char *m = jstr(o, "message");
+	const char *m = as_json_string(o, "message");
 
 	return g_strdup_printf("%s: HTTP %ld%s%s", what, st, m ? ": " : "", m ? m : "");
 }
@@ -813,7 +766,7 @@ static char *status_message(const char *what, long st, json_object *o)
 static char *obj_key(json_object *o)
 {
 	json_object *meta = jobj(o, "metadata");
-	const char *ns = jstr(meta, "namespace"), *name = jstr(meta, "name");
+	const char *ns = as_json_string(meta, "namespace"), *name = as_json_string(meta, "name");
 
 	if (!name)
 		return NULL;
@@ -855,7 +808,7 @@ static int list_all(struct watcher *w, char **msg)
 			json_object_put(o);
 			break;
 		}
-		items = jget(o, "items");
+		items = as_json_member(o, "items");
 		meta = jobj(o, "metadata");
 		if (!items || !json_object_is_type(items, json_type_array) || !meta) {
 			*msg = g_strdup_printf("%s: not a list", path);
@@ -871,8 +824,8 @@ static int list_all(struct watcher *w, char **msg)
 				g_hash_table_replace(objs, key, json_object_get(it));
 		}
 		g_free(rv);
-		rv = g_strdup(jstr(meta, "resourceVersion"));
-		next = jstr(meta, "continue");
+		rv = g_strdup(as_json_string(meta, "resourceVersion"));
+		next = as_json_string(meta, "continue");
 		g_free(cont);
 		cont = next && *next ? g_strdup(next) : NULL;
 		json_object_put(o);
@@ -906,7 +859,7 @@ static void on_event(void *ud, const char *type, json_object *obj, const char *e
 		return;
 	}
 	if (strcmp(type, "ERROR") == 0) {
-		json_object *code = jget(obj, "code");
+		json_object *code = as_json_member(obj, "code");
 
 		/* 410 Gone (the version expired) or anything else: list again. */
 		qt_debug("watch %s: ERROR %s", kinds[w->kind].name,
@@ -914,7 +867,7 @@ static void on_event(void *ud, const char *type, json_object *obj, const char *e
 		w->relist = true;
 		return;
 	}
-	rv = jstr(jobj(obj, "metadata"), "resourceVersion");
+	rv = as_json_string(jobj(obj, "metadata"), "resourceVersion");
 	if (rv) {
 		g_free(w->rv);
 		w->rv = g_strdup(rv);
@@ -1166,7 +1119,7 @@ int as_kube_update_node(struct as_kube *k, const char *name, as_kube_node_fn fn,
 
 static json_object *ensure(json_object *o, const char *key, json_type type)
 {
-	json_object *v = jget(o, key);
+	json_object *v = as_json_member(o, key);
 
 	if (v && json_object_is_type(v, type))
 		return v;
@@ -1185,7 +1138,7 @@ bool as_kube_node_add_taint(json_object *node, const char *key, const char *valu
 	spec = ensure(node, "spec", json_type_object);
 	taints = ensure(spec, "taints", json_type_array);
 	for (size_t i = 0; i < json_object_array_length(taints); i++) {
-		const char *k = jstr(json_object_array_get_idx(taints, i), "key");
+		const char *k = as_json_string(json_object_array_get_idx(taints, i), "key");
 
 		/* Present already: keep its value, as CA keeps the first deletion time. */
 		if (k && strcmp(k, key) == 0)
@@ -1201,7 +1154,7 @@ bool as_kube_node_add_taint(json_object *node, const char *key, const char *valu
 
 bool as_kube_node_remove_taint(json_object *node, const char *key)
 {
-	json_object *taints = jget(jobj(node, "spec"), "taints"), *keep;
+	json_object *taints = as_json_member(jobj(node, "spec"), "taints"), *keep;
 	bool changed = false;
 
 	if (!taints || !json_object_is_type(taints, json_type_array))
@@ -1209,7 +1162,7 @@ bool as_kube_node_remove_taint(json_object *node, const char *key)
 	keep = json_object_new_array();
 	for (size_t i = 0; i < json_object_array_length(taints); i++) {
 		json_object *t = json_object_array_get_idx(taints, i);
-		const char *k = jstr(t, "key");
+		const char *k = as_json_string(t, "key");
 
 		if (k && strcmp(k, key) == 0)
 			changed = true;
@@ -1247,7 +1200,7 @@ static bool cordon_fn(json_object *node, void *ud)
 	if (!json_object_is_type(node, json_type_object))
 		return false;
 	spec = ensure(node, "spec", json_type_object);
-	u = jget(spec, "unschedulable");
+	u = as_json_member(spec, "unschedulable");
 	if ((u && json_object_get_boolean(u)) == want)
 		return false;
 	json_object_object_add(spec, "unschedulable", json_object_new_boolean(want));
@@ -1408,7 +1361,7 @@ int as_kube_write_configmap(struct as_kube *k, const char *ns, const char *name,
 			json_object_put(cur);
 			return as_kube_status_errno(st);
 		}
-		rv = st == 200 ? jstr(jobj(cur, "metadata"), "resourceVersion") : NULL;
+		rv = st == 200 ? as_json_string(jobj(cur, "metadata"), "resourceVersion") : NULL;
 		cm = json_object_new_object();
 		meta = json_object_new_object();
 		data = json_object_new_object();
@@ -1450,13 +1403,13 @@ static int64_t parse_time(const char *s)
 bool as_kube_lease_takeable(json_object *lease, const char *identity, int64_t now_ms)
 {
 	json_object *spec = jobj(lease, "spec"), *dur;
-	const char *holder = jstr(spec, "holderIdentity");
+	const char *holder = as_json_string(spec, "holderIdentity");
 	int64_t renew, d;
 
 	if (!holder || !*holder || strcmp(holder, identity) == 0)
 		return true;
-	renew = parse_time(jstr(spec, "renewTime"));
-	dur = jget(spec, "leaseDurationSeconds");
+	renew = parse_time(as_json_string(spec, "renewTime"));
+	dur = as_json_member(spec, "leaseDurationSeconds");
 	d = dur && json_object_is_type(dur, json_type_int) ? json_object_get_int64(dur) : 15;
 	return renew < 0 || renew + d * 1000 < now_ms;
 }
@@ -1503,9 +1456,9 @@ int as_kube_lease_acquire(struct as_kube *k, const char *ns, const char *name,
 		json_object_object_add(lease, "metadata", meta);
 		spec = ensure(lease, "spec", json_type_object);
 	}
-	holder = jstr(spec, "holderIdentity");
+	holder = as_json_string(spec, "holderIdentity");
 	if (!holder || strcmp(holder, identity) != 0) {
-		json_object *tr = jget(spec, "leaseTransitions");
+		json_object *tr = as_json_member(spec, "leaseTransitions");
 		int64_t n = tr && json_object_is_type(tr, json_type_int) ? json_object_get_int64(tr)
 									  : 0;
 

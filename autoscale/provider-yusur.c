@@ -219,27 +219,10 @@ char *as_yusur_provider_id(const char *pool, const char *instance)
 	return g_strdup_printf(PREFIX "%s/%s", pool, instance);
 }
 
-static json_object *jget(json_object *o, const char *key)
-{
-	json_object *v = NULL;
-
-	return o && json_object_is_type(o, json_type_object) &&
-			       json_object_object_get_ex(o, key, &v)
-		       ? v
-		       : NULL;
-}
-
-static const char *jstr(json_object *o, const char *key)
-{
-	json_object *v = jget(o, key);
-
-	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
-
 /* A quantity field: strings pass through, integers become strings. */
 static json_object *quantity(json_object *tmpl, const char *key, const char *def)
 {
-	json_object *v = jget(tmpl, key);
+	json_object *v = as_json_member(tmpl, key);
 
 	if (v && json_object_is_type(v, json_type_string))
 		return json_object_get(v);
@@ -258,8 +241,8 @@ int as_yusur_template_node(const char *pool, json_object *tmpl, struct as_node *
 	json_object *ready = json_object_new_object(), *l, *t, *gpu;
 	g_autofree char *name = g_strdup_printf("template-node-for-%s", pool);
 
-	if (!tmpl || !json_object_is_type(tmpl, json_type_object) || !jget(tmpl, "cpu") ||
-	    !jget(tmpl, "memory")) {
+	if (!tmpl || !json_object_is_type(tmpl, json_type_object) || !as_json_member(tmpl, "cpu") ||
+	    !as_json_member(tmpl, "memory")) {
 		json_object_put(meta), json_object_put(labels), json_object_put(status);
 		json_object_put(cap), json_object_put(spec), json_object_put(conds);
 		json_object_put(ready);
@@ -268,7 +251,7 @@ int as_yusur_template_node(const char *pool, json_object *tmpl, struct as_node *
 	}
 	json_object_object_add(meta, "name", json_object_new_string(name));
 	json_object_object_add(labels, "kubernetes.io/os", json_object_new_string("linux"));
-	l = jget(tmpl, "labels");
+	l = as_json_member(tmpl, "labels");
 	if (l && json_object_is_type(l, json_type_object)) {
 		json_object_object_foreach(l, k, v)
 		{
@@ -278,7 +261,7 @@ int as_yusur_template_node(const char *pool, json_object *tmpl, struct as_node *
 	json_object_object_add(labels, AS_YUSUR_POOL_LABEL, json_object_new_string(pool));
 	json_object_object_add(meta, "labels", labels);
 	json_object_object_add(node, "metadata", meta);
-	t = jget(tmpl, "taints");
+	t = as_json_member(tmpl, "taints");
 	if (t)
 		json_object_object_add(spec, "taints", json_object_get(t));
 	json_object_object_add(node, "spec", spec);
@@ -299,9 +282,9 @@ int as_yusur_template_node(const char *pool, json_object *tmpl, struct as_node *
 
 bool as_yusur_instance(json_object *inst, struct as_instance *out)
 {
-	const char *id = jstr(inst, "id"), *pool = jstr(inst, "pool");
-	const char *state = jstr(inst, "state"), *mstate = jstr(inst, "machine_state");
-	json_object *created = jget(inst, "created_at");
+	const char *id = as_json_string(inst, "id"), *pool = as_json_string(inst, "pool");
+	const char *state = as_json_string(inst, "state"), *mstate = as_json_string(inst, "machine_state");
+	json_object *created = as_json_member(inst, "created_at");
 
 	if (!id || !pool || !state || strcmp(state, "deleted") == 0)
 		return false;
@@ -489,7 +472,7 @@ static int yg_increase(struct as_node_group_if *gi, int delta)
 		if (r < 0)
 			return r;
 		if (st != 202 && st != 201 && st != 200) {
-			const char *code = jstr(out, "code"), *m = jstr(out, "message");
+			const char *code = as_json_string(out, "code"), *m = as_json_string(out, "message");
 
 			set_error(p, g_strdup_printf("POST /v1/instances (pool %s): HTTP %ld %s: %s",
 						     g->id, st, code ? code : "",
@@ -507,7 +490,7 @@ static int yg_increase(struct as_node_group_if *gi, int delta)
 			g_array_append_val(g->instances, in);
 		}
 		qt_debug("pool %s: instance %s on machine %s", g->id, iid,
-			 jstr(out, "machine") ? jstr(out, "machine") : "?");
+			 as_json_string(out, "machine") ? as_json_string(out, "machine") : "?");
 		json_object_put(out);
 	}
 	return 0;
@@ -527,7 +510,7 @@ static int delete_instance(struct ygroup *g, const char *iid)
 	if (r < 0)
 		return r;
 	if (st != 202 && st != 200 && st != 204 && st != 404) {
-		const char *m = jstr(out, "message");
+		const char *m = as_json_string(out, "message");
 
 		set_error(p, g_strdup_printf("DELETE %s: HTTP %ld: %s", path, st, m ? m : ""));
 		json_object_put(out);
@@ -681,7 +664,7 @@ static int yp_price(struct as_cloud_provider *pp, struct as_node_group_if *gi, d
 
 static int64_t int_field(json_object *o, const char *key, int64_t def, int64_t min, int64_t max)
 {
-	json_object *v = jget(o, key);
+	json_object *v = as_json_member(o, key);
 
 	if (!v || !json_object_is_type(v, json_type_int))
 		return def;
@@ -717,15 +700,15 @@ static int yp_refresh(struct as_cloud_provider *pp)
 		set_error(p, g_strdup_printf("GET /v1/instances: HTTP %ld", st));
 		r = bm_http_status_errno(st);
 	}
-	items = jget(pools, "items");
+	items = as_json_member(pools, "items");
 	if (r == 0 && (!items || !json_object_is_type(items, json_type_array))) {
 		set_error(p, g_strdup("GET /v1/pools: no items"));
 		r = -EBADMSG;
 	}
 	for (size_t i = 0; r == 0 && i < json_object_array_length(items); i++) {
 		json_object *pool = json_object_array_get_idx(items, i);
-		json_object *tmpl = jget(pool, "template");
-		const char *name = jstr(pool, "name");
+		json_object *tmpl = as_json_member(pool, "template");
+		const char *name = as_json_string(pool, "name");
 		struct ygroup *g;
 		g_autofree char *m = NULL;
 		int64_t room;
@@ -745,7 +728,7 @@ static int yp_refresh(struct as_cloud_provider *pp)
 		g->max_size = (int)MIN(int_field(tmpl, "max_size", room, 0, 100000), room);
 		g->max_size = MAX(g->max_size, g->min_size);
 		{
-			json_object *pr = jget(tmpl, "price");
+			json_object *pr = as_json_member(tmpl, "price");
 
 			g->price = pr && (json_object_is_type(pr, json_type_double) ||
 					  json_object_is_type(pr, json_type_int))
@@ -754,12 +737,12 @@ static int yp_refresh(struct as_cloud_provider *pp)
 		}
 		g_ptr_array_add(groups, g);
 	}
-	items = jget(insts, "items");
+	items = as_json_member(insts, "items");
 	for (size_t i = 0; r == 0 && items && json_object_is_type(items, json_type_array) &&
 			   i < json_object_array_length(items);
 	     i++) {
 		json_object *inst = json_object_array_get_idx(items, i);
-		const char *pool = jstr(inst, "pool");
+		const char *pool = as_json_string(inst, "pool");
 		struct ygroup *g = NULL;
 		struct as_instance in;
 
