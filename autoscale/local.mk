@@ -48,4 +48,8 @@ bin_PROGRAMS += autoscale/autoscale
 autoscale_autoscale_SOURCES = autoscale/main.c
 autoscale_autoscale_CPPFLAGS = $(ASD_CPPFLAGS)
 autoscale_autoscale_LDADD = $(ASD_LIBS)
-dist_doc_DATA += docs/autoscale-snapshot.md
+dist_doc_DATA += docs/autoscale-snapshot.md docs/autoscale.md
+dist_man_MANS += man/autoscale.1
+# Deployment examples (not installed): a systemd unit and Kubernetes manifests.
+EXTRA_DIST += contrib/systemd/autoscale.service contrib/kubernetes/rbac.yaml \
+	contrib/kubernetes/deployment.yaml

@@ -9,7 +9,7 @@
  *
  * "once" reads the snapshot (cluster-json.c), applies the options file and
  * then the command-line flags on top, runs the core once and prints the
- * decision.  "run" is still a placeholder (issue 9).
+ * decision.  "run" hands its flags to the daemon (daemon.c).
  */
 #include "config.h"
 
@@ -50,13 +50,27 @@ static void usage(void)
 	      "                         \"now\", else the current time)\n"
 	      "\n"
 	      "run: watch a cluster and scale its node groups.\n"
-	      "  --kubeconfig FILE      cluster credentials (default: none)\n"
+	      "  --kubeconfig FILE      cluster credentials (default: $KUBECONFIG,\n"
+	      "                         else ~/.kube/config)\n"
 	      "  --in-cluster           use the pod's service account (default off)\n"
 	      "  --cloud-provider NAME  yusur, the bare-metal pool (default: none)\n"
 	      "  --cloud-config FILE    provider configuration (default: none)\n"
 	      "  --dry-run              decide and log, change nothing (default off)\n"
 	      "  --address ADDR         /metrics and /healthz (default :8085)\n"
 	      "  --leader-elect[=BOOL]  take a Lease before acting (default true)\n"
+	      "  --leader-elect-lease-duration D, --leader-elect-renew-deadline D,\n"
+	      "  --leader-elect-retry-period D (defaults 15s, 10s, 2s)\n"
+	      "  --leader-elect-resource-name NAME (default cluster-autoscaler)\n"
+	      "  --leader-elect-resource-namespace NS (default kube-system)\n"
+	      "  --namespace NS         status ConfigMap's namespace (default kube-system)\n"
+	      "  --write-status-configmap[=BOOL] (default true)\n"
+	      "  --status-config-map-name NAME (default cluster-autoscaler-status)\n"
+	      "  --max-inactivity D, --max-failing-time D  /healthz limits (default 10m, 15m)\n"
+	      "  --max-pod-eviction-time D  give up refused evictions (default 2m)\n"
+	      "  --node-deletion-delay-timeout D  wait for evicted pods (default 2m)\n"
+	      "  --cordon-node-before-terminating[=BOOL] (default true)\n"
+	      "  --max-bulk-soft-taint-count N (default 10)\n"
+	      "  --v N                  0 notices, 1 decisions, 4 debug (default 1)\n"
 	      "\n"
 	      "FLAGs: Cluster Autoscaler's names and defaults; durations like 10s, 10m, 3h.\n"
 	      "  --scan-interval D                     loop period (default 10s)\n"
