@@ -336,6 +336,8 @@ struct deletion {
 	int64_t evicted_all; /* when the last eviction was accepted; NEVER before */
 	int64_t max_grace_s;
 	bool empty;
+	/* pod key -> int64_t when its eviction was accepted; the cache may lag behind */
+	GHashTable *evicted;
 };
 
 static void deletion_free(gpointer p)
@@ -344,6 +346,7 @@ static void deletion_free(gpointer p)
 
 	g_free(d->node);
 	g_free(d->group);
+	g_hash_table_unref(d->evicted);
 	g_free(d);
 }
 
@@ -835,6 +838,7 @@ static void start_deletion(struct daemon *dm, const struct as_cluster *c, const 
 	del->started = now;
 	del->evicted_all = AS_TIME_NEVER;
 	del->empty = pods->len == 0;
+	del->evicted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	g_hash_table_replace(dm->deleting, del->node, del);
 	qt_notice("node \"%s\" (group \"%s\") tainted %s; %u pods to evict", name, del->group,
 		  AS_TAINT_TO_BE_DELETED, pods->len);
@@ -872,8 +876,13 @@ static bool progress_deletion(struct daemon *dm, const struct as_cluster *c, str
 		int64_t grace = MIN(p->grace_period_s, dm->o->max_graceful_termination_sec);
 		int r;
 
+		int64_t *when = g_hash_table_lookup(del->evicted, p->key);
+
 		if (p->deletion_time != AS_TIME_NEVER)
 			continue; /* terminating: wait for it */
+		/* Accepted a moment ago and the watch has not told us yet: wait. */
+		if (when && now - *when < 30000)
+			continue;
 		r = as_kube_evict(dm->kube, p->ns, p->name, grace, &m);
 		if (r == 0 || r == -ENOENT) {
 			if (r == 0) {
@@ -884,6 +893,8 @@ static bool progress_deletion(struct daemon *dm, const struct as_cluster *c, str
 				g_mutex_lock(&dm->m.lock);
 				dm->m.evicted++;
 				g_mutex_unlock(&dm->m.lock);
+				g_hash_table_replace(del->evicted, g_strdup(p->key),
+						     g_memdup2(&now, sizeof(now)));
 			}
 			del->max_grace_s = MAX(del->max_grace_s, grace);
 		} else {
@@ -929,9 +940,6 @@ static bool progress_deletion(struct daemon *dm, const struct as_cluster *c, str
 			m);
 		bump(&dm->m, &dm->m.errors_api);
 	}
-	qt_notice("node \"%s\" removed from group \"%s\" (%s)", del->node, del->group,
-		  del->empty ? "empty" : "drained");
-	event(dm, "Node", del->node, "Normal", "ScaleDown", "node removed by cluster autoscaler");
 	g_mutex_lock(&dm->m.lock);
 	if (del->empty)
 		dm->m.scaled_down_empty++;
@@ -939,6 +947,9 @@ static bool progress_deletion(struct daemon *dm, const struct as_cluster *c, str
 		dm->m.scaled_down_under++;
 	dm->m.last_activity[2] = now / 1000;
 	g_mutex_unlock(&dm->m.lock);
+	qt_notice("node \"%s\" removed from group \"%s\" (%s)", del->node, del->group,
+		  del->empty ? "empty" : "drained");
+	event(dm, "Node", del->node, "Normal", "ScaleDown", "node removed by cluster autoscaler");
 	dm->last_scale_down_delete = now;
 	return true;
 }
@@ -1187,6 +1198,87 @@ static int open_kube(const struct as_daemon_args *a, struct as_kube **out)
 	return 0;
 }
 
+/*
+ * Leader election in a thread of its own, as client-go's elector: try or
+ * renew every --leader-elect-retry-period, whatever the loop is doing, so
+ * a long loop does not let the Lease expire.  Leadership is lost when no
+ * renewal succeeded for --leader-elect-renew-deadline.
+ */
+struct elector {
+	struct as_kube *kube;
+	const struct as_daemon_args *a;
+	char *id;
+	GThread *thread;
+	gint stop;
+	GMutex lock;
+	bool leader, lost; /* protected by lock */
+	int64_t last_renew; /* protected by lock */
+};
+
+static gpointer elector_thread(gpointer ud)
+{
+	struct elector *e = ud;
+	const struct as_daemon_args *a = e->a;
+
+	while (!g_atomic_int_get(&e->stop) && !stop_signal) {
+		g_autofree char *m = NULL;
+		int64_t now = g_get_real_time() / 1000;
+		bool l = false, done = false;
+
+		if (as_kube_lease_acquire(e->kube, a->lease_namespace, a->lease_name, e->id,
+					  MAX(1, a->lease_duration / 1000), &l, &m) < 0) {
+			qt_warn("lease %s/%s: %s", a->lease_namespace, a->lease_name, m);
+			l = false;
+		}
+		g_mutex_lock(&e->lock);
+		if (l) {
+			if (!e->leader)
+				qt_notice("became leader as %s", e->id);
+			e->leader = true;
+			e->last_renew = now;
+		} else if (e->leader && now - e->last_renew > a->renew_deadline) {
+			e->leader = false;
+			e->lost = done = true;
+		}
+		g_mutex_unlock(&e->lock);
+		if (done)
+			break;
+		for (int64_t t = 0; t < a->retry_period && !g_atomic_int_get(&e->stop) && !stop_signal;
+		     t += 50)
+			g_usleep(50000);
+	}
+	return NULL;
+}
+
+static struct elector *elector_start(struct as_kube *kube, const struct as_daemon_args *a,
+				     const char *id)
+{
+	struct elector *e = g_new0(struct elector, 1);
+
+	e->kube = kube;
+	e->a = a;
+	e->id = g_strdup(id);
+	g_mutex_init(&e->lock);
+	e->thread = g_thread_new("elector", elector_thread, e);
+	return e;
+}
+
+static void elector_stop(struct elector *e)
+{
+	g_autofree char *m = NULL;
+
+	if (!e)
+		return;
+	g_atomic_int_set(&e->stop, 1);
+	g_thread_join(e->thread);
+	if (e->leader && !e->lost &&
+	    as_kube_lease_release(e->kube, e->a->lease_namespace, e->a->lease_name, e->id, &m) < 0)
+		qt_warn("lease %s/%s not released: %s", e->a->lease_namespace, e->a->lease_name, m);
+	g_mutex_clear(&e->lock);
+	g_free(e->id);
+	g_free(e);
+}
+
 static char *identity(void)
 {
 	return g_strdup_printf("%s_%08x", g_get_host_name(), g_random_int());
@@ -1201,8 +1293,8 @@ int as_daemon_run(const struct as_daemon_args *a, const struct as_options *o)
 	g_autofree char *listen = NULL, *id = identity(), *m = NULL;
 	struct as_yusur_config *ycfg = NULL;
 	struct sigaction sa = {0};
-	int64_t last_renew = 0;
-	bool leader = !a->leader_elect, first = true;
+	struct elector *el = NULL;
+	bool first = true;
 	int ret = 1;
 
 	qt_log_set_level(a->v >= 4 ? QT_LOG_DEBUG : a->v >= 1 ? QT_LOG_INFO : QT_LOG_NOTICE);
@@ -1256,36 +1348,31 @@ int as_daemon_run(const struct as_daemon_args *a, const struct as_options *o)
 	if (stop_signal)
 		goto done;
 	qt_notice("cache synced");
+	if (a->leader_elect && !a->dry_run)
+		el = elector_start(dm.kube, a, id);
 	while (!stop_signal) {
 		int64_t start = g_get_monotonic_time();
 		int64_t wall = g_get_real_time() / 1000;
 
-		if (a->leader_elect && !a->dry_run) {
-			bool l = false;
-			int r = as_kube_lease_acquire(dm.kube, a->lease_namespace, a->lease_name, id,
-						      a->lease_duration / 1000, &l, &m);
+		if (el) {
+			bool leader, lost;
 
-			if (r < 0) {
-				qt_warn("lease %s/%s: %s", a->lease_namespace, a->lease_name, m);
-				g_clear_pointer(&m, g_free);
-				l = false;
-			}
-			if (l) {
-				if (!leader)
-					qt_notice("became leader as %s", id);
-				last_renew = wall;
-				leader = true;
-			} else if (leader && wall - last_renew > a->renew_deadline) {
+			g_mutex_lock(&el->lock);
+			leader = el->leader;
+			lost = el->lost;
+			g_mutex_unlock(&el->lock);
+			if (lost) {
 				qt_err("lost the leader lease %s/%s: exiting", a->lease_namespace,
 				       a->lease_name);
 				goto cleanup;
 			}
 			g_mutex_lock(&dm.m.lock);
 			dm.m.leader = leader;
-			dm.m.last_ok_loop_ms = leader ? dm.m.last_ok_loop_ms : wall;
+			if (!leader)
+				dm.m.last_ok_loop_ms = wall; /* a standby is healthy */
 			g_mutex_unlock(&dm.m.lock);
 			if (!leader) {
-				sleep_ms(a->retry_period);
+				sleep_ms(200);
 				continue;
 			}
 		}
@@ -1309,6 +1396,7 @@ done:
 	qt_notice("stopping on signal %d", (int)stop_signal);
 	ret = 0;
 cleanup:
+	elector_stop(el);
 	bm_httpd_stop(httpd);
 	as_kube_free(dm.kube);
 	dm.prov->ops->cleanup(dm.prov);

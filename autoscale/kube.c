@@ -1487,3 +1487,36 @@ int as_kube_lease_acquire(struct as_kube *k, const char *ns, const char *name,
 	*msg = g_strdup_printf("%s: HTTP %ld", path, st);
 	return as_kube_status_errno(st);
 }
+
+int as_kube_lease_release(struct as_kube *k, const char *ns, const char *name,
+			  const char *identity, char **msg)
+{
+	g_autofree char *ens = g_uri_escape_string(ns, NULL, FALSE);
+	g_autofree char *ename = g_uri_escape_string(name, NULL, FALSE);
+	g_autofree char *path = g_strdup_printf(
+		"/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s", ens, ename);
+	json_object *cur = NULL, *spec, *o = NULL;
+	const char *holder;
+	long st = 0;
+	int r = as_kube_request(k, "GET", path, NULL, 1, false, &st, &cur, msg);
+
+	if (r < 0)
+		return r;
+	spec = jobj(cur, "spec");
+	holder = as_json_string(spec, "holderIdentity");
+	if (st != 200 || !holder || strcmp(holder, identity) != 0) {
+		json_object_put(cur);
+		return 0; /* not ours (any more): nothing to give back */
+	}
+	/* As client-go's ReleaseOnCancel: no holder, so a standby takes it at once. */
+	json_object_object_add(spec, "holderIdentity", json_object_new_string(""));
+	json_object_object_add(spec, "leaseDurationSeconds", json_object_new_int(1));
+	r = as_kube_request(k, "PUT", path, cur, 1, false, &st, &o, msg);
+	json_object_put(cur);
+	json_object_put(o);
+	if (r == 0 && st != 200) {
+		*msg = g_strdup_printf("%s: HTTP %ld", path, st);
+		r = as_kube_status_errno(st);
+	}
+	return r;
+}

@@ -186,6 +186,9 @@ int as_kube_write_configmap(struct as_kube *k, const char *ns, const char *name,
  */
 int as_kube_lease_acquire(struct as_kube *k, const char *ns, const char *name,
 			  const char *identity, int64_t duration_s, bool *leader, char **msg);
+/* Give the Lease up if @identity holds it (on a clean exit).  0 or -errno. */
+int as_kube_lease_release(struct as_kube *k, const char *ns, const char *name,
+			  const char *identity, char **msg);
 /* Pure: may @identity take or keep the lease object @lease at @now_ms? */
 bool as_kube_lease_takeable(json_object *lease, const char *identity, int64_t now_ms);
 

@@ -39,6 +39,8 @@ from kubefake import FakeKube  # noqa: E402
 import bmenv  # noqa: E402
 from bmenv import check, free_port  # noqa: E402
 
+procs = []  # autoscale processes, killed by pid on the way out
+
 POOLS = {"a": {"cpu": "2", "memory": "4Gi", "labels": {"class": "small"}},
          "b": {"cpu": "8", "memory": "32Gi", "labels": {"class": "big"}}}
 
@@ -50,20 +52,20 @@ def step(msg):
 def main():
     env = bmenv.Env("as-e2e")
     kube = FakeKube(tls=True, token="kube-token-0123456789", name="as-e2e")
-    auto = None
     try:
-        auto = run(env, kube)
+        run(env, kube)
     except Exception:
-        for name in ("autoscale.log", "handler_a.log", "handler_b.log", "controller.log"):
+        for name in ("autoscale.log", "standby.log", "handler_a.log", "handler_b.log", "controller.log"):
             p = os.path.join(env.dir, name)
             if os.path.exists(p):
                 with open(p) as f:
                     sys.stderr.write("==== %s (tail)\n%s\n" % (name, "".join(f.readlines()[-60:])))
         raise
     finally:
-        if auto and auto.poll() is None:
-            auto.kill()
-            auto.wait()
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
         kube.close()
     return 0
 
@@ -103,18 +105,32 @@ def run(env, kube):
     with open(cloud, "w") as f:
         f.write("[yusur]\nurl = %s\ntoken_file = token\nimage = worker-1\ndisk_gb = 10\n"
                 "user_data = user-data.tmpl\njoin_token_file = join-token\n" % env.api_url)
-    port = free_port()
-    metrics_url = "http://127.0.0.1:%d" % port
-    log = open(os.path.join(d, "autoscale.log"), "ab")
-    auto = subprocess.Popen(
-        [os.path.join(bmenv.builddir(), "autoscale", "autoscale"), "run",
-         "--kubeconfig", kube.kubeconfig, "--cloud-provider=yusur", "--cloud-config", cloud,
-         "--address", "127.0.0.1:%d" % port, "--scan-interval=1s",
-         "--scale-down-unneeded-time=3s", "--scale-down-delay-after-add=0s",
-         "--scale-down-delay-after-failure=0s", "--scale-down-utilization-threshold=0.9",
-         "--max-graceful-termination-sec=5", "--leader-elect"],
-        stdout=log, stderr=subprocess.STDOUT, cwd=d)
-    env.wait_http(metrics_url + "/healthz")
+    def start_autoscale(logname):
+        port = free_port()
+        log = open(os.path.join(d, logname), "ab")
+        p = subprocess.Popen(
+            [os.path.join(bmenv.builddir(), "autoscale", "autoscale"), "run",
+             "--kubeconfig", kube.kubeconfig, "--cloud-provider=yusur", "--cloud-config", cloud,
+             "--address", "127.0.0.1:%d" % port, "--scan-interval=1s",
+             "--scale-down-unneeded-time=3s", "--scale-down-delay-after-add=0s",
+             "--scale-down-delay-after-failure=0s", "--scale-down-utilization-threshold=0.9",
+             "--max-graceful-termination-sec=5", "--leader-elect",
+             "--leader-elect-lease-duration=15s", "--leader-elect-retry-period=500ms"],
+            stdout=log, stderr=subprocess.STDOUT, cwd=d)
+        procs.append(p)
+        url = "http://127.0.0.1:%d" % port
+        env.wait_http(url + "/healthz")
+        return p, url
+
+    def metric(url, name):
+        with urllib.request.urlopen(url + "/metrics") as r:
+            m = re.search(r"^%s (\d+)$" % re.escape(name), r.read().decode(), re.M)
+        return int(m.group(1)) if m else None
+
+    auto, metrics_url = start_autoscale("autoscale.log")
+    env.wait(lambda: metric(metrics_url, "autoscale_leader") == 1, "the first daemon to lead", 20)
+    # A second daemon on the same Lease stands by.
+    standby, standby_url = start_autoscale("standby.log")
 
     def nodes():
         s, o = kube.get("/api/v1/nodes")
@@ -235,18 +251,29 @@ def run(env, kube):
     wait(lambda: machine_state(bnode) == "available", "machine %s available" % bnode, 60)
     with urllib.request.urlopen(metrics_url + "/healthz") as r:
         check(r.status == 200, "healthz %s" % r.status)
-    with urllib.request.urlopen(metrics_url + "/metrics") as r:
-        text = r.read().decode()
     # ma4 was drained; the b node is empty or still had big-0 terminating.
-    downs = sum(int(v) for v in re.findall(
-        r'^cluster_autoscaler_scaled_down_nodes_total\{reason="(?:empty|underutilized)"\} (\d+)$',
-        text, re.M))
-    check(downs == 2, "metrics: %d scale-downs, expected 2" % downs)
+    def downs():
+        with urllib.request.urlopen(metrics_url + "/metrics") as r:
+            text = r.read().decode()
+        return sum(int(v) for v in re.findall(
+            r'^cluster_autoscaler_scaled_down_nodes_total\{reason="(?:empty|underutilized)"\} (\d+)$',
+            text, re.M))
+    wait(lambda: downs() == 2, "2 scale-downs in the metrics (%d)" % downs(), 10)
 
+    check(standby.poll() is None and metric(standby_url, "autoscale_leader") == 0 and
+          metric(standby_url, "cluster_autoscaler_scaled_up_nodes_total") == 0,
+          "the standby daemon led or acted")
+
+    step("5: the leader exits cleanly and gives the Lease up; the standby takes over")
     auto.send_signal(signal.SIGTERM)
     rc = auto.wait(30)
     check(rc == 0, "autoscale exited with %s on SIGTERM" % rc)
-    return auto
+    # Well within the 15s lease duration: the Lease was released, not expired.
+    env.wait(lambda: metric(standby_url, "autoscale_leader") == 1, "the standby to lead", 8)
+    standby.send_signal(signal.SIGTERM)
+    rc = standby.wait(30)
+    check(rc == 0, "the standby exited with %s on SIGTERM" % rc)
+    return standby
 
 
 if __name__ == "__main__":
