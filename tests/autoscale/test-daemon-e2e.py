@@ -5,6 +5,8 @@
 # bm-controller, two fake bm-handlers whose power-on registers a Node after a
 # delay (register-node.py), and `autoscale run` with short intervals.
 #
+# 0. --dry-run with 8 pending pods logs the scale-up below and changes
+#    nothing (no instance, no event, no Lease).
 # Pools: "a" = 4 machines of 2 cpu / 4Gi, "b" = 2 machines of 8 cpu / 32Gi.
 # 1. 8 pending pods of 1 cpu / 1Gi.  Hand-computed least-waste: a needs 4
 #    nodes (cpu waste 0, memory (16-8)/16 = 0.5, score 0.5); b needs 1 node
@@ -20,8 +22,10 @@
 #    fails -> a backs off -> b +1, and the pod runs on the b node.
 # 4. The API server restarts; the daemon carries on: the pod is deleted, the
 #    b node goes and its machine is available again.
-# Also: /metrics and /healthz, events, the status ConfigMap, the Lease, and
-# a clean exit on SIGTERM (ASan checks leaks there).
+# 5. A standby daemon on the same Lease never acts; when the leader exits
+#    (SIGTERM) it releases the Lease and the standby takes over at once.
+# Also: /metrics and /healthz, events, the status ConfigMap, and clean
+# exits on SIGTERM (ASan checks leaks there).
 
 import json
 import os
@@ -55,7 +59,7 @@ def main():
     try:
         run(env, kube)
     except Exception:
-        for name in ("autoscale.log", "standby.log", "handler_a.log", "handler_b.log", "controller.log"):
+        for name in ("dry-run.log", "autoscale.log", "standby.log", "handler_a.log", "handler_b.log", "controller.log"):
             p = os.path.join(env.dir, name)
             if os.path.exists(p):
                 with open(p) as f:
@@ -105,7 +109,7 @@ def run(env, kube):
     with open(cloud, "w") as f:
         f.write("[yusur]\nurl = %s\ntoken_file = token\nimage = worker-1\ndisk_gb = 10\n"
                 "user_data = user-data.tmpl\njoin_token_file = join-token\n" % env.api_url)
-    def start_autoscale(logname):
+    def start_autoscale(logname, extra=()):
         port = free_port()
         log = open(os.path.join(d, logname), "ab")
         p = subprocess.Popen(
@@ -115,7 +119,7 @@ def run(env, kube):
              "--scale-down-unneeded-time=3s", "--scale-down-delay-after-add=0s",
              "--scale-down-delay-after-failure=0s", "--scale-down-utilization-threshold=0.9",
              "--max-graceful-termination-sec=5", "--leader-elect",
-             "--leader-elect-lease-duration=15s", "--leader-elect-retry-period=500ms"],
+             "--leader-elect-lease-duration=15s", "--leader-elect-retry-period=500ms"] + list(extra),
             stdout=log, stderr=subprocess.STDOUT, cwd=d)
         procs.append(p)
         url = "http://127.0.0.1:%d" % port
@@ -126,6 +130,27 @@ def run(env, kube):
         with urllib.request.urlopen(url + "/metrics") as r:
             m = re.search(r"^%s (\d+)$" % re.escape(name), r.read().decode(), re.M)
         return int(m.group(1)) if m else None
+
+    step("0: --dry-run decides and logs, and changes nothing")
+    for i in range(8):
+        kube.add_pod("web-%d" % i, cpu="1", memory="1Gi", labels={"app": "web"},
+                     owner=("ReplicaSet", "web"))
+    dry, _ = start_autoscale("dry-run.log", ["--dry-run"])
+
+    def logged(name, pattern):
+        with open(os.path.join(d, name)) as f:
+            return re.search(pattern, f.read())
+    env.wait(lambda: logged("dry-run.log", r'scale-up: group "a" \+4 for 8 pods .*\[dry run\]'),
+             "the dry run's scale-up decision", 20)
+    time.sleep(1.5)
+    dry.send_signal(signal.SIGTERM)
+    check(dry.wait(30) == 0, "the dry run did not exit cleanly")
+    s, inst = env.api("GET", "/v1/instances")
+    check(inst["items"] == [], "the dry run provisioned: %s" % inst)
+    s, evs = kube.get("/api/v1/events")
+    check(evs["items"] == [], "the dry run recorded events: %s" % evs["items"])
+    s, _ = kube.get("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/cluster-autoscaler")
+    check(s == 404, "the dry run took the Lease")
 
     auto, metrics_url = start_autoscale("autoscale.log")
     env.wait(lambda: metric(metrics_url, "autoscale_leader") == 1, "the first daemon to lead", 20)
@@ -165,10 +190,8 @@ def run(env, kube):
                                   "spec": {"containers": [{"name": "c", "image": "x"}]}}}})
 
     step("1: 8 pending pods -> pool a +4")
-    for i in range(8):
-        kube.add_pod("web-%d" % i, cpu="1", memory="1Gi", labels={"app": "web"},
-                     owner=("ReplicaSet", "web"))
     wait(lambda: len(nodes()) == 4, "4 nodes to join", 90)
+    check(logged("autoscale.log", r'scale-up: group "a" \+4 for 8 pods'), "not one scale-up of a by 4")
     ns = nodes()
     for name, n in ns.items():
         check(n["spec"]["providerID"].startswith("yusur://a/a-"),
