@@ -758,8 +758,16 @@ static void scale_up(struct daemon *dm, const struct as_cluster *c, const struct
 		      "pod triggered scale-up: [%s]", summary->str);
 }
 
+static gboolean stale_event(gpointer key, gpointer value, gpointer now)
+{
+	(void)key;
+	return *(int64_t *)now - *(int64_t *)value >= 5 * 60000;
+}
+
 static void not_triggered_events(struct daemon *dm, const struct as_decision *d, int64_t now)
 {
+	/* Forget pods not reported for a while, so the table follows the pending pods. */
+	g_hash_table_foreach_remove(dm->noscale_events, stale_event, &now);
 	for (guint i = 0; i < d->unhelped.n; i++) {
 		const char *key = d->unhelped.v[i].key;
 		int64_t *last = g_hash_table_lookup(dm->noscale_events, key);
