@@ -46,7 +46,7 @@ tests_unit_test_as_provider_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_as_provider_LDADD = $(AS_UNIT_LDADD)
 
 # The daemon's Kubernetes client and yusur provider (autoscale/libasd.a).
-AS_DAEMON_UNIT_TESTS = tests/unit/test-as-kube tests/unit/test-as-yusur
+AS_DAEMON_UNIT_TESTS = tests/unit/test-as-kube tests/unit/test-as-yusur tests/unit/test-as-daemon
 check_PROGRAMS += $(AS_DAEMON_UNIT_TESTS)
 TESTS += $(AS_DAEMON_UNIT_TESTS)
 
@@ -59,6 +59,11 @@ tests_unit_test_as_yusur_SOURCES = tests/unit/test-as-yusur.c
 tests_unit_test_as_yusur_CPPFLAGS = $(ASD_CPPFLAGS)
 tests_unit_test_as_yusur_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_as_yusur_LDADD = $(ASD_LIBS) $(CHECK_LIBS)
+
+tests_unit_test_as_daemon_SOURCES = tests/unit/test-as-daemon.c
+tests_unit_test_as_daemon_CPPFLAGS = $(ASD_CPPFLAGS)
+tests_unit_test_as_daemon_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_as_daemon_LDADD = $(ASD_LIBS) $(CHECK_LIBS)
 
 # `autoscale once` on scenario fixtures (snapshot -> expected decision) and
 # its command line.
