@@ -331,6 +331,7 @@ struct group_state {
 
 struct deletion {
 	char *node;
+	char *provider_id; /* kept: the Node may vanish from the cache before we are done */
 	char *group;
 	int64_t started;
 	int64_t evicted_all; /* when the last eviction was accepted; NEVER before */
@@ -345,6 +346,7 @@ static void deletion_free(gpointer p)
 	struct deletion *d = p;
 
 	g_free(d->node);
+	g_free(d->provider_id);
 	g_free(d->group);
 	g_hash_table_unref(d->evicted);
 	g_free(d);
@@ -842,6 +844,7 @@ static void start_deletion(struct daemon *dm, const struct as_cluster *c, const 
 	pods = pods_to_drain(c, name);
 	del = g_new0(struct deletion, 1);
 	del->node = g_strdup(name);
+	del->provider_id = g_strdup(n->provider_id);
 	del->group = g_strdup(gi->ops->id(gi));
 	del->started = now;
 	del->evicted_all = AS_TIME_NEVER;
@@ -932,8 +935,9 @@ static bool progress_deletion(struct daemon *dm, const struct as_cluster *c, str
 	}
 	/* Drained: give the instance back, then remove the Node object. */
 	gi = group_if(dm, del->group);
-	if (n && gi) {
-		const struct as_node *one[] = {n};
+	if (gi) {
+		struct as_node stand_in = {.name = del->node, .provider_id = del->provider_id};
+		const struct as_node *one[] = {n ? n : &stand_in};
 
 		if (gi->ops->delete_nodes(gi, one, 1) < 0) {
 			const char *why = as_yusur_last_error(dm->prov);
