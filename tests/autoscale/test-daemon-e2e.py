@@ -16,7 +16,8 @@
 #    safe-to-evict "false" pod, node 3 is annotated scale-down-disabled (all
 #    three 1.5 of 2 cpu, under the 0.9 threshold), node 4 runs one 0.5 cpu
 #    pod that fits elsewhere -> node 4 is tainted, drained (eviction),
-#    deleted, and its machine is available again; nodes 1-3 stay.
+#    deleted, and its machine is available again; nodes 1-3 stay.  The
+#    first two evictions get 429 and are retried.
 # 3. Provisioning failure: pool a's handler fails every power-on; a 1.5 cpu
 #    pod prefers a (score 0.25+0.75=1.0 against b's 0.81+0.97) -> a +1
 #    fails -> a backs off -> b +1, and the pod runs on the b node.
@@ -229,6 +230,9 @@ def run(env, kube):
                  owner=("ReplicaSet", "web"))
     kube.add_pod("mover", cpu="500m", memory="512Mi", node=n4, labels={"app": "web"},
                  owner=("ReplicaSet", "web"))
+    # The first two evictions are refused as a PodDisruptionBudget would (429):
+    # the drain retries in the next loops instead of giving up.
+    kube.fault(r"/eviction$", 429, count=2)
     for n in (n1, n2, n4):
         kube.must(200, "PATCH", "/api/v1/nodes/" + n,
                   {"metadata": {"annotations": {disabled: None}}},
@@ -236,6 +240,8 @@ def run(env, kube):
     wait(lambda: n4 not in nodes(), "node %s to be removed" % n4, 60)
     wait(lambda: machine_state(n4) == "available", "machine %s to be available again" % n4, 60)
     check("mover" not in pods(), "the mover pod was not evicted")
+    check(logged("autoscale.log", r'eviction of pod "default/mover" refused for now'),
+          "the 429 was not retried")
     s, evs = kube.get("/api/v1/namespaces/default/events")
     check(any(e["reason"] == "ScaleDown" and e["involvedObject"]["name"] == n4 for e in evs["items"]),
           "no ScaleDown event on %s" % n4)
