@@ -1225,6 +1225,25 @@ int as_kube_cordon_node(struct as_kube *k, const char *node, bool cordon, char *
 	return as_kube_update_node(k, node, cordon_fn, &cordon, msg);
 }
 
+/*
+ * A new object {"apiVersion", "kind", "metadata": {@name_key: @name,
+ * "namespace": @ns}}; *@meta (borrowed) is its metadata.
+ */
+static json_object *new_object(const char *api, const char *kind, const char *ns,
+			       const char *name_key, const char *name, json_object **meta)
+{
+	json_object *o = json_object_new_object(), *m = json_object_new_object();
+
+	json_object_object_add(o, "apiVersion", json_object_new_string(api));
+	json_object_object_add(o, "kind", json_object_new_string(kind));
+	json_object_object_add(m, name_key, json_object_new_string(name));
+	json_object_object_add(m, "namespace", json_object_new_string(ns));
+	json_object_object_add(o, "metadata", m);
+	if (meta)
+		*meta = m;
+	return o;
+}
+
 int as_kube_evict(struct as_kube *k, const char *ns, const char *pod, int64_t grace_s,
 		  char **msg)
 {
@@ -1232,16 +1251,11 @@ int as_kube_evict(struct as_kube *k, const char *ns, const char *pod, int64_t gr
 	g_autofree char *epod = g_uri_escape_string(pod, NULL, FALSE);
 	g_autofree char *path =
 		g_strdup_printf("/api/v1/namespaces/%s/pods/%s/eviction", ens, epod);
-	json_object *ev = json_object_new_object(), *meta = json_object_new_object();
+	json_object *ev = new_object("policy/v1", "Eviction", ns, "name", pod, NULL);
 	json_object *del = json_object_new_object(), *o = NULL;
 	long st = 0;
 	int r;
 
-	json_object_object_add(ev, "apiVersion", json_object_new_string("policy/v1"));
-	json_object_object_add(ev, "kind", json_object_new_string("Eviction"));
-	json_object_object_add(meta, "name", json_object_new_string(pod));
-	json_object_object_add(meta, "namespace", json_object_new_string(ns));
-	json_object_object_add(ev, "metadata", meta);
 	json_object_object_add(del, "gracePeriodSeconds", json_object_new_int64(grace_s));
 	json_object_object_add(ev, "deleteOptions", del);
 	r = as_kube_request(k, "POST", path, ev, 3, false, &st, &o, msg);
@@ -1301,17 +1315,12 @@ int as_kube_event(struct as_kube *k, const char *kind, const char *ns, const cha
 	g_autofree char *esc = g_uri_escape_string(evns, NULL, FALSE);
 	g_autofree char *path = g_strdup_printf("/api/v1/namespaces/%s/events", esc);
 	g_autofree char *now = rfc3339(g_get_real_time() / 1000);
-	json_object *ev = json_object_new_object(), *meta = json_object_new_object();
-	json_object *inv = json_object_new_object(), *src = json_object_new_object(), *o = NULL;
 	g_autofree char *gen = g_strdup_printf("%s.", name);
+	json_object *ev = new_object("v1", "Event", evns, "generateName", gen, NULL);
+	json_object *inv = json_object_new_object(), *src = json_object_new_object(), *o = NULL;
 	long st = 0;
 	int r;
 
-	json_object_object_add(ev, "apiVersion", json_object_new_string("v1"));
-	json_object_object_add(ev, "kind", json_object_new_string("Event"));
-	json_object_object_add(meta, "generateName", json_object_new_string(gen));
-	json_object_object_add(meta, "namespace", json_object_new_string(evns));
-	json_object_object_add(ev, "metadata", meta);
 	json_object_object_add(inv, "kind", json_object_new_string(kind));
 	json_object_object_add(inv, "apiVersion", json_object_new_string("v1"));
 	json_object_object_add(inv, "name", json_object_new_string(name));
@@ -1362,16 +1371,10 @@ int as_kube_write_configmap(struct as_kube *k, const char *ns, const char *name,
 			return as_kube_status_errno(st);
 		}
 		rv = st == 200 ? as_json_string(jobj(cur, "metadata"), "resourceVersion") : NULL;
-		cm = json_object_new_object();
-		meta = json_object_new_object();
+		cm = new_object("v1", "ConfigMap", ns, "name", name, &meta);
 		data = json_object_new_object();
-		json_object_object_add(cm, "apiVersion", json_object_new_string("v1"));
-		json_object_object_add(cm, "kind", json_object_new_string("ConfigMap"));
-		json_object_object_add(meta, "name", json_object_new_string(name));
-		json_object_object_add(meta, "namespace", json_object_new_string(ns));
 		if (rv)
 			json_object_object_add(meta, "resourceVersion", json_object_new_string(rv));
-		json_object_object_add(cm, "metadata", meta);
 		json_object_object_add(data, key, json_object_new_string(value));
 		json_object_object_add(cm, "data", data);
 		json_object_put(cur);
@@ -1424,7 +1427,7 @@ int as_kube_lease_acquire(struct as_kube *k, const char *ns, const char *name,
 	g_autofree char *path = g_strdup_printf("%s/%s", coll, ename);
 	int64_t now = g_get_real_time() / 1000;
 	g_autofree char *nowstr = as_kube_micro_time(now);
-	json_object *cur = NULL, *lease, *spec, *meta, *o = NULL;
+	json_object *cur = NULL, *lease, *spec, *o = NULL;
 	const char *holder;
 	long st = 0;
 	int r = as_kube_request(k, "GET", path, NULL, 2, true, &st, &cur, msg);
@@ -1446,14 +1449,7 @@ int as_kube_lease_acquire(struct as_kube *k, const char *ns, const char *name,
 		spec = ensure(lease, "spec", json_type_object);
 	} else {
 		json_object_put(cur);
-		lease = json_object_new_object();
-		meta = json_object_new_object();
-		json_object_object_add(lease, "apiVersion",
-				       json_object_new_string("coordination.k8s.io/v1"));
-		json_object_object_add(lease, "kind", json_object_new_string("Lease"));
-		json_object_object_add(meta, "name", json_object_new_string(name));
-		json_object_object_add(meta, "namespace", json_object_new_string(ns));
-		json_object_object_add(lease, "metadata", meta);
+		lease = new_object("coordination.k8s.io/v1", "Lease", ns, "name", name, NULL);
 		spec = ensure(lease, "spec", json_type_object);
 	}
 	holder = as_json_string(spec, "holderIdentity");
