@@ -414,6 +414,24 @@ static void event(struct daemon *dm, const char *kind, const char *key, const ch
 	}
 }
 
+/* As CA, a summary of each scale-up and scale-down on the status ConfigMap. */
+static void status_event(struct daemon *dm, const char *type, const char *reason,
+			 const char *fmt, ...) G_GNUC_PRINTF(4, 5);
+static void status_event(struct daemon *dm, const char *type, const char *reason,
+			 const char *fmt, ...)
+{
+	g_autofree char *message = NULL, *key = NULL;
+	va_list ap;
+
+	if (!dm->a->write_status_configmap)
+		return;
+	va_start(ap, fmt);
+	message = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+	key = g_strdup_printf("%s/%s", dm->a->ns, dm->a->status_config_map_name);
+	event(dm, "ConfigMap", key, type, reason, "%s", message);
+}
+
 /* ---- model ---- */
 
 static const char *const owner_kinds[][2] = {
@@ -755,6 +773,7 @@ static void scale_up(struct daemon *dm, const struct as_cluster *c, const struct
 	if (!any)
 		return;
 	qt_notice("scale-up done: [%s]", summary->str);
+	status_event(dm, "Normal", "ScaledUpGroup", "Scale-up: %s", summary->str);
 	for (guint i = 0; i < d->scale_up_pods->len; i++)
 		event(dm, "Pod", d->scale_up_pods->pdata[i], "Normal", "TriggeredScaleUp",
 		      "pod triggered scale-up: [%s]", summary->str);
@@ -962,6 +981,8 @@ static bool progress_deletion(struct daemon *dm, const struct as_cluster *c, str
 	qt_notice("node \"%s\" removed from group \"%s\" (%s)", del->node, del->group,
 		  del->empty ? "empty" : "drained");
 	event(dm, "Node", del->node, "Normal", "ScaleDown", "node removed by cluster autoscaler");
+	status_event(dm, "Normal", del->empty ? "ScaleDownEmpty" : "ScaleDown",
+		     "Scale-down: %s node %s removed", del->empty ? "empty" : "drained", del->node);
 	dm->last_scale_down_delete = now;
 	return true;
 }
@@ -1134,6 +1155,15 @@ static double secs_since(int64_t t0)
 	return (double)(g_get_monotonic_time() - t0) / 1e6;
 }
 
+/* The binpacking time limit's clock: milliseconds, monotonic. */
+static int64_t mono_ms(void *data)
+{
+	(void)data;
+	return g_get_monotonic_time() / 1000;
+}
+
+static const struct as_run_env run_env = {mono_ms, NULL};
+
 /* One loop; 0, or -errno when it could not decide (logged). */
 static int loop_once(struct daemon *dm, bool first)
 {
@@ -1157,7 +1187,7 @@ static int loop_once(struct daemon *dm, bool first)
 	if (first && !dm->a->dry_run)
 		clean_stale_taints(dm, c);
 	t = g_get_monotonic_time();
-	r = as_run_once(c, dm->o, now, NULL, &d, &msg);
+	r = as_run_once(c, dm->o, now, &run_env, &d, &msg);
 	observe(&dm->m, FN_RUN, secs_since(t));
 	if (r < 0) {
 		qt_err("no decision this loop: %s", msg);

@@ -204,6 +204,10 @@ def run(env, kube):
     s, evs = kube.get("/api/v1/namespaces/default/events")
     reasons = [e["reason"] for e in evs["items"]]
     check("TriggeredScaleUp" in reasons, "no TriggeredScaleUp event: %s" % reasons)
+    s, evs = kube.get("/api/v1/namespaces/kube-system/events")
+    check(any(e["reason"] == "ScaledUpGroup" and "{a 0->4 (max: 4)}" in e["message"] and
+              e["involvedObject"]["name"] == "cluster-autoscaler-status" for e in evs["items"]),
+          "no ScaledUpGroup event on the status ConfigMap: %s" % [e["message"] for e in evs["items"]])
     with urllib.request.urlopen(metrics_url + "/metrics") as r:
         text = r.read().decode()
     check(re.search(r"^cluster_autoscaler_scaled_up_nodes_total 4$", text, re.M),
