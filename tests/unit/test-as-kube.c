@@ -237,6 +237,60 @@ START_TEST(watch_parser_oversized)
 }
 END_TEST
 
+static void ignore_ev(void *ud, const char *type, json_object *obj, const char *err)
+{
+	(void)type, (void)obj, (void)err;
+	(*(int *)ud)++;
+}
+
+/* Seeded mutations (flips, cuts, splices) of valid input never crash the parsers. */
+START_TEST(mutations_never_crash)
+{
+	GRand *rnd = g_rand_new_with_seed(9);
+	size_t slen = strlen(stream), klen = strlen(kubeconfig_yaml);
+
+	for (int it = 0; it < 3000; it++) {
+		const char *src = it % 2 ? stream : kubeconfig_yaml;
+		size_t len = it % 2 ? slen : klen;
+		g_autofree char *buf = g_malloc(len + 1);
+		int n = g_rand_int_range(rnd, 1, 8), calls = 0;
+
+		memcpy(buf, src, len + 1);
+		for (int k = 0; k < n && len > 0; k++) {
+			size_t at = (size_t)g_rand_int_range(rnd, 0, (gint32)len);
+
+			switch (g_rand_int_range(rnd, 0, 3)) {
+			case 0:
+				buf[at] = (char)g_rand_int_range(rnd, 1, 256);
+				break;
+			case 1:
+				len = at; /* cut */
+				break;
+			default:
+				buf[at] = "{}[]\":,\n"[g_rand_int_range(rnd, 0, 8)];
+			}
+		}
+		buf[len] = '\0';
+		if (it % 2) {
+			struct as_watch_parser p;
+			size_t cut = len ? (size_t)g_rand_int_range(rnd, 0, (gint32)len + 1) : 0;
+
+			as_watch_parser_init(&p, 64);
+			as_watch_parser_feed(&p, buf, cut, ignore_ev, &calls);
+			as_watch_parser_feed(&p, buf + cut, len - cut, ignore_ev, &calls);
+			as_watch_parser_clear(&p);
+		} else {
+			g_autoptr(as_kube_config) c = NULL;
+			g_autofree char *m = NULL;
+
+			if (as_kube_config_parse(buf, len, "/d", NULL, &c, &m) < 0)
+				ck_assert_ptr_nonnull(m);
+		}
+	}
+	g_rand_free(rnd);
+}
+END_TEST
+
 /* ---- pure helpers ---- */
 
 START_TEST(taint_helpers)
@@ -438,6 +492,7 @@ int main(void)
 	tcase_add_test(tc, kubeconfig_json_and_in_cluster);
 	tcase_add_test(tc, watch_parser_any_split);
 	tcase_add_test(tc, watch_parser_oversized);
+	tcase_add_test(tc, mutations_never_crash);
 	tcase_add_test(tc, taint_helpers);
 	tcase_add_test(tc, lease_rules);
 	tcase_add_test(tc, client_against_stub);
