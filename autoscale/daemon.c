@@ -70,6 +70,8 @@ static const struct flag {
 	F("cordon-node-before-terminating", F_BOOL, cordon_node_before_terminating),
 	F("max-bulk-soft-taint-count", F_INT, max_bulk_soft_taint_count),
 	F("node-deletion-delay-timeout", F_DUR, node_deletion_delay_timeout),
+	F("daemonset-eviction-for-occupied-nodes", F_BOOL, ds_eviction_occupied),
+	F("daemonset-eviction-for-empty-nodes", F_BOOL, ds_eviction_empty),
 	F("v", F_INT, v),
 #undef F
 };
@@ -93,6 +95,7 @@ void as_daemon_args_init(struct as_daemon_args *a)
 	a->cordon_node_before_terminating = true;
 	a->max_bulk_soft_taint_count = 10;
 	a->node_deletion_delay_timeout = 2 * 60000;
+	a->ds_eviction_occupied = true;
 	a->v = 1;
 }
 
@@ -834,6 +837,21 @@ static GPtrArray *pods_to_drain(const struct as_cluster *c, const char *node)
 	return a;
 }
 
+static void evict_daemonset_pods(struct daemon *dm, const struct as_cluster *c, const char *node)
+{
+	for (guint i = 0; i < c->pods->len; i++) {
+		const struct as_pod *p = c->pods->pdata[i];
+		g_autofree char *m = NULL;
+
+		if (!p->node_name || strcmp(p->node_name, node) != 0 || !p->owner_kind ||
+		    strcmp(p->owner_kind, "DaemonSet") != 0 || p->deletion_time != AS_TIME_NEVER)
+			continue;
+		if (as_kube_evict(dm->kube, p->ns, p->name,
+				  MIN(p->grace_period_s, dm->o->max_graceful_termination_sec), &m) < 0)
+			qt_debug("DaemonSet pod \"%s\" not evicted: %s", p->key, m);
+	}
+}
+
 static void start_deletion(struct daemon *dm, const struct as_cluster *c, const char *name,
 			   int64_t now)
 {
@@ -952,6 +970,9 @@ static bool progress_deletion(struct daemon *dm, const struct as_cluster *c, str
 		}
 		return false;
 	}
+	/* As CA, DaemonSet pods get a best-effort eviction, without waiting for them. */
+	if (del->empty ? dm->a->ds_eviction_empty : dm->a->ds_eviction_occupied)
+		evict_daemonset_pods(dm, c, del->node);
 	/* Drained: give the instance back, then remove the Node object. */
 	gi = group_if(dm, del->group);
 	if (gi) {

@@ -35,6 +35,7 @@ struct as_daemon_args {
 	bool cordon_node_before_terminating;
 	int64_t max_bulk_soft_taint_count;
 	int64_t node_deletion_delay_timeout; /* ms: wait for pods to go after evictions */
+	bool ds_eviction_occupied, ds_eviction_empty; /* --daemonset-eviction-for-*-nodes */
 	int64_t v; /* --v: klog-style verbosity; >= 4 logs at debug level */
 };
 

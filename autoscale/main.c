@@ -70,6 +70,8 @@ static void usage(void)
 	      "  --node-deletion-delay-timeout D  wait for evicted pods (default 2m)\n"
 	      "  --cordon-node-before-terminating[=BOOL] (default true)\n"
 	      "  --max-bulk-soft-taint-count N (default 10)\n"
+	      "  --daemonset-eviction-for-occupied-nodes[=BOOL] (default true)\n"
+	      "  --daemonset-eviction-for-empty-nodes[=BOOL] (default false)\n"
 	      "  --v N                  0 notices, 1 decisions, 4 debug (default 1)\n"
 	      "\n"
 	      "FLAGs: Cluster Autoscaler's names and defaults; durations like 10s, 10m, 3h.\n"

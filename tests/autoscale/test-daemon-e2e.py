@@ -17,7 +17,8 @@
 #    three 1.5 of 2 cpu, under the 0.9 threshold), node 4 runs one 0.5 cpu
 #    pod that fits elsewhere -> node 4 is tainted, drained (eviction),
 #    deleted, and its machine is available again; nodes 1-3 stay.  The
-#    first two evictions get 429 and are retried.
+#    first two evictions get 429 and are retried; node 4's DaemonSet pod gets
+#    a best-effort eviction (it neither blocks nor is waited for).
 # 3. Provisioning failure: pool a's handler fails every power-on; a 1.5 cpu
 #    pod prefers a (score 0.25+0.75=1.0 against b's 0.81+0.97) -> a +1
 #    fails -> a backs off -> b +1, and the pod runs on the b node.
@@ -234,6 +235,13 @@ def run(env, kube):
                  owner=("ReplicaSet", "web"))
     kube.add_pod("mover", cpu="500m", memory="512Mi", node=n4, labels={"app": "web"},
                  owner=("ReplicaSet", "web"))
+    kube.must(201, "POST", "/apis/apps/v1/namespaces/default/daemonsets", {
+        "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
+        "spec": {"selector": {"matchLabels": {"app": "agent"}},
+                 "template": {"metadata": {"labels": {"app": "agent"}},
+                              "spec": {"containers": [{"name": "c", "image": "x"}]}}}})
+    kube.add_pod("agent-x", cpu="10m", memory="16Mi", node=n4, labels={"app": "agent"},
+                 owner=("DaemonSet", "agent"))
     # The first two evictions are refused as a PodDisruptionBudget would (429):
     # the drain retries in the next loops instead of giving up.
     kube.fault(r"/eviction$", 429, count=2)
@@ -244,6 +252,8 @@ def run(env, kube):
     wait(lambda: n4 not in nodes(), "node %s to be removed" % n4, 60)
     wait(lambda: machine_state(n4) == "available", "machine %s to be available again" % n4, 60)
     check("mover" not in pods(), "the mover pod was not evicted")
+    check(any(r["method"] == "POST" and r["path"] == "/api/v1/namespaces/default/pods/agent-x/eviction"
+              for r in kube.requests()), "the DaemonSet pod was not evicted before the node went")
     check(logged("autoscale.log", r'eviction of pod "default/mover" refused for now'),
           "the 429 was not retried")
     s, evs = kube.get("/api/v1/namespaces/default/events")
