@@ -937,6 +937,61 @@ static int parse_list(struct jp *j, json_object *root, const char *key, GPtrArra
 	return 0;
 }
 
+/* One object of a kind, outside any snapshot: the daemon's cache entries. */
+static int parse_one(json_object *o, void *(*make)(void), GDestroyNotify destroy, parse_fn fn,
+		     void **out, char **msg)
+{
+	struct jp j = {g_string_new(NULL), NULL};
+	void *obj = make();
+	int r;
+
+	if (!o || json_object_get_type(o) != json_type_object)
+		r = jp_fail(&j, "not a JSON object");
+	else
+		r = fn(&j, o, obj);
+	if (r < 0) {
+		*msg = g_steal_pointer(&j.err);
+		destroy(obj);
+	} else {
+		*out = obj;
+	}
+	g_free(j.err);
+	g_string_free(j.path, TRUE);
+	return r;
+}
+
+int as_node_from_json(struct json_object *o, struct as_node **out, char **msg)
+{
+	return parse_one(o, new_node, free_node, parse_node_v, (void **)out, msg);
+}
+
+int as_pod_from_json(struct json_object *o, struct as_pod **out, char **msg)
+{
+	return parse_one(o, new_pod, free_pod, parse_pod_v, (void **)out, msg);
+}
+
+int as_pdb_from_json(struct json_object *o, struct as_pdb **out, char **msg)
+{
+	return parse_one(o, new_pdb, free_pdb, parse_pdb_v, (void **)out, msg);
+}
+
+struct json_object *as_json_member(struct json_object *o, const char *key)
+{
+	json_object *v = NULL;
+
+	return o && json_object_is_type(o, json_type_object) &&
+			       json_object_object_get_ex(o, key, &v)
+		       ? v
+		       : NULL;
+}
+
+const char *as_json_string(struct json_object *o, const char *key)
+{
+	json_object *v = as_json_member(o, key);
+
+	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
 static int check_unique(struct jp *j, struct as_cluster *c)
 {
 	g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);

@@ -30,5 +30,21 @@ int as_cluster_from_json(const char *buf, size_t len, struct as_cluster **out, i
  */
 int as_options_from_json(struct as_options *o, const char *buf, size_t len, char **msg);
 
+struct json_object;
+
+/*
+ * One Kubernetes Node, Pod or PodDisruptionBudget object (as the API
+ * returns it) to the model, for the daemon's cache.  0 and *@out (owned by
+ * the caller), or -EINVAL with *@msg naming the field.
+ */
+int as_node_from_json(struct json_object *o, struct as_node **out, char **msg);
+int as_pod_from_json(struct json_object *o, struct as_pod **out, char **msg);
+int as_pdb_from_json(struct json_object *o, struct as_pdb **out, char **msg);
+
+/* Member @key of object @o (borrowed), NULL when @o is not an object or has none. */
+struct json_object *as_json_member(struct json_object *o, const char *key);
+/* The same when it is a string, else NULL. */
+const char *as_json_string(struct json_object *o, const char *key);
+
 /* The decision as pretty-printed JSON (g_malloc'd, ends with a newline). */
 char *as_decision_to_json(const struct as_decision *d);

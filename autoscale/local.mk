@@ -30,8 +30,26 @@ autoscale_libasjson_a_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/autoscale/core $
 
 ASJSON_LIBS = autoscale/libasjson.a $(JSONC_LIBS)
 
+# The daemon's pieces: Kubernetes client, yusur provider, the loop.  A
+# library so that the unit tests link the same objects.
+noinst_LIBRARIES += autoscale/libasd.a
+autoscale_libasd_a_SOURCES = \
+	autoscale/kube.c autoscale/kube.h \
+	autoscale/provider-yusur.c autoscale/provider-yusur.h \
+	autoscale/daemon.c autoscale/daemon.h
+ASD_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/autoscale/core -I$(top_srcdir)/autoscale \
+	-I$(top_srcdir)/bm $(JSONC_CFLAGS) $(CURL_CFLAGS) $(MHD_CFLAGS) $(YAML_CFLAGS)
+autoscale_libasd_a_CPPFLAGS = $(ASD_CPPFLAGS)
+
+ASD_LIBS = autoscale/libasd.a bm/libbm.a $(ASJSON_LIBS) $(ASCORE_LIBS) $(QT_LIBS) \
+	$(CURL_LIBS) $(MHD_LIBS) $(YAML_LIBS) $(SQLITE_LIBS) $(JSONC_LIBS)
+
 bin_PROGRAMS += autoscale/autoscale
 autoscale_autoscale_SOURCES = autoscale/main.c
-autoscale_autoscale_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/autoscale/core
-autoscale_autoscale_LDADD = $(ASJSON_LIBS) $(ASCORE_LIBS) $(QT_LIBS)
-dist_doc_DATA += docs/autoscale-snapshot.md
+autoscale_autoscale_CPPFLAGS = $(ASD_CPPFLAGS)
+autoscale_autoscale_LDADD = $(ASD_LIBS)
+dist_doc_DATA += docs/autoscale-snapshot.md docs/autoscale.md
+dist_man_MANS += man/autoscale.1
+# Deployment examples (not installed): a systemd unit and Kubernetes manifests.
+EXTRA_DIST += contrib/systemd/autoscale.service contrib/kubernetes/rbac.yaml \
+	contrib/kubernetes/deployment.yaml

@@ -9,7 +9,7 @@
  *
  * "once" reads the snapshot (cluster-json.c), applies the options file and
  * then the command-line flags on top, runs the core once and prints the
- * decision.  "run" is still a placeholder (issue 9).
+ * decision.  "run" hands its flags to the daemon (daemon.c).
  */
 #include "config.h"
 
@@ -21,6 +21,7 @@
 #include "autoscaler.h"
 #include "cli.h"
 #include "cluster-json.h"
+#include "daemon.h"
 #include "log.h"
 #include "options.h"
 #include "units.h"
@@ -29,15 +30,6 @@
 
 enum { OPT_SNAPSHOT = 256, OPT_OPTIONS, OPT_NOW, OPT_DAEMON, OPT_CORE };
 
-/* Options of "run" that "once" accepts and ignores, so scripts can share flags. */
-static const char *const daemon_value_opts[] = {"kubeconfig", "cloud-provider", "cloud-config",
-						"address"};
-static const char *const daemon_bool_opts[] = {"in-cluster", "dry-run", "leader-elect"};
-
-static const struct {
-	const char *name;
-	int issue;
-} commands[] = {{"once", 6}, {"run", 9}};
 
 static void usage(void)
 {
@@ -58,13 +50,29 @@ static void usage(void)
 	      "                         \"now\", else the current time)\n"
 	      "\n"
 	      "run: watch a cluster and scale its node groups.\n"
-	      "  --kubeconfig FILE      cluster credentials (default: none)\n"
+	      "  --kubeconfig FILE      cluster credentials (default: $KUBECONFIG,\n"
+	      "                         else ~/.kube/config)\n"
 	      "  --in-cluster           use the pod's service account (default off)\n"
 	      "  --cloud-provider NAME  yusur, the bare-metal pool (default: none)\n"
 	      "  --cloud-config FILE    provider configuration (default: none)\n"
 	      "  --dry-run              decide and log, change nothing (default off)\n"
 	      "  --address ADDR         /metrics and /healthz (default :8085)\n"
 	      "  --leader-elect[=BOOL]  take a Lease before acting (default true)\n"
+	      "  --leader-elect-lease-duration D, --leader-elect-renew-deadline D,\n"
+	      "  --leader-elect-retry-period D (defaults 15s, 10s, 2s)\n"
+	      "  --leader-elect-resource-name NAME (default cluster-autoscaler)\n"
+	      "  --leader-elect-resource-namespace NS (default kube-system)\n"
+	      "  --namespace NS         status ConfigMap's namespace (default kube-system)\n"
+	      "  --write-status-configmap[=BOOL] (default true)\n"
+	      "  --status-config-map-name NAME (default cluster-autoscaler-status)\n"
+	      "  --max-inactivity D, --max-failing-time D  /healthz limits (default 10m, 15m)\n"
+	      "  --max-pod-eviction-time D  give up refused evictions (default 2m)\n"
+	      "  --node-deletion-delay-timeout D  wait for evicted pods (default 2m)\n"
+	      "  --cordon-node-before-terminating[=BOOL] (default true)\n"
+	      "  --max-bulk-soft-taint-count N (default 10)\n"
+	      "  --daemonset-eviction-for-occupied-nodes[=BOOL] (default true)\n"
+	      "  --daemonset-eviction-for-empty-nodes[=BOOL] (default false)\n"
+	      "  --v N                  0 notices, 1 decisions, 4 debug (default 1)\n"
 	      "\n"
 	      "FLAGs: Cluster Autoscaler's names and defaults; durations like 10s, 10m, 3h.\n"
 	      "  --scan-interval D                     loop period (default 10s)\n"
@@ -111,7 +119,7 @@ static void usage(void)
 	      "\n"
 	      "Configuration: no default file; see --options and --cloud-config.\n"
 	      "Exit status: 0 success, 1 failure, 2 usage error.\n"
-	      "Status: once works; run is a placeholder (see issue 9).\n",
+	      "See autoscale(1) and docs/autoscale.md for run's other flags.\n",
 	      stdout);
 }
 
@@ -128,10 +136,13 @@ static struct option *build_long_opts(void)
 	ADD("snapshot", required_argument, OPT_SNAPSHOT);
 	ADD("options", required_argument, OPT_OPTIONS);
 	ADD("now", required_argument, OPT_NOW);
-	for (size_t i = 0; i < G_N_ELEMENTS(daemon_value_opts); i++)
-		ADD(daemon_value_opts[i], required_argument, OPT_DAEMON);
-	for (size_t i = 0; i < G_N_ELEMENTS(daemon_bool_opts); i++)
-		ADD(daemon_bool_opts[i], optional_argument, OPT_DAEMON);
+	/* Flags of "run"; "once" accepts and ignores them, so scripts can share flags. */
+	for (guint i = 0; as_daemon_flag_name(i); i++) {
+		const char *n = as_daemon_flag_name(i);
+
+		ADD(n, as_daemon_flag_is_bool(n) ? optional_argument : required_argument,
+		    OPT_DAEMON);
+	}
 	for (guint i = 0; as_options_name(i); i++) {
 		const char *n = as_options_name(i);
 
@@ -157,6 +168,21 @@ static int read_file(const char *path, char **buf, size_t *len, char **msg)
 	return 0;
 }
 
+/* The options file and the FLAGs, in that order, onto @o; an exit status or -1. */
+static int load_options(struct as_options *o, const char *file, GPtrArray *flags)
+{
+	g_autofree char *buf = NULL, *msg = NULL;
+	size_t len;
+
+	if (file && (read_file(file, &buf, &len, &msg) < 0 ||
+		     as_options_from_json(o, buf, len, &msg) < 0))
+		return qt_cli_fail("%s: %s", file, msg);
+	for (guint i = 0; i < flags->len; i += 2)
+		if (as_options_set(o, flags->pdata[i], flags->pdata[i + 1], &msg) < 0)
+			return qt_cli_usage_error("%s", msg);
+	return -1;
+}
+
 struct once_args {
 	const char *snapshot;
 	const char *options;
@@ -179,20 +205,10 @@ static int cmd_once(struct once_args *a)
 	if (a->now && as_time_parse(a->now, &now) < 0)
 		return qt_cli_usage_error("--now: \"%s\" is not an RFC 3339 time", a->now);
 	as_options_init(&o);
-	if (a->options) {
-		if (read_file(a->options, &buf, &len, &msg) < 0 ||
-		    as_options_from_json(&o, buf, len, &msg) < 0) {
-			ret = qt_cli_fail("%s: %s", a->options, msg);
-			goto cleanup;
-		}
-		g_clear_pointer(&buf, g_free);
-	}
-	for (guint i = 0; i < a->flags->len; i += 2) {
-		if (as_options_set(&o, a->flags->pdata[i], a->flags->pdata[i + 1], &msg) < 0) {
-			ret = qt_cli_usage_error("%s", msg);
-			goto cleanup;
-		}
-	}
+	ret = load_options(&o, a->options, a->flags);
+	if (ret >= 0)
+		goto cleanup;
+	ret = QT_EXIT_OK;
 	if (read_file(a->snapshot, &buf, &len, &msg) < 0 ||
 	    as_cluster_from_json(buf, len, &c, &snap_now, &msg) < 0) {
 		ret = qt_cli_fail("%s: %s", a->snapshot, msg);
@@ -213,17 +229,39 @@ cleanup:
 	return ret;
 }
 
+static int cmd_run(struct as_daemon_args *d, const char *options, GPtrArray *flags)
+{
+	struct as_options o;
+	int ret;
+
+	if (d->in_cluster && d->kubeconfig)
+		return qt_cli_usage_error("run: --kubeconfig and --in-cluster exclude each other");
+	if (!d->cloud_provider)
+		return qt_cli_usage_error("run: missing --cloud-provider=yusur");
+	if (!d->cloud_config)
+		return qt_cli_usage_error("run: missing --cloud-config FILE");
+	as_options_init(&o);
+	ret = load_options(&o, options, flags);
+	if (ret < 0)
+		ret = as_daemon_run(d, &o);
+	as_options_clear(&o);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	g_autofree struct option *long_opts = build_long_opts();
 	g_autoptr(GPtrArray) flags = g_ptr_array_new();
 	struct once_args a = {NULL, NULL, NULL, flags};
+	struct as_daemon_args d;
+	g_autofree char *msg = NULL;
 	const char *cmd;
-	int c, idx;
+	int c, idx, ret;
 
 	qt_cli_init(argv[0]);
 	qt_log_init(qt_cli_prog());
 	opterr = 0;
+	as_daemon_args_init(&d);
 	while ((c = getopt_long(argc, argv, ":" SHORT_OPTS, long_opts, &idx)) != -1) {
 		switch (c) {
 		case OPT_SNAPSHOT:
@@ -236,25 +274,30 @@ int main(int argc, char **argv)
 			a.now = optarg;
 			break;
 		case OPT_DAEMON:
+			if (as_daemon_set(&d, long_opts[idx].name, optarg, &msg) < 0) {
+				as_daemon_args_clear(&d);
+				return qt_cli_usage_error("%s", msg);
+			}
 			break;
 		case OPT_CORE:
 			g_ptr_array_add(flags, (gpointer)long_opts[idx].name);
 			g_ptr_array_add(flags, optarg);
 			break;
 		default:
+			as_daemon_args_clear(&d);
 			return qt_cli_std_option(c, argv, SHORT_OPTS, usage);
 		}
 	}
 	if (optind == argc)
-		return qt_cli_usage_error("missing COMMAND (once or run)");
-	cmd = argv[optind];
-	if (optind + 1 < argc)
-		return qt_cli_usage_error("unexpected argument '%s'", argv[optind + 1]);
-	if (strcmp(cmd, "once") == 0)
-		return cmd_once(&a);
-	for (size_t i = 0; i < G_N_ELEMENTS(commands); i++) {
-		if (strcmp(cmd, commands[i].name) == 0)
-			return qt_cli_fail("not implemented yet (see issue %d)", commands[i].issue);
-	}
-	return qt_cli_usage_error("unknown command '%s'", cmd);
+		ret = qt_cli_usage_error("missing COMMAND (once or run)");
+	else if (optind + 1 < argc)
+		ret = qt_cli_usage_error("unexpected argument '%s'", argv[optind + 1]);
+	else if (strcmp((cmd = argv[optind]), "once") == 0)
+		ret = cmd_once(&a);
+	else if (strcmp(cmd, "run") == 0)
+		ret = cmd_run(&d, a.options, flags);
+	else
+		ret = qt_cli_usage_error("unknown command '%s'", cmd);
+	as_daemon_args_clear(&d);
+	return ret;
 }

@@ -14,7 +14,7 @@ set -eu
 
 packages="build-essential autoconf automake pkg-config
 libglib2.0-dev liburing-dev libfuse3-dev fuse3 libjson-c-dev
-libcurl4-openssl-dev libssh2-1-dev check libmicrohttpd-dev libsqlite3-dev
+libcurl4-openssl-dev libssh2-1-dev check libmicrohttpd-dev libsqlite3-dev libyaml-dev
 clang libclang-rt-14-dev
 runc busybox-static
 iproute2 openssh-server openssh-client sshfs procps psmisc python3 python3-jsonschema util-linux

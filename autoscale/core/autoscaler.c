@@ -183,17 +183,22 @@ static int map_nodes_to_groups(struct run *r, char **msg)
 	return 0;
 }
 
-static void backoff(struct run *r, guint g, struct as_group_state *gs)
+void as_group_backoff(const struct as_options *o, int64_t now, int64_t *duration,
+		      int64_t *until, int64_t *last_failure)
 {
-	const struct as_options *o = r->o;
 	int64_t dur = o->initial_node_group_backoff_duration;
 
-	if (gs->last_failure != AS_TIME_NEVER && r->now - gs->last_failure < o->node_group_backoff_reset_timeout &&
-	    gs->backoff_duration > 0)
-		dur = MIN(gs->backoff_duration * 2, o->max_node_group_backoff_duration);
-	gs->backoff_duration = dur;
-	gs->backoff_until = r->now + dur;
-	gs->last_failure = r->now;
+	if (*last_failure != AS_TIME_NEVER && now - *last_failure < o->node_group_backoff_reset_timeout &&
+	    *duration > 0)
+		dur = MIN(*duration * 2, o->max_node_group_backoff_duration);
+	*duration = dur;
+	*until = now + dur;
+	*last_failure = now;
+}
+
+static void backoff(struct run *r, guint g, struct as_group_state *gs)
+{
+	as_group_backoff(r->o, r->now, &gs->backoff_duration, &gs->backoff_until, &gs->last_failure);
 	r->backed_off[g] = true;
 }
 

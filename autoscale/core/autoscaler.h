@@ -108,5 +108,13 @@ void as_cluster_carry_state(struct as_cluster *c, const struct as_decision *d);
  */
 bool as_templates_similar(const struct as_node *a, const struct as_node *b);
 
+/*
+ * A failed scale-up of a group at @now: the next backoff (initial, or
+ * double the last one up to the maximum unless the last failure is older
+ * than the reset timeout).  Updates the three fields in place.
+ */
+void as_group_backoff(const struct as_options *o, int64_t now, int64_t *duration,
+		      int64_t *until, int64_t *last_failure);
+
 /* Is @n Ready as CA counts it (Ready, no pressure that matters, no not-ready taint, schedulable)? */
 bool as_node_is_ready(const struct as_node *n);

@@ -333,8 +333,8 @@ static int delete_unregistered(const struct as_decision *d, const struct as_clus
 	return 0;
 }
 
-int as_decision_apply(const struct as_decision *d, const struct as_cluster *c,
-		      struct as_cloud_provider *p, char **msg)
+int as_decision_apply_cleanup(const struct as_decision *d, const struct as_cluster *c,
+			      struct as_cloud_provider *p, char **msg)
 {
 	int r = delete_unregistered(d, c, p, msg);
 
@@ -354,6 +354,16 @@ int as_decision_apply(const struct as_decision *d, const struct as_cluster *c,
 			return r;
 		}
 	}
+	return 0;
+}
+
+int as_decision_apply(const struct as_decision *d, const struct as_cluster *c,
+		      struct as_cloud_provider *p, char **msg)
+{
+	int r = as_decision_apply_cleanup(d, c, p, msg);
+
+	if (r < 0)
+		return r;
 	for (guint k = 0; d->scale_up_group && k < MAX(1, d->scale_up_split->len); k++) {
 		const struct as_group_delta *gd =
 			d->scale_up_split->len ? &g_array_index(d->scale_up_split, struct as_group_delta, k)

@@ -81,3 +81,10 @@ struct as_decision;
  */
 int as_decision_apply(const struct as_decision *d, const struct as_cluster *c,
 		      struct as_cloud_provider *p, char **msg);
+/*
+ * Its first two steps only: delete long-unregistered and failed instances,
+ * give back failed scale-ups.  The daemon runs these, then its own
+ * scale-up (with backoff on refusal) and drain-then-delete scale-down.
+ */
+int as_decision_apply_cleanup(const struct as_decision *d, const struct as_cluster *c,
+			      struct as_cloud_provider *p, char **msg);

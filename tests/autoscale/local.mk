@@ -45,11 +45,36 @@ tests_unit_test_as_provider_CPPFLAGS = $(AS_UNIT_CPPFLAGS)
 tests_unit_test_as_provider_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_as_provider_LDADD = $(AS_UNIT_LDADD)
 
+# The daemon's Kubernetes client and yusur provider (autoscale/libasd.a).
+AS_DAEMON_UNIT_TESTS = tests/unit/test-as-kube tests/unit/test-as-yusur tests/unit/test-as-daemon
+check_PROGRAMS += $(AS_DAEMON_UNIT_TESTS)
+TESTS += $(AS_DAEMON_UNIT_TESTS)
+
+tests_unit_test_as_kube_SOURCES = tests/unit/test-as-kube.c
+tests_unit_test_as_kube_CPPFLAGS = $(ASD_CPPFLAGS)
+tests_unit_test_as_kube_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_as_kube_LDADD = $(ASD_LIBS) $(CHECK_LIBS)
+
+tests_unit_test_as_yusur_SOURCES = tests/unit/test-as-yusur.c
+tests_unit_test_as_yusur_CPPFLAGS = $(ASD_CPPFLAGS)
+tests_unit_test_as_yusur_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_as_yusur_LDADD = $(ASD_LIBS) $(CHECK_LIBS)
+
+tests_unit_test_as_daemon_SOURCES = tests/unit/test-as-daemon.c
+tests_unit_test_as_daemon_CPPFLAGS = $(ASD_CPPFLAGS)
+tests_unit_test_as_daemon_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_as_daemon_LDADD = $(ASD_LIBS) $(CHECK_LIBS)
+
 # `autoscale once` on scenario fixtures (snapshot -> expected decision) and
 # its command line.
 TESTS += tests/autoscale/test-scenarios.sh tests/autoscale/test-once-cli.sh
 EXTRA_DIST += tests/autoscale/test-scenarios.sh tests/autoscale/test-once-cli.sh \
 	tests/autoscale/check-decision.py tests/autoscale/scenarios
+
+# `autoscale run` end to end: fake API server + bm-api + bm-controller +
+# fake bm-handlers whose power-on registers a Node (register-node.py).
+TESTS += tests/autoscale/test-daemon-e2e.py
+EXTRA_DIST += tests/autoscale/test-daemon-e2e.py tests/autoscale/register-node.py
 
 # The autoscaler core on 1,000 and 5,000-node synthetic clusters; the script
 # compiles its own -O2 copy of the core, so any configuration works.

@@ -67,7 +67,11 @@ run once
 run once --snapshot "$tmp/none.json"
 [ "$rc" -eq 1 ] && grep -q 'none.json' "$tmp/err" || fail "missing file: exit $rc"
 run run --in-cluster
-[ "$rc" -eq 1 ] && grep -q 'issue 9' "$tmp/err" || fail "run: exit $rc, stderr $(cat "$tmp/err")"
+[ "$rc" -eq 2 ] && grep -q 'cloud-provider' "$tmp/err" || fail "run: exit $rc, stderr $(cat "$tmp/err")"
+run run --in-cluster --cloud-provider=yusur --cloud-config "$tmp/none.conf"
+[ "$rc" -eq 1 ] && grep -q 'none.conf' "$tmp/err" || fail "run, no cloud config: exit $rc, stderr $(cat "$tmp/err")"
+run run --kubeconfig a --in-cluster --cloud-provider=yusur --cloud-config x
+[ "$rc" -eq 2 ] || fail "run with --kubeconfig and --in-cluster: exit $rc"
 
 # --now wins over the snapshot's now: unneeded since 11:55, 10m needed
 snap=$dir/sd-not-unneeded-long-enough.json

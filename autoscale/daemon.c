@@ -1,0 +1,1477 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The live autoscaler loop (daemon.h).
+ *
+ * Scale-down actuation, the state this file owns across loops (the
+ * `deleting` table):
+ *   (node chosen by RunOnce) --taint ToBeDeleted + cordon--> DRAINING
+ *   DRAINING: every loop, evict the node's pods that are still there
+ *     (429 = a PDB says not now, try again next loop; 404 = gone);
+ *     when no evictable pod is left -> DELETE: provider DeleteNodes, then
+ *     the Node object; event ScaleDown, counted in scaled_down_nodes_total.
+ *   DRAINING past --max-pod-eviction-time with evictions still refused,
+ *     or past the grace period plus --node-deletion-delay-timeout with
+ *     pods still there -> FAILED: taint and cordon removed, event
+ *     ScaleDownFailed, last_scale_down_failure = now (the core's
+ *     --scale-down-delay-after-failure cooldown).
+ * Invariant: a node is in the table iff we tainted it and have not yet
+ * deleted or released it; RunOnce never picks it again because the taint
+ * makes it a non-candidate, and the loop skips it besides.
+ *
+ * At start (when not --dry-run) ToBeDeleted taints left by an earlier run
+ * are removed, as CA does, and DeletionCandidate taints are recomputed.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "autoscaler.h"
+#include "cluster-json.h"
+#include "daemon.h"
+#include "httpd.h"
+#include "kube.h"
+#include "log.h"
+#include "provider-yusur.h"
+#include "units.h"
+
+#define TAINT_CANDIDATE "DeletionCandidateOfClusterAutoscaler"
+
+/* ---- flags ---- */
+
+enum ftype { F_STR, F_BOOL, F_DUR, F_INT };
+
+static const struct flag {
+	const char *name;
+	enum ftype type;
+	size_t off;
+} flags[] = {
+#define F(n, t, field) {n, t, G_STRUCT_OFFSET(struct as_daemon_args, field)}
+	F("kubeconfig", F_STR, kubeconfig),
+	F("in-cluster", F_BOOL, in_cluster),
+	F("cloud-provider", F_STR, cloud_provider),
+	F("cloud-config", F_STR, cloud_config),
+	F("address", F_STR, address),
+	F("dry-run", F_BOOL, dry_run),
+	F("leader-elect", F_BOOL, leader_elect),
+	F("leader-elect-lease-duration", F_DUR, lease_duration),
+	F("leader-elect-renew-deadline", F_DUR, renew_deadline),
+	F("leader-elect-retry-period", F_DUR, retry_period),
+	F("leader-elect-resource-name", F_STR, lease_name),
+	F("leader-elect-resource-namespace", F_STR, lease_namespace),
+	F("namespace", F_STR, ns),
+	F("write-status-configmap", F_BOOL, write_status_configmap),
+	F("status-config-map-name", F_STR, status_config_map_name),
+	F("max-inactivity", F_DUR, max_inactivity),
+	F("max-failing-time", F_DUR, max_failing_time),
+	F("max-pod-eviction-time", F_DUR, max_pod_eviction_time),
+	F("cordon-node-before-terminating", F_BOOL, cordon_node_before_terminating),
+	F("max-bulk-soft-taint-count", F_INT, max_bulk_soft_taint_count),
+	F("node-deletion-delay-timeout", F_DUR, node_deletion_delay_timeout),
+	F("daemonset-eviction-for-occupied-nodes", F_BOOL, ds_eviction_occupied),
+	F("daemonset-eviction-for-empty-nodes", F_BOOL, ds_eviction_empty),
+	F("v", F_INT, v),
+#undef F
+};
+
+void as_daemon_args_init(struct as_daemon_args *a)
+{
+	*a = (struct as_daemon_args){0};
+	a->address = g_strdup(":8085");
+	a->leader_elect = true;
+	a->lease_duration = 15000;
+	a->renew_deadline = 10000;
+	a->retry_period = 2000;
+	a->lease_name = g_strdup("cluster-autoscaler");
+	a->lease_namespace = g_strdup("kube-system");
+	a->ns = g_strdup("kube-system");
+	a->write_status_configmap = true;
+	a->status_config_map_name = g_strdup("cluster-autoscaler-status");
+	a->max_inactivity = 10 * 60000;
+	a->max_failing_time = 15 * 60000;
+	a->max_pod_eviction_time = 2 * 60000;
+	a->cordon_node_before_terminating = true;
+	a->max_bulk_soft_taint_count = 10;
+	a->node_deletion_delay_timeout = 2 * 60000;
+	a->ds_eviction_occupied = true;
+	a->v = 1;
+}
+
+void as_daemon_args_clear(struct as_daemon_args *a)
+{
+	for (size_t i = 0; i < G_N_ELEMENTS(flags); i++)
+		if (flags[i].type == F_STR)
+			g_clear_pointer((char **)G_STRUCT_MEMBER_P(a, flags[i].off), g_free);
+}
+
+int as_daemon_set(struct as_daemon_args *a, const char *name, const char *value, char **msg)
+{
+	for (size_t i = 0; i < G_N_ELEMENTS(flags); i++) {
+		const struct flag *f = &flags[i];
+		void *p = G_STRUCT_MEMBER_P(a, f->off);
+		int64_t v;
+
+		if (strcmp(f->name, name) != 0)
+			continue;
+		switch (f->type) {
+		case F_STR:
+			if (!value) {
+				*msg = g_strdup_printf("--%s needs a value", name);
+				return -EINVAL;
+			}
+			g_free(*(char **)p);
+			*(char **)p = g_strdup(value);
+			return 0;
+		case F_BOOL:
+			if (!value || strcmp(value, "true") == 0 || strcmp(value, "1") == 0)
+				*(bool *)p = true;
+			else if (strcmp(value, "false") == 0 || strcmp(value, "0") == 0)
+				*(bool *)p = false;
+			else
+				break;
+			return 0;
+		case F_DUR:
+			if (!value || as_duration_parse(value, &v) < 0)
+				break;
+			*(int64_t *)p = v;
+			return 0;
+		case F_INT: {
+			guint64 u;
+
+			if (!value || !g_ascii_string_to_unsigned(value, 10, 0, 1000000, &u, NULL))
+				break;
+			*(int64_t *)p = (int64_t)u;
+			return 0;
+		}
+		}
+		*msg = g_strdup_printf("--%s: bad value \"%s\"", name, value ? value : "");
+		return -EINVAL;
+	}
+	return -ENOENT;
+}
+
+const char *as_daemon_flag_name(unsigned i)
+{
+	return i < G_N_ELEMENTS(flags) ? flags[i].name : NULL;
+}
+
+bool as_daemon_flag_is_bool(const char *name)
+{
+	for (size_t i = 0; i < G_N_ELEMENTS(flags); i++)
+		if (strcmp(flags[i].name, name) == 0)
+			return flags[i].type == F_BOOL;
+	return false;
+}
+
+/* ---- metrics ---- */
+
+static const double buckets[] = {0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60};
+static const char *const functions[] = {"main", "buildModel", "runOnce", "scaleUp", "scaleDown"};
+enum { FN_MAIN, FN_BUILD, FN_RUN, FN_UP, FN_DOWN, FN_N };
+
+struct hist {
+	uint64_t counts[G_N_ELEMENTS(buckets)];
+	uint64_t n;
+	double sum;
+};
+
+struct metrics {
+	GMutex lock;
+	struct hist fn[FN_N];
+	int64_t last_activity[3]; /* main, scaleUp, scaleDown: unix s */
+	int64_t last_ok_loop_ms; /* monotonic-free wall ms of the last good loop */
+	int64_t first_failure_ms; /* AS_TIME_NEVER when the last loop worked */
+	bool safe;
+	int ready, unready, not_started, unregistered, long_unregistered;
+	int unschedulable, upcoming, unneeded, groups;
+	uint64_t scaled_up, scaled_down_empty, scaled_down_under, failed_scale_ups;
+	uint64_t evicted, errors_api, errors_cloud, deleting;
+	bool leader;
+	GString *group_lines; /* per-group gauges, prebuilt */
+	struct as_kube *kube; /* for the client counters */
+};
+
+static void observe(struct metrics *m, int fn, double s)
+{
+	g_mutex_lock(&m->lock);
+	for (size_t i = 0; i < G_N_ELEMENTS(buckets); i++)
+		if (s <= buckets[i])
+			m->fn[fn].counts[i]++;
+	m->fn[fn].n++;
+	m->fn[fn].sum += s;
+	g_mutex_unlock(&m->lock);
+}
+
+static void bump(struct metrics *m, uint64_t *ctr)
+{
+	g_mutex_lock(&m->lock);
+	(*ctr)++;
+	g_mutex_unlock(&m->lock);
+}
+
+static char *metrics_text(struct metrics *m)
+{
+	GString *s = g_string_new(NULL);
+	uint64_t relists = 0, werr = 0, bad = 0;
+
+	if (m->kube)
+		as_kube_stats(m->kube, &relists, &werr, &bad);
+	g_mutex_lock(&m->lock);
+	g_string_append(s, "# HELP cluster_autoscaler_function_duration_seconds Time taken by parts of the loop.\n"
+			   "# TYPE cluster_autoscaler_function_duration_seconds histogram\n");
+	for (int f = 0; f < FN_N; f++) {
+		for (size_t i = 0; i < G_N_ELEMENTS(buckets); i++)
+			g_string_append_printf(s,
+					       "cluster_autoscaler_function_duration_seconds_bucket{function=\"%s\",le=\"%g\"} %" G_GUINT64_FORMAT "\n",
+					       functions[f], buckets[i], m->fn[f].counts[i]);
+		g_string_append_printf(s,
+				       "cluster_autoscaler_function_duration_seconds_bucket{function=\"%s\",le=\"+Inf\"} %" G_GUINT64_FORMAT "\n"
+				       "cluster_autoscaler_function_duration_seconds_sum{function=\"%s\"} %.6f\n"
+				       "cluster_autoscaler_function_duration_seconds_count{function=\"%s\"} %" G_GUINT64_FORMAT "\n",
+				       functions[f], m->fn[f].n, functions[f], m->fn[f].sum, functions[f],
+				       m->fn[f].n);
+	}
+	g_string_append(s, "# TYPE cluster_autoscaler_last_activity gauge\n");
+	g_string_append_printf(s,
+			       "cluster_autoscaler_last_activity{activity=\"main\"} %" G_GINT64_FORMAT "\n"
+			       "cluster_autoscaler_last_activity{activity=\"scaleUp\"} %" G_GINT64_FORMAT "\n"
+			       "cluster_autoscaler_last_activity{activity=\"scaleDown\"} %" G_GINT64_FORMAT "\n",
+			       m->last_activity[0], m->last_activity[1], m->last_activity[2]);
+	g_string_append_printf(s,
+			       "# TYPE cluster_autoscaler_cluster_safe_to_autoscale gauge\n"
+			       "cluster_autoscaler_cluster_safe_to_autoscale %d\n"
+			       "# TYPE cluster_autoscaler_nodes_count gauge\n"
+			       "cluster_autoscaler_nodes_count{state=\"ready\"} %d\n"
+			       "cluster_autoscaler_nodes_count{state=\"unready\"} %d\n"
+			       "cluster_autoscaler_nodes_count{state=\"notStarted\"} %d\n"
+			       "cluster_autoscaler_nodes_count{state=\"unregistered\"} %d\n"
+			       "cluster_autoscaler_nodes_count{state=\"longUnregistered\"} %d\n"
+			       "# TYPE cluster_autoscaler_unschedulable_pods_count gauge\n"
+			       "cluster_autoscaler_unschedulable_pods_count{type=\"unschedulable\"} %d\n"
+			       "# TYPE cluster_autoscaler_upcoming_nodes gauge\n"
+			       "cluster_autoscaler_upcoming_nodes %d\n"
+			       "# TYPE cluster_autoscaler_unneeded_nodes_count gauge\n"
+			       "cluster_autoscaler_unneeded_nodes_count %d\n"
+			       "# TYPE cluster_autoscaler_node_groups_count gauge\n"
+			       "cluster_autoscaler_node_groups_count{node_group_type=\"autoscaled\"} %d\n"
+			       "# TYPE cluster_autoscaler_scaled_up_nodes_total counter\n"
+			       "cluster_autoscaler_scaled_up_nodes_total %" G_GUINT64_FORMAT "\n"
+			       "# TYPE cluster_autoscaler_scaled_down_nodes_total counter\n"
+			       "cluster_autoscaler_scaled_down_nodes_total{reason=\"empty\"} %" G_GUINT64_FORMAT "\n"
+			       "cluster_autoscaler_scaled_down_nodes_total{reason=\"underutilized\"} %" G_GUINT64_FORMAT "\n"
+			       "# TYPE cluster_autoscaler_failed_scale_ups_total counter\n"
+			       "cluster_autoscaler_failed_scale_ups_total{reason=\"cloudProviderError\"} %" G_GUINT64_FORMAT "\n"
+			       "# TYPE cluster_autoscaler_evicted_pods_total counter\n"
+			       "cluster_autoscaler_evicted_pods_total %" G_GUINT64_FORMAT "\n"
+			       "# TYPE cluster_autoscaler_errors_total counter\n"
+			       "cluster_autoscaler_errors_total{type=\"apiCallError\"} %" G_GUINT64_FORMAT "\n"
+			       "cluster_autoscaler_errors_total{type=\"cloudProviderError\"} %" G_GUINT64_FORMAT "\n"
+			       "# TYPE autoscale_nodes_being_deleted gauge\n"
+			       "autoscale_nodes_being_deleted %" G_GUINT64_FORMAT "\n"
+			       "# TYPE autoscale_leader gauge\n"
+			       "autoscale_leader %d\n"
+			       "# TYPE autoscale_kube_relists_total counter\n"
+			       "autoscale_kube_relists_total %" G_GUINT64_FORMAT "\n"
+			       "# TYPE autoscale_kube_watch_errors_total counter\n"
+			       "autoscale_kube_watch_errors_total %" G_GUINT64_FORMAT "\n"
+			       "# TYPE autoscale_kube_bad_events_total counter\n"
+			       "autoscale_kube_bad_events_total %" G_GUINT64_FORMAT "\n",
+			       m->safe, m->ready, m->unready, m->not_started, m->unregistered,
+			       m->long_unregistered, m->unschedulable, m->upcoming, m->unneeded,
+			       m->groups, m->scaled_up, m->scaled_down_empty, m->scaled_down_under,
+			       m->failed_scale_ups, m->evicted, m->errors_api, m->errors_cloud,
+			       m->deleting, m->leader, relists, werr, bad);
+	g_string_append(s, m->group_lines->str);
+	g_mutex_unlock(&m->lock);
+	return g_string_free(s, FALSE);
+}
+
+struct http_ctx {
+	struct metrics *m;
+	const struct as_daemon_args *a;
+};
+
+static void http_fn(void *ud, const struct bm_http_request *req, struct bm_http_response *resp)
+{
+	struct http_ctx *h = ud;
+	struct metrics *m = h->m;
+
+	if (strcmp(req->method, "GET") != 0) {
+		bm_http_error(resp, 405, "bad_method", NULL, "only GET");
+		return;
+	}
+	if (strcmp(req->path, "/metrics") == 0) {
+		resp->status = 200;
+		resp->body = metrics_text(m);
+		resp->content_type = "text/plain; version=0.0.4";
+		return;
+	}
+	if (strcmp(req->path, "/healthz") == 0) {
+		int64_t now = g_get_real_time() / 1000;
+		bool ok;
+
+		g_mutex_lock(&m->lock);
+		/* Not yet leader or not yet looped: healthy while it is within max-inactivity. */
+		ok = now - m->last_ok_loop_ms <= h->a->max_inactivity &&
+		     (m->first_failure_ms == AS_TIME_NEVER ||
+		      now - m->first_failure_ms <= h->a->max_failing_time);
+		g_mutex_unlock(&m->lock);
+		resp->status = ok ? 200 : 500;
+		resp->body = g_strdup(ok ? "OK\n" : "not looping: see the log\n");
+		resp->content_type = "text/plain";
+		return;
+	}
+	bm_http_error(resp, 404, "not_found", NULL, "try /metrics or /healthz");
+}
+
+/* ---- daemon state ---- */
+
+struct group_state {
+	int64_t scale_up_time, backoff_until, backoff_duration, last_failure;
+};
+
+struct deletion {
+	char *node;
+	char *provider_id; /* kept: the Node may vanish from the cache before we are done */
+	char *group;
+	int64_t started;
+	int64_t evicted_all; /* when the last eviction was accepted; NEVER before */
+	int64_t max_grace_s;
+	bool empty;
+	/* pod key -> int64_t when its eviction was accepted; the cache may lag behind */
+	GHashTable *evicted;
+};
+
+static void deletion_free(gpointer p)
+{
+	struct deletion *d = p;
+
+	g_free(d->node);
+	g_free(d->provider_id);
+	g_free(d->group);
+	g_hash_table_unref(d->evicted);
+	g_free(d);
+}
+
+struct daemon {
+	const struct as_daemon_args *a;
+	const struct as_options *o;
+	struct as_kube *kube;
+	struct as_cloud_provider *prov;
+	struct metrics m;
+	GHashTable *groups; /* id -> struct group_state */
+	GHashTable *unneeded; /* node -> int64_t since */
+	int64_t last_scale_up, last_scale_down_delete, last_scale_down_failure;
+	GHashTable *deleting; /* node -> struct deletion */
+	GHashTable *noscale_events; /* pod key -> int64_t last NotTriggerScaleUp event time */
+	GPtrArray *objs[AS_KUBE_N_KINDS]; /* this loop's cache copy */
+	GHashTable *uids; /* "Kind/ns/name" -> uid (borrowed from objs) */
+};
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static bool sleep_ms(int64_t ms)
+{
+	int64_t until = g_get_monotonic_time() + ms * 1000;
+
+	while (!stop_signal && g_get_monotonic_time() < until)
+		g_usleep(MIN(100000, (gulong)MAX(1, until - g_get_monotonic_time())));
+	return !stop_signal;
+}
+
+static const char *uid_of(struct daemon *dm, const char *kind, const char *key)
+{
+	g_autofree char *k = g_strdup_printf("%s/%s", kind, key);
+
+	return g_hash_table_lookup(dm->uids, k);
+}
+
+static void event(struct daemon *dm, const char *kind, const char *key, const char *type,
+		  const char *reason, const char *fmt, ...) G_GNUC_PRINTF(6, 7);
+static void event(struct daemon *dm, const char *kind, const char *key, const char *type,
+		  const char *reason, const char *fmt, ...)
+{
+	g_autofree char *message = NULL, *m = NULL, *ns = NULL;
+	const char *slash = strchr(key, '/');
+	const char *name = slash ? slash + 1 : key;
+	va_list ap;
+
+	if (dm->a->dry_run)
+		return;
+	va_start(ap, fmt);
+	message = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+	if (slash)
+		ns = g_strndup(key, (gsize)(slash - key));
+	if (as_kube_event(dm->kube, kind, ns, name, uid_of(dm, kind, key), type, reason, message,
+			  &m) < 0) {
+		qt_warn("event %s on %s \"%s\" not recorded: %s", reason, kind, key, m);
+		bump(&dm->m, &dm->m.errors_api);
+	}
+}
+
+/* As CA, a summary of each scale-up and scale-down on the status ConfigMap. */
+static void status_event(struct daemon *dm, const char *type, const char *reason,
+			 const char *fmt, ...) G_GNUC_PRINTF(4, 5);
+static void status_event(struct daemon *dm, const char *type, const char *reason,
+			 const char *fmt, ...)
+{
+	g_autofree char *message = NULL, *key = NULL;
+	va_list ap;
+
+	if (!dm->a->write_status_configmap)
+		return;
+	va_start(ap, fmt);
+	message = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+	key = g_strdup_printf("%s/%s", dm->a->ns, dm->a->status_config_map_name);
+	event(dm, "ConfigMap", key, type, reason, "%s", message);
+}
+
+/* ---- model ---- */
+
+static const char *const owner_kinds[][2] = {
+	{"ReplicaSet", "replicasets"},
+	{"StatefulSet", "statefulsets"},
+	{"Job", "jobs"},
+	{"DaemonSet", "daemonsets"},
+	{"ReplicationController", "replicationcontrollers"},
+};
+
+static int kind_of_owner(const char *owner)
+{
+	static const enum as_kube_kind k[] = {AS_KUBE_REPLICASETS, AS_KUBE_STATEFULSETS,
+					      AS_KUBE_JOBS, AS_KUBE_DAEMONSETS,
+					      AS_KUBE_REPLICATIONCONTROLLERS};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(owner_kinds); i++)
+		if (strcmp(owner, owner_kinds[i][0]) == 0)
+			return (int)k[i];
+	return -1;
+}
+
+static void index_uids(struct daemon *dm)
+{
+	static const char *const kind_names[AS_KUBE_N_KINDS] = {
+		[AS_KUBE_NODES] = "Node",		[AS_KUBE_PODS] = "Pod",
+		[AS_KUBE_PDBS] = "PodDisruptionBudget", [AS_KUBE_REPLICASETS] = "ReplicaSet",
+		[AS_KUBE_STATEFULSETS] = "StatefulSet", [AS_KUBE_JOBS] = "Job",
+		[AS_KUBE_DAEMONSETS] = "DaemonSet",	[AS_KUBE_REPLICATIONCONTROLLERS] = "ReplicationController",
+	};
+
+	g_hash_table_remove_all(dm->uids);
+	for (int k = 0; k < AS_KUBE_N_KINDS; k++) {
+		for (guint i = 0; i < dm->objs[k]->len; i++) {
+			json_object *meta = as_json_member(dm->objs[k]->pdata[i], "metadata");
+			const char *ns = as_json_string(meta, "namespace"), *name = as_json_string(meta, "name");
+			const char *uid = as_json_string(meta, "uid");
+
+			if (!name)
+				continue;
+			g_hash_table_replace(dm->uids,
+					     ns && *ns ? g_strdup_printf("%s/%s/%s", kind_names[k], ns, name)
+						       : g_strdup_printf("%s/%s", kind_names[k], name),
+					     (gpointer)(uid ? uid : ""));
+		}
+	}
+}
+
+static bool owner_exists(struct daemon *dm, const struct as_pod *p)
+{
+	if (kind_of_owner(p->owner_kind) < 0)
+		return true;
+	for (size_t i = 0; i < G_N_ELEMENTS(owner_kinds); i++) {
+		g_autofree char *kk = g_strdup_printf("%s/%s/%s", owner_kinds[i][0], p->ns,
+						      p->owner_name);
+
+		if (strcmp(owner_kinds[i][0], p->owner_kind) == 0)
+			return g_hash_table_contains(dm->uids, kk);
+	}
+	return true;
+}
+
+/* The cluster model of this loop; 0, or -errno when the provider cannot be read. */
+static int build_model(struct daemon *dm, struct as_cluster **out)
+{
+	g_autoptr(as_cluster) c = as_cluster_new();
+	struct as_node_group_if **gs;
+	guint ng;
+	int r;
+
+	for (int k = 0; k < AS_KUBE_N_KINDS; k++)
+		g_clear_pointer(&dm->objs[k], g_ptr_array_unref);
+	as_kube_snapshot(dm->kube, dm->objs);
+	index_uids(dm);
+	for (guint i = 0; i < dm->objs[AS_KUBE_NODES]->len; i++) {
+		g_autofree char *m = NULL;
+		struct as_node *n;
+
+		if (as_node_from_json(dm->objs[AS_KUBE_NODES]->pdata[i], &n, &m) < 0) {
+			qt_warn("node skipped: %s", m);
+			continue;
+		}
+		g_ptr_array_add(c->nodes, n);
+	}
+	for (guint i = 0; i < dm->objs[AS_KUBE_PODS]->len; i++) {
+		g_autofree char *m = NULL;
+		struct as_pod *p;
+
+		if (as_pod_from_json(dm->objs[AS_KUBE_PODS]->pdata[i], &p, &m) < 0) {
+			qt_warn("pod skipped: %s", m);
+			continue;
+		}
+		/* CA: a pod whose controller is gone blocks the drain (ControllerNotFound). */
+		if (p->owner_kind && !owner_exists(dm, p)) {
+			qt_debug("pod \"%s\": controller %s \"%s\" not found", p->key, p->owner_kind,
+				 p->owner_name);
+			g_clear_pointer(&p->owner_kind, g_free);
+			g_clear_pointer(&p->owner_name, g_free);
+		}
+		g_ptr_array_add(c->pods, p);
+	}
+	for (guint i = 0; i < dm->objs[AS_KUBE_PDBS]->len; i++) {
+		g_autofree char *m = NULL;
+		struct as_pdb *p;
+
+		if (as_pdb_from_json(dm->objs[AS_KUBE_PDBS]->pdata[i], &p, &m) < 0) {
+			qt_warn("PodDisruptionBudget skipped: %s", m);
+			continue;
+		}
+		g_ptr_array_add(c->pdbs, p);
+	}
+	r = dm->prov->ops->refresh(dm->prov);
+	if (r < 0)
+		return r;
+	ng = dm->prov->ops->node_groups(dm->prov, &gs);
+	for (guint i = 0; i < ng; i++) {
+		struct as_node_group_if *gi = gs[i];
+		struct as_node_group *g = as_node_group_new();
+		const struct as_node *t = NULL;
+		struct group_state *st;
+		double price;
+
+		g->id = g_strdup(gi->ops->id(gi));
+		g->min_size = gi->ops->min_size(gi);
+		g->max_size = gi->ops->max_size(gi);
+		if (gi->ops->target_size(gi, &g->target_size) < 0 ||
+		    gi->ops->nodes(gi, &g->instances, &g->n_instances) < 0) {
+			as_node_group_free(g);
+			continue;
+		}
+		if (gi->ops->template_node_info(gi, &t) == 0)
+			g->template_node = as_node_copy(t, t->name);
+		if (dm->prov->ops->node_price(dm->prov, gi, &price) == 0)
+			g->price = price;
+		st = g_hash_table_lookup(dm->groups, g->id);
+		if (st) {
+			g->scale_up_time = st->scale_up_time;
+			g->backoff_until = st->backoff_until;
+			g->backoff_duration = st->backoff_duration;
+			g->last_failure = st->last_failure;
+		}
+		g_ptr_array_add(c->groups, g);
+	}
+	{
+		GHashTableIter it;
+		gpointer k, v;
+
+		g_hash_table_iter_init(&it, dm->unneeded);
+		while (g_hash_table_iter_next(&it, &k, &v))
+			as_cluster_set_unneeded_since(c, k, *(int64_t *)v);
+	}
+	c->last_scale_up = dm->last_scale_up;
+	c->last_scale_down_delete = dm->last_scale_down_delete;
+	c->last_scale_down_failure = dm->last_scale_down_failure;
+	*out = g_steal_pointer(&c);
+	return 0;
+}
+
+static void keep_state(struct daemon *dm, const struct as_decision *d)
+{
+	g_hash_table_remove_all(dm->unneeded);
+	for (guint i = 0; i < d->unneeded->len; i++) {
+		const struct as_unneeded *u = &g_array_index(d->unneeded, struct as_unneeded, i);
+
+		g_hash_table_replace(dm->unneeded, g_strdup(u->node), g_memdup2(&u->since, sizeof(int64_t)));
+	}
+	dm->last_scale_up = d->last_scale_up;
+	dm->last_scale_down_delete = d->last_scale_down_delete;
+	for (guint i = 0; i < d->groups->len; i++) {
+		const struct as_group_state *gs = &g_array_index(d->groups, struct as_group_state, i);
+		struct group_state st = {gs->scale_up_time, gs->backoff_until, gs->backoff_duration,
+					 gs->last_failure};
+
+		g_hash_table_replace(dm->groups, g_strdup(gs->id), g_memdup2(&st, sizeof(st)));
+	}
+}
+
+/* An IncreaseSize the provider refused: back the group off as CA does. */
+static void backoff_group(struct daemon *dm, const char *id, int64_t now)
+{
+	struct group_state *st = g_hash_table_lookup(dm->groups, id);
+
+	if (!st) {
+		struct group_state z = {AS_TIME_NEVER, AS_TIME_NEVER, 0, AS_TIME_NEVER};
+
+		st = g_memdup2(&z, sizeof(z));
+		g_hash_table_replace(dm->groups, g_strdup(id), st);
+	}
+	as_group_backoff(dm->o, now, &st->backoff_duration, &st->backoff_until, &st->last_failure);
+	st->scale_up_time = AS_TIME_NEVER;
+}
+
+static struct as_node_group_if *group_if(struct daemon *dm, const char *id)
+{
+	struct as_node_group_if **gs;
+	guint n = dm->prov->ops->node_groups(dm->prov, &gs);
+
+	for (guint i = 0; i < n; i++)
+		if (strcmp(gs[i]->ops->id(gs[i]), id) == 0)
+			return gs[i];
+	return NULL;
+}
+
+static const struct as_node *find_node(const struct as_cluster *c, const char *name)
+{
+	for (guint i = 0; i < c->nodes->len; i++) {
+		const struct as_node *n = c->nodes->pdata[i];
+
+		if (strcmp(n->name, name) == 0)
+			return n;
+	}
+	return NULL;
+}
+
+static const struct as_node_group *find_group(const struct as_cluster *c, const char *id)
+{
+	for (guint i = 0; i < c->groups->len; i++) {
+		const struct as_node_group *g = c->groups->pdata[i];
+
+		if (strcmp(g->id, id) == 0)
+			return g;
+	}
+	return NULL;
+}
+
+/* ---- logging the decision ---- */
+
+static void log_decision(struct daemon *dm, const struct as_cluster *c, const struct as_decision *d)
+{
+	qt_info("loop: %u nodes (ready %d, unready %d, not started %d, unregistered %d), %u pods, "
+		"%u groups, status %s, scale-down %s",
+		c->nodes->len, d->ready, d->unready, d->not_started, d->unregistered, c->pods->len,
+		c->groups->len, d->status, d->scale_down_status);
+	for (guint i = 0; i < d->schedulable.n; i++) {
+		const char *where = d->schedulable.v[i].value;
+
+		if (g_str_has_prefix(where, "new:"))
+			qt_info("pod \"%s\" goes to upcoming node %s", d->schedulable.v[i].key, where);
+		else
+			qt_info("pod \"%s\" fits on node \"%s\": no scale-up needed",
+				d->schedulable.v[i].key, where);
+	}
+	for (guint i = 0; i < d->unhelped.n; i++)
+		qt_notice("pod \"%s\" does not trigger a scale-up: %s", d->unhelped.v[i].key,
+			  d->unhelped.v[i].value);
+	if (d->scale_up_group) {
+		g_autoptr(GString) opts = g_string_new(NULL);
+
+		for (guint i = 0; i < d->expander_options.n; i++)
+			g_string_append_printf(opts, "%s%s: %s", i ? "; " : "",
+					       d->expander_options.v[i].key,
+					       d->expander_options.v[i].value);
+		qt_notice("scale-up: group \"%s\" +%d for %u pods (expander %s chose among: %s)%s",
+			  d->scale_up_group, d->scale_up_delta, d->scale_up_pods->len,
+			  as_expander_name(dm->o->expanders[0]), opts->str,
+			  dm->a->dry_run ? " [dry run]" : "");
+	}
+	for (guint i = 0; i < d->unneeded->len; i++) {
+		const struct as_unneeded *u = &g_array_index(d->unneeded, struct as_unneeded, i);
+		g_autofree char *since = as_time_format(u->since);
+
+		qt_info("node \"%s\" unneeded since %s", u->node, since);
+	}
+	for (guint i = 0; i < d->unremovable.n; i++)
+		qt_debug("node \"%s\" not removable: %s", d->unremovable.v[i].key,
+			 d->unremovable.v[i].value);
+	for (guint i = 0; i < d->scale_down_nodes->len; i++) {
+		const char *n = d->scale_down_nodes->pdata[i];
+
+		qt_notice("scale-down: removing node \"%s\"%s", n, dm->a->dry_run ? " [dry run]" : "");
+	}
+	for (guint i = 0; i < d->delete_instances->len; i++)
+		qt_notice("deleting instance \"%s\": failed or not registered in time%s",
+			  (char *)d->delete_instances->pdata[i], dm->a->dry_run ? " [dry run]" : "");
+	for (guint i = 0; i < d->groups->len; i++) {
+		const struct as_group_state *gs = &g_array_index(d->groups, struct as_group_state, i);
+		const struct as_node_group *g = find_group(c, gs->id);
+
+		if (gs->backoff_until != AS_TIME_NEVER && gs->backoff_until > g_get_real_time() / 1000 &&
+		    g && g->backoff_until != gs->backoff_until) {
+			g_autofree char *until = as_time_format(gs->backoff_until);
+
+			qt_warn("group \"%s\" backed off until %s", gs->id, until);
+		}
+	}
+}
+
+/* ---- actions ---- */
+
+static void scale_up(struct daemon *dm, const struct as_cluster *c, const struct as_decision *d,
+		     int64_t now)
+{
+	guint parts = d->scale_up_split->len ? d->scale_up_split->len : 1;
+	g_autoptr(GString) summary = g_string_new(NULL);
+	bool any = false;
+
+	for (guint k = 0; k < parts; k++) {
+		const struct as_group_delta *gd =
+			d->scale_up_split->len
+				? &g_array_index(d->scale_up_split, struct as_group_delta, k)
+				: NULL;
+		const char *id = gd ? gd->id : d->scale_up_group;
+		int delta = gd ? gd->delta : d->scale_up_delta;
+		struct as_node_group_if *gi = group_if(dm, id);
+		const struct as_node_group *g = find_group(c, id);
+		int r, before = g ? g->target_size : 0;
+
+		if (delta <= 0)
+			continue;
+		r = gi ? gi->ops->increase_size(gi, delta) : -ENOENT;
+		if (r < 0) {
+			const char *why = as_yusur_last_error(dm->prov);
+
+			qt_err("IncreaseSize(%d) on group \"%s\" failed: %s; backing the group off",
+			       delta, id, why ? why : g_strerror(-r));
+			backoff_group(dm, id, now);
+			bump(&dm->m, &dm->m.failed_scale_ups);
+			bump(&dm->m, &dm->m.errors_cloud);
+			for (guint i = 0; i < d->scale_up_pods->len; i++)
+				event(dm, "Pod", d->scale_up_pods->pdata[i], "Warning",
+				      "FailedToScaleUpGroup", "Scale-up of group %s failed: %s", id,
+				      why ? why : g_strerror(-r));
+			continue;
+		}
+		any = true;
+		g_string_append_printf(summary, "%s{%s %d->%d (max: %d)}", summary->len ? " " : "",
+				       id, before, before + delta, g ? g->max_size : 0);
+		g_mutex_lock(&dm->m.lock);
+		dm->m.scaled_up += (uint64_t)delta;
+		dm->m.last_activity[1] = now / 1000;
+		g_mutex_unlock(&dm->m.lock);
+		{
+			struct group_state *st = g_hash_table_lookup(dm->groups, id);
+
+			if (st)
+				st->scale_up_time = now;
+		}
+	}
+	if (!any)
+		return;
+	qt_notice("scale-up done: [%s]", summary->str);
+	status_event(dm, "Normal", "ScaledUpGroup", "Scale-up: %s", summary->str);
+	for (guint i = 0; i < d->scale_up_pods->len; i++)
+		event(dm, "Pod", d->scale_up_pods->pdata[i], "Normal", "TriggeredScaleUp",
+		      "pod triggered scale-up: [%s]", summary->str);
+}
+
+static gboolean stale_event(gpointer key, gpointer value, gpointer now)
+{
+	(void)key;
+	return *(int64_t *)now - *(int64_t *)value >= 5 * 60000;
+}
+
+static void not_triggered_events(struct daemon *dm, const struct as_decision *d, int64_t now)
+{
+	/* Forget pods not reported for a while, so the table follows the pending pods. */
+	g_hash_table_foreach_remove(dm->noscale_events, stale_event, &now);
+	for (guint i = 0; i < d->unhelped.n; i++) {
+		const char *key = d->unhelped.v[i].key;
+		int64_t *last = g_hash_table_lookup(dm->noscale_events, key);
+
+		/* One event per pod per 5 minutes, like a rate-limited recorder. */
+		if (last && now - *last < 5 * 60000)
+			continue;
+		event(dm, "Pod", key, "Normal", "NotTriggerScaleUp",
+		      "pod didn't trigger scale-up: %s", d->unhelped.v[i].value);
+		g_hash_table_replace(dm->noscale_events, g_strdup(key), g_memdup2(&now, sizeof(now)));
+	}
+}
+
+static void delete_failed_instances(struct daemon *dm, const struct as_cluster *c,
+				    const struct as_decision *d)
+{
+	g_autofree char *m = NULL;
+	const char *why;
+
+	if (as_decision_apply_cleanup(d, c, dm->prov, &m) < 0) {
+		why = as_yusur_last_error(dm->prov);
+		qt_err("%s: %s", m, why ? why : "");
+		bump(&dm->m, &dm->m.errors_cloud);
+	}
+}
+
+/* Pods on @node that a drain must see gone: not mirror, not DaemonSet, not finished. */
+static GPtrArray *pods_to_drain(const struct as_cluster *c, const char *node)
+{
+	GPtrArray *a = g_ptr_array_new();
+
+	for (guint i = 0; i < c->pods->len; i++) {
+		const struct as_pod *p = c->pods->pdata[i];
+
+		if (!p->node_name || strcmp(p->node_name, node) != 0)
+			continue;
+		if (as_kvs_get(&p->annotations, AS_ANN_MIRROR) ||
+		    (p->owner_kind && strcmp(p->owner_kind, "DaemonSet") == 0) ||
+		    p->phase == AS_PHASE_SUCCEEDED || p->phase == AS_PHASE_FAILED)
+			continue;
+		g_ptr_array_add(a, (gpointer)p);
+	}
+	return a;
+}
+
+static void evict_daemonset_pods(struct daemon *dm, const struct as_cluster *c, const char *node)
+{
+	for (guint i = 0; i < c->pods->len; i++) {
+		const struct as_pod *p = c->pods->pdata[i];
+		g_autofree char *m = NULL;
+
+		if (!p->node_name || strcmp(p->node_name, node) != 0 || !p->owner_kind ||
+		    strcmp(p->owner_kind, "DaemonSet") != 0 || p->deletion_time != AS_TIME_NEVER)
+			continue;
+		if (as_kube_evict(dm->kube, p->ns, p->name,
+				  MIN(p->grace_period_s, dm->o->max_graceful_termination_sec), &m) < 0)
+			qt_debug("DaemonSet pod \"%s\" not evicted: %s", p->key, m);
+	}
+}
+
+static void start_deletion(struct daemon *dm, const struct as_cluster *c, const char *name,
+			   int64_t now)
+{
+	const struct as_node *n = find_node(c, name);
+	struct as_node_group_if *gi = NULL;
+	g_autofree char *m = NULL, *val = g_strdup_printf("%" G_GINT64_FORMAT, now / 1000);
+	g_autoptr(GPtrArray) pods = NULL;
+	struct deletion *del;
+
+	if (!n || g_hash_table_contains(dm->deleting, name))
+		return;
+	if (dm->prov->ops->node_group_for_node(dm->prov, n, &gi) < 0 || !gi) {
+		qt_err("scale-down of node \"%s\": no node group has it", name);
+		return;
+	}
+	if (as_kube_taint_node(dm->kube, name, AS_TAINT_TO_BE_DELETED, val, "NoSchedule", &m) < 0) {
+		qt_err("scale-down of node \"%s\": tainting failed: %s", name, m);
+		bump(&dm->m, &dm->m.errors_api);
+		dm->last_scale_down_failure = now;
+		return;
+	}
+	if (dm->a->cordon_node_before_terminating &&
+	    as_kube_cordon_node(dm->kube, name, true, &m) < 0) {
+		qt_warn("scale-down of node \"%s\": cordon failed: %s", name, m);
+		g_clear_pointer(&m, g_free);
+	}
+	pods = pods_to_drain(c, name);
+	del = g_new0(struct deletion, 1);
+	del->node = g_strdup(name);
+	del->provider_id = g_strdup(n->provider_id);
+	del->group = g_strdup(gi->ops->id(gi));
+	del->started = now;
+	del->evicted_all = AS_TIME_NEVER;
+	del->empty = pods->len == 0;
+	del->evicted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	g_hash_table_replace(dm->deleting, del->node, del);
+	qt_notice("node \"%s\" (group \"%s\") tainted %s; %u pods to evict", name, del->group,
+		  AS_TAINT_TO_BE_DELETED, pods->len);
+	event(dm, "Node", name, "Normal", "ScaleDown", "marked the node as toBeDeleted/unschedulable");
+}
+
+static void release(struct daemon *dm, struct deletion *del, const char *why, int64_t now)
+{
+	g_autofree char *m = NULL;
+
+	qt_err("scale-down of node \"%s\" failed: %s; untainting it", del->node, why);
+	if (as_kube_untaint_node(dm->kube, del->node, AS_TAINT_TO_BE_DELETED, &m) < 0)
+		qt_err("untainting node \"%s\": %s", del->node, m);
+	g_clear_pointer(&m, g_free);
+	if (dm->a->cordon_node_before_terminating &&
+	    as_kube_cordon_node(dm->kube, del->node, false, &m) < 0)
+		qt_err("uncordoning node \"%s\": %s", del->node, m);
+	event(dm, "Node", del->node, "Warning", "ScaleDownFailed", "failed to drain the node: %s",
+	      why);
+	dm->last_scale_down_failure = now;
+}
+
+/* One step of @del; true when it is finished (deleted or released). */
+static bool progress_deletion(struct daemon *dm, const struct as_cluster *c, struct deletion *del,
+			      int64_t now)
+{
+	g_autoptr(GPtrArray) pods = pods_to_drain(c, del->node);
+	bool refused = false;
+	const struct as_node *n = find_node(c, del->node);
+	struct as_node_group_if *gi;
+	g_autofree char *m = NULL;
+
+	for (guint i = 0; i < pods->len; i++) {
+		const struct as_pod *p = pods->pdata[i];
+		int64_t grace = MIN(p->grace_period_s, dm->o->max_graceful_termination_sec);
+		int r;
+
+		int64_t *when = g_hash_table_lookup(del->evicted, p->key);
+
+		if (p->deletion_time != AS_TIME_NEVER)
+			continue; /* terminating: wait for it */
+		/* Accepted a moment ago and the watch has not told us yet: wait. */
+		if (when && now - *when < 30000)
+			continue;
+		r = as_kube_evict(dm->kube, p->ns, p->name, grace, &m);
+		if (r == 0 || r == -ENOENT) {
+			if (r == 0) {
+				qt_info("evicted pod \"%s\" from node \"%s\" (grace %" G_GINT64_FORMAT "s)",
+					p->key, del->node, grace);
+				event(dm, "Pod", p->key, "Normal", "ScaleDown",
+				      "deleting pod for node scale down");
+				g_mutex_lock(&dm->m.lock);
+				dm->m.evicted++;
+				g_mutex_unlock(&dm->m.lock);
+				g_hash_table_replace(del->evicted, g_strdup(p->key),
+						     g_memdup2(&now, sizeof(now)));
+			}
+			del->max_grace_s = MAX(del->max_grace_s, grace);
+		} else {
+			qt_info("eviction of pod \"%s\" refused for now: %s", p->key, m);
+			refused = true;
+			if (r != -EAGAIN)
+				bump(&dm->m, &dm->m.errors_api);
+		}
+		g_clear_pointer(&m, g_free);
+	}
+	if (refused) {
+		if (now - del->started > dm->a->max_pod_eviction_time) {
+			release(dm, del, "evictions still refused after max-pod-eviction-time", now);
+			return true;
+		}
+		return false;
+	}
+	if (del->evicted_all == AS_TIME_NEVER)
+		del->evicted_all = now;
+	if (pods->len > 0) {
+		if (now - del->evicted_all >
+		    del->max_grace_s * 1000 + dm->a->node_deletion_delay_timeout) {
+			release(dm, del, "pods still on the node after their grace period", now);
+			return true;
+		}
+		return false;
+	}
+	/* As CA, DaemonSet pods get a best-effort eviction, without waiting for them. */
+	if (del->empty ? dm->a->ds_eviction_empty : dm->a->ds_eviction_occupied)
+		evict_daemonset_pods(dm, c, del->node);
+	/* Drained: give the instance back, then remove the Node object. */
+	gi = group_if(dm, del->group);
+	if (gi) {
+		struct as_node stand_in = {.name = del->node, .provider_id = del->provider_id};
+		const struct as_node *one[] = {n ? n : &stand_in};
+
+		if (gi->ops->delete_nodes(gi, one, 1) < 0) {
+			const char *why = as_yusur_last_error(dm->prov);
+
+			bump(&dm->m, &dm->m.errors_cloud);
+			release(dm, del, why ? why : "DeleteNodes failed", now);
+			return true;
+		}
+	}
+	if (as_kube_delete_node(dm->kube, del->node, &m) < 0) {
+		qt_warn("deleting Node \"%s\": %s (the instance is being deprovisioned)", del->node,
+			m);
+		bump(&dm->m, &dm->m.errors_api);
+	}
+	g_mutex_lock(&dm->m.lock);
+	if (del->empty)
+		dm->m.scaled_down_empty++;
+	else
+		dm->m.scaled_down_under++;
+	dm->m.last_activity[2] = now / 1000;
+	g_mutex_unlock(&dm->m.lock);
+	qt_notice("node \"%s\" removed from group \"%s\" (%s)", del->node, del->group,
+		  del->empty ? "empty" : "drained");
+	event(dm, "Node", del->node, "Normal", "ScaleDown", "node removed by cluster autoscaler");
+	status_event(dm, "Normal", del->empty ? "ScaleDownEmpty" : "ScaleDown",
+		     "Scale-down: %s node %s removed", del->empty ? "empty" : "drained", del->node);
+	dm->last_scale_down_delete = now;
+	return true;
+}
+
+static void progress_deletions(struct daemon *dm, const struct as_cluster *c, int64_t now)
+{
+	GHashTableIter it;
+	gpointer v;
+
+	g_hash_table_iter_init(&it, dm->deleting);
+	while (g_hash_table_iter_next(&it, NULL, &v))
+		if (progress_deletion(dm, c, v, now))
+			g_hash_table_iter_remove(&it);
+}
+
+static bool has_taint(const struct as_node *n, const char *key)
+{
+	for (guint i = 0; i < n->n_taints; i++)
+		if (strcmp(n->taints[i].key, key) == 0)
+			return true;
+	return false;
+}
+
+static void soft_taints(struct daemon *dm, const struct as_cluster *c, const struct as_decision *d,
+			int64_t now)
+{
+	g_autoptr(GHashTable) unneeded = g_hash_table_new(g_str_hash, g_str_equal);
+	g_autofree char *val = g_strdup_printf("%" G_GINT64_FORMAT, now / 1000);
+	int64_t budget = dm->a->max_bulk_soft_taint_count;
+
+	for (guint i = 0; i < d->unneeded->len; i++)
+		g_hash_table_add(unneeded, g_array_index(d->unneeded, struct as_unneeded, i).node);
+	for (guint i = 0; i < c->nodes->len && budget > 0; i++) {
+		const struct as_node *n = c->nodes->pdata[i];
+		bool want = g_hash_table_contains(unneeded, n->name);
+		bool has = has_taint(n, TAINT_CANDIDATE);
+		g_autofree char *m = NULL;
+		int r;
+
+		if (want == has || g_hash_table_contains(dm->deleting, n->name))
+			continue;
+		budget--;
+		r = want ? as_kube_taint_node(dm->kube, n->name, TAINT_CANDIDATE, val,
+					      "PreferNoSchedule", &m)
+			 : as_kube_untaint_node(dm->kube, n->name, TAINT_CANDIDATE, &m);
+		if (r < 0) {
+			qt_warn("soft taint on node \"%s\": %s", n->name, m);
+			bump(&dm->m, &dm->m.errors_api);
+		}
+	}
+}
+
+/* At start: a ToBeDeleted taint from an earlier run would keep a node out forever. */
+static void clean_stale_taints(struct daemon *dm, const struct as_cluster *c)
+{
+	for (guint i = 0; i < c->nodes->len; i++) {
+		const struct as_node *n = c->nodes->pdata[i];
+		g_autofree char *m = NULL;
+
+		if (!has_taint(n, AS_TAINT_TO_BE_DELETED))
+			continue;
+		qt_notice("node \"%s\": removing the %s taint left by an earlier run", n->name,
+			  AS_TAINT_TO_BE_DELETED);
+		if (as_kube_untaint_node(dm->kube, n->name, AS_TAINT_TO_BE_DELETED, &m) < 0)
+			qt_warn("node \"%s\": %s", n->name, m);
+		g_clear_pointer(&m, g_free);
+		if (n->unschedulable && dm->a->cordon_node_before_terminating &&
+		    as_kube_cordon_node(dm->kube, n->name, false, &m) < 0)
+			qt_warn("node \"%s\": %s", n->name, m);
+	}
+}
+
+static char *status_text(struct daemon *dm, const struct as_cluster *c,
+			 const struct as_decision *d, int64_t now)
+{
+	GString *s = g_string_new(NULL);
+	g_autofree char *t = as_time_format(now);
+
+	g_string_append_printf(s, "Cluster-autoscaler status at %s:\nCluster-wide:\n", t);
+	g_string_append_printf(s,
+			       "  Health:      %s (ready=%d unready=%d notStarted=%d "
+			       "registered=%u unregistered=%d longUnregistered=%d)\n",
+			       strcmp(d->status, "ok") == 0 ? "Healthy" : "Unhealthy", d->ready,
+			       d->unready, d->not_started, c->nodes->len, d->unregistered,
+			       d->long_unregistered);
+	g_string_append_printf(s, "  ScaleUp:     %s (upcoming=%d)\n",
+			       d->scale_up_group ? "InProgress" : d->upcoming ? "InProgress" : "NoActivity",
+			       d->upcoming);
+	g_string_append_printf(s, "  ScaleDown:   %s (candidates=%u, being deleted=%u, %s)\n",
+			       d->unneeded->len ? "CandidatesPresent" : "NoCandidates",
+			       d->unneeded->len, g_hash_table_size(dm->deleting),
+			       d->scale_down_status);
+	g_string_append(s, "\nNodeGroups:\n");
+	for (guint i = 0; i < c->groups->len; i++) {
+		const struct as_node_group *g = c->groups->pdata[i];
+		const struct as_group_state *gs =
+			i < d->groups->len ? &g_array_index(d->groups, struct as_group_state, i)
+					   : NULL;
+		bool backed = gs && gs->backoff_until != AS_TIME_NEVER && gs->backoff_until > now;
+
+		g_string_append_printf(s, "  Name:        %s\n", g->id);
+		g_string_append_printf(s,
+				       "  Health:      Healthy (instances=%u cloudProviderTarget=%d "
+				       "(minSize=%d, maxSize=%d))\n",
+				       g->n_instances, gs ? gs->target_size : g->target_size,
+				       g->min_size, g->max_size);
+		if (backed) {
+			g_autofree char *until = as_time_format(gs->backoff_until);
+
+			g_string_append_printf(s, "  ScaleUp:     Backoff (until %s)\n", until);
+		} else {
+			g_string_append_printf(s, "  ScaleUp:     %s\n",
+					       gs && gs->scale_up_time != AS_TIME_NEVER ? "InProgress"
+											 : "NoActivity");
+		}
+		g_string_append(s, "\n");
+	}
+	return g_string_free(s, FALSE);
+}
+
+static void update_metrics(struct daemon *dm, const struct as_cluster *c,
+			   const struct as_decision *d)
+{
+	GString *gl = g_string_new("# TYPE cluster_autoscaler_node_group_min_count gauge\n"
+				   "# TYPE cluster_autoscaler_node_group_max_count gauge\n"
+				   "# TYPE cluster_autoscaler_node_group_target_count gauge\n"
+				   "# TYPE cluster_autoscaler_node_group_backoff_status gauge\n");
+	int64_t now = g_get_real_time() / 1000;
+	int unsched = 0;
+
+	for (guint i = 0; i < c->pods->len; i++) {
+		const struct as_pod *p = c->pods->pdata[i];
+
+		unsched += p->unschedulable && !p->node_name;
+	}
+	for (guint i = 0; i < c->groups->len; i++) {
+		const struct as_node_group *g = c->groups->pdata[i];
+		const struct as_group_state *gs =
+			i < d->groups->len ? &g_array_index(d->groups, struct as_group_state, i)
+					   : NULL;
+
+		g_string_append_printf(gl,
+				       "cluster_autoscaler_node_group_min_count{node_group=\"%s\"} %d\n"
+				       "cluster_autoscaler_node_group_max_count{node_group=\"%s\"} %d\n"
+				       "cluster_autoscaler_node_group_target_count{node_group=\"%s\"} %d\n"
+				       "cluster_autoscaler_node_group_backoff_status{node_group=\"%s\"} %d\n",
+				       g->id, g->min_size, g->id, g->max_size, g->id,
+				       gs ? gs->target_size : g->target_size, g->id,
+				       gs && gs->backoff_until != AS_TIME_NEVER && gs->backoff_until > now);
+	}
+	g_mutex_lock(&dm->m.lock);
+	dm->m.safe = strcmp(d->status, "ok") == 0;
+	dm->m.ready = d->ready;
+	dm->m.unready = d->unready;
+	dm->m.not_started = d->not_started;
+	dm->m.unregistered = d->unregistered;
+	dm->m.long_unregistered = d->long_unregistered;
+	dm->m.unschedulable = unsched;
+	dm->m.upcoming = d->upcoming;
+	dm->m.unneeded = (int)d->unneeded->len;
+	dm->m.groups = (int)c->groups->len;
+	dm->m.deleting = g_hash_table_size(dm->deleting);
+	g_string_free(dm->m.group_lines, TRUE);
+	dm->m.group_lines = gl;
+	g_mutex_unlock(&dm->m.lock);
+}
+
+static double secs_since(int64_t t0)
+{
+	return (double)(g_get_monotonic_time() - t0) / 1e6;
+}
+
+/* The binpacking time limit's clock: milliseconds, monotonic. */
+static int64_t mono_ms(void *data)
+{
+	(void)data;
+	return g_get_monotonic_time() / 1000;
+}
+
+static const struct as_run_env run_env = {mono_ms, NULL};
+
+/* One loop; 0, or -errno when it could not decide (logged). */
+static int loop_once(struct daemon *dm, bool first)
+{
+	g_autoptr(as_cluster) c = NULL;
+	g_autoptr(as_decision) d = NULL;
+	g_autofree char *msg = NULL;
+	int64_t now = g_get_real_time() / 1000, t0 = g_get_monotonic_time(), t;
+	int r;
+
+	t = g_get_monotonic_time();
+	r = build_model(dm, &c);
+	observe(&dm->m, FN_BUILD, secs_since(t));
+	if (r < 0) {
+		const char *why = as_yusur_last_error(dm->prov);
+
+		qt_err("node groups not readable from the cloud provider: %s; skipping this loop",
+		       why ? why : g_strerror(-r));
+		bump(&dm->m, &dm->m.errors_cloud);
+		return r;
+	}
+	if (first && !dm->a->dry_run)
+		clean_stale_taints(dm, c);
+	t = g_get_monotonic_time();
+	r = as_run_once(c, dm->o, now, &run_env, &d, &msg);
+	observe(&dm->m, FN_RUN, secs_since(t));
+	if (r < 0) {
+		qt_err("no decision this loop: %s", msg);
+		return r;
+	}
+	log_decision(dm, c, d);
+	keep_state(dm, d);
+	if (!dm->a->dry_run) {
+		t = g_get_monotonic_time();
+		delete_failed_instances(dm, c, d);
+		if (d->scale_up_group)
+			scale_up(dm, c, d, now);
+		not_triggered_events(dm, d, now);
+		observe(&dm->m, FN_UP, secs_since(t));
+		t = g_get_monotonic_time();
+		soft_taints(dm, c, d, now);
+		for (guint i = 0; i < d->scale_down_nodes->len; i++)
+			start_deletion(dm, c, d->scale_down_nodes->pdata[i], now);
+		progress_deletions(dm, c, now);
+		observe(&dm->m, FN_DOWN, secs_since(t));
+		if (dm->a->write_status_configmap) {
+			g_autofree char *st = status_text(dm, c, d, now), *m = NULL;
+
+			if (as_kube_write_configmap(dm->kube, dm->a->ns, dm->a->status_config_map_name,
+						    "status", st, &m) < 0) {
+				qt_warn("status ConfigMap %s/%s not written: %s", dm->a->ns,
+					dm->a->status_config_map_name, m);
+				bump(&dm->m, &dm->m.errors_api);
+			}
+		}
+	}
+	update_metrics(dm, c, d);
+	observe(&dm->m, FN_MAIN, secs_since(t0));
+	return 0;
+}
+
+static int open_kube(const struct as_daemon_args *a, struct as_kube **out)
+{
+	g_autofree char *m = NULL;
+	struct as_kube_config *cfg = NULL;
+	int r = a->in_cluster ? as_kube_config_in_cluster(NULL, &cfg, &m)
+			      : as_kube_config_load(a->kubeconfig, NULL, &cfg, &m);
+
+	if (r < 0) {
+		qt_err("Kubernetes credentials: %s", m);
+		return r;
+	}
+	qt_notice("Kubernetes API at %s", cfg->server);
+	*out = as_kube_new(cfg);
+	return 0;
+}
+
+/*
+ * Leader election in a thread of its own, as client-go's elector: try or
+ * renew every --leader-elect-retry-period, whatever the loop is doing, so
+ * a long loop does not let the Lease expire.  Leadership is lost when no
+ * renewal succeeded for --leader-elect-renew-deadline.
+ */
+struct elector {
+	struct as_kube *kube;
+	const struct as_daemon_args *a;
+	char *id;
+	GThread *thread;
+	gint stop;
+	GMutex lock;
+	bool leader, lost; /* protected by lock */
+	int64_t last_renew; /* protected by lock */
+};
+
+static gpointer elector_thread(gpointer ud)
+{
+	struct elector *e = ud;
+	const struct as_daemon_args *a = e->a;
+
+	while (!g_atomic_int_get(&e->stop) && !stop_signal) {
+		g_autofree char *m = NULL;
+		int64_t now = g_get_real_time() / 1000;
+		bool l = false, done = false;
+
+		if (as_kube_lease_acquire(e->kube, a->lease_namespace, a->lease_name, e->id,
+					  MAX(1, a->lease_duration / 1000), &l, &m) < 0) {
+			qt_warn("lease %s/%s: %s", a->lease_namespace, a->lease_name, m);
+			l = false;
+		}
+		g_mutex_lock(&e->lock);
+		if (l) {
+			if (!e->leader)
+				qt_notice("became leader as %s", e->id);
+			e->leader = true;
+			e->last_renew = now;
+		} else if (e->leader && now - e->last_renew > a->renew_deadline) {
+			e->leader = false;
+			e->lost = done = true;
+		}
+		g_mutex_unlock(&e->lock);
+		if (done)
+			break;
+		for (int64_t t = 0; t < a->retry_period && !g_atomic_int_get(&e->stop) && !stop_signal;
+		     t += 50)
+			g_usleep(50000);
+	}
+	return NULL;
+}
+
+static struct elector *elector_start(struct as_kube *kube, const struct as_daemon_args *a,
+				     const char *id)
+{
+	struct elector *e = g_new0(struct elector, 1);
+
+	e->kube = kube;
+	e->a = a;
+	e->id = g_strdup(id);
+	g_mutex_init(&e->lock);
+	e->thread = g_thread_new("elector", elector_thread, e);
+	return e;
+}
+
+static void elector_stop(struct elector *e)
+{
+	g_autofree char *m = NULL;
+
+	if (!e)
+		return;
+	g_atomic_int_set(&e->stop, 1);
+	g_thread_join(e->thread);
+	if (e->leader && !e->lost &&
+	    as_kube_lease_release(e->kube, e->a->lease_namespace, e->a->lease_name, e->id, &m) < 0)
+		qt_warn("lease %s/%s not released: %s", e->a->lease_namespace, e->a->lease_name, m);
+	g_mutex_clear(&e->lock);
+	g_free(e->id);
+	g_free(e);
+}
+
+static char *identity(void)
+{
+	return g_strdup_printf("%s_%08x", g_get_host_name(), g_random_int());
+}
+
+int as_daemon_run(const struct as_daemon_args *a, const struct as_options *o)
+{
+	struct daemon dm = {.a = a, .o = o};
+	struct bm_httpd_config hc = {NULL, 4096, 2, 64, 30};
+	struct http_ctx hctx = {&dm.m, a};
+	struct bm_httpd *httpd = NULL;
+	g_autofree char *listen = NULL, *id = identity(), *m = NULL;
+	struct as_yusur_config *ycfg = NULL;
+	struct sigaction sa = {0};
+	struct elector *el = NULL;
+	bool first = true;
+	int ret = 1;
+
+	qt_log_set_level(a->v >= 4 ? QT_LOG_DEBUG : a->v >= 1 ? QT_LOG_INFO : QT_LOG_NOTICE);
+	if (!a->cloud_provider || strcmp(a->cloud_provider, "yusur") != 0) {
+		qt_err("--cloud-provider: \"%s\" is not supported (only yusur)",
+		       a->cloud_provider ? a->cloud_provider : "");
+		return 2;
+	}
+	if (!a->cloud_config) {
+		qt_err("--cloud-config FILE is required for the yusur provider");
+		return 2;
+	}
+	if (as_yusur_config_load(a->cloud_config, &ycfg, &m) < 0) {
+		qt_err("cloud config: %s", m);
+		return 1;
+	}
+	dm.prov = as_yusur_provider_new(ycfg);
+	if (open_kube(a, &dm.kube) < 0) {
+		dm.prov->ops->cleanup(dm.prov);
+		return 1;
+	}
+	g_mutex_init(&dm.m.lock);
+	dm.m.group_lines = g_string_new(NULL);
+	dm.m.kube = dm.kube;
+	dm.m.last_ok_loop_ms = g_get_real_time() / 1000;
+	dm.m.first_failure_ms = AS_TIME_NEVER;
+	dm.groups = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	dm.unneeded = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	dm.deleting = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, deletion_free);
+	dm.noscale_events = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	dm.uids = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	dm.last_scale_up = dm.last_scale_down_delete = dm.last_scale_down_failure = AS_TIME_NEVER;
+
+	sa.sa_handler = on_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+
+	listen = a->address[0] == ':' ? g_strconcat("0.0.0.0", a->address, NULL)
+				      : g_strdup(a->address);
+	hc.listen = listen;
+	g_clear_pointer(&m, g_free);
+	if (bm_httpd_start(&hc, http_fn, &hctx, &httpd, &m) < 0) {
+		qt_err("--address %s: %s", a->address, m);
+		goto cleanup;
+	}
+	qt_notice("serving /metrics and /healthz on %s%s", listen,
+		  a->dry_run ? "; dry run: deciding and logging only" : "");
+	as_kube_start(dm.kube);
+	while (!stop_signal && !as_kube_synced(dm.kube))
+		sleep_ms(100);
+	if (stop_signal)
+		goto done;
+	qt_notice("cache synced");
+	if (a->leader_elect && !a->dry_run)
+		el = elector_start(dm.kube, a, id);
+	while (!stop_signal) {
+		int64_t start = g_get_monotonic_time();
+		int64_t wall = g_get_real_time() / 1000;
+
+		if (el) {
+			bool leader, lost;
+
+			g_mutex_lock(&el->lock);
+			leader = el->leader;
+			lost = el->lost;
+			g_mutex_unlock(&el->lock);
+			if (lost) {
+				qt_err("lost the leader lease %s/%s: exiting", a->lease_namespace,
+				       a->lease_name);
+				goto cleanup;
+			}
+			g_mutex_lock(&dm.m.lock);
+			dm.m.leader = leader;
+			if (!leader)
+				dm.m.last_ok_loop_ms = wall; /* a standby is healthy */
+			g_mutex_unlock(&dm.m.lock);
+			if (!leader) {
+				sleep_ms(200);
+				continue;
+			}
+		}
+		if (loop_once(&dm, first) == 0) {
+			first = false;
+			g_mutex_lock(&dm.m.lock);
+			dm.m.last_ok_loop_ms = g_get_real_time() / 1000;
+			dm.m.first_failure_ms = AS_TIME_NEVER;
+			dm.m.last_activity[0] = dm.m.last_ok_loop_ms / 1000;
+			g_mutex_unlock(&dm.m.lock);
+		} else {
+			g_mutex_lock(&dm.m.lock);
+			if (dm.m.first_failure_ms == AS_TIME_NEVER)
+				dm.m.first_failure_ms = wall;
+			g_mutex_unlock(&dm.m.lock);
+		}
+		/* The next loop starts scan-interval after this one started. */
+		sleep_ms(MAX(0, o->scan_interval - (g_get_monotonic_time() - start) / 1000));
+	}
+done:
+	qt_notice("stopping on signal %d", (int)stop_signal);
+	ret = 0;
+cleanup:
+	elector_stop(el);
+	bm_httpd_stop(httpd);
+	as_kube_free(dm.kube);
+	dm.prov->ops->cleanup(dm.prov);
+	for (int k = 0; k < AS_KUBE_N_KINDS; k++)
+		if (dm.objs[k])
+			g_ptr_array_unref(dm.objs[k]);
+	g_hash_table_unref(dm.groups);
+	g_hash_table_unref(dm.unneeded);
+	g_hash_table_unref(dm.deleting);
+	g_hash_table_unref(dm.noscale_events);
+	g_hash_table_unref(dm.uids);
+	g_string_free(dm.m.group_lines, TRUE);
+	g_mutex_clear(&dm.m.lock);
+	return ret;
+}

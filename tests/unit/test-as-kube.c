@@ -1,0 +1,505 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The autoscaler daemon's Kubernetes client (autoscale/kube.c): kubeconfig
+ * and in-cluster parsing, the watch stream parser fed in every split and
+ * with malformed and oversized lines, the taint and Lease helpers, and the
+ * client against a stub API server (bm's libmicrohttpd server) that pages
+ * a list, sends a broken list body, streams good and bad watch events and
+ * a 410, answers 409 to an update and 429/404 to evictions.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "httpd.h"
+#include "kube.h"
+
+/* ---- kubeconfig ---- */
+
+static const char kubeconfig_yaml[] =
+	"apiVersion: v1\n"
+	"kind: Config\n"
+	"current-context: prod\n"
+	"clusters:\n"
+	"- name: c-prod\n"
+	"  cluster:\n"
+	"    server: https://10.0.0.1:6443/\n"
+	"    certificate-authority-data: aGVsbG8gY2E=\n"
+	"- name: c-dev\n"
+	"  cluster:\n"
+	"    server: http://127.0.0.1:8080\n"
+	"    insecure-skip-tls-verify: true\n"
+	"contexts:\n"
+	"- name: prod\n"
+	"  context: {cluster: c-prod, user: admin}\n"
+	"- name: dev\n"
+	"  context:\n"
+	"    cluster: c-dev\n"
+	"    user: dev\n"
+	"users:\n"
+	"- name: admin\n"
+	"  user:\n"
+	"    client-certificate: certs/admin.crt\n"
+	"    client-key: /abs/admin.key\n"
+	"- name: dev\n"
+	"  user:\n"
+	"    token: \"sekret\"\n";
+
+START_TEST(kubeconfig_current_and_named)
+{
+	g_autoptr(as_kube_config) c = NULL;
+	g_autofree char *m = NULL, *ca = NULL;
+	gsize n;
+
+	ck_assert_int_eq(as_kube_config_parse(kubeconfig_yaml, strlen(kubeconfig_yaml), "/etc/kube",
+					      NULL, &c, &m),
+			 0);
+	ck_assert_str_eq(c->server, "https://10.0.0.1:6443");
+	ck_assert_str_eq(c->cert_file, "/etc/kube/certs/admin.crt");
+	ck_assert_str_eq(c->key_file, "/abs/admin.key");
+	ck_assert_ptr_null(c->token);
+	ck_assert(!c->insecure);
+	/* The -data field went to a private file with the decoded bytes. */
+	ck_assert_ptr_nonnull(c->ca_file);
+	ck_assert(g_file_get_contents(c->ca_file, &ca, &n, NULL));
+	ck_assert_str_eq(ca, "hello ca");
+	{
+		g_autofree char *path = g_strdup(c->ca_file);
+
+		g_clear_pointer(&c, as_kube_config_free);
+		ck_assert(!g_file_test(path, G_FILE_TEST_EXISTS));
+	}
+	ck_assert_int_eq(as_kube_config_parse(kubeconfig_yaml, strlen(kubeconfig_yaml), "/etc/kube",
+					      "dev", &c, &m),
+			 0);
+	ck_assert_str_eq(c->server, "http://127.0.0.1:8080");
+	ck_assert_str_eq(c->token, "sekret");
+	ck_assert(c->insecure);
+	ck_assert_ptr_null(c->cert_file);
+}
+END_TEST
+
+static int parse_err(const char *doc, const char *ctx, char **m)
+{
+	g_autoptr(as_kube_config) c = NULL;
+
+	return as_kube_config_parse(doc, strlen(doc), NULL, ctx, &c, m);
+}
+
+START_TEST(kubeconfig_errors)
+{
+	g_autofree char *m1 = NULL, *m2 = NULL, *m3 = NULL, *m4 = NULL, *m5 = NULL, *m6 = NULL;
+
+	ck_assert_int_eq(parse_err(kubeconfig_yaml, "nope", &m1), -EINVAL);
+	ck_assert(strstr(m1, "\"nope\" not found"));
+	ck_assert_int_eq(parse_err("clusters: [\n", NULL, &m2), -EINVAL);
+	ck_assert(strstr(m2, "line"));
+	ck_assert_int_eq(parse_err("- a\n- b\n", NULL, &m3), -EINVAL);
+	ck_assert_int_eq(parse_err("current-context: x\ncontexts:\n- name: x\n  context: {cluster: "
+				   "c}\nclusters:\n- name: c\n  cluster: {server: ftp://h}\n",
+				   NULL, &m4),
+			 -EINVAL);
+	ck_assert(strstr(m4, "ftp://h"));
+	ck_assert_int_eq(parse_err("current-context: x\ncontexts:\n- name: x\n  context: {cluster: "
+				   "c, user: u}\nclusters:\n- name: c\n  cluster: {server: "
+				   "https://h}\nusers:\n- name: u\n  user: {client-key: k}\n",
+				   NULL, &m5),
+			 -EINVAL);
+	ck_assert(strstr(m5, "certificate"));
+	/* exec plugins are refused with a clear message, not ignored. */
+	ck_assert_int_eq(parse_err("current-context: x\ncontexts:\n- name: x\n  context: {cluster: "
+				   "c, user: u}\nclusters:\n- name: c\n  cluster: {server: "
+				   "https://h}\nusers:\n- name: u\n  user: {exec: {command: aws}}\n",
+				   NULL, &m6),
+			 -ENOTSUP);
+}
+END_TEST
+
+START_TEST(kubeconfig_json_and_in_cluster)
+{
+	static const char json_cfg[] =
+		"{\"current-context\": \"x\", \"contexts\": [{\"name\": \"x\", \"context\": "
+		"{\"cluster\": \"c\", \"user\": \"u\"}}], \"clusters\": [{\"name\": \"c\", "
+		"\"cluster\": {\"server\": \"https://h:1\"}}], \"users\": [{\"name\": \"u\", "
+		"\"user\": {\"tokenFile\": \"tok\"}}]}";
+	g_autoptr(as_kube_config) c = NULL, ic = NULL;
+	g_autofree char *m = NULL, *m2 = NULL, *dir = g_dir_make_tmp("as-kube-XXXXXX", NULL);
+	g_autofree char *tok = g_build_filename(dir, "token", NULL);
+
+	ck_assert_int_eq(as_kube_config_parse(json_cfg, strlen(json_cfg), "/d", NULL, &c, &m), 0);
+	ck_assert_str_eq(c->server, "https://h:1");
+	ck_assert_str_eq(c->token_file, "/d/tok");
+
+	g_unsetenv("KUBERNETES_SERVICE_HOST");
+	ck_assert_int_eq(as_kube_config_in_cluster(dir, &ic, &m2), -ENOENT);
+	g_clear_pointer(&m2, g_free);
+	g_setenv("KUBERNETES_SERVICE_HOST", "fd00::1", TRUE);
+	g_setenv("KUBERNETES_SERVICE_PORT", "443", TRUE);
+	ck_assert_int_eq(as_kube_config_in_cluster(dir, &ic, &m2), -ENOENT); /* no token yet */
+	g_clear_pointer(&m2, g_free);
+	ck_assert(g_file_set_contents(tok, "t0ken\n", -1, NULL));
+	ck_assert_int_eq(as_kube_config_in_cluster(dir, &ic, &m2), 0);
+	ck_assert_str_eq(ic->server, "https://[fd00::1]:443");
+	ck_assert(g_str_has_suffix(ic->ca_file, "/ca.crt"));
+	g_unlink(tok);
+	g_rmdir(dir);
+}
+END_TEST
+
+/* ---- watch parser ---- */
+
+struct seen {
+	GString *log; /* "TYPE name;" or "!;" per callback */
+};
+
+static void on_ev(void *ud, const char *type, json_object *obj, const char *err)
+{
+	struct seen *s = ud;
+	json_object *meta = NULL, *name = NULL;
+
+	if (!type) {
+		ck_assert_ptr_nonnull(err);
+		g_string_append(s->log, "!;");
+		return;
+	}
+	json_object_object_get_ex(obj, "metadata", &meta);
+	json_object_object_get_ex(meta, "name", &name);
+	g_string_append_printf(s->log, "%s %s;", type, name ? json_object_get_string(name) : "?");
+}
+
+static const char stream[] =
+	"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\"}}}\n"
+	"\r\n"
+	"{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"b\"}}}\r\n"
+	"{not json}\n"
+	"{\"type\":\"DELETED\"}\n"
+	"[1,2]\n"
+	"{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"name\":\"\",\"resourceVersion\":\"9\"}}}\n";
+static const char expect[] = "ADDED a;MODIFIED b;!;!;!;BOOKMARK ;";
+
+START_TEST(watch_parser_any_split)
+{
+	size_t len = strlen(stream);
+
+	/* Every split point into two chunks gives the same events. */
+	for (size_t cut = 0; cut <= len; cut++) {
+		struct seen s = {g_string_new(NULL)};
+		struct as_watch_parser p;
+
+		as_watch_parser_init(&p, 4096);
+		as_watch_parser_feed(&p, stream, cut, on_ev, &s);
+		as_watch_parser_feed(&p, stream + cut, len - cut, on_ev, &s);
+		ck_assert_str_eq(s.log->str, expect);
+		as_watch_parser_clear(&p);
+		g_string_free(s.log, TRUE);
+	}
+	/* And byte by byte. */
+	{
+		struct seen s = {g_string_new(NULL)};
+		struct as_watch_parser p;
+
+		as_watch_parser_init(&p, 4096);
+		for (size_t i = 0; i < len; i++)
+			as_watch_parser_feed(&p, stream + i, 1, on_ev, &s);
+		ck_assert_str_eq(s.log->str, expect);
+		as_watch_parser_clear(&p);
+		g_string_free(s.log, TRUE);
+	}
+}
+END_TEST
+
+START_TEST(watch_parser_oversized)
+{
+	struct seen s = {g_string_new(NULL)};
+	struct as_watch_parser p;
+	g_autofree char *big = g_strnfill(200, 'x');
+	static const char good[] = "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"ok\"}}}\n";
+
+	as_watch_parser_init(&p, 100);
+	/* An oversized line in several chunks: one error, nothing buffered past the cap. */
+	for (int i = 0; i < 5; i++) {
+		as_watch_parser_feed(&p, big, 200, on_ev, &s);
+		ck_assert_uint_le(p.line->len, 100);
+	}
+	as_watch_parser_feed(&p, "\n", 1, on_ev, &s);
+	as_watch_parser_feed(&p, good, strlen(good), on_ev, &s);
+	/* The same in one chunk with the newline. */
+	as_watch_parser_feed(&p, big, 200, on_ev, &s);
+	as_watch_parser_feed(&p, "\n", 1, on_ev, &s);
+	as_watch_parser_feed(&p, good, strlen(good), on_ev, &s);
+	ck_assert_str_eq(s.log->str, "!;ADDED ok;!;ADDED ok;");
+	as_watch_parser_clear(&p);
+	g_string_free(s.log, TRUE);
+}
+END_TEST
+
+static void ignore_ev(void *ud, const char *type, json_object *obj, const char *err)
+{
+	(void)type, (void)obj, (void)err;
+	(*(int *)ud)++;
+}
+
+/* Seeded mutations (flips, cuts, splices) of valid input never crash the parsers. */
+START_TEST(mutations_never_crash)
+{
+	GRand *rnd = g_rand_new_with_seed(9);
+	size_t slen = strlen(stream), klen = strlen(kubeconfig_yaml);
+
+	for (int it = 0; it < 3000; it++) {
+		const char *src = it % 2 ? stream : kubeconfig_yaml;
+		size_t len = it % 2 ? slen : klen;
+		g_autofree char *buf = g_malloc(len + 1);
+		int n = g_rand_int_range(rnd, 1, 8), calls = 0;
+
+		memcpy(buf, src, len + 1);
+		for (int k = 0; k < n && len > 0; k++) {
+			size_t at = (size_t)g_rand_int_range(rnd, 0, (gint32)len);
+
+			switch (g_rand_int_range(rnd, 0, 3)) {
+			case 0:
+				buf[at] = (char)g_rand_int_range(rnd, 1, 256);
+				break;
+			case 1:
+				len = at; /* cut */
+				break;
+			default:
+				buf[at] = "{}[]\":,\n"[g_rand_int_range(rnd, 0, 8)];
+			}
+		}
+		buf[len] = '\0';
+		if (it % 2) {
+			struct as_watch_parser p;
+			size_t cut = len ? (size_t)g_rand_int_range(rnd, 0, (gint32)len + 1) : 0;
+
+			as_watch_parser_init(&p, 64);
+			as_watch_parser_feed(&p, buf, cut, ignore_ev, &calls);
+			as_watch_parser_feed(&p, buf + cut, len - cut, ignore_ev, &calls);
+			as_watch_parser_clear(&p);
+		} else {
+			g_autoptr(as_kube_config) c = NULL;
+			g_autofree char *m = NULL;
+
+			if (as_kube_config_parse(buf, len, "/d", NULL, &c, &m) < 0)
+				ck_assert_ptr_nonnull(m);
+		}
+	}
+	g_rand_free(rnd);
+}
+END_TEST
+
+/* ---- pure helpers ---- */
+
+START_TEST(taint_helpers)
+{
+	json_object *n = json_tokener_parse("{\"metadata\":{\"name\":\"n\"}}");
+	json_object *spec, *taints;
+
+	ck_assert(as_kube_node_add_taint(n, "K", "1", "NoSchedule"));
+	ck_assert(!as_kube_node_add_taint(n, "K", "2", "NoSchedule")); /* first value kept */
+	ck_assert(as_kube_node_add_taint(n, "L", "", "PreferNoSchedule"));
+	json_object_object_get_ex(n, "spec", &spec);
+	json_object_object_get_ex(spec, "taints", &taints);
+	ck_assert_uint_eq(json_object_array_length(taints), 2);
+	ck_assert_str_eq(json_object_get_string(
+				 json_object_object_get(json_object_array_get_idx(taints, 0), "value")),
+			 "1");
+	ck_assert(as_kube_node_remove_taint(n, "K"));
+	ck_assert(!as_kube_node_remove_taint(n, "K"));
+	json_object_object_get_ex(spec, "taints", &taints);
+	ck_assert_uint_eq(json_object_array_length(taints), 1);
+	json_object_put(n);
+}
+END_TEST
+
+START_TEST(lease_rules)
+{
+	int64_t now = 1700000000000LL;
+	g_autofree char *t = as_kube_micro_time(now - 20000);
+	g_autofree char *fresh = as_kube_micro_time(now - 1000);
+	g_autofree char *doc1 = g_strdup_printf(
+		"{\"spec\":{\"holderIdentity\":\"other\",\"renewTime\":\"%s\","
+		"\"leaseDurationSeconds\":15}}", t);
+	g_autofree char *doc2 = g_strdup_printf(
+		"{\"spec\":{\"holderIdentity\":\"other\",\"renewTime\":\"%s\","
+		"\"leaseDurationSeconds\":15}}", fresh);
+	json_object *expired = json_tokener_parse(doc1), *held = json_tokener_parse(doc2);
+	json_object *empty = json_tokener_parse("{\"spec\":{}}");
+	json_object *junk = json_tokener_parse("{\"spec\":{\"holderIdentity\":\"o\","
+					       "\"renewTime\":\"yesterday\"}}");
+
+	g_autofree char *t0 = as_kube_micro_time(1500);
+
+	ck_assert_str_eq(t0, "1970-01-01T00:00:01.500000Z");
+	ck_assert(as_kube_lease_takeable(empty, "me", now));
+	ck_assert(as_kube_lease_takeable(expired, "me", now));
+	ck_assert(!as_kube_lease_takeable(held, "me", now));
+	ck_assert(as_kube_lease_takeable(held, "other", now));
+	ck_assert(as_kube_lease_takeable(junk, "me", now));
+	json_object_put(expired);
+	json_object_put(held);
+	json_object_put(empty);
+	json_object_put(junk);
+}
+END_TEST
+
+/* ---- client against a stub server ---- */
+
+struct stub {
+	GMutex lock;
+	int node_lists, pod_lists, node_watches, node_puts, node_gets;
+};
+
+static struct stub stub;
+
+static void stub_fn(void *ud, const struct bm_http_request *req, struct bm_http_response *resp)
+{
+	const char *watch = bm_http_query(req, "watch"), *cont = bm_http_query(req, "continue");
+	const char *rv = bm_http_query(req, "resourceVersion");
+	struct stub *s = ud;
+
+	resp->content_type = "application/json";
+	resp->status = 200;
+	g_mutex_lock(&s->lock);
+	if (strcmp(req->path, "/api/v1/nodes") == 0 && !watch) {
+		s->node_lists++;
+		resp->body = g_strdup(
+			cont ? "{\"items\":[{\"metadata\":{\"name\":\"n2\"}}],"
+			       "\"metadata\":{\"resourceVersion\":\"10\"}}"
+			     : "{\"items\":[{\"metadata\":{\"name\":\"n1\"}}],"
+			       "\"metadata\":{\"resourceVersion\":\"10\",\"continue\":\"c1\"}}");
+	} else if (strcmp(req->path, "/api/v1/nodes") == 0) {
+		s->node_watches++;
+		if (rv && strcmp(rv, "10") == 0)
+			resp->body = g_strdup(
+				"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"n3\","
+				"\"resourceVersion\":\"11\"}}}\n"
+				"garbage\n"
+				"{\"type\":\"DELETED\",\"object\":{\"metadata\":{\"name\":\"n1\","
+				"\"resourceVersion\":\"12\"}}}\n"
+				"{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":"
+				"{\"resourceVersion\":\"20\"}}}\n");
+		else if (rv && strcmp(rv, "20") == 0)
+			resp->body = g_strdup(
+				"{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410}}\n");
+		else
+			resp->body = g_strdup("");
+	} else if (strcmp(req->path, "/api/v1/pods") == 0 && !watch) {
+		/* A broken body first, then a good list. */
+		resp->body = g_strdup(s->pod_lists++ == 0 ? "{\"items\": [" : "{\"items\":[],"
+						       "\"metadata\":{\"resourceVersion\":\"5\"}}");
+	} else if (strcmp(req->path, "/api/v1/nodes/n2") == 0) {
+		if (strcmp(req->method, "GET") == 0) {
+			s->node_gets++;
+			resp->body = g_strdup("{\"metadata\":{\"name\":\"n2\"},\"spec\":{}}");
+		} else {
+			/* The first update conflicts, as if another writer got there first. */
+			resp->status = s->node_puts++ == 0 ? 409 : 200;
+			resp->body = g_strdup(req->body);
+		}
+	} else if (g_str_has_suffix(req->path, "/eviction")) {
+		resp->status = strstr(req->path, "/p429/") ? 429 : strstr(req->path, "/p404/") ? 404 : 201;
+		resp->body = g_strdup("{\"kind\":\"Status\",\"message\":\"stub\"}");
+	} else if (watch) {
+		resp->body = g_strdup("");
+	} else {
+		resp->body = g_strdup("{\"items\":[],\"metadata\":{\"resourceVersion\":\"1\"}}");
+	}
+	g_mutex_unlock(&s->lock);
+}
+
+START_TEST(client_against_stub)
+{
+	struct bm_httpd_config hc = {"127.0.0.1:0", 65536, 4, 64, 5};
+	struct bm_httpd *h = NULL;
+	g_autofree char *m = NULL;
+	struct as_kube_config *cfg = g_new0(struct as_kube_config, 1);
+	g_autoptr(as_kube) k = NULL;
+	GPtrArray *objs[AS_KUBE_N_KINDS];
+	uint64_t relists, werr, bad;
+	int port = 0;
+
+	g_mutex_init(&stub.lock);
+	/* Find a free port: bind, then start the stub on it. */
+	for (int p = 20000 + (int)(getpid() % 20000), tries = 0; tries < 50 && !h; tries++, p++) {
+		g_autofree char *l = g_strdup_printf("127.0.0.1:%d", p);
+
+		hc.listen = l;
+		g_clear_pointer(&m, g_free);
+		if (bm_httpd_start(&hc, stub_fn, &stub, &h, &m) == 0)
+			port = p;
+	}
+	ck_assert_ptr_nonnull(h);
+	cfg->server = g_strdup_printf("http://127.0.0.1:%d", port);
+	cfg->token = g_strdup("t");
+	k = as_kube_new(cfg);
+	as_kube_set_timeouts(k, 5000, 1);
+	as_kube_start(k);
+	for (int i = 0; i < 200 && !as_kube_synced(k); i++)
+		g_usleep(20000);
+	ck_assert(as_kube_synced(k));
+	/* Wait for the watch to apply its events and for the 410 to cause a re-list. */
+	for (int i = 0; i < 500; i++) {
+		bool done;
+
+		as_kube_stats(k, &relists, &werr, &bad);
+		g_mutex_lock(&stub.lock);
+		done = stub.node_lists >= 4 && stub.pod_lists >= 2 && bad >= 1;
+		g_mutex_unlock(&stub.lock);
+		if (done)
+			break;
+		g_usleep(20000);
+	}
+	as_kube_stats(k, &relists, &werr, &bad);
+	ck_assert_uint_ge(bad, 1);
+	g_mutex_lock(&stub.lock);
+	ck_assert_int_ge(stub.node_lists, 4); /* two pages, twice */
+	ck_assert_int_ge(stub.pod_lists, 2); /* the broken body was retried */
+	g_mutex_unlock(&stub.lock);
+	as_kube_snapshot(k, objs);
+	/* The re-listed state is n1 + n2 again; before the 410 it was n2 + n3. */
+	ck_assert_uint_eq(objs[AS_KUBE_NODES]->len, 2);
+	for (int i = 0; i < AS_KUBE_N_KINDS; i++)
+		g_ptr_array_unref(objs[i]);
+
+	ck_assert_int_eq(as_kube_taint_node(k, "n2", "K", "v", "NoSchedule", &m), 0);
+	ck_assert_int_eq(stub.node_gets, 2); /* the 409 made it read again */
+	ck_assert_int_eq(stub.node_puts, 2);
+	ck_assert_int_eq(as_kube_evict(k, "default", "ok", 30, &m), 0);
+	g_clear_pointer(&m, g_free);
+	ck_assert_int_eq(as_kube_evict(k, "default", "p429", 30, &m), -EAGAIN);
+	g_clear_pointer(&m, g_free);
+	ck_assert_int_eq(as_kube_evict(k, "default", "p404", 30, &m), -ENOENT);
+	g_clear_pointer(&m, g_free);
+	g_clear_pointer(&k, as_kube_free);
+	bm_httpd_stop(h);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("as-kube");
+	TCase *tc = tcase_create("kube");
+	SRunner *sr;
+	int failed;
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, kubeconfig_current_and_named);
+	tcase_add_test(tc, kubeconfig_errors);
+	tcase_add_test(tc, kubeconfig_json_and_in_cluster);
+	tcase_add_test(tc, watch_parser_any_split);
+	tcase_add_test(tc, watch_parser_oversized);
+	tcase_add_test(tc, mutations_never_crash);
+	tcase_add_test(tc, taint_helpers);
+	tcase_add_test(tc, lease_rules);
+	tcase_add_test(tc, client_against_stub);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
