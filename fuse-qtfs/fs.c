@@ -97,6 +97,8 @@ struct qtfs_fs {
 	GHashTable *lk_owners; /* struct lk_owner*: POSIX lock owners with locks on the host */
 	GCond lk_cond;	       /* signalled when lk_releasing drops */
 	unsigned lk_releasing; /* RELEASEs carrying a flock unlock still on their way; lk_lock */
+	uint64_t lk_release_gen; /* RELEASEs with a flock unlock done so far; lk_lock */
+	unsigned lk_flocks;	 /* open files holding a flock (fh.flocked); lk_lock */
 };
 
 /*
@@ -126,6 +128,7 @@ struct fh {
 	bool stream; /* relayed FIFO: calls have no deadline */
 	struct fuse_pollhandle *ph; /* the kernel's latest poll wait; protected by lock */
 	bool poll_armed;	    /* a POLL wait is outstanding on the server; protected by lock */
+	bool flocked;		    /* holds a flock on the host; fs->lk_lock */
 	/* The start of a pseudo file as read at open (see read_prefetched()); lock. */
 	uint8_t *pre;
 	size_t pre_len;
@@ -869,25 +872,54 @@ static void op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, 
 		.flags = QTFS_LK_FLOCK,
 	};
 
-	int err = setlk_wait(req, fh_of(fi), &c, !(op & LOCK_NB));
+	struct qtfs_fs *fs = FS(req);
+	struct fh *h = fh_of(fi);
+	int err = setlk_wait(req, h, &c, !(op & LOCK_NB));
 
 	/*
-	 * A conflict may be a flock whose holder has just closed the file
-	 * (op_release: the unlock is still on its way); a local flock would
-	 * not see it any more.  Wait for such releases (at most 1 s), then
-	 * ask once again.
+	 * A conflict may be a flock whose holder has just closed the file: the
+	 * kernel sends that RELEASE (the only unlock) after close(2) returned,
+	 * so a local flock would not see the lock any more while the host
+	 * still does.  Wait for RELEASEs on their way (op_release(); at most
+	 * 1 s), and, when another open file of ours holds a flock, a little
+	 * (100 ms) for its RELEASE to arrive; ask again once one was done.
 	 */
 	if (err == -EAGAIN) {
-		struct qtfs_fs *fs = FS(req);
-		gint64 until = g_get_monotonic_time() + G_USEC_PER_SEC;
-		bool waited = false;
+		gint64 now = g_get_monotonic_time();
+		gint64 long_until = now + G_USEC_PER_SEC, short_until = now + G_USEC_PER_SEC / 10;
+		uint64_t gen0;
+		bool again;
 
 		g_mutex_lock(&fs->lk_lock);
-		while (fs->lk_releasing && g_cond_wait_until(&fs->lk_cond, &fs->lk_lock, until))
-			waited = true;
+		gen0 = fs->lk_release_gen;
+		for (;;) {
+			gint64 until;
+
+			if (fs->lk_releasing)
+				until = long_until;
+			else if (fs->lk_release_gen != gen0)
+				break;
+			else if (fs->lk_flocks > (h->flocked ? 1u : 0u))
+				until = short_until;
+			else
+				break;
+			if (!g_cond_wait_until(&fs->lk_cond, &fs->lk_lock, until))
+				break;
+		}
+		again = fs->lk_release_gen != gen0;
 		g_mutex_unlock(&fs->lk_lock);
-		if (waited)
-			err = setlk_wait(req, fh_of(fi), &c, false);
+		if (again)
+			err = setlk_wait(req, h, &c, false);
+	}
+	if (err == 0) {
+		bool held = c.type != F_UNLCK;
+
+		g_mutex_lock(&fs->lk_lock);
+		if (held != h->flocked) {
+			h->flocked = held;
+			fs->lk_flocks += held ? 1 : -1u;
+		}
+		g_mutex_unlock(&fs->lk_lock);
 	}
 	fuse_reply_err(req, -err);
 }
@@ -1677,6 +1709,15 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct qtfs_fs *fs = FS(req);
 
 	if (!fi->flock_release) {
+		struct fh *h = fh_of(fi);
+
+		g_mutex_lock(&fs->lk_lock);
+		if (h->flocked) {
+			/* Unlocked on the host by its close; not expected without flock_release. */
+			h->flocked = false;
+			fs->lk_flocks--;
+		}
+		g_mutex_unlock(&fs->lk_lock);
 		release_fh(req, fi);
 		return;
 	}
@@ -1686,13 +1727,21 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	 * for the host's close, and let op_flock know one is on its way (see
 	 * there).
 	 */
+	struct fh *h = fh_of(fi);
+	bool was;
+
 	g_mutex_lock(&fs->lk_lock);
 	fs->lk_releasing++;
+	was = h->flocked;
+	h->flocked = false;
 	g_mutex_unlock(&fs->lk_lock);
 	fuse_reply_err(req, 0);
-	fh_close_wait(fs, fh_of(fi), true);
+	fh_close_wait(fs, h, true);
 	g_mutex_lock(&fs->lk_lock);
 	fs->lk_releasing--;
+	fs->lk_release_gen++;
+	if (was)
+		fs->lk_flocks--;
 	g_cond_broadcast(&fs->lk_cond);
 	g_mutex_unlock(&fs->lk_lock);
 }
