@@ -849,20 +849,37 @@ static const char *col(SimTraceReader *r, int c)
 	return r->cols[c] >= 0 ? r->fields[r->cols[c]] : NULL;
 }
 
-static int parse_native_csv(SimTraceReader *r, char *line, SimPod *p)
+/*
+ * Split @line into r->fields and check their number: @want (what @file
+ * holds), or the header's when @want is 0.  0, or -EINVAL with the
+ * reader's error set.
+ */
+static int split_record(SimTraceReader *r, char *line, int want, const char *file)
 {
-	const char *v;
 	int n = csv_split(line, r->fields);
-	int rc;
 
 	if (n < 0) {
 		set_error(r, "%s", n == -E2BIG ? "too many fields" : "broken quoting");
 		return -EINVAL;
 	}
-	if (n != r->n_header) {
+	if (!want && n != r->n_header) {
 		set_error(r, "%d fields, the header has %d", n, r->n_header);
 		return -EINVAL;
 	}
+	if (want && n != want) {
+		set_error(r, "%d fields, %s has %d", n, file, want);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int parse_native_csv(SimTraceReader *r, char *line, SimPod *p)
+{
+	const char *v;
+	int rc;
+
+	if ((rc = split_record(r, line, 0, NULL)) < 0)
+		return rc;
 	pod_defaults(r, p);
 	p->id = col(r, COL_ID);
 	if ((v = col(r, COL_CLASS)) && *v)
@@ -1064,17 +1081,10 @@ static int parse_openb(SimTraceReader *r, char *line, SimPod *p)
 {
 	const char *v;
 	int64_t mib, num_gpu = 0, gpu_milli = 0, end;
-	int n = csv_split(line, r->fields);
 	int rc;
 
-	if (n < 0) {
-		set_error(r, "%s", n == -E2BIG ? "too many fields" : "broken quoting");
-		return -EINVAL;
-	}
-	if (n != r->n_header) {
-		set_error(r, "%d fields, the header has %d", n, r->n_header);
-		return -EINVAL;
-	}
+	if ((rc = split_record(r, line, 0, NULL)) < 0)
+		return rc;
 	pod_defaults(r, p);
 	p->id = col(r, OB_NAME);
 	if ((rc = field_fixed(r, "cpu_milli", col(r, OB_CPU), 0, 0, MAX_CPU_MILLI,
@@ -1122,13 +1132,10 @@ static void next_instance(SimTraceReader *r, SimPod *p)
 static int parse_batch_task(SimTraceReader *r, char *line, SimPod *p)
 {
 	int64_t instances, end, cpu, mem;
-	int n = csv_split(line, r->fields);
 	int rc;
 
-	if (n != 9) {
-		set_error(r, "%d fields, batch_task.csv has 9", n);
-		return -EINVAL;
-	}
+	if ((rc = split_record(r, line, 9, "batch_task.csv")) < 0)
+		return rc;
 	pod_defaults(r, p);
 	if ((rc = check_string(r, "task_name", r->fields[0], true)) < 0 ||
 	    (rc = check_string(r, "job_name", r->fields[2], true)) < 0)
@@ -1169,13 +1176,10 @@ static int parse_batch_task(SimTraceReader *r, char *line, SimPod *p)
 static int parse_container_meta(SimTraceReader *r, char *line, SimPod *p)
 {
 	int64_t cpu, mem, ts;
-	int n = csv_split(line, r->fields);
 	int rc;
 
-	if (n != 8) {
-		set_error(r, "%d fields, container_meta.csv has 8", n);
-		return -EINVAL;
-	}
+	if ((rc = split_record(r, line, 8, "container_meta.csv")) < 0)
+		return rc;
 	if ((rc = check_string(r, "container_id", r->fields[0], true)) < 0)
 		return rc;
 	if (g_hash_table_contains(r->seen, r->fields[0]))
@@ -1214,15 +1218,12 @@ static void google_id(SimTraceReader *r, const char *key, uint32_t submits)
 static int parse_google(SimTraceReader *r, char *line, SimPod *p)
 {
 	int64_t us, type, prio, cpu = 0, mem = 0, ms;
-	int n = csv_split(line, r->fields);
 	GoogleTask *t;
 	g_autofree char *key = NULL;
 	int rc;
 
-	if (n != 13) {
-		set_error(r, "%d fields, task_events has 13", n);
-		return -EINVAL;
-	}
+	if ((rc = split_record(r, line, 13, "task_events")) < 0)
+		return rc;
 	if ((rc = field_fixed(r, "time", r->fields[0], 0, 0, INT64_MAX, &us)) < 0 ||
 	    (rc = field_fixed(r, "event_type", r->fields[5], 0, 0, 8, &type)) < 0)
 		return rc;
@@ -1662,13 +1663,10 @@ static int parse_node(SimTraceReader *r, char *line, SimMachineType *m)
 {
 	int64_t mib;
 	const char *v;
-	int n = csv_split(line, r->fields);
 	int rc;
 
-	if (n < 0 || n != r->n_header) {
-		set_error(r, "%d fields, the header has %d", n, r->n_header);
-		return -EINVAL;
-	}
+	if ((rc = split_record(r, line, 0, NULL)) < 0)
+		return rc;
 	memset(m, 0, sizeof(*m));
 	if ((rc = field_fixed(r, "cpu_milli", col(r, NL_CPU), 0, 1, MAX_CPU_MILLI,
 			      &m->cpu_milli)) < 0 ||
