@@ -891,46 +891,40 @@ int bm_machine_power(struct bm_store *st, const char *id, const char *target, in
 	return rc;
 }
 
-int bm_machine_history(struct bm_store *st, const char *id, json_object **out)
+/* The rows of @sql (one parameter: the machine id) for machine @id, which must exist. */
+static int machine_rows(struct bm_store *st, const char *id, const char *sql, json_object **out)
 {
 	enum bm_state s;
 	int rc = machine_state(st, id, NULL, &s);
 
-	if (rc < 0)
-		return rc;
-	return query_array(st, out,
-			   "SELECT op_id AS operation, state, step, result, error, attempt,"
-			   " started_at, finished_at FROM history WHERE machine_id = ?"
-			   " ORDER BY id",
-			   "s", id);
+	return rc < 0 ? rc : query_array(st, out, sql, "s", id);
+}
+
+int bm_machine_history(struct bm_store *st, const char *id, json_object **out)
+{
+	return machine_rows(st, id,
+			    "SELECT op_id AS operation, state, step, result, error, attempt,"
+			    " started_at, finished_at FROM history WHERE machine_id = ?"
+			    " ORDER BY id",
+			    out);
 }
 
 /* ---- hot-plug ---- */
 
 int bm_disk_list(struct bm_store *st, const char *machine, json_object **out)
 {
-	enum bm_state s;
-	int rc = machine_state(st, machine, NULL, &s);
-
-	if (rc < 0)
-		return rc;
-	return query_array(st, out,
-			   "SELECT id, role, image, size_gb, bus, state, attempts, last_error,"
-			   " op_id AS operation FROM disks WHERE machine_id = ? ORDER BY created_at, id",
-			   "s", machine);
+	return machine_rows(st, machine,
+			    "SELECT id, role, image, size_gb, bus, state, attempts, last_error,"
+			    " op_id AS operation FROM disks WHERE machine_id = ? ORDER BY created_at, id",
+			    out);
 }
 
 int bm_nic_list(struct bm_store *st, const char *machine, json_object **out)
 {
-	enum bm_state s;
-	int rc = machine_state(st, machine, NULL, &s);
-
-	if (rc < 0)
-		return rc;
-	return query_array(st, out,
-			   "SELECT id, network, mac, state, attempts, last_error,"
-			   " op_id AS operation FROM nics WHERE machine_id = ? ORDER BY created_at, id",
-			   "s", machine);
+	return machine_rows(st, machine,
+			    "SELECT id, network, mac, state, attempts, last_error,"
+			    " op_id AS operation FROM nics WHERE machine_id = ? ORDER BY created_at, id",
+			    out);
 }
 
 static char *new_id(const char *prefix)
