@@ -207,19 +207,18 @@ static int bind_v(sqlite3_stmt *s, const char *fmt, va_list ap)
 	return bm_sqlite_errno(rc);
 }
 
-static int prep(struct bm_store *st, sqlite3_stmt **out, const char *sql, const char *fmt, ...)
+/* Prepare @sql and bind the arguments @fmt describes; 0 and *@out, or -errno. */
+static int prep_v(struct bm_store *st, sqlite3_stmt **out, const char *sql, const char *fmt,
+		  va_list ap)
 {
 	sqlite3_stmt *s = NULL;
-	va_list ap;
 	int rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
 
 	if (rc != SQLITE_OK) {
 		g_debug("bm store: prepare \"%s\": %s", sql, sqlite3_errmsg(st->db));
 		return bm_sqlite_errno(rc);
 	}
-	va_start(ap, fmt);
 	rc = bind_v(s, fmt, ap);
-	va_end(ap);
 	if (rc < 0) {
 		sqlite3_finalize(s);
 		return rc;
@@ -228,26 +227,33 @@ static int prep(struct bm_store *st, sqlite3_stmt **out, const char *sql, const 
 	return 0;
 }
 
+static int prep(struct bm_store *st, sqlite3_stmt **out, const char *sql, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = prep_v(st, out, sql, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
 /* Run a statement to completion; returns the number of rows changed. */
 static int exec(struct bm_store *st, const char *sql, const char *fmt, ...)
 {
 	sqlite3_stmt *s = NULL;
 	va_list ap;
-	int rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
+	int rc;
 
-	if (rc != SQLITE_OK) {
-		g_debug("bm store: prepare \"%s\": %s", sql, sqlite3_errmsg(st->db));
-		return bm_sqlite_errno(rc);
-	}
 	va_start(ap, fmt);
-	rc = bind_v(s, fmt, ap);
+	rc = prep_v(st, &s, sql, fmt, ap);
 	va_end(ap);
-	if (rc == 0) {
-		do
-			rc = sqlite3_step(s);
-		while (rc == SQLITE_ROW);
-		rc = rc == SQLITE_DONE ? sqlite3_changes(st->db) : bm_sqlite_errno(rc);
-	}
+	if (rc < 0)
+		return rc;
+	do
+		rc = sqlite3_step(s);
+	while (rc == SQLITE_ROW);
+	rc = rc == SQLITE_DONE ? sqlite3_changes(st->db) : bm_sqlite_errno(rc);
 	sqlite3_finalize(s);
 	return rc;
 }
@@ -298,19 +304,13 @@ static int query_array(struct bm_store *st, json_object **out, const char *sql, 
 	sqlite3_stmt *s = NULL;
 	json_object *arr;
 	va_list ap;
-	int rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
+	int rc;
 
-	if (rc != SQLITE_OK) {
-		g_debug("bm store: prepare \"%s\": %s", sql, sqlite3_errmsg(st->db));
-		return bm_sqlite_errno(rc);
-	}
 	va_start(ap, fmt);
-	rc = bind_v(s, fmt, ap);
+	rc = prep_v(st, &s, sql, fmt, ap);
 	va_end(ap);
-	if (rc < 0) {
-		sqlite3_finalize(s);
+	if (rc < 0)
 		return rc;
-	}
 	arr = json_object_new_array();
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
 		json_object_array_add(arr, row_json(s));
@@ -323,27 +323,31 @@ static int query_array(struct bm_store *st, json_object **out, const char *sql, 
 	return 0;
 }
 
+/*
+ * Step @s (prepared by prep_v()) to its first row: 0 there, -ENOENT
+ * without one, else -errno.  The caller reads the row, then finalizes.
+ */
+static int first_row(sqlite3_stmt *s)
+{
+	int rc = sqlite3_step(s);
+
+	return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : bm_sqlite_errno(rc);
+}
+
 /* The first row as an object; -ENOENT without one. */
 static int query_one(struct bm_store *st, json_object **out, const char *sql, const char *fmt, ...)
 {
 	sqlite3_stmt *s = NULL;
 	va_list ap;
-	int rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
+	int rc;
 
-	if (rc != SQLITE_OK)
-		return bm_sqlite_errno(rc);
 	va_start(ap, fmt);
-	rc = bind_v(s, fmt, ap);
+	rc = prep_v(st, &s, sql, fmt, ap);
 	va_end(ap);
-	if (rc == 0) {
-		rc = sqlite3_step(s);
-		if (rc == SQLITE_ROW) {
-			*out = row_json(s);
-			rc = 0;
-		} else {
-			rc = rc == SQLITE_DONE ? -ENOENT : bm_sqlite_errno(rc);
-		}
-	}
+	if (rc < 0)
+		return rc;
+	if ((rc = first_row(s)) == 0)
+		*out = row_json(s);
 	sqlite3_finalize(s);
 	return rc;
 }
@@ -353,22 +357,15 @@ static int query_text(struct bm_store *st, char **out, const char *sql, const ch
 {
 	sqlite3_stmt *s = NULL;
 	va_list ap;
-	int rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
+	int rc;
 
-	if (rc != SQLITE_OK)
-		return bm_sqlite_errno(rc);
 	va_start(ap, fmt);
-	rc = bind_v(s, fmt, ap);
+	rc = prep_v(st, &s, sql, fmt, ap);
 	va_end(ap);
-	if (rc == 0) {
-		rc = sqlite3_step(s);
-		if (rc == SQLITE_ROW) {
-			*out = g_strdup((const char *)sqlite3_column_text(s, 0));
-			rc = 0;
-		} else {
-			rc = rc == SQLITE_DONE ? -ENOENT : bm_sqlite_errno(rc);
-		}
-	}
+	if (rc < 0)
+		return rc;
+	if ((rc = first_row(s)) == 0)
+		*out = g_strdup((const char *)sqlite3_column_text(s, 0));
 	sqlite3_finalize(s);
 	return rc;
 }
@@ -377,22 +374,15 @@ static int query_int(struct bm_store *st, int64_t *out, const char *sql, const c
 {
 	sqlite3_stmt *s = NULL;
 	va_list ap;
-	int rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
+	int rc;
 
-	if (rc != SQLITE_OK)
-		return bm_sqlite_errno(rc);
 	va_start(ap, fmt);
-	rc = bind_v(s, fmt, ap);
+	rc = prep_v(st, &s, sql, fmt, ap);
 	va_end(ap);
-	if (rc == 0) {
-		rc = sqlite3_step(s);
-		if (rc == SQLITE_ROW) {
-			*out = sqlite3_column_int64(s, 0);
-			rc = 0;
-		} else {
-			rc = rc == SQLITE_DONE ? -ENOENT : bm_sqlite_errno(rc);
-		}
-	}
+	if (rc < 0)
+		return rc;
+	if ((rc = first_row(s)) == 0)
+		*out = sqlite3_column_int64(s, 0);
 	sqlite3_finalize(s);
 	return rc;
 }
