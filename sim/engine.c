@@ -1042,6 +1042,8 @@ static int64_t next_deadline(const Engine *e, int64_t t0)
 
 static int autoscale(Engine *e)
 {
+	/* The simulator never reads why a node was kept. */
+	static const struct as_run_env run_env = {.no_node_reasons = true};
 	g_autoptr(as_decision) d = NULL;
 	g_autofree char *msg = NULL;
 	bool acts, fixed;
@@ -1053,7 +1055,7 @@ static int autoscale(Engine *e)
 	e->loops_full++;
 	e->loop_no = e->loops;
 	export_instances(e);
-	rc = as_run_once(e->c, &e->opts, e->now, NULL, &d, &msg);
+	rc = as_run_once(e->c, &e->opts, e->now, &run_env, &d, &msg);
 	if (rc < 0) {
 		e->err = g_strdup_printf("autoscaler at t=%" G_GINT64_FORMAT "ms: %s", e->now, msg);
 		return rc;

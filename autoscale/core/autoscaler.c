@@ -912,6 +912,8 @@ static void unremovable(struct run *r, guint i, const char *fmt, ...)
 	va_list ap;
 	g_autofree char *why = NULL;
 
+	if (r->env && r->env->no_node_reasons)
+		return;
 	va_start(ap, fmt);
 	why = g_strdup_vprintf(fmt, ap);
 	va_end(ap);

@@ -79,6 +79,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(as_decision, as_decision_free)
 struct as_run_env {
 	as_clock_fn clock; /* NULL: no time limit, fully deterministic */
 	void *clock_data;
+	/*
+	 * Leave unremovable_nodes empty: no reason string for each node kept.
+	 * For callers that never read them (the simulator, thousands of nodes
+	 * every loop); every other part of the decision is the same.
+	 */
+	bool no_node_reasons;
 };
 
 /*

@@ -364,6 +364,20 @@ static void check_seed(guint32 seed)
 			      "seed %u: node %s neither removed nor explained", seed, name);
 	}
 	(void)pending;
+	/* Without node reasons (the simulator's way) the decision is the same otherwise. */
+	{
+		const struct as_run_env env = {.no_node_reasons = true};
+		struct as_decision *d3 = NULL;
+		g_autofree char *msg = NULL, *jd = NULL, *j3 = NULL;
+
+		ck_assert_int_eq(as_run_once(c, &o, NOW, &env, &d3, &msg), 0);
+		ck_assert_uint_eq(d3->unremovable.n, 0);
+		as_kvs_clear(&d->unremovable);
+		jd = as_decision_to_json(d);
+		j3 = as_decision_to_json(d3);
+		ck_assert_msg(strcmp(jd, j3) == 0, "seed %u: no_node_reasons changed the decision", seed);
+		as_decision_free(d3);
+	}
 	as_decision_free(d);
 	as_decision_free(d2);
 	as_cluster_free(c);
