@@ -52,6 +52,11 @@ struct run {
 	const struct as_run_env *env;
 	struct as_decision *d;
 	guint n_nodes;
+	/*
+	 * Node provider ids and names -> cluster index + 1, built once per
+	 * loop (map_nodes_to_groups()) for every lookup by name or instance id.
+	 */
+	GHashTable *by_id;
 	int *node_group; /* per cluster node: group index or -1 */
 	enum readiness *readiness;
 	int *snap_idx; /* per cluster node: snapshot index or -1 */
@@ -147,7 +152,7 @@ static int64_t gib_of(const struct as_node *n)
 static int map_nodes_to_groups(struct run *r, char **msg)
 {
 	const struct as_cluster *c = r->c;
-	g_autoptr(GHashTable) by_id = g_hash_table_new(g_str_hash, g_str_equal);
+	GHashTable *by_id = r->by_id = g_hash_table_new(g_str_hash, g_str_equal);
 
 	for (guint i = 0; i < r->n_nodes; i++) {
 		const struct as_node *n = g_ptr_array_index(c->nodes, i);
@@ -155,6 +160,11 @@ static int map_nodes_to_groups(struct run *r, char **msg)
 		r->node_group[i] = -1;
 		if (n->provider_id[0])
 			g_hash_table_insert(by_id, n->provider_id, GUINT_TO_POINTER(i + 1));
+	}
+	/* Names last: a name wins over another node's provider id. */
+	for (guint i = 0; i < r->n_nodes; i++) {
+		const struct as_node *n = g_ptr_array_index(c->nodes, i);
+
 		g_hash_table_insert(by_id, n->name, GUINT_TO_POINTER(i + 1));
 	}
 	for (guint g = 0; g < c->groups->len; g++) {
@@ -208,15 +218,13 @@ static void cluster_state(struct run *r)
 	const struct as_options *o = r->o;
 	guint ng = c->groups->len;
 	g_autofree int *ready = g_new0(int, ng), *unready = g_new0(int, ng);
-	g_autoptr(GHashTable) registered = g_hash_table_new(g_str_hash, g_str_equal);
+	/* An instance is registered when a node has its id as provider id or name. */
+	GHashTable *registered = r->by_id;
 
 	for (guint i = 0; i < r->n_nodes; i++) {
 		const struct as_node *n = g_ptr_array_index(c->nodes, i);
 		int g = r->node_group[i];
 
-		if (n->provider_id[0])
-			g_hash_table_add(registered, n->provider_id);
-		g_hash_table_add(registered, n->name);
 		if (as_node_is_ready(n)) {
 			r->readiness[i] = R_READY;
 			r->d->ready++;
@@ -324,14 +332,12 @@ static bool cluster_unhealthy(const struct run *r)
 static void build_snapshot(struct run *r)
 {
 	const struct as_cluster *c = r->c;
-	g_autoptr(GHashTable) by_name = g_hash_table_new(g_str_hash, g_str_equal);
 
 	r->snap = as_snapshot_new();
 	for (guint i = 0; i < r->n_nodes; i++) {
 		const struct as_node *n = g_ptr_array_index(c->nodes, i);
 
 		r->node_pods[i] = g_ptr_array_new();
-		g_hash_table_insert(by_name, n->name, GUINT_TO_POINTER(i + 1));
 		r->snap_idx[i] = -1;
 		if (r->readiness[i] == R_READY) {
 			r->snap_idx[i] = (int)as_snapshot_add_node(r->snap, n, r->node_group[i], false);
@@ -345,8 +351,10 @@ static void build_snapshot(struct run *r)
 
 		if (!p->node_name || pod_terminal(p))
 			continue;
-		i = GPOINTER_TO_UINT(g_hash_table_lookup(by_name, p->node_name));
-		if (!i)
+		i = GPOINTER_TO_UINT(g_hash_table_lookup(r->by_id, p->node_name));
+		/* by_id also holds provider ids: only a node's name places a pod. */
+		if (!i || strcmp(((const struct as_node *)g_ptr_array_index(c->nodes, i - 1))->name,
+				 p->node_name) != 0)
 			continue;
 		g_ptr_array_add(r->node_pods[i - 1], (gpointer)p);
 		if (r->snap_idx[i - 1] >= 0)
@@ -1356,6 +1364,8 @@ done:
 cleanup:
 	as_decision_free(r.d);
 	as_snapshot_free(r.snap);
+	if (r.by_id)
+		g_hash_table_unref(r.by_id);
 	for (guint i = 0; i < r.n_nodes; i++)
 		if (r.node_pods[i])
 			g_ptr_array_unref(r.node_pods[i]);
