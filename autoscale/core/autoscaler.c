@@ -332,11 +332,18 @@ static bool cluster_unhealthy(const struct run *r)
 static void build_snapshot(struct run *r)
 {
 	const struct as_cluster *c = r->c;
+	/*
+	 * Callers that keep one model (the simulator) point pod.node_name at
+	 * the node's own name: such pods are found by address, without
+	 * hashing the string; the others by name through r->by_id.
+	 */
+	g_autoptr(GHashTable) by_addr = g_hash_table_new(NULL, NULL);
 
 	r->snap = as_snapshot_new();
 	for (guint i = 0; i < r->n_nodes; i++) {
 		const struct as_node *n = g_ptr_array_index(c->nodes, i);
 
+		g_hash_table_insert(by_addr, (gpointer)n->name, GUINT_TO_POINTER(i + 1));
 		r->node_pods[i] = g_ptr_array_new();
 		r->snap_idx[i] = -1;
 		if (r->readiness[i] == R_READY) {
@@ -351,11 +358,14 @@ static void build_snapshot(struct run *r)
 
 		if (!p->node_name || pod_terminal(p))
 			continue;
-		i = GPOINTER_TO_UINT(g_hash_table_lookup(r->by_id, p->node_name));
-		/* by_id also holds provider ids: only a node's name places a pod. */
-		if (!i || strcmp(((const struct as_node *)g_ptr_array_index(c->nodes, i - 1))->name,
-				 p->node_name) != 0)
-			continue;
+		i = GPOINTER_TO_UINT(g_hash_table_lookup(by_addr, p->node_name));
+		if (!i) {
+			i = GPOINTER_TO_UINT(g_hash_table_lookup(r->by_id, p->node_name));
+			/* by_id also holds provider ids: only a node's name places a pod. */
+			if (!i || strcmp(((const struct as_node *)g_ptr_array_index(c->nodes, i - 1))->name,
+					 p->node_name) != 0)
+				continue;
+		}
 		g_ptr_array_add(r->node_pods[i - 1], (gpointer)p);
 		if (r->snap_idx[i - 1] >= 0)
 			as_snapshot_place(r->snap, (guint)r->snap_idx[i - 1], p);
