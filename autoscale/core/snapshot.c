@@ -62,7 +62,7 @@ static void log_undo(struct as_snapshot *s, enum undo_kind kind, guint idx,
 
 guint as_snapshot_add_node(struct as_snapshot *s, const struct as_node *n, int group, bool upcoming)
 {
-	struct as_snap_node sn = {n, {0, 0, 0, 0}, group, false, upcoming};
+	struct as_snap_node sn = {n, {0, 0, 0, 0}, n->allocatable, group, false, upcoming};
 
 	g_array_append_val(s->nodes, sn);
 	log_undo(s, UNDO_ADD_NODE, s->nodes->len - 1, NULL);
@@ -168,7 +168,7 @@ enum as_fit as_snapshot_fits(const struct as_snapshot *s, const struct as_pod *p
 	if (n->removed)
 		return AS_FIT_UNSCHEDULABLE;
 	/* Resources first: they are the cheap test that fails most often. */
-	f = as_pod_fits_resources(p, &n->node->allocatable, &n->used);
+	f = as_pod_fits_resources(p, &n->alloc, &n->used);
 	if (f != AS_FIT_OK)
 		return f;
 	return as_pod_matches_node(p, n->node);

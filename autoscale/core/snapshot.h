@@ -26,6 +26,12 @@
 struct as_snap_node {
 	const struct as_node *node;
 	struct as_resources used;
+	/*
+	 * node->allocatable, kept here too: a fit search reads it for every
+	 * node it passes, and one array is far kinder to the cache than a
+	 * pointer to each node.
+	 */
+	struct as_resources alloc;
 	int group; /* index in cluster->groups, -1 when not autoscaled */
 	bool removed;
 	bool upcoming; /* a template copy standing for a node not yet registered */
