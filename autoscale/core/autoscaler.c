@@ -1090,10 +1090,12 @@ static bool simulate_removal(struct run *r, guint i, int32_t *pdb_left, GHashTab
 			continue;
 		/* The pod's own last destination, else where the previous pod went (next fit). */
 		hint = hint ? hint - 1 : r->last_dest;
-		dest = as_snapshot_find_fit(r->snap, p, hint, -1);
-		/* Only real nodes: upcoming ones are not there to receive pods yet. */
-		if (dest >= (int)r->n_real)
-			dest = -1;
+		/*
+		 * Only real nodes: upcoming ones are not there to receive pods
+		 * yet.  (Searching them too would stop at an empty upcoming node
+		 * before wrapping around to real nodes below the hint.)
+		 */
+		dest = as_snapshot_find_fit_below(r->snap, p, hint, -1, r->n_real);
 		if (dest < 0) {
 			as_snapshot_revert(r->snap);
 			g_array_set_size(moves, 0);

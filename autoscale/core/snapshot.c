@@ -176,7 +176,13 @@ enum as_fit as_snapshot_fits(const struct as_snapshot *s, const struct as_pod *p
 
 int as_snapshot_find_fit(const struct as_snapshot *s, const struct as_pod *p, guint hint, int exclude)
 {
-	guint n = s->nodes->len;
+	return as_snapshot_find_fit_below(s, p, hint, exclude, s->nodes->len);
+}
+
+int as_snapshot_find_fit_below(const struct as_snapshot *s, const struct as_pod *p, guint hint,
+			       int exclude, guint limit)
+{
+	guint n = MIN(limit, s->nodes->len);
 
 	if (n == 0)
 		return -1;

@@ -64,3 +64,6 @@ enum as_fit as_snapshot_fits(const struct as_snapshot *s, const struct as_pod *p
  * is not @exclude (pass -1 for none); -1 when none.  Does not place it.
  */
 int as_snapshot_find_fit(const struct as_snapshot *s, const struct as_pod *p, guint hint, int exclude);
+/* The same among nodes [0, @limit) only (real nodes, without the upcoming ones after them). */
+int as_snapshot_find_fit_below(const struct as_snapshot *s, const struct as_pod *p, guint hint,
+			       int exclude, guint limit);

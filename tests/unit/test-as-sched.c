@@ -182,6 +182,19 @@ START_TEST(snapshot_fork_revert)
 	/* hint and exclude */
 	ck_assert_int_eq(as_snapshot_find_fit(s, p, 1, -1), 1);
 	ck_assert_int_eq(as_snapshot_find_fit(s, p, 0, 1), -1);
+	/*
+	 * Below a limit: with node 1 full and an empty upcoming node 2, a
+	 * search from hint 1 finds node 2 first; below limit 2 it wraps around
+	 * to node 0 instead (the scale-down simulation's real nodes).
+	 */
+	as_snapshot_place(s, 1, p);
+	as_snapshot_unplace(s, 0, p);
+	as_snapshot_add_node(s, a, -1, true);
+	ck_assert_int_eq(as_snapshot_find_fit(s, p, 1, -1), 2);
+	ck_assert_int_eq(as_snapshot_find_fit_below(s, p, 1, -1, 2), 0);
+	ck_assert_int_eq(as_snapshot_find_fit_below(s, p, 1, 0, 2), -1);
+	/* a hint past the end starts at 0; a limit past the end is the end */
+	ck_assert_int_eq(as_snapshot_find_fit_below(s, p, 5, 0, 99), 2);
 	as_pod_free(p);
 	as_node_free(a);
 	as_node_free(b);
