@@ -54,6 +54,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -98,7 +99,6 @@ struct qtfs_fs {
 	GCond lk_cond;	       /* signalled when lk_releasing drops */
 	unsigned lk_releasing; /* RELEASEs carrying a flock unlock still on their way; lk_lock */
 	uint64_t lk_release_gen; /* RELEASEs with a flock unlock done so far; lk_lock */
-	unsigned lk_flocks;	 /* open files holding a flock (fh.flocked); lk_lock */
 };
 
 /*
@@ -129,6 +129,7 @@ struct fh {
 	struct fuse_pollhandle *ph; /* the kernel's latest poll wait; protected by lock */
 	bool poll_armed;	    /* a POLL wait is outstanding on the server; protected by lock */
 	bool flocked;		    /* holds a flock on the host; fs->lk_lock */
+	pid_t flock_pid;	    /* the process that took it; fs->lk_lock */
 	/* The start of a pseudo file as read at open (see read_prefetched()); lock. */
 	uint8_t *pre;
 	size_t pre_len;
@@ -865,6 +866,48 @@ static void op_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, 
 	fuse_reply_lock(req, lock);
 }
 
+/* Process @pid has exited (reaped, or a zombie whose files are closed). */
+static bool pid_gone(pid_t pid)
+{
+	g_autofree char *path = NULL, *stat = NULL;
+	const char *p;
+
+	if (pid <= 0)
+		return false;
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return true;
+	path = g_strdup_printf("/proc/%d/stat", (int)pid);
+	if (!g_file_get_contents(path, &stat, NULL, NULL))
+		return true;
+	p = strrchr(stat, ')');
+	return p && p[1] == ' ' && p[2] == 'Z';
+}
+
+/* Another open file of node @ino holds a flock taken by a process that is gone. */
+static bool flock_holder_gone(struct qtfs_fs *fs, fuse_ino_t ino, const struct fh *self)
+{
+	bool gone = false;
+	struct node *n;
+
+	g_mutex_lock(&fs->lock);
+	n = node_by_id(fs, ino);
+	for (GList *l = n ? n->fhs : NULL; l && !gone; l = l->next) {
+		struct fh *o = l->data;
+		bool flocked;
+		pid_t pid;
+
+		if (o == self)
+			continue;
+		g_mutex_lock(&fs->lk_lock);
+		flocked = o->flocked;
+		pid = o->flock_pid;
+		g_mutex_unlock(&fs->lk_lock);
+		gone = flocked && pid_gone(pid);
+	}
+	g_mutex_unlock(&fs->lock);
+	return gone;
+}
+
 static void op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
 {
 	struct lk_ctx c = {
@@ -879,46 +922,33 @@ static void op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, 
 	/*
 	 * A conflict may be a flock whose holder has just closed the file: the
 	 * kernel sends that RELEASE (the only unlock) after close(2) returned,
-	 * so a local flock would not see the lock any more while the host
-	 * still does.  Wait for RELEASEs on their way (op_release(); at most
-	 * 1 s), and, when another open file of ours holds a flock, a little
-	 * (100 ms) for its RELEASE to arrive; ask again once one was done.
+	 * or after the holder exited (its last fput can be deferred to a
+	 * kernel worker), so a local flock would not see the lock any more
+	 * while the host still does.  Wait (at most 1 s) for RELEASEs on
+	 * their way (op_release()), and for the RELEASE of a flock whose
+	 * holder process is gone, then ask again once one was done.  A holder
+	 * that is alive is a real conflict: EAGAIN at once.
 	 */
 	if (err == -EAGAIN) {
-		gint64 now = g_get_monotonic_time();
-		gint64 long_until = now + G_USEC_PER_SEC, short_until = now + G_USEC_PER_SEC / 10;
+		gint64 until = g_get_monotonic_time() + G_USEC_PER_SEC;
+		bool gone = flock_holder_gone(fs, ino, h);
 		uint64_t gen0;
 		bool again;
 
 		g_mutex_lock(&fs->lk_lock);
 		gen0 = fs->lk_release_gen;
-		for (;;) {
-			gint64 until;
-
-			if (fs->lk_releasing)
-				until = long_until;
-			else if (fs->lk_release_gen != gen0)
-				break;
-			else if (fs->lk_flocks > (h->flocked ? 1u : 0u))
-				until = short_until;
-			else
-				break;
-			if (!g_cond_wait_until(&fs->lk_cond, &fs->lk_lock, until))
-				break;
-		}
+		while ((fs->lk_releasing || (gone && fs->lk_release_gen == gen0)) &&
+		       g_cond_wait_until(&fs->lk_cond, &fs->lk_lock, until))
+			;
 		again = fs->lk_release_gen != gen0;
 		g_mutex_unlock(&fs->lk_lock);
 		if (again)
 			err = setlk_wait(req, h, &c, false);
 	}
 	if (err == 0) {
-		bool held = c.type != F_UNLCK;
-
 		g_mutex_lock(&fs->lk_lock);
-		if (held != h->flocked) {
-			h->flocked = held;
-			fs->lk_flocks += held ? 1 : -1u;
-		}
+		h->flocked = c.type != F_UNLCK;
+		h->flock_pid = fuse_req_ctx(req)->pid;
 		g_mutex_unlock(&fs->lk_lock);
 	}
 	fuse_reply_err(req, -err);
@@ -1709,15 +1739,6 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct qtfs_fs *fs = FS(req);
 
 	if (!fi->flock_release) {
-		struct fh *h = fh_of(fi);
-
-		g_mutex_lock(&fs->lk_lock);
-		if (h->flocked) {
-			/* Unlocked on the host by its close; not expected without flock_release. */
-			h->flocked = false;
-			fs->lk_flocks--;
-		}
-		g_mutex_unlock(&fs->lk_lock);
 		release_fh(req, fi);
 		return;
 	}
@@ -1727,21 +1748,14 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	 * for the host's close, and let op_flock know one is on its way (see
 	 * there).
 	 */
-	struct fh *h = fh_of(fi);
-	bool was;
-
 	g_mutex_lock(&fs->lk_lock);
 	fs->lk_releasing++;
-	was = h->flocked;
-	h->flocked = false;
 	g_mutex_unlock(&fs->lk_lock);
 	fuse_reply_err(req, 0);
-	fh_close_wait(fs, h, true);
+	fh_close_wait(fs, fh_of(fi), true);
 	g_mutex_lock(&fs->lk_lock);
 	fs->lk_releasing--;
 	fs->lk_release_gen++;
-	if (was)
-		fs->lk_flocks--;
 	g_cond_broadcast(&fs->lk_cond);
 	g_mutex_unlock(&fs->lk_lock);
 }
