@@ -338,20 +338,15 @@ static void build_snapshot(struct run *r)
 	 * hashing the string; the others by name through r->by_id.
 	 */
 	g_autoptr(GHashTable) by_addr = g_hash_table_new(NULL, NULL);
+	/* Per pod: its node's index + 1, or 0; then per node: its pod count. */
+	g_autofree guint *pod_node = g_new0(guint, c->pods->len ? c->pods->len : 1);
+	g_autofree guint *count = g_new0(guint, r->n_nodes + 1);
 
-	r->snap = as_snapshot_new();
 	for (guint i = 0; i < r->n_nodes; i++) {
 		const struct as_node *n = g_ptr_array_index(c->nodes, i);
 
 		g_hash_table_insert(by_addr, (gpointer)n->name, GUINT_TO_POINTER(i + 1));
-		r->node_pods[i] = g_ptr_array_new();
-		r->snap_idx[i] = -1;
-		if (r->readiness[i] == R_READY) {
-			r->snap_idx[i] = (int)as_snapshot_add_node(r->snap, n, r->node_group[i], false);
-			g_array_append_val(r->snap_node, i);
-		}
 	}
-	r->n_real = as_snapshot_n_nodes(r->snap);
 	for (guint k = 0; k < c->pods->len; k++) {
 		const struct as_pod *p = g_ptr_array_index(c->pods, k);
 		guint i;
@@ -366,6 +361,28 @@ static void build_snapshot(struct run *r)
 					 p->node_name) != 0)
 				continue;
 		}
+		pod_node[k] = i;
+		count[i - 1]++;
+	}
+	/* Each node's pod list sized once (the lists are rebuilt every loop). */
+	r->snap = as_snapshot_new();
+	for (guint i = 0; i < r->n_nodes; i++) {
+		const struct as_node *n = g_ptr_array_index(c->nodes, i);
+
+		r->node_pods[i] = g_ptr_array_sized_new(count[i]);
+		r->snap_idx[i] = -1;
+		if (r->readiness[i] == R_READY) {
+			r->snap_idx[i] = (int)as_snapshot_add_node(r->snap, n, r->node_group[i], false);
+			g_array_append_val(r->snap_node, i);
+		}
+	}
+	r->n_real = as_snapshot_n_nodes(r->snap);
+	for (guint k = 0; k < c->pods->len; k++) {
+		const struct as_pod *p = g_ptr_array_index(c->pods, k);
+		guint i = pod_node[k];
+
+		if (!i)
+			continue;
 		g_ptr_array_add(r->node_pods[i - 1], (gpointer)p);
 		if (r->snap_idx[i - 1] >= 0)
 			as_snapshot_place(r->snap, (guint)r->snap_idx[i - 1], p);
