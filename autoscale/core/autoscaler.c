@@ -45,6 +45,74 @@
 
 enum readiness { R_READY, R_UNREADY, R_NOT_STARTED };
 
+/*
+ * A string -> index table sized once for a known number of keys (open
+ * addressing, linear probing, at most half full): the per-loop maps of
+ * node names and ids, which a growing GHashTable rehashed several times in
+ * every loop.  With @by_addr, keys are compared and hashed by address
+ * (see build_snapshot()).  Values are indexes + 1, 0 meaning absent; a
+ * key put twice keeps the last value.
+ */
+struct name_index {
+	guint mask;
+	bool by_addr;
+	struct ni_slot {
+		const char *key;
+		guint hash;
+		guint val;
+	} *slots;
+};
+
+static void ni_init(struct name_index *ni, guint keys, bool by_addr)
+{
+	guint size = 16;
+
+	while (size < 2 * keys)
+		size *= 2;
+	ni->mask = size - 1;
+	ni->by_addr = by_addr;
+	ni->slots = g_new0(struct ni_slot, size);
+}
+
+static void ni_clear(struct name_index *ni)
+{
+	g_clear_pointer(&ni->slots, g_free);
+}
+
+static guint ni_hash(const struct name_index *ni, const char *key)
+{
+	guint64 a = (guint64)(uintptr_t)key;
+
+	return ni->by_addr ? (guint)((a * 0x9E3779B97F4A7C15ull) >> 32) : g_str_hash(key);
+}
+
+static struct ni_slot *ni_slot(const struct name_index *ni, const char *key, guint hash)
+{
+	for (guint i = hash & ni->mask;; i = (i + 1) & ni->mask) {
+		struct ni_slot *sl = &ni->slots[i];
+
+		if (!sl->key)
+			return sl;
+		if (sl->hash == hash && (ni->by_addr ? sl->key == key : strcmp(sl->key, key) == 0))
+			return sl;
+	}
+}
+
+static void ni_put(struct name_index *ni, const char *key, guint val)
+{
+	guint hash = ni_hash(ni, key);
+	struct ni_slot *sl = ni_slot(ni, key, hash);
+
+	sl->key = key;
+	sl->hash = hash;
+	sl->val = val;
+}
+
+static guint ni_get(const struct name_index *ni, const char *key)
+{
+	return ni->slots ? ni_slot(ni, key, ni_hash(ni, key))->val : 0;
+}
+
 struct run {
 	const struct as_cluster *c;
 	const struct as_options *o;
@@ -56,7 +124,7 @@ struct run {
 	 * Node provider ids and names -> cluster index + 1, built once per
 	 * loop (map_nodes_to_groups()) for every lookup by name or instance id.
 	 */
-	GHashTable *by_id;
+	struct name_index by_id;
 	int *node_group; /* per cluster node: group index or -1 */
 	enum readiness *readiness;
 	int *snap_idx; /* per cluster node: snapshot index or -1 */
@@ -152,20 +220,21 @@ static int64_t gib_of(const struct as_node *n)
 static int map_nodes_to_groups(struct run *r, char **msg)
 {
 	const struct as_cluster *c = r->c;
-	GHashTable *by_id = r->by_id = g_hash_table_new(g_str_hash, g_str_equal);
+	struct name_index *by_id = &r->by_id;
 
+	ni_init(by_id, 2 * r->n_nodes, false);
 	for (guint i = 0; i < r->n_nodes; i++) {
 		const struct as_node *n = g_ptr_array_index(c->nodes, i);
 
 		r->node_group[i] = -1;
 		if (n->provider_id[0])
-			g_hash_table_insert(by_id, n->provider_id, GUINT_TO_POINTER(i + 1));
+			ni_put(by_id, n->provider_id, i + 1);
 	}
 	/* Names last: a name wins over another node's provider id. */
 	for (guint i = 0; i < r->n_nodes; i++) {
 		const struct as_node *n = g_ptr_array_index(c->nodes, i);
 
-		g_hash_table_insert(by_id, n->name, GUINT_TO_POINTER(i + 1));
+		ni_put(by_id, n->name, i + 1);
 	}
 	for (guint g = 0; g < c->groups->len; g++) {
 		const struct as_node_group *grp = g_ptr_array_index(c->groups, g);
@@ -177,7 +246,7 @@ static int map_nodes_to_groups(struct run *r, char **msg)
 			return -EINVAL;
 		}
 		for (guint k = 0; k < grp->n_instances; k++) {
-			guint i = GPOINTER_TO_UINT(g_hash_table_lookup(by_id, grp->instances[k].id));
+			guint i = ni_get(by_id, grp->instances[k].id);
 
 			if (!i)
 				continue;
@@ -219,7 +288,7 @@ static void cluster_state(struct run *r)
 	guint ng = c->groups->len;
 	g_autofree int *ready = g_new0(int, ng), *unready = g_new0(int, ng);
 	/* An instance is registered when a node has its id as provider id or name. */
-	GHashTable *registered = r->by_id;
+	const struct name_index *registered = &r->by_id;
 
 	for (guint i = 0; i < r->n_nodes; i++) {
 		const struct as_node *n = g_ptr_array_index(c->nodes, i);
@@ -258,7 +327,7 @@ static void cluster_state(struct run *r)
 			const struct as_instance *in = &grp->instances[k];
 			bool gone;
 
-			if (g_hash_table_contains(registered, in->id) || in->state == AS_INSTANCE_DELETING)
+			if (ni_get(registered, in->id) || in->state == AS_INSTANCE_DELETING)
 				continue;
 			/* An instance the provider failed to create will not come either. */
 			if (in->state == AS_INSTANCE_CREATING && in->error != AS_ERROR_NONE) {
@@ -337,15 +406,16 @@ static void build_snapshot(struct run *r)
 	 * the node's own name: such pods are found by address, without
 	 * hashing the string; the others by name through r->by_id.
 	 */
-	g_autoptr(GHashTable) by_addr = g_hash_table_new(NULL, NULL);
+	struct name_index by_addr;
 	/* Per pod: its node's index + 1, or 0; then per node: its pod count. */
 	g_autofree guint *pod_node = g_new0(guint, c->pods->len ? c->pods->len : 1);
 	g_autofree guint *count = g_new0(guint, r->n_nodes + 1);
 
+	ni_init(&by_addr, r->n_nodes, true);
 	for (guint i = 0; i < r->n_nodes; i++) {
 		const struct as_node *n = g_ptr_array_index(c->nodes, i);
 
-		g_hash_table_insert(by_addr, (gpointer)n->name, GUINT_TO_POINTER(i + 1));
+		ni_put(&by_addr, n->name, i + 1);
 	}
 	for (guint k = 0; k < c->pods->len; k++) {
 		const struct as_pod *p = g_ptr_array_index(c->pods, k);
@@ -353,9 +423,9 @@ static void build_snapshot(struct run *r)
 
 		if (!p->node_name || pod_terminal(p))
 			continue;
-		i = GPOINTER_TO_UINT(g_hash_table_lookup(by_addr, p->node_name));
+		i = ni_get(&by_addr, p->node_name);
 		if (!i) {
-			i = GPOINTER_TO_UINT(g_hash_table_lookup(r->by_id, p->node_name));
+			i = ni_get(&r->by_id, p->node_name);
 			/* by_id also holds provider ids: only a node's name places a pod. */
 			if (!i || strcmp(((const struct as_node *)g_ptr_array_index(c->nodes, i - 1))->name,
 					 p->node_name) != 0)
@@ -364,6 +434,7 @@ static void build_snapshot(struct run *r)
 		pod_node[k] = i;
 		count[i - 1]++;
 	}
+	ni_clear(&by_addr);
 	/* Each node's pod list sized once (the lists are rebuilt every loop). */
 	r->snap = as_snapshot_new();
 	for (guint i = 0; i < r->n_nodes; i++) {
@@ -1393,8 +1464,7 @@ done:
 cleanup:
 	as_decision_free(r.d);
 	as_snapshot_free(r.snap);
-	if (r.by_id)
-		g_hash_table_unref(r.by_id);
+	ni_clear(&r.by_id);
 	for (guint i = 0; i < r.n_nodes; i++)
 		if (r.node_pods[i])
 			g_ptr_array_unref(r.node_pods[i]);
