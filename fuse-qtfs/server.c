@@ -248,11 +248,6 @@ static enum dev_kind dev_kind(struct qtfs_srv *srv, dev_t dev, int fd, const cha
 	return kind;
 }
 
-static bool dev_is_pseudo(struct qtfs_srv *srv, dev_t dev, int fd, const char *name)
-{
-	return dev_kind(srv, dev, fd, name) != DEV_PLAIN;
-}
-
 /* ---- path resolution ---------------------------------------------------- */
 
 static int openat2_beneath(int dirfd, const char *path, int flags, mode_t mode)
@@ -470,16 +465,21 @@ static uint64_t inode_gen(int fd, const char *name)
 	return hash ? hash : 1;
 }
 
-/* Put the attribute record of @st, the file at @fd/@name (name "" for @fd itself). */
-static void put_attr_of(struct session *sess, struct qt_msg *rep, const struct stat *st, int fd,
-			const char *name)
+/*
+ * Put the attribute record of @st, the file at @fd/@name (name "" for @fd
+ * itself).  Returns the kind of file system it is on.
+ */
+static enum dev_kind put_attr_of(struct session *sess, struct qt_msg *rep, const struct stat *st,
+				 int fd, const char *name)
 {
-	bool pseudo = dev_is_pseudo(sess->srv, st->st_dev, fd, name);
+	enum dev_kind kind = dev_kind(sess->srv, st->st_dev, fd, name);
+	bool pseudo = kind != DEV_PLAIN;
 	struct qtfs_attr a;
 
 	/* Pseudo files are never cached by the client: no need to tell them apart. */
 	qtfs_attr_from_stat(&a, st, pseudo ? QTFS_AF_PSEUDO : 0, pseudo ? 0 : inode_gen(fd, name));
 	qtfs_put_attr(rep, &a);
+	return kind;
 }
 
 static int put_at_attr(struct session *sess, const struct at *a, struct qt_msg *rep)
@@ -930,6 +930,15 @@ static int own_new(const struct at *a, uint32_t uid, uint32_t gid)
 	return 0;
 }
 
+/* A name we just made: the caller's ownership, then the reply is its attributes. */
+static int answer_made(struct session *sess, const struct at *a, uint32_t uid, uint32_t gid,
+		       struct qt_msg *rep)
+{
+	int err = own_new(a, uid, gid);
+
+	return err < 0 ? err : put_at_attr(sess, a, rep);
+}
+
 enum make_kind { MAKE_NODE, MAKE_DIR, MAKE_SYMLINK };
 
 /*
@@ -955,10 +964,7 @@ static int make_at(struct session *sess, enum make_kind kind, const char *path, 
 			r = symlinkat(target, a.dirfd, a.name);
 		else
 			r = mknodat(a.dirfd, a.name, mode, (dev_t)rdev);
-		if (r < 0)
-			err = -errno;
-		else if ((err = own_new(&a, uid, gid)) == 0)
-			err = put_at_attr(sess, &a, rep);
+		err = r < 0 ? -errno : answer_made(sess, &a, uid, gid, rep);
 	}
 	at_clear(&a);
 	return err;
@@ -1205,13 +1211,12 @@ static int put_new_handle(struct session *sess, int fd, bool dir, const char *pa
 		close(fd);
 		return err;
 	}
-	kind = dev_kind(sess->srv, st.st_dev, fd, "");
 	if ((err = handle_add(sess, fd, dir, S_ISFIFO(st.st_mode), &hid)) < 0) {
 		close(fd);
 		return err;
 	}
 	qt_msg_put_u64(rep, hid);
-	put_attr_of(sess, rep, &st, fd, "");
+	kind = put_attr_of(sess, rep, &st, fd, "");
 	/* The handle owns @fd now, but the client cannot close it before it
 	 * has this reply. */
 	if (prefetch)
@@ -1285,6 +1290,24 @@ static int op_open(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	return open_existing(sess, path, flags, &prefetch, rep);
 }
 
+/*
+ * A file we just created (@fd, exclusively): the caller's ownership, then
+ * the reply is its new handle.  Consumes @fd; the file goes again if its
+ * ownership cannot be set.
+ */
+static int answer_created(struct session *sess, const struct at *a, int fd, uint32_t uid,
+			  uint32_t gid, int flags, struct qt_msg *rep)
+{
+	int err = own_new(a, uid, gid);
+
+	if (err < 0) {
+		unlinkat(a->dirfd, a->name, 0);
+		close(fd);
+		return err;
+	}
+	return put_new_handle(sess, fd, false, "", flags, NULL, rep);
+}
+
 static int op_create(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 {
 	g_autofree char *path = NULL;
@@ -1319,15 +1342,9 @@ static int op_create(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 				    O_CLOEXEC,
 			    mode & 07777);
 		if (fd >= 0) {
-			err = own_new(&a, uid, gid);
-			if (err < 0) {
-				unlinkat(a.dirfd, a.name, 0);
-				close(fd);
-				at_clear(&a);
-				return err;
-			}
+			err = answer_created(sess, &a, fd, uid, gid, (int)flags, rep);
 			at_clear(&a);
-			return put_new_handle(sess, fd, false, path, (int)flags, NULL, rep);
+			return err;
 		}
 		err = -errno;
 		at_clear(&a);
@@ -2361,9 +2378,7 @@ static int ring_write_finish(struct ring_job *rj, int res)
 /* MKDIR, SYMLINK: the new name gets the caller's ownership, then the reply its attributes. */
 static int ring_made_finish(struct ring_job *rj, int res)
 {
-	int err = own_new(&rj->at, rj->uid, rj->gid);
-
-	return err < 0 ? err : put_at_attr(rj->j->sess, &rj->at, rj->rep);
+	return answer_made(rj->j->sess, &rj->at, rj->uid, rj->gid, rj->rep);
 }
 
 /*
@@ -2375,7 +2390,6 @@ static void ring_create_done(void *arg, int res)
 {
 	struct ring_job *rj = arg;
 	struct job *j = rj->j;
-	int err;
 
 	if (res == -EEXIST && !(rj->flags & O_EXCL)) {
 		qt_msg_free(rj->rep);
@@ -2384,17 +2398,9 @@ static void ring_create_done(void *arg, int res)
 		g_thread_pool_push(j->sess->srv->pool, j, NULL);
 		return;
 	}
-	if (res < 0) {
-		ring_end(rj, res);
-		return;
-	}
-	if ((err = own_new(&rj->at, rj->uid, rj->gid)) < 0) {
-		unlinkat(rj->at.dirfd, rj->at.name, 0);
-		close(res);
-		ring_end(rj, err);
-		return;
-	}
-	ring_end(rj, put_new_handle(j->sess, res, false, "", (int)rj->flags, NULL, rj->rep));
+	ring_end(rj, res < 0 ? res
+			     : answer_created(j->sess, &rj->at, res, rj->uid, rj->gid, (int)rj->flags,
+					      rj->rep));
 }
 
 /* LINK: the reply is the new name's attributes. */
