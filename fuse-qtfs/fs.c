@@ -115,6 +115,13 @@ struct lk_owner {
 	struct fh *fh;
 };
 
+/* Bytes of a pseudo file the host sent with its OPEN (QTFS_PREFETCH_*). */
+struct prefetched {
+	uint8_t *data; /* NULL: none */
+	size_t len;
+	bool all; /* the whole file */
+};
+
 struct fh {
 	int refs; /* atomic: the kernel's file + calls borrowing it */
 	GMutex lock;
@@ -131,10 +138,8 @@ struct fh {
 	bool flocked;		    /* holds a flock on the host; fs->lk_lock */
 	pid_t flock_pid;	    /* the process that took it; fs->lk_lock */
 	/* The start of a pseudo file as read at open (see read_prefetched()); lock. */
-	uint8_t *pre;
-	size_t pre_len;
+	struct prefetched pre;
 	size_t pre_pos; /* where the next sequential read starts */
-	bool pre_all;	/* pre is the whole file */
 };
 
 /* ---- node table --------------------------------------------------------- */
@@ -413,13 +418,7 @@ static int rd_attr_reply(const struct qt_msg *rep, struct qtfs_attr *a)
 }
 
 /* The reply of OPEN, OPENDIR and CREATE: the server's handle, then the file's attributes. */
-static int rd_handle_reply(const struct qt_msg *rep, uint64_t *sh, struct qtfs_attr *a)
-{
-	struct qt_rd r;
 
-	qt_rd_init_msg(&r, rep);
-	return qt_rd_u64(&r, sh) < 0 || qtfs_rd_attr(&r, a) < 0 || qt_rd_end(&r) < 0 ? -EIO : 0;
-}
 
 /* A call whose reply is one attribute record. */
 static int call_attr(struct qtfs_fs *fs, struct qt_msg *m, bool idempotent, struct qtfs_attr *a)
@@ -463,8 +462,8 @@ static struct fh *fh_of(struct fuse_file_info *fi)
  */
 #define PREFETCH_WANT (16u << 10)
 
-/* Read the prefetch section of an OPEN reply into @h (NULL: skip it). */
-static int rd_prefetch(struct qt_rd *r, struct fh *h)
+/* Read the prefetch section of an OPEN reply into @pre (NULL: skip it). */
+static int rd_prefetch(struct qt_rd *r, struct prefetched *pre)
 {
 	const uint8_t *p;
 	size_t n;
@@ -476,12 +475,28 @@ static int rd_prefetch(struct qt_rd *r, struct fh *h)
 		return 0;
 	if (state > QTFS_PREFETCH_ALL || qt_rd_bytes(r, PREFETCH_WANT, &p, &n) < 0)
 		return -EIO;
-	if (h) {
-		h->pre = g_memdup2(p, n);
-		h->pre_len = n;
-		h->pre_all = state == QTFS_PREFETCH_ALL;
+	if (pre) {
+		pre->data = g_memdup2(p, n);
+		pre->len = n;
+		pre->all = state == QTFS_PREFETCH_ALL;
 	}
 	return 0;
+}
+
+/*
+ * The reply to OPEN, OPENDIR or CREATE: the handle and attributes, then
+ * for OPEN (@is_open) the prefetch section, kept in @pre if not NULL.
+ */
+static int rd_handle_reply(const struct qt_msg *rep, uint64_t *sh, struct qtfs_attr *a,
+			   bool is_open, struct prefetched *pre)
+{
+	struct qt_rd r;
+
+	qt_rd_init_msg(&r, rep);
+	return qt_rd_u64(&r, sh) < 0 || qtfs_rd_attr(&r, a) < 0 ||
+			       (is_open && rd_prefetch(&r, pre) < 0) || qt_rd_end(&r) < 0
+		       ? -EIO
+		       : 0;
 }
 
 /*
@@ -490,12 +505,11 @@ static int rd_prefetch(struct qt_rd *r, struct fh *h)
  */
 static int open_remote(struct qtfs_fs *fs, const char *path, int flags, bool dir, bool stream,
 		       unsigned *slot, uint64_t *gen, uint64_t *sh, struct qtfs_attr *a,
-		       struct fh *pre)
+		       struct prefetched *pre)
 {
 	for (int attempt = 0; attempt < 3; attempt++) {
 		g_autoptr(qt_msg) rep = NULL;
 		struct qt_msg *m = req_path(dir ? QTFS_OPENDIR : QTFS_OPEN, path);
-		struct qt_rd r;
 		int err;
 
 		if (!dir) {
@@ -511,11 +525,7 @@ static int open_remote(struct qtfs_fs *fs, const char *path, int flags, bool dir
 			continue;
 		if (err < 0)
 			return err;
-		qt_rd_init_msg(&r, rep);
-		if (qt_rd_u64(&r, sh) < 0 || qtfs_rd_attr(&r, a) < 0 ||
-		    (!dir && rd_prefetch(&r, pre) < 0) || qt_rd_end(&r) < 0)
-			return -EIO;
-		return 0;
+		return rd_handle_reply(rep, sh, a, !dir, pre);
 	}
 	return -EIO;
 }
@@ -541,7 +551,7 @@ static void fh_unref(struct fh *h)
 {
 	if (!g_atomic_int_dec_and_test(&h->refs))
 		return;
-	g_free(h->pre);
+	g_free(h->pre.data);
 	g_mutex_clear(&h->lock);
 	g_free(h);
 }
@@ -1504,25 +1514,23 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	relay = node_is_relay(fs, ino);
 	/* Prefetched bytes land here first: the fh needs the reply's attributes. */
-	struct fh pre = {0};
+	struct prefetched pre = {0};
 	struct qt_call_ctl *ctl = relay ? intr_begin(req) : NULL;
 
 	err = open_remote(fs, path, fi->flags, false, relay, &slot, &gen, &sh, &a,
 			  relay || (fi->flags & O_ACCMODE) != O_RDONLY ? NULL : &pre);
 	intr_end(req, ctl);
 	if (err < 0) {
-		g_free(pre.pre);
+		g_free(pre.data);
 		fuse_reply_err(req, -err);
 		return;
 	}
 	h = fh_new(ino, fi->flags, false, slot, gen, sh, relay || (a.flags & QTFS_AF_PSEUDO));
 	/* Only direct-I/O files may answer reads from it (no page cache). */
-	if (h->pseudo && !relay) {
-		h->pre = g_steal_pointer(&pre.pre);
-		h->pre_len = pre.pre_len;
-		h->pre_all = pre.pre_all;
-	}
-	g_free(pre.pre);
+	if (h->pseudo && !relay)
+		h->pre = pre;
+	else
+		g_free(pre.data);
 	h->stream = relay;
 	fi->fh = (uintptr_t)h;
 	set_open_flags(fi, h->pseudo);
@@ -1562,7 +1570,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		if (err == -ESTALE)
 			err = -EIO;
 		else if (err == 0)
-			err = rd_handle_reply(rep, &sh, &a);
+			err = rd_handle_reply(rep, &sh, &a, false, NULL);
 	}
 	if (err < 0) {
 		fuse_reply_err(req, -err);
@@ -1619,19 +1627,19 @@ static bool read_prefetched(fuse_req_t req, struct fh *h, size_t size, off_t off
 	bool answered = false;
 
 	g_mutex_lock(&h->lock);
-	if (h->pre) {
-		size_t len = h->pre_len, o = (size_t)off;
+	if (h->pre.data) {
+		size_t len = h->pre.len, o = (size_t)off;
 
-		if (off >= 0 && o == h->pre_pos && (h->pre_all || size <= len - o)) {
+		if (off >= 0 && o == h->pre_pos && (h->pre.all || size <= len - o)) {
 			size_t n = MIN(size, len - o);
 
-			fuse_reply_buf(req, (const char *)h->pre + o, n);
+			fuse_reply_buf(req, (const char *)h->pre.data + o, n);
 			answered = true;
 			h->pre_pos += n;
 			if (n == 0)
-				done = g_steal_pointer(&h->pre);
+				done = g_steal_pointer(&h->pre.data);
 		} else {
-			done = g_steal_pointer(&h->pre);
+			done = g_steal_pointer(&h->pre.data);
 		}
 	}
 	g_mutex_unlock(&h->lock);
