@@ -893,29 +893,31 @@ static bool pid_gone(pid_t pid)
 	return p && p[1] == ' ' && p[2] == 'Z';
 }
 
-/* Another open file of node @ino holds a flock taken by a process that is gone. */
+/*
+ * Another open file of node @ino holds a flock taken by a process that is
+ * gone.  The holders are collected under the locks, their processes looked
+ * up in /proc after.
+ */
 static bool flock_holder_gone(struct qtfs_fs *fs, fuse_ino_t ino, const struct fh *self)
 {
-	bool gone = false;
+	g_autoptr(GArray) pids = g_array_new(FALSE, FALSE, sizeof(pid_t));
 	struct node *n;
 
 	g_mutex_lock(&fs->lock);
 	n = node_by_id(fs, ino);
-	for (GList *l = n ? n->fhs : NULL; l && !gone; l = l->next) {
-		struct fh *o = l->data;
-		bool flocked;
-		pid_t pid;
+	g_mutex_lock(&fs->lk_lock);
+	for (GList *l = n ? n->fhs : NULL; l; l = l->next) {
+		const struct fh *o = l->data;
 
-		if (o == self)
-			continue;
-		g_mutex_lock(&fs->lk_lock);
-		flocked = o->flocked;
-		pid = o->flock_pid;
-		g_mutex_unlock(&fs->lk_lock);
-		gone = flocked && pid_gone(pid);
+		if (o != self && o->flocked)
+			g_array_append_val(pids, o->flock_pid);
 	}
+	g_mutex_unlock(&fs->lk_lock);
 	g_mutex_unlock(&fs->lock);
-	return gone;
+	for (guint i = 0; i < pids->len; i++)
+		if (pid_gone(g_array_index(pids, pid_t, i)))
+			return true;
+	return false;
 }
 
 static void op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
