@@ -99,6 +99,33 @@ def wait_lock(path, how, kind, q, go=None):
             go.wait(20)
 
 
+def waits_for(holder, path, how, what, min_wait=None):
+    """A blocking @how write lock on @path waits while @holder holds its
+    lock, and gets it once the holder lets go (after @min_wait s at least)."""
+    q = mp.Queue()
+    w = mp.Process(target=wait_lock, args=(path, how, fcntl.LOCK_EX, q))
+    w.start()
+    time.sleep(0.5)
+    check(what, q.empty())
+    holder.release()
+    try:
+        waited = q.get(timeout=10)
+    except Exception:
+        waited = None
+    w.join(10)
+    check("... and gets it once the host lets go (after %s s)" % waited,
+          waited is not None and (min_wait is None or waited >= min_wait))
+
+
+def eventually(probe):
+    """Whether @probe() comes true within 5 s."""
+    for _ in range(50):
+        if probe():
+            return True
+        time.sleep(0.1)
+    return False
+
+
 for name in ("a", "b", "c", "d"):
     with open(os.path.join(native, name), "w") as f:
         f.write("x" * 4096)
@@ -118,18 +145,7 @@ h = Holder(A_n, "posix", fcntl.LOCK_EX)
 check("host write lock: the DPU cannot take it", not try_posix(A_m, fcntl.LOCK_EX))
 check("host write lock: the DPU's F_GETLK reports a write lock", getlk(A_m, fcntl.F_WRLCK) == fcntl.F_WRLCK)
 # 3. A blocking F_SETLKW on the DPU waits for the host to let go.
-q = mp.Queue()
-w = mp.Process(target=wait_lock, args=(A_m, "posix", fcntl.LOCK_EX, q))
-w.start()
-time.sleep(0.5)
-check("F_SETLKW on the DPU waits while the host holds the lock", q.empty())
-h.release()
-try:
-    waited = q.get(timeout=10)
-except Exception:
-    waited = None
-w.join(10)
-check("... and gets it once the host lets go (after %s s)" % waited, waited is not None and waited >= 0.4)
+waits_for(h, A_m, "posix", "F_SETLKW on the DPU waits while the host holds the lock", min_wait=0.4)
 
 # 4. A signal interrupts the wait (EINTR), as a local wait would end.
 h = Holder(A_n, "posix", fcntl.LOCK_EX)
@@ -205,13 +221,8 @@ q.get(timeout=10)
 check("a DPU lock on c holds", not try_posix(os.path.join(native, "c"), fcntl.LOCK_EX))
 os.kill(w.pid, signal.SIGKILL)
 w.join()
-ok = False
-for _ in range(50):
-    if try_posix(os.path.join(native, "c"), fcntl.LOCK_EX):
-        ok = True
-        break
-    time.sleep(0.1)
-check("killing the DPU process drops its lock", ok)
+check("killing the DPU process drops its lock",
+      eventually(lambda: try_posix(os.path.join(native, "c"), fcntl.LOCK_EX)))
 
 # 8. flock, both ways, with a blocking wait.
 D_m, D_n = os.path.join(mnt, "d"), os.path.join(native, "d")
@@ -222,26 +233,9 @@ check("flock and POSIX locks do not interact (as on Linux)", try_posix(D_n, fcnt
 h.release()
 # close(2) returns before the kernel's RELEASE, which carries the unlock,
 # reaches the host: flock locks go a moment after the last close.
-ok = False
-for _ in range(50):
-    if try_flock(D_n, fcntl.LOCK_EX):
-        ok = True
-        break
-    time.sleep(0.1)
-check("released: the host can flock it", ok)
+check("released: the host can flock it", eventually(lambda: try_flock(D_n, fcntl.LOCK_EX)))
 h = Holder(D_n, "flock", fcntl.LOCK_EX)
 check("host flock: the DPU cannot flock it", not try_flock(D_m, fcntl.LOCK_EX))
-q = mp.Queue()
-w = mp.Process(target=wait_lock, args=(D_m, "flock", fcntl.LOCK_EX, q))
-w.start()
-time.sleep(0.5)
-check("a blocking flock on the DPU waits", q.empty())
-h.release()
-try:
-    waited = q.get(timeout=10)
-except Exception:
-    waited = None
-w.join(10)
-check("... and gets it once the host lets go (after %s s)" % waited, waited is not None)
+waits_for(h, D_m, "flock", "a blocking flock on the DPU waits")
 
 sys.exit(1 if failures else 0)
