@@ -15,15 +15,8 @@ dir=$top_srcdir/tests/autoscale/scenarios
 
 command -v python3 >/dev/null || { echo "SKIP: python3 not installed (Debian package python3)"; exit 77; }
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/test-once-cli.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 1' HUP INT TERM
-
-failures=0
-fail() {
-	echo "FAIL: $*" >&2
-	failures=$((failures + 1))
-}
+cli_test=test-once-cli
+. "$top_srcdir/tests/cli-env.sh"
 
 # run ARGS...: status in $rc, output in $tmp/out and $tmp/err
 run() {
@@ -84,8 +77,4 @@ python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["scale_down"]
 run once --snapshot "$snap" --now 2024-05-01T12:05:00Z --scale-down-enabled=false
 grep -q '"scale_down_status": "ScaleDownDisabled"' "$tmp/out" || fail "--scale-down-enabled=false"
 
-if [ "$failures" -ne 0 ]; then
-	echo "$failures check(s) failed" >&2
-	exit 1
-fi
-echo "ok: autoscale once command line"
+cli_finish "ok: autoscale once command line"

@@ -16,24 +16,8 @@ top_builddir=${top_builddir:-.}
 sim=$top_builddir/sim/sim
 fx=$top_srcdir/tests/sim
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/test-convert.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 1' HUP INT TERM
-
-failures=0
-fail() {
-	echo "FAIL: $*" >&2
-	failures=$((failures + 1))
-}
-
-# expect STATUS CMD...: run CMD with stdout/stderr in $tmp/out, $tmp/err.
-expect() {
-	want=$1
-	shift
-	"$@" >"$tmp/out" 2>"$tmp/err"
-	rc=$?
-	[ "$rc" -eq "$want" ] || fail "$*: exit $rc, expected $want: $(cat "$tmp/err")"
-}
+cli_test=test-convert
+. "$top_srcdir/tests/cli-env.sh"
 
 # Native round trips: CSV -> JSON lines -> CSV, both equal to the fixtures.
 expect 0 "$sim" convert --trace "$fx/native.csv" -o "$tmp/a.jsonl"
@@ -127,8 +111,4 @@ expect 1 "$sim" run --trace "$fx/native.csv" --cluster c.conf --out "$tmp"
 grep -q "^sim: c.conf: " "$tmp/err" || fail "run: $(cat "$tmp/err")"
 expect 1 "$sim" compare --trace "$fx/native.csv" --cluster a --cluster b --out "$tmp"
 
-if [ "$failures" -ne 0 ]; then
-	echo "$failures check(s) failed" >&2
-	exit 1
-fi
-echo "ok: sim convert and sim gen"
+cli_finish "ok: sim convert and sim gen"

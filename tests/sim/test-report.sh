@@ -26,24 +26,8 @@ command -v python3 >/dev/null 2>&1 || {
 	exit 77
 }
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/test-report.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 1' HUP INT TERM
-
-failures=0
-fail() {
-	echo "FAIL: $*" >&2
-	failures=$((failures + 1))
-}
-
-# expect STATUS CMD...: run CMD with stdout/stderr in $tmp/out, $tmp/err.
-expect() {
-	want=$1
-	shift
-	"$@" >"$tmp/out" 2>"$tmp/err"
-	rc=$?
-	[ "$rc" -eq "$want" ] || fail "$*: exit $rc, expected $want: $(head -c 2000 "$tmp/err")"
-}
+cli_test=test-report
+. "$top_srcdir/tests/cli-env.sh"
 
 # --- good inputs -----------------------------------------------------------
 
@@ -267,5 +251,4 @@ expect 1 "$sim" report "$fx/single" -o "$tmp/no/such/dir/x.html"
 expect 0 "$sim" --help
 grep -q "report DIR... -o FILE" "$tmp/out" || fail "--help does not show report"
 
-[ "$failures" -eq 0 ] || exit 1
-exit 0
+cli_finish

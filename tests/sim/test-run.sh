@@ -19,23 +19,8 @@ sim=$top_builddir/sim/sim
 ex=$top_srcdir/sim/examples
 
 command -v python3 >/dev/null || { echo "SKIP: python3 not installed (Debian package python3)"; exit 77; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/test-run.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 1' HUP INT TERM
-
-failures=0
-fail() {
-	echo "FAIL: $*" >&2
-	failures=$((failures + 1))
-}
-
-expect() {
-	want=$1
-	shift
-	"$@" >"$tmp/out" 2>"$tmp/err"
-	rc=$?
-	[ "$rc" -eq "$want" ] || fail "$*: exit $rc, expected $want: $(cat "$tmp/err")"
-}
+cli_test=test-run
+. "$top_srcdir/tests/cli-env.sh"
 
 # same_run A B: summary.json (but its "run" line) and timeseries.csv equal.
 same_run() {
@@ -137,8 +122,4 @@ grep -q "^sim: $tmp/bad2.ini: \[autoscaler\] scan-interval: " "$tmp/err" || fail
 expect 2 "$sim" compare --trace "$trace" --cluster "$ex/mixed-pooled.ini" --out "$tmp/x"
 expect 2 "$sim" run --trace "$trace" --out "$tmp/x"
 
-if [ "$failures" -ne 0 ]; then
-	echo "$failures check(s) failed" >&2
-	exit 1
-fi
-echo "ok: sim run and sim compare"
+cli_finish "ok: sim run and sim compare"
