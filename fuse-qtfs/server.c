@@ -542,6 +542,44 @@ static int wl_check_at(struct session *sess, enum qtfs_wl_op op, const struct at
 	return wl_check_fd(sess, op, a->dirfd, a->name);
 }
 
+/* Resolve @path and check it for @op: 0 with @a, or -errno with @a cleared. */
+static int at_resolve_wl(struct session *sess, const char *path, enum qtfs_wl_op op, struct at *a)
+{
+	int err = at_resolve(sess, path, a);
+
+	if (err == 0 && (err = wl_check_at(sess, op, a)) < 0)
+		at_clear(a);
+	return err;
+}
+
+/*
+ * RENAME and LINK: resolve @from and @to, both before any whitelist check
+ * (so a missing directory is ENOENT whatever the whitelist says).  0 with
+ * both, or -errno with neither.
+ */
+static int at_resolve_pair(struct session *sess, const char *from, const char *to, struct at *a,
+			   struct at *b)
+{
+	int err = at_resolve(sess, from, a);
+
+	if (err == 0 && (err = at_resolve(sess, to, b)) < 0)
+		at_clear(a);
+	return err;
+}
+
+/* RENAME checks the source, then the destination; LINK the new name, then the old one (op_link()). */
+static int wl_check_pair(struct session *sess, bool link, const struct at *a, const struct at *b)
+{
+	int err;
+
+	if (link)
+		return (err = wl_check_at(sess, QTFS_WL_CREATE, b)) < 0
+			       ? err
+			       : wl_check_at(sess, QTFS_WL_CREATE, a);
+	return (err = wl_check_at(sess, QTFS_WL_RENAME, a)) < 0 ? err
+								 : wl_check_at(sess, QTFS_WL_RENAME, b);
+}
+
 /* Device nodes are never opened on the host (FUSE opens them on the client). */
 static bool is_device(mode_t mode)
 {
@@ -954,18 +992,16 @@ static int make_at(struct session *sess, enum make_kind kind, const char *path, 
 
 	if (!*path)
 		return -EEXIST;
-	if ((err = at_resolve(sess, path, &a)) < 0)
+	if ((err = at_resolve_wl(sess, path, kind == MAKE_DIR ? QTFS_WL_MKDIR : QTFS_WL_CREATE,
+				 &a)) < 0)
 		return err;
-	err = wl_check_at(sess, kind == MAKE_DIR ? QTFS_WL_MKDIR : QTFS_WL_CREATE, &a);
-	if (err == 0) {
-		if (kind == MAKE_DIR)
-			r = mkdirat(a.dirfd, a.name, mode & 07777);
-		else if (kind == MAKE_SYMLINK)
-			r = symlinkat(target, a.dirfd, a.name);
-		else
-			r = mknodat(a.dirfd, a.name, mode, (dev_t)rdev);
-		err = r < 0 ? -errno : answer_made(sess, &a, uid, gid, rep);
-	}
+	if (kind == MAKE_DIR)
+		r = mkdirat(a.dirfd, a.name, mode & 07777);
+	else if (kind == MAKE_SYMLINK)
+		r = symlinkat(target, a.dirfd, a.name);
+	else
+		r = mknodat(a.dirfd, a.name, mode, (dev_t)rdev);
+	err = r < 0 ? -errno : answer_made(sess, &a, uid, gid, rep);
 	at_clear(&a);
 	return err;
 }
@@ -1014,11 +1050,9 @@ static int op_remove(struct session *sess, struct qt_rd *r, struct qt_msg *rep, 
 		return err;
 	if (!*path)
 		return -EBUSY;
-	if ((err = at_resolve(sess, path, &a)) < 0)
+	if ((err = at_resolve_wl(sess, path, dir ? QTFS_WL_RMDIR : QTFS_WL_UNLINK, &a)) < 0)
 		return err;
-	err = wl_check_at(sess, dir ? QTFS_WL_RMDIR : QTFS_WL_UNLINK, &a);
-	if (err == 0)
-		err = unlinkat(a.dirfd, a.name, dir ? AT_REMOVEDIR : 0) < 0 ? -errno : 0;
+	err = unlinkat(a.dirfd, a.name, dir ? AT_REMOVEDIR : 0) < 0 ? -errno : 0;
 	at_clear(&a);
 	return err;
 }
@@ -1062,14 +1096,9 @@ static int op_rename(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		return err;
 	if (!*from || !*to)
 		return -EBUSY;
-	if ((err = at_resolve(sess, from, &a)) < 0)
+	if ((err = at_resolve_pair(sess, from, to, &a, &b)) < 0)
 		return err;
-	if ((err = at_resolve(sess, to, &b)) < 0) {
-		at_clear(&a);
-		return err;
-	}
-	if ((err = wl_check_at(sess, QTFS_WL_RENAME, &a)) == 0 &&
-	    (err = wl_check_at(sess, QTFS_WL_RENAME, &b)) == 0)
+	if ((err = wl_check_pair(sess, false, &a, &b)) == 0)
 		err = renameat2(a.dirfd, a.name, b.dirfd, b.name, flags) < 0 ? -errno : 0;
 	at_clear(&a);
 	at_clear(&b);
@@ -1089,19 +1118,14 @@ static int op_link(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		return -EPERM;
 	if (!*to)
 		return -EEXIST;
-	if ((err = at_resolve(sess, from, &a)) < 0)
+	if ((err = at_resolve_pair(sess, from, to, &a, &b)) < 0)
 		return err;
-	if ((err = at_resolve(sess, to, &b)) < 0) {
-		at_clear(&a);
-		return err;
-	}
 	/*
 	 * A new name gives new access to the old file: the source must be
 	 * creatable-in too, or a link would carry a denied file into an
 	 * allowed directory.
 	 */
-	if ((err = wl_check_at(sess, QTFS_WL_CREATE, &b)) < 0 ||
-	    (err = wl_check_at(sess, QTFS_WL_CREATE, &a)) < 0)
+	if ((err = wl_check_pair(sess, true, &a, &b)) < 0)
 		;
 	else if (linkat(a.dirfd, a.name, b.dirfd, b.name, 0) < 0)
 		err = -errno;
@@ -1326,17 +1350,13 @@ static int op_create(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	if (!*path)
 		return (flags & O_EXCL) ? -EEXIST : -EISDIR;
 	for (int attempt = 0; attempt < 4; attempt++) {
-		if ((err = at_resolve(sess, path, &a)) < 0)
+		if ((err = at_resolve_wl(sess, path, QTFS_WL_CREATE, &a)) < 0)
 			return err;
 		/*
 		 * Always exclusive here, so that "did we create it" (and must
 		 * give it the caller's ownership) has one answer; without
 		 * O_EXCL an existing file is simply opened.
 		 */
-		if ((err = wl_check_at(sess, QTFS_WL_CREATE, &a)) < 0) {
-			at_clear(&a);
-			return err;
-		}
 		fd = openat(a.dirfd, a.name,
 			    ((int)flags & OPEN_FLAGS_OK & ~O_DIRECTORY) | O_CREAT | O_EXCL | O_NOFOLLOW |
 				    O_CLOEXEC,
@@ -2409,17 +2429,13 @@ static int ring_link_finish(struct ring_job *rj, int res)
 	return put_at_attr(rj->j->sess, &rj->at2, rj->rep);
 }
 
-/* Resolve @path into rj->at (@second: rj->at2) and check it against the whitelist. */
-static int ring_at(struct session *sess, struct ring_job *rj, const char *path, bool second,
-		   enum qtfs_wl_op op)
+/* Resolve @path into rj->at and check it for @op, as the worker path does. */
+static int ring_at(struct session *sess, struct ring_job *rj, const char *path, enum qtfs_wl_op op)
 {
-	struct at *a = second ? &rj->at2 : &rj->at;
-	int err = at_resolve(sess, path, a);
+	int err = at_resolve_wl(sess, path, op, &rj->at);
 
-	if (err < 0)
-		return err;
-	*(second ? &rj->has_at2 : &rj->has_at) = true;
-	return wl_check_at(sess, op, a);
+	rj->has_at = err == 0;
+	return err;
 }
 
 /* The open, non-FIFO file handle @hid, or NULL (the ordinary path then answers). */
@@ -2492,7 +2508,7 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 
 		if (rd_path(r, &path) < 0 || qt_rd_end(r) < 0 || !*path)
 			return false;
-		if ((err = ring_at(sess, rj, path, false, dir ? QTFS_WL_RMDIR : QTFS_WL_UNLINK)) < 0 ||
+		if ((err = ring_at(sess, rj, path, dir ? QTFS_WL_RMDIR : QTFS_WL_UNLINK)) < 0 ||
 		    (err = qt_fop_unlinkat(l, rj->at.dirfd, rj->at.name, dir ? AT_REMOVEDIR : 0,
 					   ring_done, rj)) < 0)
 			ring_end(rj, err);
@@ -2515,7 +2531,7 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 		if (qt_rd_end(r) < 0 || !*path)
 			return false;
 		rj->finish = ring_made_finish;
-		if ((err = ring_at(sess, rj, path, false, dir ? QTFS_WL_MKDIR : QTFS_WL_CREATE)) < 0 ||
+		if ((err = ring_at(sess, rj, path, dir ? QTFS_WL_MKDIR : QTFS_WL_CREATE)) < 0 ||
 		    (err = dir ? qt_fop_mkdirat(l, rj->at.dirfd, rj->at.name, u & 07777, ring_done, rj)
 			       : qt_fop_symlinkat(l, rj->target, rj->at.dirfd, rj->at.name, ring_done,
 						  rj)) < 0)
@@ -2541,7 +2557,7 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 			.mode = u & 07777,
 			.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
 		};
-		if ((err = ring_at(sess, rj, path, false, QTFS_WL_CREATE)) < 0 ||
+		if ((err = ring_at(sess, rj, path, QTFS_WL_CREATE)) < 0 ||
 		    (err = qt_fop_openat2(l, rj->at.dirfd, rj->at.name, &rj->how, ring_create_done,
 					  rj)) < 0)
 			ring_end(rj, err);
@@ -2559,20 +2575,19 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 			qt_rd_u32(r, &u);
 		if (qt_rd_end(r) < 0 || !*from || !*to)
 			return false;
-		/* LINK: the source must be creatable-in too (see op_link()). */
-		if (link) {
-			rj->finish = ring_link_finish;
-			if ((err = ring_at(sess, rj, to, true, QTFS_WL_CREATE)) < 0 ||
-			    (err = ring_at(sess, rj, from, false, QTFS_WL_CREATE)) < 0 ||
-			    (err = qt_fop_linkat(l, rj->at.dirfd, rj->at.name, rj->at2.dirfd,
-						 rj->at2.name, 0, ring_done, rj)) < 0)
-				ring_end(rj, err);
-		} else if ((err = ring_at(sess, rj, from, false, QTFS_WL_RENAME)) < 0 ||
-			   (err = ring_at(sess, rj, to, true, QTFS_WL_RENAME)) < 0 ||
-			   (err = qt_fop_renameat(l, rj->at.dirfd, rj->at.name, rj->at2.dirfd,
-						  rj->at2.name, u, ring_done, rj)) < 0) {
-			ring_end(rj, err);
+		if ((err = at_resolve_pair(sess, from, to, &rj->at, &rj->at2)) == 0) {
+			rj->has_at = rj->has_at2 = true;
+			err = wl_check_pair(sess, link, &rj->at, &rj->at2);
 		}
+		if (err == 0) {
+			rj->finish = link ? ring_link_finish : NULL;
+			err = link ? qt_fop_linkat(l, rj->at.dirfd, rj->at.name, rj->at2.dirfd,
+						   rj->at2.name, 0, ring_done, rj)
+				   : qt_fop_renameat(l, rj->at.dirfd, rj->at.name, rj->at2.dirfd,
+						     rj->at2.name, u, ring_done, rj);
+		}
+		if (err < 0)
+			ring_end(rj, err);
 		return true;
 	}
 	default:

@@ -1438,6 +1438,18 @@ static void attacks_whitelist(struct ctx *x)
 	expect_path(x, QTFS_MKDIR, bs(denied_new), NULL, EACCES);
 	expect_path(x, QTFS_UNLINK, bs(victim), NULL, EACCES);
 	expect_path(x, QTFS_RENAME, bs(victim), &allowed_b, EACCES);
+	/*
+	 * Both names are resolved before either is checked, on every path the
+	 * server takes (worker or io_uring): a missing destination directory
+	 * is ENOENT even when the source is denied.
+	 */
+	{
+		g_autofree char *nowhere = g_strconcat(x->wl_allowed, "/no-such-dir/x", NULL);
+		const struct bstr nowhere_b = bs(nowhere);
+
+		expect_path(x, QTFS_RENAME, bs(victim), &nowhere_b, ENOENT);
+		expect_path(x, QTFS_LINK, bs(victim), &nowhere_b, ENOENT);
+	}
 	g_snprintf(what, sizeof(what), "OPEN \"%s\" O_WRONLY|O_TRUNC", victim);
 	expect(x, what, build_open(victim, O_WRONLY | O_TRUNC), EACCES);
 
