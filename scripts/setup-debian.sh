@@ -18,7 +18,7 @@ libcurl4-openssl-dev libssh2-1-dev check libmicrohttpd-dev libsqlite3-dev libyam
 clang libclang-rt-14-dev
 runc busybox-static
 iproute2 openssh-server openssh-client sshfs procps psmisc python3 python3-jsonschema util-linux
-ca-certificates openssl"
+ca-certificates openssl time"
 # kubectl for tests/kube/test-fake-kubectl.sh.  A kubectl already installed
 # (Google's `kubectl` package, which conflicts with Debian's) does as well.
 command -v kubectl >/dev/null 2>&1 || packages="$packages kubernetes-client"
