@@ -1767,6 +1767,9 @@ class Handler(BaseHTTPRequestHandler):
             o = present(res, o)
             return to_table(res, [o], tv, self.q.get("includeObject", "Metadata")) if tv else o
 
+        # Taken before the client can see the response: a /fake/close-watches
+        # it sends once the headers are in must end this watch too.
+        epoch = store.watch_epoch
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
@@ -1808,7 +1811,6 @@ class Handler(BaseHTTPRequestHandler):
             if initial_events and bookmarks:
                 bookmark(last, True)
             next_bookmark = time.monotonic() + opts.bookmark_interval
-            epoch = store.watch_epoch
             while not store.closing and store.watch_epoch == epoch:
                 err = None
                 with store.lock:
