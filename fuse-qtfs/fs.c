@@ -929,7 +929,14 @@ static void op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, 
 
 	struct qtfs_fs *fs = FS(req);
 	struct fh *h = fh_of(fi);
-	int err = setlk_wait(req, h, &c, !(op & LOCK_NB));
+	uint64_t gen0;
+	int err;
+
+	/* Releases done from here on may be what a conflict below was about. */
+	g_mutex_lock(&fs->lk_lock);
+	gen0 = fs->lk_release_gen;
+	g_mutex_unlock(&fs->lk_lock);
+	err = setlk_wait(req, h, &c, !(op & LOCK_NB));
 
 	/*
 	 * A conflict may be a flock whose holder has just closed the file: the
@@ -938,17 +945,17 @@ static void op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, 
 	 * kernel worker), so a local flock would not see the lock any more
 	 * while the host still does.  Wait (at most 1 s) for RELEASEs on
 	 * their way (op_release()), and for the RELEASE of a flock whose
-	 * holder process is gone, then ask again once one was done.  A holder
-	 * that is alive is a real conflict: EAGAIN at once.
+	 * holder process is gone, then ask again once one was done since the
+	 * first attempt (also one that finished between that attempt's answer
+	 * and this check).  A holder that is alive is a real conflict: EAGAIN
+	 * at once.
 	 */
 	if (err == -EAGAIN) {
 		gint64 until = g_get_monotonic_time() + G_USEC_PER_SEC;
 		bool gone = flock_holder_gone(fs, ino, h);
-		uint64_t gen0;
 		bool again;
 
 		g_mutex_lock(&fs->lk_lock);
-		gen0 = fs->lk_release_gen;
 		while ((fs->lk_releasing || (gone && fs->lk_release_gen == gen0)) &&
 		       g_cond_wait_until(&fs->lk_cond, &fs->lk_lock, until))
 			;
