@@ -580,3 +580,98 @@ void qtfs_client_call_async(struct qtfs_client *cl, unsigned slot, uint64_t gen,
 {
 	qtfs_client_call_cb(cl, slot, gen, req, cl->o.timeout_ms, NULL, NULL);
 }
+
+/*
+ * An asynchronous qtfs_client_call(): the same choice of connection, retry
+ * of idempotent calls on another connection and deadline, but driven by
+ * the loop thread, which runs @done.  While no connection is ready it
+ * looks again every RETRY_MS until the deadline (a synchronous caller
+ * waits on cl->cond instead; the loop thread must not block).
+ */
+#define RETRY_MS 20
+
+struct any_call {
+	struct qtfs_client *cl;
+	struct qt_msg *req;
+	struct qt_msg *spare; /* a copy to repeat an idempotent call */
+	gint64 until;	      /* monotonic us */
+	qtfs_done_fn done;
+	void *arg;
+};
+
+static void any_finish(struct any_call *a, int err, struct qt_msg *reply)
+{
+	qt_msg_free(a->req);
+	qt_msg_free(a->spare);
+	a->done(a->arg, err, reply);
+	g_free(a);
+}
+
+static void any_done(struct qt_conn *c, int err, struct qt_msg *reply, void *arg);
+
+static void any_start(void *arg)
+{
+	struct any_call *a = arg;
+	struct qtfs_client *cl = a->cl;
+	struct qt_conn *c = NULL;
+	gint64 now = g_get_monotonic_time();
+	bool stopping;
+	int err;
+
+	g_mutex_lock(&cl->lock);
+	stopping = cl->stopping;
+	for (unsigned k = 0; k < cl->n_slots && !stopping; k++) {
+		struct slot *s = &cl->slots[(cl->next + k) % cl->n_slots];
+
+		if (s->state == SLOT_READY) {
+			cl->next = (s->index + 1) % cl->n_slots;
+			c = s->conn;
+			break;
+		}
+	}
+	g_mutex_unlock(&cl->lock);
+	if (!c) {
+		if (now >= a->until || stopping)
+			any_finish(a, -ETIMEDOUT, NULL);
+		else
+			qt_timer_add(cl->loop, RETRY_MS, any_start, a);
+		return;
+	}
+	err = qt_conn_call(c, g_steal_pointer(&a->req), (uint64_t)MAX((a->until - now) / 1000, 1),
+			   any_done, a);
+	if (err < 0)
+		any_done(c, err, NULL, a);
+}
+
+static void any_done(struct qt_conn *c, int err, struct qt_msg *reply, void *arg)
+{
+	struct any_call *a = arg;
+
+	(void)c;
+	if (conn_lost(err)) {
+		if (a->spare && g_get_monotonic_time() < a->until) {
+			a->req = a->spare;
+			a->spare = msg_dup(a->req);
+			any_start(a);
+			return;
+		}
+		err = -EIO;
+	}
+	any_finish(a, err, reply);
+}
+
+void qtfs_client_call_async_any(struct qtfs_client *cl, struct qt_msg *req, bool idempotent,
+				qtfs_done_fn done, void *arg)
+{
+	struct any_call *a = g_new0(struct any_call, 1);
+
+	*a = (struct any_call){
+		.cl = cl, .req = req, .spare = idempotent ? msg_dup(req) : NULL,
+		.until = g_get_monotonic_time() + (gint64)cl->o.timeout_ms * 1000,
+		.done = done, .arg = arg,
+	};
+	if (qt_loop_in_thread(cl->loop))
+		any_start(a);
+	else
+		qt_loop_post(cl->loop, any_start, a);
+}

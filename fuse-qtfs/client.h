@@ -60,6 +60,19 @@ void qtfs_client_free(struct qtfs_client *cl);
 int qtfs_client_call(struct qtfs_client *cl, struct qt_msg *req, bool idempotent,
 		     struct qt_msg **reply);
 
+/* A completion, run on the client's loop thread; it owns @reply (NULL on error). */
+typedef void (*qtfs_done_fn)(void *arg, int err, struct qt_msg *reply);
+
+/*
+ * qtfs_client_call() without blocking the caller: the same errors and
+ * retries, reported to @done(@arg, ...) on the loop thread, which must
+ * not block.  Takes @req.  The FUSE operations on the hot path (lookup,
+ * getattr, unlink) answer the kernel from @done, so no FUSE worker waits
+ * for the reply and none has to be woken for it.
+ */
+void qtfs_client_call_async_any(struct qtfs_client *cl, struct qt_msg *req, bool idempotent,
+				qtfs_done_fn done, void *arg);
+
 /* Pick a ready slot for a new handle: its index and generation (waits up to the deadline). */
 int qtfs_client_pick(struct qtfs_client *cl, unsigned *slot, uint64_t *gen);
 /* For qtfs_client_call_on: no deadline (a relayed FIFO may block for as long as it likes). */

@@ -437,6 +437,54 @@ static int call_void(struct qtfs_fs *fs, struct qt_msg *m, bool idempotent)
 	return call(fs, m, idempotent, &rep);
 }
 
+/*
+ * Lookup, getattr by path, unlink and rmdir do not wait for their reply:
+ * the FUSE worker hands the call to the client's loop thread and goes back
+ * to the kernel for the next request, and the loop thread answers the
+ * kernel when the reply comes (qtfs_client_call_async_any()).  That is one
+ * thread wake-up fewer per call, and no worker parked per call in flight.
+ * What the answer needs is kept here until then.
+ */
+struct pending {
+	fuse_req_t req;
+	fuse_ino_t ino; /* lookup, unlink, rmdir: the parent; getattr: the node */
+	char *path;	/* the host path the call named */
+	char name[];	/* lookup, unlink, rmdir: the name in the parent */
+};
+
+static struct pending *pending_new(fuse_req_t req, fuse_ino_t ino, char *path, const char *name)
+{
+	size_t len = name ? strlen(name) + 1 : 1;
+	struct pending *p = g_malloc(sizeof(*p) + len);
+
+	p->req = req;
+	p->ino = ino;
+	p->path = path;
+	memcpy(p->name, name ? name : "", len);
+	return p;
+}
+
+static void pending_free(struct pending *p)
+{
+	g_free(p->path);
+	g_free(p);
+}
+
+static void call_async(struct qtfs_fs *fs, struct qt_msg *m, bool idempotent, qtfs_done_fn done,
+		       struct pending *p)
+{
+	qtfs_client_call_async_any(fs->cl, m, idempotent, done, p);
+}
+
+/* The attributes of an asynchronous reply, or -errno. */
+static int async_attr(int err, struct qt_msg *rep, struct qtfs_attr *a)
+{
+	if (err == 0)
+		err = rd_attr_reply(rep, a);
+	qt_msg_free(rep);
+	return err;
+}
+
 static struct qt_msg *req_path(uint16_t op, const char *path)
 {
 	struct qt_msg *m = qt_msg_new(op, 0, 0);
@@ -1074,12 +1122,27 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 }
 
+static void lookup_done(void *arg, int err, struct qt_msg *rep)
+{
+	struct pending *p = arg;
+	struct qtfs_fs *fs = FS(p->req);
+	struct qtfs_attr a;
+
+	err = async_attr(err, rep, &a);
+	if (err < 0) {
+		fuse_reply_err(p->req, -err);
+	} else {
+		fix_attr(fs, p->path, false, &a);
+		reply_entry(p->req, fs, p->ino, p->name, &a);
+	}
+	pending_free(p);
+}
+
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct qtfs_fs *fs = FS(req);
 	g_autofree char *path = NULL;
-	struct qtfs_attr a;
-	int err;
+	struct qt_msg *m;
 
 	if (fs->o.proc && parent == FUSE_ROOT_ID && proc_lookup(req, fs, name))
 		return;
@@ -1088,13 +1151,8 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
-	err = call_attr(fs, req_path(QTFS_LOOKUP, path), true, &a);
-	if (err < 0) {
-		fuse_reply_err(req, -err);
-		return;
-	}
-	fix_attr(fs, path, false, &a);
-	reply_entry(req, fs, parent, name, &a);
+	m = req_path(QTFS_LOOKUP, path);
+	call_async(fs, m, true, lookup_done, pending_new(req, parent, g_steal_pointer(&path), name));
 }
 
 static void forget_one(struct qtfs_fs *fs, fuse_ino_t ino, uint64_t nlookup)
@@ -1155,6 +1213,22 @@ static struct qt_msg *build_getattr(uint64_t sh, void *ctx)
 	return m;
 }
 
+static void getattr_done(void *arg, int err, struct qt_msg *rep)
+{
+	struct pending *p = arg;
+	struct qtfs_fs *fs = FS(p->req);
+	struct qtfs_attr a;
+
+	err = async_attr(err, rep, &a);
+	if (err < 0) {
+		fuse_reply_err(p->req, -err);
+	} else {
+		fix_attr(fs, p->path, node_is_relay(fs, p->ino), &a);
+		reply_attr(p->req, fs, &a);
+	}
+	pending_free(p);
+}
+
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct qtfs_fs *fs = FS(req);
@@ -1184,7 +1258,8 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		struct qt_msg *m = req_path(QTFS_GETATTR, path);
 
 		qt_msg_put_u64(m, 0);
-		err = call_attr(fs, m, true, &a);
+		call_async(fs, m, true, getattr_done, pending_new(req, ino, g_steal_pointer(&path), NULL));
+		return;
 	}
 	if (err < 0) {
 		fuse_reply_err(req, -err);
@@ -1371,20 +1446,27 @@ static void forget_name(struct qtfs_fs *fs, fuse_ino_t parent, const char *name)
 	g_mutex_unlock(&fs->lock);
 }
 
+static void remove_done(void *arg, int err, struct qt_msg *rep)
+{
+	struct pending *p = arg;
+
+	qt_msg_free(rep);
+	if (err == 0)
+		forget_name(FS(p->req), p->ino, p->name);
+	fuse_reply_err(p->req, -err);
+	pending_free(p);
+}
+
 static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, uint16_t op)
 {
 	struct qtfs_fs *fs = FS(req);
-	g_autofree char *path = path_of(fs, parent, name);
-	int err;
+	char *path = path_of(fs, parent, name);
 
 	if (!path) {
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
-	err = call_void(fs, req_path(op, path), false);
-	if (err == 0)
-		forget_name(fs, parent, name);
-	fuse_reply_err(req, -err);
+	call_async(fs, req_path(op, path), false, remove_done, pending_new(req, parent, path, name));
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)

@@ -7,8 +7,10 @@
 #include "config.h"
 
 #include <errno.h>
+#include <linux/futex.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "conn.h"
@@ -270,10 +272,37 @@ static void handle_reply(struct qt_conn *c, struct qt_msg *m)
 
 /* ---- sync calls from other threads ------------------------------------- */
 
+/*
+ * A one-shot completion between the loop thread and one waiting thread:
+ * a futex word going PENDING -> SLEEPING (the waiter is about to sleep) ->
+ * DONE.  Cheaper than a mutex and a condition: the loop thread makes a
+ * wake-up system call only when the waiter really sleeps, and the waiter
+ * never contends for a lock the loop still holds.  The word may live on
+ * the waiter's stack: once it reads DONE it may return, and a late
+ * FUTEX_WAKE on the reused address at worst wakes another waiter early,
+ * which then re-reads its own word and sleeps again.
+ */
+enum { DONE_PENDING, DONE_SLEEPING, DONE_DONE };
+
+static void done_wait(int *word)
+{
+	int v = DONE_PENDING;
+
+	if (!__atomic_compare_exchange_n(word, &v, DONE_SLEEPING, false, __ATOMIC_ACQUIRE,
+					 __ATOMIC_ACQUIRE))
+		return; /* already DONE */
+	while (__atomic_load_n(word, __ATOMIC_ACQUIRE) != DONE_DONE)
+		syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, DONE_SLEEPING, NULL, NULL, 0);
+}
+
+static void done_set(int *word)
+{
+	if (__atomic_exchange_n(word, DONE_DONE, __ATOMIC_RELEASE) == DONE_SLEEPING)
+		syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
 struct sync_call {
-	GMutex lock;
-	GCond cond;
-	bool done;
+	int done; /* done_wait() / done_set() */
 	int err;
 	bool streamed;
 	struct qt_conn *conn;
@@ -368,14 +397,11 @@ static void sync_done(struct qt_conn *c, int err, struct qt_msg *reply, void *ar
 		reply = NULL;
 		err = -EPROTO;
 	}
-	g_mutex_lock(&sc->lock);
 	if (sc->ctl)
 		sc->ctl->done = true;
 	sc->err = err;
 	sc->reply = reply;
-	sc->done = true;
-	g_cond_signal(&sc->cond);
-	g_mutex_unlock(&sc->lock);
+	done_set(&sc->done);
 }
 
 static void sync_start(void *arg)
@@ -419,17 +445,10 @@ int qt_conn_call_sync_ctl(struct qt_conn *c, struct qt_msg *req, uint64_t timeou
 	g_assert(!qt_loop_in_thread(c->loop));
 	if (ctl)
 		g_atomic_pointer_compare_and_exchange(&ctl->loop, NULL, c->loop);
-	g_mutex_init(&sc.lock);
-	g_cond_init(&sc.cond);
 	qt_conn_ref(c);
 	qt_loop_post(c->loop, sync_start, &sc);
-	g_mutex_lock(&sc.lock);
-	while (!sc.done)
-		g_cond_wait(&sc.cond, &sc.lock);
-	g_mutex_unlock(&sc.lock);
+	done_wait(&sc.done);
 	qt_conn_unref(c);
-	g_mutex_clear(&sc.lock);
-	g_cond_clear(&sc.cond);
 	err = sc.err;
 	if (err == 0)
 		*reply = sc.reply;
