@@ -534,6 +534,10 @@ static void async_done(struct qt_conn *c, int err, struct qt_msg *reply, void *a
 {
 	struct async_call *a = arg;
 
+	/* As for qtfs_client_call_on(): the handle's connection is gone. */
+	if (conn_lost(err))
+		err = -ESTALE;
+
 	if (a->done)
 		a->done(a->arg, err, reply);
 	else

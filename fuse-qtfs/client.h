@@ -96,9 +96,11 @@ void qtfs_client_set_interrupt(struct qt_call_ctl *ctl);
 void qtfs_client_call_async(struct qtfs_client *cl, unsigned slot, uint64_t gen, struct qt_msg *req);
 
 /*
- * Start a long call on slot @slot, gen @gen, with no deadline beyond
+ * Start a call on slot @slot, gen @gen, with no deadline beyond
  * @timeout_ms, and run @done(@arg, err, reply) from the loop thread when it
- * ends (used for POLL waits).  The reply is owned by @done.
+ * ends (POLL waits, and reads and getattrs by handle).  The reply is owned
+ * by @done.  -ESTALE when that connection is gone, as for
+ * qtfs_client_call_on().
  */
 void qtfs_client_call_cb(struct qtfs_client *cl, unsigned slot, uint64_t gen, struct qt_msg *req,
 			 uint64_t timeout_ms, void (*done)(void *arg, int err, struct qt_msg *reply),

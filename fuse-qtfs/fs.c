@@ -99,6 +99,9 @@ struct qtfs_fs {
 	GCond lk_cond;	       /* signalled when lk_releasing drops */
 	unsigned lk_releasing; /* RELEASEs carrying a flock unlock still on their way; lk_lock */
 	uint64_t lk_release_gen; /* RELEASEs with a flock unlock done so far; lk_lock */
+
+	GMutex slow_lock;
+	GThreadPool *slow; /* see slow_push(); NULL once stopping; slow_lock */
 };
 
 /*
@@ -485,6 +488,48 @@ static int async_attr(int err, struct qt_msg *rep, struct qtfs_attr *a)
 	return err;
 }
 
+/*
+ * An asynchronous call on an open file's connection may find that
+ * connection replaced (-ESTALE).  Reopening the file by path is a
+ * synchronous call, which the loop thread must not make, so such a
+ * completion runs the operation again, synchronously, on this small pool:
+ * @redo(@p, true).  Once qtfs_fs_stop() has drained the pool, @redo(@p,
+ * false) must fail the operation instead.
+ */
+typedef void (*redo_fn)(void *p, bool run);
+
+struct slow_job {
+	redo_fn redo;
+	void *p;
+};
+
+static void slow_run(gpointer data, gpointer user)
+{
+	struct slow_job *j = data;
+
+	(void)user;
+	j->redo(j->p, true);
+	g_free(j);
+}
+
+static void slow_push(struct qtfs_fs *fs, redo_fn redo, void *p)
+{
+	struct slow_job *j = g_new(struct slow_job, 1);
+
+	j->redo = redo;
+	j->p = p;
+	g_mutex_lock(&fs->slow_lock);
+	if (fs->slow) {
+		g_thread_pool_push(fs->slow, j, NULL);
+		j = NULL;
+	}
+	g_mutex_unlock(&fs->slow_lock);
+	if (j) {
+		redo(p, false);
+		g_free(j);
+	}
+}
+
 static struct qt_msg *req_path(uint16_t op, const char *path)
 {
 	struct qt_msg *m = qt_msg_new(op, 0, 0);
@@ -740,6 +785,71 @@ static int call_fh(struct qtfs_fs *fs, struct fh *h, build_fn build, void *ctx, 
 			return err;
 	}
 	return -ESTALE;
+}
+
+struct io_ctx {
+	uint64_t off;
+	size_t size;
+	const void *data;
+	uint32_t wflags, gid;
+};
+
+/*
+ * A call on an open file answered from the loop thread, like struct
+ * pending for path calls.  Relayed FIFOs are never called this way: their
+ * calls wait without a deadline and can be interrupted (intr_begin()).
+ */
+struct fh_pending {
+	fuse_req_t req;
+	struct fh *h; /* a reference */
+	fuse_ino_t ino;
+	char *path;	  /* getattr: the node's path or NULL */
+	struct io_ctx c;  /* read */
+	build_fn build;	  /* the request, from the handle's current server handle */
+	void (*answer)(struct fh_pending *p, int err, struct qt_msg *rep); /* frees p */
+};
+
+static void fh_pending_free(struct fh_pending *p)
+{
+	fh_unref(p->h);
+	g_free(p->path);
+	g_free(p);
+}
+
+static void fh_redo(void *arg, bool run)
+{
+	struct fh_pending *p = arg;
+	struct qt_msg *rep = NULL;
+	int err = run ? call_fh(FS(p->req), p->h, p->build, &p->c, &rep) : -EIO;
+
+	p->answer(p, err, rep);
+}
+
+static void fh_done(void *arg, int err, struct qt_msg *rep)
+{
+	struct fh_pending *p = arg;
+
+	if (err == -ESTALE) {
+		qt_msg_free(rep);
+		slow_push(FS(p->req), fh_redo, p);
+		return;
+	}
+	p->answer(p, err, rep);
+}
+
+/* Takes @p (and its reference on p->h). */
+static void call_fh_async(struct qtfs_fs *fs, struct fh_pending *p)
+{
+	unsigned slot;
+	uint64_t gen, sh;
+
+	g_mutex_lock(&p->h->lock);
+	slot = p->h->slot;
+	gen = p->h->gen;
+	sh = p->h->sh;
+	g_mutex_unlock(&p->h->lock);
+	qtfs_client_call_cb(fs->cl, slot, gen, p->build(sh, &p->c), qtfs_client_timeout_ms(fs->cl),
+			    fh_done, p);
 }
 
 /* ---- file locks -------------------------------------------------------------- */
@@ -1229,6 +1339,21 @@ static void getattr_done(void *arg, int err, struct qt_msg *rep)
 	pending_free(p);
 }
 
+static void getattr_fh_answer(struct fh_pending *p, int err, struct qt_msg *rep)
+{
+	struct qtfs_fs *fs = FS(p->req);
+	struct qtfs_attr a;
+
+	err = async_attr(err, rep, &a);
+	if (err < 0) {
+		fuse_reply_err(p->req, -err);
+	} else {
+		fix_attr(fs, p->path, node_is_relay(fs, p->ino), &a);
+		reply_attr(p->req, fs, &a);
+	}
+	fh_pending_free(p);
+}
+
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct qtfs_fs *fs = FS(req);
@@ -1249,10 +1374,21 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		struct fh *h = fi && fi->fh ? fh_of(fi) : node_fh(fs, ino);
 		g_autoptr(qt_msg) rep = NULL;
 
+		if (h && fi && fi->fh)
+			g_atomic_int_inc(&h->refs);
+		if (h && !h->stream) {
+			struct fh_pending *p = g_new0(struct fh_pending, 1);
+
+			*p = (struct fh_pending){.req = req, .h = h, .ino = ino,
+						 .path = g_steal_pointer(&path),
+						 .build = build_getattr, .answer = getattr_fh_answer};
+			call_fh_async(fs, p);
+			return;
+		}
 		err = h ? call_fh(fs, h, build_getattr, NULL, &rep) : -ESTALE;
 		if (err == 0)
 			err = rd_attr_reply(rep, &a);
-		if (h && !(fi && fi->fh))
+		if (h)
 			fh_unref(h);
 	} else {
 		struct qt_msg *m = req_path(QTFS_GETATTR, path);
@@ -1685,13 +1821,6 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	}
 }
 
-struct io_ctx {
-	uint64_t off;
-	size_t size;
-	const void *data;
-	uint32_t wflags, gid;
-};
-
 static struct qt_msg *build_read(uint64_t sh, void *arg)
 {
 	struct io_ctx *c = arg;
@@ -1737,33 +1866,55 @@ static bool read_prefetched(fuse_req_t req, struct fh *h, size_t size, off_t off
 	return answered;
 }
 
-static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		    struct fuse_file_info *fi)
+/* Answer a READ from its reply (freed here) or error. */
+static void reply_read(fuse_req_t req, int err, struct qt_msg *rep)
 {
-	struct io_ctx c = {.off = (uint64_t)off, .size = MIN(size, QTFS_IO_MAX)};
-	g_autoptr(qt_msg) rep = NULL;
-	const uint8_t *p;
-	size_t n;
+	const uint8_t *d = NULL;
 	struct qt_rd r;
-	int err;
-
-	struct qt_call_ctl *ctl;
-
-	if (fh_of(fi)->pseudo && read_prefetched(req, fh_of(fi), size, off))
-		return;
-	ctl = fh_of(fi)->stream ? intr_begin(req) : NULL;
-	err = call_fh(FS(req), fh_of(fi), build_read, &c, &rep);
-	intr_end(req, ctl);
+	size_t n = 0;
 
 	if (err == 0) {
 		qt_rd_init_msg(&r, rep);
-		if (qt_rd_bytes(&r, QTFS_IO_MAX, &p, &n) < 0 || qt_rd_end(&r) < 0)
+		if (qt_rd_bytes(&r, QTFS_IO_MAX, &d, &n) < 0 || qt_rd_end(&r) < 0)
 			err = -EIO;
 	}
 	if (err < 0)
 		fuse_reply_err(req, -err);
 	else
-		fuse_reply_buf(req, (const char *)p, n);
+		fuse_reply_buf(req, (const char *)d, n);
+	qt_msg_free(rep);
+}
+
+static void read_answer(struct fh_pending *p, int err, struct qt_msg *rep)
+{
+	reply_read(p->req, err, rep);
+	fh_pending_free(p);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct io_ctx c = {.off = (uint64_t)off, .size = MIN(size, QTFS_IO_MAX)};
+	struct qt_msg *rep = NULL;
+	struct qt_call_ctl *ctl;
+	int err;
+
+	if (fh_of(fi)->pseudo && read_prefetched(req, fh_of(fi), size, off))
+		return;
+	if (!fh_of(fi)->stream) {
+		struct fh_pending *fp = g_new0(struct fh_pending, 1);
+
+		g_atomic_int_inc(&fh_of(fi)->refs);
+		*fp = (struct fh_pending){.req = req, .h = fh_of(fi), .ino = ino, .c = c,
+					  .build = build_read, .answer = read_answer};
+		call_fh_async(FS(req), fp);
+		return;
+	}
+	/* A relayed FIFO: no deadline, and a signal to the reader interrupts it. */
+	ctl = intr_begin(req);
+	err = call_fh(FS(req), fh_of(fi), build_read, &c, &rep);
+	intr_end(req, ctl);
+	reply_read(req, err, rep);
 }
 
 static struct qt_msg *build_write(uint64_t sh, void *arg)
@@ -2495,6 +2646,16 @@ struct qtfs_fs *qtfs_fs_new(const struct qtfs_fs_opts *o, struct qtfs_client *cl
 	fs->o.fifo_relay = NULL;
 	fs->o.local_proc = fs->local_proc;
 	g_mutex_init(&fs->lock);
+	g_mutex_init(&fs->slow_lock);
+	{
+		/* Its threads must leave the termination signals to the main thread. */
+		sigset_t all, old;
+
+		sigfillset(&all);
+		pthread_sigmask(SIG_BLOCK, &all, &old);
+		fs->slow = g_thread_pool_new(slow_run, NULL, 8, FALSE, NULL);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
 	g_mutex_init(&fs->lk_lock);
 	g_cond_init(&fs->lk_cond);
 	fs->lk_owners = g_hash_table_new_full(lk_hash, lk_equal, lk_free, NULL);
@@ -2515,6 +2676,19 @@ struct qtfs_fs *qtfs_fs_new(const struct qtfs_fs_opts *o, struct qtfs_client *cl
 	return fs;
 }
 
+void qtfs_fs_stop(struct qtfs_fs *fs)
+{
+	GThreadPool *pool;
+
+	if (!fs)
+		return;
+	g_mutex_lock(&fs->slow_lock);
+	pool = g_steal_pointer(&fs->slow);
+	g_mutex_unlock(&fs->slow_lock);
+	if (pool)
+		g_thread_pool_free(pool, FALSE, TRUE);
+}
+
 void qtfs_fs_free(struct qtfs_fs *fs)
 {
 	GHashTableIter it;
@@ -2522,6 +2696,8 @@ void qtfs_fs_free(struct qtfs_fs *fs)
 
 	if (!fs)
 		return;
+	qtfs_fs_stop(fs);
+	g_mutex_clear(&fs->slow_lock);
 	g_hash_table_iter_init(&it, fs->by_id);
 	while (g_hash_table_iter_next(&it, NULL, &v)) {
 		struct node *n = v;

@@ -33,5 +33,10 @@ struct qtfs_fs;
 
 struct qtfs_fs *qtfs_fs_new(const struct qtfs_fs_opts *o, struct qtfs_client *cl,
 			    const struct qtfs_attr *root);
+/*
+ * Before the client goes: finish the operations waiting to be redone
+ * synchronously (after a reconnection); later ones fail with EIO.
+ */
+void qtfs_fs_stop(struct qtfs_fs *fs);
 void qtfs_fs_free(struct qtfs_fs *fs);
 extern const struct fuse_lowlevel_ops qtfs_fs_ops;

@@ -564,6 +564,7 @@ out:
 		fuse_session_destroy(se);
 	}
 	fuse_opt_free_args(&args);
+	qtfs_fs_stop(fs);
 	qtfs_client_free(cl);
 	qtfs_fs_free(fs);
 	if (ssd.chans) {

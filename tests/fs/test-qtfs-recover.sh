@@ -22,10 +22,18 @@ path, t = sys.argv[1], sys.argv[2]
 fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
 os.write(fd, b"before;")
 os.fsync(fd)
+# A second file only read and fstat'ed after the restart: those calls
+# are answered asynchronously and must reopen the file too.
+with open(path + "2", "wb") as f:
+    f.write(b"read-only file")
+fd2 = os.open(path + "2", os.O_RDONLY)
 open(t + "/held.ready", "w").close()
 deadline = time.time() + 60
 while not os.path.exists(t + "/held.go") and time.time() < deadline:
     time.sleep(0.05)
+print("fstat2:", os.fstat(fd2).st_size)
+print("read2:", os.pread(fd2, 64, 0).decode())
+os.close(fd2)
 os.pwrite(fd, b"after", 7)
 print("read back:", os.pread(fd, 64, 0).decode())
 os.close(fd)
@@ -88,6 +96,8 @@ check "fsynced data reads back through the mount" cmp -s "$T/synced.src" "$T/mnt
 touch "$T/held.go"
 wait "$held"
 check "a file open across the restart keeps working" grep -q "read back: before;after" "$T/held.out"
+check "... and one only read: fstat" grep -q "^fstat2: 14$" "$T/held.out"
+check "... and read" grep -q "^read2: read-only file$" "$T/held.out"
 check "the host file has both writes" grep -q "before;after" "$T/exp/held"
 echo new >"$T/mnt/new"
 check "new files after the restart" grep -qx new "$T/exp/new"
