@@ -250,6 +250,24 @@ static enum dev_kind dev_kind(struct qtfs_srv *srv, dev_t dev, int fd, const cha
 
 /* ---- path resolution ---------------------------------------------------- */
 
+/*
+ * An op returns DEFER to be run again where it may wait: from the loop
+ * thread on the worker pool, from there on the blocking pool (see
+ * tl_blocking_ok below).
+ */
+#define DEFER (-100000)
+
+/*
+ * The loop thread must not wait for a disk: the requests it runs itself
+ * (runs_inline(), and the checks before a ring submission) resolve paths
+ * from the dentry cache only (RESOLVE_CACHED), and a path that is not all
+ * there is done again on the worker pool (DEFER), which may read the disk.
+ * cached_ok is cleared, and the loop thread then resolves like everyone
+ * else, on a kernel without RESOLVE_CACHED (before 5.12).
+ */
+static __thread bool tl_cached_only;
+static gint cached_ok = 1; /* atomic */
+
 static int openat2_beneath(int dirfd, const char *path, int flags, mode_t mode)
 {
 	struct open_how how = {
@@ -259,6 +277,20 @@ static int openat2_beneath(int dirfd, const char *path, int flags, mode_t mode)
 	};
 	long r;
 
+	if (tl_cached_only && g_atomic_int_get(&cached_ok)) {
+		how.resolve |= RESOLVE_CACHED;
+		r = syscall(SYS_openat2, dirfd, *path ? path : ".", &how, sizeof(how));
+		if (r >= 0 || errno != EINVAL)
+			return r >= 0 ? (int)r : errno == EAGAIN ? DEFER : -errno;
+		/* EINVAL: maybe no RESOLVE_CACHED here; ask once without it. */
+		how.resolve &= ~(uint64_t)RESOLVE_CACHED;
+		r = syscall(SYS_openat2, dirfd, *path ? path : ".", &how, sizeof(how));
+		if (r >= 0 || errno != EINVAL)
+			g_atomic_int_set(&cached_ok, 0);
+		if (r >= 0)
+			close((int)r);
+		return DEFER;
+	}
 	do
 		r = syscall(SYS_openat2, dirfd, *path ? path : ".", &how, sizeof(how));
 	while (r < 0 && errno == EAGAIN);
@@ -291,6 +323,15 @@ static int at_resolve(struct session *sess, const char *path, struct at *a)
 	int fd;
 
 	*a = (struct at){.dirfd = sess->root_fd, .own = false, .name = ""};
+	if (tl_cached_only && *path) {
+		/* The whole path must be in the dentry cache, the last name too
+		 * (a cached negative entry will do). */
+		fd = openat2_beneath(sess->root_fd, path, O_PATH | O_NOFOLLOW, 0);
+		if (fd == DEFER)
+			return DEFER;
+		if (fd >= 0)
+			close(fd);
+	}
 	a->path = g_strdup(path);
 	slash = strrchr(a->path, '/');
 	if (!slash) {
@@ -592,7 +633,6 @@ static bool is_device(mode_t mode)
  * hold the workers ordinary requests need.  An op returns DEFER to be run
  * again on that pool; tl_blocking_ok says where we are.
  */
-#define DEFER (-100000)
 static __thread bool tl_blocking_ok;
 
 /*
@@ -1260,8 +1300,11 @@ static int open_existing(struct session *sess, const char *path, uint32_t flags,
 {
 	struct stat st;
 	char link[64];
-	int pfd, fd, err;
+	int pfd, fd, err, oflags = ((int)flags & OPEN_FLAGS_OK) | O_CLOEXEC;
 
+	/* On the loop thread (runs_inline()): a truncation writes, so not there. */
+	if (tl_cached_only && (flags & O_TRUNC))
+		return DEFER;
 	pfd = openat2_beneath(sess->root_fd, path, O_PATH | O_NOFOLLOW | ((int)flags & O_DIRECTORY), 0);
 	if (pfd < 0)
 		return pfd;
@@ -1287,9 +1330,19 @@ static int open_existing(struct session *sess, const char *path, uint32_t flags,
 	}
 	if ((err = proc_fd_path(pfd, link)) < 0)
 		goto out;
-	fd = open(link, ((int)flags & OPEN_FLAGS_OK) | O_CLOEXEC);
+	/*
+	 * On the loop thread, O_NONBLOCK: an open that would wait for another
+	 * host process's lease to break fails with EWOULDBLOCK instead, and is
+	 * done again on the pool.
+	 */
+	fd = open(link, oflags | (tl_cached_only ? O_NONBLOCK : 0));
 	if (fd < 0) {
+		err = tl_cached_only && errno == EWOULDBLOCK ? DEFER : -errno;
+		goto out;
+	}
+	if (tl_cached_only && !(oflags & O_NONBLOCK) && fcntl(fd, F_SETFL, oflags & ~O_CLOEXEC) < 0) {
 		err = -errno;
+		close(fd);
 		goto out;
 	}
 	close(pfd);
@@ -2259,6 +2312,7 @@ static void run_job(gpointer data, gpointer user)
 	g_mutex_unlock(&sess->lock);
 
 	tl_blocking_ok = where == RUN_BLOCKING;
+	tl_cached_only = where == RUN_INLINE;
 	if (where == RUN_BLOCKING)
 		blocked_enter(sess, qt_msg_id(j->req), &blk);
 	qt_rd_init_msg(&r, j->req);
@@ -2300,9 +2354,15 @@ static void run_job(gpointer data, gpointer user)
  * Requests answered from the dentry and inode caches in a few microseconds
  * run on the loop thread itself: handing them to a worker and back costs
  * two thread wake-ups, several times the work (on a 2-vCPU VM about
- * 100 us a round trip).  The price: a lookup or getattr that must read
- * the disk (cold cache) holds up this connection's loop meanwhile.
- * inline_metadata=false in the configuration turns it off.
+ * 100 us a round trip).  Their paths resolve from the dentry cache only
+ * (tl_cached_only): a path not all there, a truncating open, and an open
+ * that would wait for a lease go to the worker pool instead (DEFER).
+ * What may still touch the disk here: the body of a long symlink, an
+ * extended attribute kept outside the inode, and on a network file
+ * system the attributes themselves.  An OPEN of a pseudo file also reads
+ * its first bytes here (put_prefetch()); a /proc/PID file may wait
+ * briefly for that process's memory map lock.  inline_metadata=false in
+ * the configuration turns all of this off.
  */
 static bool runs_inline(const struct qtfs_srv *srv, uint16_t type)
 {
@@ -2317,6 +2377,7 @@ static bool runs_inline(const struct qtfs_srv *srv, uint16_t type)
 	case QTFS_FLUSH:
 	case QTFS_GETXATTR:
 	case QTFS_LISTXATTR:
+	case QTFS_OPEN:
 		return true;
 	default:
 		return false;
@@ -2508,7 +2569,9 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 
 		if (rd_path(r, &path) < 0 || qt_rd_end(r) < 0 || !*path)
 			return false;
-		if ((err = ring_at(sess, rj, path, dir ? QTFS_WL_RMDIR : QTFS_WL_UNLINK)) < 0 ||
+		if ((err = ring_at(sess, rj, path, dir ? QTFS_WL_RMDIR : QTFS_WL_UNLINK)) == DEFER)
+			return false;
+		if (err < 0 ||
 		    (err = qt_fop_unlinkat(l, rj->at.dirfd, rj->at.name, dir ? AT_REMOVEDIR : 0,
 					   ring_done, rj)) < 0)
 			ring_end(rj, err);
@@ -2531,7 +2594,9 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 		if (qt_rd_end(r) < 0 || !*path)
 			return false;
 		rj->finish = ring_made_finish;
-		if ((err = ring_at(sess, rj, path, dir ? QTFS_WL_MKDIR : QTFS_WL_CREATE)) < 0 ||
+		if ((err = ring_at(sess, rj, path, dir ? QTFS_WL_MKDIR : QTFS_WL_CREATE)) == DEFER)
+			return false;
+		if (err < 0 ||
 		    (err = dir ? qt_fop_mkdirat(l, rj->at.dirfd, rj->at.name, u & 07777, ring_done, rj)
 			       : qt_fop_symlinkat(l, rj->target, rj->at.dirfd, rj->at.name, ring_done,
 						  rj)) < 0)
@@ -2557,7 +2622,9 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 			.mode = u & 07777,
 			.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
 		};
-		if ((err = ring_at(sess, rj, path, QTFS_WL_CREATE)) < 0 ||
+		if ((err = ring_at(sess, rj, path, QTFS_WL_CREATE)) == DEFER)
+			return false;
+		if (err < 0 ||
 		    (err = qt_fop_openat2(l, rj->at.dirfd, rj->at.name, &rj->how, ring_create_done,
 					  rj)) < 0)
 			ring_end(rj, err);
@@ -2575,7 +2642,9 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 			qt_rd_u32(r, &u);
 		if (qt_rd_end(r) < 0 || !*from || !*to)
 			return false;
-		if ((err = at_resolve_pair(sess, from, to, &rj->at, &rj->at2)) == 0) {
+		if ((err = at_resolve_pair(sess, from, to, &rj->at, &rj->at2)) == DEFER)
+			return false;
+		if (err == 0) {
 			rj->has_at = rj->has_at2 = true;
 			err = wl_check_pair(sess, link, &rj->at, &rj->at2);
 		}
@@ -2624,6 +2693,7 @@ static bool ring_start(struct session *sess, struct job *j)
 	g_mutex_unlock(&sess->lock);
 	if (sess->refused || !mounted || (sess->ro && qtfs_op_writes(type)))
 		return false;
+	tl_cached_only = true; /* the loop thread: see openat2_beneath() */
 	rj = g_new0(struct ring_job, 1);
 	rj->j = j;
 	rj->rep = qt_msg_new_reply(j->req, type);

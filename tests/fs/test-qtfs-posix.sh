@@ -124,5 +124,23 @@ PY
 [ "$reuse" = noreuse ] && echo "note: $T is on a file system that did not reuse inode numbers"
 case $reuse in ok | noreuse) reuse_ok=yes ;; *) reuse_ok=no ;; esac
 check "a reused host inode number is a new file (got: $reuse)" [ $reuse_ok = yes ]
+# A cold host cache: the server's loop thread resolves paths from the
+# dentry cache only and hands the rest to its workers (RESOLVE_CACHED).
+# Names the mount never saw, after the host dropped its dentries and
+# inodes: lookups, stat, readlink, open and read, open for append.
+mkdir -p "$T/exp2/cold/a/b/c"
+printf 'cold data\n' >"$T/exp2/cold/a/b/c/file"
+ln -s c/file "$T/exp2/cold/a/b/link"
+sync
+echo 2 >/proc/sys/vm/drop_caches
+check "cold: stat of a deep path" [ "$(stat -c %s "$T/mnt2/cold/a/b/c/file")" = 10 ]
+echo 2 >/proc/sys/vm/drop_caches
+check "cold: readlink" [ "$(readlink "$T/mnt2/cold/a/b/link")" = c/file ]
+echo 2 >/proc/sys/vm/drop_caches
+check "cold: read through the symlink" [ "$(cat "$T/mnt2/cold/a/b/link")" = "cold data" ]
+echo 2 >/proc/sys/vm/drop_caches
+printf 'more\n' >>"$T/mnt2/cold/a/b/c/file"
+check "cold: append reaches the host" [ "$(tail -n 1 "$T/exp2/cold/a/b/c/file")" = more ]
+check "cold: a missing name is ENOENT" sh -c '! stat "$1" 2>/dev/null' sh "$T/mnt2/cold/a/nothing"
 check "unmount (tcp)" umount_qtfs "$T/mnt2"
 finish
