@@ -120,6 +120,7 @@ struct session {
 	int root_fd; /* -1 until MOUNT */
 	char *root_path;
 	bool ro;
+	bool root_pseudo;    /* the root is on procfs, sysfs...: see tl_cached_only */
 	GHashTable *handles; /* u64 -> struct handle* */
 	uint64_t next_handle;
 	GHashTable *lock_owners; /* struct lock_owner* (key and value), see "File locks" */
@@ -263,7 +264,10 @@ static enum dev_kind dev_kind(struct qtfs_srv *srv, dev_t dev, int fd, const cha
  * from the dentry cache only (RESOLVE_CACHED), and a path that is not all
  * there is done again on the worker pool (DEFER), which may read the disk.
  * cached_ok is cleared, and the loop thread then resolves like everyone
- * else, on a kernel without RESOLVE_CACHED (before 5.12).
+ * else, on a kernel without RESOLVE_CACHED (before 5.12).  Not for a
+ * session whose root is a pseudo file system (procfs, sysfs, cgroupfs):
+ * there nothing waits for a disk, and RESOLVE_CACHED always fails (their
+ * dentries revalidate, which a cached-only walk does not do).
  */
 static __thread bool tl_cached_only;
 static gint cached_ok = 1; /* atomic */
@@ -2236,6 +2240,7 @@ static int op_mount(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	sess->root_fd = fd;
 	sess->root_path = g_steal_pointer(&canon);
 	sess->ro = best->ro;
+	sess->root_pseudo = dev_kind(sess->srv, st.st_dev, fd, "") != DEV_PLAIN;
 	g_mutex_unlock(&sess->lock);
 	qt_info("peer %s (%s): mounted \"%s\"%s", qt_conn_peer(sess->conn), qt_conn_peer_name(sess->conn),
 		sess->root_path, sess->ro ? " read-only" : "");
@@ -2312,7 +2317,7 @@ static void run_job(gpointer data, gpointer user)
 	g_mutex_unlock(&sess->lock);
 
 	tl_blocking_ok = where == RUN_BLOCKING;
-	tl_cached_only = where == RUN_INLINE;
+	tl_cached_only = where == RUN_INLINE && !sess->root_pseudo;
 	if (where == RUN_BLOCKING)
 		blocked_enter(sess, qt_msg_id(j->req), &blk);
 	qt_rd_init_msg(&r, j->req);
@@ -2693,7 +2698,7 @@ static bool ring_start(struct session *sess, struct job *j)
 	g_mutex_unlock(&sess->lock);
 	if (sess->refused || !mounted || (sess->ro && qtfs_op_writes(type)))
 		return false;
-	tl_cached_only = true; /* the loop thread: see openat2_beneath() */
+	tl_cached_only = !sess->root_pseudo; /* the loop thread: see openat2_beneath() */
 	rj = g_new0(struct ring_job, 1);
 	rj->j = j;
 	rj->rep = qt_msg_new_reply(j->req, type);
