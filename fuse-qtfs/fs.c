@@ -796,8 +796,9 @@ struct io_ctx {
 
 /*
  * A call on an open file answered from the loop thread, like struct
- * pending for path calls.  Relayed FIFOs are never called this way: their
- * calls wait without a deadline and can be interrupted (intr_begin()).
+ * pending for path calls, with the client's deadline.  Reads of relayed
+ * FIFOs are not made this way: they wait without a deadline and can be
+ * interrupted (intr_begin()).
  */
 struct fh_pending {
 	fuse_req_t req;
@@ -1323,34 +1324,33 @@ static struct qt_msg *build_getattr(uint64_t sh, void *ctx)
 	return m;
 }
 
-static void getattr_done(void *arg, int err, struct qt_msg *rep)
+/* Answer a GETATTR of @ino (at @path, or NULL) from its reply (freed here) or error. */
+static void answer_getattr(fuse_req_t req, fuse_ino_t ino, const char *path, int err,
+			   struct qt_msg *rep)
 {
-	struct pending *p = arg;
-	struct qtfs_fs *fs = FS(p->req);
+	struct qtfs_fs *fs = FS(req);
 	struct qtfs_attr a;
 
 	err = async_attr(err, rep, &a);
 	if (err < 0) {
-		fuse_reply_err(p->req, -err);
+		fuse_reply_err(req, -err);
 	} else {
-		fix_attr(fs, p->path, node_is_relay(fs, p->ino), &a);
-		reply_attr(p->req, fs, &a);
+		fix_attr(fs, path, node_is_relay(fs, ino), &a);
+		reply_attr(req, fs, &a);
 	}
+}
+
+static void getattr_done(void *arg, int err, struct qt_msg *rep)
+{
+	struct pending *p = arg;
+
+	answer_getattr(p->req, p->ino, p->path, err, rep);
 	pending_free(p);
 }
 
 static void getattr_fh_answer(struct fh_pending *p, int err, struct qt_msg *rep)
 {
-	struct qtfs_fs *fs = FS(p->req);
-	struct qtfs_attr a;
-
-	err = async_attr(err, rep, &a);
-	if (err < 0) {
-		fuse_reply_err(p->req, -err);
-	} else {
-		fix_attr(fs, p->path, node_is_relay(fs, p->ino), &a);
-		reply_attr(p->req, fs, &a);
-	}
+	answer_getattr(p->req, p->ino, p->path, err, rep);
 	fh_pending_free(p);
 }
 
@@ -1358,9 +1358,9 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	struct qtfs_fs *fs = FS(req);
 	g_autofree char *path = NULL;
-	struct qtfs_attr a;
+	struct fh_pending *p;
+	struct fh *h;
 	uint64_t key;
-	int err;
 
 	if (is_synth(fs, ino, &key)) {
 		struct stat st = {.st_mode = S_IFLNK | 0777, .st_nlink = 1, .st_ino = key, .st_size = 64};
@@ -1369,40 +1369,25 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	}
 	path = path_of(fs, ino, NULL);
-	/* By handle when the kernel names one, or when the file has no name left. */
-	if ((fi && fi->fh) || !path) {
-		struct fh *h = fi && fi->fh ? fh_of(fi) : node_fh(fs, ino);
-		g_autoptr(qt_msg) rep = NULL;
-
-		if (h && fi && fi->fh)
-			g_atomic_int_inc(&h->refs);
-		if (h && !h->stream) {
-			struct fh_pending *p = g_new0(struct fh_pending, 1);
-
-			*p = (struct fh_pending){.req = req, .h = h, .ino = ino,
-						 .path = g_steal_pointer(&path),
-						 .build = build_getattr, .answer = getattr_fh_answer};
-			call_fh_async(fs, p);
-			return;
-		}
-		err = h ? call_fh(fs, h, build_getattr, NULL, &rep) : -ESTALE;
-		if (err == 0)
-			err = rd_attr_reply(rep, &a);
-		if (h)
-			fh_unref(h);
-	} else {
+	if (!(fi && fi->fh) && path) {
 		struct qt_msg *m = req_path(QTFS_GETATTR, path);
 
 		qt_msg_put_u64(m, 0);
 		call_async(fs, m, true, getattr_done, pending_new(req, ino, g_steal_pointer(&path), NULL));
 		return;
 	}
-	if (err < 0) {
-		fuse_reply_err(req, -err);
+	/* By handle when the kernel names one, or when the file has no name left. */
+	h = fi && fi->fh ? fh_of(fi) : node_fh(fs, ino);
+	if (h && fi && fi->fh)
+		g_atomic_int_inc(&h->refs);
+	if (!h) {
+		fuse_reply_err(req, ESTALE);
 		return;
 	}
-	fix_attr(fs, path, node_is_relay(fs, ino), &a);
-	reply_attr(req, fs, &a);
+	p = g_new0(struct fh_pending, 1);
+	*p = (struct fh_pending){.req = req, .h = h, .ino = ino, .path = g_steal_pointer(&path),
+				 .build = build_getattr, .answer = getattr_fh_answer};
+	call_fh_async(fs, p);
 }
 
 struct setattr_ctx {
