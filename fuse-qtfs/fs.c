@@ -596,19 +596,25 @@ static int rd_handle_reply(const struct qt_msg *rep, uint64_t *sh, struct qtfs_a
  * OPEN or OPENDIR @path on some connection.  @pre: for OPEN, where the
  * start of a pseudo file goes when the host sends it (NULL: not wanted).
  */
+/* OPEN of @path; @prefetch: ask for the file's first bytes (see rd_prefetch()). */
+static struct qt_msg *req_open(const char *path, int flags, bool prefetch)
+{
+	struct qt_msg *m = req_path(QTFS_OPEN, path);
+
+	qt_msg_put_u32(m, (uint32_t)flags);
+	qt_msg_put_u32(m, prefetch ? PREFETCH_WANT : 0);
+	return m;
+}
+
 static int open_remote(struct qtfs_fs *fs, const char *path, int flags, bool dir, bool stream,
 		       unsigned *slot, uint64_t *gen, uint64_t *sh, struct qtfs_attr *a,
 		       struct prefetched *pre)
 {
 	for (int attempt = 0; attempt < 3; attempt++) {
 		g_autoptr(qt_msg) rep = NULL;
-		struct qt_msg *m = req_path(dir ? QTFS_OPENDIR : QTFS_OPEN, path);
+		struct qt_msg *m = dir ? req_path(QTFS_OPENDIR, path) : req_open(path, flags, pre != NULL);
 		int err;
 
-		if (!dir) {
-			qt_msg_put_u32(m, (uint32_t)flags);
-			qt_msg_put_u32(m, pre ? PREFETCH_WANT : 0);
-		}
 		if ((err = qtfs_client_pick(fs->cl, slot, gen)) < 0) {
 			qt_msg_free(m);
 			return err;
@@ -1709,25 +1715,40 @@ static void set_open_flags(struct fuse_file_info *fi, bool pseudo)
 	fi->direct_io = pseudo;
 }
 
-static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/* The kernel's new open file: the handle @slot/@gen/@sh of @ino, answered to @req. */
+static void finish_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, bool relay,
+			unsigned slot, uint64_t gen, uint64_t sh, const struct qtfs_attr *a,
+			struct prefetched *pre)
 {
 	struct qtfs_fs *fs = FS(req);
-	g_autofree char *path = path_of(fs, ino, NULL);
-	struct qtfs_attr a;
-	unsigned slot;
-	uint64_t gen, sh;
-	struct fh *h;
-	bool relay;
-	int err;
+	struct fh *h = fh_new(ino, fi->flags, false, slot, gen, sh, relay || (a->flags & QTFS_AF_PSEUDO));
 
-	if (!path) {
-		fuse_reply_err(req, ESTALE);
-		return;
-	}
-	relay = node_is_relay(fs, ino);
+	/* Only direct-I/O files may answer reads from it (no page cache). */
+	if (h->pseudo && !relay)
+		h->pre = *pre;
+	else
+		g_free(pre->data);
+	h->stream = relay;
+	fi->fh = (uintptr_t)h;
+	set_open_flags(fi, h->pseudo);
+	if (relay)
+		fi->nonseekable = 1;
+	fh_attach(fs, h);
+	if (fuse_reply_open(req, fi) != 0)
+		fh_close(fs, h);
+}
+
+static void open_sync(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, const char *path)
+{
+	struct qtfs_fs *fs = FS(req);
+	bool relay = node_is_relay(fs, ino);
 	/* Prefetched bytes land here first: the fh needs the reply's attributes. */
 	struct prefetched pre = {0};
 	struct qt_call_ctl *ctl = relay ? intr_begin(req) : NULL;
+	struct qtfs_attr a;
+	unsigned slot;
+	uint64_t gen, sh;
+	int err;
 
 	err = open_remote(fs, path, fi->flags, false, relay, &slot, &gen, &sh, &a,
 			  relay || (fi->flags & O_ACCMODE) != O_RDONLY ? NULL : &pre);
@@ -1737,20 +1758,94 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, -err);
 		return;
 	}
-	h = fh_new(ino, fi->flags, false, slot, gen, sh, relay || (a.flags & QTFS_AF_PSEUDO));
-	/* Only direct-I/O files may answer reads from it (no page cache). */
-	if (h->pseudo && !relay)
-		h->pre = pre;
+	finish_open(req, ino, fi, relay, slot, gen, sh, &a, &pre);
+}
+
+/*
+ * An OPEN answered from the loop thread (see struct pending).  libfuse's
+ * file info lives on the worker's stack, so the answer uses a copy.  A
+ * connection replaced before the reply: the open is redone synchronously
+ * (open_remote() picks another), on the slow pool.
+ */
+struct open_pending {
+	fuse_req_t req;
+	fuse_ino_t ino;
+	struct fuse_file_info fi;
+	char *path;
+	unsigned slot;
+	uint64_t gen;
+};
+
+static void open_pending_free(struct open_pending *p)
+{
+	g_free(p->path);
+	g_free(p);
+}
+
+static void open_redo(void *arg, bool run)
+{
+	struct open_pending *p = arg;
+
+	if (run)
+		open_sync(p->req, p->ino, &p->fi, p->path);
 	else
+		fuse_reply_err(p->req, EIO);
+	open_pending_free(p);
+}
+
+static void open_done(void *arg, int err, struct qt_msg *rep)
+{
+	struct open_pending *p = arg;
+	struct prefetched pre = {0};
+	bool want = (p->fi.flags & O_ACCMODE) == O_RDONLY;
+	struct qtfs_attr a;
+	uint64_t sh;
+
+	if (err == -ESTALE) {
+		qt_msg_free(rep);
+		slow_push(FS(p->req), open_redo, p);
+		return;
+	}
+	if (err == 0)
+		err = rd_handle_reply(rep, &sh, &a, true, want ? &pre : NULL);
+	qt_msg_free(rep);
+	if (err < 0) {
 		g_free(pre.data);
-	h->stream = relay;
-	fi->fh = (uintptr_t)h;
-	set_open_flags(fi, h->pseudo);
-	if (relay)
-		fi->nonseekable = 1;
-	fh_attach(fs, h);
-	if (fuse_reply_open(req, fi) != 0)
-		fh_close(fs, h);
+		fuse_reply_err(p->req, -err);
+	} else {
+		finish_open(p->req, p->ino, &p->fi, false, p->slot, p->gen, sh, &a, &pre);
+	}
+	open_pending_free(p);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct qtfs_fs *fs = FS(req);
+	g_autofree char *path = path_of(fs, ino, NULL);
+	struct open_pending *p;
+	struct qt_msg *m;
+	unsigned slot;
+	uint64_t gen;
+	int err;
+
+	if (!path) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	/* A relayed FIFO's open waits without a deadline and can be interrupted. */
+	if (node_is_relay(fs, ino)) {
+		open_sync(req, ino, fi, path);
+		return;
+	}
+	if ((err = qtfs_client_pick(fs->cl, &slot, &gen)) < 0) {
+		fuse_reply_err(req, -err);
+		return;
+	}
+	m = req_open(path, fi->flags, (fi->flags & O_ACCMODE) == O_RDONLY);
+	p = g_new0(struct open_pending, 1);
+	*p = (struct open_pending){.req = req, .ino = ino, .fi = *fi, .path = g_steal_pointer(&path),
+				   .slot = slot, .gen = gen};
+	qtfs_client_call_cb(fs->cl, slot, gen, m, qtfs_client_timeout_ms(fs->cl), open_done, p);
 }
 
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
