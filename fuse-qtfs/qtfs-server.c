@@ -184,15 +184,22 @@ static void on_signal(struct qt_watch *w, int fd, uint32_t revents, void *arg)
 	}
 }
 
-/* In --stdio mode the process ends with its one connection. */
+/*
+ * In --stdio mode the process ends with its one connection: checked once
+ * the loop is done closing it (the server's count drops after the close
+ * callback).
+ */
 static struct qt_server *stdio_server;
 
 static void stdio_check(void *arg)
 {
-	if (qt_server_conn_count(stdio_server) == 0)
+	if (stdio_server && qt_server_conn_count(stdio_server) == 0)
 		qt_loop_stop(the_loop);
-	else
-		qt_timer_add(the_loop, 100, stdio_check, NULL);
+}
+
+static void stdio_conn_closed(void *arg)
+{
+	qt_loop_post(the_loop, stdio_check, arg);
 }
 
 static int run(struct settings *s)
@@ -253,6 +260,8 @@ static int run(struct settings *s)
 	so.n_unix_uids = s->unix_uids->len;
 	so.no_inline_metadata = !s->inline_metadata;
 	so.no_ring_file_ops = !s->ring_file_ops;
+	if (s->stdio)
+		so.conn_closed = stdio_conn_closed;
 	if ((err = qtfs_srv_new(loop, &so, &srv, &msg)) < 0) {
 		rc = qt_cli_fail("%s", msg);
 		goto out;
@@ -270,7 +279,6 @@ static int run(struct settings *s)
 			goto out;
 		}
 		stdio_server = server;
-		qt_timer_add(loop, 100, stdio_check, NULL);
 	}
 	for (guint i = 0; i < s->listen->len; i++) {
 		const char *uri = g_ptr_array_index(s->listen, i);
@@ -318,6 +326,7 @@ out:
 	}
 	/* Workers finish before the sessions they serve go away. */
 	qtfs_srv_free(srv);
+	stdio_server = NULL;
 	if (server && qt_server_conn_count(server) == 0)
 		qt_server_free(server);
 	qt_watch_remove(sigw);

@@ -96,6 +96,8 @@ struct qtfs_srv {
 	GThreadPool *blocking; /* requests that may wait on other processes */
 	bool inline_meta;      /* see runs_inline() */
 	bool ring_ops;	       /* see ring_start() */
+	void (*conn_closed)(void *arg);
+	void *conn_closed_arg;
 	unsigned sessions;
 
 	GMutex dev_lock;
@@ -2787,17 +2789,20 @@ static void srv_conn_closed(struct qt_conn *c, int err, const char *reason, void
 
 	/* Before ready (or refused), the user data is still the server. */
 	if (*(uint32_t *)user != TAG_SESS) {
+		srv = user;
 		if (err)
 			qt_info("peer %s: %s", qt_conn_peer(c), reason);
-		return;
+	} else {
+		srv = sess->srv;
+		srv->sessions--;
+		if (err)
+			qt_notice("peer %s: connection closed: %s", qt_conn_peer(c), reason);
+		else
+			qt_info("peer %s: disconnected", qt_conn_peer(c));
+		session_unref(sess);
 	}
-	srv = sess->srv;
-	srv->sessions--;
-	if (err)
-		qt_notice("peer %s: connection closed: %s", qt_conn_peer(c), reason);
-	else
-		qt_info("peer %s: disconnected", qt_conn_peer(c));
-	session_unref(sess);
+	if (srv->conn_closed)
+		srv->conn_closed(srv->conn_closed_arg);
 }
 
 const struct qt_conn_ops qtfs_srv_conn_ops = {
@@ -2818,6 +2823,8 @@ int qtfs_srv_new(struct qt_loop *l, const struct qtfs_srv_opts *o, struct qtfs_s
 	srv->max_handles = o->max_handles ? o->max_handles : 4096;
 	srv->inline_meta = !o->no_inline_metadata;
 	srv->ring_ops = !o->no_ring_file_ops && qt_loop_has_fops(l);
+	srv->conn_closed = o->conn_closed;
+	srv->conn_closed_arg = o->conn_closed_arg;
 	srv->unix_uids = g_array_new(FALSE, FALSE, sizeof(uint32_t));
 	if (o->n_unix_uids)
 		g_array_append_vals(srv->unix_uids, o->unix_uids, o->n_unix_uids);

@@ -35,6 +35,9 @@ struct qtfs_srv_opts {
 	unsigned n_unix_uids;		 /* 0: only root and our own uid */
 	bool no_inline_metadata;	 /* run every request on the pool (see server.c) */
 	bool no_ring_file_ops;		 /* never use io_uring for file operations (see server.c) */
+	/* Run on the loop thread as each connection ends (its count drops just after); may be NULL. */
+	void (*conn_closed)(void *arg);
+	void *conn_closed_arg;
 };
 
 struct qtfs_srv;
