@@ -52,25 +52,14 @@ MOUNTS="$MOUNTS $T/m-unix"
 MOUNTS="$MOUNTS $T/p-qtfs"
 
 # sshfs through a local sshd with generated keys.
-mkdir -p /run/sshd "$T/home"
+mkdir -p "$T/home"
 ssh-keygen -q -t ed25519 -N '' -f "$T/hostkey" && ssh-keygen -q -t ed25519 -N '' -f "$T/id"
 cp "$T/id.pub" "$T/authorized_keys"
-sport=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat >"$T/sshd_config" <<EOF
-ListenAddress 127.0.0.1
-Port $sport
-HostKey $T/hostkey
-AuthorizedKeysFile $T/authorized_keys
-PidFile $T/sshd.pid
-PermitRootLogin prohibit-password
-PasswordAuthentication no
-StrictModes no
-UsePAM no
-Subsystem sftp internal-sftp
-EOF
-"$(dirname "$0")/../clean-sshd.sh" /usr/sbin/sshd -D -e -f "$T/sshd_config" 2>"$T/sshd.log" &
-PIDS="$PIDS $!"
-sleep 0.5
+. "$(dirname "$0")/../sshd-env.sh"
+start_test_sshd "$T/sshd" "HostKey $T/hostkey" "AuthorizedKeysFile $T/authorized_keys" \
+	"Subsystem sftp internal-sftp" || exit 1
+PIDS="$PIDS $SSHD_PID"
+sport=$SSHD_PORT
 printf '[127.0.0.1]:%s %s\n' "$sport" "$(cut -d' ' -f1,2 "$T/hostkey.pub")" >"$T/known_hosts"
 sshopts="-o IdentityFile=$T/id,UserKnownHostsFile=$T/known_hosts,port=$sport"
 sshfs $sshopts "root@127.0.0.1:$T/exp" "$T/m-sshfs" || exit 1
@@ -235,7 +224,7 @@ done
 # after a second: the same workload on a mount that caches as long.
 echo "== m-unix with entry_timeout=20,attr_timeout=20 (sshfs's cache time)"
 mkdir -p "$T/c20"
-"$FUSE_QTFS" -o entry_timeout=20,attr_timeout=20 "unix:$T/sock:$T/exp" "$T/c20" || exit 1
+"$FUSE_QTFS" --key-file "$T/psk" -o entry_timeout=20,attr_timeout=20 "unix:$T/sock:$T/exp" "$T/c20" || exit 1
 MOUNTS="$MOUNTS $T/c20"
 set -- $(b meta "$T/c20")
 c20=$1 u20=$4

@@ -42,25 +42,14 @@ port=$(freeport)
 	--key-file "$T/psk" --log-level warn >"$T/rexecd.log" 2>&1 &
 PIDS="$PIDS $!"
 
-mkdir -p /run/sshd "$T/home/.ssh"
+mkdir -p "$T/home/.ssh"
 ssh-keygen -q -t ed25519 -N '' -f "$T/hostkey" && ssh-keygen -q -t ed25519 -N '' -f "$T/id"
 cp "$T/id.pub" "$T/authorized_keys"
-sport=$(freeport)
-cat >"$T/sshd_config" <<EOF2
-ListenAddress 127.0.0.1
-Port $sport
-HostKey $T/hostkey
-AuthorizedKeysFile $T/authorized_keys
-PidFile $T/sshd.pid
-PermitRootLogin prohibit-password
-PasswordAuthentication no
-StrictModes no
-UsePAM no
-EOF2
-"$(dirname "$0")/../clean-sshd.sh" /usr/sbin/sshd -D -e -f "$T/sshd_config" 2>"$T/sshd.log" &
-PIDS="$PIDS $!"
+. "$(dirname "$0")/../sshd-env.sh"
+start_test_sshd "$T/sshd" "HostKey $T/hostkey" "AuthorizedKeysFile $T/authorized_keys" || exit 1
+PIDS="$PIDS $SSHD_PID"
+sport=$SSHD_PORT
 printf '[127.0.0.1]:%s %s\n' "$sport" "$(cut -d' ' -f1,2 "$T/hostkey.pub")" >"$T/home/.ssh/known_hosts"
-sleep 0.5
 head -c $((size * 1048576)) /dev/urandom >"$T/big"
 
 export T size runs port sport REXEC PY

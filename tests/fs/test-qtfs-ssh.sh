@@ -17,46 +17,16 @@ fi
 unset SSH_AUTH_SOCK SSH_AGENT_PID
 HOME=$T/home
 export HOME
-mkdir -p "$HOME" /run/sshd
+mkdir -p "$HOME"
 ssh-keygen -q -t ed25519 -N '' -f "$T/host_key" || exit 1
 ssh-keygen -q -t ed25519 -N '' -f "$T/id" || exit 1
 ssh-keygen -q -t ed25519 -N '' -f "$T/other_host_key" || exit 1
 cp "$T/id.pub" "$T/authorized_keys"
 
-port=
-for _ in 1 2 3 4 5 6 7 8; do
-	p=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
-	cat >"$T/sshd_config" <<CONF
-ListenAddress 127.0.0.1
-Port $p
-HostKey $T/host_key
-AuthorizedKeysFile $T/authorized_keys
-PidFile $T/sshd.pid
-PermitRootLogin prohibit-password
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-StrictModes no
-UsePAM no
-CONF
-	"$(dirname "$0")/../clean-sshd.sh" "$sshd" -D -e -f "$T/sshd_config" >"$T/sshd.log" 2>&1 &
-	pid=$!
-	for _ in $(seq 50); do
-		kill -0 "$pid" 2>/dev/null || break
-		grep -q "Server listening" "$T/sshd.log" && break
-		sleep 0.1
-	done
-	if kill -0 "$pid" 2>/dev/null && grep -q "Server listening" "$T/sshd.log"; then
-		QTFS_PIDS="$QTFS_PIDS $pid"
-		port=$p
-		break
-	fi
-	wait "$pid" 2>/dev/null
-done
-[ -n "$port" ] || {
-	echo "FAIL: sshd did not start" >&2
-	cat "$T/sshd.log" >&2
-	exit 1
-}
+. "$(dirname "$0")/../sshd-env.sh"
+start_test_sshd "$T/sshd" "HostKey $T/host_key" "AuthorizedKeysFile $T/authorized_keys" || exit 1
+QTFS_PIDS="$QTFS_PIDS $SSHD_PID"
+port=$SSHD_PORT
 printf '[127.0.0.1]:%s %s\n' "$port" "$(cut -d' ' -f1,2 "$T/host_key.pub")" >"$T/known_hosts"
 printf '[127.0.0.1]:%s %s\n' "$port" "$(cut -d' ' -f1,2 "$T/other_host_key.pub")" >"$T/bad_known_hosts"
 

@@ -57,46 +57,12 @@ ssh-keygen -q -t ed25519 -N '' -C test-host -f "$tmp/host_ed25519" || exit 1
 ssh-keygen -q -t ed25519 -N '' -C test-client -f "$tmp/id" || exit 1
 ssh-keygen -q -t ed25519 -N '' -C test-other -f "$tmp/other" || exit 1
 cp "$tmp/id.pub" "$tmp/authorized_keys"
-# sshd refuses to start without its privilege separation directory.
-mkdir -p /run/sshd
-
-# sshd on 127.0.0.1 and a free high port (random tries: sshd -D -e exits at
-# once if the port is taken).  No AcceptEnv: -e must work without it.
-port=
-for _ in 1 2 3 4 5 6 7 8; do
-	p=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
-	cat >"$tmp/sshd.config" <<EOF
-ListenAddress 127.0.0.1
-Port $p
-HostKey $tmp/host_ed25519
-AuthorizedKeysFile $tmp/authorized_keys
-PidFile $tmp/sshd.pid
-PermitRootLogin prohibit-password
-PubkeyAuthentication yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-StrictModes no
-UsePAM no
-EOF
-	"$(dirname "$0")/../clean-sshd.sh" "$sshd" -D -e -f "$tmp/sshd.config" -p "$p" 2>"$tmp/sshd.log" &
-	pid=$!
-	for _ in $(seq 50); do
-		kill -0 "$pid" 2>/dev/null || break
-		grep -q "Server listening" "$tmp/sshd.log" && break
-		sleep 0.1
-	done
-	if kill -0 "$pid" 2>/dev/null && grep -q "Server listening" "$tmp/sshd.log"; then
-		sshd_pid=$pid
-		port=$p
-		break
-	fi
-	wait "$pid" 2>/dev/null
-done
-if [ -z "$port" ]; then
-	echo "FAIL: sshd did not start; its last words:" >&2
-	cat "$tmp/sshd.log" >&2
+# sshd on 127.0.0.1 and a free high port.  No AcceptEnv: -e must work without it.
+. "$(dirname "$0")/../sshd-env.sh"
+start_test_sshd "$tmp/sshd" "HostKey $tmp/host_ed25519" "AuthorizedKeysFile $tmp/authorized_keys" ||
 	exit 1
-fi
+sshd_pid=$SSHD_PID
+port=$SSHD_PORT
 printf '[127.0.0.1]:%s %s\n' "$port" "$(cut -d' ' -f1,2 "$tmp/host_ed25519.pub")" >"$HOME/.ssh/known_hosts"
 dest="$(id -un)@127.0.0.1:$port"
 

@@ -60,54 +60,16 @@ ssh-keygen -q -t ecdsa -N '' -C test-host -f "$tmp/host_ecdsa" || exit 1
 ssh-keygen -q -t ed25519 -N '' -C test-client -f "$tmp/id" || exit 1
 ssh-keygen -q -t ed25519 -N '' -C test-other -f "$tmp/other" || exit 1
 cp "$tmp/id.pub" "$tmp/authorized_keys"
-# sshd refuses to start without its privilege separation directory.
-mkdir -p /run/sshd
-
-# start_sshd NAME [CONFIG-LINE]...: start an sshd on 127.0.0.1 and a free
-# high port (random tries: sshd -D -e exits at once if the port is taken);
-# sets $port, logs to $tmp/NAME.log.
+. "$(dirname "$0")/../sshd-env.sh"
+# start_sshd NAME [CONFIG-LINE]...: an sshd with the test's host keys and
+# authorized key (sshd-env.sh); sets $port, logs to $tmp/NAME.log.
 start_sshd() {
 	name=$1
 	shift
-	port=
-	for _ in 1 2 3 4 5 6 7 8; do
-		p=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
-		{
-			cat <<EOF
-ListenAddress 127.0.0.1
-Port $p
-HostKey $tmp/host_ed25519
-HostKey $tmp/host_ecdsa
-AuthorizedKeysFile $tmp/authorized_keys
-PidFile $tmp/$name.pid
-PermitRootLogin prohibit-password
-PubkeyAuthentication yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-StrictModes no
-UsePAM no
-AcceptEnv QT_SSH_TEST
-EOF
-			printf '%s\n' "$@"
-		} >"$tmp/$name.config"
-		"$(dirname "$0")/../clean-sshd.sh" "$sshd" -D -e -f "$tmp/$name.config" -p "$p" 2>"$tmp/$name.log" &
-		pid=$!
-		# Ready once it listens; gone if the port was taken.
-		for _ in $(seq 50); do
-			kill -0 "$pid" 2>/dev/null || break
-			grep -q "Server listening" "$tmp/$name.log" && break
-			sleep 0.1
-		done
-		if kill -0 "$pid" 2>/dev/null && grep -q "Server listening" "$tmp/$name.log"; then
-			sshd_pids="$sshd_pids $pid"
-			port=$p
-			return 0
-		fi
-		wait "$pid" 2>/dev/null
-	done
-	echo "FAIL: sshd did not start; its last words:" >&2
-	cat "$tmp/$name.log" >&2
-	exit 1
+	start_test_sshd "$tmp/$name" "HostKey $tmp/host_ed25519" "HostKey $tmp/host_ecdsa" \
+		"AuthorizedKeysFile $tmp/authorized_keys" "AcceptEnv QT_SSH_TEST" "$@" || exit 1
+	sshd_pids="$sshd_pids $SSHD_PID"
+	port=$SSHD_PORT
 }
 
 start_sshd sshd
