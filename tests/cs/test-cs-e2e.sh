@@ -75,16 +75,8 @@ trap 'exit 1' HUP INT TERM
 say() {
 	printf '\n== %s\n' "$*"
 }
-check() {
-	what=$1
-	shift
-	if "$@"; then
-		echo "ok: $what"
-	else
-		echo "FAIL: $what" >&2
-		failures=$((failures + 1))
-	fi
-}
+# ok, fail, check (and netns_pair).
+. "$(dirname "$0")/../check-env.sh"
 # Run on the DPU: its network, mount and pid namespaces.
 dpu() {
 	nsenter -t "$anchor" -n -m -p -- "$@"
@@ -114,18 +106,7 @@ wait_for() {
 }
 
 say "two hosts: network namespaces $nh (host, $H) and $nd (DPU, with its own mount and pid namespaces)"
-ip netns add "$nh" || exit 1
-ip netns add "$nd" || exit 1
-ip link add "eh$id" type veth peer name "ed$id"
-ip link set "eh$id" netns "$nh"
-ip link set "ed$id" netns "$nd"
-ip -n "$nh" addr add "$H/24" dev "eh$id"
-ip -n "$nd" addr add "10.252.$net.2/24" dev "ed$id"
-for n in "$nh" "$nd"; do
-	ip -n "$n" link set lo up
-done
-ip -n "$nh" link set "eh$id" up
-ip -n "$nd" link set "ed$id" up
+netns_pair "$nh" "$nd" "eh$id" "ed$id" "$H/24" "10.252.$net.2/24" || exit 1
 
 mkdir -p "$T/shared" "$T/hostrun" "$T/keys" "$T/dpu/root" "$T/state"
 (umask 077 && head -c 48 /dev/urandom | base64 >"$T/keys/psk")

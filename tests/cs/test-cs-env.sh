@@ -43,16 +43,8 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' HUP INT TERM
-check() {
-	what=$1
-	shift
-	if "$@"; then
-		echo "ok: $what"
-	else
-		echo "FAIL: $what" >&2
-		failures=$((failures + 1))
-	fi
-}
+# ok, fail, check (and netns_pair).
+. "$(dirname "$0")/../check-env.sh"
 mounts_under() { grep -c " $T/root" /proc/self/mountinfo; }
 
 mkdir -p "$T/host" "$T/run" "$T/root"

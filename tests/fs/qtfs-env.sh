@@ -55,25 +55,8 @@ KEY=$T/psk
 head -c 48 /dev/urandom | base64 >"$KEY"
 chmod 600 "$KEY"
 
-fail() {
-	echo "FAIL: $*" >&2
-	failures=$((failures + 1))
-}
-
-ok() {
-	echo "ok: $*"
-}
-
-# check DESCRIPTION CMD...: run CMD, count a failure if it fails.
-check() {
-	desc=$1
-	shift
-	if "$@"; then
-		ok "$desc"
-	else
-		fail "$desc"
-	fi
-}
+# ok, fail, check (and netns_pair).
+. "$(dirname "$0")/../check-env.sh"
 
 # A free TCP port on loopback.
 free_port() {

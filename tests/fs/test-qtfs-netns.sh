@@ -20,16 +20,7 @@ cleanup_ns() {
 	ip netns del "$nd" 2>/dev/null
 }
 trap cleanup_ns EXIT
-ip netns add "$nh" && ip netns add "$nd" || exit 1
-ip link add "qh$$" type veth peer name "qd$$" || exit 1
-ip link set "qh$$" netns "$nh"
-ip link set "qd$$" netns "$nd"
-ip -n "$nh" addr add 10.251.0.1/24 dev "qh$$"
-ip -n "$nd" addr add 10.251.0.2/24 dev "qd$$"
-ip -n "$nh" link set "qh$$" up
-ip -n "$nd" link set "qd$$" up
-ip -n "$nh" link set lo up
-ip -n "$nd" link set lo up
+netns_pair "$nh" "$nd" "qh$$" "qd$$" 10.251.0.1/24 10.251.0.2/24 || exit 1
 
 mkdir -p "$T/exp" "$T/native"
 SERVER_WRAP="nsenter --net=/run/netns/$nh"

@@ -83,25 +83,8 @@ printf '[rexec]\n' >"$CLIENT_CONF"
 MARK=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
 MARK=7$$.$MARK
 
-fail() {
-	echo "FAIL: $*" >&2
-	failures=$((failures + 1))
-}
-
-ok() {
-	echo "ok: $*"
-}
-
-# check DESCRIPTION CMD...: run CMD, count a failure if it fails.
-check() {
-	desc=$1
-	shift
-	if "$@"; then
-		ok "$desc"
-	else
-		fail "$desc"
-	fi
-}
+# ok, fail, check (and netns_pair).
+. "$(dirname "$0")/../check-env.sh"
 
 # check_rc DESCRIPTION WANT CMD...: CMD (stdout in $T/out, stderr in
 # $T/err) must exit with status WANT.

@@ -23,16 +23,7 @@ cleanup_ns() {
 	ip netns del "$nd" 2>/dev/null
 }
 trap cleanup_ns EXIT
-ip netns add "$nh" && ip netns add "$nd" || exit 1
-ip link add "rh$$" type veth peer name "rd$$" || exit 1
-ip link set "rh$$" netns "$nh"
-ip link set "rd$$" netns "$nd"
-ip -n "$nh" addr add 10.252.0.1/24 dev "rh$$"
-ip -n "$nd" addr add 10.252.0.2/24 dev "rd$$"
-ip -n "$nh" link set "rh$$" up
-ip -n "$nd" link set "rd$$" up
-ip -n "$nh" link set lo up
-ip -n "$nd" link set lo up
+netns_pair "$nh" "$nd" "rh$$" "rd$$" 10.252.0.1/24 10.252.0.2/24 || exit 1
 
 SERVER_WRAP="nsenter --net=/run/netns/$nh"
 REXECD_TCP_ADDR=10.252.0.1

@@ -1,0 +1,43 @@
+# SPDX-License-Identifier: Apache-2.0
+#
+# Sourced by the shell tests: what they report with, and the two "hosts"
+# of the network tests.
+#
+# ok DESC / fail DESC: print one result line ("ok: ..." on stdout, "FAIL:
+#   ..." on stderr); fail counts in $failures, which the test's exit status
+#   comes from.
+# check DESC CMD...: run CMD; ok or fail.
+# netns_pair HOST-NS DPU-NS HOST-IF DPU-IF HOST-ADDR DPU-ADDR: two network
+#   namespaces joined by a veth pair, addresses (with their /prefix) and
+#   every link up, loopback included.  The caller deletes the namespaces
+#   (which deletes the pair).  Non-zero if any step fails.
+
+failures=${failures:-0}
+
+ok() {
+	echo "ok: $*"
+}
+
+fail() {
+	echo "FAIL: $*" >&2
+	failures=$((failures + 1))
+}
+
+check() {
+	_desc=$1
+	shift
+	if "$@"; then
+		ok "$_desc"
+	else
+		fail "$_desc"
+	fi
+}
+
+netns_pair() {
+	ip netns add "$1" && ip netns add "$2" &&
+		ip link add "$3" type veth peer name "$4" &&
+		ip link set "$3" netns "$1" && ip link set "$4" netns "$2" &&
+		ip -n "$1" addr add "$5" dev "$3" && ip -n "$2" addr add "$6" dev "$4" &&
+		ip -n "$1" link set lo up && ip -n "$2" link set lo up &&
+		ip -n "$1" link set "$3" up && ip -n "$2" link set "$4" up
+}
