@@ -15,10 +15,8 @@ trap 'rm -rf "$tmp"' EXIT
 trap 'exit 1' HUP INT TERM
 
 failures=0
-fail() {
-	echo "FAIL: $*" >&2
-	failures=$((failures + 1))
-}
+# fail (and ok, check).
+. "$(dirname "$0")/../check-env.sh"
 
 expect() {
 	want=$1
