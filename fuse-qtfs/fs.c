@@ -1848,57 +1848,87 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	qtfs_client_call_cb(fs->cl, slot, gen, m, qtfs_client_timeout_ms(fs->cl), open_done, p);
 }
 
-static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-		      struct fuse_file_info *fi)
+/*
+ * A CREATE answered from the loop thread (see struct open_pending).  Not
+ * repeated on another connection: after a lost connection nobody knows
+ * whether the file was made, so that is EIO.
+ */
+struct create_pending {
+	fuse_req_t req;
+	fuse_ino_t parent;
+	struct fuse_file_info fi;
+	unsigned slot;
+	uint64_t gen;
+	char name[];
+};
+
+static void create_done(void *arg, int err, struct qt_msg *rep)
 {
-	struct qtfs_fs *fs = FS(req);
-	g_autofree char *path = path_of(fs, parent, name);
+	struct create_pending *cp = arg;
+	struct qtfs_fs *fs = FS(cp->req);
 	struct fuse_entry_param e;
 	struct qtfs_attr a;
 	struct node *n, *p;
-	unsigned slot;
-	uint64_t gen, sh;
 	struct fh *h;
-	int err = -EIO;
+	uint64_t sh;
 
-	if (!path) {
-		fuse_reply_err(req, ESTALE);
-		return;
-	}
-	/* Not retried: after a lost connection we cannot know whether it was made. */
-	if ((err = qtfs_client_pick(fs->cl, &slot, &gen)) == 0) {
-		g_autoptr(qt_msg) rep = NULL;
-		struct qt_msg *m = req_path(QTFS_CREATE, path);
-
-		qt_msg_put_u32(m, (uint32_t)fi->flags);
-		qt_msg_put_u32(m, mode);
-		put_caller(m, req);
-		err = qtfs_client_call_on(fs->cl, slot, gen, m, 0, &rep);
-		if (err == -ESTALE)
-			err = -EIO;
-		else if (err == 0)
-			err = rd_handle_reply(rep, &sh, &a, false, NULL);
-	}
+	if (err == -ESTALE)
+		err = -EIO;
+	else if (err == 0)
+		err = rd_handle_reply(rep, &sh, &a, false, NULL);
+	qt_msg_free(rep);
 	if (err < 0) {
-		fuse_reply_err(req, -err);
+		fuse_reply_err(cp->req, -err);
+		g_free(cp);
 		return;
 	}
 	g_mutex_lock(&fs->lock);
-	p = node_by_id(fs, parent);
-	n = node_learn_locked(fs, p, name, &a);
+	p = node_by_id(fs, cp->parent);
+	n = node_learn_locked(fs, p, cp->name, &a);
 	fill_entry(fs, n, &a, &e);
 	g_mutex_unlock(&fs->lock);
-	h = fh_new(n->id, fi->flags, false, slot, gen, sh, a.flags & QTFS_AF_PSEUDO);
-	fi->fh = (uintptr_t)h;
-	set_open_flags(fi, h->pseudo);
+	h = fh_new(n->id, cp->fi.flags, false, cp->slot, cp->gen, sh, a.flags & QTFS_AF_PSEUDO);
+	cp->fi.fh = (uintptr_t)h;
+	set_open_flags(&cp->fi, h->pseudo);
 	fh_attach(fs, h);
-	if (fuse_reply_create(req, &e, fi) != 0) {
+	if (fuse_reply_create(cp->req, &e, &cp->fi) != 0) {
 		fh_close(fs, h);
 		g_mutex_lock(&fs->lock);
 		if (--n->nlookup == 0 && n->children == 0)
 			node_free(fs, n);
 		g_mutex_unlock(&fs->lock);
 	}
+	g_free(cp);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	struct qtfs_fs *fs = FS(req);
+	g_autofree char *path = path_of(fs, parent, name);
+	struct create_pending *cp;
+	struct qt_msg *m;
+	size_t len = strlen(name) + 1;
+	unsigned slot;
+	uint64_t gen;
+	int err;
+
+	if (!path) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if ((err = qtfs_client_pick(fs->cl, &slot, &gen)) < 0) {
+		fuse_reply_err(req, -err);
+		return;
+	}
+	m = req_path(QTFS_CREATE, path);
+	qt_msg_put_u32(m, (uint32_t)fi->flags);
+	qt_msg_put_u32(m, mode);
+	put_caller(m, req);
+	cp = g_malloc(sizeof(*cp) + len);
+	*cp = (struct create_pending){.req = req, .parent = parent, .fi = *fi, .slot = slot, .gen = gen};
+	memcpy(cp->name, name, len);
+	qtfs_client_call_cb(fs->cl, slot, gen, m, qtfs_client_timeout_ms(fs->cl), create_done, cp);
 }
 
 static struct qt_msg *build_read(uint64_t sh, void *arg)
