@@ -68,15 +68,18 @@ static struct as_resources leaf_of(const struct as_snapshot *s, guint idx)
 	return f;
 }
 
-static void max_of_children(struct as_snapshot *s, guint t)
+/* Recompute entry @t from its children; false when it did not change. */
+static bool max_of_children(struct as_snapshot *s, guint t)
 {
 	const struct as_resources *a = &s->tree[2 * t], *b = &s->tree[2 * t + 1];
 	struct as_resources *m = &s->tree[t];
+	struct as_resources v = {MAX(a->cpu, b->cpu), MAX(a->mem, b->mem), MAX(a->gpu, b->gpu),
+				 MAX(a->pods, b->pods)};
 
-	m->cpu = MAX(a->cpu, b->cpu);
-	m->mem = MAX(a->mem, b->mem);
-	m->gpu = MAX(a->gpu, b->gpu);
-	m->pods = MAX(a->pods, b->pods);
+	if (v.cpu == m->cpu && v.mem == m->mem && v.gpu == m->gpu && v.pods == m->pods)
+		return false;
+	*m = v;
+	return true;
 }
 
 static void tree_rebuild(struct as_snapshot *s)
@@ -93,22 +96,31 @@ static void tree_rebuild(struct as_snapshot *s)
 	for (guint i = 0; i < leaves; i++)
 		s->tree[leaves + i] = leaf_of(s, i);
 	for (guint t = leaves - 1; t >= 1; t--)
-		max_of_children(s, t);
+		(void)max_of_children(s, t);
 	s->stale = false;
 }
 
-/* Node @idx changed: bring its path to the root up to date. */
-static void tree_update(struct as_snapshot *s, guint idx)
+static void tree_update_path(struct as_snapshot *s, guint idx)
 {
-	if (s->stale || s->leaves == 0)
-		return;
 	if (idx >= s->leaves) {
 		s->stale = true;
 		return;
 	}
 	s->tree[s->leaves + idx] = leaf_of(s, idx);
-	for (guint t = (s->leaves + idx) / 2; t >= 1; t /= 2)
-		max_of_children(s, t);
+	/* An entry that did not change leaves every entry above it as it was. */
+	for (guint t = (s->leaves + idx) / 2; t >= 1 && max_of_children(s, t); t /= 2)
+		;
+}
+
+/*
+ * Node @idx changed: bring its path to the root up to date (most of the
+ * time only a step or two: a node that was not its subtree's maximum
+ * changes nothing above it).  Nothing to do before the tree is built.
+ */
+static inline void tree_update(struct as_snapshot *s, guint idx)
+{
+	if (s->leaves != 0 && !s->stale)
+		tree_update_path(s, idx);
 }
 
 struct as_snapshot *as_snapshot_new(void)
@@ -132,17 +144,22 @@ void as_snapshot_free(struct as_snapshot *s)
 	g_free(s);
 }
 
-static void log_undo(struct as_snapshot *s, enum undo_kind kind, guint idx,
-		     const struct as_resources *delta)
+static void log_undo_entry(struct as_snapshot *s, enum undo_kind kind, guint idx,
+			   const struct as_resources *delta)
 {
 	struct undo u = {kind, idx, {0, 0, 0, 0}};
 
-	/* Outside any fork nothing can be reverted: keep no log. */
-	if (s->marks->len == 0)
-		return;
 	if (delta)
 		u.delta = *delta;
 	g_array_append_val(s->undo, u);
+}
+
+static inline void log_undo(struct as_snapshot *s, enum undo_kind kind, guint idx,
+			    const struct as_resources *delta)
+{
+	/* Outside any fork nothing can be reverted: keep no log. */
+	if (s->marks->len > 0)
+		log_undo_entry(s, kind, idx, delta);
 }
 
 guint as_snapshot_add_node(struct as_snapshot *s, const struct as_node *n, int group, bool upcoming)
@@ -165,27 +182,30 @@ const struct as_snap_node *as_snapshot_node(const struct as_snapshot *s, guint i
 	return &g_array_index(s->nodes, struct as_snap_node, idx);
 }
 
-static void add_used(struct as_snapshot *s, guint idx, const struct as_resources *d, int sign)
+/* Add @delta to node @idx's used resources. */
+static inline void add_used(struct as_snapshot *s, guint idx, const struct as_resources *delta)
 {
 	struct as_snap_node *n = &g_array_index(s->nodes, struct as_snap_node, idx);
-	struct as_resources delta = {sign * d->cpu, sign * d->mem, sign * d->gpu, sign * d->pods};
 
-	n->used.cpu += delta.cpu;
-	n->used.mem += delta.mem;
-	n->used.gpu += delta.gpu;
-	n->used.pods += delta.pods;
-	log_undo(s, UNDO_USED, idx, &delta);
+	n->used.cpu += delta->cpu;
+	n->used.mem += delta->mem;
+	n->used.gpu += delta->gpu;
+	n->used.pods += delta->pods;
+	log_undo(s, UNDO_USED, idx, delta);
 	tree_update(s, idx);
 }
 
 void as_snapshot_place(struct as_snapshot *s, guint idx, const struct as_pod *p)
 {
-	add_used(s, idx, &p->requests, 1);
+	add_used(s, idx, &p->requests);
 }
 
 void as_snapshot_unplace(struct as_snapshot *s, guint idx, const struct as_pod *p)
 {
-	add_used(s, idx, &p->requests, -1);
+	const struct as_resources minus = {-p->requests.cpu, -p->requests.mem, -p->requests.gpu,
+					   -p->requests.pods};
+
+	add_used(s, idx, &minus);
 }
 
 void as_snapshot_remove_node(struct as_snapshot *s, guint idx)
