@@ -79,11 +79,31 @@ static void ni_clear(struct name_index *ni)
 	g_clear_pointer(&ni->slots, g_free);
 }
 
+/*
+ * A string hash eight bytes at a step (g_str_hash() takes one): every
+ * loop hashes each node's name and provider id and each instance id.
+ */
+static guint str_hash(const char *key)
+{
+	size_t len = strlen(key), i = 0;
+	guint64 h = 0x9E3779B97F4A7C15ull ^ len, w;
+
+	for (; i + 8 <= len; i += 8) {
+		memcpy(&w, key + i, 8);
+		h = (h ^ w) * 0xFF51AFD7ED558CCDull;
+		h ^= h >> 32;
+	}
+	for (w = 0; i < len; i++)
+		w = w << 8 | (guchar)key[i];
+	h = (h ^ w) * 0xC4CEB9FE1A85EC53ull;
+	return (guint)(h ^ (h >> 32));
+}
+
 static guint ni_hash(const struct name_index *ni, const char *key)
 {
 	guint64 a = (guint64)(uintptr_t)key;
 
-	return ni->by_addr ? (guint)((a * 0x9E3779B97F4A7C15ull) >> 32) : g_str_hash(key);
+	return ni->by_addr ? (guint)((a * 0x9E3779B97F4A7C15ull) >> 32) : str_hash(key);
 }
 
 static struct ni_slot *ni_slot(const struct name_index *ni, const char *key, guint hash)
@@ -111,6 +131,21 @@ static void ni_put(struct name_index *ni, const char *key, guint val)
 static guint ni_get(const struct name_index *ni, const char *key)
 {
 	return ni->slots ? ni_slot(ni, key, ni_hash(ni, key))->val : 0;
+}
+
+/* ni_get() for a table @by_addr, inline: it runs for every pod in every loop. */
+static inline guint ni_get_addr(const struct name_index *ni, const char *key)
+{
+	guint64 a = (guint64)(uintptr_t)key;
+
+	for (guint i = (guint)((a * 0x9E3779B97F4A7C15ull) >> 32) & ni->mask;; i = (i + 1) & ni->mask) {
+		const struct ni_slot *sl = &ni->slots[i];
+
+		if (sl->key == key)
+			return sl->val;
+		if (!sl->key)
+			return 0;
+	}
 }
 
 /*
@@ -145,6 +180,11 @@ struct run {
 	 * loop (map_nodes_to_groups()) for every lookup by name or instance id.
 	 */
 	struct name_index by_id;
+	/*
+	 * Per instance of every group, what by_id says (cluster index + 1, 0
+	 * for none): instances of group g start at inst_node[inst_base[g]].
+	 */
+	guint *inst_node, *inst_base;
 	int *node_group; /* per cluster node: group index or -1 */
 	enum readiness *readiness;
 	int *snap_idx; /* per cluster node: snapshot index or -1 */
@@ -152,6 +192,7 @@ struct run {
 	struct pod_list *lists; /* per cluster node: its scheduled pods */
 	struct pod_link *links;
 	guint n_links, links_size;
+	GPtrArray *unbound; /* pods without a node, in cluster order */
 	struct as_snapshot *snap;
 	guint n_real; /* snapshot nodes [0, n_real) are real, the rest upcoming */
 	int *target; /* per group, after failures and scale-up */
@@ -260,7 +301,14 @@ static int map_nodes_to_groups(struct run *r, char **msg)
 {
 	const struct as_cluster *c = r->c;
 	struct name_index *by_id = &r->by_id;
+	guint n_inst = 0;
 
+	r->inst_base = g_new(guint, c->groups->len + 1);
+	for (guint g = 0; g < c->groups->len; g++) {
+		r->inst_base[g] = n_inst;
+		n_inst += ((const struct as_node_group *)g_ptr_array_index(c->groups, g))->n_instances;
+	}
+	r->inst_node = g_new0(guint, n_inst + 1);
 	ni_init(by_id, 2 * r->n_nodes, false);
 	for (guint i = 0; i < r->n_nodes; i++) {
 		const struct as_node *n = g_ptr_array_index(c->nodes, i);
@@ -287,6 +335,7 @@ static int map_nodes_to_groups(struct run *r, char **msg)
 		for (guint k = 0; k < grp->n_instances; k++) {
 			guint i = ni_get(by_id, grp->instances[k].id);
 
+			r->inst_node[r->inst_base[g] + k] = i;
 			if (!i)
 				continue;
 			if (r->node_group[i - 1] >= 0 && r->node_group[i - 1] != (int)g) {
@@ -326,8 +375,6 @@ static void cluster_state(struct run *r)
 	const struct as_options *o = r->o;
 	guint ng = c->groups->len;
 	g_autofree int *ready = g_new0(int, ng), *unready = g_new0(int, ng);
-	/* An instance is registered when a node has its id as provider id or name. */
-	const struct name_index *registered = &r->by_id;
 
 	for (guint i = 0; i < r->n_nodes; i++) {
 		const struct as_node *n = g_ptr_array_index(c->nodes, i);
@@ -366,7 +413,8 @@ static void cluster_state(struct run *r)
 			const struct as_instance *in = &grp->instances[k];
 			bool gone;
 
-			if (ni_get(registered, in->id) || in->state == AS_INSTANCE_DELETING)
+			/* Registered: a node has its id as provider id or name. */
+			if (r->inst_node[r->inst_base[g] + k] || in->state == AS_INSTANCE_DELETING)
 				continue;
 			/* An instance the provider failed to create will not come either. */
 			if (in->state == AS_INSTANCE_CREATING && in->error != AS_ERROR_NONE) {
@@ -470,9 +518,13 @@ static void build_snapshot(struct run *r)
 		const struct as_pod *p = g_ptr_array_index(c->pods, k);
 		guint i;
 
-		if (!p->node_name || pod_terminal(p))
+		if (!p->node_name) {
+			g_ptr_array_add(r->unbound, (gpointer)p);
 			continue;
-		i = ni_get(&by_addr, p->node_name);
+		}
+		if (pod_terminal(p))
+			continue;
+		i = ni_get_addr(&by_addr, p->node_name);
 		if (!i) {
 			i = ni_get(&r->by_id, p->node_name);
 			/* by_id also holds provider ids: only a node's name places a pod. */
@@ -541,15 +593,14 @@ static int cmp_priority(const void *a, const void *b)
 /* Pending pods that no scale-up is needed for are placed in the snapshot. */
 static GPtrArray *filter_pending(struct run *r)
 {
-	const struct as_cluster *c = r->c;
 	GPtrArray *pending = g_ptr_array_new();
 	guint hint = 0;
 
-	for (guint k = 0; k < c->pods->len; k++) {
-		const struct as_pod *p = g_ptr_array_index(c->pods, k);
+	/* The pods without a node (build_snapshot() listed them): not every pod again. */
+	for (guint k = 0; k < r->unbound->len; k++) {
+		const struct as_pod *p = g_ptr_array_index(r->unbound, k);
 
-		if (p->node_name || !p->unschedulable || pod_terminal(p) ||
-		    p->deletion_time != AS_TIME_NEVER)
+		if (!p->unschedulable || pod_terminal(p) || p->deletion_time != AS_TIME_NEVER)
 			continue;
 		if (as_pod_is_daemonset(p)) {
 			as_kvs_add(&r->d->unhelped, p->key, "DaemonSet pod: never triggers a scale-up");
@@ -1168,7 +1219,8 @@ struct removal {
 /* Is @p really running on node @name (not a pending pod or one moved here by the simulation)? */
 static bool runs_on(const struct as_pod *p, const char *name)
 {
-	return p->node_name && strcmp(p->node_name, name) == 0;
+	/* The simulator's pods point at their node's own name. */
+	return p->node_name && (p->node_name == name || strcmp(p->node_name, name) == 0);
 }
 
 /*
@@ -1509,6 +1561,7 @@ int as_run_once(const struct as_cluster *c, const struct as_options *o, int64_t 
 	r.snap_idx = g_new0(int, r.n_nodes + 1);
 	r.snap_node = g_array_new(FALSE, FALSE, sizeof(guint));
 	r.lists = g_new0(struct pod_list, r.n_nodes + 1);
+	r.unbound = g_ptr_array_new();
 	r.target = g_new0(int, ng);
 	r.upcoming = g_new0(int, ng);
 	r.backed_off = g_new0(bool, ng);
@@ -1547,8 +1600,11 @@ cleanup:
 	as_decision_free(r.d);
 	as_snapshot_free(r.snap);
 	ni_clear(&r.by_id);
+	g_free(r.inst_node);
+	g_free(r.inst_base);
 	g_free(r.lists);
 	g_free(r.links);
+	g_ptr_array_unref(r.unbound);
 	g_free(r.node_group);
 	g_free(r.readiness);
 	g_free(r.snap_idx);
