@@ -1090,16 +1090,25 @@ static double utilization(const struct run *r, guint i)
 	struct as_resources sum = {0, 0, 0, 0};
 	double cpu = 0, mem = 0;
 
-	for (guint l = r->lists[i].head; l != NO_LINK; l = r->links[l].next) {
-		const struct as_pod *p = r->links[l].pod;
+	if (!r->o->ignore_daemonsets_utilization && !r->o->ignore_mirror_pods_utilization &&
+	    r->snap_idx[i] >= 0) {
+		/*
+		 * Before the simulation, a node's pod list and what the snapshot
+		 * counts on it are the same pods: no need to add them up again.
+		 */
+		sum = as_snapshot_node(r->snap, (guint)r->snap_idx[i])->used;
+	} else {
+		for (guint l = r->lists[i].head; l != NO_LINK; l = r->links[l].next) {
+			const struct as_pod *p = r->links[l].pod;
 
-		if (r->o->ignore_daemonsets_utilization && as_pod_is_daemonset(p))
-			continue;
-		if (r->o->ignore_mirror_pods_utilization && as_pod_is_mirror(p))
-			continue;
-		sum.cpu += p->requests.cpu;
-		sum.mem += p->requests.mem;
-		sum.gpu += p->requests.gpu;
+			if (r->o->ignore_daemonsets_utilization && as_pod_is_daemonset(p))
+				continue;
+			if (r->o->ignore_mirror_pods_utilization && as_pod_is_mirror(p))
+				continue;
+			sum.cpu += p->requests.cpu;
+			sum.mem += p->requests.mem;
+			sum.gpu += p->requests.gpu;
+		}
 	}
 	if (n->allocatable.gpu > 0)
 		return (double)sum.gpu / (double)n->allocatable.gpu;
