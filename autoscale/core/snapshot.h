@@ -15,6 +15,9 @@
  *   their numbers but are never chosen as destinations.
  * - Nodes are not owned: they point into the cluster or at group templates,
  *   which outlive the snapshot.
+ * - Fit searches go through a tree of the nodes' free resources
+ *   (snapshot.c) and return what a scan of every node from the hint
+ *   would; debug builds check each search against that scan.
  */
 #pragma once
 
