@@ -79,11 +79,31 @@ static void ni_clear(struct name_index *ni)
 	g_clear_pointer(&ni->slots, g_free);
 }
 
+/*
+ * A string hash eight bytes at a step (g_str_hash() takes one): every
+ * loop hashes each node's name and provider id and each instance id.
+ */
+static guint str_hash(const char *key)
+{
+	size_t len = strlen(key), i = 0;
+	guint64 h = 0x9E3779B97F4A7C15ull ^ len, w;
+
+	for (; i + 8 <= len; i += 8) {
+		memcpy(&w, key + i, 8);
+		h = (h ^ w) * 0xFF51AFD7ED558CCDull;
+		h ^= h >> 32;
+	}
+	for (w = 0; i < len; i++)
+		w = w << 8 | (guchar)key[i];
+	h = (h ^ w) * 0xC4CEB9FE1A85EC53ull;
+	return (guint)(h ^ (h >> 32));
+}
+
 static guint ni_hash(const struct name_index *ni, const char *key)
 {
 	guint64 a = (guint64)(uintptr_t)key;
 
-	return ni->by_addr ? (guint)((a * 0x9E3779B97F4A7C15ull) >> 32) : g_str_hash(key);
+	return ni->by_addr ? (guint)((a * 0x9E3779B97F4A7C15ull) >> 32) : str_hash(key);
 }
 
 static struct ni_slot *ni_slot(const struct name_index *ni, const char *key, guint hash)
@@ -113,6 +133,41 @@ static guint ni_get(const struct name_index *ni, const char *key)
 	return ni->slots ? ni_slot(ni, key, ni_hash(ni, key))->val : 0;
 }
 
+/* ni_get() for a table @by_addr, inline: it runs for every pod in every loop. */
+static inline guint ni_get_addr(const struct name_index *ni, const char *key)
+{
+	guint64 a = (guint64)(uintptr_t)key;
+
+	for (guint i = (guint)((a * 0x9E3779B97F4A7C15ull) >> 32) & ni->mask;; i = (i + 1) & ni->mask) {
+		const struct ni_slot *sl = &ni->slots[i];
+
+		if (sl->key == key)
+			return sl->val;
+		if (!sl->key)
+			return 0;
+	}
+}
+
+/*
+ * Each node's pods: a singly linked list through one array of links, in
+ * the order they were added (the order the scale-down simulation moves
+ * them in).  The pods placed at build time lie one node after another, so
+ * walking a list is walking an array; pods added later (pending pods the
+ * snapshot placed, pods the simulation moved) are linked from the end.
+ * One allocation a loop instead of a GPtrArray per node.
+ */
+#define NO_LINK G_MAXUINT
+
+struct pod_link {
+	const struct as_pod *pod;
+	guint next; /* index in run.links, or NO_LINK */
+};
+
+struct pod_list {
+	guint head, tail; /* NO_LINK when empty */
+	guint len;
+};
+
 struct run {
 	const struct as_cluster *c;
 	const struct as_options *o;
@@ -125,11 +180,19 @@ struct run {
 	 * loop (map_nodes_to_groups()) for every lookup by name or instance id.
 	 */
 	struct name_index by_id;
+	/*
+	 * Per instance of every group, what by_id says (cluster index + 1, 0
+	 * for none): instances of group g start at inst_node[inst_base[g]].
+	 */
+	guint *inst_node, *inst_base;
 	int *node_group; /* per cluster node: group index or -1 */
 	enum readiness *readiness;
 	int *snap_idx; /* per cluster node: snapshot index or -1 */
 	GArray *snap_node; /* guint, per real snapshot node: cluster index */
-	GPtrArray **node_pods; /* per cluster node: its scheduled pods */
+	struct pod_list *lists; /* per cluster node: its scheduled pods */
+	struct pod_link *links;
+	guint n_links, links_size;
+	GPtrArray *unbound; /* pods without a node, in cluster order */
 	struct as_snapshot *snap;
 	guint n_real; /* snapshot nodes [0, n_real) are real, the rest upcoming */
 	int *target; /* per group, after failures and scale-up */
@@ -140,6 +203,23 @@ struct run {
 	bool scaled_up;
 	guint last_dest; /* snapshot index that took the last re-placed pod */
 };
+
+static void add_pod(struct run *r, guint node, const struct as_pod *p)
+{
+	struct pod_list *pl = &r->lists[node];
+
+	if (r->n_links == r->links_size) {
+		r->links_size = MAX(16, 2 * r->links_size);
+		r->links = g_renew(struct pod_link, r->links, r->links_size);
+	}
+	r->links[r->n_links] = (struct pod_link){p, NO_LINK};
+	if (pl->tail == NO_LINK)
+		pl->head = r->n_links;
+	else
+		r->links[pl->tail].next = r->n_links;
+	pl->tail = r->n_links++;
+	pl->len++;
+}
 
 void as_decision_free(struct as_decision *d)
 {
@@ -221,7 +301,14 @@ static int map_nodes_to_groups(struct run *r, char **msg)
 {
 	const struct as_cluster *c = r->c;
 	struct name_index *by_id = &r->by_id;
+	guint n_inst = 0;
 
+	r->inst_base = g_new(guint, c->groups->len + 1);
+	for (guint g = 0; g < c->groups->len; g++) {
+		r->inst_base[g] = n_inst;
+		n_inst += ((const struct as_node_group *)g_ptr_array_index(c->groups, g))->n_instances;
+	}
+	r->inst_node = g_new0(guint, n_inst + 1);
 	ni_init(by_id, 2 * r->n_nodes, false);
 	for (guint i = 0; i < r->n_nodes; i++) {
 		const struct as_node *n = g_ptr_array_index(c->nodes, i);
@@ -248,6 +335,7 @@ static int map_nodes_to_groups(struct run *r, char **msg)
 		for (guint k = 0; k < grp->n_instances; k++) {
 			guint i = ni_get(by_id, grp->instances[k].id);
 
+			r->inst_node[r->inst_base[g] + k] = i;
 			if (!i)
 				continue;
 			if (r->node_group[i - 1] >= 0 && r->node_group[i - 1] != (int)g) {
@@ -287,8 +375,6 @@ static void cluster_state(struct run *r)
 	const struct as_options *o = r->o;
 	guint ng = c->groups->len;
 	g_autofree int *ready = g_new0(int, ng), *unready = g_new0(int, ng);
-	/* An instance is registered when a node has its id as provider id or name. */
-	const struct name_index *registered = &r->by_id;
 
 	for (guint i = 0; i < r->n_nodes; i++) {
 		const struct as_node *n = g_ptr_array_index(c->nodes, i);
@@ -327,7 +413,8 @@ static void cluster_state(struct run *r)
 			const struct as_instance *in = &grp->instances[k];
 			bool gone;
 
-			if (ni_get(registered, in->id) || in->state == AS_INSTANCE_DELETING)
+			/* Registered: a node has its id as provider id or name. */
+			if (r->inst_node[r->inst_base[g] + k] || in->state == AS_INSTANCE_DELETING)
 				continue;
 			/* An instance the provider failed to create will not come either. */
 			if (in->state == AS_INSTANCE_CREATING && in->error != AS_ERROR_NONE) {
@@ -407,23 +494,37 @@ static void build_snapshot(struct run *r)
 	 * hashing the string; the others by name through r->by_id.
 	 */
 	struct name_index by_addr;
-	/* Per pod: its node's index + 1, or 0; then per node: its pod count. */
+	/* Per pod: its node's index + 1, or 0. */
 	g_autofree guint *pod_node = g_new0(guint, c->pods->len ? c->pods->len : 1);
-	g_autofree guint *count = g_new0(guint, r->n_nodes + 1);
+	/* Per node: its pod count, then where its links start. */
+	g_autofree guint *start = g_new0(guint, r->n_nodes + 1);
+	guint placed = 0;
 
 	ni_init(&by_addr, r->n_nodes, true);
+	r->snap = as_snapshot_new();
 	for (guint i = 0; i < r->n_nodes; i++) {
 		const struct as_node *n = g_ptr_array_index(c->nodes, i);
 
 		ni_put(&by_addr, n->name, i + 1);
+		r->snap_idx[i] = -1;
+		if (r->readiness[i] == R_READY) {
+			r->snap_idx[i] = (int)as_snapshot_add_node(r->snap, n, r->node_group[i], false);
+			g_array_append_val(r->snap_node, i);
+		}
 	}
+	r->n_real = as_snapshot_n_nodes(r->snap);
+	/* One pass over the pods' own memory; the rest works on pod_node. */
 	for (guint k = 0; k < c->pods->len; k++) {
 		const struct as_pod *p = g_ptr_array_index(c->pods, k);
 		guint i;
 
-		if (!p->node_name || pod_terminal(p))
+		if (!p->node_name) {
+			g_ptr_array_add(r->unbound, (gpointer)p);
 			continue;
-		i = ni_get(&by_addr, p->node_name);
+		}
+		if (pod_terminal(p))
+			continue;
+		i = ni_get_addr(&by_addr, p->node_name);
 		if (!i) {
 			i = ni_get(&r->by_id, p->node_name);
 			/* by_id also holds provider ids: only a node's name places a pod. */
@@ -432,31 +533,31 @@ static void build_snapshot(struct run *r)
 				continue;
 		}
 		pod_node[k] = i;
-		count[i - 1]++;
+		start[i - 1]++;
+		placed++;
+		if (r->snap_idx[i - 1] >= 0)
+			as_snapshot_place(r->snap, (guint)r->snap_idx[i - 1], p);
 	}
 	ni_clear(&by_addr);
-	/* Each node's pod list sized once (the lists are rebuilt every loop). */
-	r->snap = as_snapshot_new();
-	for (guint i = 0; i < r->n_nodes; i++) {
-		const struct as_node *n = g_ptr_array_index(c->nodes, i);
+	/* Lay each node's pods out one after another, in cluster order. */
+	r->links_size = MAX(16, placed + placed / 8);
+	r->links = g_new(struct pod_link, r->links_size);
+	r->n_links = placed;
+	for (guint i = 0, at = 0; i < r->n_nodes; i++) {
+		guint n = start[i];
 
-		r->node_pods[i] = g_ptr_array_sized_new(count[i]);
-		r->snap_idx[i] = -1;
-		if (r->readiness[i] == R_READY) {
-			r->snap_idx[i] = (int)as_snapshot_add_node(r->snap, n, r->node_group[i], false);
-			g_array_append_val(r->snap_node, i);
-		}
+		r->lists[i] = (struct pod_list){n ? at : NO_LINK, n ? at + n - 1 : NO_LINK, n};
+		start[i] = at;
+		at += n;
 	}
-	r->n_real = as_snapshot_n_nodes(r->snap);
 	for (guint k = 0; k < c->pods->len; k++) {
-		const struct as_pod *p = g_ptr_array_index(c->pods, k);
-		guint i = pod_node[k];
+		guint i = pod_node[k], l;
 
 		if (!i)
 			continue;
-		g_ptr_array_add(r->node_pods[i - 1], (gpointer)p);
-		if (r->snap_idx[i - 1] >= 0)
-			as_snapshot_place(r->snap, (guint)r->snap_idx[i - 1], p);
+		l = start[i - 1]++;
+		r->links[l].pod = g_ptr_array_index(c->pods, k);
+		r->links[l].next = l == r->lists[i - 1].tail ? NO_LINK : l + 1;
 	}
 	for (guint g = 0; g < c->groups->len; g++) {
 		const struct as_node_group *grp = g_ptr_array_index(c->groups, g);
@@ -492,15 +593,14 @@ static int cmp_priority(const void *a, const void *b)
 /* Pending pods that no scale-up is needed for are placed in the snapshot. */
 static GPtrArray *filter_pending(struct run *r)
 {
-	const struct as_cluster *c = r->c;
 	GPtrArray *pending = g_ptr_array_new();
 	guint hint = 0;
 
-	for (guint k = 0; k < c->pods->len; k++) {
-		const struct as_pod *p = g_ptr_array_index(c->pods, k);
+	/* The pods without a node (build_snapshot() listed them): not every pod again. */
+	for (guint k = 0; k < r->unbound->len; k++) {
+		const struct as_pod *p = g_ptr_array_index(r->unbound, k);
 
-		if (p->node_name || !p->unschedulable || pod_terminal(p) ||
-		    p->deletion_time != AS_TIME_NEVER)
+		if (!p->unschedulable || pod_terminal(p) || p->deletion_time != AS_TIME_NEVER)
 			continue;
 		if (as_pod_is_daemonset(p)) {
 			as_kvs_add(&r->d->unhelped, p->key, "DaemonSet pod: never triggers a scale-up");
@@ -541,7 +641,7 @@ static GPtrArray *filter_pending(struct run *r)
 		 * raises the node's utilization and must move if the node goes.
 		 */
 		if ((guint)idx < r->n_real)
-			g_ptr_array_add(r->node_pods[g_array_index(r->snap_node, guint, idx)], (gpointer)p);
+			add_pod(r, g_array_index(r->snap_node, guint, idx), p);
 		hint = (guint)idx;
 	}
 	g_ptr_array_unref(pending);
@@ -987,20 +1087,28 @@ struct candidate {
 static double utilization(const struct run *r, guint i)
 {
 	const struct as_node *n = g_ptr_array_index(r->c->nodes, i);
-	GPtrArray *pods = r->node_pods[i];
 	struct as_resources sum = {0, 0, 0, 0};
 	double cpu = 0, mem = 0;
 
-	for (guint k = 0; k < pods->len; k++) {
-		const struct as_pod *p = g_ptr_array_index(pods, k);
+	if (!r->o->ignore_daemonsets_utilization && !r->o->ignore_mirror_pods_utilization &&
+	    r->snap_idx[i] >= 0) {
+		/*
+		 * Before the simulation, a node's pod list and what the snapshot
+		 * counts on it are the same pods: no need to add them up again.
+		 */
+		sum = as_snapshot_node(r->snap, (guint)r->snap_idx[i])->used;
+	} else {
+		for (guint l = r->lists[i].head; l != NO_LINK; l = r->links[l].next) {
+			const struct as_pod *p = r->links[l].pod;
 
-		if (r->o->ignore_daemonsets_utilization && as_pod_is_daemonset(p))
-			continue;
-		if (r->o->ignore_mirror_pods_utilization && as_pod_is_mirror(p))
-			continue;
-		sum.cpu += p->requests.cpu;
-		sum.mem += p->requests.mem;
-		sum.gpu += p->requests.gpu;
+			if (r->o->ignore_daemonsets_utilization && as_pod_is_daemonset(p))
+				continue;
+			if (r->o->ignore_mirror_pods_utilization && as_pod_is_mirror(p))
+				continue;
+			sum.cpu += p->requests.cpu;
+			sum.mem += p->requests.mem;
+			sum.gpu += p->requests.gpu;
+		}
 	}
 	if (n->allocatable.gpu > 0)
 		return (double)sum.gpu / (double)n->allocatable.gpu;
@@ -1082,8 +1190,8 @@ static bool candidate_ok(struct run *r, guint i, bool *empty)
 		return false;
 	}
 	*empty = true;
-	for (guint k = 0; k < r->node_pods[i]->len; k++) {
-		const struct as_pod *p = g_ptr_array_index(r->node_pods[i], k);
+	for (guint l = r->lists[i].head; l != NO_LINK; l = r->links[l].next) {
+		const struct as_pod *p = r->links[l].pod;
 
 		if (!as_pod_is_daemonset(p) && !as_pod_is_mirror(p))
 			*empty = false;
@@ -1105,10 +1213,23 @@ struct move {
 	guint dest; /* snapshot index */
 };
 
+/*
+ * What one candidate's simulation fills in, allocated once per scale-down
+ * and emptied for each candidate (a loop tries a hundred candidates).
+ */
+struct removal {
+	int32_t *used; /* per PDB: this node's evictions counted against it */
+	enum as_drain_kind *kind; /* per pod of the node */
+	guint kind_size;
+	GArray *moves; /* struct move */
+	GPtrArray *evict; /* const struct as_pod *, the pods really evicted */
+};
+
 /* Is @p really running on node @name (not a pending pod or one moved here by the simulation)? */
 static bool runs_on(const struct as_pod *p, const char *name)
 {
-	return p->node_name && strcmp(p->node_name, name) == 0;
+	/* The simulator's pods point at their node's own name. */
+	return p->node_name && (p->node_name == name || strcmp(p->node_name, name) == 0);
 }
 
 /*
@@ -1121,16 +1242,26 @@ static bool runs_on(const struct as_pod *p, const char *name)
  * drain rules and PDBs are about real evictions.
  */
 static bool simulate_removal(struct run *r, guint i, int32_t *pdb_left, GHashTable *hints,
-			     GArray *moves, GPtrArray *evict)
+			     struct removal *rm)
 {
 	const struct as_node *n = g_ptr_array_index(r->c->nodes, i);
-	GPtrArray *pods = r->node_pods[i];
+	const struct pod_list *pods = &r->lists[i];
 	const GPtrArray *pdbs = r->c->pdbs;
-	g_autofree int32_t *used = g_new0(int32_t, pdbs->len ? pdbs->len : 1);
-	g_autofree enum as_drain_kind *kind = g_new0(enum as_drain_kind, pods->len ? pods->len : 1);
+	int32_t *used = rm->used;
+	enum as_drain_kind *kind;
+	guint k;
 
-	for (guint k = 0; k < pods->len; k++) {
-		const struct as_pod *p = g_ptr_array_index(pods, k);
+	g_array_set_size(rm->moves, 0);
+	g_ptr_array_set_size(rm->evict, 0);
+	memset(used, 0, sizeof(*used) * pdbs->len);
+	if (rm->kind_size < pods->len) {
+		rm->kind_size = MAX(pods->len, 2 * rm->kind_size);
+		rm->kind = g_renew(enum as_drain_kind, rm->kind, rm->kind_size);
+	}
+	kind = rm->kind;
+	k = 0;
+	for (guint l = pods->head; l != NO_LINK; l = r->links[l].next, k++) {
+		const struct as_pod *p = r->links[l].pod;
 		struct as_drain dr;
 
 		if (!runs_on(p, n->name)) {
@@ -1169,13 +1300,15 @@ static bool simulate_removal(struct run *r, guint i, int32_t *pdb_left, GHashTab
 	as_snapshot_fork(r->snap);
 	if (r->snap_idx[i] >= 0)
 		as_snapshot_remove_node(r->snap, (guint)r->snap_idx[i]);
-	for (guint k = 0; k < pods->len; k++) {
-		const struct as_pod *p = g_ptr_array_index(pods, k);
-		guint hint = GPOINTER_TO_UINT(g_hash_table_lookup(hints, p->key));
+	k = 0;
+	for (guint l = pods->head; l != NO_LINK; l = r->links[l].next, k++) {
+		const struct as_pod *p = r->links[l].pod;
+		guint hint;
 		int dest;
 
 		if (kind[k] != AS_DRAIN_MOVE)
 			continue;
+		hint = GPOINTER_TO_UINT(g_hash_table_lookup(hints, p->key));
 		/* The pod's own last destination, else where the previous pod went (next fit). */
 		hint = hint ? hint - 1 : r->last_dest;
 		/*
@@ -1186,7 +1319,7 @@ static bool simulate_removal(struct run *r, guint i, int32_t *pdb_left, GHashTab
 		dest = as_snapshot_find_fit_below(r->snap, p, hint, -1, r->n_real);
 		if (dest < 0) {
 			as_snapshot_revert(r->snap);
-			g_array_set_size(moves, 0);
+			g_array_set_size(rm->moves, 0);
 			unremovable(r, i, "NoPlaceToMovePods: %s", p->key);
 			return false;
 		}
@@ -1194,22 +1327,23 @@ static bool simulate_removal(struct run *r, guint i, int32_t *pdb_left, GHashTab
 		g_hash_table_insert(hints, p->key, GUINT_TO_POINTER((guint)dest + 1));
 		r->last_dest = (guint)dest;
 		struct move m = {p, (guint)dest};
-		g_array_append_val(moves, m);
+		g_array_append_val(rm->moves, m);
 	}
 	as_snapshot_commit(r->snap);
 	for (guint b = 0; b < pdbs->len; b++)
 		pdb_left[b] -= used[b];
-	for (guint k = 0; k < moves->len; k++) {
-		const struct move *m = &g_array_index(moves, struct move, k);
+	for (guint m = 0; m < rm->moves->len; m++) {
+		const struct move *mv = &g_array_index(rm->moves, struct move, m);
 
-		g_ptr_array_add(r->node_pods[g_array_index(r->snap_node, guint, m->dest)],
-				(gpointer)m->pod);
+		add_pod(r, g_array_index(r->snap_node, guint, mv->dest), mv->pod);
 	}
-	for (guint k = 0; k < pods->len; k++) {
-		const struct as_pod *p = g_ptr_array_index(pods, k);
+	/* Node @i is removed, never a destination: its own list is as it was. */
+	k = 0;
+	for (guint l = pods->head; l != NO_LINK; l = r->links[l].next, k++) {
+		const struct as_pod *p = r->links[l].pod;
 
 		if (runs_on(p, n->name) && (kind[k] == AS_DRAIN_MOVE || kind[k] == AS_DRAIN_DELETE))
-			g_ptr_array_add(evict, (gpointer)p);
+			g_ptr_array_add(rm->evict, (gpointer)p);
 	}
 	return true;
 }
@@ -1226,6 +1360,7 @@ static void scale_down(struct run *r)
 	int64_t cores = r->total_cores, mem = r->total_mem;
 	int n_deleted = 0, n_drained = 0;
 	g_autoptr(GHashTable) deleted = g_hash_table_new(g_str_hash, g_str_equal);
+	struct removal rm = {0};
 
 	if (!o->scale_down_enabled) {
 		r->d->scale_down_status = "ScaleDownDisabled";
@@ -1243,6 +1378,9 @@ static void scale_down(struct run *r)
 			g_array_append_val(cands, cd);
 	}
 	g_array_sort(cands, cmp_candidate);
+	rm.used = g_new0(int32_t, c->pdbs->len ? c->pdbs->len : 1);
+	rm.moves = g_array_new(FALSE, FALSE, sizeof(struct move));
+	rm.evict = g_ptr_array_new();
 	cool = cooldown(r);
 	if (cool)
 		r->d->scale_down_status = "ScaleDownInCooldown";
@@ -1253,14 +1391,15 @@ static void scale_down(struct run *r)
 		const struct as_node *n = g_ptr_array_index(c->nodes, i);
 		int g = r->node_group[i];
 		const struct as_node_group *grp = g_ptr_array_index(c->groups, (guint)g);
-		g_autoptr(GArray) moves = g_array_new(FALSE, FALSE, sizeof(struct move));
-		g_autoptr(GPtrArray) evict = g_ptr_array_new();
-		int64_t *prev = g_hash_table_lookup(c->unneeded_since, n->name);
+		GArray *moves = rm.moves;
+		GPtrArray *evict = rm.evict;
+		int64_t *prev;
 		struct as_unneeded un;
 		int64_t need;
 
-		if (!simulate_removal(r, i, pdb_left, hints, moves, evict))
+		if (!simulate_removal(r, i, pdb_left, hints, &rm))
 			continue;
+		prev = g_hash_table_lookup(c->unneeded_since, n->name);
 		un.node = g_strdup(n->name);
 		un.since = prev ? *prev : r->now;
 		g_array_append_val(r->d->unneeded, un);
@@ -1314,6 +1453,10 @@ static void scale_down(struct run *r)
 	if (n_deleted > 0)
 		r->d->last_scale_down_delete = r->now;
 	g_array_free(cands, TRUE);
+	g_free(rm.used);
+	g_free(rm.kind);
+	g_array_free(rm.moves, TRUE);
+	g_ptr_array_unref(rm.evict);
 }
 
 /* --- the loop ------------------------------------------------------------- */
@@ -1426,7 +1569,8 @@ int as_run_once(const struct as_cluster *c, const struct as_options *o, int64_t 
 	r.readiness = g_new0(enum readiness, r.n_nodes + 1);
 	r.snap_idx = g_new0(int, r.n_nodes + 1);
 	r.snap_node = g_array_new(FALSE, FALSE, sizeof(guint));
-	r.node_pods = g_new0(GPtrArray *, r.n_nodes + 1);
+	r.lists = g_new0(struct pod_list, r.n_nodes + 1);
+	r.unbound = g_ptr_array_new();
 	r.target = g_new0(int, ng);
 	r.upcoming = g_new0(int, ng);
 	r.backed_off = g_new0(bool, ng);
@@ -1465,10 +1609,11 @@ cleanup:
 	as_decision_free(r.d);
 	as_snapshot_free(r.snap);
 	ni_clear(&r.by_id);
-	for (guint i = 0; i < r.n_nodes; i++)
-		if (r.node_pods[i])
-			g_ptr_array_unref(r.node_pods[i]);
-	g_free(r.node_pods);
+	g_free(r.inst_node);
+	g_free(r.inst_base);
+	g_free(r.lists);
+	g_free(r.links);
+	g_ptr_array_unref(r.unbound);
 	g_free(r.node_group);
 	g_free(r.readiness);
 	g_free(r.snap_idx);

@@ -15,6 +15,9 @@
  *   their numbers but are never chosen as destinations.
  * - Nodes are not owned: they point into the cluster or at group templates,
  *   which outlive the snapshot.
+ * - Fit searches go through a tree of the nodes' free resources
+ *   (snapshot.c) and return what a scan of every node from the hint
+ *   would; debug builds check each search against that scan.
  */
 #pragma once
 
@@ -61,9 +64,10 @@ guint as_snapshot_depth(const struct as_snapshot *s);
 enum as_fit as_snapshot_fits(const struct as_snapshot *s, const struct as_pod *p, guint idx);
 /*
  * First node, scanning from @hint and wrapping around, where @p fits, that
- * is not @exclude (pass -1 for none); -1 when none.  Does not place it.
+ * is not @exclude (pass -1 for none); -1 when none.  Does not place it
+ * (@s is not const: a search may rebuild the snapshot's search index).
  */
-int as_snapshot_find_fit(const struct as_snapshot *s, const struct as_pod *p, guint hint, int exclude);
+int as_snapshot_find_fit(struct as_snapshot *s, const struct as_pod *p, guint hint, int exclude);
 /* The same among nodes [0, @limit) only (real nodes, without the upcoming ones after them). */
-int as_snapshot_find_fit_below(const struct as_snapshot *s, const struct as_pod *p, guint hint,
+int as_snapshot_find_fit_below(struct as_snapshot *s, const struct as_pod *p, guint hint,
 			       int exclude, guint limit);

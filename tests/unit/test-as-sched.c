@@ -455,6 +455,114 @@ START_TEST(price)
 }
 END_TEST
 
+/* The fit search as it was before the snapshot's max tree: every node in scan order. */
+static int scan_fit(struct as_snapshot *s, const struct as_pod *p, guint hint, int exclude,
+		    guint limit)
+{
+	guint n = MIN(limit, as_snapshot_n_nodes(s));
+
+	if (hint >= n)
+		hint = 0;
+	for (guint k = 0; k < n; k++) {
+		guint i = (hint + k) % n;
+
+		if ((int)i != exclude && as_snapshot_fits(s, p, i) == AS_FIT_OK)
+			return (int)i;
+	}
+	return -1;
+}
+
+/*
+ * Differential: random places, unplaces, removals, added nodes, forks,
+ * reverts and commits, and after each step the search (max tree) must
+ * return what a scan of every node returns, for pods of several sizes,
+ * from every hint, with and without an excluded node and a limit.  Some
+ * nodes carry a taint only some pods tolerate, so that resources can fit
+ * where the predicates do not.
+ */
+START_TEST(snapshot_search_matches_scan)
+{
+	g_autoptr(GPtrArray) nodes = g_ptr_array_new_with_free_func((GDestroyNotify)as_node_free);
+	g_autoptr(GPtrArray) pods = g_ptr_array_new_with_free_func((GDestroyNotify)as_pod_free);
+	g_autoptr(as_snapshot) s = as_snapshot_new();
+	g_autoptr(GRand) rnd = g_rand_new_with_seed(7);
+	guint found = 0, none = 0;
+
+	for (guint i = 0; i < 40; i++) {
+		g_autofree char *name = g_strdup_printf("n%u", i);
+		struct as_node *n = b_node(name, 1000 * g_rand_int_range(rnd, 1, 9),
+					   1024 * g_rand_int_range(rnd, 1, 9), g_rand_int_range(rnd, 1, 6));
+
+		n->allocatable.gpu = n->capacity.gpu = g_rand_int_range(rnd, 0, 3);
+		if (i % 7 == 3)
+			b_taint(n, "dedicated", "x", AS_EFFECT_NO_SCHEDULE);
+		g_ptr_array_add(nodes, n);
+	}
+	for (guint k = 0; k < 12; k++) {
+		g_autofree char *name = g_strdup_printf("p%u", k);
+		struct as_pod *p = b_pod(name, 250 * g_rand_int_range(rnd, 1, 17),
+					 256 * g_rand_int_range(rnd, 1, 17), NULL);
+
+		p->requests.gpu = k % 4 == 0 ? 1 : 0;
+		if (k % 3 == 0)
+			b_tol(p, "dedicated", "x", false, AS_EFFECT_NO_SCHEDULE);
+		g_ptr_array_add(pods, p);
+	}
+	for (guint i = 0; i < 25; i++)
+		as_snapshot_add_node(s, nodes->pdata[i], -1, false);
+	for (guint step = 0; step < 3000; step++) {
+		guint nn = as_snapshot_n_nodes(s);
+		const struct as_pod *p = pods->pdata[g_rand_int_range(rnd, 0, (gint32)pods->len)];
+		guint idx = (guint)g_rand_int_range(rnd, 0, (gint32)nn);
+		int op = g_rand_int_range(rnd, 0, 100);
+
+		if (op < 45) {
+			int i = scan_fit(s, p, idx, -1, nn);
+
+			if (i >= 0)
+				as_snapshot_place(s, (guint)i, p);
+		} else if (op < 70) {
+			const struct as_resources *u = &as_snapshot_node(s, idx)->used;
+
+			if (u->pods > 0 && u->cpu >= p->requests.cpu && u->mem >= p->requests.mem &&
+			    u->gpu >= p->requests.gpu)
+				as_snapshot_unplace(s, idx, p);
+		} else if (op < 77) {
+			as_snapshot_remove_node(s, idx);
+		} else if (op < 82 && nn < nodes->len) {
+			as_snapshot_add_node(s, nodes->pdata[nn], -1, true);
+		} else if (op < 90 && as_snapshot_depth(s) < 4) {
+			as_snapshot_fork(s);
+		} else if (op < 96 && as_snapshot_depth(s) > 0) {
+			as_snapshot_revert(s);
+		} else if (as_snapshot_depth(s) > 0) {
+			as_snapshot_commit(s);
+		}
+		nn = as_snapshot_n_nodes(s);
+		for (guint k = 0; k < pods->len; k++) {
+			const struct as_pod *q = pods->pdata[k];
+			guint hint = (guint)g_rand_int_range(rnd, 0, (gint32)nn + 2);
+			int ex = g_rand_int_range(rnd, -1, (gint32)nn);
+			guint limit = (guint)g_rand_int_range(rnd, 0, (gint32)nn + 2);
+
+			int want = scan_fit(s, q, hint, -1, nn);
+
+			ck_assert_int_eq(as_snapshot_find_fit(s, q, hint, -1), want);
+			ck_assert_int_eq(as_snapshot_find_fit(s, q, hint, ex), scan_fit(s, q, hint, ex, nn));
+			ck_assert_int_eq(as_snapshot_find_fit_below(s, q, hint, ex, limit),
+					 scan_fit(s, q, hint, ex, limit));
+			if (want >= 0)
+				found++;
+			else
+				none++;
+		}
+	}
+	/* Both outcomes were exercised, not only one. */
+	ck_assert_uint_gt(found, 3000);
+	ck_assert_uint_gt(none, 3000);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("as-sched");
@@ -466,6 +574,7 @@ int main(void)
 	tcase_add_test(tc, selectors);
 	tcase_add_test(tc, taints);
 	tcase_add_test(tc, snapshot_fork_revert);
+	tcase_add_test(tc, snapshot_search_matches_scan);
 	tcase_add_test(tc, estimator_ffd);
 	tcase_add_test(tc, estimator_caps_and_stop);
 	tcase_add_test(tc, estimator_time_cap);
