@@ -265,6 +265,10 @@ static enum dev_kind dev_kind(struct qtfs_srv *srv, dev_t dev, int fd, const cha
  * (runs_inline(), and the checks before a ring submission) resolve paths
  * from the dentry cache only (RESOLVE_CACHED), and a path that is not all
  * there is done again on the worker pool (DEFER), which may read the disk.
+ * For a name looked up in its directory (at_resolve()) only the directory
+ * must be cached: the name itself is looked up by the loop thread, since
+ * the LOOKUP before every create asks for a name that is not there yet,
+ * and the directory's blocks are in the page cache when it is in use.
  * cached_ok is cleared, and the loop thread then resolves like everyone
  * else, on a kernel without RESOLVE_CACHED (before 5.12).  Not for a
  * session whose root is a pseudo file system (procfs, sysfs, cgroupfs):
@@ -329,15 +333,6 @@ static int at_resolve(struct session *sess, const char *path, struct at *a)
 	int fd;
 
 	*a = (struct at){.dirfd = sess->root_fd, .own = false, .name = ""};
-	if (tl_cached_only && *path) {
-		/* The whole path must be in the dentry cache, the last name too
-		 * (a cached negative entry will do). */
-		fd = openat2_beneath(sess->root_fd, path, O_PATH | O_NOFOLLOW, 0);
-		if (fd == DEFER)
-			return DEFER;
-		if (fd >= 0)
-			close(fd);
-	}
 	a->path = g_strdup(path);
 	slash = strrchr(a->path, '/');
 	if (!slash) {
