@@ -60,6 +60,7 @@ struct qtfs_client {
 	GMutex lock;
 	GCond cond;
 	bool stopping;
+	unsigned any_waiting; /* loop thread: async calls waiting for a ready connection */
 	/* The first MOUNT's outcome, for qtfs_client_new. */
 	bool first_done;
 	int first_err;
@@ -72,6 +73,9 @@ uint64_t qtfs_client_timeout_ms(const struct qtfs_client *cl)
 {
 	return cl->o.timeout_ms;
 }
+
+/* An asynchronous call waiting for a ready connection looks again this often. */
+#define RETRY_MS 20
 
 /* ---- loop thread: connection callbacks ----------------------------------- */
 
@@ -376,9 +380,19 @@ static void close_all(void *arg)
 	g_mutex_unlock(&cl->lock);
 }
 
+/*
+ * Stop once no asynchronous call waits for a connection: with
+ * cl->stopping set, each one ends (and answers its caller) at its next
+ * look, within RETRY_MS.
+ */
 static void stop_loop(void *arg)
 {
-	qt_loop_stop(arg);
+	struct qtfs_client *cl = arg;
+
+	if (cl->any_waiting)
+		qt_timer_add(cl->loop, RETRY_MS, stop_loop, cl);
+	else
+		qt_loop_stop(cl->loop);
 }
 
 void qtfs_client_free(struct qtfs_client *cl)
@@ -395,7 +409,7 @@ void qtfs_client_free(struct qtfs_client *cl)
 	qt_loop_post(cl->loop, close_all, cl);
 	/* Give the closes a moment to flush, then stop. */
 	g_usleep(20000);
-	qt_loop_post(cl->loop, stop_loop, cl->loop);
+	qt_loop_post(cl->loop, stop_loop, cl);
 	g_thread_join(cl->loop_thread);
 	for (unsigned i = 0; i < cl->n_slots; i++)
 		if (cl->slots[i].conn)
@@ -592,13 +606,12 @@ void qtfs_client_call_async(struct qtfs_client *cl, unsigned slot, uint64_t gen,
  * looks again every RETRY_MS until the deadline (a synchronous caller
  * waits on cl->cond instead; the loop thread must not block).
  */
-#define RETRY_MS 20
-
 struct any_call {
 	struct qtfs_client *cl;
 	struct qt_msg *req;
 	struct qt_msg *spare; /* a copy to repeat an idempotent call */
 	gint64 until;	      /* monotonic us */
+	bool waiting;	      /* counted in cl->any_waiting */
 	qtfs_done_fn done;
 	void *arg;
 };
@@ -622,6 +635,11 @@ static void any_start(void *arg)
 	bool stopping;
 	int err;
 
+	if (a->waiting) {
+		a->waiting = false;
+		cl->any_waiting--;
+	}
+
 	g_mutex_lock(&cl->lock);
 	stopping = cl->stopping;
 	for (unsigned k = 0; k < cl->n_slots && !stopping; k++) {
@@ -635,10 +653,13 @@ static void any_start(void *arg)
 	}
 	g_mutex_unlock(&cl->lock);
 	if (!c) {
-		if (now >= a->until || stopping)
+		if (now >= a->until || stopping) {
 			any_finish(a, -ETIMEDOUT, NULL);
-		else
+		} else {
+			a->waiting = true;
+			cl->any_waiting++;
 			qt_timer_add(cl->loop, RETRY_MS, any_start, a);
+		}
 		return;
 	}
 	err = qt_conn_call(c, g_steal_pointer(&a->req), (uint64_t)MAX((a->until - now) / 1000, 1),

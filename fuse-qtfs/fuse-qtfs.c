@@ -557,6 +557,14 @@ static int run(struct settings *s)
 											   : QT_EXIT_FAILURE;
 	qt_notice("unmounting %s", s->mountpoint);
 out:
+	/*
+	 * The client goes first: its loop thread answers the kernel for the
+	 * calls still in flight (failed as the connections close), and those
+	 * answers need the session.
+	 */
+	qtfs_fs_stop(fs);
+	qtfs_client_free(cl);
+	cl = NULL;
 	if (se) {
 		if (mounted)
 			fuse_session_unmount(se);
@@ -564,8 +572,6 @@ out:
 		fuse_session_destroy(se);
 	}
 	fuse_opt_free_args(&args);
-	qtfs_fs_stop(fs);
-	qtfs_client_free(cl);
 	qtfs_fs_free(fs);
 	if (ssd.chans) {
 		g_ptr_array_unref(ssd.chans);
