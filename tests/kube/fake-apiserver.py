@@ -1350,6 +1350,9 @@ class Handler(BaseHTTPRequestHandler):
     # -- plumbing ------------------------------------------------------------
     def send_json(self, code, obj, headers=None):
         data = json.dumps(obj, separators=(",", ":")).encode()
+        # Logged before the client can read the answer: a test that asks
+        # for the request log right after must find this request in it.
+        self.record(code)
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -1359,18 +1362,18 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
-        self.record(code)
 
     def send_text(self, code, text):
         data = text.encode()
+        self.record(code)
         self.send_response(code)
         self.send_header("Content-Type", "text/plain; charset=utf-8")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
-        self.record(code)
 
     def record(self, code):
+        """Log the request; before its answer is sent (see send_json())."""
         if not self.path.startswith("/fake/"):
             self.server.faults.log.append({"method": self.command, "path": urlsplit(self.path).path,
                                            "query": urlsplit(self.path).query, "code": code})
@@ -1418,9 +1421,10 @@ class Handler(BaseHTTPRequestHandler):
                 if fault.get("delay"):
                     time.sleep(fault["delay"])
                 if fault.get("close"):
+                    self.record(0)
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
-                    return self.record(0)
+                    return None
                 if fault.get("status"):
                     e = ApiError(fault["status"], fault.get("message", "injected fault"), fault.get("reason"))
                     hdr = {"Retry-After": str(fault["retryAfter"])} if "retryAfter" in fault else None
@@ -1473,12 +1477,13 @@ class Handler(BaseHTTPRequestHandler):
             title, version = b"fake-apiserver", VERSION["gitVersion"].encode()
             info = b"\x0a" + bytes([len(title)]) + title + b"\x12" + bytes([len(version)]) + version
             data = b"\x0a\x032.0" + b"\x12" + bytes([len(info)]) + info
+            self.record(200)
             self.send_response(200)
             self.send_header("Content-Type", "application/octet-stream")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
-            return self.record(200)
+            return None
         return self.send_json(200, {"swagger": "2.0", "info": {"title": "fake-apiserver",
                                                                 "version": VERSION["gitVersion"]},
                                     "paths": {}, "definitions": {}})
@@ -1770,12 +1775,12 @@ class Handler(BaseHTTPRequestHandler):
         # Taken before the client can see the response: a /fake/close-watches
         # it sends once the headers are in must end this watch too.
         epoch = store.watch_epoch
+        self.record(200)
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("Cache-Control", "no-cache, private")
         self.end_headers()
-        self.record(200)
 
         def send(type_, obj):
             line = json.dumps({"type": type_, "object": obj}, separators=(",", ":")).encode() + b"\n"
