@@ -518,6 +518,27 @@ def quantity(q):
     return Decimal(m.group(1)) * SUFFIX[m.group(2)]
 
 
+def bad_quantity(obj):
+    """The first resource quantity of a pod or node object that does not parse, or None."""
+    spec = obj.get("spec") or {}
+    found = []
+    for key in ("containers", "initContainers"):
+        for c in spec.get(key) or []:
+            res = (c or {}).get("resources") or {}
+            for part in ("requests", "limits"):
+                found += list((res.get(part) or {}).values())
+    found += list((spec.get("overhead") or {}).values())
+    st = obj.get("status") or {}
+    for part in ("capacity", "allocatable"):
+        found += list((st.get(part) or {}).values())
+    for q in found:
+        try:
+            quantity(q)
+        except (ValueError, ArithmeticError):
+            return q
+    return None
+
+
 def pod_requests(pod):
     spec = pod.get("spec") or {}
     total = {}
@@ -1609,6 +1630,11 @@ class Handler(BaseHTTPRequestHandler):
         if not isinstance(body, dict):
             raise ApiError(400, "the object provided is unrecognized")
         self.check_kind(res, body)
+        # Quantities are parsed while decoding, as the real server does: a bad one is 400.
+        if res.kind in ("Pod", "Node") and bad_quantity(body) is not None:
+            raise ApiError(400, "%s in version \"%s\" cannot be handled as a %s: quantities must match "
+                                "the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+                           % (res.kind, res.version, res.kind))
         return event_to_core(body) if res.group == "events.k8s.io" else body
 
     def check_kind(self, res, body):

@@ -87,6 +87,11 @@ def test_crud(k):
     status_is(k.post("/api/v1/namespaces/nosuch/configmaps", cm), 404, "NotFound")
     status_is(k.post("/api/v1/namespaces/default/configmaps",
                      {"metadata": {"name": "Bad_Name"}}), 422, "Invalid")
+    bad = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "badq"},
+           "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "two"}}}]}}
+    c, st = k.post("/api/v1/namespaces/default/pods", bad)
+    status_is((c, st), 400, "BadRequest")
+    check("quantities must match" in st.get("message", ""), "a bad quantity is refused: %s" % st.get("message"))
 
     # optimistic concurrency
     obj["data"]["x"] = "2"
