@@ -433,21 +433,29 @@ static bool conn_lost(int err)
 	return err == -ECONNABORTED || err == -ECONNRESET || err == -ENOTCONN || err == -EPIPE;
 }
 
+/* With cl->lock held: the next READY slot in turn, or NULL. */
+static struct slot *next_ready(struct qtfs_client *cl)
+{
+	for (unsigned k = 0; k < cl->n_slots; k++) {
+		struct slot *s = &cl->slots[(cl->next + k) % cl->n_slots];
+
+		if (s->state == SLOT_READY) {
+			cl->next = (s->index + 1) % cl->n_slots;
+			return s;
+		}
+	}
+	return NULL;
+}
+
 /* With cl->lock held: a READY slot, waiting until @until (monotonic us). */
 static struct slot *wait_any_ready(struct qtfs_client *cl, gint64 until)
 {
-	for (;;) {
-		for (unsigned k = 0; k < cl->n_slots; k++) {
-			struct slot *s = &cl->slots[(cl->next + k) % cl->n_slots];
+	struct slot *s;
 
-			if (s->state == SLOT_READY) {
-				cl->next = (s->index + 1) % cl->n_slots;
-				return s;
-			}
-		}
+	while (!(s = next_ready(cl)))
 		if (cl->stopping || !g_cond_wait_until(&cl->cond, &cl->lock, until))
 			return NULL;
-	}
+	return s;
 }
 
 int qtfs_client_call(struct qtfs_client *cl, struct qt_msg *req, bool idempotent,
@@ -540,7 +548,7 @@ struct async_call {
 	uint64_t gen;
 	struct qt_msg *req;
 	uint64_t timeout_ms;
-	void (*done)(void *arg, int err, struct qt_msg *reply);
+	qtfs_done_fn done;
 	void *arg;
 };
 
@@ -582,8 +590,7 @@ static void async_start(void *arg)
 }
 
 void qtfs_client_call_cb(struct qtfs_client *cl, unsigned slot, uint64_t gen, struct qt_msg *req,
-			 uint64_t timeout_ms, void (*done)(void *arg, int err, struct qt_msg *reply),
-			 void *arg)
+			 uint64_t timeout_ms, qtfs_done_fn done, void *arg)
 {
 	struct async_call *a = g_new0(struct async_call, 1);
 
@@ -632,6 +639,7 @@ static void any_start(void *arg)
 	struct qtfs_client *cl = a->cl;
 	struct qt_conn *c = NULL;
 	gint64 now = g_get_monotonic_time();
+	struct slot *s;
 	bool stopping;
 	int err;
 
@@ -642,15 +650,8 @@ static void any_start(void *arg)
 
 	g_mutex_lock(&cl->lock);
 	stopping = cl->stopping;
-	for (unsigned k = 0; k < cl->n_slots && !stopping; k++) {
-		struct slot *s = &cl->slots[(cl->next + k) % cl->n_slots];
-
-		if (s->state == SLOT_READY) {
-			cl->next = (s->index + 1) % cl->n_slots;
-			c = s->conn;
-			break;
-		}
-	}
+	if (!stopping && (s = next_ready(cl)))
+		c = s->conn;
 	g_mutex_unlock(&cl->lock);
 	if (!c) {
 		if (now >= a->until || stopping) {

@@ -67,8 +67,9 @@ typedef void (*qtfs_done_fn)(void *arg, int err, struct qt_msg *reply);
  * qtfs_client_call() without blocking the caller: the same errors and
  * retries, reported to @done(@arg, ...) on the loop thread, which must
  * not block.  Takes @req.  The FUSE operations on the hot path (lookup,
- * getattr, unlink) answer the kernel from @done, so no FUSE worker waits
- * for the reply and none has to be woken for it.
+ * getattr, unlink, rmdir; open, create and read go through
+ * qtfs_client_call_cb()) answer the kernel from @done, so no FUSE worker
+ * waits for the reply and none has to be woken for it.
  */
 void qtfs_client_call_async_any(struct qtfs_client *cl, struct qt_msg *req, bool idempotent,
 				qtfs_done_fn done, void *arg);
@@ -103,7 +104,6 @@ void qtfs_client_call_async(struct qtfs_client *cl, unsigned slot, uint64_t gen,
  * qtfs_client_call_on().
  */
 void qtfs_client_call_cb(struct qtfs_client *cl, unsigned slot, uint64_t gen, struct qt_msg *req,
-			 uint64_t timeout_ms, void (*done)(void *arg, int err, struct qt_msg *reply),
-			 void *arg);
+			 uint64_t timeout_ms, qtfs_done_fn done, void *arg);
 
 uint64_t qtfs_client_timeout_ms(const struct qtfs_client *cl);
