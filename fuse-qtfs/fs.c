@@ -370,6 +370,18 @@ static void fill_entry(struct qtfs_fs *fs, const struct node *n, const struct qt
 	e->entry_timeout = pseudo ? 0.0 : fs->o.entry_timeout;
 }
 
+/*
+ * The kernel did not take the lookup reference an entry reply gave it
+ * (the request was interrupted): give it back.
+ */
+static void node_unlearn(struct qtfs_fs *fs, struct node *n)
+{
+	g_mutex_lock(&fs->lock);
+	if (--n->nlookup == 0 && n->children == 0 && n != fs->root)
+		node_free(fs, n);
+	g_mutex_unlock(&fs->lock);
+}
+
 /* Learn the node named @name in @parent from @a and answer the kernel with it. */
 static void reply_entry(fuse_req_t req, struct qtfs_fs *fs, fuse_ino_t parent, const char *name,
 			const struct qtfs_attr *a)
@@ -382,13 +394,8 @@ static void reply_entry(fuse_req_t req, struct qtfs_fs *fs, fuse_ino_t parent, c
 	n = node_learn_locked(fs, p, name, a);
 	fill_entry(fs, n, a, &e);
 	g_mutex_unlock(&fs->lock);
-	if (fuse_reply_entry(req, &e) != 0) {
-		/* The kernel did not take the reference (interrupted): give it back. */
-		g_mutex_lock(&fs->lock);
-		if (--n->nlookup == 0 && n->children == 0 && n != fs->root)
-			node_free(fs, n);
-		g_mutex_unlock(&fs->lock);
-	}
+	if (fuse_reply_entry(req, &e) != 0)
+		node_unlearn(fs, n);
 }
 
 static void reply_attr(fuse_req_t req, struct qtfs_fs *fs, const struct qtfs_attr *a)
@@ -419,9 +426,6 @@ static int rd_attr_reply(const struct qt_msg *rep, struct qtfs_attr *a)
 	qt_rd_init_msg(&r, rep);
 	return qtfs_rd_attr(&r, a) < 0 || qt_rd_end(&r) < 0 ? -EIO : 0;
 }
-
-/* The reply of OPEN, OPENDIR and CREATE: the server's handle, then the file's attributes. */
-
 
 /* A call whose reply is one attribute record. */
 static int call_attr(struct qtfs_fs *fs, struct qt_msg *m, bool idempotent, struct qtfs_attr *a)
@@ -592,10 +596,6 @@ static int rd_handle_reply(const struct qt_msg *rep, uint64_t *sh, struct qtfs_a
 		       : 0;
 }
 
-/*
- * OPEN or OPENDIR @path on some connection.  @pre: for OPEN, where the
- * start of a pseudo file goes when the host sends it (NULL: not wanted).
- */
 /* OPEN of @path; @prefetch: ask for the file's first bytes (see rd_prefetch()). */
 static struct qt_msg *req_open(const char *path, int flags, bool prefetch)
 {
@@ -606,6 +606,10 @@ static struct qt_msg *req_open(const char *path, int flags, bool prefetch)
 	return m;
 }
 
+/*
+ * OPEN or OPENDIR @path on some connection.  @pre: for OPEN, where the
+ * start of a pseudo file goes when the host sends it (NULL: not wanted).
+ */
 static int open_remote(struct qtfs_fs *fs, const char *path, int flags, bool dir, bool stream,
 		       unsigned *slot, uint64_t *gen, uint64_t *sh, struct qtfs_attr *a,
 		       struct prefetched *pre)
@@ -1893,10 +1897,7 @@ static void create_done(void *arg, int err, struct qt_msg *rep)
 	fh_attach(fs, h);
 	if (fuse_reply_create(cp->req, &e, &cp->fi) != 0) {
 		fh_close(fs, h);
-		g_mutex_lock(&fs->lock);
-		if (--n->nlookup == 0 && n->children == 0)
-			node_free(fs, n);
-		g_mutex_unlock(&fs->lock);
+		node_unlearn(fs, n);
 	}
 	g_free(cp);
 }
