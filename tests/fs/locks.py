@@ -99,6 +99,16 @@ def wait_lock(path, how, kind, q, go=None):
             go.wait(20)
 
 
+def result_of(w, q):
+    """What process @w put on @q within 10 s (None if nothing), once @w has ended."""
+    try:
+        r = q.get(timeout=10)
+    except Exception:
+        r = None
+    w.join(10)
+    return r
+
+
 def waits_for(holder, path, how, what, min_wait=None):
     """A blocking @how write lock on @path waits while @holder holds its
     lock, and gets it once the holder lets go (after @min_wait s at least)."""
@@ -108,11 +118,7 @@ def waits_for(holder, path, how, what, min_wait=None):
     time.sleep(0.5)
     check(what, q.empty())
     holder.release()
-    try:
-        waited = q.get(timeout=10)
-    except Exception:
-        waited = None
-    w.join(10)
+    waited = result_of(w, q)
     check("... and gets it once the host lets go (after %s s)" % waited,
           waited is not None and (min_wait is None or waited >= min_wait))
 
@@ -168,11 +174,7 @@ def interrupted(q):
 q = mp.Queue()
 w = mp.Process(target=interrupted, args=(q,))
 w.start()
-try:
-    r = q.get(timeout=10)
-except Exception:
-    r = None
-w.join(10)
+r = result_of(w, q)
 check("a signal ends a blocked F_SETLKW on the DPU (after %s s)" % r, isinstance(r, float) and r < 5)
 h.release()
 
