@@ -149,7 +149,7 @@ static void conn_ready(struct qt_conn *c, void *user)
 	int err;
 
 	qt_msg_put_str(m, cl->remote_path);
-	qt_msg_put_u32(m, 0);
+	qt_msg_put_u32(m, QTFS_MNT_DIR_ATTRS);
 	g_mutex_lock(&cl->lock);
 	s->state = SLOT_MOUNTING;
 	g_mutex_unlock(&cl->lock);

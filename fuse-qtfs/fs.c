@@ -45,6 +45,17 @@
  * Pseudo files.  Files the server flags QTFS_AF_PSEUDO (procfs, sysfs,
  * cgroupfs) report sizes that mean nothing, so they are opened with
  * direct I/O and get zero attribute and entry timeouts.
+ *
+ * Directory attributes after a change.  The kernel forgets a directory's
+ * attributes whenever an entry in it is made, removed or renamed, and
+ * (default_permissions) needs them again for the next permission check
+ * there: every create or unlink in a row would cost a GETATTR round trip
+ * before its own.  The server ends such replies with the directory's
+ * attributes after the change (QTFS_MNT_DIR_ATTRS); they wait on the node
+ * (node->post) and answer the next GETATTR of it, once, within
+ * attr_timeout of their arrival.  So they are never older than attributes
+ * the kernel itself would have kept; of two changes answered out of
+ * order, the attributes may be the earlier change's, within that bound.
  */
 #include "config.h"
 
@@ -77,6 +88,12 @@ struct node {
 	bool pseudo;
 	bool relay; /* a host FIFO shown as a regular file */
 	GList *fhs; /* struct fh* open on this node, for files without a name */
+	struct post_attr *post; /* a directory's attributes after our last change in it */
+};
+
+struct post_attr {
+	struct qtfs_attr a;
+	gint64 at_us; /* g_get_monotonic_time() at arrival */
 };
 
 struct qtfs_fs {
@@ -200,6 +217,7 @@ static void node_free(struct qtfs_fs *fs, struct node *n)
 	g_hash_table_remove(fs->by_id, &n->id);
 	g_free(n->name);
 	g_list_free(n->fhs);
+	g_free(n->post);
 	g_free(n);
 }
 
@@ -427,21 +445,82 @@ static int rd_attr_reply(const struct qt_msg *rep, struct qtfs_attr *a)
 	return qtfs_rd_attr(&r, a) < 0 || qt_rd_end(&r) < 0 ? -EIO : 0;
 }
 
-/* A call whose reply is one attribute record. */
-static int call_attr(struct qtfs_fs *fs, struct qt_msg *m, bool idempotent, struct qtfs_attr *a)
-{
-	g_autoptr(qt_msg) rep = NULL;
-	int err = call(fs, m, idempotent, &rep);
-
-	return err < 0 ? err : rd_attr_reply(rep, a);
-}
-
 /* A call with an empty reply. */
 static int call_void(struct qtfs_fs *fs, struct qt_msg *m, bool idempotent)
 {
 	g_autoptr(qt_msg) rep = NULL;
 
 	return call(fs, m, idempotent, &rep);
+}
+
+/* A directory's attributes after a change, as a reply ends with them (see the top). */
+struct dir_attr {
+	bool have;
+	struct qtfs_attr a;
+};
+
+/* The next of a reply's directory records; none from a server that sends none.  0 or -EIO. */
+static int rd_dir_attr(struct qt_rd *r, struct dir_attr *d)
+{
+	uint8_t have = 0;
+
+	d->have = false;
+	if (r->left == 0 && r->err == 0)
+		return 0;
+	if (qt_rd_u8(r, &have) < 0 || have > 1 || (have && qtfs_rd_attr(r, &d->a) < 0))
+		return -EIO;
+	d->have = have;
+	return 0;
+}
+
+/* Keep @d for the next GETATTR of directory @ino, if it is still that directory. */
+static void post_attr_keep(struct qtfs_fs *fs, fuse_ino_t ino, const struct dir_attr *d)
+{
+	struct node *n;
+
+	if (!d->have || fs->o.attr_timeout <= 0 || (d->a.flags & QTFS_AF_PSEUDO) ||
+	    !S_ISDIR(d->a.mode))
+		return;
+	g_mutex_lock(&fs->lock);
+	n = node_by_id(fs, ino);
+	if (n && n->dev == d->a.dev && n->ino == d->a.ino) {
+		if (!n->post)
+			n->post = g_new(struct post_attr, 1);
+		n->post->a = d->a;
+		n->post->at_us = g_get_monotonic_time();
+	}
+	g_mutex_unlock(&fs->lock);
+}
+
+/* Take @ino's kept attributes if they are younger than attr_timeout; *@valid: for how long still. */
+static bool post_attr_take(struct qtfs_fs *fs, fuse_ino_t ino, struct qtfs_attr *a, double *valid)
+{
+	struct node *n;
+	bool ok = false;
+
+	g_mutex_lock(&fs->lock);
+	n = node_by_id(fs, ino);
+	if (n && n->post) {
+		double age = (double)(g_get_monotonic_time() - n->post->at_us) / 1e6;
+
+		if (age < fs->o.attr_timeout) {
+			*a = n->post->a;
+			*valid = fs->o.attr_timeout - age;
+			ok = true;
+		}
+		g_clear_pointer(&n->post, g_free);
+	}
+	g_mutex_unlock(&fs->lock);
+	return ok;
+}
+
+/* A reply of an attribute record, then the parent's record.  0 or -EIO. */
+static int rd_entry_reply(const struct qt_msg *rep, struct qtfs_attr *a, struct dir_attr *d)
+{
+	struct qt_rd r;
+
+	qt_rd_init_msg(&r, rep);
+	return qtfs_rd_attr(&r, a) < 0 || rd_dir_attr(&r, d) < 0 || qt_rd_end(&r) < 0 ? -EIO : 0;
 }
 
 /*
@@ -585,13 +664,14 @@ static int rd_prefetch(struct qt_rd *r, struct prefetched *pre)
  * for OPEN (@is_open) the prefetch section, kept in @pre if not NULL.
  */
 static int rd_handle_reply(const struct qt_msg *rep, uint64_t *sh, struct qtfs_attr *a,
-			   bool is_open, struct prefetched *pre)
+			   bool is_open, struct prefetched *pre, struct dir_attr *d)
 {
 	struct qt_rd r;
 
 	qt_rd_init_msg(&r, rep);
 	return qt_rd_u64(&r, sh) < 0 || qtfs_rd_attr(&r, a) < 0 ||
-			       (is_open && rd_prefetch(&r, pre) < 0) || qt_rd_end(&r) < 0
+			       (is_open && rd_prefetch(&r, pre) < 0) || (d && rd_dir_attr(&r, d) < 0) ||
+			       qt_rd_end(&r) < 0
 		       ? -EIO
 		       : 0;
 }
@@ -628,7 +708,7 @@ static int open_remote(struct qtfs_fs *fs, const char *path, int flags, bool dir
 			continue;
 		if (err < 0)
 			return err;
-		return rd_handle_reply(rep, sh, a, !dir, pre);
+		return rd_handle_reply(rep, sh, a, !dir, pre, NULL);
 	}
 	return -EIO;
 }
@@ -1368,14 +1448,23 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	struct qtfs_fs *fs = FS(req);
 	g_autofree char *path = NULL;
+	struct qtfs_attr post;
 	struct fh_pending *p;
 	struct fh *h;
+	double valid;
 	uint64_t key;
 
 	if (is_synth(fs, ino, &key)) {
 		struct stat st = {.st_mode = S_IFLNK | 0777, .st_nlink = 1, .st_ino = key, .st_size = 64};
 
 		fuse_reply_attr(req, &st, 0);
+		return;
+	}
+	if (post_attr_take(fs, ino, &post, &valid)) {
+		struct stat st;
+
+		to_stat(&post, &st);
+		fuse_reply_attr(req, &st, valid);
 		return;
 	}
 	path = path_of(fs, ino, NULL);
@@ -1498,13 +1587,18 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, const
 		      struct qt_msg *m)
 {
 	struct qtfs_fs *fs = FS(req);
+	g_autoptr(qt_msg) rep = NULL;
+	struct dir_attr d;
 	struct qtfs_attr a;
-	int err = call_attr(fs, m, false, &a);
+	int err = call(fs, m, false, &rep);
 
+	if (err == 0)
+		err = rd_entry_reply(rep, &a, &d);
 	if (err < 0) {
 		fuse_reply_err(req, -err);
 		return;
 	}
+	post_attr_keep(fs, parent, &d);
 	/* A new FIFO to be relayed: not cached, so the next lookup finds the relay. */
 	if (S_ISFIFO(a.mode) && relay_path(fs, path))
 		a.flags |= QTFS_AF_PSEUDO;
@@ -1580,10 +1674,20 @@ static void forget_name(struct qtfs_fs *fs, fuse_ino_t parent, const char *name)
 static void remove_done(void *arg, int err, struct qt_msg *rep)
 {
 	struct pending *p = arg;
+	struct dir_attr d = {0};
 
-	qt_msg_free(rep);
-	if (err == 0)
+	if (err == 0) {
+		struct qt_rd r;
+
+		/* The name is gone on the host even if the rest is malformed. */
 		forget_name(FS(p->req), p->ino, p->name);
+		qt_rd_init_msg(&r, rep);
+		if (rd_dir_attr(&r, &d) < 0 || qt_rd_end(&r) < 0)
+			err = -EIO;
+		else
+			post_attr_keep(FS(p->req), p->ino, &d);
+	}
+	qt_msg_free(rep);
 	fuse_reply_err(p->req, -err);
 	pending_free(p);
 }
@@ -1616,7 +1720,9 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	struct qtfs_fs *fs = FS(req);
 	g_autofree char *from = path_of(fs, parent, name);
 	g_autofree char *to = path_of(fs, newparent, newname);
+	g_autoptr(qt_msg) rep = NULL;
 	struct qt_msg *m;
+	bool bad = false;
 	int err;
 
 	if (!from || !to) {
@@ -1626,9 +1732,20 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	m = req_path(QTFS_RENAME, from);
 	qt_msg_put_str(m, to);
 	qt_msg_put_u32(m, flags);
-	err = call_void(fs, m, false);
+	err = call(fs, m, false, &rep);
 	if (err == 0) {
+		struct dir_attr da, db;
 		struct node *p, *np, *a, *b;
+		struct qt_rd r;
+
+		qt_rd_init_msg(&r, rep);
+		if (rd_dir_attr(&r, &da) < 0 || rd_dir_attr(&r, &db) < 0 || qt_rd_end(&r) < 0) {
+			/* Renamed all the same: the names below must follow. */
+			bad = true;
+			da.have = db.have = false;
+		}
+		post_attr_keep(fs, parent, &da);
+		post_attr_keep(fs, newparent, &db);
 
 		g_mutex_lock(&fs->lock);
 		p = node_by_id(fs, parent);
@@ -1661,7 +1778,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 		}
 		g_mutex_unlock(&fs->lock);
 	}
-	fuse_reply_err(req, -err);
+	fuse_reply_err(req, bad ? EIO : -err);
 }
 
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
@@ -1811,7 +1928,7 @@ static void open_done(void *arg, int err, struct qt_msg *rep)
 		return;
 	}
 	if (err == 0)
-		err = rd_handle_reply(rep, &sh, &a, true, want ? &pre : NULL);
+		err = rd_handle_reply(rep, &sh, &a, true, want ? &pre : NULL, NULL);
 	qt_msg_free(rep);
 	if (err < 0) {
 		g_free(pre.data);
@@ -1871,6 +1988,7 @@ static void create_done(void *arg, int err, struct qt_msg *rep)
 	struct create_pending *cp = arg;
 	struct qtfs_fs *fs = FS(cp->req);
 	struct fuse_entry_param e;
+	struct dir_attr d;
 	struct qtfs_attr a;
 	struct node *n, *p;
 	struct fh *h;
@@ -1879,13 +1997,14 @@ static void create_done(void *arg, int err, struct qt_msg *rep)
 	if (err == -ESTALE)
 		err = -EIO;
 	else if (err == 0)
-		err = rd_handle_reply(rep, &sh, &a, false, NULL);
+		err = rd_handle_reply(rep, &sh, &a, false, NULL, &d);
 	qt_msg_free(rep);
 	if (err < 0) {
 		fuse_reply_err(cp->req, -err);
 		g_free(cp);
 		return;
 	}
+	post_attr_keep(fs, cp->parent, &d);
 	g_mutex_lock(&fs->lock);
 	p = node_by_id(fs, cp->parent);
 	n = node_learn_locked(fs, p, cp->name, &a);

@@ -82,9 +82,17 @@ enum {
 	QTFS_AF_RELAY = 0x2,  /* a host FIFO relayed as a stream (fuse side: S_IFREG) */
 };
 
+/* MOUNT request flags: what the client asks of the session. */
+enum {
+	/* replies that change a directory's entries end with its new attributes */
+	QTFS_MNT_DIR_ATTRS = 0x1,
+	QTFS_MNT_KNOWN = 0x1,
+};
+
 /* MOUNT reply flags. */
 enum {
-	QTFS_MF_RDONLY = 0x1, /* the export is read-only */
+	QTFS_MF_RDONLY = 0x1,	 /* the export is read-only */
+	QTFS_MF_DIR_ATTRS = 0x2, /* QTFS_MNT_DIR_ATTRS granted */
 };
 
 /* SETATTR valid bits (the same meaning as FUSE_SET_ATTR_*). */

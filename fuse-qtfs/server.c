@@ -123,6 +123,7 @@ struct session {
 	char *root_path;
 	bool ro;
 	bool root_pseudo;    /* the root is on procfs, sysfs...: see tl_cached_only */
+	bool dir_attrs;	     /* QTFS_MNT_DIR_ATTRS: see put_dir_attr() */
 	GHashTable *handles; /* u64 -> struct handle* */
 	uint64_t next_handle;
 	GHashTable *lock_owners; /* struct lock_owner* (key and value), see "File locks" */
@@ -533,6 +534,28 @@ static int put_at_attr(struct session *sess, const struct at *a, struct qt_msg *
 		return err;
 	put_attr_of(sess, rep, &st, a->dirfd, a->name);
 	return 0;
+}
+
+/*
+ * With QTFS_MNT_DIR_ATTRS, a reply that changed the entries of the
+ * directory @dirfd ends with the directory's attributes after the change:
+ * u8 1 and an attr, or u8 0 (@dirfd < 0, or it cannot be stat'ed).  The
+ * client's kernel drops a directory's cached attributes after every such
+ * change, and its next permission check in that directory would otherwise
+ * be a GETATTR round trip; NFS's post-operation attributes do the same.
+ */
+static void put_dir_attr(struct session *sess, struct qt_msg *rep, int dirfd)
+{
+	struct stat st;
+
+	if (!sess->dir_attrs)
+		return;
+	if (dirfd < 0 || fstat(dirfd, &st) < 0) {
+		qt_msg_put_u8(rep, 0);
+		return;
+	}
+	qt_msg_put_u8(rep, 1);
+	put_attr_of(sess, rep, &st, dirfd, "");
 }
 
 static int put_fd_attr(struct session *sess, int fd, struct qt_msg *rep)
@@ -1043,6 +1066,8 @@ static int make_at(struct session *sess, enum make_kind kind, const char *path, 
 	else
 		r = mknodat(a.dirfd, a.name, mode, (dev_t)rdev);
 	err = r < 0 ? -errno : answer_made(sess, &a, uid, gid, rep);
+	if (err == 0)
+		put_dir_attr(sess, rep, a.dirfd);
 	at_clear(&a);
 	return err;
 }
@@ -1094,6 +1119,8 @@ static int op_remove(struct session *sess, struct qt_rd *r, struct qt_msg *rep, 
 	if ((err = at_resolve_wl(sess, path, dir ? QTFS_WL_RMDIR : QTFS_WL_UNLINK, &a)) < 0)
 		return err;
 	err = unlinkat(a.dirfd, a.name, dir ? AT_REMOVEDIR : 0) < 0 ? -errno : 0;
+	if (err == 0)
+		put_dir_attr(sess, rep, a.dirfd);
 	at_clear(&a);
 	return err;
 }
@@ -1141,6 +1168,10 @@ static int op_rename(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		return err;
 	if ((err = wl_check_pair(sess, false, &a, &b)) == 0)
 		err = renameat2(a.dirfd, a.name, b.dirfd, b.name, flags) < 0 ? -errno : 0;
+	if (err == 0) {
+		put_dir_attr(sess, rep, a.dirfd);
+		put_dir_attr(sess, rep, b.dirfd);
+	}
 	at_clear(&a);
 	at_clear(&b);
 	return err;
@@ -1170,8 +1201,8 @@ static int op_link(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		;
 	else if (linkat(a.dirfd, a.name, b.dirfd, b.name, 0) < 0)
 		err = -errno;
-	else
-		err = put_at_attr(sess, &b, rep);
+	else if ((err = put_at_attr(sess, &b, rep)) == 0)
+		put_dir_attr(sess, rep, b.dirfd);
 	at_clear(&a);
 	at_clear(&b);
 	return err;
@@ -1417,6 +1448,8 @@ static int op_create(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 			    mode & 07777);
 		if (fd >= 0) {
 			err = answer_created(sess, &a, fd, uid, gid, (int)flags, rep);
+			if (err == 0)
+				put_dir_attr(sess, rep, a.dirfd);
 			at_clear(&a);
 			return err;
 		}
@@ -1425,6 +1458,8 @@ static int op_create(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		if (err != -EEXIST || (flags & O_EXCL))
 			return err;
 		err = open_existing(sess, path, flags, NULL, rep);
+		if (err == 0)
+			put_dir_attr(sess, rep, -1); /* the directory did not change */
 		if (err != -ENOENT)
 			return err;
 		/* Removed between the two opens: try to create it again. */
@@ -2238,10 +2273,11 @@ static int op_mount(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	sess->root_path = g_steal_pointer(&canon);
 	sess->ro = best->ro;
 	sess->root_pseudo = dev_kind(sess->srv, st.st_dev, fd, "") != DEV_PLAIN;
+	sess->dir_attrs = flags & QTFS_MNT_DIR_ATTRS;
 	g_mutex_unlock(&sess->lock);
 	qt_info("peer %s (%s): mounted \"%s\"%s", qt_conn_peer(sess->conn), qt_conn_peer_name(sess->conn),
 		sess->root_path, sess->ro ? " read-only" : "");
-	qt_msg_put_u32(rep, sess->ro ? QTFS_MF_RDONLY : 0);
+	qt_msg_put_u32(rep, (sess->ro ? QTFS_MF_RDONLY : 0) | (sess->dir_attrs ? QTFS_MF_DIR_ATTRS : 0));
 	put_attr_of(sess, rep, &st, fd, "");
 	return 0;
 }
@@ -2419,6 +2455,26 @@ static void ring_end(struct ring_job *rj, int err)
 	struct job *j = rj->j;
 	uint16_t type = qt_msg_type(j->req);
 
+	if (err == 0) {
+		switch (type) {
+		case QTFS_RENAME:
+			put_dir_attr(j->sess, rj->rep, rj->at.dirfd);
+			put_dir_attr(j->sess, rj->rep, rj->at2.dirfd);
+			break;
+		case QTFS_LINK:
+			put_dir_attr(j->sess, rj->rep, rj->at2.dirfd);
+			break;
+		case QTFS_UNLINK:
+		case QTFS_RMDIR:
+		case QTFS_MKDIR:
+		case QTFS_SYMLINK:
+		case QTFS_CREATE:
+			put_dir_attr(j->sess, rj->rep, rj->at.dirfd);
+			break;
+		default:
+			break;
+		}
+	}
 	if (err < 0) {
 		qt_msg_free(rj->rep);
 		rj->rep = qt_msg_new_error(j->req, -err);

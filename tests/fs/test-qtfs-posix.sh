@@ -124,6 +124,63 @@ PY
 [ "$reuse" = noreuse ] && echo "note: $T is on a file system that did not reuse inode numbers"
 case $reuse in ok | noreuse) reuse_ok=yes ;; *) reuse_ok=no ;; esac
 check "a reused host inode number is a new file (got: $reuse)" [ $reuse_ok = yes ]
+# Directory attributes after a change come with the reply (the server's
+# post-operation attributes): after each kind of change made through the
+# mount, the directory's stat on the mount equals the host's.  Then that
+# they are what answers the kernel: a host-side chmod right after a create
+# stays unseen until attr_timeout (1 s) has passed, as for any cached
+# attribute.
+post=$(python3 - "$T/exp2" "$T/mnt2" <<'PY'
+import os, stat, sys, time
+host, mnt = sys.argv[1], sys.argv[2]
+H, M = os.path.join(host, "post"), os.path.join(mnt, "post")
+H2, M2 = os.path.join(host, "post2"), os.path.join(mnt, "post2")
+os.mkdir(M)
+os.mkdir(M2)
+keys = ("st_ino", "st_mode", "st_nlink", "st_uid", "st_gid", "st_size", "st_mtime_ns", "st_ctime_ns")
+bad = []
+def same(what, *dirs):
+    for m, h in dirs:
+        a, b = os.stat(m), os.stat(h)
+        diff = [k for k in keys if getattr(a, k) != getattr(b, k)]
+        if diff:
+            bad.append("%s: %s differs" % (what, ",".join(diff)))
+steps = [
+    ("create", lambda: os.close(os.open(M + "/f", os.O_CREAT | os.O_WRONLY, 0o644))),
+    ("mkdir", lambda: os.mkdir(M + "/d")),
+    ("symlink", lambda: os.symlink("f", M + "/s")),
+    ("mkfifo", lambda: os.mkfifo(M + "/p")),
+    ("link", lambda: os.link(M + "/f", M + "/h")),
+    ("rename", lambda: os.rename(M + "/h", M + "/h2")),
+    ("unlink", lambda: os.unlink(M + "/h2")),
+    ("rmdir", lambda: os.rmdir(M + "/d")),
+]
+for what, fn in steps:
+    os.stat(M)  # the kernel has the directory's attributes before the change
+    time.sleep(0.02)  # so that a stale mtime would show
+    fn()
+    same(what, (M, H))
+os.stat(M); os.stat(M2)
+time.sleep(0.02)
+os.rename(M + "/f", M2 + "/f")
+same("rename across directories", (M, H), (M2, H2))
+# The kept attributes answer the next GETATTR.
+before = stat.S_IMODE(os.stat(M).st_mode)
+after = 0o750 if before == 0o700 else 0o700
+t = time.monotonic()
+os.close(os.open(M + "/g", os.O_CREAT | os.O_WRONLY, 0o644))
+os.chmod(H, after)
+mode = stat.S_IMODE(os.stat(M).st_mode)
+if time.monotonic() - t < 0.8 and mode != before:
+    bad.append("the stat after a create asked the host (mode %o)" % mode)
+time.sleep(1.1)
+mode = stat.S_IMODE(os.stat(M).st_mode)
+if mode != after:
+    bad.append("a host chmod is unseen after attr_timeout (mode %o)" % mode)
+print("; ".join(bad) or "ok")
+PY
+)
+check "directory attributes after each change match the host's (got: $post)" [ "$post" = ok ]
 # A cold host cache: the server's loop thread resolves paths from the
 # dentry cache only and hands the rest to its workers (RESOLVE_CACHED).
 # Names the mount never saw, after the host dropped its dentries and
