@@ -60,6 +60,7 @@ struct qtfs_client {
 	GMutex lock;
 	GCond cond;
 	bool stopping;
+	bool shut; /* qtfs_client_shutdown() ran; main thread only */
 	unsigned any_waiting; /* loop thread: async calls waiting for a ready connection */
 	/* The first MOUNT's outcome, for qtfs_client_new. */
 	bool first_done;
@@ -395,10 +396,11 @@ static void stop_loop(void *arg)
 		qt_loop_stop(cl->loop);
 }
 
-void qtfs_client_free(struct qtfs_client *cl)
+void qtfs_client_shutdown(struct qtfs_client *cl)
 {
-	if (!cl)
+	if (!cl || cl->shut)
 		return;
+	cl->shut = true;
 	g_mutex_lock(&cl->lock);
 	cl->stopping = true;
 	g_cond_broadcast(&cl->cond);
@@ -407,8 +409,15 @@ void qtfs_client_free(struct qtfs_client *cl)
 		if (cl->slots[i].dialer)
 			g_thread_join(cl->slots[i].dialer);
 	qt_loop_post(cl->loop, close_all, cl);
-	/* Give the closes a moment to flush, then stop. */
+	/* Give the closes a moment to flush. */
 	g_usleep(20000);
+}
+
+void qtfs_client_free(struct qtfs_client *cl)
+{
+	if (!cl)
+		return;
+	qtfs_client_shutdown(cl);
 	qt_loop_post(cl->loop, stop_loop, cl);
 	g_thread_join(cl->loop_thread);
 	for (unsigned i = 0; i < cl->n_slots; i++)
@@ -462,8 +471,12 @@ int qtfs_client_call(struct qtfs_client *cl, struct qt_msg *req, bool idempotent
 		     struct qt_msg **reply)
 {
 	gint64 until = g_get_monotonic_time() + (gint64)cl->o.timeout_ms * 1000;
-	struct qt_msg *spare = idempotent ? msg_dup(req) : NULL;
+	struct qt_msg *spare;
 	int err;
+
+	/* The loop thread would wait for itself. */
+	g_assert(!qt_loop_in_thread(cl->loop));
+	spare = idempotent ? msg_dup(req) : NULL;
 
 	for (;;) {
 		struct qt_conn *c;
@@ -498,16 +511,28 @@ int qtfs_client_call(struct qtfs_client *cl, struct qt_msg *req, bool idempotent
 int qtfs_client_pick(struct qtfs_client *cl, unsigned *slot, uint64_t *gen)
 {
 	gint64 until = g_get_monotonic_time() + (gint64)cl->o.timeout_ms * 1000;
+	bool loop = qt_loop_in_thread(cl->loop);
 	struct slot *s;
 
 	g_mutex_lock(&cl->lock);
-	s = wait_any_ready(cl, until);
+	/* The loop thread does not wait: it is the one that readies connections. */
+	s = loop ? next_ready(cl) : wait_any_ready(cl, until);
 	if (s) {
 		*slot = s->index;
 		*gen = s->gen;
 	}
 	g_mutex_unlock(&cl->lock);
-	return s ? 0 : -ETIMEDOUT;
+	return s ? 0 : loop ? -EAGAIN : -ETIMEDOUT;
+}
+
+bool qtfs_client_in_loop(const struct qtfs_client *cl)
+{
+	return qt_loop_in_thread(cl->loop);
+}
+
+struct qt_loop *qtfs_client_loop(const struct qtfs_client *cl)
+{
+	return cl->loop;
 }
 
 static __thread struct qt_call_ctl *tl_interrupt;
@@ -598,7 +623,10 @@ void qtfs_client_call_cb(struct qtfs_client *cl, unsigned slot, uint64_t gen, st
 		.cl = cl, .slot = slot, .gen = gen, .req = req, .timeout_ms = timeout_ms,
 		.done = done, .arg = arg,
 	};
-	qt_loop_post(cl->loop, async_start, a);
+	if (qt_loop_in_thread(cl->loop))
+		async_start(a);
+	else
+		qt_loop_post(cl->loop, async_start, a);
 }
 
 void qtfs_client_call_async(struct qtfs_client *cl, unsigned slot, uint64_t gen, struct qt_msg *req)
@@ -619,6 +647,11 @@ struct any_call {
 	struct qt_msg *spare; /* a copy to repeat an idempotent call */
 	gint64 until;	      /* monotonic us */
 	bool waiting;	      /* counted in cl->any_waiting */
+	/*
+	 * The connection the call was just lost on (compared, never
+	 * dereferenced): until its slot says so, it still looks ready.
+	 */
+	const struct qt_conn *lost;
 	qtfs_done_fn done;
 	void *arg;
 };
@@ -639,7 +672,7 @@ static void any_start(void *arg)
 	struct qtfs_client *cl = a->cl;
 	struct qt_conn *c = NULL;
 	gint64 now = g_get_monotonic_time();
-	struct slot *s;
+	struct slot *s = NULL;
 	bool stopping;
 	int err;
 
@@ -650,9 +683,13 @@ static void any_start(void *arg)
 
 	g_mutex_lock(&cl->lock);
 	stopping = cl->stopping;
-	if (!stopping && (s = next_ready(cl)))
+	if (!stopping && (s = next_ready(cl)) && s->conn == a->lost)
+		s = next_ready(cl);
+	if (s && s->conn != a->lost)
 		c = s->conn;
 	g_mutex_unlock(&cl->lock);
+	/* Looked again after RETRY_MS: the slots know by now. */
+	a->lost = NULL;
 	if (!c) {
 		if (now >= a->until || stopping) {
 			any_finish(a, -ETIMEDOUT, NULL);
@@ -673,11 +710,11 @@ static void any_done(struct qt_conn *c, int err, struct qt_msg *reply, void *arg
 {
 	struct any_call *a = arg;
 
-	(void)c;
 	if (conn_lost(err)) {
 		if (a->spare && g_get_monotonic_time() < a->until) {
 			a->req = a->spare;
 			a->spare = msg_dup(a->req);
+			a->lost = c;
 			any_start(a);
 			return;
 		}

@@ -49,7 +49,16 @@ struct qtfs_client;
  */
 int qtfs_client_new(const struct qtfs_client_opts *o, struct qtfs_client **out,
 		    struct qtfs_attr *root, uint32_t *mflags, char **msg);
+/*
+ * Fail every call and close the connections, but keep the loop running,
+ * so that the calls in flight end now and their answers still go out.
+ */
+void qtfs_client_shutdown(struct qtfs_client *cl);
+/* Shut down (if not yet), stop the loop thread and free. */
 void qtfs_client_free(struct qtfs_client *cl);
+/* The client's event loop, and whether the caller runs on its thread. */
+struct qt_loop *qtfs_client_loop(const struct qtfs_client *cl);
+bool qtfs_client_in_loop(const struct qtfs_client *cl);
 
 /*
  * A call on any ready connection.  Takes @req.  On success *@reply is the
@@ -74,7 +83,10 @@ typedef void (*qtfs_done_fn)(void *arg, int err, struct qt_msg *reply);
 void qtfs_client_call_async_any(struct qtfs_client *cl, struct qt_msg *req, bool idempotent,
 				qtfs_done_fn done, void *arg);
 
-/* Pick a ready slot for a new handle: its index and generation (waits up to the deadline). */
+/*
+ * Pick a ready slot for a new handle: its index and generation.  Waits up
+ * to the deadline, except on the loop thread, which gets -EAGAIN at once.
+ */
 int qtfs_client_pick(struct qtfs_client *cl, unsigned *slot, uint64_t *gen);
 /* For qtfs_client_call_on: no deadline (a relayed FIFO may block for as long as it likes). */
 #define QTFS_NO_DEADLINE UINT64_MAX

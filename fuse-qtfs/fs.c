@@ -21,7 +21,8 @@
  * server restart) the next operation reopens the file by its current path,
  * without O_CREAT/O_EXCL/O_TRUNC, on any live connection, and goes on; a
  * file whose name is gone (unlinked while open) then fails with ESTALE.
- * fh->lock serializes reopening.
+ * fh->reopen_lock serializes reopening; fh->lock is only ever held for a
+ * moment, since the loop thread takes it (session.c).
  *
  * Proc mode (-o proc, for a mount of the host's /proc).  The names "self"
  * and "thread-self" in the root are symlinks to the caller's own entries in
@@ -71,6 +72,8 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <linux/fuse.h>
 
 #include "log.h"
 
@@ -145,6 +148,7 @@ struct prefetched {
 struct fh {
 	int refs; /* atomic: the kernel's file + calls borrowing it */
 	GMutex lock;
+	GMutex reopen_lock; /* held across a reopen's call, never by the loop thread */
 	unsigned slot;
 	uint64_t gen;
 	uint64_t sh; /* the server's handle */
@@ -720,6 +724,7 @@ static struct fh *fh_new(fuse_ino_t ino, int flags, bool dir, unsigned slot, uin
 
 	h->refs = 1;
 	g_mutex_init(&h->lock);
+	g_mutex_init(&h->reopen_lock);
 	h->ino = ino;
 	h->flags = flags;
 	h->dir = dir;
@@ -736,6 +741,7 @@ static void fh_unref(struct fh *h)
 		return;
 	g_free(h->pre.data);
 	g_mutex_clear(&h->lock);
+	g_mutex_clear(&h->reopen_lock);
 	g_free(h);
 }
 
@@ -827,28 +833,35 @@ static int fh_reopen(struct qtfs_fs *fs, struct fh *h, uint64_t stale_gen, unsig
 	uint64_t gen, sh;
 	int err;
 
+	bool done;
+
+	g_mutex_lock(&h->reopen_lock);
 	g_mutex_lock(&h->lock);
-	if (h->gen != stale_gen || h->slot != stale_slot) {
-		g_mutex_unlock(&h->lock);
+	done = h->gen != stale_gen || h->slot != stale_slot;
+	g_mutex_unlock(&h->lock);
+	if (done) {
+		g_mutex_unlock(&h->reopen_lock);
 		return 0; /* another thread did it */
 	}
 	path = path_of(fs, h->ino, NULL);
 	if (!path) {
-		g_mutex_unlock(&h->lock);
+		g_mutex_unlock(&h->reopen_lock);
 		return -ESTALE;
 	}
 	err = open_remote(fs, path, h->flags & ~(O_CREAT | O_EXCL | O_TRUNC), h->dir, h->stream, &slot,
 			  &gen, &sh, &a, NULL);
 	if (err == 0) {
+		g_mutex_lock(&h->lock);
 		h->slot = slot;
 		h->gen = gen;
 		h->sh = sh;
+		g_mutex_unlock(&h->lock);
 		qt_info("reopened \"%s\" after reconnecting", path);
 	} else {
 		qt_notice("cannot reopen \"%s\" after reconnecting: %s", path, g_strerror(-err));
 		err = err == -ENOENT ? -ESTALE : err;
 	}
-	g_mutex_unlock(&h->lock);
+	g_mutex_unlock(&h->reopen_lock);
 	return err;
 }
 
@@ -1945,8 +1958,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	g_autofree char *path = path_of(fs, ino, NULL);
 	struct open_pending *p;
 	struct qt_msg *m;
-	unsigned slot;
-	uint64_t gen;
+	unsigned slot = 0;
+	uint64_t gen = 0;
 	int err;
 
 	if (!path) {
@@ -1958,14 +1971,20 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		open_sync(req, ino, fi, path);
 		return;
 	}
-	if ((err = qtfs_client_pick(fs->cl, &slot, &gen)) < 0) {
+	err = qtfs_client_pick(fs->cl, &slot, &gen);
+	if (err < 0 && err != -EAGAIN) {
 		fuse_reply_err(req, -err);
 		return;
 	}
-	m = req_open(path, fi->flags, (fi->flags & O_ACCMODE) == O_RDONLY);
 	p = g_new0(struct open_pending, 1);
 	*p = (struct open_pending){.req = req, .ino = ino, .fi = *fi, .path = g_steal_pointer(&path),
 				   .slot = slot, .gen = gen};
+	/* On the loop thread with no connection ready: wait for one elsewhere. */
+	if (err == -EAGAIN) {
+		slow_push(fs, open_redo, p);
+		return;
+	}
+	m = req_open(p->path, fi->flags, (fi->flags & O_ACCMODE) == O_RDONLY);
 	qtfs_client_call_cb(fs->cl, slot, gen, m, qtfs_client_timeout_ms(fs->cl), open_done, p);
 }
 
@@ -1980,6 +1999,7 @@ struct create_pending {
 	struct fuse_file_info fi;
 	unsigned slot;
 	uint64_t gen;
+	struct qt_msg *m; /* until sent */
 	char name[];
 };
 
@@ -2021,6 +2041,23 @@ static void create_done(void *arg, int err, struct qt_msg *rep)
 	g_free(cp);
 }
 
+/* A CREATE that found no connection ready, on the slow pool: wait for one, then send. */
+static void create_later(void *arg, bool run)
+{
+	struct create_pending *cp = arg;
+	struct qtfs_fs *fs = FS(cp->req);
+	struct qt_msg *m = g_steal_pointer(&cp->m);
+	int err = run ? qtfs_client_pick(fs->cl, &cp->slot, &cp->gen) : -EIO;
+
+	if (err < 0) {
+		qt_msg_free(m);
+		fuse_reply_err(cp->req, -err);
+		g_free(cp);
+		return;
+	}
+	qtfs_client_call_cb(fs->cl, cp->slot, cp->gen, m, qtfs_client_timeout_ms(fs->cl), create_done, cp);
+}
+
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		      struct fuse_file_info *fi)
 {
@@ -2029,15 +2066,16 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct create_pending *cp;
 	struct qt_msg *m;
 	size_t len = strlen(name) + 1;
-	unsigned slot;
-	uint64_t gen;
+	unsigned slot = 0;
+	uint64_t gen = 0;
 	int err;
 
 	if (!path) {
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
-	if ((err = qtfs_client_pick(fs->cl, &slot, &gen)) < 0) {
+	err = qtfs_client_pick(fs->cl, &slot, &gen);
+	if (err < 0 && err != -EAGAIN) {
 		fuse_reply_err(req, -err);
 		return;
 	}
@@ -2048,6 +2086,12 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	cp = g_malloc(sizeof(*cp) + len);
 	*cp = (struct create_pending){.req = req, .parent = parent, .fi = *fi, .slot = slot, .gen = gen};
 	memcpy(cp->name, name, len);
+	/* On the loop thread with no connection ready: wait for one elsewhere. */
+	if (err == -EAGAIN) {
+		cp->m = m;
+		slow_push(fs, create_later, cp);
+		return;
+	}
 	qtfs_client_call_cb(fs->cl, slot, gen, m, qtfs_client_timeout_ms(fs->cl), create_done, cp);
 }
 
@@ -2190,22 +2234,45 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		fuse_reply_write(req, n);
 }
 
+struct flush_unlock {
+	fuse_req_t req;
+	struct fh *h; /* the owner's reference */
+	uint64_t owner;
+};
+
+/* Drop the closing owner's POSIX locks on the host, then answer the FLUSH. */
+static void flush_unlock(void *arg, bool run)
+{
+	struct flush_unlock *f = arg;
+	struct lk_ctx c = {.owner = f->owner, .type = F_UNLCK, .flags = QTFS_LK_RELEASE_OWNER};
+	g_autoptr(qt_msg) rep = NULL;
+
+	if (run)
+		call_fh(FS(f->req), f->h, build_setlk, &c, &rep);
+	fh_unref(f->h);
+	fuse_reply_err(f->req, 0);
+	g_free(f);
+}
+
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct qtfs_fs *fs = FS(req);
 	/* Writes are not buffered here: nothing to push to the host.  But a
 	 * close drops the closing process's POSIX locks on the file. */
 	struct fh *h = lk_take(fs, ino, fi->lock_owner);
+	struct flush_unlock *f;
 
-	if (h) {
-		struct lk_ctx c = {.owner = fi->lock_owner, .type = F_UNLCK,
-				   .flags = QTFS_LK_RELEASE_OWNER};
-		g_autoptr(qt_msg) rep = NULL;
-
-		call_fh(fs, h, build_setlk, &c, &rep);
-		fh_unref(h);
+	if (!h) {
+		fuse_reply_err(req, 0);
+		return;
 	}
-	fuse_reply_err(req, 0);
+	f = g_new(struct flush_unlock, 1);
+	*f = (struct flush_unlock){.req = req, .h = h, .owner = fi->lock_owner};
+	/* The loop thread (session.c) must not wait for the host. */
+	if (qtfs_client_in_loop(fs->cl))
+		slow_push(fs, flush_unlock, f);
+	else
+		flush_unlock(f, true);
 }
 
 static void release_fh(fuse_req_t req, struct fuse_file_info *fi)
@@ -2904,6 +2971,52 @@ struct qtfs_fs *qtfs_fs_new(const struct qtfs_fs_opts *o, struct qtfs_client *cl
 	g_hash_table_add(fs->by_key, fs->root);
 	fs->root_attr = *root;
 	return fs;
+}
+
+bool qtfs_fs_may_wait(struct qtfs_fs *fs, const void *buf, size_t len)
+{
+	struct fuse_in_header in;
+	const uint8_t *arg = (const uint8_t *)buf + sizeof(in);
+	size_t alen;
+
+	if (len < sizeof(in))
+		return true;
+	memcpy(&in, buf, sizeof(in));
+	alen = len - sizeof(in);
+	switch (in.opcode) {
+	case FUSE_LOOKUP:
+	case FUSE_FORGET:
+	case FUSE_BATCH_FORGET:
+	case FUSE_GETATTR:
+	case FUSE_UNLINK:
+	case FUSE_RMDIR:
+	case FUSE_CREATE:
+	case FUSE_FLUSH:
+	case FUSE_INTERRUPT:
+		return false;
+	case FUSE_OPEN:
+		return node_is_relay(fs, in.nodeid);
+	case FUSE_READ: {
+		struct fuse_read_in r;
+
+		if (alen < sizeof(r))
+			return true;
+		memcpy(&r, arg, sizeof(r));
+		/* Reads of relayed FIFOs wait as long as the FIFO does. */
+		return !r.fh || ((const struct fh *)(uintptr_t)r.fh)->stream;
+	}
+	case FUSE_RELEASE: {
+		struct fuse_release_in r;
+
+		if (alen < sizeof(r))
+			return true;
+		memcpy(&r, arg, sizeof(r));
+		/* The last close of a flock waits for the host's close (op_release). */
+		return (r.release_flags & FUSE_RELEASE_FLOCK_UNLOCK) != 0;
+	}
+	default:
+		return true;
+	}
 }
 
 void qtfs_fs_stop(struct qtfs_fs *fs)

@@ -38,5 +38,12 @@ struct qtfs_fs *qtfs_fs_new(const struct qtfs_fs_opts *o, struct qtfs_client *cl
  * synchronously (after a reconnection); later ones fail with EIO.
  */
 void qtfs_fs_stop(struct qtfs_fs *fs);
+/*
+ * May the kernel's request @buf (@len bytes as read from /dev/fuse) wait,
+ * for the host or for another request?  Those that cannot are run on the
+ * client's loop thread (session.c): their operations here only send a
+ * call, and the loop answers the kernel when the reply comes.
+ */
+bool qtfs_fs_may_wait(struct qtfs_fs *fs, const void *buf, size_t len);
 void qtfs_fs_free(struct qtfs_fs *fs);
 extern const struct fuse_lowlevel_ops qtfs_fs_ops;

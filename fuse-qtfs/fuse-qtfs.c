@@ -32,6 +32,7 @@
 #include "endpoint.h"
 #include "fs.h"
 #include "log.h"
+#include "session.h"
 #include "ssh.h"
 
 #define SHORT_OPTS "hVfvo:"
@@ -433,7 +434,7 @@ static int run(struct settings *s)
 	struct qtfs_client *cl = NULL;
 	struct qtfs_fs *fs = NULL;
 	struct fuse_session *se = NULL;
-	struct fuse_loop_config *lc = NULL;
+	struct qtfs_session *sess = NULL;
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct qtfs_client_opts co = {0};
 	struct sock_dial sd = {0};
@@ -441,8 +442,8 @@ static int run(struct settings *s)
 	struct qtfs_attr root;
 	struct stat mst;
 	uint32_t mflags = 0;
-	sigset_t term, oldmask;
-	int notify_fd = -1, err, rc = QT_EXIT_FAILURE;
+	sigset_t term;
+	int notify_fd = -1, err, sig, rc = QT_EXIT_FAILURE;
 	bool mounted = false;
 
 	if (s->key_file && qt_psk_load(s->key_file, &psk, &msg) < 0)
@@ -481,17 +482,16 @@ static int run(struct settings *s)
 	co.conns = s->conns;
 	co.timeout_ms = s->timeout_ms;
 	/*
-	 * The client's threads (event loop, dialers, SSH bridges) inherit a
-	 * mask without the termination signals, so those reach the main
-	 * thread, whose libfuse handler ends the session loop.
+	 * The termination signals stay blocked in every thread (the client's
+	 * loop, dialers and SSH bridges, the FUSE workers inherit the mask);
+	 * the main thread takes them in qtfs_session_wait().
 	 */
 	sigemptyset(&term);
 	sigaddset(&term, SIGTERM);
 	sigaddset(&term, SIGINT);
 	sigaddset(&term, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &term, &oldmask);
+	pthread_sigmask(SIG_BLOCK, &term, NULL);
 	err = qtfs_client_new(&co, &cl, &root, &mflags, &msg);
-	pthread_sigmask(SIG_SETMASK, &oldmask, NULL);
 	if (err < 0) {
 		rc = qt_cli_fail("%s: %s", s->source, msg);
 		goto out;
@@ -524,6 +524,7 @@ static int run(struct settings *s)
 		rc = qt_cli_fail("cannot create the FUSE session (see the message above)");
 		goto out;
 	}
+	/* For its SIGPIPE setting: the termination signals never reach its handlers. */
 	if (fuse_set_signal_handlers(se) < 0) {
 		rc = qt_cli_fail("cannot install signal handlers");
 		goto out;
@@ -548,23 +549,32 @@ static int run(struct settings *s)
 		}
 	}
 
-	lc = fuse_loop_cfg_create();
-	fuse_loop_cfg_set_max_threads(lc, 64);
-	fuse_loop_cfg_set_idle_threads(lc, 16);
-	err = fuse_session_loop_mt(se, lc);
-	fuse_loop_cfg_destroy(lc);
-	rc = err == 0 || err == -EINTR || err == SIGTERM || err == SIGINT || err == SIGHUP ? QT_EXIT_OK
-											   : QT_EXIT_FAILURE;
-	qt_notice("unmounting %s", s->mountpoint);
+	if ((err = qtfs_session_start(se, qtfs_client_loop(cl), fs, 64, &sess)) < 0) {
+		qt_err("cannot run the FUSE session: %s", g_strerror(-err));
+		goto out;
+	}
+	sig = qtfs_session_wait(sess);
+	rc = QT_EXIT_OK;
+	if (sig)
+		qt_notice("unmounting %s (%s)", s->mountpoint, g_strsignal(sig));
+	else
+		qt_notice("%s was unmounted", s->mountpoint);
 out:
 	/*
-	 * The client goes first: its loop thread answers the kernel for the
-	 * calls still in flight (failed as the connections close), and those
-	 * answers need the session.
+	 * No new requests; every call fails now, so the workers finish; then
+	 * the client's loop stops.  The session goes last: the loop thread
+	 * answered the kernel for the calls still in flight, and those
+	 * answers need it.
 	 */
+	if (sess)
+		qtfs_session_stop_reading(sess);
+	qtfs_client_shutdown(cl);
+	if (sess)
+		qtfs_session_drain(sess);
 	qtfs_fs_stop(fs);
 	qtfs_client_free(cl);
 	cl = NULL;
+	qtfs_session_free(sess);
 	if (se) {
 		if (mounted)
 			fuse_session_unmount(se);

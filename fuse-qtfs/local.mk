@@ -13,7 +13,7 @@ fuse_qtfs_qtfs_server_LDADD = fuse-qtfs/libqtfsproto.a fuse-qtfs/libqtfswl.a $(Q
 
 bin_PROGRAMS += fuse-qtfs/fuse-qtfs
 fuse_qtfs_fuse_qtfs_SOURCES = fuse-qtfs/fuse-qtfs.c fuse-qtfs/fs.c fuse-qtfs/fs.h \
-	fuse-qtfs/client.c fuse-qtfs/client.h
+	fuse-qtfs/session.c fuse-qtfs/session.h fuse-qtfs/client.c fuse-qtfs/client.h
 fuse_qtfs_fuse_qtfs_CPPFLAGS = $(AM_CPPFLAGS) $(FUSE_CFLAGS)
 fuse_qtfs_fuse_qtfs_LDADD = fuse-qtfs/libqtfsproto.a $(QT_SSH_LIBS) $(QT_LIBS) $(FUSE_LIBS)
 
