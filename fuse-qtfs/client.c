@@ -23,6 +23,7 @@
 #include "client.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -442,13 +443,25 @@ static bool conn_lost(int err)
 	return err == -ECONNABORTED || err == -ECONNRESET || err == -ENOTCONN || err == -EPIPE;
 }
 
-/* With cl->lock held: the next READY slot in turn, or NULL. */
-static struct slot *next_ready(struct qtfs_client *cl)
+/*
+ * A connection a call was just lost on: slot @index at generation @gen.
+ * Its slot looks ready until the loop thread has seen it close, so a
+ * retry must not pick it.
+ */
+struct lost {
+	unsigned index;
+	uint64_t gen;
+};
+
+#define NOT_LOST ((struct lost){.index = UINT_MAX})
+
+/* With cl->lock held: the next READY slot in turn but @lost, or NULL. */
+static struct slot *next_ready_but(struct qtfs_client *cl, struct lost lost)
 {
 	for (unsigned k = 0; k < cl->n_slots; k++) {
 		struct slot *s = &cl->slots[(cl->next + k) % cl->n_slots];
 
-		if (s->state == SLOT_READY) {
+		if (s->state == SLOT_READY && !(s->index == lost.index && s->gen == lost.gen)) {
 			cl->next = (s->index + 1) % cl->n_slots;
 			return s;
 		}
@@ -456,21 +469,32 @@ static struct slot *next_ready(struct qtfs_client *cl)
 	return NULL;
 }
 
-/* With cl->lock held: a READY slot, waiting until @until (monotonic us). */
-static struct slot *wait_any_ready(struct qtfs_client *cl, gint64 until)
+static struct slot *next_ready(struct qtfs_client *cl)
+{
+	return next_ready_but(cl, NOT_LOST);
+}
+
+/* With cl->lock held: a READY slot but @lost, waiting until @until (monotonic us). */
+static struct slot *wait_ready_but(struct qtfs_client *cl, gint64 until, struct lost lost)
 {
 	struct slot *s;
 
-	while (!(s = next_ready(cl)))
+	while (!(s = next_ready_but(cl, lost)))
 		if (cl->stopping || !g_cond_wait_until(&cl->cond, &cl->lock, until))
 			return NULL;
 	return s;
+}
+
+static struct slot *wait_any_ready(struct qtfs_client *cl, gint64 until)
+{
+	return wait_ready_but(cl, until, NOT_LOST);
 }
 
 int qtfs_client_call(struct qtfs_client *cl, struct qt_msg *req, bool idempotent,
 		     struct qt_msg **reply)
 {
 	gint64 until = g_get_monotonic_time() + (gint64)cl->o.timeout_ms * 1000;
+	struct lost lost = NOT_LOST;
 	struct qt_msg *spare;
 	int err;
 
@@ -484,8 +508,10 @@ int qtfs_client_call(struct qtfs_client *cl, struct qt_msg *req, bool idempotent
 		gint64 left;
 
 		g_mutex_lock(&cl->lock);
-		s = wait_any_ready(cl, until);
+		s = wait_ready_but(cl, until, lost);
 		c = s ? qt_conn_ref(s->conn) : NULL;
+		if (s)
+			lost = (struct lost){.index = s->index, .gen = s->gen};
 		g_mutex_unlock(&cl->lock);
 		if (!c) {
 			qt_msg_free(req);
@@ -647,11 +673,8 @@ struct any_call {
 	struct qt_msg *spare; /* a copy to repeat an idempotent call */
 	gint64 until;	      /* monotonic us */
 	bool waiting;	      /* counted in cl->any_waiting */
-	/*
-	 * The connection the call was just lost on (compared, never
-	 * dereferenced): until its slot says so, it still looks ready.
-	 */
-	const struct qt_conn *lost;
+	struct lost on;	  /* the slot it went out on */
+	struct lost lost; /* the slot it was just lost on (a retry skips it once) */
 	qtfs_done_fn done;
 	void *arg;
 };
@@ -683,13 +706,13 @@ static void any_start(void *arg)
 
 	g_mutex_lock(&cl->lock);
 	stopping = cl->stopping;
-	if (!stopping && (s = next_ready(cl)) && s->conn == a->lost)
-		s = next_ready(cl);
-	if (s && s->conn != a->lost)
+	if (!stopping && (s = next_ready_but(cl, a->lost))) {
 		c = s->conn;
+		a->on = (struct lost){.index = s->index, .gen = s->gen};
+	}
 	g_mutex_unlock(&cl->lock);
-	/* Looked again after RETRY_MS: the slots know by now. */
-	a->lost = NULL;
+	/* If it looks again, it is after RETRY_MS: the slots know by now. */
+	a->lost = NOT_LOST;
 	if (!c) {
 		if (now >= a->until || stopping) {
 			any_finish(a, -ETIMEDOUT, NULL);
@@ -710,11 +733,12 @@ static void any_done(struct qt_conn *c, int err, struct qt_msg *reply, void *arg
 {
 	struct any_call *a = arg;
 
+	(void)c;
 	if (conn_lost(err)) {
 		if (a->spare && g_get_monotonic_time() < a->until) {
 			a->req = a->spare;
 			a->spare = msg_dup(a->req);
-			a->lost = c;
+			a->lost = a->on;
 			any_start(a);
 			return;
 		}
@@ -731,7 +755,7 @@ void qtfs_client_call_async_any(struct qtfs_client *cl, struct qt_msg *req, bool
 	*a = (struct any_call){
 		.cl = cl, .req = req, .spare = idempotent ? msg_dup(req) : NULL,
 		.until = g_get_monotonic_time() + (gint64)cl->o.timeout_ms * 1000,
-		.done = done, .arg = arg,
+		.lost = NOT_LOST, .done = done, .arg = arg,
 	};
 	if (qt_loop_in_thread(cl->loop))
 		any_start(a);
