@@ -107,7 +107,8 @@ struct qtfs_srv {
 struct handle {
 	int fd;
 	bool dir;
-	bool stream; /* a FIFO: read(2)/write(2), no offsets */
+	bool stream;	   /* a FIFO: read(2)/write(2), no offsets */
+	bool quick_close; /* on a memory or pseudo file system: see ring_submit() */
 	int refs;    /* atomic */
 	GMutex lock; /* directory position */
 };
@@ -204,9 +205,15 @@ static bool fs_type_is_pseudo(long type)
  */
 enum dev_kind {
 	DEV_PLAIN = 1,
+	DEV_MEMORY,	 /* tmpfs, ramfs: plain files that never wait for a disk */
 	DEV_PSEUDO,
 	DEV_PSEUDO_SNAP, /* pseudo, and safe to read at open (prefetch) */
 };
+
+static bool kind_pseudo(enum dev_kind k)
+{
+	return k == DEV_PSEUDO || k == DEV_PSEUDO_SNAP;
+}
 
 static enum dev_kind fs_type_kind(long type)
 {
@@ -215,6 +222,9 @@ static enum dev_kind fs_type_kind(long type)
 	case CGROUP_SUPER_MAGIC:
 	case CGROUP2_SUPER_MAGIC:
 		return DEV_PSEUDO_SNAP;
+	case TMPFS_MAGIC:
+	case RAMFS_MAGIC:
+		return DEV_MEMORY;
 	default:
 		return fs_type_is_pseudo(type) ? DEV_PSEUDO : DEV_PLAIN;
 	}
@@ -370,7 +380,8 @@ static void handle_unref(struct handle *h)
 	g_free(h);
 }
 
-static int handle_add(struct session *sess, int fd, bool dir, bool stream, uint64_t *id)
+static int handle_add(struct session *sess, int fd, bool dir, bool stream, bool quick_close,
+		      uint64_t *id)
 {
 	struct handle *h;
 	uint64_t *key;
@@ -384,6 +395,7 @@ static int handle_add(struct session *sess, int fd, bool dir, bool stream, uint6
 	h->fd = fd;
 	h->dir = dir;
 	h->stream = stream;
+	h->quick_close = quick_close && !stream;
 	h->refs = 1;
 	g_mutex_init(&h->lock);
 	key = g_new(uint64_t, 1);
@@ -516,7 +528,7 @@ static enum dev_kind put_attr_of(struct session *sess, struct qt_msg *rep, const
 				 int fd, const char *name)
 {
 	enum dev_kind kind = dev_kind(sess->srv, st->st_dev, fd, name);
-	bool pseudo = kind != DEV_PLAIN;
+	bool pseudo = kind_pseudo(kind);
 	struct qtfs_attr a;
 
 	/* Pseudo files are never cached by the client: no need to tell them apart. */
@@ -1307,12 +1319,13 @@ static int put_new_handle(struct session *sess, int fd, bool dir, const char *pa
 		close(fd);
 		return err;
 	}
-	if ((err = handle_add(sess, fd, dir, S_ISFIFO(st.st_mode), &hid)) < 0) {
+	kind = dev_kind(sess->srv, st.st_dev, fd, "");
+	if ((err = handle_add(sess, fd, dir, S_ISFIFO(st.st_mode), kind != DEV_PLAIN, &hid)) < 0) {
 		close(fd);
 		return err;
 	}
 	qt_msg_put_u64(rep, hid);
-	kind = put_attr_of(sess, rep, &st, fd, "");
+	put_attr_of(sess, rep, &st, fd, "");
 	/* The handle owns @fd now, but the client cannot close it before it
 	 * has this reply. */
 	if (prefetch)
@@ -1558,16 +1571,12 @@ static int op_write(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	return 0;
 }
 
-static int op_release(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+/* Forget handle @hid; its file closes with the last call using it. */
+static int release_handle(struct session *sess, uint64_t hid)
 {
 	struct handle *h = NULL;
 	gpointer key = NULL;
-	uint64_t hid;
-	int err;
 
-	qt_rd_u64(r, &hid);
-	if ((err = qt_rd_end(r)) < 0)
-		return err;
 	g_mutex_lock(&sess->lock);
 	g_hash_table_steal_extended(sess->handles, &hid, &key, (gpointer *)&h);
 	g_mutex_unlock(&sess->lock);
@@ -1576,6 +1585,17 @@ static int op_release(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		return -EBADF;
 	handle_unref(h);
 	return 0;
+}
+
+static int op_release(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	uint64_t hid;
+	int err;
+
+	qt_rd_u64(r, &hid);
+	if ((err = qt_rd_end(r)) < 0)
+		return err;
+	return release_handle(sess, hid);
 }
 
 /* F_OFD_SETLK and flock report a conflict as EAGAIN or EACCES; the client wants one. */
@@ -2272,7 +2292,7 @@ static int op_mount(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	sess->root_fd = fd;
 	sess->root_path = g_steal_pointer(&canon);
 	sess->ro = best->ro;
-	sess->root_pseudo = dev_kind(sess->srv, st.st_dev, fd, "") != DEV_PLAIN;
+	sess->root_pseudo = kind_pseudo(dev_kind(sess->srv, st.st_dev, fd, ""));
 	sess->dir_attrs = flags & QTFS_MNT_DIR_ATTRS;
 	g_mutex_unlock(&sess->lock);
 	qt_info("peer %s (%s): mounted \"%s\"%s", qt_conn_peer(sess->conn), qt_conn_peer_name(sess->conn),
@@ -2548,6 +2568,20 @@ static int ring_link_finish(struct ring_job *rj, int res)
 	return put_at_attr(rj->j->sess, &rj->at2, rj->rep);
 }
 
+/*
+ * Is the directory @dirfd on a memory file system (tmpfs, ramfs: the
+ * container runtimes' state under /run)?  Nothing there waits for a disk,
+ * and io_uring would still hand a namespace operation to one of its kernel
+ * workers, a thread wake-up more: the loop thread makes such system calls
+ * itself.
+ */
+static bool in_memory(struct session *sess, int dirfd)
+{
+	struct stat st;
+
+	return fstat(dirfd, &st) == 0 && dev_kind(sess->srv, st.st_dev, dirfd, "") == DEV_MEMORY;
+}
+
 /* Resolve @path into rj->at and check it for @op, as the worker path does. */
 static int ring_at(struct session *sess, struct ring_job *rj, const char *path, enum qtfs_wl_op op)
 {
@@ -2629,9 +2663,12 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 			return false;
 		if ((err = ring_at(sess, rj, path, dir ? QTFS_WL_RMDIR : QTFS_WL_UNLINK)) == DEFER)
 			return false;
-		if (err < 0 ||
-		    (err = qt_fop_unlinkat(l, rj->at.dirfd, rj->at.name, dir ? AT_REMOVEDIR : 0,
-					   ring_done, rj)) < 0)
+		if (err == 0 && in_memory(sess, rj->at.dirfd))
+			ring_done(rj, unlinkat(rj->at.dirfd, rj->at.name, dir ? AT_REMOVEDIR : 0) < 0 ? -errno
+												   : 0);
+		else if (err < 0 ||
+			 (err = qt_fop_unlinkat(l, rj->at.dirfd, rj->at.name, dir ? AT_REMOVEDIR : 0,
+						ring_done, rj)) < 0)
 			ring_end(rj, err);
 		return true;
 	}
@@ -2654,10 +2691,15 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 		rj->finish = ring_made_finish;
 		if ((err = ring_at(sess, rj, path, dir ? QTFS_WL_MKDIR : QTFS_WL_CREATE)) == DEFER)
 			return false;
-		if (err < 0 ||
-		    (err = dir ? qt_fop_mkdirat(l, rj->at.dirfd, rj->at.name, u & 07777, ring_done, rj)
-			       : qt_fop_symlinkat(l, rj->target, rj->at.dirfd, rj->at.name, ring_done,
-						  rj)) < 0)
+		if (err == 0 && in_memory(sess, rj->at.dirfd))
+			ring_done(rj, (dir ? mkdirat(rj->at.dirfd, rj->at.name, u & 07777)
+					   : symlinkat(rj->target, rj->at.dirfd, rj->at.name)) < 0
+					      ? -errno
+					      : 0);
+		else if (err < 0 ||
+			 (err = dir ? qt_fop_mkdirat(l, rj->at.dirfd, rj->at.name, u & 07777, ring_done, rj)
+				    : qt_fop_symlinkat(l, rj->target, rj->at.dirfd, rj->at.name, ring_done,
+						       rj)) < 0)
 			ring_end(rj, err);
 		return true;
 	}
@@ -2682,10 +2724,15 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 		};
 		if ((err = ring_at(sess, rj, path, QTFS_WL_CREATE)) == DEFER)
 			return false;
-		if (err < 0 ||
-		    (err = qt_fop_openat2(l, rj->at.dirfd, rj->at.name, &rj->how, ring_create_done,
-					  rj)) < 0)
+		if (err == 0 && in_memory(sess, rj->at.dirfd)) {
+			long fd = syscall(SYS_openat2, rj->at.dirfd, rj->at.name, &rj->how, sizeof(rj->how));
+
+			ring_create_done(rj, fd < 0 ? -errno : (int)fd);
+		} else if (err < 0 ||
+			   (err = qt_fop_openat2(l, rj->at.dirfd, rj->at.name, &rj->how, ring_create_done,
+						 rj)) < 0) {
 			ring_end(rj, err);
+		}
 		return true;
 	}
 	case QTFS_RENAME:
@@ -2708,6 +2755,14 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 		}
 		if (err == 0) {
 			rj->finish = link ? ring_link_finish : NULL;
+			if (in_memory(sess, rj->at.dirfd) && in_memory(sess, rj->at2.dirfd)) {
+				int rc = link ? linkat(rj->at.dirfd, rj->at.name, rj->at2.dirfd, rj->at2.name, 0)
+					      : renameat2(rj->at.dirfd, rj->at.name, rj->at2.dirfd,
+							  rj->at2.name, u);
+
+				ring_done(rj, rc < 0 ? -errno : 0);
+				return true;
+			}
 			err = link ? qt_fop_linkat(l, rj->at.dirfd, rj->at.name, rj->at2.dirfd,
 						   rj->at2.name, 0, ring_done, rj)
 				   : qt_fop_renameat(l, rj->at.dirfd, rj->at.name, rj->at2.dirfd,
@@ -2715,6 +2770,24 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 		}
 		if (err < 0)
 			ring_end(rj, err);
+		return true;
+	}
+	case QTFS_RELEASE: {
+		/*
+		 * Closing a file on a memory or pseudo file system never
+		 * waits (elsewhere a close may write back, or ask a network
+		 * file system): done right here, as io_uring's close would.
+		 */
+		bool quick;
+
+		qt_rd_u64(r, &hid);
+		if (qt_rd_end(r) < 0 || !(rj->h = handle_get(sess, hid)))
+			return false;
+		quick = rj->h->quick_close;
+		g_clear_pointer(&rj->h, handle_unref);
+		if (!quick)
+			return false;
+		ring_end(rj, release_handle(sess, hid));
 		return true;
 	}
 	default:
@@ -2742,6 +2815,7 @@ static bool ring_start(struct session *sess, struct job *j)
 	case QTFS_RENAME:
 	case QTFS_LINK:
 	case QTFS_CREATE:
+	case QTFS_RELEASE:
 		break;
 	default:
 		return false;
