@@ -12,7 +12,8 @@
 #                          the read's host side is in the page cache)
 #   rand read qd1          4 KiB preads at random offsets of a 64 MiB file,
 #                          readahead off: p50 / p99 latency in microseconds
-#   create / stat / unlink 10k files, stat with attribute caching off
+#   create / stat / unlink 10k files, stat with attribute caching off;
+#                          create and unlink again with the export on tmpfs
 #   readdir                a 10k-entry directory, listings per second
 #   /proc/meminfo          whole-file reads per second (host /proc mounted)
 
@@ -230,6 +231,20 @@ set -- $(b meta "$T/c20")
 c20=$1 u20=$4
 echo "   create $c20/s, unlink $u20/s"
 
+# The same create and unlink with the export (and the native directory) on
+# tmpfs: the host's disk drops out (its own create rate here moves between
+# 2k/s and 20k/s from run to run), what is left is the file system's.
+echo "== create and unlink with the export on tmpfs"
+mkdir -p "$T/exp/tmpfs" "$T/native/tmpfs"
+mount -t tmpfs tmpfs "$T/exp/tmpfs" && mount -t tmpfs tmpfs "$T/native/tmpfs" || exit 1
+MOUNTS="$MOUNTS $T/exp/tmpfs $T/native/tmpfs"
+tmpfs=""
+for target in native m-tcp m-unix m-sshfs; do
+	set -- $(b meta "$T/$target/tmpfs")
+	tmpfs="$tmpfs $1 $4"
+	echo "   $target: create $1/s, unlink $4/s"
+done
+
 echo "== /proc/meminfo reads per second"
 mi_native=$(b meminfo /proc/meminfo)
 mi_qtfs=$(b meminfo "$T/p-qtfs/meminfo")
@@ -240,6 +255,7 @@ echo
 echo "$results" | $PY -c '
 import sys
 tcp, mn, mq, ms, c20, u20 = [float(x) for x in sys.argv[1:7]]
+tm = [float(x) for x in sys.argv[7:15]]  # create, unlink on tmpfs: native, tcp, unix, sshfs
 rows = {}
 for line in sys.stdin.read().split("\n"):
     if line.strip():
@@ -261,7 +277,11 @@ print("| /proc/meminfo reads/s | %.0f | %.0f | - | %.0f | %.1fx | - |" % (mn, mq
 for i, label, v in ((4, "create/s", c20), (7, "unlink/s", u20)):
     sv = rows["m-sshfs"][i]
     print("| %s, 20 s caching like sshfs | | | %.0f | %.0f | | %.1fx |" % (label, v, sv, v / sv if sv else 0))
+for k, label in ((0, "create/s"), (1, "unlink/s")):
+    v = tm[k::2]
+    print("| %s, export on tmpfs | %.0f | %.0f | %.0f | %.0f | %.1fx | %.1fx |" %
+          (label, v[0], v[1], v[2], v[3], v[1] / v[3] if v[3] else 0, v[2] / v[3] if v[3] else 0))
 print()
 print("raw loopback TCP: %.0f MB/s; seq read over tcp = %.0f%% of it, over unix = %.0f%%" %
       (tcp, 100 * rows["m-tcp"][1] / tcp, 100 * rows["m-unix"][1] / tcp))
-' "$tcp" "$mi_native" "$mi_qtfs" "$mi_sshfs" "$c20" "$u20"
+' "$tcp" "$mi_native" "$mi_qtfs" "$mi_sshfs" "$c20" "$u20" $tmpfs
