@@ -5,8 +5,10 @@
  * MOUNT done on every connection, reconnection with backoff, and a deadline
  * on every call so that a dead server never hangs a caller.
  *
- * Calls are made from FUSE worker threads and block until the reply, the
- * deadline or the loss of the connection.  Open file handles live on the
+ * Synchronous calls are made from FUSE worker threads and block until the
+ * reply, the deadline or the loss of the connection; asynchronous ones,
+ * from the loop thread itself too (session.c), end in a callback on the
+ * loop thread.  Open file handles live on the
  * server connection that opened them: such calls name their slot and the
  * slot's generation, and get -ESTALE once that connection has been
  * replaced, so the caller can reopen the file by path.
@@ -77,8 +79,8 @@ typedef void (*qtfs_done_fn)(void *arg, int err, struct qt_msg *reply);
  * retries, reported to @done(@arg, ...) on the loop thread, which must
  * not block.  Takes @req.  The FUSE operations on the hot path (lookup,
  * getattr, unlink, rmdir; open, create and read go through
- * qtfs_client_call_cb()) answer the kernel from @done, so no FUSE worker
- * waits for the reply and none has to be woken for it.
+ * qtfs_client_call_cb()) run on the loop thread and answer the kernel
+ * from @done, so no thread waits for the reply.
  */
 void qtfs_client_call_async_any(struct qtfs_client *cl, struct qt_msg *req, bool idempotent,
 				qtfs_done_fn done, void *arg);

@@ -529,11 +529,11 @@ static int rd_entry_reply(const struct qt_msg *rep, struct qtfs_attr *a, struct 
 
 /*
  * Lookup, getattr by path, unlink and rmdir do not wait for their reply:
- * the FUSE worker hands the call to the client's loop thread and goes back
- * to the kernel for the next request, and the loop thread answers the
- * kernel when the reply comes (qtfs_client_call_async_any()).  That is one
- * thread wake-up fewer per call, and no worker parked per call in flight.
- * What the answer needs is kept here until then.
+ * they run on the client's loop thread (session.c), send their call and
+ * return, and the loop thread answers the kernel when the reply comes
+ * (qtfs_client_call_async_any()).  No thread is parked per call in
+ * flight, and none has to be woken for the reply.  What the answer needs
+ * is kept here until then.
  */
 struct pending {
 	fuse_req_t req;
