@@ -332,6 +332,7 @@ int qtfs_client_new(const struct qtfs_client_opts *o, struct qtfs_client **out,
 		g_free(cl);
 		return err;
 	}
+	qt_info("event loop: %s", qt_loop_backend_name(cl->loop));
 	cl->slots = g_new0(struct slot, cl->n_slots);
 	cl->loop_thread = g_thread_new("qtfs-loop", loop_main, cl);
 	for (unsigned i = 0; i < cl->n_slots; i++) {

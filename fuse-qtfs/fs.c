@@ -3046,6 +3046,8 @@ void qtfs_fs_free(struct qtfs_fs *fs)
 		struct node *n = v;
 
 		g_free(n->name);
+		g_free(n->post);
+		g_list_free(n->fhs);
 		g_free(n);
 	}
 	g_hash_table_destroy(fs->by_id);

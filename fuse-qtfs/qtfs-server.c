@@ -251,6 +251,7 @@ static int run(struct settings *s)
 		goto out;
 	}
 	the_loop = loop;
+	qt_info("event loop: %s", qt_loop_backend_name(loop));
 	so.exports = exports;
 	so.n_exports = s->exports->len;
 	so.whitelist = wl;

@@ -33,7 +33,16 @@ QTFS_MOUNTS=""
 QTFS_PIDS=""
 failures=0
 
+# A sanitizer build's reports (a daemon's leaks at exit, say) go to files
+# here, where the cleanup finds them even from daemons that outlived the
+# test's own checks.
+mkdir "$T/sanitizer"
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$T/sanitizer/report"
+UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$T/sanitizer/report"
+export ASAN_OPTIONS UBSAN_OPTIONS
+
 qtfs_cleanup() {
+	rc=$?
 	for m in $QTFS_MOUNTS; do
 		if mountpoint -q "$m" 2>/dev/null; then
 			fusermount3 -u "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
@@ -46,7 +55,15 @@ qtfs_cleanup() {
 	for p in $QTFS_PIDS; do
 		kill -9 "$p" 2>/dev/null
 	done
+	# Unmounted daemons exit on their own: give them a moment to report.
+	sleep 0.3
+	if [ -n "$(ls "$T/sanitizer" 2>/dev/null)" ]; then
+		echo "FAIL: sanitizer reports:"
+		cat "$T/sanitizer"/*
+		rc=1
+	fi
 	rm -rf "$T"
+	exit $rc
 }
 trap qtfs_cleanup EXIT
 trap 'exit 1' HUP INT TERM

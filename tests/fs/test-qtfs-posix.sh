@@ -7,7 +7,8 @@
 # result and errno must match (also as an unprivileged user, through
 # default_permissions); fsx then runs 100k seeded random operations on the
 # mount with zero mismatches.  Over a unix socket with one connection, then
-# over TCP with a pre-shared key and four connections.
+# over TCP with a pre-shared key and four connections, then with the epoll
+# event loop on both sides.
 
 . "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
 
@@ -212,4 +213,19 @@ printf 'more\n' >>"$T/mnt2/cold/a/b/c/file"
 check "cold: append reaches the host" [ "$(tail -n 1 "$T/exp2/cold/a/b/c/file")" = more ]
 check "cold: a missing name is ENOENT" sh -c '! stat "$1" 2>/dev/null' sh "$T/mnt2/cold/a/nothing"
 check "unmount (tcp)" umount_qtfs "$T/mnt2"
+
+# -- the epoll loop on both sides (kernels without io_uring) ------------------
+# Then the server runs every file operation on its pool, and the client's
+# loop thread still reads the FUSE requests (a watch on /dev/fuse).
+mkdir -p "$T/exp3" "$T/native3"
+SERVER_WRAP="env QT_LOOP_BACKEND=epoll"
+CLIENT_WRAP="env QT_LOOP_BACKEND=epoll"
+start_server "$T/server-epoll.log" --listen "unix:$T/sock3" --export "$T/exp3" || exit 1
+check "the server runs the epoll loop" grep -q "event loop: epoll" "$T/server-epoll.log"
+check "mount with the epoll loop" mount_qtfs "unix:$T/sock3:$T/exp3" "$T/mnt3" -o allow_other
+check "fsdiff (epoll loops)" "$FSDIFF" --user 65534:65534 --no-lock-pid "$T/native3" "$T/mnt3"
+check "fsx 20000 ops (epoll loops)" "$FSX" -S 5 -N 20000 "$T/mnt3"
+check "unmount (epoll)" umount_qtfs "$T/mnt3"
+SERVER_WRAP=
+CLIENT_WRAP=
 finish
