@@ -11,6 +11,11 @@
 #   namespaces joined by a veth pair, addresses (with their /prefix) and
 #   every link up, loopback included.  The caller deletes the namespaces
 #   (which deletes the pair).  Non-zero if any step fails.
+# sanitizer_to DIR: a sanitizer build's reports (a daemon's leaks at its
+#   exit, say) go to files in DIR from now on, for every process started
+#   after, even those that outlive the test's own checks.
+# sanitizer_found DIR: print the reports in DIR; true if there are any
+#   (for the test's cleanup, once its daemons are gone).
 
 failures=${failures:-0}
 
@@ -40,4 +45,17 @@ netns_pair() {
 		ip -n "$1" addr add "$5" dev "$3" && ip -n "$2" addr add "$6" dev "$4" &&
 		ip -n "$1" link set lo up && ip -n "$2" link set lo up &&
 		ip -n "$1" link set "$3" up && ip -n "$2" link set "$4" up
+}
+
+sanitizer_to() {
+	mkdir -p "$1"
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$1/report"
+	UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$1/report"
+	export ASAN_OPTIONS UBSAN_OPTIONS
+}
+
+sanitizer_found() {
+	[ -n "$(ls "$1" 2>/dev/null)" ] || return 1
+	echo "FAIL: sanitizer reports:"
+	cat "$1"/*
 }

@@ -2,7 +2,8 @@
 #
 # Sourced by the fuse-qtfs integration tests: a private temp dir, a key,
 # helpers to start qtfs-server and mount fuse-qtfs, and a cleanup trap that
-# unmounts and stops everything the test started, even after a failure.
+# unmounts and stops everything the test started, even after a failure, and
+# fails the test if any of it left a sanitizer report.
 # Tests exit 77 (skip) only where the machine cannot run them at all: not
 # root, or no /dev/fuse.
 #
@@ -33,14 +34,6 @@ QTFS_MOUNTS=""
 QTFS_PIDS=""
 failures=0
 
-# A sanitizer build's reports (a daemon's leaks at exit, say) go to files
-# here, where the cleanup finds them even from daemons that outlived the
-# test's own checks.
-mkdir "$T/sanitizer"
-ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$T/sanitizer/report"
-UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$T/sanitizer/report"
-export ASAN_OPTIONS UBSAN_OPTIONS
-
 qtfs_cleanup() {
 	rc=$?
 	for m in $QTFS_MOUNTS; do
@@ -57,11 +50,7 @@ qtfs_cleanup() {
 	done
 	# Unmounted daemons exit on their own: give them a moment to report.
 	sleep 0.3
-	if [ -n "$(ls "$T/sanitizer" 2>/dev/null)" ]; then
-		echo "FAIL: sanitizer reports:"
-		cat "$T/sanitizer"/*
-		rc=1
-	fi
+	sanitizer_found "$T/sanitizer" && rc=1
 	rm -rf "$T"
 	exit $rc
 }
@@ -72,8 +61,9 @@ KEY=$T/psk
 head -c 48 /dev/urandom | base64 >"$KEY"
 chmod 600 "$KEY"
 
-# ok, fail, check (and netns_pair).
+# ok, fail, check (and netns_pair); sanitizer reports go to $T/sanitizer.
 . "$(dirname "$0")/../check-env.sh"
+sanitizer_to "$T/sanitizer"
 
 # A free TCP port on loopback.
 free_port() {

@@ -4,7 +4,8 @@
 # helper that starts rexecd with a config file written from its arguments,
 # helpers to run the client against it, and a cleanup trap that stops
 # every process the test started (servers, background clients, helpers),
-# even after a failure.  Tests exit 77 (skip) only where the machine cannot
+# even after a failure, and fails the test if any of them left a sanitizer
+# report.  Tests exit 77 (skip) only where the machine cannot
 # run them at all: not root (other users, namespaces, /proc of rexecd).
 #
 # After sourcing:  $T (temp dir, mode 755), $REXEC, $REXECD, $KEY (a valid
@@ -43,6 +44,7 @@ failures=0
 REXECD_TCP_ADDR=${REXECD_TCP_ADDR:-127.0.0.1}
 
 rexec_cleanup() {
+	rc=$?
 	# Clients first (their sessions end), then rexecd: on SIGTERM it
 	# SIGTERMs the process groups it still runs and waits kill_grace.
 	for p in $BG_PIDS; do
@@ -68,7 +70,9 @@ rexec_cleanup() {
 	if [ -n "${MARK:-}" ]; then
 		pkill -9 -f "$MARK" 2>/dev/null
 	fi
+	sanitizer_found "$T/sanitizer" && rc=1
 	rm -rf "$T"
+	exit $rc
 }
 trap rexec_cleanup EXIT
 trap 'exit 1' HUP INT TERM
@@ -83,8 +87,9 @@ printf '[rexec]\n' >"$CLIENT_CONF"
 MARK=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
 MARK=7$$.$MARK
 
-# ok, fail, check (and netns_pair).
+# ok, fail, check (and netns_pair); sanitizer reports go to $T/sanitizer.
 . "$(dirname "$0")/../check-env.sh"
+sanitizer_to "$T/sanitizer"
 
 # check_rc DESCRIPTION WANT CMD...: CMD (stdout in $T/out, stderr in
 # $T/err) must exit with status WANT.
