@@ -225,4 +225,25 @@ sleep 0.3
 check "other requests proceed while a FIFO open blocks" timeout 3 ls "$T/mnt/fifos"
 echo done >"$T/exp/fifos/io"
 wait $blocked
+# SIGTERM while a DPU reader waits on a relayed FIFO (no deadline): the
+# daemon still ends at once, as its calls fail before its workers are
+# waited for, and the reader gets an error instead of waiting on.
+timeout 20 cat "$T/mnt/fifos/io" >/dev/null 2>&1 &
+waiting=$!
+sleep 0.3
+pid=$(pgrep -f "fuse-qtfs .*$T/mnt\$" | head -n 1)
+kill -TERM "$pid"
+i=0
+state=running
+while [ $i -lt 50 ]; do
+	state=$(ps -o stat= -p "$pid" 2>/dev/null)
+	case "$state" in "" | Z*) break ;; esac
+	sleep 0.1
+	i=$((i + 1))
+done
+check "SIGTERM with a reader blocked on a relayed FIFO: the daemon is gone within 5 s (state '$state')" \
+	sh -c 'case "$1" in "" | Z*) true ;; *) false ;; esac' sh "$state"
+wait $waiting
+rc=$?
+check "... and the reader fails rather than waits (rc=$rc)" sh -c '[ "$1" -ne 0 ] && [ "$1" -ne 124 ]' sh "$rc"
 finish
