@@ -445,24 +445,29 @@ static bool conn_lost(int err)
 }
 
 /*
- * A connection a call was just lost on: slot @index at generation @gen.
- * Its slot looks ready until the loop thread has seen it close, so a
- * retry must not pick it.
+ * One connection: slot @index at generation @gen.  A call lost on it is
+ * retried on another one: its slot looks ready until the loop thread has
+ * seen it close.
  */
-struct lost {
+struct slot_id {
 	unsigned index;
 	uint64_t gen;
 };
 
-#define NOT_LOST ((struct lost){.index = UINT_MAX})
+#define NO_SLOT ((struct slot_id){.index = UINT_MAX})
 
-/* With cl->lock held: the next READY slot in turn but @lost, or NULL. */
-static struct slot *next_ready_but(struct qtfs_client *cl, struct lost lost)
+static struct slot_id slot_id_of(const struct slot *s)
+{
+	return (struct slot_id){.index = s->index, .gen = s->gen};
+}
+
+/* With cl->lock held: the next READY slot in turn but @skip, or NULL. */
+static struct slot *next_ready_but(struct qtfs_client *cl, struct slot_id skip)
 {
 	for (unsigned k = 0; k < cl->n_slots; k++) {
 		struct slot *s = &cl->slots[(cl->next + k) % cl->n_slots];
 
-		if (s->state == SLOT_READY && !(s->index == lost.index && s->gen == lost.gen)) {
+		if (s->state == SLOT_READY && !(s->index == skip.index && s->gen == skip.gen)) {
 			cl->next = (s->index + 1) % cl->n_slots;
 			return s;
 		}
@@ -472,15 +477,15 @@ static struct slot *next_ready_but(struct qtfs_client *cl, struct lost lost)
 
 static struct slot *next_ready(struct qtfs_client *cl)
 {
-	return next_ready_but(cl, NOT_LOST);
+	return next_ready_but(cl, NO_SLOT);
 }
 
-/* With cl->lock held: a READY slot but @lost, waiting until @until (monotonic us). */
-static struct slot *wait_ready_but(struct qtfs_client *cl, gint64 until, struct lost lost)
+/* With cl->lock held: a READY slot but @skip, waiting until @until (monotonic us). */
+static struct slot *wait_ready_but(struct qtfs_client *cl, gint64 until, struct slot_id skip)
 {
 	struct slot *s;
 
-	while (!(s = next_ready_but(cl, lost)))
+	while (!(s = next_ready_but(cl, skip)))
 		if (cl->stopping || !g_cond_wait_until(&cl->cond, &cl->lock, until))
 			return NULL;
 	return s;
@@ -488,14 +493,14 @@ static struct slot *wait_ready_but(struct qtfs_client *cl, gint64 until, struct 
 
 static struct slot *wait_any_ready(struct qtfs_client *cl, gint64 until)
 {
-	return wait_ready_but(cl, until, NOT_LOST);
+	return wait_ready_but(cl, until, NO_SLOT);
 }
 
 int qtfs_client_call(struct qtfs_client *cl, struct qt_msg *req, bool idempotent,
 		     struct qt_msg **reply)
 {
 	gint64 until = g_get_monotonic_time() + (gint64)cl->o.timeout_ms * 1000;
-	struct lost lost = NOT_LOST;
+	struct slot_id last = NO_SLOT; /* a retry goes elsewhere */
 	struct qt_msg *spare;
 	int err;
 
@@ -509,10 +514,10 @@ int qtfs_client_call(struct qtfs_client *cl, struct qt_msg *req, bool idempotent
 		gint64 left;
 
 		g_mutex_lock(&cl->lock);
-		s = wait_ready_but(cl, until, lost);
+		s = wait_ready_but(cl, until, last);
 		c = s ? qt_conn_ref(s->conn) : NULL;
 		if (s)
-			lost = (struct lost){.index = s->index, .gen = s->gen};
+			last = slot_id_of(s);
 		g_mutex_unlock(&cl->lock);
 		if (!c) {
 			qt_msg_free(req);
@@ -550,11 +555,6 @@ int qtfs_client_pick(struct qtfs_client *cl, unsigned *slot, uint64_t *gen)
 	}
 	g_mutex_unlock(&cl->lock);
 	return s ? 0 : loop ? -EAGAIN : -ETIMEDOUT;
-}
-
-bool qtfs_client_in_loop(const struct qtfs_client *cl)
-{
-	return qt_loop_in_thread(cl->loop);
 }
 
 struct qt_loop *qtfs_client_loop(const struct qtfs_client *cl)
@@ -674,8 +674,8 @@ struct any_call {
 	struct qt_msg *spare; /* a copy to repeat an idempotent call */
 	gint64 until;	      /* monotonic us */
 	bool waiting;	      /* counted in cl->any_waiting */
-	struct lost on;	  /* the slot it went out on */
-	struct lost lost; /* the slot it was just lost on (a retry skips it once) */
+	struct slot_id on;   /* the slot it went out on */
+	struct slot_id lost; /* the slot it was just lost on (a retry skips it once) */
 	qtfs_done_fn done;
 	void *arg;
 };
@@ -709,11 +709,11 @@ static void any_start(void *arg)
 	stopping = cl->stopping;
 	if (!stopping && (s = next_ready_but(cl, a->lost))) {
 		c = s->conn;
-		a->on = (struct lost){.index = s->index, .gen = s->gen};
+		a->on = slot_id_of(s);
 	}
 	g_mutex_unlock(&cl->lock);
 	/* If it looks again, it is after RETRY_MS: the slots know by now. */
-	a->lost = NOT_LOST;
+	a->lost = NO_SLOT;
 	if (!c) {
 		if (now >= a->until || stopping) {
 			any_finish(a, -ETIMEDOUT, NULL);
@@ -756,7 +756,7 @@ void qtfs_client_call_async_any(struct qtfs_client *cl, struct qt_msg *req, bool
 	*a = (struct any_call){
 		.cl = cl, .req = req, .spare = idempotent ? msg_dup(req) : NULL,
 		.until = g_get_monotonic_time() + (gint64)cl->o.timeout_ms * 1000,
-		.lost = NOT_LOST, .done = done, .arg = arg,
+		.lost = NO_SLOT, .done = done, .arg = arg,
 	};
 	if (qt_loop_in_thread(cl->loop))
 		any_start(a);

@@ -58,9 +58,8 @@ int qtfs_client_new(const struct qtfs_client_opts *o, struct qtfs_client **out,
 void qtfs_client_shutdown(struct qtfs_client *cl);
 /* Shut down (if not yet), stop the loop thread and free. */
 void qtfs_client_free(struct qtfs_client *cl);
-/* The client's event loop, and whether the caller runs on its thread. */
+/* The client's event loop (qt_loop_in_thread(): whether the caller runs on it). */
 struct qt_loop *qtfs_client_loop(const struct qtfs_client *cl);
-bool qtfs_client_in_loop(const struct qtfs_client *cl);
 
 /*
  * A call on any ready connection.  Takes @req.  On success *@reply is the

@@ -518,6 +518,18 @@ static bool post_attr_take(struct qtfs_fs *fs, fuse_ino_t ino, struct qtfs_attr 
 	return ok;
 }
 
+/* A reply that is @n directory records (UNLINK, RMDIR: one; RENAME: two).  0 or -EIO. */
+static int rd_dirs_reply(const struct qt_msg *rep, struct dir_attr *d, unsigned n)
+{
+	struct qt_rd r;
+
+	qt_rd_init_msg(&r, rep);
+	for (unsigned i = 0; i < n; i++)
+		if (rd_dir_attr(&r, &d[i]) < 0)
+			return -EIO;
+	return qt_rd_end(&r) < 0 ? -EIO : 0;
+}
+
 /* A reply of an attribute record, then the parent's record.  0 or -EIO. */
 static int rd_entry_reply(const struct qt_msg *rep, struct qtfs_attr *a, struct dir_attr *d)
 {
@@ -831,9 +843,8 @@ static int fh_reopen(struct qtfs_fs *fs, struct fh *h, uint64_t stale_gen, unsig
 	struct qtfs_attr a;
 	unsigned slot;
 	uint64_t gen, sh;
-	int err;
-
 	bool done;
+	int err;
 
 	g_mutex_lock(&h->reopen_lock);
 	g_mutex_lock(&h->lock);
@@ -1687,17 +1698,12 @@ static void forget_name(struct qtfs_fs *fs, fuse_ino_t parent, const char *name)
 static void remove_done(void *arg, int err, struct qt_msg *rep)
 {
 	struct pending *p = arg;
-	struct dir_attr d = {0};
+	struct dir_attr d;
 
 	if (err == 0) {
-		struct qt_rd r;
-
 		/* The name is gone on the host even if the rest is malformed. */
 		forget_name(FS(p->req), p->ino, p->name);
-		qt_rd_init_msg(&r, rep);
-		if (rd_dir_attr(&r, &d) < 0 || qt_rd_end(&r) < 0)
-			err = -EIO;
-		else
+		if ((err = rd_dirs_reply(rep, &d, 1)) == 0)
 			post_attr_keep(FS(p->req), p->ino, &d);
 	}
 	qt_msg_free(rep);
@@ -1747,18 +1753,15 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	qt_msg_put_u32(m, flags);
 	err = call(fs, m, false, &rep);
 	if (err == 0) {
-		struct dir_attr da, db;
+		struct dir_attr d[2];
 		struct node *p, *np, *a, *b;
-		struct qt_rd r;
 
-		qt_rd_init_msg(&r, rep);
-		if (rd_dir_attr(&r, &da) < 0 || rd_dir_attr(&r, &db) < 0 || qt_rd_end(&r) < 0) {
-			/* Renamed all the same: the names below must follow. */
-			bad = true;
-			da.have = db.have = false;
+		/* Renamed all the same if the rest is malformed: the names below must follow. */
+		bad = rd_dirs_reply(rep, d, 2) < 0;
+		if (!bad) {
+			post_attr_keep(fs, parent, &d[0]);
+			post_attr_keep(fs, newparent, &d[1]);
 		}
-		post_attr_keep(fs, parent, &da);
-		post_attr_keep(fs, newparent, &db);
 
 		g_mutex_lock(&fs->lock);
 		p = node_by_id(fs, parent);
@@ -2269,7 +2272,7 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	f = g_new(struct flush_unlock, 1);
 	*f = (struct flush_unlock){.req = req, .h = h, .owner = fi->lock_owner};
 	/* The loop thread (session.c) must not wait for the host. */
-	if (qtfs_client_in_loop(fs->cl))
+	if (qt_loop_in_thread(qtfs_client_loop(fs->cl)))
 		slow_push(fs, flush_unlock, f);
 	else
 		flush_unlock(f, true);

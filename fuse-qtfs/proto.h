@@ -86,7 +86,6 @@ enum {
 enum {
 	/* replies that change a directory's entries end with its new attributes */
 	QTFS_MNT_DIR_ATTRS = 0x1,
-	QTFS_MNT_KNOWN = 0x1,
 };
 
 /* MOUNT reply flags. */
