@@ -115,6 +115,24 @@ umount_qtfs() {
 	fusermount3 -u "$1"
 }
 
+# wait_gone TENTHS PID [MOUNTPOINT]: wait up to TENTHS tenths of a second
+# for PID to end (a zombie counts: its parent may be long gone, and this
+# sandbox's pid 1 reaps nobody) and for MOUNTPOINT, if given, to be
+# unmounted.  $gone_state is PID's last ps state ("" once reaped).  0 if
+# both happened.
+wait_gone() {
+	_i=0
+	while :; do
+		gone_state=$(ps -o stat= -p "$2" 2>/dev/null)
+		if [ -z "${3:-}" ] || ! mountpoint -q "$3"; then
+			case "$gone_state" in "" | Z*) return 0 ;; esac
+		fi
+		[ $_i -ge "$1" ] && return 1
+		sleep 0.1
+		_i=$((_i + 1))
+	done
+}
+
 finish() {
 	if [ "$failures" -ne 0 ]; then
 		echo "$failures check(s) failed"

@@ -38,20 +38,8 @@ check "... with the source as its name" sh -c 'grep -q "^unix:$1:$2 $3 fuse.fuse
 	"$T/sock" "$T/exp" "$T/fstab"
 pid=$(pgrep -f "fuse-qtfs .*$T/fstab" | head -n 1)
 kill -TERM "$pid" 2>/dev/null
-# Done when unmounted and the daemon is gone, or a zombie nobody reaps
-# (its parent exited long ago).
-i=0
-state=running
-while [ $i -lt 100 ]; do
-	state=$(ps -o stat= -p "$pid" 2>/dev/null)
-	if ! mountpoint -q "$T/fstab"; then
-		case "$state" in "" | Z*) break ;; esac
-	fi
-	sleep 0.1
-	i=$((i + 1))
-done
-check "SIGTERM unmounts cleanly and the daemon ends (state '${state}')" \
-	sh -c '! mountpoint -q "$1" && case "$2" in "" | Z*) true ;; *) false ;; esac' sh "$T/fstab" "$state"
+wait_gone 100 "$pid" "$T/fstab"
+check "SIGTERM unmounts cleanly and the daemon ends (state '$gone_state')" [ $? -eq 0 ]
 
 # -- tcp with a key, four connections -----------------------------------------
 port=$(free_port)

@@ -233,16 +233,9 @@ waiting=$!
 sleep 0.3
 pid=$(pgrep -f "fuse-qtfs .*$T/mnt\$" | head -n 1)
 kill -TERM "$pid"
-i=0
-state=running
-while [ $i -lt 50 ]; do
-	state=$(ps -o stat= -p "$pid" 2>/dev/null)
-	case "$state" in "" | Z*) break ;; esac
-	sleep 0.1
-	i=$((i + 1))
-done
-check "SIGTERM with a reader blocked on a relayed FIFO: the daemon is gone within 5 s (state '$state')" \
-	sh -c 'case "$1" in "" | Z*) true ;; *) false ;; esac' sh "$state"
+wait_gone 50 "$pid"
+check "SIGTERM with a reader blocked on a relayed FIFO: the daemon is gone within 5 s (state '$gone_state')" \
+	[ $? -eq 0 ]
 wait $waiting
 rc=$?
 check "... and the reader fails rather than waits (rc=$rc)" sh -c '[ "$1" -ne 0 ] && [ "$1" -ne 124 ]' sh "$rc"

@@ -127,17 +127,8 @@ mkdir "$T/mnt3/waiting-dir" 2>/dev/null &
 waiter2=$!
 sleep 0.5
 kill -TERM "$fg"
-# Gone: exited (a zombie until waited for) or no such process.
-i=0
-state=running
-while [ $i -lt 50 ]; do
-	state=$(ps -o stat= -p "$fg" 2>/dev/null)
-	case "$state" in "" | Z*) break ;; esac
-	sleep 0.1
-	i=$((i + 1))
-done
-check "SIGTERM with calls waiting: the daemon is gone within 5 s (state '$state')" \
-	sh -c 'case "$1" in "" | Z*) true ;; *) false ;; esac' sh "$state"
+wait_gone 50 "$fg"
+check "SIGTERM with calls waiting: the daemon is gone within 5 s (state '$gone_state')" [ $? -eq 0 ]
 wait "$fg"
 rc=$?
 check "... and exits 0 (rc=$rc)" [ "$rc" -eq 0 ]
