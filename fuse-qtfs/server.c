@@ -109,6 +109,7 @@ struct handle {
 	bool dir;
 	bool stream;	   /* a FIFO: read(2)/write(2), no offsets */
 	bool quick_close; /* on a memory or pseudo file system: see ring_submit() */
+	bool splice;	  /* a regular file, not on a pseudo file system: see SPLICE_MIN */
 	int refs;    /* atomic */
 	GMutex lock; /* directory position */
 };
@@ -381,7 +382,7 @@ static void handle_unref(struct handle *h)
 }
 
 static int handle_add(struct session *sess, int fd, bool dir, bool stream, bool quick_close,
-		      uint64_t *id)
+		      bool splice, uint64_t *id)
 {
 	struct handle *h;
 	uint64_t *key;
@@ -396,6 +397,7 @@ static int handle_add(struct session *sess, int fd, bool dir, bool stream, bool 
 	h->dir = dir;
 	h->stream = stream;
 	h->quick_close = quick_close && !stream;
+	h->splice = splice;
 	h->refs = 1;
 	g_mutex_init(&h->lock);
 	key = g_new(uint64_t, 1);
@@ -1320,7 +1322,8 @@ static int put_new_handle(struct session *sess, int fd, bool dir, const char *pa
 		return err;
 	}
 	kind = dev_kind(sess->srv, st.st_dev, fd, "");
-	if ((err = handle_add(sess, fd, dir, S_ISFIFO(st.st_mode), kind != DEV_PLAIN, &hid)) < 0) {
+	if ((err = handle_add(sess, fd, dir, S_ISFIFO(st.st_mode), kind != DEV_PLAIN,
+			      S_ISREG(st.st_mode) && !kind_pseudo(kind), &hid)) < 0) {
 		close(fd);
 		return err;
 	}
@@ -1480,8 +1483,45 @@ static int op_create(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	return -EAGAIN;
 }
 
+/*
+ * READs of at least SPLICE_MIN bytes of a regular file from a page
+ * boundary (the kernel's page-cache reads; direct I/O may start anywhere)
+ * send the file's pages without copying them (see "Pipes" in
+ * lib/loop.h): the data never passes through this process.  Below it,
+ * moving page references and the extra system calls cost more than the
+ * copy saves.  Pseudo files are always copied (they are generated at each
+ * read).
+ */
+#define SPLICE_MIN (64u * 1024)
+G_STATIC_ASSERT(QTFS_IO_MAX <= QT_PIPE_DATA_MAX);
+
+static bool read_splices(const struct handle *h, uint64_t off, uint32_t size)
+{
+	return size >= SPLICE_MIN && h->splice && off % (uint64_t)sysconf(_SC_PAGESIZE) == 0;
+}
+
+/* READ into a pipe on a worker: the reply carries the count, the pipe the data. */
+static int read_spliced(struct handle *h, uint64_t off, uint32_t size, struct qt_pipe *pipe,
+			struct qt_msg *rep)
+{
+	size_t done = 0;
+	ssize_t n = 0;
+
+	while (done < size && (n = qt_pipe_fill(pipe, h->fd, off + done, size - done)) > 0)
+		done += (size_t)n;
+	if (n < 0 && done == 0) {
+		qt_pipe_put(pipe);
+		return (int)n;
+	}
+	/* An error after some bytes is a short read, as pread(2) would give. */
+	qt_msg_put_u32(rep, (uint32_t)done);
+	qt_msg_set_pipe_tail(rep, pipe, done);
+	return 0;
+}
+
 static int op_read(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 {
+	struct qt_pipe *pipe;
 	uint64_t hid, off;
 	uint32_t size;
 	size_t len_at;
@@ -1503,6 +1543,8 @@ static int op_read(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		return -EISDIR;
 	if (h->stream && !tl_blocking_ok)
 		return DEFER;
+	if (read_splices(h, off, size) && (pipe = qt_pipe_get()))
+		return read_spliced(h, off, size, pipe, rep);
 	len_at = qt_msg_payload_len(rep);
 	p = qt_msg_reserve(rep, 4 + (size_t)size);
 	if (!p)
@@ -2466,7 +2508,10 @@ struct ring_job {
 	uint32_t flags;	   /* CREATE: the client's open flags */
 	struct open_how how; /* CREATE */
 	size_t len_at; /* READ: where the length goes */
-	uint32_t size; /* READ: bytes reserved */
+	uint32_t size; /* READ: bytes reserved (asked for, when spliced) */
+	uint64_t off;  /* READ, spliced: the file offset asked for */
+	uint32_t done; /* READ, spliced: bytes in the pipe so far */
+	struct qt_pipe *pipe; /* READ, spliced: until the reply owns it */
 	int (*finish)(struct ring_job *rj, int res);
 };
 
@@ -2506,6 +2551,7 @@ static void ring_end(struct ring_job *rj, int err)
 	j->reply = rj->rep;
 	if (rj->h)
 		handle_unref(rj->h);
+	qt_pipe_put(rj->pipe);
 	if (rj->has_at)
 		at_clear(&rj->at);
 	if (rj->has_at2)
@@ -2526,6 +2572,31 @@ static int ring_read_finish(struct ring_job *rj, int res)
 {
 	rj->rep->len -= rj->size - (size_t)res;
 	return qt_msg_patch_u32(rj->rep, rj->len_at, (uint32_t)res);
+}
+
+/*
+ * A spliced READ: a short count before the end of the file asks for the
+ * rest (the client takes a short reply for the end of the file), then the
+ * pipe becomes the reply's tail.
+ */
+static void ring_splice_done(void *arg, int res)
+{
+	struct ring_job *rj = arg;
+	struct qt_loop *l = rj->j->sess->srv->loop;
+
+	if (res > 0) {
+		rj->done += (uint32_t)res;
+		if (rj->done < rj->size && qt_fop_splice(l, rj->h->fd, rj->off + rj->done, rj->pipe,
+							 rj->size - rj->done, ring_splice_done, rj) == 0)
+			return;
+	}
+	if (res < 0 && rj->done == 0) {
+		ring_end(rj, res);
+		return;
+	}
+	qt_msg_patch_u32(rj->rep, rj->len_at, rj->done);
+	qt_msg_set_pipe_tail(rj->rep, g_steal_pointer(&rj->pipe), rj->done);
+	ring_end(rj, 0);
 }
 
 static int ring_write_finish(struct ring_job *rj, int res)
@@ -2622,6 +2693,11 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 			return false;
 		rj->size = u;
 		rj->len_at = qt_msg_payload_len(rj->rep);
+		if (read_splices(rj->h, off, u) && (rj->pipe = qt_pipe_get())) {
+			qt_msg_put_u32(rj->rep, 0);
+			rj->off = off;
+			return qt_fop_splice(l, rj->h->fd, off, rj->pipe, u, ring_splice_done, rj) == 0;
+		}
 		if (!(p = qt_msg_reserve(rj->rep, 4 + (size_t)u)))
 			return false;
 		rj->finish = ring_read_finish;
@@ -2832,6 +2908,7 @@ static bool ring_start(struct session *sess, struct job *j)
 	qt_rd_init_msg(&r, j->req);
 	if (ring_submit(sess, rj, type, &r))
 		return true;
+	qt_pipe_put(rj->pipe);
 	if (rj->h)
 		handle_unref(rj->h);
 	qt_msg_free(rj->rep);

@@ -51,7 +51,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(qt_endpoint, qt_endpoint_free)
 int qt_endpoint_listen(const struct qt_endpoint *ep, int backlog, int *fd);
 /* Connect within @timeout_ms (<= 0: no limit).  Returns 0 and *fd, or -errno. */
 int qt_endpoint_connect(const struct qt_endpoint *ep, int timeout_ms, int *fd);
-/* For an accepted socket after a TCP listen: set TCP_NODELAY etc.  Never fails hard. */
+/* For a connected socket: TCP_NODELAY on tcp, a bigger send buffer on unix.  Never fails hard. */
 void qt_socket_tune(int fd);
 /* The port a TCP listener was bound to (for tests that listen on port 0). */
 int qt_socket_local_port(int fd);

@@ -12,7 +12,8 @@ lib_libqt_a_SOURCES = \
 	lib/endpoint.c lib/endpoint.h \
 	lib/auth.c lib/auth.h \
 	lib/loop.c lib/loop.h lib/loop-private.h lib/loop-uring.c lib/loop-epoll.c \
-	lib/conn.c lib/conn.h
+	lib/conn.c lib/conn.h \
+	lib/pipe.c
 lib_libqt_a_CPPFLAGS = $(AM_CPPFLAGS) $(URING_CFLAGS)
 
 QT_LIBS = lib/libqt.a $(URING_LIBS) $(GLIB_LIBS)

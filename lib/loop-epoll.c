@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * epoll backend of the event loop: level-triggered readiness, read(2) into
- * one shared buffer, writev(2) straight from the send queues.  Used when
+ * one shared buffer, writev(2) straight from the send queues (splice(2)
+ * for a frame's pipe tail).  Used when
  * io_uring is unavailable and forced in tests so both backends stay
  * honest.
  *
@@ -12,6 +13,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -266,15 +268,27 @@ static void ep_stream_reading(struct qt_stream *s)
 static void ep_stream_flush(struct qt_stream *s)
 {
 	while (s->sendq.length && !s->dead && !s->write_failed) {
-		int n = qt__stream_fill_iov(s);
+		size_t left;
+		bool more;
+		int n, pfd;
 		ssize_t w;
 
-		if (s->is_socket) {
-			struct msghdr mh = {.msg_iov = s->iov, .msg_iovlen = (size_t)n};
-
-			w = sendmsg(s->wfd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (qt__stream_tail(s, &pfd, &left)) {
+			w = splice(pfd, NULL, s->wfd, NULL, left, SPLICE_F_NONBLOCK);
+			if (w == 0) {
+				errno = EPIPE;
+				w = -1;
+			}
 		} else {
-			w = writev(s->wfd, s->iov, n);
+			n = qt__stream_fill_iov(s, &more);
+			if (s->is_socket) {
+				struct msghdr mh = {.msg_iov = s->iov, .msg_iovlen = (size_t)n};
+
+				w = sendmsg(s->wfd, &mh,
+					    MSG_NOSIGNAL | MSG_DONTWAIT | (more ? MSG_MORE : 0));
+			} else {
+				w = writev(s->wfd, s->iov, n);
+			}
 		}
 		if (w < 0 && errno == EINTR)
 			continue;

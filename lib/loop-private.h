@@ -80,6 +80,7 @@ struct qt_stream {
 	/* io_uring backend */
 	bool recv_armed;
 	bool send_armed;
+	bool send_polling; /* the send in flight is a poll for room (a pipe tail is next) */
 	bool cancel_sent;
 	unsigned ops_inflight;
 	struct msghdr msg;
@@ -134,10 +135,20 @@ struct qt_loop {
 	GPtrArray *graveyard; /* watches and listeners to free at the end of the iteration */
 };
 
+struct qt_pipe {
+	int rfd, wfd; /* non-blocking */
+};
+
 /* loop.c helpers for backends */
 void qt__loop_run_posted(struct qt_loop *l);
-/* Build s->iov from the send queue; returns the number of iovecs. */
-int qt__stream_fill_iov(struct qt_stream *s);
+/*
+ * Build s->iov from the send queue; returns the number of iovecs.  It stops
+ * after the bytes of a frame with a pipe tail (*more then says the tail
+ * follows: MSG_MORE), and returns 0 when the head frame's tail is next.
+ */
+int qt__stream_fill_iov(struct qt_stream *s, bool *more);
+/* The head frame's tail is next: its pipe's read end and the bytes left. */
+bool qt__stream_tail(const struct qt_stream *s, int *pipe_fd, size_t *left);
 /* @n bytes of the queue were written: free finished frames and tell the owner. */
 void qt__stream_consumed(struct qt_stream *s, size_t n);
 /* Deliver received bytes to the owner. */

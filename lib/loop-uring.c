@@ -8,7 +8,9 @@
  *            kernel from a provided-buffer ring shared by the loop; pipes
  *            (stdio) use a plain read into the stream's own buffer
  *   send     one sendmsg/writev in flight per stream, carrying up to
- *            QT_STREAM_IOV_MAX queued frames
+ *            QT_STREAM_IOV_MAX queued frames; a frame's pipe tail is
+ *            spliced by the loop thread, with a POLLOUT poll in flight
+ *            instead while the socket is full
  *   watch    a single-shot poll, re-armed after each callback, which gives
  *            level-triggered behaviour
  *   wake     a read on an eventfd, re-armed after each completion
@@ -27,6 +29,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <liburing.h>
 #include <poll.h>
 #include <string.h>
@@ -370,20 +373,61 @@ static void ur_stream_reading(struct qt_stream *s)
 	}
 }
 
+/*
+ * The head frame's pipe tail: spliced by the loop thread itself, without
+ * waiting (io_uring would hand every splice to a kernel worker, which on a
+ * full socket retries without sleeping).  When the socket is full, a poll
+ * for POLLOUT stands in for the send until there is room.  False: the
+ * stream failed or was closed meanwhile.
+ */
+static bool splice_tail(struct qt_stream *s, int pfd, size_t left)
+{
+	struct io_uring_sqe *sqe;
+	ssize_t w;
+
+	do
+		w = splice(pfd, NULL, s->wfd, NULL, left, SPLICE_F_NONBLOCK);
+	while (w < 0 && errno == EINTR);
+	if (w > 0) {
+		qt__stream_consumed(s, (size_t)w);
+		return !s->dead && !s->write_failed;
+	}
+	if (w < 0 && errno == EAGAIN) {
+		sqe = get_sqe(s->loop);
+		io_uring_prep_poll_add(sqe, s->wfd, POLLOUT);
+		io_uring_sqe_set_data64(sqe, ud(s, K_SEND));
+		s->send_armed = true;
+		s->send_polling = true;
+		s->ops_inflight++;
+		return false;
+	}
+	s->write_failed = true;
+	qt__stream_eof(s, w < 0 ? -errno : -EPIPE);
+	return false;
+}
+
 static void ur_stream_flush(struct qt_stream *s)
 {
 	struct io_uring_sqe *sqe;
-	int n;
+	size_t left;
+	bool more;
+	int n, pfd;
 
-	if (s->send_armed || s->dead || s->write_failed || !s->sendq.length)
-		return;
-	n = qt__stream_fill_iov(s);
+	for (;;) {
+		if (s->send_armed || s->dead || s->write_failed || !s->sendq.length)
+			return;
+		if (!qt__stream_tail(s, &pfd, &left))
+			break;
+		if (!splice_tail(s, pfd, left))
+			return;
+	}
+	n = qt__stream_fill_iov(s, &more);
 	sqe = get_sqe(s->loop);
 	if (s->is_socket) {
 		memset(&s->msg, 0, sizeof(s->msg));
 		s->msg.msg_iov = s->iov;
 		s->msg.msg_iovlen = (size_t)n;
-		io_uring_prep_sendmsg(sqe, s->wfd, &s->msg, MSG_NOSIGNAL);
+		io_uring_prep_sendmsg(sqe, s->wfd, &s->msg, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
 	} else {
 		io_uring_prep_writev(sqe, s->wfd, s->iov, (unsigned)n, (uint64_t)-1);
 	}
@@ -462,7 +506,10 @@ static void recv_cqe(struct qt_stream *s, int res, unsigned flags)
 
 static void send_cqe(struct qt_stream *s, int res)
 {
+	bool polled = s->send_polling;
+
 	s->send_armed = false;
+	s->send_polling = false;
 	s->ops_inflight--;
 	if (s->dead) {
 		struct qt_msg *m;
@@ -473,7 +520,9 @@ static void send_cqe(struct qt_stream *s, int res)
 		stream_maybe_release(s);
 		return;
 	}
-	if (res > 0) {
+	if (res > 0 && polled) { /* room for the tail: a revents mask, not a count */
+		ur_stream_flush(s);
+	} else if (res > 0) {
 		qt__stream_consumed(s, (size_t)res);
 		if (!s->dead)
 			ur_stream_flush(s);
@@ -525,6 +574,13 @@ int qt_fop_read(struct qt_loop *l, int fd, void *buf, unsigned len, uint64_t off
 		void *arg)
 {
 	FOP(l, fn, arg, io_uring_prep_read(sqe_, fd, buf, len, off));
+}
+
+int qt_fop_splice(struct qt_loop *l, int fd, uint64_t off, struct qt_pipe *p, unsigned len,
+		  qt_fop_fn fn, void *arg)
+{
+	FOP(l, fn, arg,
+	    io_uring_prep_splice(sqe_, fd, (int64_t)off, p->wfd, -1, MIN(len, QT_PIPE_DATA_MAX), 0));
 }
 
 int qt_fop_write(struct qt_loop *l, int fd, const void *buf, unsigned len, uint64_t off,

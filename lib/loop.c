@@ -562,6 +562,12 @@ void qt_stream_set_reading(struct qt_stream *s, bool on)
 		s->loop->be->stream_reading(s);
 }
 
+/* A frame's bytes on the wire: its own and its pipe tail's. */
+static size_t frame_len(const struct qt_msg *m)
+{
+	return m->len + m->tail_len;
+}
+
 void qt_stream_send(struct qt_stream *s, struct qt_msg *m)
 {
 	if (s->dead || s->write_failed) {
@@ -569,7 +575,7 @@ void qt_stream_send(struct qt_stream *s, struct qt_msg *m)
 		return;
 	}
 	g_queue_push_tail(&s->sendq, m);
-	s->queued += m->len;
+	s->queued += frame_len(m);
 	if (!s->write_pending) {
 		s->write_pending = true;
 		g_queue_push_tail_link(&s->loop->flush, &s->flush_link);
@@ -591,26 +597,44 @@ void qt_stream_close(struct qt_stream *s)
 	/* io_uring may still be sending the head frame: keep it until the send completes. */
 	while (s->sendq.length > (s->send_armed ? 1u : 0u)) {
 		m = g_queue_pop_tail(&s->sendq);
-		s->queued -= m->len;
+		s->queued -= frame_len(m);
 		qt_msg_free(m);
 	}
 	s->loop->be->stream_close(s);
 }
 
-int qt__stream_fill_iov(struct qt_stream *s)
+int qt__stream_fill_iov(struct qt_stream *s, bool *more)
 {
 	int n = 0;
 	size_t off = s->head_off;
 
+	*more = false;
 	for (GList *it = s->sendq.head; it && n < QT_STREAM_IOV_MAX; it = it->next) {
 		struct qt_msg *m = it->data;
 
+		if (off >= m->len) /* the head frame's tail is next */
+			break;
 		s->iov[n].iov_base = m->data + off;
 		s->iov[n].iov_len = m->len - off;
 		off = 0;
 		n++;
+		if (m->tail_len) {
+			*more = true;
+			break;
+		}
 	}
 	return n;
+}
+
+bool qt__stream_tail(const struct qt_stream *s, int *pipe_fd, size_t *left)
+{
+	const struct qt_msg *m = g_queue_peek_head((GQueue *)&s->sendq);
+
+	if (!m || s->head_off < m->len)
+		return false;
+	*pipe_fd = m->tail->rfd;
+	*left = frame_len(m) - s->head_off;
+	return true;
 }
 
 void qt__stream_consumed(struct qt_stream *s, size_t n)
@@ -618,7 +642,7 @@ void qt__stream_consumed(struct qt_stream *s, size_t n)
 	s->queued -= n;
 	while (n) {
 		struct qt_msg *m = g_queue_peek_head(&s->sendq);
-		size_t left = m->len - s->head_off;
+		size_t left = frame_len(m) - s->head_off;
 
 		if (n < left) {
 			s->head_off += n;

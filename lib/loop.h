@@ -143,6 +143,39 @@ int qt_fop_linkat(struct qt_loop *l, int olddirfd, const char *oldname, int newd
 int qt_fop_symlinkat(struct qt_loop *l, const char *target, int dirfd, const char *name,
 		     qt_fop_fn fn, void *arg);
 
+/*
+ * Pipes: file data sent without copying it.  A pipe filled from a file
+ * holds references to the file's page-cache pages, not copies; attached to
+ * a frame as its tail (qt_msg_set_pipe_tail()), those pages go to the
+ * socket by splice(2), and the kernel copies them once, into the peer's
+ * buffer.  A read() and a send() would copy them twice.
+ *
+ * Pipes come from a process-wide pool (any thread).  A pipe has a slot
+ * per page, whole or not: it takes QT_PIPE_DATA_MAX bytes from a
+ * page-aligned file offset, a page less from any other.  qt_pipe_get()
+ * returns NULL when the system refuses a pipe that size (a user past
+ * fs.pipe-user-pages-soft, or a bigger QT_PIPE_DATA_MAX than
+ * fs.pipe-max-size without CAP_SYS_RESOURCE), and the caller copies.  A
+ * program that sends tails must ignore SIGPIPE.
+ */
+#define QT_PIPE_DATA_MAX (1u << 20)
+struct qt_pipe;
+struct qt_pipe *qt_pipe_get(void);
+/* Back to the pool if it is empty, else closed. */
+void qt_pipe_put(struct qt_pipe *p);
+/*
+ * Move up to @len bytes (at most what @p has room for: see above) of the
+ * regular file @fd at @off into @p: the count, 0 at the end of the file,
+ * or -errno.  Blocks while the file's pages are read from disk: not for
+ * the loop thread (qt_fop_splice() is).
+ */
+ssize_t qt_pipe_fill(struct qt_pipe *p, int fd, uint64_t off, size_t len);
+/* What @p holds: the tail of @m from now on (@m owns @p). */
+void qt_msg_set_pipe_tail(struct qt_msg *m, struct qt_pipe *p, size_t len);
+/* qt_pipe_fill() as a file operation (see qt_fop_read()). */
+int qt_fop_splice(struct qt_loop *l, int fd, uint64_t off, struct qt_pipe *p, unsigned len,
+		  qt_fop_fn fn, void *arg);
+
 /* ---- streams ----------------------------------------------------------- */
 struct qt_stream_ops {
 	/* Bytes arrived.  The buffer is only valid during the call. */
@@ -162,7 +195,7 @@ struct qt_stream_ops {
 struct qt_stream *qt_stream_new(struct qt_loop *l, int rfd, int wfd,
 				const struct qt_stream_ops *ops, void *arg);
 void qt_stream_set_reading(struct qt_stream *s, bool on);
-/* Queue a finished frame for sending; takes ownership. */
+/* Queue a finished frame for sending (its pipe tail too); takes ownership. */
 void qt_stream_send(struct qt_stream *s, struct qt_msg *m);
 /* Bytes queued and not yet written. */
 size_t qt_stream_queued(const struct qt_stream *s);

@@ -129,6 +129,8 @@ void qt_msg_free(struct qt_msg *m)
 {
 	if (!m)
 		return;
+	if (m->tail_free)
+		m->tail_free(m->tail);
 	g_free(m->data);
 	g_free(m);
 }
@@ -240,7 +242,9 @@ int qt_msg_finish(struct qt_msg *m)
 {
 	if (m->err)
 		return m->err;
-	be32_put(m->data, (uint32_t)qt_msg_payload_len(m));
+	if (m->tail_len > m->max_payload - MIN(qt_msg_payload_len(m), m->max_payload))
+		return -EMSGSIZE;
+	be32_put(m->data, (uint32_t)(qt_msg_payload_len(m) + m->tail_len));
 	return 0;
 }
 

@@ -78,12 +78,22 @@ void qt_frame_header_encode(const struct qt_frame_header *h, uint8_t out[QT_WIRE
  * no-op and qt_msg_finish() reports -EMSGSIZE, so a sequence of puts needs one
  * check at the end.
  */
+struct qt_pipe;
 struct qt_msg {
 	uint8_t *data; /* owned */
 	size_t len;
 	size_t cap;
 	uint32_t max_payload;
 	int err; /* sticky: 0 or -EMSGSIZE */
+	/*
+	 * The frame's last tail_len payload bytes are not in data but in a
+	 * pipe (file data spliced in: see qt_pipe in loop.h), which a stream
+	 * sends after data[0..len) without copying them.  The header counts
+	 * them; tail_free(tail) runs when the message is freed.
+	 */
+	struct qt_pipe *tail;
+	size_t tail_len;
+	void (*tail_free)(struct qt_pipe *tail);
 };
 
 struct qt_msg *qt_msg_new(uint16_t type, uint8_t flags, uint64_t id);

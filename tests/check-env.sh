@@ -49,13 +49,16 @@ netns_pair() {
 
 sanitizer_to() {
 	mkdir -p "$1"
-	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$1/report"
-	UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$1/report"
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$1/report:log_exe_name=1"
+	UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$1/report:log_exe_name=1"
 	export ASAN_OPTIONS UBSAN_OPTIONS
 }
 
 sanitizer_found() {
 	[ -n "$(ls "$1" 2>/dev/null)" ] || return 1
 	echo "FAIL: sanitizer reports:"
-	cat "$1"/*
+	for f in "$1"/*; do
+		echo "== ${f##*/} (report.PROGRAM.PID)"
+		cat "$f"
+	done
 }

@@ -14,6 +14,31 @@
 
 mkdir -p "$T/exp" "$T/native" "$T/exp2" "$T/native2"
 
+# Large reads (the server splices such reads of the file's pages straight
+# into the socket): files of several sizes read through the mount at once
+# must equal the host's, and so must a read from an offset inside a page.
+big_reads() { # HOST-DIR MOUNT-DIR
+	sizes="3000000 2097153 196608 100000"
+	for s in $sizes; do
+		head -c "$s" /dev/urandom >"$1/big$s" || return 1
+	done
+	pids=
+	for s in $sizes; do
+		cat "$2/big$s" >"$T/got$s" &
+		pids="$pids $!"
+	done
+	for p in $pids; do
+		wait "$p"
+	done
+	for s in $sizes; do
+		cmp -s "$1/big$s" "$T/got$s" || { echo "big$s differs" >&2; return 1; }
+	done
+	dd if="$2/big3000000" of="$T/got-off" bs=1M skip=4097 iflag=skip_bytes 2>/dev/null &&
+		tail -c +4098 "$1/big3000000" >"$T/want-off" && cmp -s "$T/want-off" "$T/got-off" ||
+		{ echo "read from offset 4097 differs" >&2; return 1; }
+	rm -f "$1"/big* "$T"/got* "$T/want-off"
+}
+
 # -- unix socket, one connection ---------------------------------------------
 start_server "$T/server.log" --listen "unix:$T/sock" --export "$T/exp" --export "$T/exp2" || exit 1
 check "mount over unix" mount_qtfs "unix:$T/sock:$T/exp" "$T/mnt" -o allow_other
@@ -22,6 +47,7 @@ check "mount over unix" mount_qtfs "unix:$T/sock:$T/exp" "$T/mnt" -o allow_other
 check "fsdiff (unix, as root and as nobody)" \
 	"$FSDIFF" --user 65534:65534 --no-lock-pid "$T/native" "$T/mnt"
 check "fsx 100000 ops with mmap (unix)" "$FSX" -N 100000 -m "$T/mnt"
+check "large reads (unix)" big_reads "$T/exp" "$T/mnt"
 check "unmount" umount_qtfs "$T/mnt"
 
 # -- /etc/fstab style: mount(8) -> mount.fuse3 -> fuse-qtfs, then SIGTERM ------------
@@ -49,6 +75,7 @@ check "mount over tcp with conns=4" mount_qtfs "tcp://127.0.0.1:$port:$T/exp2" "
 	--key-file "$KEY" -o allow_other,conns=4
 check "fsdiff (tcp, conns=4)" "$FSDIFF" --user 65534:65534 --no-lock-pid "$T/native2" "$T/mnt2"
 check "fsx 20000 ops, another seed (tcp)" "$FSX" -S 7 -N 20000 "$T/mnt2"
+check "large reads (tcp, conns=4)" big_reads "$T/exp2" "$T/mnt2"
 # On a memory file system (tmpfs, as /run is) the server's loop makes the
 # namespace calls and closes itself instead of handing them to io_uring's
 # workers or its pool: the same scenarios again there.
@@ -56,6 +83,7 @@ mkdir -p "$T/exp2/mem" "$T/native2/mem"
 if mount -t tmpfs tmpfs "$T/exp2/mem" && mount -t tmpfs tmpfs "$T/native2/mem"; then
 	check "fsdiff on tmpfs (tcp, conns=4)" "$FSDIFF" --user 65534:65534 --no-lock-pid "$T/native2/mem" "$T/mnt2/mem"
 	check "fsx 20000 ops on tmpfs" "$FSX" -S 11 -N 20000 "$T/mnt2/mem"
+	check "large reads on tmpfs" big_reads "$T/exp2/mem" "$T/mnt2/mem"
 	umount "$T/native2/mem"
 	umount -l "$T/exp2/mem"
 else
@@ -213,6 +241,7 @@ check "the server runs the epoll loop" grep -q "event loop: epoll" "$T/server-ep
 check "mount with the epoll loop" mount_qtfs "unix:$T/sock3:$T/exp3" "$T/mnt3" -o allow_other
 check "fsdiff (epoll loops)" "$FSDIFF" --user 65534:65534 --no-lock-pid "$T/native3" "$T/mnt3"
 check "fsx 20000 ops (epoll loops)" "$FSX" -S 5 -N 20000 "$T/mnt3"
+check "large reads (epoll loops)" big_reads "$T/exp3" "$T/mnt3"
 check "unmount (epoll)" umount_qtfs "$T/mnt3"
 SERVER_WRAP=
 CLIENT_WRAP=
