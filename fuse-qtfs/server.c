@@ -2909,6 +2909,7 @@ static bool ring_start(struct session *sess, struct job *j)
 	if (ring_submit(sess, rj, type, &r))
 		return true;
 	qt_pipe_put(rj->pipe);
+	g_free(rj->target); /* a SYMLINK deferred to the pool */
 	if (rj->h)
 		handle_unref(rj->h);
 	qt_msg_free(rj->rep);

@@ -12,10 +12,14 @@
 #   every link up, loopback included.  The caller deletes the namespaces
 #   (which deletes the pair).  Non-zero if any step fails.
 # sanitizer_to DIR: a sanitizer build's reports (a daemon's leaks at its
-#   exit, say) go to files in DIR from now on, for every process started
-#   after, even those that outlive the test's own checks.
+#   exit, say) go to files in DIR from now on, named report.PROGRAM.PID,
+#   for every process started after, even those that outlive the test's
+#   own checks.  (For whole allocation stacks through GLib, which has no
+#   frame pointers, run with ASAN_OPTIONS=fast_unwind_on_malloc=0; slow.)
 # sanitizer_found DIR: print the reports in DIR; true if there are any
-#   (for the test's cleanup, once its daemons are gone).
+#   (for the test's cleanup, once its daemons are gone: a KILL during the
+#   leak check at exit loses the report; see wait_gone).
+# wait_gone TENTHS PID [MOUNTPOINT]: see below.
 
 failures=${failures:-0}
 
@@ -60,5 +64,23 @@ sanitizer_found() {
 	for f in "$1"/*; do
 		echo "== ${f##*/} (report.PROGRAM.PID)"
 		cat "$f"
+	done
+}
+
+# wait_gone TENTHS PID [MOUNTPOINT]: wait up to TENTHS tenths of a second
+# for PID to end (a zombie counts: its parent may be long gone, and this
+# sandbox's pid 1 reaps nobody) and for MOUNTPOINT, if given, to be
+# unmounted.  $gone_state is PID's last ps state ("" once reaped).  0 if
+# both happened.
+wait_gone() {
+	_i=0
+	while :; do
+		gone_state=$(ps -o stat= -p "$2" 2>/dev/null)
+		if [ -z "${3:-}" ] || ! mountpoint -q "$3"; then
+			case "$gone_state" in "" | Z*) return 0 ;; esac
+		fi
+		[ $_i -ge "$1" ] && return 1
+		sleep 0.1
+		_i=$((_i + 1))
 	done
 }

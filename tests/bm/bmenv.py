@@ -123,9 +123,16 @@ class Env:
         return p
 
     def stop(self, key):
-        """SIGTERM and check a clean exit (ASan leak checks run at exit)."""
+        """SIGTERM and check a clean exit (ASan leak checks run at exit and
+        abort: a leak is a non-zero exit, and its report is in the log)."""
         p = self.kill(key, signal.SIGTERM)
-        check(p.returncode == 0, "%s exited with %s (see %s.log)" % (key, p.returncode, key))
+        if p.returncode != 0:
+            try:
+                with open(os.path.join(self.dir, key + ".log"), errors="replace") as f:
+                    tail = "".join(f.readlines()[-40:])
+            except OSError:
+                tail = "(no log)\n"
+            raise Failure("%s exited with %s; the end of %s.log:\n%s" % (key, p.returncode, key, tail))
 
     def cleanup(self):
         for key in list(self.procs):

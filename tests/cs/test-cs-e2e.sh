@@ -77,6 +77,9 @@ say() {
 }
 # ok, fail, check (and netns_pair).
 . "$(dirname "$0")/../check-env.sh"
+# Sanitizer reports of the daemons on both "hosts" (the DPU's mount
+# namespace sees this directory too; the chroot does not, see in_env).
+sanitizer_to "$T/sanitizer"
 # Run on the DPU: its network, mount and pid namespaces.
 dpu() {
 	nsenter -t "$anchor" -n -m -p -- "$@"
@@ -320,6 +323,16 @@ rc=$?
 check "down after a killed fuse-qtfs succeeds (exit $rc)" [ $rc -eq 0 ]
 check "... and leaves no mount ($(dpu_mounts)), process or state" \
 	sh -c "[ $(dpu_mounts) -eq 0 ] && [ ! -e '$T/state/e2e' ]"
+
+# The daemons end before their reports are read (see sanitizer_found).
+for p in $PIDS; do
+	kill "$p" 2>/dev/null
+done
+for p in $PIDS $(pgrep -f "(qtfs-server|fuse-qtfs|rexecd|rexec).* $T/" 2>/dev/null); do
+	wait_gone 100 "$p" || kill -9 "$p" 2>/dev/null
+done
+PIDS=
+sanitizer_found "$T/sanitizer" && failures=$((failures + 1))
 
 if [ $failures -ne 0 ]; then
 	echo "$failures check(s) failed" >&2

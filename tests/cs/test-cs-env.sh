@@ -45,6 +45,10 @@ trap cleanup EXIT
 trap 'exit 1' HUP INT TERM
 # ok, fail, check (and netns_pair).
 . "$(dirname "$0")/../check-env.sh"
+# Sanitizer reports of everything from here on, the processes inside the
+# root too (it binds $T/run at the same path).
+mkdir -p "$T/run"
+sanitizer_to "$T/run/sanitizer"
 mounts_under() { grep -c " $T/root" /proc/self/mountinfo; }
 
 mkdir -p "$T/host" "$T/run" "$T/root"
@@ -222,6 +226,16 @@ check "status notices the dead mount" sh -c "! '$CS' status '$T/p.conf' >/dev/nu
 "$CS" down "$T/p.conf" >"$T/down2.out" 2>&1
 check "down after a killed helper succeeds" [ $? -eq 0 ]
 check "... and leaves no mount ($(mounts_under))" [ "$(mounts_under)" -eq 0 ]
+
+# The daemons end before their reports are read (see sanitizer_found).
+for p in $PIDS; do
+	kill "$p" 2>/dev/null
+done
+for p in $PIDS $(pgrep -f "(fuse-qtfs|rexec).* $T/" 2>/dev/null); do
+	wait_gone 100 "$p" || kill -9 "$p" 2>/dev/null
+done
+PIDS=
+sanitizer_found "$T/run/sanitizer" && failures=$((failures + 1))
 
 if [ $failures -ne 0 ]; then
 	echo "$failures check(s) failed" >&2

@@ -44,12 +44,13 @@ qtfs_cleanup() {
 	for p in $QTFS_PIDS; do
 		kill "$p" 2>/dev/null
 	done
-	sleep 0.2
-	for p in $QTFS_PIDS; do
-		kill -9 "$p" 2>/dev/null
+	# A sanitizer build checks for leaks as it exits, which takes a while:
+	# wait for every daemon of the test (the unmounted ones exit on their
+	# own) before reading the reports, and KILL only those still there
+	# after 10 s.  A KILL in the middle of the check loses the report.
+	for p in $QTFS_PIDS $(pgrep -f "fuse-qtfs.* $T/" 2>/dev/null); do
+		wait_gone 100 "$p" || kill -9 "$p" 2>/dev/null
 	done
-	# Unmounted daemons exit on their own: give them a moment to report.
-	sleep 0.3
 	sanitizer_found "$T/sanitizer" && rc=1
 	rm -rf "$T"
 	exit $rc
@@ -115,22 +116,30 @@ umount_qtfs() {
 	fusermount3 -u "$1"
 }
 
-# wait_gone TENTHS PID [MOUNTPOINT]: wait up to TENTHS tenths of a second
-# for PID to end (a zombie counts: its parent may be long gone, and this
-# sandbox's pid 1 reaps nobody) and for MOUNTPOINT, if given, to be
-# unmounted.  $gone_state is PID's last ps state ("" once reaped).  0 if
-# both happened.
-wait_gone() {
-	_i=0
-	while :; do
-		gone_state=$(ps -o stat= -p "$2" 2>/dev/null)
-		if [ -z "${3:-}" ] || ! mountpoint -q "$3"; then
-			case "$gone_state" in "" | Z*) return 0 ;; esac
-		fi
-		[ $_i -ge "$1" ] && return 1
-		sleep 0.1
-		_i=$((_i + 1))
+# big_reads HOST-DIR MOUNT-DIR: large reads (the server splices such reads
+# of the file's pages straight into the socket): files of several sizes
+# read through the mount at once must equal the host's, and so must a read
+# from an offset inside a page.
+big_reads() {
+	sizes="3000000 2097153 196608 100000"
+	for s in $sizes; do
+		head -c "$s" /dev/urandom >"$1/big$s" || return 1
 	done
+	pids=
+	for s in $sizes; do
+		cat "$2/big$s" >"$T/got$s" &
+		pids="$pids $!"
+	done
+	for p in $pids; do
+		wait "$p"
+	done
+	for s in $sizes; do
+		cmp -s "$1/big$s" "$T/got$s" || { echo "big$s differs" >&2; return 1; }
+	done
+	dd if="$2/big3000000" of="$T/got-off" bs=1M skip=4097 iflag=skip_bytes 2>/dev/null &&
+		tail -c +4098 "$1/big3000000" >"$T/want-off" && cmp -s "$T/want-off" "$T/got-off" ||
+		{ echo "read from offset 4097 differs" >&2; return 1; }
+	rm -f "$1"/big* "$T"/got* "$T/want-off"
 }
 
 finish() {

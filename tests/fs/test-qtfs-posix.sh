@@ -14,31 +14,6 @@
 
 mkdir -p "$T/exp" "$T/native" "$T/exp2" "$T/native2"
 
-# Large reads (the server splices such reads of the file's pages straight
-# into the socket): files of several sizes read through the mount at once
-# must equal the host's, and so must a read from an offset inside a page.
-big_reads() { # HOST-DIR MOUNT-DIR
-	sizes="3000000 2097153 196608 100000"
-	for s in $sizes; do
-		head -c "$s" /dev/urandom >"$1/big$s" || return 1
-	done
-	pids=
-	for s in $sizes; do
-		cat "$2/big$s" >"$T/got$s" &
-		pids="$pids $!"
-	done
-	for p in $pids; do
-		wait "$p"
-	done
-	for s in $sizes; do
-		cmp -s "$1/big$s" "$T/got$s" || { echo "big$s differs" >&2; return 1; }
-	done
-	dd if="$2/big3000000" of="$T/got-off" bs=1M skip=4097 iflag=skip_bytes 2>/dev/null &&
-		tail -c +4098 "$1/big3000000" >"$T/want-off" && cmp -s "$T/want-off" "$T/got-off" ||
-		{ echo "read from offset 4097 differs" >&2; return 1; }
-	rm -f "$1"/big* "$T"/got* "$T/want-off"
-}
-
 # -- unix socket, one connection ---------------------------------------------
 start_server "$T/server.log" --listen "unix:$T/sock" --export "$T/exp" --export "$T/exp2" || exit 1
 check "mount over unix" mount_qtfs "unix:$T/sock:$T/exp" "$T/mnt" -o allow_other

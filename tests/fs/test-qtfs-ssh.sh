@@ -42,6 +42,7 @@ check "fsx 10000 ops over ssh" "$FSX" -N 10000 "$T/mnt"
 head -c 5000000 /dev/urandom >"$T/big"
 cp "$T/big" "$T/mnt/big"
 check "5 MB through ssh arrives intact" cmp -s "$T/big" "$T/exp/big"
+check "large reads over ssh" big_reads "$T/exp" "$T/mnt"
 check "unmount" umount_qtfs "$T/mnt"
 
 out=$("$FUSE_QTFS" --identity "$T/id" -o "known_hosts=$T/bad_known_hosts,server_cmd=$cmd,timeout=5" \
