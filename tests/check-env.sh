@@ -20,6 +20,9 @@
 #   (for the test's cleanup, once its daemons are gone: a KILL during the
 #   leak check at exit loses the report; see wait_gone).
 # wait_gone TENTHS PID [MOUNTPOINT]: see below.
+# stop_daemons PATTERN PID...: SIGTERM each PID, wait up to 10 s each for
+#   them and for every process whose command line matches PATTERN (pgrep
+#   -f) to end, and KILL what is left: for the reports (sanitizer_found).
 
 failures=${failures:-0}
 
@@ -82,5 +85,16 @@ wait_gone() {
 		[ $_i -ge "$1" ] && return 1
 		sleep 0.1
 		_i=$((_i + 1))
+	done
+}
+
+stop_daemons() {
+	_pat=$1
+	shift
+	for _p in "$@"; do
+		kill "$_p" 2>/dev/null
+	done
+	for _p in "$@" $(pgrep -f "$_pat" 2>/dev/null); do
+		wait_gone 100 "$_p" || kill -9 "$_p" 2>/dev/null
 	done
 }

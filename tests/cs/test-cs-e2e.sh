@@ -325,12 +325,7 @@ check "... and leaves no mount ($(dpu_mounts)), process or state" \
 	sh -c "[ $(dpu_mounts) -eq 0 ] && [ ! -e '$T/state/e2e' ]"
 
 # The daemons end before their reports are read (see sanitizer_found).
-for p in $PIDS; do
-	kill "$p" 2>/dev/null
-done
-for p in $PIDS $(pgrep -f "(qtfs-server|fuse-qtfs|rexecd|rexec).* $T/" 2>/dev/null); do
-	wait_gone 100 "$p" || kill -9 "$p" 2>/dev/null
-done
+stop_daemons "(qtfs-server|fuse-qtfs|rexecd|rexec).* $T/" $PIDS
 PIDS=
 sanitizer_found "$T/sanitizer" && failures=$((failures + 1))
 

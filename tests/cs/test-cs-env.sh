@@ -228,12 +228,7 @@ check "down after a killed helper succeeds" [ $? -eq 0 ]
 check "... and leaves no mount ($(mounts_under))" [ "$(mounts_under)" -eq 0 ]
 
 # The daemons end before their reports are read (see sanitizer_found).
-for p in $PIDS; do
-	kill "$p" 2>/dev/null
-done
-for p in $PIDS $(pgrep -f "(fuse-qtfs|rexec).* $T/" 2>/dev/null); do
-	wait_gone 100 "$p" || kill -9 "$p" 2>/dev/null
-done
+stop_daemons "(fuse-qtfs|rexec).* $T/" $PIDS
 PIDS=
 sanitizer_found "$T/run/sanitizer" && failures=$((failures + 1))
 

@@ -41,16 +41,10 @@ qtfs_cleanup() {
 			fusermount3 -u "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
 		fi
 	done
-	for p in $QTFS_PIDS; do
-		kill "$p" 2>/dev/null
-	done
 	# A sanitizer build checks for leaks as it exits, which takes a while:
-	# wait for every daemon of the test (the unmounted ones exit on their
-	# own) before reading the reports, and KILL only those still there
-	# after 10 s.  A KILL in the middle of the check loses the report.
-	for p in $QTFS_PIDS $(pgrep -f "fuse-qtfs.* $T/" 2>/dev/null); do
-		wait_gone 100 "$p" || kill -9 "$p" 2>/dev/null
-	done
+	# every daemon of the test (the unmounted ones exit on their own) must
+	# be gone before the reports are read.
+	stop_daemons "fuse-qtfs.* $T/" $QTFS_PIDS
 	sanitizer_found "$T/sanitizer" && rc=1
 	rm -rf "$T"
 	exit $rc
