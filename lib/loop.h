@@ -150,7 +150,9 @@ int qt_fop_symlinkat(struct qt_loop *l, const char *target, int dirfd, const cha
  * socket by splice(2), and the kernel copies them once, into the peer's
  * buffer.  A read() and a send() would copy them twice.
  *
- * Pipes come from a process-wide pool (any thread).  A pipe has a slot
+ * Pipes come from a process-wide pool (any thread), at most 64 at a time
+ * in use or idle (two descriptors and up to 1 MiB of page references
+ * each); past that qt_pipe_get() returns NULL.  A pipe has a slot
  * per page, whole or not: it takes QT_PIPE_DATA_MAX bytes from a
  * page-aligned file offset, a page less from any other.  qt_pipe_get()
  * returns NULL when the system refuses a pipe that size (a user past

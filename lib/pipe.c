@@ -21,18 +21,33 @@
  * together), and a pipe here holds 256 of them.
  */
 #define POOL_MAX 16
+/*
+ * Pipes in existence, in use or idle: past this many qt_pipe_get() says
+ * no (the caller copies) rather than spend two descriptors and 1 MiB of
+ * pipe slots on every read in flight.
+ */
+#define PIPES_MAX 64
 #define REFUSED_US (1000 * 1000) /* after a refusal, the time before trying again */
 
 static GMutex pool_lock;
 static GPtrArray *pool;	 /* idle, empty pipes (pool_lock) */
+static unsigned pipes;	 /* in existence (pool_lock) */
 static gint64 refused_until; /* monotonic us: copy until then (pool_lock) */
 static gint refusal_logged;   /* atomic */
+
+static void pipe_gone(void)
+{
+	g_mutex_lock(&pool_lock);
+	pipes--;
+	g_mutex_unlock(&pool_lock);
+}
 
 static void pipe_close(struct qt_pipe *p)
 {
 	close(p->rfd);
 	close(p->wfd);
 	g_free(p);
+	pipe_gone();
 }
 
 struct qt_pipe *qt_pipe_get(void)
@@ -45,12 +60,16 @@ struct qt_pipe *qt_pipe_get(void)
 	g_mutex_lock(&pool_lock);
 	if (pool && pool->len)
 		p = g_ptr_array_steal_index_fast(pool, pool->len - 1);
-	refused = now < refused_until;
+	refused = now < refused_until || pipes >= PIPES_MAX;
+	if (!p && !refused)
+		pipes++; /* this one, made below */
 	g_mutex_unlock(&pool_lock);
 	if (p || refused)
 		return p;
-	if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) < 0)
+	if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) < 0) {
+		pipe_gone();
 		return NULL;
+	}
 	/* Refused (EPERM past the user's pipe quota): copy for a while. */
 	if (fcntl(fds[1], F_SETPIPE_SZ, QT_PIPE_DATA_MAX) < (int)QT_PIPE_DATA_MAX) {
 		int err = errno;
@@ -61,6 +80,7 @@ struct qt_pipe *qt_pipe_get(void)
 		g_mutex_lock(&pool_lock);
 		refused_until = now + REFUSED_US;
 		g_mutex_unlock(&pool_lock);
+		pipe_gone();
 		close(fds[0]);
 		close(fds[1]);
 		return NULL;

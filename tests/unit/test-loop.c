@@ -1408,6 +1408,27 @@ END_TEST
 
 /* ---- pipe tails ------------------------------------------------------------ */
 
+/* At most 64 pipes at once; returned ones are reused. */
+START_TEST(test_pipe_pool)
+{
+	struct qt_pipe *p[100];
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < 100; i++)
+		if ((p[n] = qt_pipe_get()))
+			n++;
+	/* (the user's pipe quota, shared with other processes, may stop it sooner) */
+	ck_assert_uint_gt(n, 0);
+	ck_assert_uint_le(n, 64);
+	for (unsigned i = 0; i < n; i++)
+		qt_pipe_put(p[i]);
+	g_usleep(1100 * 1000); /* past a refusal's pause */
+	p[0] = qt_pipe_get();
+	ck_assert_ptr_nonnull(p[0]);
+	qt_pipe_put(p[0]);
+}
+END_TEST
+
 struct tail_rx {
 	int fd;
 	GByteArray *got;
@@ -1548,6 +1569,7 @@ static Suite *loop_suite(void)
 	tcase_add_loop_test(t, test_fops, 0, 2);
 	tcase_add_loop_test(c, test_echo_socketpair, 0, 2);
 	tcase_add_loop_test(c, test_pipe_tails, 0, 2);
+	tcase_add_test(c, test_pipe_pool);
 	tcase_add_loop_test(c, test_pipelining_out_of_order, 0, 2);
 	tcase_add_loop_test(c, test_echo_pipes, 0, 2);
 	tcase_add_loop_test(c, test_tcp_psk_echo, 0, 2);
