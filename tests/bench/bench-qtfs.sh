@@ -16,6 +16,10 @@
 #                          create and unlink again with the export on tmpfs
 #   readdir                a 10k-entry directory, listings per second
 #   /proc/meminfo          whole-file reads per second (host /proc mounted)
+# The sequential read also reports the CPU time each side spent per GiB:
+# the host's (qtfs-server; sshd and its children) and the DPU's (the
+# fuse-qtfs daemon; sshfs and its ssh), from /proc/PID/stat of the
+# process trees, while the reader itself is not counted.
 
 set -u
 top_builddir=$(cd "${top_builddir:-.}" && pwd)
@@ -43,6 +47,7 @@ port=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(
 : >"$T/empty.conf"
 "$QTFS_SERVER" --config "$T/empty.conf" --listen "tcp://127.0.0.1:$port" --listen "unix:$T/sock" \
 	--key-file "$T/psk" --export "$T/exp" --export /proc >"$T/server.log" 2>&1 &
+SERVER_PID=$!
 PIDS="$PIDS $!"
 sleep 0.5
 "$FUSE_QTFS" --key-file "$T/psk" -o conns=4 "tcp://127.0.0.1:$port:$T/exp" "$T/m-tcp" || exit 1
@@ -81,7 +86,30 @@ def seq_write(d, mib):
     os.close(fd)
     return mib / (time.perf_counter() - t)
 
-def seq_read(d, mib):
+def tree_ticks(roots):
+    """CPU ticks of the processes @roots and all their descendants."""
+    procs = {}
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % p) as f:
+                st = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        procs[int(p)] = (int(st[1]), int(st[11]) + int(st[12]))
+    total = 0
+    for pid, (ppid, ticks) in procs.items():
+        q = pid
+        while q > 1:
+            if q in roots:
+                total += ticks
+                break
+            q = procs.get(q, (0, 0))[0]
+    return total
+
+def seq_read(d, mib, host=(), dpu=()):
+    h0, c0 = tree_ticks(host), tree_ticks(dpu)
     t = time.perf_counter()
     fd = os.open(os.path.join(d, "big"), os.O_RDONLY)
     n = 0
@@ -91,7 +119,11 @@ def seq_read(d, mib):
             break
         n += len(b)
     os.close(fd)
-    return n / (1 << 20) / (time.perf_counter() - t)
+    el = time.perf_counter() - t
+    gib = n / (1 << 30) or 1
+    hz = os.sysconf("SC_CLK_TCK")
+    return (n / (1 << 20) / el, (tree_ticks(host) - h0) * 1000 / hz / gib,
+            (tree_ticks(dpu) - c0) * 1000 / hz / gib)
 
 def rand_read(d):
     path = os.path.join(d, "rand")
@@ -166,7 +198,8 @@ if cmd == "seq":
     d, mib = sys.argv[2], int(sys.argv[3])
     print("%.0f %.0f" % (seq_write(d, mib), 0))
 elif cmd == "read":
-    print("%.0f" % seq_read(sys.argv[2], int(sys.argv[3])))
+    pids = lambda s: {int(x) for x in s.split(",") if x}
+    print("%.0f %.0f %.0f" % seq_read(sys.argv[2], int(sys.argv[3]), pids(sys.argv[4]), pids(sys.argv[5])))
 elif cmd == "rand":
     print("%.0f %.0f" % rand_read(sys.argv[2]))
 elif cmd == "meta":
@@ -193,7 +226,13 @@ for target in native m-tcp m-unix m-sshfs; do
 	w=$(b seq "$d" "$size" | cut -d' ' -f1)
 	# The host copy is in the page cache; the client's is dropped at open
 	# (fuse-qtfs and sshfs invalidate on open), so reads cross the link.
-	r=$(b read "$d" "$size")
+	case $target in
+	native) host= dpu= ;;
+	m-tcp | m-unix) host=$SERVER_PID dpu=$(pgrep -f "fuse-qtfs.* $d\$" | tr '\n' ,) ;;
+	m-sshfs) host=$SSHD_PID dpu=$(pgrep -f "sshfs.* $d\$" | tr '\n' ,) ;;
+	esac
+	set -- $(b read "$d" "$size" "$host" "$dpu")
+	r=$1 rhost=$2 rdpu=$3
 	set -- $(b rand "$d")
 	p50=$1 p99=$2
 	rm -f "$d/big"
@@ -214,10 +253,10 @@ for target in native m-tcp m-unix m-sshfs; do
 	[ "$target" = native ] || MOUNTS="$MOUNTS $T/nc-$target"
 	set -- $(b meta "$T/nc-$target")
 	s=$2
-	echo "   seq write $w MB/s, seq read $r MB/s, rand 4k p50 ${p50}us p99 ${p99}us"
+	echo "   seq write $w MB/s, seq read $r MB/s (CPU ms/GiB: host $rhost, DPU $rdpu), rand 4k p50 ${p50}us p99 ${p99}us"
 	echo "   create $c/s, stat $s/s, readdir(10k) $rd/s, unlink $u/s"
 	results="$results
-$target $w $r $p50 $p99 $c $s $rd $u"
+$target $w $r $p50 $p99 $c $s $rd $u $rhost $rdpu"
 done
 
 # sshfs keeps names and attributes in its own cache for 20 s, so its
@@ -261,8 +300,9 @@ for line in sys.stdin.read().split("\n"):
     if line.strip():
         f = line.split()
         rows[f[0]] = [float(x) for x in f[1:]]
-cols = ["seq write MB/s", "seq read MB/s", "rand4k p50 us", "rand4k p99 us", "create/s", "stat/s", "readdir/s", "unlink/s"]
-lower_better = {2, 3}
+cols = ["seq write MB/s", "seq read MB/s", "rand4k p50 us", "rand4k p99 us", "create/s", "stat/s", "readdir/s", "unlink/s",
+        "seq read, host CPU ms/GiB", "seq read, DPU CPU ms/GiB"]
+lower_better = {2, 3, 8, 9}
 names = ["native", "m-tcp", "m-unix", "m-sshfs"]
 print("| workload | native | fuse-qtfs tcp | fuse-qtfs unix | sshfs | qtfs tcp / sshfs | qtfs unix / sshfs |")
 print("|---|---:|---:|---:|---:|---:|---:|")
@@ -272,7 +312,8 @@ for i, c in enumerate(cols):
         if i in lower_better:
             return b / a if a else 0
         return a / b if b else 0
-    print("| %s | %.0f | %.0f | %.0f | %.0f | %.1fx | %.1fx |" % (c, v[0], v[1], v[2], v[3], ratio(v[1], v[3]), ratio(v[2], v[3])))
+    native = "-" if i >= 8 else "%.0f" % v[0]
+    print("| %s | %s | %.0f | %.0f | %.0f | %.1fx | %.1fx |" % (c, native, v[1], v[2], v[3], ratio(v[1], v[3]), ratio(v[2], v[3])))
 print("| /proc/meminfo reads/s | %.0f | %.0f | - | %.0f | %.1fx | - |" % (mn, mq, ms, mq / ms if ms else 0))
 for i, label, v in ((4, "create/s", c20), (7, "unlink/s", u20)):
     sv = rows["m-sshfs"][i]
