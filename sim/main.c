@@ -23,6 +23,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gio/gio.h>
@@ -476,19 +477,22 @@ static FILE *gz_fdopen(int fd)
 }
 
 /*
- * Where output goes: OUT itself for '-', otherwise a temporary file next
- * to OUT renamed over it on success, so a failed run never leaves a
- * half-written trace under the name asked for.  OUT ending in .gz is
- * written gzip-compressed.
+ * Where output goes: OUT itself for '-' and for an OUT that exists and is
+ * not a regular file (/dev/null, a FIFO, a terminal: renaming a temporary
+ * over it would replace the node itself, and as root turn /dev/null into
+ * a plain file); otherwise a temporary file next to OUT renamed over it on
+ * success, so a failed run never leaves a half-written trace under the
+ * name asked for.  OUT ending in .gz is written gzip-compressed.
  */
 typedef struct {
 	FILE *f;
-	char *tmp;
+	char *tmp; /* NULL: written in place */
 	const char *path;
 } Output;
 
 static int output_open(Output *o, const char *path)
 {
+	struct stat st;
 	int fd;
 
 	memset(o, 0, sizeof(*o));
@@ -496,6 +500,19 @@ static int output_open(Output *o, const char *path)
 	if (strcmp(path, "-") == 0) {
 		o->f = stdout;
 		return 0;
+	}
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		int e;
+
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		o->f = g_str_has_suffix(path, ".gz") ? gz_fdopen(fd) : fdopen(fd, "w");
+		if (o->f)
+			return 0;
+		e = errno;
+		close(fd);
+		return -e;
 	}
 	o->tmp = g_strconcat(path, ".tmp-XXXXXX", NULL);
 	fd = g_mkstemp_full(o->tmp, O_WRONLY | O_CLOEXEC, 0644);
@@ -530,6 +547,8 @@ static int output_close(Output *o, bool ok)
 	if (o->f && fclose(o->f) == EOF && ok)
 		rc = -errno;
 	o->f = NULL;
+	if (!o->tmp)
+		return ok ? rc : 0;
 	if (ok && rc == 0 && rename(o->tmp, o->path) < 0)
 		rc = -errno;
 	if (!ok || rc < 0)

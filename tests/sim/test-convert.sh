@@ -99,6 +99,25 @@ cmp -s "$tmp/mixed.jsonl" "$ex/mixed-workload.jsonl" ||
 expect 0 "$sim" convert --trace "$ex/openb_pod_list_sample.csv" -o "$tmp/ob.jsonl"
 grep -q "^sim: 40 records from .* (openb)" "$tmp/err" || fail "openb sample: $(cat "$tmp/err")"
 
+# -o naming something that is not a regular file is written in place: a
+# character device stays a device (renaming a temporary over /dev/null
+# would replace it, as root), a FIFO carries the records.
+if [ "$(id -u)" -eq 0 ] && mknod "$tmp/null" c 1 3 2>/dev/null; then
+	"$sim" convert --trace "$fx/native.csv" -o "$tmp/null" --quiet || fail "-o a device: failed"
+	[ -c "$tmp/null" ] || fail "-o a device: it is no longer a device"
+fi
+mkfifo "$tmp/fifo"
+cat "$tmp/fifo" >"$tmp/through-fifo" &
+reader=$!
+"$sim" convert --trace "$fx/native.csv" -o "$tmp/fifo" --out-format csv --quiet || fail "-o a FIFO: failed"
+if [ -p "$tmp/fifo" ]; then
+	wait "$reader"
+	cmp -s "$tmp/through-fifo" "$fx/native.csv" || fail "-o a FIFO: the records did not come through it"
+else
+	fail "-o a FIFO: it is no longer a FIFO"
+	kill "$reader" 2>/dev/null
+fi
+
 # Misuse is a usage error (2); the simulation commands are placeholders (1).
 expect 2 "$sim" convert --pods 3 --trace "$fx/native.csv" -o "$tmp/x"
 grep -q -e "--pods does not apply to 'convert'" "$tmp/err" || fail "no message for --pods"
