@@ -502,32 +502,21 @@ static int output_open(Output *o, const char *path)
 		return 0;
 	}
 	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		int e;
-
 		fd = open(path, O_WRONLY | O_CLOEXEC);
-		if (fd < 0)
-			return -errno;
+	} else {
+		o->tmp = g_strconcat(path, ".tmp-XXXXXX", NULL);
+		fd = g_mkstemp_full(o->tmp, O_WRONLY | O_CLOEXEC, 0644);
+	}
+	if (fd >= 0)
 		o->f = g_str_has_suffix(path, ".gz") ? gz_fdopen(fd) : fdopen(fd, "w");
-		if (o->f)
-			return 0;
-		e = errno;
-		close(fd);
-		return -e;
-	}
-	o->tmp = g_strconcat(path, ".tmp-XXXXXX", NULL);
-	fd = g_mkstemp_full(o->tmp, O_WRONLY | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		int e = errno;
-
-		g_clear_pointer(&o->tmp, g_free);
-		return -e;
-	}
-	o->f = g_str_has_suffix(path, ".gz") ? gz_fdopen(fd) : fdopen(fd, "w");
 	if (!o->f) {
 		int e = errno;
 
-		close(fd);
-		unlink(o->tmp);
+		if (fd >= 0) {
+			close(fd);
+			if (o->tmp)
+				unlink(o->tmp);
+		}
 		g_clear_pointer(&o->tmp, g_free);
 		return -e;
 	}
