@@ -69,6 +69,7 @@ struct qtfs_client {
 	char *first_msg;
 	struct qtfs_attr root;
 	uint32_t mflags;
+	uint64_t id; /* QTFS_MNT_WATCH: one for all the connections */
 };
 
 uint64_t qtfs_client_timeout_ms(const struct qtfs_client *cl)
@@ -151,7 +152,9 @@ static void conn_ready(struct qt_conn *c, void *user)
 	int err;
 
 	qt_msg_put_str(m, cl->remote_path);
-	qt_msg_put_u32(m, QTFS_MNT_DIR_ATTRS);
+	qt_msg_put_u32(m, QTFS_MNT_DIR_ATTRS | (cl->o.watch ? QTFS_MNT_WATCH : 0));
+	if (cl->o.watch)
+		qt_msg_put_u64(m, cl->id);
 	g_mutex_lock(&cl->lock);
 	s->state = SLOT_MOUNTING;
 	g_mutex_unlock(&cl->lock);
@@ -317,6 +320,8 @@ int qtfs_client_new(const struct qtfs_client_opts *o, struct qtfs_client **out,
 	cl->o = *o;
 	cl->remote_path = g_strdup(o->remote_path);
 	cl->o.remote_path = cl->remote_path;
+	/* Tells this mount from others of the same host, also after a reconnection. */
+	cl->id = (uint64_t)g_random_int() << 32 | g_random_int();
 	if (!cl->o.timeout_ms)
 		cl->o.timeout_ms = 30000;
 	if (!cl->o.connect_timeout_ms)

@@ -122,6 +122,15 @@ struct qtfs_fs {
 
 	GMutex slow_lock;
 	GThreadPool *slow; /* see slow_push(); NULL once stopping; slow_lock */
+
+	/* Name caching (see "Name caching" below). */
+	struct fuse_session *se; /* for the notifications; NULL: not caching */
+	GThread *notifier;
+	GAsyncQueue *invals;  /* struct inval* for the notifier */
+	int watch_on;	      /* atomic: a WATCH loop is running on a subscription */
+	unsigned watch_epoch; /* atomic: bumped when names may have been missed */
+	int watch_long;	      /* atomic: names were cached for watch_timeout since the last sweep */
+	int watch_stop;	      /* atomic */
 };
 
 /*
@@ -379,8 +388,33 @@ static void to_stat(const struct qtfs_attr *a, struct stat *st)
 	st->st_dev = 0;
 }
 
+static unsigned watch_epoch(struct qtfs_fs *fs)
+{
+	return (unsigned)g_atomic_int_get(&fs->watch_epoch);
+}
+
+/*
+ * How long the kernel may keep a name: watch_timeout where the host
+ * watches its directory for us (QTFS_AF_WATCHED), the subscription is
+ * running, and nothing was missed since the call went out (@epoch, from
+ * watch_epoch() before the call); entry_timeout elsewhere; never on
+ * pseudo file systems.
+ */
+static double entry_timeout_of(struct qtfs_fs *fs, const struct qtfs_attr *a, unsigned epoch)
+{
+	if (a->flags & QTFS_AF_PSEUDO)
+		return 0.0;
+	if ((a->flags & QTFS_AF_WATCHED) && g_atomic_int_get(&fs->watch_on)) {
+		/* Before the epoch is read: watch_missed() reads it after moving the epoch. */
+		g_atomic_int_set(&fs->watch_long, 1);
+		if (epoch == watch_epoch(fs))
+			return MAX(fs->o.watch_timeout, fs->o.entry_timeout);
+	}
+	return fs->o.entry_timeout;
+}
+
 static void fill_entry(struct qtfs_fs *fs, const struct node *n, const struct qtfs_attr *a,
-		       struct fuse_entry_param *e)
+		       unsigned epoch, struct fuse_entry_param *e)
 {
 	bool pseudo = a->flags & QTFS_AF_PSEUDO;
 
@@ -389,7 +423,7 @@ static void fill_entry(struct qtfs_fs *fs, const struct node *n, const struct qt
 	e->generation = a->gen;
 	to_stat(a, &e->attr);
 	e->attr_timeout = attr_timeout(fs, pseudo);
-	e->entry_timeout = pseudo ? 0.0 : fs->o.entry_timeout;
+	e->entry_timeout = entry_timeout_of(fs, a, epoch);
 }
 
 /*
@@ -404,9 +438,12 @@ static void node_unlearn(struct qtfs_fs *fs, struct node *n)
 	g_mutex_unlock(&fs->lock);
 }
 
-/* Learn the node named @name in @parent from @a and answer the kernel with it. */
+/*
+ * Learn the node named @name in @parent from @a and answer the kernel with
+ * it.  @epoch: watch_epoch() before the call that found it.
+ */
 static void reply_entry(fuse_req_t req, struct qtfs_fs *fs, fuse_ino_t parent, const char *name,
-			const struct qtfs_attr *a)
+			const struct qtfs_attr *a, unsigned epoch)
 {
 	struct fuse_entry_param e;
 	struct node *n, *p;
@@ -414,7 +451,7 @@ static void reply_entry(fuse_req_t req, struct qtfs_fs *fs, fuse_ino_t parent, c
 	g_mutex_lock(&fs->lock);
 	p = node_by_id(fs, parent);
 	n = node_learn_locked(fs, p, name, a);
-	fill_entry(fs, n, a, &e);
+	fill_entry(fs, n, a, epoch, &e);
 	g_mutex_unlock(&fs->lock);
 	if (fuse_reply_entry(req, &e) != 0)
 		node_unlearn(fs, n);
@@ -549,6 +586,7 @@ static int rd_entry_reply(const struct qt_msg *rep, struct qtfs_attr *a, struct 
  */
 struct pending {
 	fuse_req_t req;
+	unsigned epoch; /* watch_epoch() when the call went out */
 	fuse_ino_t ino; /* lookup, unlink, rmdir: the parent; getattr: the node */
 	char *path;	/* the host path the call named */
 	char name[];	/* lookup, unlink, rmdir: the name in the parent */
@@ -560,6 +598,7 @@ static struct pending *pending_new(fuse_req_t req, fuse_ino_t ino, char *path, c
 	struct pending *p = g_malloc(sizeof(*p) + len);
 
 	p->req = req;
+	p->epoch = watch_epoch(FS(req));
 	p->ino = ino;
 	p->path = path;
 	memcpy(p->name, name ? name : "", len);
@@ -1295,7 +1334,7 @@ static void reply_synth(fuse_req_t req, struct qtfs_fs *fs, const char *name, ui
 		.blksize = 4096,
 	};
 
-	reply_entry(req, fs, FUSE_ROOT_ID, name, &a);
+	reply_entry(req, fs, FUSE_ROOT_ID, name, &a, watch_epoch(fs));
 }
 
 static bool proc_lookup(fuse_req_t req, struct qtfs_fs *fs, const char *name)
@@ -1330,10 +1369,233 @@ static char *synth_target(fuse_req_t req, struct qtfs_fs *fs, uint64_t key)
 	return g_strdup_printf("%s/%" G_GUINT64_FORMAT, fs->local_proc, key - SYNTH_PID_BASE);
 }
 
+/* ---- name caching --------------------------------------------------------------- */
+
+/*
+ * With a subscription (QTFS_MNT_WATCH, granted with QTFS_MF_WATCH), the
+ * host watches the directories we look names up in and a WATCH call that
+ * is always outstanding brings back every name deleted, renamed away or
+ * renamed over there (server.c, "Name caching").  Names it covers
+ * (QTFS_AF_WATCHED) are then cached for watch_timeout instead of
+ * entry_timeout, and each reported name is dropped from the kernel's
+ * cache by a notification.
+ *
+ * The notifications come from a thread of their own: the kernel takes the
+ * directory's lock for one, and that lock may be held by a request waiting
+ * for a reply that only the loop thread can deliver.  That same lock is
+ * what orders a notification after a lookup answered just before it.  A
+ * reported file name is invalidated (unhashed).  A directory's name is
+ * only expired, so that mounts made on the DPU beneath it stay (an
+ * invalidation would detach them); the next use asks the host again.
+ *
+ * When names may have been missed (a new subscription after a restart of
+ * the server, or an overflow of the events queued for us), every cached
+ * name is expired, and watch_epoch moves on so that the answers to calls
+ * made before that are cached for entry_timeout only.  A second pass a
+ * second later catches the names whose answers were still being taken in
+ * by the kernel during the first.  Expiring needs a kernel with
+ * FUSE_CAP_EXPIRE_ONLY (6.2 or later); without it, no subscription.
+ */
+struct inval {
+	bool all;	    /* expire every cached name */
+	bool is_dir;	    /* the name is a directory's */
+	uint64_t dev, ino, gen; /* the directory */
+	size_t len;
+	char name[];
+};
+
+static struct inval inval_stop;
+
+static void inval_push(struct qtfs_fs *fs, bool all, uint64_t dev, uint64_t ino, uint64_t gen,
+		       bool is_dir, const uint8_t *name, size_t len)
+{
+	struct inval *v = g_malloc(sizeof(*v) + len + 1);
+
+	*v = (struct inval){.all = all, .is_dir = is_dir, .dev = dev, .ino = ino, .gen = gen,
+			    .len = len};
+	if (len)
+		memcpy(v->name, name, len);
+	v->name[len] = '\0';
+	g_async_queue_push(fs->invals, v);
+}
+
+struct cached_name {
+	fuse_ino_t parent;
+	char *name;
+};
+
+static void expire_all(struct qtfs_fs *fs)
+{
+	g_autoptr(GArray) names = g_array_new(FALSE, FALSE, sizeof(struct cached_name));
+	GHashTableIter it;
+	gpointer v;
+
+	g_mutex_lock(&fs->lock);
+	g_hash_table_iter_init(&it, fs->by_name);
+	while (g_hash_table_iter_next(&it, &v, NULL)) {
+		const struct node *n = v;
+		struct cached_name c = {.parent = n->parent->id, .name = g_strdup(n->name)};
+
+		g_array_append_val(names, c);
+	}
+	g_mutex_unlock(&fs->lock);
+	for (guint i = 0; i < names->len; i++) {
+		struct cached_name *c = &g_array_index(names, struct cached_name, i);
+
+		fuse_lowlevel_notify_expire_entry(fs->se, c->parent, c->name, strlen(c->name),
+						  FUSE_LL_EXPIRE_ONLY);
+		g_free(c->name);
+	}
+}
+
+static gpointer notifier_main(gpointer arg)
+{
+	struct qtfs_fs *fs = arg;
+	struct inval *v;
+
+	while ((v = g_async_queue_pop(fs->invals)) != &inval_stop) {
+		if (v->all) {
+			expire_all(fs);
+		} else {
+			struct node probe = {.dev = v->dev, .ino = v->ino}, *n;
+			fuse_ino_t parent = 0;
+
+			g_mutex_lock(&fs->lock);
+			n = g_hash_table_lookup(fs->by_key, &probe);
+			if (n && n->gen == v->gen && n->type == S_IFDIR)
+				parent = n->id;
+			g_mutex_unlock(&fs->lock);
+			/* -ENOENT: the kernel has no such name cached. */
+			if (parent && v->is_dir)
+				fuse_lowlevel_notify_expire_entry(fs->se, parent, v->name, v->len,
+								  FUSE_LL_EXPIRE_ONLY);
+			else if (parent)
+				fuse_lowlevel_notify_inval_entry(fs->se, parent, v->name, v->len);
+		}
+		g_free(v);
+	}
+	return NULL;
+}
+
+static void watch_arm(void *arg);
+
+static void expire_again(void *arg)
+{
+	struct qtfs_fs *fs = arg;
+
+	if (!g_atomic_int_get(&fs->watch_stop))
+		inval_push(fs, true, 0, 0, 0, false, NULL, 0);
+}
+
+/*
+ * Names may have been missed: expire them all (see above), unless none was
+ * cached for long (a first subscription, or nothing since the last time).
+ * Loop thread.
+ */
+static void watch_missed(struct qtfs_fs *fs)
+{
+	g_atomic_int_inc(&fs->watch_epoch);
+	if (!g_atomic_int_compare_and_exchange(&fs->watch_long, 1, 0))
+		return;
+	inval_push(fs, true, 0, 0, 0, false, NULL, 0);
+	qt_timer_add(qtfs_client_loop(fs->cl), 1000, expire_again, fs);
+}
+
+/* A WATCH reply: queue its names for the notifier.  0, or -EIO if malformed. */
+static int watch_take_reply(struct qtfs_fs *fs, const struct qt_msg *rep)
+{
+	uint32_t flags = 0, count = 0;
+	GPtrArray *evs = g_ptr_array_new_with_free_func(g_free);
+	struct qt_rd r;
+
+	qt_rd_init_msg(&r, rep);
+	qt_rd_u32(&r, &flags);
+	qt_rd_u32(&r, &count);
+	if (count > QTFS_WATCH_BATCH_MAX)
+		r.err = -EIO;
+	for (uint32_t i = 0; i < count && !r.err; i++) {
+		uint64_t dev = 0, ino = 0, gen = 0;
+		uint8_t is_dir = 0;
+		const uint8_t *nm = NULL;
+		size_t nl = 0;
+		struct inval *v;
+
+		qt_rd_u64(&r, &dev);
+		qt_rd_u64(&r, &ino);
+		qt_rd_u64(&r, &gen);
+		qt_rd_u8(&r, &is_dir);
+		qt_rd_bytes(&r, QTFS_NAME_MAX, &nm, &nl);
+		if (r.err || qtfs_name_check((const char *)nm, nl) < 0 || memchr(nm, '\0', nl)) {
+			r.err = -EIO;
+			break;
+		}
+		v = g_malloc(sizeof(*v) + nl + 1);
+		*v = (struct inval){.is_dir = is_dir, .dev = dev, .ino = ino, .gen = gen, .len = nl};
+		memcpy(v->name, nm, nl);
+		v->name[nl] = '\0';
+		g_ptr_array_add(evs, v);
+	}
+	if (r.err || qt_rd_end(&r) < 0) {
+		g_ptr_array_unref(evs);
+		return -EIO;
+	}
+	if (flags & (QTFS_WF_START | QTFS_WF_OVERFLOW))
+		watch_missed(fs);
+	for (guint i = 0; i < evs->len; i++)
+		g_async_queue_push(fs->invals, g_ptr_array_steal_index_fast(evs, i--));
+	g_ptr_array_unref(evs);
+	return 0;
+}
+
+static void watch_done(void *arg, int err, struct qt_msg *rep)
+{
+	struct qtfs_fs *fs = arg;
+
+	if (err == 0)
+		err = watch_take_reply(fs, rep);
+	qt_msg_free(rep);
+	if (g_atomic_int_get(&fs->watch_stop))
+		return;
+	if (err < 0) {
+		/* Whatever the host reports later, names cached from now on are short-lived. */
+		if (g_atomic_int_get(&fs->watch_on))
+			qt_info("name watch: %s; names are cached for entry_timeout until it is back",
+				g_strerror(-err));
+		g_atomic_int_set(&fs->watch_on, 0);
+		g_atomic_int_inc(&fs->watch_epoch);
+		qt_timer_add(qtfs_client_loop(fs->cl), 1000, watch_arm, fs);
+		return;
+	}
+	g_atomic_int_set(&fs->watch_on, 1);
+	watch_arm(fs);
+}
+
+/* Send the next WATCH.  Loop thread. */
+static void watch_arm(void *arg)
+{
+	struct qtfs_fs *fs = arg;
+	struct qt_msg *m;
+
+	if (g_atomic_int_get(&fs->watch_stop))
+		return;
+	m = qt_msg_new(QTFS_WATCH, 0, 0);
+	/* Held by the server for less than the call's deadline. */
+	qt_msg_put_u32(m, (uint32_t)MIN(25000, qtfs_client_timeout_ms(fs->cl) / 2));
+	qtfs_client_call_async_any(fs->cl, m, true, watch_done, fs);
+}
+
+void qtfs_fs_set_session(struct qtfs_fs *fs, struct fuse_session *se)
+{
+	if (fs->o.watch_timeout > 0)
+		fs->se = se;
+}
+
 /* ---- operations ------------------------------------------------------------- */
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
+	struct qtfs_fs *fs = userdata;
+
 	conn->max_write = QTFS_IO_MAX;
 	conn->max_read = QTFS_IO_MAX;
 	conn->max_readahead = QTFS_IO_MAX;
@@ -1345,6 +1607,23 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 				       FUSE_CAP_ASYNC_READ | FUSE_CAP_ATOMIC_O_TRUNC);
 	/* Data changes on the host: no writeback cache. */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	if (fs->se && !(conn->capable & FUSE_CAP_EXPIRE_ONLY)) {
+		qt_notice("this kernel cannot expire cached names (before 6.2): names are cached "
+			  "for entry_timeout only");
+		fs->se = NULL;
+	}
+	if (fs->se && !fs->notifier) {
+		/* The notifier must leave the termination signals to the main thread. */
+		sigset_t all, old;
+
+		fs->invals = g_async_queue_new();
+		sigfillset(&all);
+		pthread_sigmask(SIG_BLOCK, &all, &old);
+		fs->notifier = g_thread_new("qtfs-inval", notifier_main, fs);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		/* op_init runs on the client's loop thread (session.c). */
+		watch_arm(fs);
+	}
 }
 
 static void lookup_done(void *arg, int err, struct qt_msg *rep)
@@ -1358,7 +1637,7 @@ static void lookup_done(void *arg, int err, struct qt_msg *rep)
 		fuse_reply_err(p->req, -err);
 	} else {
 		fix_attr(fs, p->path, false, &a);
-		reply_entry(p->req, fs, p->ino, p->name, &a);
+		reply_entry(p->req, fs, p->ino, p->name, &a, p->epoch);
 	}
 	pending_free(p);
 }
@@ -1612,6 +1891,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, const
 {
 	struct qtfs_fs *fs = FS(req);
 	g_autoptr(qt_msg) rep = NULL;
+	unsigned epoch = watch_epoch(fs);
 	struct dir_attr d;
 	struct qtfs_attr a;
 	int err = call(fs, m, false, &rep);
@@ -1626,7 +1906,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, const
 	/* A new FIFO to be relayed: not cached, so the next lookup finds the relay. */
 	if (S_ISFIFO(a.mode) && relay_path(fs, path))
 		a.flags |= QTFS_AF_PSEUDO;
-	reply_entry(req, fs, parent, name, &a);
+	reply_entry(req, fs, parent, name, &a, epoch);
 }
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
@@ -1998,6 +2278,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
  */
 struct create_pending {
 	fuse_req_t req;
+	unsigned epoch; /* watch_epoch() before the call */
 	fuse_ino_t parent;
 	struct fuse_file_info fi;
 	unsigned slot;
@@ -2031,7 +2312,7 @@ static void create_done(void *arg, int err, struct qt_msg *rep)
 	g_mutex_lock(&fs->lock);
 	p = node_by_id(fs, cp->parent);
 	n = node_learn_locked(fs, p, cp->name, &a);
-	fill_entry(fs, n, &a, &e);
+	fill_entry(fs, n, &a, cp->epoch, &e);
 	g_mutex_unlock(&fs->lock);
 	h = fh_new(n->id, cp->fi.flags, false, cp->slot, cp->gen, sh, a.flags & QTFS_AF_PSEUDO);
 	cp->fi.fh = (uintptr_t)h;
@@ -2087,7 +2368,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	qt_msg_put_u32(m, mode);
 	put_caller(m, req);
 	cp = g_malloc(sizeof(*cp) + len);
-	*cp = (struct create_pending){.req = req, .parent = parent, .fi = *fi, .slot = slot, .gen = gen};
+	*cp = (struct create_pending){.req = req, .epoch = watch_epoch(fs), .parent = parent, .fi = *fi,
+				      .slot = slot, .gen = gen};
 	memcpy(cp->name, name, len);
 	/* On the loop thread with no connection ready: wait for one elsewhere. */
 	if (err == -EAGAIN) {
@@ -2383,6 +2665,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	size_t used = 0;
 	uint32_t count;
 	struct qt_rd r;
+	unsigned epoch = watch_epoch(fs);
 	int err = call_fh(fs, fh_of(fi), build_readdir, &c, &rep);
 
 	if (err < 0) {
@@ -2444,7 +2727,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				g_mutex_lock(&fs->lock);
 				p = node_by_id(fs, ino);
 				n = node_learn_locked(fs, p, name, &a);
-				fill_entry(fs, n, &a, &e);
+				fill_entry(fs, n, &a, epoch, &e);
 				g_mutex_unlock(&fs->lock);
 				g_array_append_val(learned, n->id);
 			}
@@ -3028,6 +3311,11 @@ void qtfs_fs_stop(struct qtfs_fs *fs)
 
 	if (!fs)
 		return;
+	g_atomic_int_set(&fs->watch_stop, 1);
+	if (fs->notifier) {
+		g_async_queue_push_front(fs->invals, &inval_stop);
+		g_thread_join(g_steal_pointer(&fs->notifier));
+	}
 	g_mutex_lock(&fs->slow_lock);
 	pool = g_steal_pointer(&fs->slow);
 	g_mutex_unlock(&fs->slow_lock);
@@ -3043,6 +3331,14 @@ void qtfs_fs_free(struct qtfs_fs *fs)
 	if (!fs)
 		return;
 	qtfs_fs_stop(fs);
+	if (fs->invals) {
+		struct inval *left;
+
+		while ((left = g_async_queue_try_pop(fs->invals)))
+			if (left != &inval_stop)
+				g_free(left);
+		g_async_queue_unref(fs->invals);
+	}
 	g_mutex_clear(&fs->slow_lock);
 	g_hash_table_iter_init(&it, fs->by_id);
 	while (g_hash_table_iter_next(&it, NULL, &v)) {

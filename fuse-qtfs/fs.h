@@ -17,6 +17,11 @@
 struct qtfs_fs_opts {
 	double attr_timeout;  /* seconds; files on pseudo file systems always get 0 */
 	double entry_timeout;
+	/*
+	 * Names in directories the host watches for us (QTFS_AF_WATCHED) are
+	 * cached this long; 0: do not subscribe (see fs.c "Name caching").
+	 */
+	double watch_timeout;
 	bool proc;	      /* the mount is the host's /proc: see fs.c "Proc mode" */
 	const char *local_proc;		/* proc mode: where the local procfs is; borrowed */
 	const char *const *local_comms; /* proc mode: comms whose /proc/PID is local */
@@ -46,4 +51,11 @@ void qtfs_fs_stop(struct qtfs_fs *fs);
  */
 bool qtfs_fs_may_wait(struct qtfs_fs *fs, const void *buf, size_t len);
 void qtfs_fs_free(struct qtfs_fs *fs);
+/*
+ * The session the name cache notifications go to (before it runs).  Only
+ * with watch_timeout > 0, and the server must have granted QTFS_MF_WATCH
+ * (else set watch_timeout to 0): the subscription then starts with the
+ * session's INIT.
+ */
+void qtfs_fs_set_session(struct qtfs_fs *fs, struct fuse_session *se);
 extern const struct fuse_lowlevel_ops qtfs_fs_ops;

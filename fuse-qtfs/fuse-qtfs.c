@@ -81,6 +81,8 @@ static void usage(void)
 	      "                     can talk through them; they look like regular files\n"
 	      "  attr_timeout=SEC   attribute cache time (default 1; 0 on pseudo filesystems)\n"
 	      "  entry_timeout=SEC  name cache time (default 1; 0 on pseudo filesystems)\n"
+	      "  watch_timeout=SEC  name cache time where the host watches the directory\n"
+	      "                     and reports changes (default 30; 0: no watching)\n"
 	      "  conns=N            parallel connections to the server (default 1, max 64)\n"
 	      "  timeout=SEC        per-request deadline (default 30)\n"
 	      "  readahead_kb=N     sequential readahead (default 1024)\n"
@@ -192,6 +194,10 @@ static int parse_o(struct settings *s, const char *arg)
 			if (parse_seconds(key, val, &d) < 0)
 				return -EINVAL;
 			s->fs.entry_timeout = d;
+		} else if (!strcmp(key, "watch_timeout") && val) {
+			if (parse_seconds(key, val, &d) < 0)
+				return -EINVAL;
+			s->fs.watch_timeout = d;
 		} else if (!strcmp(key, "timeout") && val) {
 			if (parse_seconds(key, val, &d) < 0)
 				return -EINVAL;
@@ -481,6 +487,7 @@ static int run(struct settings *s)
 	co.psk = psk;
 	co.conns = s->conns;
 	co.timeout_ms = s->timeout_ms;
+	co.watch = s->fs.watch_timeout > 0 && !s->fs.proc;
 	/*
 	 * The termination signals stay blocked in every thread (the client's
 	 * loop, dialers and SSH bridges, the FUSE workers inherit the mask);
@@ -505,6 +512,8 @@ static int run(struct settings *s)
 		s->fs.rdonly = true;
 		add_fuse_opt(s, "ro");
 	}
+	if (!(mflags & QTFS_MF_WATCH))
+		s->fs.watch_timeout = 0;
 	s->fs.local_proc = s->local_proc;
 	s->fs.local_comms = (const char *const *)s->comms;
 	s->fs.fifo_relay = (const char *const *)s->fifo_relay;
@@ -524,6 +533,7 @@ static int run(struct settings *s)
 		rc = qt_cli_fail("cannot create the FUSE session (see the message above)");
 		goto out;
 	}
+	qtfs_fs_set_session(fs, se);
 	/* For its SIGPIPE setting: the termination signals never reach its handlers. */
 	if (fuse_set_signal_handlers(se) < 0) {
 		rc = qt_cli_fail("cannot install signal handlers");
@@ -603,6 +613,7 @@ int main(int argc, char **argv)
 	s.fuse_opts = g_string_new(NULL);
 	s.fs.attr_timeout = 1.0;
 	s.fs.entry_timeout = 1.0;
+	s.fs.watch_timeout = 30.0;
 	s.timeout_ms = 30000;
 	s.conns = 1;
 	s.readahead_kb = 1024;

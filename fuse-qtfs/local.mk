@@ -8,7 +8,8 @@ noinst_LIBRARIES += fuse-qtfs/libqtfsproto.a
 fuse_qtfs_libqtfsproto_a_SOURCES = fuse-qtfs/proto.c fuse-qtfs/proto.h
 
 sbin_PROGRAMS += fuse-qtfs/qtfs-server
-fuse_qtfs_qtfs_server_SOURCES = fuse-qtfs/qtfs-server.c fuse-qtfs/server.c fuse-qtfs/server.h
+fuse_qtfs_qtfs_server_SOURCES = fuse-qtfs/qtfs-server.c fuse-qtfs/server.c fuse-qtfs/server.h \
+	fuse-qtfs/dirwatch.c fuse-qtfs/dirwatch.h
 fuse_qtfs_qtfs_server_LDADD = fuse-qtfs/libqtfsproto.a fuse-qtfs/libqtfswl.a $(QT_LIBS)
 
 bin_PROGRAMS += fuse-qtfs/fuse-qtfs

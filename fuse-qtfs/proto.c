@@ -175,6 +175,7 @@ const char *qtfs_op_name(uint16_t type)
 		[QTFS_SETLK - QTFS_MOUNT] = "SETLK",
 		[QTFS_GETLK - QTFS_MOUNT] = "GETLK",
 		[QTFS_INTERRUPT - QTFS_MOUNT] = "INTERRUPT",
+		[QTFS_WATCH - QTFS_MOUNT] = "WATCH",
 	};
 
 	if (type >= QTFS_MOUNT && type < QTFS_OP_MAX)

@@ -57,7 +57,9 @@ enum qtfs_op {
 	QTFS_GETLK = 0x0120,
 	/* One-way, client to server: u64 id of a request to end early with EINTR. */
 	QTFS_INTERRUPT = 0x0121,
-	QTFS_OP_MAX = 0x0122,
+	/* Held by the server until names the client may have cached change (see below). */
+	QTFS_WATCH = 0x0122,
+	QTFS_OP_MAX = 0x0123,
 };
 
 /* Longest relative path a request may carry, and longest name component. */
@@ -80,19 +82,47 @@ enum {
 enum {
 	QTFS_AF_PSEUDO = 0x1, /* on procfs, sysfs, cgroupfs...: size is meaningless */
 	QTFS_AF_RELAY = 0x2,  /* a host FIFO relayed as a stream (fuse side: S_IFREG) */
+	/*
+	 * In a reply that names the file (LOOKUP, MKNOD, MKDIR, SYMLINK,
+	 * LINK, CREATE, READDIR with PLUS): its directory was watched for this
+	 * client before the name was looked at, so a WATCH reply will report
+	 * the name if it goes or changes inode.
+	 */
+	QTFS_AF_WATCHED = 0x4,
 };
 
 /* MOUNT request flags: what the client asks of the session. */
 enum {
 	/* replies that change a directory's entries end with its new attributes */
 	QTFS_MNT_DIR_ATTRS = 0x1,
+	/*
+	 * a u64 client id follows the flags: the sessions with one id share
+	 * one subscription to WATCH events (any of them may carry the WATCH)
+	 */
+	QTFS_MNT_WATCH = 0x2,
 };
 
 /* MOUNT reply flags. */
 enum {
 	QTFS_MF_RDONLY = 0x1,	 /* the export is read-only */
 	QTFS_MF_DIR_ATTRS = 0x2, /* QTFS_MNT_DIR_ATTRS granted */
+	QTFS_MF_WATCH = 0x4,	 /* QTFS_MNT_WATCH granted */
 };
+
+/*
+ * WATCH: request u32 wait_ms (at most QTFS_WATCH_WAIT_MAX_MS); the reply,
+ * sent when there is something to say or the wait is over: u32 flags, u32
+ * count, then count x (u64 dev, u64 ino, u64 gen of a directory, u8 1 if
+ * the name is a directory's, bytes name): names that were deleted, renamed
+ * away or renamed over since the last reply, at most QTFS_WATCH_BATCH_MAX
+ * per reply (more in between is an overflow).
+ */
+enum {
+	QTFS_WF_START = 0x1,	/* a new subscription: what came before is unknown */
+	QTFS_WF_OVERFLOW = 0x2, /* events were lost: anything may have changed */
+};
+#define QTFS_WATCH_WAIT_MAX_MS 60000
+#define QTFS_WATCH_BATCH_MAX 4096
 
 /* SETATTR valid bits (the same meaning as FUSE_SET_ATTR_*). */
 enum {

@@ -86,6 +86,9 @@ static void usage(void)
 	      "  ring_file_ops=BOOL (true: with the io_uring loop, reads, writes, fsync,\n"
 	      "                           fallocate, create, unlink, rmdir, mkdir, symlink,\n"
 	      "                           rename and link run on its ring)\n"
+	      "  name_watch=BOOL (true: watch the directories clients look names up in,\n"
+	      "                           so that they may cache names for long)\n"
+	      "  max_watches=N (65536: directories watched at most)\n"
 	      "\n"
 	      "Exit status: 0 success, 1 failure, 2 usage error.\n",
 	      stdout);
@@ -99,7 +102,8 @@ struct settings {
 	char *whitelist;
 	bool stdio;
 	int64_t max_conns, max_handles, max_inflight, workers;
-	bool inline_metadata, ring_file_ops;
+	int64_t max_watches;
+	bool inline_metadata, ring_file_ops, name_watch;
 	GArray *unix_uids;
 	int verbose;
 	char *log_level;
@@ -118,7 +122,8 @@ static void settings_clear(struct settings *s)
 
 static const char *const server_keys[] = {
 	"listen",    "exports",      "key_file", "whitelist", "max_conns", "max_handles",
-	"max_inflight", "workers", "unix_uids", "log_level", "inline_metadata", "ring_file_ops", NULL,
+	"max_inflight", "workers", "unix_uids", "log_level", "inline_metadata", "ring_file_ops",
+	"name_watch", "max_watches", NULL,
 };
 
 /* Read the config file; command-line values already in @s win. */
@@ -142,7 +147,9 @@ static int load_config(struct settings *s, bool explicit_config)
 	    qt_conf_get_int(conf, "server", "workers", 64, 1, 1024, &s->workers, &msg) < 0 ||
 	    qt_conf_get_strv(conf, "server", "unix_uids", &uids, &msg) < 0 ||
 	    qt_conf_get_bool(conf, "server", "inline_metadata", true, &s->inline_metadata, &msg) < 0 ||
-	    qt_conf_get_bool(conf, "server", "ring_file_ops", true, &s->ring_file_ops, &msg) < 0) {
+	    qt_conf_get_bool(conf, "server", "ring_file_ops", true, &s->ring_file_ops, &msg) < 0 ||
+	    qt_conf_get_bool(conf, "server", "name_watch", true, &s->name_watch, &msg) < 0 ||
+	    qt_conf_get_int(conf, "server", "max_watches", 65536, 1, 1 << 24, &s->max_watches, &msg) < 0) {
 		qt_cli_fail("%s", msg);
 		return -EINVAL;
 	}
@@ -261,6 +268,8 @@ static int run(struct settings *s)
 	so.n_unix_uids = s->unix_uids->len;
 	so.no_inline_metadata = !s->inline_metadata;
 	so.no_ring_file_ops = !s->ring_file_ops;
+	so.no_name_watch = !s->name_watch;
+	so.max_watches = (unsigned)s->max_watches;
 	if (s->stdio)
 		so.conn_closed = stdio_conn_closed;
 	if ((err = qtfs_srv_new(loop, &so, &srv, &msg)) < 0) {

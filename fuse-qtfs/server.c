@@ -42,6 +42,22 @@
  * locks would.  The owner's description is closed (its locks released)
  * when the client says the owner closed the file, or with the session.
  * Nothing here blocks: waiting for a lock is the client's loop.
+ *
+ * Name caching.  A client that mounts with QTFS_MNT_WATCH and keeps a
+ * WATCH request outstanding may cache names for long: before a reply
+ * names a file (LOOKUP, the creates, READDIR with PLUS) the server has
+ * its directory watched (dirwatch.c) and says so (QTFS_AF_WATCHED), and
+ * from then on a name there that is deleted, renamed away or renamed over
+ * on the host, by anyone, goes into the client's queue and out with the
+ * next WATCH reply.  The watch is in place before the name is looked at,
+ * so a change can only come after the look and is reported.  The kernel
+ * on the client orders the rest: a name being looked up holds its
+ * directory's lock until the answer is in the dentry cache, and the
+ * invalidation takes that lock.  Queue overflow (here or in the kernel)
+ * and a new subscription (QTFS_WF_START: after a restart, or once every
+ * session of the client was gone) tell the client to drop every name.
+ * Pseudo file systems are never cached by the client; network file
+ * systems are never watched (inotify sees only this host's changes).
  */
 #include "config.h"
 
@@ -67,6 +83,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "dirwatch.h"
 #include "endpoint.h"
 #include "log.h"
 #include "proto.h"
@@ -102,6 +119,32 @@ struct qtfs_srv {
 
 	GMutex dev_lock;
 	GHashTable *dev_pseudo; /* st_dev -> GINT_TO_POINTER(1 + is_pseudo) */
+
+	struct qtfs_dirwatch *dw; /* NULL: no name caching (see "Name caching") */
+	GMutex sub_lock;
+	GHashTable *subs; /* client id (u64*) -> struct watch_sub*; sub_lock */
+};
+
+/*
+ * One client's subscription to directory events: shared by the sessions
+ * that mounted with its id (QTFS_MNT_WATCH), alive while one of them is.
+ * Everything but the id is under srv->sub_lock.
+ */
+struct watch_sub {
+	uint64_t client;
+	struct qtfs_srv *srv;
+	int refs;	/* sessions */
+	int started;	/* atomic: a WATCH came; events are kept from then on */
+	GArray *queue;	/* struct watch_ev, at most QTFS_WATCH_BATCH_MAX */
+	bool overflow;	/* events were dropped since the last reply */
+	struct job *waiting; /* the WATCH request held, or NULL */
+	struct qt_timer *timer; /* ends the wait of @waiting */
+};
+
+struct watch_ev {
+	struct qtfs_dirid dir;
+	char *name;
+	bool is_dir;
 };
 
 struct handle {
@@ -130,6 +173,7 @@ struct session {
 	uint64_t next_handle;
 	GHashTable *lock_owners; /* struct lock_owner* (key and value), see "File locks" */
 	GHashTable *blocked;	 /* request id -> struct blocked*, under lock: see "Interrupts" */
+	struct watch_sub *sub;	 /* set by MOUNT with QTFS_MNT_WATCH, then fixed */
 };
 
 /* A POSIX lock owner's open file description of one host file. */
@@ -209,6 +253,7 @@ enum dev_kind {
 	DEV_MEMORY,	 /* tmpfs, ramfs: plain files that never wait for a disk */
 	DEV_PSEUDO,
 	DEV_PSEUDO_SNAP, /* pseudo, and safe to read at open (prefetch) */
+	DEV_SHARED,	 /* plain, but changed by other machines too (NFS...) */
 };
 
 static bool kind_pseudo(enum dev_kind k)
@@ -216,8 +261,38 @@ static bool kind_pseudo(enum dev_kind k)
 	return k == DEV_PSEUDO || k == DEV_PSEUDO_SNAP;
 }
 
+/*
+ * File systems whose files other machines change too (network and cluster
+ * file systems, FUSE): inotify sees only this host's changes there, so
+ * names from them are never watched (see "Name caching" below).
+ */
+static bool fs_type_is_shared(long type)
+{
+	switch ((unsigned long)type) {
+	case 0x6969:	 /* NFS */
+	case 0x517b:	 /* SMB */
+	case 0xff534d42: /* CIFS */
+	case 0xfe534d42: /* SMB2 */
+	case 0x65735546: /* FUSE */
+	case 0x00c36400: /* Ceph */
+	case 0x01021997: /* 9P */
+	case 0x5346414f: /* AFS */
+	case 0x6b414653: /* kAFS */
+	case 0x73757245: /* Coda */
+	case 0x01161970: /* GFS2 */
+	case 0x7461636f: /* OCFS2 */
+	case 0x0bd00bd0: /* Lustre */
+	case 0x20030528: /* OrangeFS */
+		return true;
+	default:
+		return false;
+	}
+}
+
 static enum dev_kind fs_type_kind(long type)
 {
+	if (fs_type_is_shared(type))
+		return DEV_SHARED;
 	switch ((unsigned long)type) {
 	case PROC_SUPER_MAGIC:
 	case CGROUP_SUPER_MAGIC:
@@ -456,10 +531,14 @@ static struct session *session_ref(struct session *sess)
 	return sess;
 }
 
+static void sub_put(struct qtfs_srv *srv, struct watch_sub *sub);
+
 static void session_unref(struct session *sess)
 {
 	if (!g_atomic_int_dec_and_test(&sess->refs))
 		return;
+	if (sess->sub)
+		sub_put(sess->srv, sess->sub);
 	g_hash_table_destroy(sess->handles);
 	g_hash_table_destroy(sess->lock_owners);
 	g_hash_table_destroy(sess->blocked);
@@ -524,19 +603,27 @@ static uint64_t inode_gen(int fd, const char *name)
 
 /*
  * Put the attribute record of @st, the file at @fd/@name (name "" for @fd
- * itself).  Returns the kind of file system it is on.
+ * itself), with @flags (QTFS_AF_WATCHED or 0) among its flags.  Returns
+ * the kind of file system it is on.
  */
-static enum dev_kind put_attr_of(struct session *sess, struct qt_msg *rep, const struct stat *st,
-				 int fd, const char *name)
+static enum dev_kind put_attr_flags(struct session *sess, struct qt_msg *rep, const struct stat *st,
+				    int fd, const char *name, uint32_t flags)
 {
 	enum dev_kind kind = dev_kind(sess->srv, st->st_dev, fd, name);
 	bool pseudo = kind_pseudo(kind);
 	struct qtfs_attr a;
 
 	/* Pseudo files are never cached by the client: no need to tell them apart. */
-	qtfs_attr_from_stat(&a, st, pseudo ? QTFS_AF_PSEUDO : 0, pseudo ? 0 : inode_gen(fd, name));
+	qtfs_attr_from_stat(&a, st, flags | (pseudo ? QTFS_AF_PSEUDO : 0),
+			    pseudo ? 0 : inode_gen(fd, name));
 	qtfs_put_attr(rep, &a);
 	return kind;
+}
+
+static enum dev_kind put_attr_of(struct session *sess, struct qt_msg *rep, const struct stat *st,
+				 int fd, const char *name)
+{
+	return put_attr_flags(sess, rep, st, fd, name, 0);
 }
 
 static int put_at_attr(struct session *sess, const struct at *a, struct qt_msg *rep)
@@ -547,6 +634,40 @@ static int put_at_attr(struct session *sess, const struct at *a, struct qt_msg *
 	if (err < 0)
 		return err;
 	put_attr_of(sess, rep, &st, a->dirfd, a->name);
+	return 0;
+}
+
+/*
+ * Before a name in the directory @dirfd is looked at for a reply that
+ * names it: watch the directory for this session's client, if the client
+ * subscribed (see "Name caching").  QTFS_AF_WATCHED, or 0.
+ */
+static uint32_t watch_dir(struct session *sess, int dirfd)
+{
+	struct qtfs_dirid id;
+	enum dev_kind kind;
+	struct stat st;
+
+	if (!sess->sub || !g_atomic_int_get(&sess->sub->started) || dirfd < 0 ||
+	    fstat(dirfd, &st) < 0)
+		return 0;
+	kind = dev_kind(sess->srv, st.st_dev, dirfd, "");
+	if (kind != DEV_PLAIN && kind != DEV_MEMORY)
+		return 0;
+	id = (struct qtfs_dirid){.dev = st.st_dev, .ino = st.st_ino, .gen = inode_gen(dirfd, "")};
+	return qtfs_dirwatch_add(sess->srv->dw, dirfd, &id) ? QTFS_AF_WATCHED : 0;
+}
+
+/* The attribute record of an entry reply: @wflags is watch_dir()'s answer. */
+static int put_entry_attr(struct session *sess, const struct at *a, uint32_t wflags,
+			  struct qt_msg *rep)
+{
+	struct stat st;
+	int err = at_stat(a, &st);
+
+	if (err < 0)
+		return err;
+	put_attr_flags(sess, rep, &st, a->dirfd, a->name, wflags);
 	return 0;
 }
 
@@ -855,7 +976,7 @@ static int op_lookup(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		return err;
 	if ((err = at_resolve(sess, path, &a)) < 0)
 		return err;
-	err = put_at_attr(sess, &a, rep);
+	err = put_entry_attr(sess, &a, *a.name ? watch_dir(sess, a.dirfd) : 0, rep);
 	at_clear(&a);
 	return err;
 }
@@ -1046,13 +1167,16 @@ static int own_new(const struct at *a, uint32_t uid, uint32_t gid)
 	return 0;
 }
 
-/* A name we just made: the caller's ownership, then the reply is its attributes. */
+/*
+ * A name we just made: the caller's ownership, then the reply is its
+ * attributes (@wflags: watch_dir() before the name was made).
+ */
 static int answer_made(struct session *sess, const struct at *a, uint32_t uid, uint32_t gid,
-		       struct qt_msg *rep)
+		       uint32_t wflags, struct qt_msg *rep)
 {
 	int err = own_new(a, uid, gid);
 
-	return err < 0 ? err : put_at_attr(sess, a, rep);
+	return err < 0 ? err : put_entry_attr(sess, a, wflags, rep);
 }
 
 enum make_kind { MAKE_NODE, MAKE_DIR, MAKE_SYMLINK };
@@ -1065,6 +1189,7 @@ enum make_kind { MAKE_NODE, MAKE_DIR, MAKE_SYMLINK };
 static int make_at(struct session *sess, enum make_kind kind, const char *path, uint32_t mode,
 		   uint64_t rdev, const char *target, uint32_t uid, uint32_t gid, struct qt_msg *rep)
 {
+	uint32_t wflags;
 	struct at a;
 	int err, r;
 
@@ -1073,13 +1198,14 @@ static int make_at(struct session *sess, enum make_kind kind, const char *path, 
 	if ((err = at_resolve_wl(sess, path, kind == MAKE_DIR ? QTFS_WL_MKDIR : QTFS_WL_CREATE,
 				 &a)) < 0)
 		return err;
+	wflags = watch_dir(sess, a.dirfd);
 	if (kind == MAKE_DIR)
 		r = mkdirat(a.dirfd, a.name, mode & 07777);
 	else if (kind == MAKE_SYMLINK)
 		r = symlinkat(target, a.dirfd, a.name);
 	else
 		r = mknodat(a.dirfd, a.name, mode, (dev_t)rdev);
-	err = r < 0 ? -errno : answer_made(sess, &a, uid, gid, rep);
+	err = r < 0 ? -errno : answer_made(sess, &a, uid, gid, wflags, rep);
 	if (err == 0)
 		put_dir_attr(sess, rep, a.dirfd);
 	at_clear(&a);
@@ -1180,8 +1306,12 @@ static int op_rename(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		return -EBUSY;
 	if ((err = at_resolve_pair(sess, from, to, &a, &b)) < 0)
 		return err;
-	if ((err = wl_check_pair(sess, false, &a, &b)) == 0)
+	if ((err = wl_check_pair(sess, false, &a, &b)) == 0) {
+		/* The client's kernel moves its cached names: both must stay watched. */
+		watch_dir(sess, a.dirfd);
+		watch_dir(sess, b.dirfd);
 		err = renameat2(a.dirfd, a.name, b.dirfd, b.name, flags) < 0 ? -errno : 0;
+	}
 	if (err == 0) {
 		put_dir_attr(sess, rep, a.dirfd);
 		put_dir_attr(sess, rep, b.dirfd);
@@ -1194,6 +1324,7 @@ static int op_rename(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 static int op_link(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 {
 	g_autofree char *from = NULL, *to = NULL;
+	uint32_t wflags;
 	struct at a, b;
 	int err;
 
@@ -1211,12 +1342,13 @@ static int op_link(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	 * creatable-in too, or a link would carry a denied file into an
 	 * allowed directory.
 	 */
-	if ((err = wl_check_pair(sess, true, &a, &b)) < 0)
-		;
-	else if (linkat(a.dirfd, a.name, b.dirfd, b.name, 0) < 0)
-		err = -errno;
-	else if ((err = put_at_attr(sess, &b, rep)) == 0)
-		put_dir_attr(sess, rep, b.dirfd);
+	if ((err = wl_check_pair(sess, true, &a, &b)) == 0) {
+		wflags = watch_dir(sess, b.dirfd);
+		if (linkat(a.dirfd, a.name, b.dirfd, b.name, 0) < 0)
+			err = -errno;
+		else if ((err = put_entry_attr(sess, &b, wflags, rep)) == 0)
+			put_dir_attr(sess, rep, b.dirfd);
+	}
 	at_clear(&a);
 	at_clear(&b);
 	return err;
@@ -1309,7 +1441,7 @@ static void put_prefetch(struct qt_msg *rep, int fd, uint32_t want)
  * for OPEN, how many bytes the client would take (see put_prefetch()).
  */
 static int put_new_handle(struct session *sess, int fd, bool dir, const char *path, int flags,
-			  const uint32_t *prefetch, struct qt_msg *rep)
+			  const uint32_t *prefetch, uint32_t wflags, struct qt_msg *rep)
 {
 	struct stat st;
 	uint64_t hid;
@@ -1322,13 +1454,14 @@ static int put_new_handle(struct session *sess, int fd, bool dir, const char *pa
 		return err;
 	}
 	kind = dev_kind(sess->srv, st.st_dev, fd, "");
-	if ((err = handle_add(sess, fd, dir, S_ISFIFO(st.st_mode), kind != DEV_PLAIN,
+	if ((err = handle_add(sess, fd, dir, S_ISFIFO(st.st_mode),
+			      kind == DEV_MEMORY || kind_pseudo(kind),
 			      S_ISREG(st.st_mode) && !kind_pseudo(kind), &hid)) < 0) {
 		close(fd);
 		return err;
 	}
 	qt_msg_put_u64(rep, hid);
-	put_attr_of(sess, rep, &st, fd, "");
+	put_attr_flags(sess, rep, &st, fd, "", wflags);
 	/* The handle owns @fd now, but the client cannot close it before it
 	 * has this reply. */
 	if (prefetch)
@@ -1394,7 +1527,7 @@ static int open_existing(struct session *sess, const char *path, uint32_t flags,
 		goto out;
 	}
 	close(pfd);
-	return put_new_handle(sess, fd, false, path, (int)flags, prefetch, rep);
+	return put_new_handle(sess, fd, false, path, (int)flags, prefetch, 0, rep);
 out:
 	close(pfd);
 	return err;
@@ -1418,10 +1551,10 @@ static int op_open(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 /*
  * A file we just created (@fd, exclusively): the caller's ownership, then
  * the reply is its new handle.  Consumes @fd; the file goes again if its
- * ownership cannot be set.
+ * ownership cannot be set.  @wflags: watch_dir() before the create.
  */
 static int answer_created(struct session *sess, const struct at *a, int fd, uint32_t uid,
-			  uint32_t gid, int flags, struct qt_msg *rep)
+			  uint32_t gid, int flags, uint32_t wflags, struct qt_msg *rep)
 {
 	int err = own_new(a, uid, gid);
 
@@ -1430,7 +1563,7 @@ static int answer_created(struct session *sess, const struct at *a, int fd, uint
 		close(fd);
 		return err;
 	}
-	return put_new_handle(sess, fd, false, "", flags, NULL, rep);
+	return put_new_handle(sess, fd, false, "", flags, NULL, wflags, rep);
 }
 
 static int op_create(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
@@ -1451,8 +1584,11 @@ static int op_create(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	if (!*path)
 		return (flags & O_EXCL) ? -EEXIST : -EISDIR;
 	for (int attempt = 0; attempt < 4; attempt++) {
+		uint32_t wflags;
+
 		if ((err = at_resolve_wl(sess, path, QTFS_WL_CREATE, &a)) < 0)
 			return err;
+		wflags = watch_dir(sess, a.dirfd);
 		/*
 		 * Always exclusive here, so that "did we create it" (and must
 		 * give it the caller's ownership) has one answer; without
@@ -1463,7 +1599,7 @@ static int op_create(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 				    O_CLOEXEC,
 			    mode & 07777);
 		if (fd >= 0) {
-			err = answer_created(sess, &a, fd, uid, gid, (int)flags, rep);
+			err = answer_created(sess, &a, fd, uid, gid, (int)flags, wflags, rep);
 			if (err == 0)
 				put_dir_attr(sess, rep, a.dirfd);
 			at_clear(&a);
@@ -1863,7 +1999,7 @@ static int op_opendir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		close(fd);
 		return err;
 	}
-	return put_new_handle(sess, fd, true, path, O_RDONLY | O_DIRECTORY, NULL, rep);
+	return put_new_handle(sess, fd, true, path, O_RDONLY | O_DIRECTORY, NULL, 0, rep);
 }
 
 struct linux_dirent64 {
@@ -1891,7 +2027,7 @@ static size_t fuse_entry_size(size_t namelen, bool plus)
 static int op_readdir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 {
 	uint64_t hid, off;
-	uint32_t size, flags, count = 0;
+	uint32_t size, flags, count = 0, wflags = 0;
 	size_t used = 0, count_at;
 	bool plus, full = false;
 	g_autofree uint8_t *buf = NULL;
@@ -1912,6 +2048,8 @@ static int op_readdir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	if (!h->dir)
 		return -ENOTDIR;
 
+	if (plus)
+		wflags = watch_dir(sess, h->fd);
 	count_at = qt_msg_payload_len(rep);
 	qt_msg_put_u32(rep, 0);
 	buf = g_malloc(32768);
@@ -1951,7 +2089,7 @@ static int op_readdir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 
 				if (!dot && fstatat(h->fd, d->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 					qt_msg_put_u8(rep, 1);
-					put_attr_of(sess, rep, &st, h->fd, d->d_name);
+					put_attr_flags(sess, rep, &st, h->fd, d->d_name, wflags);
 				} else {
 					qt_msg_put_u8(rep, 0);
 				}
@@ -2274,6 +2412,52 @@ static int op_poll(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 
 /* ---- MOUNT --------------------------------------------------------------- */
 
+/* ---- name caching: subscriptions (see "Name caching" at the top) ------- */
+
+static void sub_clear_queue(struct watch_sub *sub)
+{
+	for (guint i = 0; i < sub->queue->len; i++)
+		g_free(g_array_index(sub->queue, struct watch_ev, i).name);
+	g_array_set_size(sub->queue, 0);
+}
+
+static void sub_free(struct watch_sub *sub)
+{
+	sub_clear_queue(sub);
+	g_array_unref(sub->queue);
+	g_free(sub);
+}
+
+/* Client @client's subscription, made if new, with one more reference. */
+static struct watch_sub *sub_get(struct qtfs_srv *srv, uint64_t client)
+{
+	struct watch_sub *sub;
+
+	g_mutex_lock(&srv->sub_lock);
+	sub = g_hash_table_lookup(srv->subs, &client);
+	if (!sub) {
+		sub = g_new0(struct watch_sub, 1);
+		sub->client = client;
+		sub->srv = srv;
+		sub->queue = g_array_new(FALSE, FALSE, sizeof(struct watch_ev));
+		g_hash_table_insert(srv->subs, &sub->client, sub);
+	}
+	sub->refs++;
+	g_mutex_unlock(&srv->sub_lock);
+	return sub;
+}
+
+/* Drop a session's reference; the last one ends the subscription (nothing is waiting then). */
+static void sub_put(struct qtfs_srv *srv, struct watch_sub *sub)
+{
+	g_mutex_lock(&srv->sub_lock);
+	if (--sub->refs == 0) {
+		g_hash_table_remove(srv->subs, &sub->client);
+		sub_free(sub);
+	}
+	g_mutex_unlock(&srv->sub_lock);
+}
+
 static bool path_has_prefix(const char *path, const char *prefix)
 {
 	size_t n = strlen(prefix);
@@ -2290,12 +2474,15 @@ static int op_mount(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	const struct qtfs_export *best = NULL;
 	const char *rel;
 	uint32_t flags;
+	uint64_t client = 0;
 	struct stat st;
 	int fd, err;
 
 	if ((err = qt_rd_strdup(r, QTFS_PATH_MAX, &want)) < 0)
 		return err;
 	qt_rd_u32(r, &flags);
+	if (flags & QTFS_MNT_WATCH)
+		qt_rd_u64(r, &client);
 	if ((err = qt_rd_end(r)) < 0)
 		return err;
 	if (want[0] != '/')
@@ -2336,10 +2523,13 @@ static int op_mount(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	sess->ro = best->ro;
 	sess->root_pseudo = kind_pseudo(dev_kind(sess->srv, st.st_dev, fd, ""));
 	sess->dir_attrs = flags & QTFS_MNT_DIR_ATTRS;
+	if ((flags & QTFS_MNT_WATCH) && srv->dw && !sess->root_pseudo)
+		sess->sub = sub_get(srv, client);
 	g_mutex_unlock(&sess->lock);
 	qt_info("peer %s (%s): mounted \"%s\"%s", qt_conn_peer(sess->conn), qt_conn_peer_name(sess->conn),
 		sess->root_path, sess->ro ? " read-only" : "");
-	qt_msg_put_u32(rep, (sess->ro ? QTFS_MF_RDONLY : 0) | (sess->dir_attrs ? QTFS_MF_DIR_ATTRS : 0));
+	qt_msg_put_u32(rep, (sess->ro ? QTFS_MF_RDONLY : 0) | (sess->dir_attrs ? QTFS_MF_DIR_ATTRS : 0) |
+				    (sess->sub ? QTFS_MF_WATCH : 0));
 	put_attr_of(sess, rep, &st, fd, "");
 	return 0;
 }
@@ -2389,6 +2579,178 @@ static void deliver(void *arg)
 	qt_conn_reply(j->sess->conn, j->reply);
 	session_unref(j->sess);
 	g_free(j);
+}
+
+/* ---- name caching: WATCH requests and events ---------------------------- */
+
+/*
+ * Turn the held WATCH @j into its reply: @flags, and the queued names if
+ * @events (a replaced request gets none: its connection may be going).
+ * sub_lock held; deliver() it after unlocking.
+ */
+static void watch_answer(struct watch_sub *sub, struct job *j, uint32_t flags, bool events)
+{
+	struct qt_msg *rep = qt_msg_new_reply(j->req, QTFS_WATCH);
+	guint n = 0;
+
+	if (events) {
+		if (sub->overflow)
+			flags |= QTFS_WF_OVERFLOW;
+		if (!(flags & (QTFS_WF_START | QTFS_WF_OVERFLOW)))
+			n = sub->queue->len;
+		sub->overflow = false;
+	}
+	qt_msg_put_u32(rep, flags);
+	qt_msg_put_u32(rep, n);
+	for (guint i = 0; i < n; i++) {
+		const struct watch_ev *ev = &g_array_index(sub->queue, struct watch_ev, i);
+
+		qt_msg_put_u64(rep, ev->dir.dev);
+		qt_msg_put_u64(rep, ev->dir.ino);
+		qt_msg_put_u64(rep, ev->dir.gen);
+		qt_msg_put_u8(rep, ev->is_dir);
+		qt_msg_put_bytes(rep, ev->name, strlen(ev->name));
+	}
+	if (events)
+		sub_clear_queue(sub);
+	qt_msg_free(j->req);
+	j->req = NULL;
+	j->reply = rep;
+}
+
+/* The held WATCH of @sub, taken out (its timer cancelled); NULL if none.  sub_lock held. */
+static struct job *watch_take(struct watch_sub *sub)
+{
+	struct job *j = sub->waiting;
+
+	sub->waiting = NULL;
+	qt_timer_cancel(sub->timer);
+	sub->timer = NULL;
+	return j;
+}
+
+static void watch_expired(void *arg)
+{
+	struct watch_sub *sub = arg;
+	struct qtfs_srv *srv = sub->srv;
+	struct job *j;
+
+	g_mutex_lock(&srv->sub_lock);
+	sub->timer = NULL; /* fired */
+	j = watch_take(sub);
+	watch_answer(sub, j, 0, true);
+	g_mutex_unlock(&srv->sub_lock);
+	deliver(j);
+}
+
+/* WATCH, on the loop thread: answer now, or hold it until there is news. */
+static void watch_request(struct session *sess, struct job *j)
+{
+	struct qtfs_srv *srv = sess->srv;
+	struct watch_sub *sub = sess->sub;
+	struct job *old = NULL;
+	uint32_t wait_ms = 0;
+	struct qt_rd r;
+	int err;
+
+	qt_rd_init_msg(&r, j->req);
+	qt_rd_u32(&r, &wait_ms);
+	if ((err = qt_rd_end(&r)) == 0 && (sess->refused || !sub))
+		err = sess->refused ? -EACCES : -EPERM; /* not MOUNTed with QTFS_MNT_WATCH */
+	if (err < 0) {
+		j->reply = qt_msg_new_error(j->req, -err);
+		qt_msg_free(g_steal_pointer(&j->req));
+		deliver(j);
+		return;
+	}
+	wait_ms = MIN(wait_ms, QTFS_WATCH_WAIT_MAX_MS);
+	g_mutex_lock(&srv->sub_lock);
+	/* A newer WATCH of the client replaces a held one (its connection may be gone). */
+	if ((old = watch_take(sub)))
+		watch_answer(sub, old, 0, false);
+	if (!g_atomic_int_get(&sub->started)) {
+		g_atomic_int_set(&sub->started, 1);
+		sub->overflow = false;
+		watch_answer(sub, j, QTFS_WF_START, true);
+	} else if (sub->queue->len || sub->overflow || !wait_ms) {
+		watch_answer(sub, j, 0, true);
+	} else {
+		sub->waiting = j;
+		sub->timer = qt_timer_add(srv->loop, wait_ms, watch_expired, sub);
+		j = NULL;
+	}
+	g_mutex_unlock(&srv->sub_lock);
+	if (old)
+		deliver(old);
+	if (j)
+		deliver(j);
+}
+
+/* A connection ends: a WATCH it carried is dropped, unanswered. */
+static void watch_conn_closed(struct session *sess)
+{
+	struct job *j = NULL;
+
+	if (!sess->sub)
+		return;
+	g_mutex_lock(&sess->srv->sub_lock);
+	if (sess->sub->waiting && sess->sub->waiting->sess == sess)
+		j = watch_take(sess->sub);
+	g_mutex_unlock(&sess->srv->sub_lock);
+	if (j) {
+		qt_msg_free(j->req);
+		session_unref(j->sess);
+		g_free(j);
+	}
+}
+
+/* dirwatch.c's events, on the loop thread: into every started subscription's queue. */
+static void watch_event(void *arg, const struct qtfs_dirwatch_event *ev)
+{
+	struct qtfs_srv *srv = arg;
+	g_autoptr(GPtrArray) ready = g_ptr_array_new();
+	GHashTableIter it;
+	gpointer v;
+
+	g_mutex_lock(&srv->sub_lock);
+	g_hash_table_iter_init(&it, srv->subs);
+	while (g_hash_table_iter_next(&it, NULL, &v)) {
+		struct watch_sub *sub = v;
+		struct watch_ev e;
+
+		if (!g_atomic_int_get(&sub->started))
+			continue;
+		switch (ev->kind) {
+		case QTFS_DW_NAME:
+			if (sub->overflow)
+				break;
+			if (sub->queue->len >= QTFS_WATCH_BATCH_MAX) {
+				sub_clear_queue(sub);
+				sub->overflow = true;
+				break;
+			}
+			e.dir = ev->dir;
+			e.name = g_strndup(ev->name, ev->len);
+			e.is_dir = ev->is_dir;
+			g_array_append_val(sub->queue, e);
+			break;
+		case QTFS_DW_OVERFLOW:
+			sub_clear_queue(sub);
+			sub->overflow = true;
+			break;
+		case QTFS_DW_BATCH_END:
+			if (sub->waiting && (sub->queue->len || sub->overflow)) {
+				struct job *j = watch_take(sub);
+
+				watch_answer(sub, j, 0, true);
+				g_ptr_array_add(ready, j);
+			}
+			break;
+		}
+	}
+	g_mutex_unlock(&srv->sub_lock);
+	for (guint i = 0; i < ready->len; i++)
+		deliver(g_ptr_array_index(ready, i));
 }
 
 /* Where run_job runs: the user data of each pool, or inline on the loop thread. */
@@ -2504,6 +2866,7 @@ struct ring_job {
 	struct at at, at2; /* path operations: the (first) name, the second name */
 	bool has_at, has_at2;
 	uint32_t uid, gid; /* MKDIR, SYMLINK, CREATE: the caller's ownership */
+	uint32_t wflags;   /* MKDIR, SYMLINK, CREATE, LINK: watch_dir() of the new name's directory */
 	char *target;	   /* SYMLINK */
 	uint32_t flags;	   /* CREATE: the client's open flags */
 	struct open_how how; /* CREATE */
@@ -2608,7 +2971,7 @@ static int ring_write_finish(struct ring_job *rj, int res)
 /* MKDIR, SYMLINK: the new name gets the caller's ownership, then the reply its attributes. */
 static int ring_made_finish(struct ring_job *rj, int res)
 {
-	return answer_made(rj->j->sess, &rj->at, rj->uid, rj->gid, rj->rep);
+	return answer_made(rj->j->sess, &rj->at, rj->uid, rj->gid, rj->wflags, rj->rep);
 }
 
 /*
@@ -2630,13 +2993,13 @@ static void ring_create_done(void *arg, int res)
 	}
 	ring_end(rj, res < 0 ? res
 			     : answer_created(j->sess, &rj->at, res, rj->uid, rj->gid, (int)rj->flags,
-					      rj->rep));
+					      rj->wflags, rj->rep));
 }
 
 /* LINK: the reply is the new name's attributes. */
 static int ring_link_finish(struct ring_job *rj, int res)
 {
-	return put_at_attr(rj->j->sess, &rj->at2, rj->rep);
+	return put_entry_attr(rj->j->sess, &rj->at2, rj->wflags, rj->rep);
 }
 
 /*
@@ -2767,6 +3130,8 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 		rj->finish = ring_made_finish;
 		if ((err = ring_at(sess, rj, path, dir ? QTFS_WL_MKDIR : QTFS_WL_CREATE)) == DEFER)
 			return false;
+		if (err == 0)
+			rj->wflags = watch_dir(sess, rj->at.dirfd);
 		if (err == 0 && in_memory(sess, rj->at.dirfd))
 			ring_done(rj, (dir ? mkdirat(rj->at.dirfd, rj->at.name, u & 07777)
 					   : symlinkat(rj->target, rj->at.dirfd, rj->at.name)) < 0
@@ -2800,6 +3165,8 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 		};
 		if ((err = ring_at(sess, rj, path, QTFS_WL_CREATE)) == DEFER)
 			return false;
+		if (err == 0)
+			rj->wflags = watch_dir(sess, rj->at.dirfd);
 		if (err == 0 && in_memory(sess, rj->at.dirfd)) {
 			long fd = syscall(SYS_openat2, rj->at.dirfd, rj->at.name, &rj->how, sizeof(rj->how));
 
@@ -2830,6 +3197,10 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 			err = wl_check_pair(sess, link, &rj->at, &rj->at2);
 		}
 		if (err == 0) {
+			/* LINK names the new file; RENAME moves cached names (see op_rename()). */
+			if (!link)
+				watch_dir(sess, rj->at.dirfd);
+			rj->wflags = watch_dir(sess, rj->at2.dirfd);
 			rj->finish = link ? ring_link_finish : NULL;
 			if (in_memory(sess, rj->at.dirfd) && in_memory(sess, rj->at2.dirfd)) {
 				int rc = link ? linkat(rj->at.dirfd, rj->at.name, rj->at2.dirfd, rj->at2.name, 0)
@@ -2977,6 +3348,10 @@ static void srv_conn_request(struct qt_conn *c, struct qt_msg *m, void *user)
 	j = g_new0(struct job, 1);
 	j->sess = session_ref(sess);
 	j->req = m;
+	if (qt_msg_type(m) == QTFS_WATCH) {
+		watch_request(sess, j);
+		return;
+	}
 	if (sess->srv->ring_ops && ring_start(sess, j))
 		return;
 	if (runs_inline(sess->srv, qt_msg_type(m)))
@@ -2998,6 +3373,7 @@ static void srv_conn_closed(struct qt_conn *c, int err, const char *reason, void
 	} else {
 		srv = sess->srv;
 		srv->sessions--;
+		watch_conn_closed(sess);
 		if (err)
 			qt_notice("peer %s: connection closed: %s", qt_conn_peer(c), reason);
 		else
@@ -3037,6 +3413,15 @@ int qtfs_srv_new(struct qt_loop *l, const struct qtfs_srv_opts *o, struct qtfs_s
 	}
 	g_mutex_init(&srv->dev_lock);
 	srv->dev_pseudo = g_hash_table_new(g_direct_hash, g_direct_equal);
+	g_mutex_init(&srv->sub_lock);
+	srv->subs = g_hash_table_new(g_int64_hash, g_int64_equal);
+	if (!o->no_name_watch) {
+		g_autofree char *why = NULL;
+
+		if (qtfs_dirwatch_new(l, o->max_watches ? o->max_watches : 65536, watch_event, srv,
+				      &srv->dw, &why) < 0)
+			qt_warn("%s: clients cache names for entry_timeout only", why);
+	}
 	srv->exports = g_new0(struct qtfs_export, o->n_exports ? o->n_exports : 1);
 	for (unsigned i = 0; i < o->n_exports; i++) {
 		struct qtfs_export *e = &srv->exports[i];
@@ -3088,6 +3473,10 @@ void qtfs_srv_free(struct qtfs_srv *srv)
 	g_array_unref(srv->unix_uids);
 	g_hash_table_destroy(srv->dev_pseudo);
 	g_mutex_clear(&srv->dev_lock);
+	qtfs_dirwatch_free(srv->dw);
+	/* Sessions end before the server; their subscriptions with them. */
+	g_hash_table_destroy(srv->subs);
+	g_mutex_clear(&srv->sub_lock);
 	g_free(srv);
 }
 

@@ -35,6 +35,8 @@ struct qtfs_srv_opts {
 	unsigned n_unix_uids;		 /* 0: only root and our own uid */
 	bool no_inline_metadata;	 /* run every request on the pool (see server.c) */
 	bool no_ring_file_ops;		 /* never use io_uring for file operations (see server.c) */
+	bool no_name_watch;		 /* refuse QTFS_MNT_WATCH: clients cache names briefly */
+	unsigned max_watches;		 /* directories watched for clients; 0: 65536 */
 	/* Run on the loop thread as each connection ends (its count drops just after); may be NULL. */
 	void (*conn_closed)(void *arg);
 	void *conn_closed_arg;

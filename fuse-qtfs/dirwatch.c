@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Directory watches for qtfs-server (see dirwatch.h).
+ *
+ * inotify rather than fanotify: it works on every local file system
+ * (tmpfs included, on any kernel), needs no CAP_SYS_ADMIN, and watches
+ * exactly the directories asked for, so host activity elsewhere costs
+ * nothing.  What it does not say is who made a change: the server's own
+ * unlinks come back as events too, and the client's kernel then drops a
+ * name it had already dropped (cheap).
+ *
+ * The events asked for are those that make a cached name wrong: a name
+ * deleted (IN_DELETE), renamed away (IN_MOVED_FROM) or renamed over
+ * (IN_MOVED_TO).  A new name (IN_CREATE) is not among them: the client
+ * caches no negative entries, so it never holds a name that a create
+ * would make wrong.  A watch keeps its inode in memory; max_watches
+ * bounds that.  When a directory goes, the kernel ends its watch
+ * (IN_IGNORED) and the entry goes too.
+ *
+ * Locking: one mutex over both tables; qtfs_dirwatch_add() runs on any
+ * thread, the events are read on the loop thread.
+ */
+#include "config.h"
+
+#include "dirwatch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glib.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include "log.h"
+
+#define DW_MASK (IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ONLYDIR)
+/* Reads per wake-up before the loop gets to run something else. */
+#define DW_READS_MAX 16
+
+struct dw_entry {
+	int wd;
+	struct qtfs_dirid id;
+};
+
+struct qtfs_dirwatch {
+	struct qt_loop *loop;
+	int fd;
+	struct qt_watch *watch;
+	unsigned max;
+	qtfs_dirwatch_fn fn;
+	void *arg;
+
+	GMutex lock;
+	GHashTable *by_id; /* struct dw_entry* (dev, ino) -> itself */
+	GHashTable *by_wd; /* wd -> struct dw_entry*, owns them */
+	bool full_logged;
+};
+
+static guint id_hash(gconstpointer p)
+{
+	const struct dw_entry *e = p;
+	uint64_t h = e->id.dev * 0x9E3779B97F4A7C15ull ^ e->id.ino;
+
+	return (guint)(h ^ h >> 32);
+}
+
+static gboolean id_equal(gconstpointer a, gconstpointer b)
+{
+	const struct dw_entry *x = a, *y = b;
+
+	return x->id.dev == y->id.dev && x->id.ino == y->id.ino;
+}
+
+/* Forget watch @wd (the kernel ended it).  w->lock held. */
+static void forget_wd(struct qtfs_dirwatch *w, int wd)
+{
+	struct dw_entry *e = g_hash_table_lookup(w->by_wd, GINT_TO_POINTER(wd));
+
+	if (!e)
+		return;
+	if (g_hash_table_lookup(w->by_id, e) == e)
+		g_hash_table_remove(w->by_id, e);
+	g_hash_table_remove(w->by_wd, GINT_TO_POINTER(wd));
+}
+
+static void dispatch(struct qtfs_dirwatch *w, const struct inotify_event *ev)
+{
+	struct qtfs_dirwatch_event out = {.kind = QTFS_DW_NAME};
+	struct dw_entry *e;
+
+	if (ev->mask & IN_Q_OVERFLOW) {
+		qt_warn("directory watch: the kernel's event queue overflowed; clients drop their "
+			"cached names");
+		out.kind = QTFS_DW_OVERFLOW;
+		w->fn(w->arg, &out);
+		return;
+	}
+	g_mutex_lock(&w->lock);
+	if (ev->mask & IN_IGNORED) {
+		forget_wd(w, ev->wd);
+		g_mutex_unlock(&w->lock);
+		return;
+	}
+	e = g_hash_table_lookup(w->by_wd, GINT_TO_POINTER(ev->wd));
+	if (e)
+		out.dir = e->id;
+	g_mutex_unlock(&w->lock);
+	if (!e || !ev->len || !(ev->mask & (IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)))
+		return;
+	out.name = ev->name;
+	out.len = strnlen(ev->name, ev->len);
+	out.is_dir = ev->mask & IN_ISDIR;
+	if (out.len)
+		w->fn(w->arg, &out);
+}
+
+static void readable(struct qt_watch *qw, int fd, uint32_t revents, void *arg)
+{
+	struct qtfs_dirwatch *w = arg;
+	/* Aligned for struct inotify_event, as inotify(7) shows. */
+	char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
+	struct qtfs_dirwatch_event end = {.kind = QTFS_DW_BATCH_END};
+	bool any = false;
+
+	(void)qw;
+	(void)revents;
+	for (int i = 0; i < DW_READS_MAX; i++) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+
+		if (n <= 0) {
+			if (n < 0 && errno != EAGAIN && errno != EINTR)
+				qt_warn("directory watch: read: %s", g_strerror(errno));
+			break;
+		}
+		any = true;
+		for (ssize_t pos = 0; pos + (ssize_t)sizeof(struct inotify_event) <= n;) {
+			const struct inotify_event *ev = (const struct inotify_event *)(buf + pos);
+
+			if (pos + (ssize_t)sizeof(*ev) + (ssize_t)ev->len > n)
+				break;
+			dispatch(w, ev);
+			pos += (ssize_t)sizeof(*ev) + ev->len;
+		}
+	}
+	if (any)
+		w->fn(w->arg, &end);
+}
+
+int qtfs_dirwatch_new(struct qt_loop *l, unsigned max_watches, qtfs_dirwatch_fn fn, void *arg,
+		      struct qtfs_dirwatch **out, char **msg)
+{
+	struct qtfs_dirwatch *w;
+	int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+
+	if (fd < 0) {
+		int err = -errno;
+
+		*msg = g_strdup_printf("inotify: %s", g_strerror(errno));
+		return err;
+	}
+	w = g_new0(struct qtfs_dirwatch, 1);
+	w->loop = l;
+	w->fd = fd;
+	w->max = max_watches;
+	w->fn = fn;
+	w->arg = arg;
+	g_mutex_init(&w->lock);
+	w->by_id = g_hash_table_new(id_hash, id_equal);
+	w->by_wd = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+	w->watch = qt_watch_add(l, fd, QT_EV_IN, readable, w);
+	*out = w;
+	return 0;
+}
+
+void qtfs_dirwatch_free(struct qtfs_dirwatch *w)
+{
+	if (!w)
+		return;
+	qt_watch_remove(w->watch);
+	close(w->fd);
+	g_hash_table_destroy(w->by_id);
+	g_hash_table_destroy(w->by_wd);
+	g_mutex_clear(&w->lock);
+	g_free(w);
+}
+
+bool qtfs_dirwatch_add(struct qtfs_dirwatch *w, int fd, const struct qtfs_dirid *id)
+{
+	struct dw_entry probe = {.id = *id}, *e;
+	char path[64];
+	int wd;
+
+	g_mutex_lock(&w->lock);
+	e = g_hash_table_lookup(w->by_id, &probe);
+	if (e && e->id.gen == id->gen) {
+		g_mutex_unlock(&w->lock);
+		return true;
+	}
+	/*
+	 * New, or the inode number now belongs to another directory whose
+	 * old watch's IN_IGNORED is still queued: inotify then gives a new
+	 * watch descriptor.
+	 */
+	if (!e && g_hash_table_size(w->by_wd) >= w->max) {
+		if (!w->full_logged)
+			qt_notice("directory watch: %u directories watched, the limit (max_watches); "
+				  "names elsewhere are cached for entry_timeout only",
+				  w->max);
+		w->full_logged = true;
+		g_mutex_unlock(&w->lock);
+		return false;
+	}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	wd = inotify_add_watch(w->fd, path, DW_MASK);
+	if (wd < 0) {
+		if (!w->full_logged)
+			qt_notice("directory watch: cannot watch a directory: %s%s", g_strerror(errno),
+				  errno == ENOSPC ? " (fs.inotify.max_user_watches)" : "");
+		w->full_logged = true;
+		g_mutex_unlock(&w->lock);
+		return false;
+	}
+	if (e)
+		g_hash_table_remove(w->by_id, e);
+	forget_wd(w, wd);
+	e = g_new(struct dw_entry, 1);
+	e->wd = wd;
+	e->id = *id;
+	g_hash_table_insert(w->by_wd, GINT_TO_POINTER(wd), e);
+	g_hash_table_add(w->by_id, e);
+	g_mutex_unlock(&w->lock);
+	return true;
+}
+
+unsigned qtfs_dirwatch_count(struct qtfs_dirwatch *w)
+{
+	unsigned n;
+
+	g_mutex_lock(&w->lock);
+	n = g_hash_table_size(w->by_wd);
+	g_mutex_unlock(&w->lock);
+	return n;
+}

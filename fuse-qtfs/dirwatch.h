@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * qtfs-server's watch on the directories its clients have names cached
+ * from: one inotify instance, a watch per directory, and a callback on the
+ * loop thread for every name that left or changed its inode (deleted,
+ * renamed away, renamed over).  server.c turns those into the WATCH
+ * replies that let a client cache names for long (docs/fuse-qtfs.md,
+ * "Name caching").
+ *
+ * A directory is known by its host identity (st_dev, st_ino and the
+ * handle hash of qtfs_attr.gen), the same the client keys its nodes on.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "loop.h"
+
+struct qtfs_dirid {
+	uint64_t dev, ino, gen;
+};
+
+enum qtfs_dirwatch_kind {
+	QTFS_DW_NAME,	  /* @dir/@name was deleted, renamed away or renamed over */
+	QTFS_DW_OVERFLOW, /* events were lost: anything may have changed */
+	QTFS_DW_BATCH_END, /* the end of one read of events: a good time to send */
+};
+
+struct qtfs_dirwatch_event {
+	enum qtfs_dirwatch_kind kind;
+	struct qtfs_dirid dir; /* QTFS_DW_NAME */
+	const char *name;      /* QTFS_DW_NAME: not NUL-terminated past len */
+	size_t len;
+	bool is_dir;	       /* QTFS_DW_NAME: the name is (was) a directory's */
+};
+
+typedef void (*qtfs_dirwatch_fn)(void *arg, const struct qtfs_dirwatch_event *ev);
+
+struct qtfs_dirwatch;
+
+/*
+ * An inotify instance on @l, with at most @max_watches directories; @fn
+ * runs on the loop thread.  -errno (no inotify here) with a one-line *msg.
+ */
+int qtfs_dirwatch_new(struct qt_loop *l, unsigned max_watches, qtfs_dirwatch_fn fn, void *arg,
+		      struct qtfs_dirwatch **out, char **msg);
+void qtfs_dirwatch_free(struct qtfs_dirwatch *w);
+
+/*
+ * Make sure the directory open at @fd, identity @id, is watched from now
+ * on.  True if it is; false when the limit is reached or inotify refuses
+ * (then names from it must not be cached for long).  Any thread.
+ */
+bool qtfs_dirwatch_add(struct qtfs_dirwatch *w, int fd, const struct qtfs_dirid *id);
+
+/* Directories watched now. */
+unsigned qtfs_dirwatch_count(struct qtfs_dirwatch *w);

@@ -1,0 +1,167 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# Name caching with host-side watches (docs/fuse-qtfs.md, "Name caching"):
+# names the host watches are cached for long, and a name deleted, renamed
+# away or renamed over on the host is gone from the DPU's cache at once.
+# The mounts here cache unwatched names for 30 s too (entry_timeout=30), so
+# every check that the DPU sees a host change fails unless the change was
+# reported; a control mount without the watch (watch_timeout=0) shows that
+# the cache really holds such names.  Then the paths where changes may have
+# been missed: the kernel's event queue overflowing while the server is
+# stopped, and a server restart; and a mount made on the DPU beneath a
+# cached directory survives both.
+
+. "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
+
+mkdir -p "$T/exp/disk" "$T/exp/mem"
+mount -t tmpfs tmpfs "$T/exp/mem" || exit 1
+QTFS_MOUNTS="$T/exp/mem"
+start_server "$T/server.log" --listen "unix:$T/sock" --export "$T/exp" || exit 1
+check "mount with watch_timeout=30,entry_timeout=30" mount_qtfs "unix:$T/sock:$T/exp" "$T/mnt" \
+	-o watch_timeout=30,entry_timeout=30,timeout=3
+check "control mount without the watch" mount_qtfs "unix:$T/sock:$T/exp" "$T/ctl" \
+	-o watch_timeout=0,entry_timeout=30,timeout=3
+check "mount with the default name cache times" mount_qtfs "unix:$T/sock:$T/exp" "$T/def" \
+	-o attr_timeout=30,timeout=3
+
+# gone PATH: PATH disappears within 2 s (a reported change takes milliseconds).
+gone() {
+	i=0
+	while [ $i -lt 100 ]; do
+		[ -e "$1" ] || return 0
+		sleep 0.02
+		i=$((i + 1))
+	done
+	return 1
+}
+
+# ino_becomes PATH INO: stat PATH shows inode INO within 2 s.
+ino_becomes() {
+	i=0
+	while [ $i -lt 100 ]; do
+		[ "$(stat -c %i "$1" 2>/dev/null)" = "$2" ] && return 0
+		sleep 0.02
+		i=$((i + 1))
+	done
+	return 1
+}
+
+for fs in disk mem; do
+	h=$T/exp/$fs
+	d=$T/mnt/$fs
+	mkdir -p "$h/dir/sub"
+	echo one >"$h/victim"
+	echo two >"$h/dir/inner"
+	echo x >"$h/replaced"
+	echo y >"$h/moved"
+	stat "$d/victim" "$d/dir/inner" "$d/dir/sub" "$d/replaced" "$d/moved" "$T/ctl/$fs/victim" >/dev/null
+
+	rm "$h/victim"
+	check "$fs: a name deleted on the host is gone on the DPU" gone "$d/victim"
+	check "$fs: control: without the watch the deleted name is still cached" [ -e "$T/ctl/$fs/victim" ]
+
+	echo new >"$h/replaced.tmp"
+	want=$(stat -c %i "$h/replaced.tmp")
+	mv "$h/replaced.tmp" "$h/replaced"
+	check "$fs: a name renamed over on the host leads to the new file" ino_becomes "$d/replaced" "$want"
+	check "$fs: ... with its content" [ "$(cat "$d/replaced")" = new ]
+
+	mv "$h/moved" "$h/moved2"
+	check "$fs: a name renamed away on the host is gone" gone "$d/moved"
+	check "$fs: ... and found under its new name" [ "$(cat "$d/moved2")" = y ]
+
+	rm -r "$h/dir"
+	check "$fs: a directory removed on the host is gone, and its names" gone "$d/dir/inner"
+	check "$fs: ... the directory too" gone "$d/dir"
+
+	# Cached for long by default (watch_timeout=30, entry_timeout=1): with
+	# the server stopped a cached name still answers; an expired one would
+	# wait for the 3 s deadline and fail.  (The attributes are cached for
+	# 30 s on that mount: a stat needs them too.)
+	echo z >"$h/kept"
+	stat "$T/def/$fs/kept" >/dev/null
+	sleep 1.5
+	kill -STOP "$SERVER_PID"
+	check "$fs: by default a watched name is still cached after 1.5 s" \
+		timeout 2 stat "$T/def/$fs/kept"
+	kill -CONT "$SERVER_PID"
+
+	# The DPU's own changes keep working as before.
+	echo a >"$d/own"
+	mv "$d/own" "$d/own2"
+	check "$fs: the DPU's own rename" [ "$(cat "$d/own2")" = a ] && [ ! -e "$d/own" ]
+	rm "$d/own2"
+	check "$fs: the DPU's own unlink" [ ! -e "$h/own2" ] && [ ! -e "$d/own2" ]
+	check "$fs: a name made again after the DPU's unlink is found" sh -c "echo b >'$h/own2' && [ \"\$(cat '$d/own2')\" = b ]"
+done
+
+# -- missed events: the kernel's queue overflows while the server sleeps -------
+h=$T/exp/mem
+d=$T/mnt/mem
+mkdir -p "$h/ovf" "$h/keep/m"
+echo v >"$h/ovf/last"
+stat "$d/ovf/last" "$d/keep/m" >/dev/null
+# A mount made on the DPU beneath a cached directory: expiring every name
+# must not detach it.
+mount -t tmpfs tmpfs "$d/keep/m" || fail "mount a tmpfs on the DPU beneath the mount"
+QTFS_MOUNTS="$d/keep/m $QTFS_MOUNTS"
+touch "$d/keep/m/local"
+max=$(cat /proc/sys/fs/inotify/max_queued_events 2>/dev/null || echo 16384)
+kill -STOP "$SERVER_PID"
+# More deletions than the queue holds, then the one that matters: its event
+# is lost, only the overflow tells.
+python3 - "$h/ovf" "$((max + 1000))" <<'PY'
+import os, sys
+d, n = sys.argv[1], int(sys.argv[2])
+for i in range(n):
+    os.close(os.open("%s/c%d" % (d, i), os.O_CREAT | os.O_WRONLY, 0o644))
+for i in range(n):
+    os.unlink("%s/c%d" % (d, i))
+os.unlink(d + "/last")
+PY
+kill -CONT "$SERVER_PID"
+check "overflow: a name whose event was lost is gone after the overflow" gone "$d/ovf/last"
+check "overflow: the server said so" grep -q "queue overflowed" "$T/server.log"
+check "overflow: the DPU's mount beneath a cached directory is still there" \
+	[ -e "$d/keep/m/local" ]
+
+# -- missed events: a restart ----------------------------------------------------
+echo w >"$h/restart"
+stat "$d/restart" >/dev/null
+kill -9 "$SERVER_PID"
+wait_gone "$SERVER_PID" 2>/dev/null
+rm "$h/restart"
+start_server "$T/server2.log" --listen "unix:$T/sock" --export "$T/exp" || exit 1
+# The client reconnects with backoff, then subscribes again (a new subscription).
+restart_gone() {
+	i=0
+	while [ $i -lt 500 ]; do
+		[ -e "$d/restart" ] || return 0
+		sleep 0.02
+		i=$((i + 1))
+	done
+	return 1
+}
+check "restart: a name deleted while the server was down is gone once it is back" restart_gone
+check "restart: the DPU's mount beneath a cached directory is still there" [ -e "$d/keep/m/local" ]
+umount "$d/keep/m"
+
+# -- a server that does not watch ---------------------------------------------------
+printf '[server]\nname_watch=false\n' >"$T/nowatch.conf"
+"$QTFS_SERVER" --config "$T/nowatch.conf" -v --listen "unix:$T/sock2" --export "$T/exp" \
+	>>"$T/server3.log" 2>&1 &
+QTFS_PIDS="$QTFS_PIDS $!"
+i=0
+while [ $i -lt 100 ] && ! grep -q "listening on" "$T/server3.log"; do
+	sleep 0.05
+	i=$((i + 1))
+done
+check "mount a server with name_watch=false" mount_qtfs "unix:$T/sock2:$T/exp" "$T/nw" -o timeout=3
+echo q >"$h/nw"
+stat "$T/nw/mem/nw" >/dev/null
+rm "$h/nw"
+sleep 1.2
+check "name_watch=false: names are cached for entry_timeout (1 s) only" [ ! -e "$T/nw/mem/nw" ]
+
+finish
