@@ -1504,46 +1504,19 @@ static void watch_missed(struct qtfs_fs *fs)
 /* A WATCH reply: queue its names for the notifier.  0, or -EIO if malformed. */
 static int watch_take_reply(struct qtfs_fs *fs, const struct qt_msg *rep)
 {
-	uint32_t flags = 0, count = 0;
-	GPtrArray *evs = g_ptr_array_new_with_free_func(g_free);
-	struct qt_rd r;
+	g_autoptr(GArray) names = g_array_new(FALSE, FALSE, sizeof(struct qtfs_watch_name));
+	uint32_t flags = 0;
 
-	qt_rd_init_msg(&r, rep);
-	qt_rd_u32(&r, &flags);
-	qt_rd_u32(&r, &count);
-	if (count > QTFS_WATCH_BATCH_MAX)
-		r.err = -EIO;
-	for (uint32_t i = 0; i < count && !r.err; i++) {
-		uint64_t dev = 0, ino = 0, gen = 0;
-		uint8_t is_dir = 0;
-		const uint8_t *nm = NULL;
-		size_t nl = 0;
-		struct inval *v;
-
-		qt_rd_u64(&r, &dev);
-		qt_rd_u64(&r, &ino);
-		qt_rd_u64(&r, &gen);
-		qt_rd_u8(&r, &is_dir);
-		qt_rd_bytes(&r, QTFS_NAME_MAX, &nm, &nl);
-		if (r.err || qtfs_name_check((const char *)nm, nl) < 0 || memchr(nm, '\0', nl)) {
-			r.err = -EIO;
-			break;
-		}
-		v = g_malloc(sizeof(*v) + nl + 1);
-		*v = (struct inval){.is_dir = is_dir, .dev = dev, .ino = ino, .gen = gen, .len = nl};
-		memcpy(v->name, nm, nl);
-		v->name[nl] = '\0';
-		g_ptr_array_add(evs, v);
-	}
-	if (r.err || qt_rd_end(&r) < 0) {
-		g_ptr_array_unref(evs);
+	if (qtfs_watch_reply_read(rep, &flags, names) < 0)
 		return -EIO;
-	}
 	if (flags & (QTFS_WF_START | QTFS_WF_OVERFLOW))
 		watch_missed(fs);
-	for (guint i = 0; i < evs->len; i++)
-		g_async_queue_push(fs->invals, g_ptr_array_steal_index_fast(evs, i--));
-	g_ptr_array_unref(evs);
+	for (guint i = 0; i < names->len; i++) {
+		const struct qtfs_watch_name *n = &g_array_index(names, struct qtfs_watch_name, i);
+
+		inval_push(fs, false, n->dev, n->ino, n->gen, n->is_dir, (const uint8_t *)n->name,
+			   n->len);
+	}
 	return 0;
 }
 
@@ -1557,12 +1530,16 @@ static void watch_done(void *arg, int err, struct qt_msg *rep)
 	if (g_atomic_int_get(&fs->watch_stop))
 		return;
 	if (err < 0) {
-		/* Whatever the host reports later, names cached from now on are short-lived. */
+		/*
+		 * The reply may have been lost with its names (or was garbage):
+		 * expire what was cached for long, and cache briefly until a
+		 * WATCH gets through again.
+		 */
 		if (g_atomic_int_get(&fs->watch_on))
 			qt_info("name watch: %s; names are cached for entry_timeout until it is back",
 				g_strerror(-err));
 		g_atomic_int_set(&fs->watch_on, 0);
-		g_atomic_int_inc(&fs->watch_epoch);
+		watch_missed(fs);
 		qt_timer_add(qtfs_client_loop(fs->cl), 1000, watch_arm, fs);
 		return;
 	}

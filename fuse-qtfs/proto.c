@@ -120,6 +120,35 @@ int qtfs_name_check(const char *name, size_t len)
 	return 0;
 }
 
+int qtfs_watch_reply_read(const struct qt_msg *rep, uint32_t *flags, GArray *names)
+{
+	uint32_t count = 0;
+	struct qt_rd r;
+
+	qt_rd_init_msg(&r, rep);
+	qt_rd_u32(&r, flags);
+	qt_rd_u32(&r, &count);
+	if (r.err || count > QTFS_WATCH_BATCH_MAX)
+		return -EBADMSG;
+	for (uint32_t i = 0; i < count; i++) {
+		struct qtfs_watch_name n = {0};
+		uint8_t is_dir = 0;
+		const uint8_t *p = NULL;
+
+		qt_rd_u64(&r, &n.dev);
+		qt_rd_u64(&r, &n.ino);
+		qt_rd_u64(&r, &n.gen);
+		qt_rd_u8(&r, &is_dir);
+		qt_rd_bytes(&r, QTFS_NAME_MAX, &p, &n.len);
+		if (r.err || is_dir > 1 || qtfs_name_check((const char *)p, n.len) < 0)
+			return -EBADMSG;
+		n.is_dir = is_dir;
+		n.name = (const char *)p;
+		g_array_append_val(names, n);
+	}
+	return qt_rd_end(&r) < 0 ? -EBADMSG : 0;
+}
+
 int qtfs_path_check(const char *path, size_t len)
 {
 	size_t start = 0;

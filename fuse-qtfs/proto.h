@@ -14,6 +14,7 @@
  */
 #pragma once
 
+#include <glib.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -123,6 +124,22 @@ enum {
 };
 #define QTFS_WATCH_WAIT_MAX_MS 60000
 #define QTFS_WATCH_BATCH_MAX 4096
+
+/* One name of a WATCH reply. */
+struct qtfs_watch_name {
+	uint64_t dev, ino, gen; /* its directory */
+	bool is_dir;
+	const char *name; /* into the reply's buffer; not NUL-terminated */
+	size_t len;
+};
+
+/*
+ * Read a WATCH reply into *@flags and @names (a GArray of struct
+ * qtfs_watch_name, appended to): at most QTFS_WATCH_BATCH_MAX names, each
+ * a single valid component (qtfs_name_check), nothing after them.  0, or
+ * -EBADMSG (and @names holds whatever came before the fault).
+ */
+int qtfs_watch_reply_read(const struct qt_msg *rep, uint32_t *flags, GArray *names);
 
 /* SETATTR valid bits (the same meaning as FUSE_SET_ATTR_*). */
 enum {

@@ -770,6 +770,9 @@ static void attacks_premount(struct ctx *x)
 	expect(x, "garbage LOOKUP before MOUNT", build_raw(QTFS_LOOKUP, garbage, sizeof(garbage)),
 	       EPERM);
 	expect(x, "unknown op 0x0fff before MOUNT", build_raw(0x0fff, NULL, 0), ENOSYS);
+	m = qt_msg_new(QTFS_WATCH, 0, 0);
+	qt_msg_put_u32(m, 0);
+	expect(x, "WATCH before MOUNT", m, EPERM);
 
 	expect(x, "MOUNT \"/etc\" (not exported)", build_mount("/etc", 4), EPERM);
 	expect(x, "MOUNT \"/\" (not exported)", build_mount("/", 1), EPERM);
@@ -1586,6 +1589,75 @@ static void attacks_frames(struct ctx *x)
 	session_free(fresh);
 }
 
+/* A WATCH asking the server to hold it for up to @wait_ms. */
+static struct qt_msg *build_watch(uint32_t wait_ms)
+{
+	struct qt_msg *m = qt_msg_new(QTFS_WATCH, 0, 0);
+
+	qt_msg_put_u32(m, wait_ms);
+	return m;
+}
+
+/* A WATCH on @s whose reply must be well formed with @want_flags and no names. */
+static void expect_watch_empty(struct ctx *x, struct session *s, const char *what, uint32_t wait_ms,
+			       uint32_t want_flags)
+{
+	g_autoptr(GArray) names = g_array_new(FALSE, FALSE, sizeof(struct qtfs_watch_name));
+	struct qt_msg *reply = NULL;
+	uint32_t flags = 0;
+	int err = call(s, build_watch(wait_ms), &reply);
+
+	if (err == 0)
+		err = qtfs_watch_reply_read(reply, &flags, names);
+	report(x, err == 0 && flags == want_flags && names->len == 0, what, err,
+	       want_flags ? "START and no names" : "no names");
+	qt_msg_free(reply);
+}
+
+/*
+ * Name-cache subscriptions (WATCH): refused where the session did not ask
+ * for one, and a malformed request or MOUNT is refused; a subscribed
+ * session gets START first, then empty answers when nothing changed.
+ */
+static void attacks_watch(struct ctx *x)
+{
+	struct session *w = NULL;
+	g_autofree char *msg = NULL;
+	struct qt_msg *m, *reply = NULL;
+	uint32_t mflags = 0;
+	struct qt_rd r;
+
+	expect(x, "WATCH on a session mounted without WATCH", build_watch(0), EPERM);
+	m = build_watch(0);
+	qt_msg_put_u8(m, 0);
+	expect(x, "WATCH with a trailing byte", m, EBADMSG);
+
+	if (session_open(x, &w, &msg) < 0) {
+		printf("FAIL setup: a session for WATCH: %s\n", msg);
+		x->failures++;
+		return;
+	}
+	m = qt_msg_new(QTFS_MOUNT, 0, 0);
+	qt_msg_put_str(m, x->remote);
+	qt_msg_put_u32(m, QTFS_MNT_WATCH);
+	expect_on(x, w, "MOUNT with WATCH but no client id (truncated)", m, EBADMSG);
+	m = qt_msg_new(QTFS_MOUNT, 0, 0);
+	qt_msg_put_str(m, x->remote);
+	qt_msg_put_u32(m, QTFS_MNT_WATCH);
+	qt_msg_put_u64(m, UINT64_C(0x5157415443480001));
+	if (call(w, m, &reply) == 0) {
+		qt_rd_init_msg(&r, reply);
+		qt_rd_u32(&r, &mflags);
+	}
+	qt_msg_free(reply);
+	report(x, (mflags & QTFS_MF_WATCH) != 0, "MOUNT with WATCH is granted", 0, "mflags WATCH");
+	expect_watch_empty(x, w, "first WATCH answers START at once", 60000, QTFS_WF_START);
+	expect_watch_empty(x, w, "WATCH with wait 0 answers at once", 0, 0);
+	/* Capped at 60 s by the server; nothing changes here, so a short wait ends empty. */
+	expect_watch_empty(x, w, "WATCH with wait 100 ms ends empty", 100, 0);
+	session_free(w);
+}
+
 /* ---- setup and main ------------------------------------------------------------ */
 
 static const char *const planted[][2] = {
@@ -1682,7 +1754,8 @@ static void usage(FILE *f)
 	      "                            whitelist; the denied one must hold a file named victim\n"
 	      "  --group NAME              run only these attack groups (repeatable): premount,\n"
 	      "                            lexical, symlink, probe, magic, garbage, handles,\n"
-	      "                            device, whitelist, frames; default all that apply\n",
+	      "                            device, whitelist, watch, frames; default all that\n"
+	      "                            apply\n",
 	      f);
 }
 
@@ -1725,6 +1798,8 @@ static void run_groups(struct ctx *x)
 		cleanup_export(x);
 	}
 	expect(x, "LOOKUP \"\" after the attacks (server alive)", build(QTFS_LOOKUP, bs(""), NULL), 0);
+	if (group_on(x, "watch"))
+		attacks_watch(x);
 	if (group_on(x, "frames"))
 		attacks_frames(x);
 }

@@ -7,7 +7,9 @@
  * relative paths: everything a hostile client could use to climb out of
  * the mount root is refused before the server touches the file system.
  * A seeded loop of random byte strings checks the path rules against a
- * naive reference and that nothing crashes.
+ * naive reference and that nothing crashes.  WATCH replies (what a server
+ * sends the client's name-cache notifier) are read with their limits, and
+ * random and mutated ones never crash the reader nor pass a bad name.
  */
 #include "config.h"
 
@@ -219,6 +221,183 @@ START_TEST(test_op_names)
 }
 END_TEST
 
+/* ---- WATCH replies: what a server sends the client's notifier ---------- */
+
+static void put_name(struct qt_msg *m, uint64_t dev, uint64_t ino, uint64_t gen, uint8_t is_dir,
+		     const void *name, size_t len)
+{
+	qt_msg_put_u64(m, dev);
+	qt_msg_put_u64(m, ino);
+	qt_msg_put_u64(m, gen);
+	qt_msg_put_u8(m, is_dir);
+	qt_msg_put_bytes(m, name, len);
+}
+
+static struct qt_msg *watch_reply(uint32_t flags, uint32_t count)
+{
+	struct qt_msg *m = qt_msg_new(QTFS_WATCH, 0, 0);
+
+	qt_msg_put_u32(m, flags);
+	qt_msg_put_u32(m, count);
+	return m;
+}
+
+/* A reply of @len payload bytes copied from @src's payload. */
+static struct qt_msg *payload_prefix(const struct qt_msg *src, size_t len)
+{
+	struct qt_msg *m = qt_msg_new(QTFS_WATCH, 0, 0);
+
+	qt_msg_put_raw(m, qt_msg_payload(src), len);
+	return m;
+}
+
+static int read_watch(const struct qt_msg *m, uint32_t *flags, guint *n)
+{
+	g_autoptr(GArray) names = g_array_new(FALSE, FALSE, sizeof(struct qtfs_watch_name));
+	int err = qtfs_watch_reply_read(m, flags, names);
+
+	*n = names->len;
+	return err;
+}
+
+START_TEST(test_watch_reply)
+{
+	g_autoptr(GArray) names = g_array_new(FALSE, FALSE, sizeof(struct qtfs_watch_name));
+	struct qt_msg *m = watch_reply(QTFS_WF_OVERFLOW, 2);
+	const struct qtfs_watch_name *n;
+	uint32_t flags = 0;
+
+	put_name(m, 0x801, 42, 0xabcdef, 0, "victim", 6);
+	put_name(m, 0x801, 43, 7, 1, "dir.d", 5);
+	ck_assert_int_eq(qtfs_watch_reply_read(m, &flags, names), 0);
+	ck_assert_uint_eq(flags, QTFS_WF_OVERFLOW);
+	ck_assert_uint_eq(names->len, 2);
+	n = &g_array_index(names, struct qtfs_watch_name, 0);
+	ck_assert(n->dev == 0x801 && n->ino == 42 && n->gen == 0xabcdef && !n->is_dir);
+	ck_assert(n->len == 6 && !memcmp(n->name, "victim", 6));
+	n = &g_array_index(names, struct qtfs_watch_name, 1);
+	ck_assert(n->ino == 43 && n->gen == 7 && n->is_dir && n->len == 5 && !memcmp(n->name, "dir.d", 5));
+
+	/* Every proper prefix is truncated; one byte more is trailing garbage. */
+	for (size_t len = 0; len < qt_msg_payload_len(m); len++) {
+		struct qt_msg *p = payload_prefix(m, len);
+		guint k;
+
+		ck_assert_int_eq(read_watch(p, &flags, &k), -EBADMSG);
+		qt_msg_free(p);
+	}
+	qt_msg_put_u8(m, 0);
+	{
+		guint k;
+
+		ck_assert_int_eq(read_watch(m, &flags, &k), -EBADMSG);
+	}
+	qt_msg_free(m);
+}
+END_TEST
+
+START_TEST(test_watch_reply_bad)
+{
+	static const struct {
+		const char *name;
+		size_t len;
+		uint8_t is_dir;
+	} bad[] = {
+		{"", 0, 0}, {".", 1, 0}, {"..", 2, 1}, {"a/b", 3, 0}, {"a\0b", 3, 0}, {"/", 1, 0},
+		{"ok", 2, 2}, {"ok", 2, 0xff},
+	};
+	g_autofree char *long_name = g_strnfill(QTFS_NAME_MAX + 1, 'x');
+	uint32_t flags;
+	guint n;
+
+	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+		struct qt_msg *m = watch_reply(0, 1);
+
+		put_name(m, 1, 2, 3, bad[i].is_dir, bad[i].name, bad[i].len);
+		ck_assert_msg(read_watch(m, &flags, &n) == -EBADMSG, "bad name %zu accepted", i);
+		qt_msg_free(m);
+	}
+	{
+		struct qt_msg *m = watch_reply(0, 1);
+
+		put_name(m, 1, 2, 3, 0, long_name, QTFS_NAME_MAX + 1);
+		ck_assert_int_eq(read_watch(m, &flags, &n), -EBADMSG);
+		qt_msg_free(m);
+	}
+	/* The count is bounded before anything is read for it. */
+	{
+		struct qt_msg *m = watch_reply(0, QTFS_WATCH_BATCH_MAX + 1);
+
+		ck_assert_int_eq(read_watch(m, &flags, &n), -EBADMSG);
+		ck_assert_uint_eq(n, 0);
+		qt_msg_free(m);
+		m = watch_reply(0, UINT32_MAX);
+		ck_assert_int_eq(read_watch(m, &flags, &n), -EBADMSG);
+		qt_msg_free(m);
+	}
+	/* The largest batch is fine. */
+	{
+		struct qt_msg *m = watch_reply(QTFS_WF_START, QTFS_WATCH_BATCH_MAX);
+
+		for (unsigned i = 0; i < QTFS_WATCH_BATCH_MAX; i++)
+			put_name(m, 1, i, 3, 0, "n", 1);
+		ck_assert_int_eq(read_watch(m, &flags, &n), 0);
+		ck_assert_uint_eq(n, QTFS_WATCH_BATCH_MAX);
+		ck_assert_uint_eq(flags, QTFS_WF_START);
+		qt_msg_free(m);
+	}
+}
+END_TEST
+
+/*
+ * Seeded random payloads and random byte flips of a valid reply: never a
+ * crash, and whatever is accepted is made of valid names only.
+ */
+START_TEST(test_watch_reply_random)
+{
+	GRand *rng = g_rand_new_with_seed(4242);
+	struct qt_msg *good = watch_reply(0, 3);
+
+	put_name(good, 5, 6, 7, 0, "alpha", 5);
+	put_name(good, 5, 8, 9, 1, "beta", 4);
+	put_name(good, 5, 10, 11, 0, "g", 1);
+	for (int i = 0; i < 50000; i++) {
+		g_autoptr(GArray) names = g_array_new(FALSE, FALSE, sizeof(struct qtfs_watch_name));
+		struct qt_msg *m;
+		uint32_t flags;
+		int err;
+
+		if (i % 2) {
+			size_t len = qt_msg_payload_len(good);
+			uint8_t *p;
+
+			m = payload_prefix(good, len);
+			p = qt_msg_payload(m);
+			for (int k = g_rand_int_range(rng, 1, 4); k > 0; k--)
+				p[g_rand_int_range(rng, 0, (gint32)len)] = (uint8_t)g_rand_int(rng);
+		} else {
+			uint8_t buf[96];
+			size_t len = (size_t)g_rand_int_range(rng, 0, sizeof(buf));
+
+			for (size_t k = 0; k < len; k++)
+				buf[k] = (uint8_t)g_rand_int_range(rng, 0, 4); /* small counts and lengths */
+			m = qt_msg_new(QTFS_WATCH, 0, 0);
+			qt_msg_put_raw(m, buf, len);
+		}
+		err = qtfs_watch_reply_read(m, &flags, names);
+		ck_assert(err == 0 || err == -EBADMSG);
+		for (guint k = 0; err == 0 && k < names->len; k++) {
+			const struct qtfs_watch_name *n = &g_array_index(names, struct qtfs_watch_name, k);
+
+			ck_assert_int_eq(qtfs_name_check(n->name, n->len), 0);
+		}
+		qt_msg_free(m);
+	}
+	qt_msg_free(good);
+	g_rand_free(rng);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("qtfs-proto");
@@ -233,6 +412,9 @@ int main(void)
 	tcase_add_test(tc, test_path_bad);
 	tcase_add_test(tc, test_path_random);
 	tcase_add_test(tc, test_op_names);
+	tcase_add_test(tc, test_watch_reply);
+	tcase_add_test(tc, test_watch_reply_bad);
+	tcase_add_test(tc, test_watch_reply_random);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);
