@@ -139,7 +139,17 @@ struct watch_sub {
 	bool overflow;	/* events were dropped since the last reply */
 	struct job *waiting; /* the WATCH request held, or NULL */
 	struct qt_timer *timer; /* ends the wait of @waiting */
+	bool flushing;		/* @timer is the short one of watch_soon() */
 };
+
+/*
+ * A held WATCH is answered this long after the first name is queued, so
+ * that a burst of changes (a DPU process unlinking files one after the
+ * other: each comes back as an event) travels in a few replies, not one
+ * round trip and two thread wake-ups per name.  At half a batch it goes
+ * at once.
+ */
+#define WATCH_COALESCE_MS 5
 
 struct watch_ev {
 	struct qtfs_dirid dir;
@@ -2626,6 +2636,7 @@ static struct job *watch_take(struct watch_sub *sub)
 	sub->waiting = NULL;
 	qt_timer_cancel(sub->timer);
 	sub->timer = NULL;
+	sub->flushing = false;
 	return j;
 }
 
@@ -2641,6 +2652,30 @@ static void watch_expired(void *arg)
 	watch_answer(sub, j, 0, true);
 	g_mutex_unlock(&srv->sub_lock);
 	deliver(j);
+}
+
+/*
+ * Names were queued for @sub: answer its held WATCH now, or shortly (see
+ * WATCH_COALESCE_MS).  The answered request, to deliver() after unlocking,
+ * or NULL.  sub_lock held.
+ */
+static struct job *watch_soon(struct watch_sub *sub)
+{
+	struct job *j;
+
+	if (!sub->waiting || (!sub->queue->len && !sub->overflow))
+		return NULL;
+	if (sub->overflow || sub->queue->len >= QTFS_WATCH_BATCH_MAX / 2) {
+		j = watch_take(sub);
+		watch_answer(sub, j, 0, true);
+		return j;
+	}
+	if (!sub->flushing) {
+		qt_timer_cancel(sub->timer);
+		sub->timer = qt_timer_add(sub->srv->loop, WATCH_COALESCE_MS, watch_expired, sub);
+		sub->flushing = true;
+	}
+	return NULL;
 }
 
 /* WATCH, on the loop thread: answer now, or hold it until there is news. */
@@ -2672,12 +2707,12 @@ static void watch_request(struct session *sess, struct job *j)
 		g_atomic_int_set(&sub->started, 1);
 		sub->overflow = false;
 		watch_answer(sub, j, QTFS_WF_START, true);
-	} else if (sub->queue->len || sub->overflow || !wait_ms) {
+	} else if (!wait_ms) {
 		watch_answer(sub, j, 0, true);
 	} else {
 		sub->waiting = j;
 		sub->timer = qt_timer_add(srv->loop, wait_ms, watch_expired, sub);
-		j = NULL;
+		j = watch_soon(sub);
 	}
 	g_mutex_unlock(&srv->sub_lock);
 	if (old)
@@ -2738,14 +2773,13 @@ static void watch_event(void *arg, const struct qtfs_dirwatch_event *ev)
 			sub_clear_queue(sub);
 			sub->overflow = true;
 			break;
-		case QTFS_DW_BATCH_END:
-			if (sub->waiting && (sub->queue->len || sub->overflow)) {
-				struct job *j = watch_take(sub);
+		case QTFS_DW_BATCH_END: {
+			struct job *j = watch_soon(sub);
 
-				watch_answer(sub, j, 0, true);
+			if (j)
 				g_ptr_array_add(ready, j);
-			}
 			break;
+		}
 		}
 	}
 	g_mutex_unlock(&srv->sub_lock);
