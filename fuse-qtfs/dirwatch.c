@@ -72,16 +72,24 @@ static gboolean id_equal(gconstpointer a, gconstpointer b)
 	return x->id.dev == y->id.dev && x->id.ino == y->id.ino;
 }
 
-/* Forget watch @wd (the kernel ended it).  w->lock held. */
-static void forget_wd(struct qtfs_dirwatch *w, int wd)
+/*
+ * Forget watch @wd (the kernel ended it).  True, with its identity in
+ * *@gone, if no newer watch has the same inode number.  w->lock held.
+ */
+static bool forget_wd(struct qtfs_dirwatch *w, int wd, struct qtfs_dirid *gone)
 {
 	struct dw_entry *e = g_hash_table_lookup(w->by_wd, GINT_TO_POINTER(wd));
+	bool last = false;
 
 	if (!e)
-		return;
-	if (g_hash_table_lookup(w->by_id, e) == e)
+		return false;
+	if (g_hash_table_lookup(w->by_id, e) == e) {
 		g_hash_table_remove(w->by_id, e);
+		*gone = e->id;
+		last = true;
+	}
 	g_hash_table_remove(w->by_wd, GINT_TO_POINTER(wd));
+	return last;
 }
 
 static void dispatch(struct qtfs_dirwatch *w, const struct inotify_event *ev)
@@ -98,8 +106,13 @@ static void dispatch(struct qtfs_dirwatch *w, const struct inotify_event *ev)
 	}
 	g_mutex_lock(&w->lock);
 	if (ev->mask & IN_IGNORED) {
-		forget_wd(w, ev->wd);
+		bool gone = forget_wd(w, ev->wd, &out.dir);
+
 		g_mutex_unlock(&w->lock);
+		if (gone) {
+			out.kind = QTFS_DW_GONE;
+			w->fn(w->arg, &out);
+		}
 		return;
 	}
 	e = g_hash_table_lookup(w->by_wd, GINT_TO_POINTER(ev->wd));
@@ -223,7 +236,11 @@ bool qtfs_dirwatch_add(struct qtfs_dirwatch *w, int fd, const struct qtfs_dirid 
 	}
 	if (e)
 		g_hash_table_remove(w->by_id, e);
-	forget_wd(w, wd);
+	{
+		struct qtfs_dirid unused;
+
+		forget_wd(w, wd, &unused);
+	}
 	e = g_new(struct dw_entry, 1);
 	e->wd = wd;
 	e->id = *id;

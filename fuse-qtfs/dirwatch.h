@@ -25,11 +25,12 @@ enum qtfs_dirwatch_kind {
 	QTFS_DW_NAME,	  /* @dir/@name was deleted, renamed away or renamed over */
 	QTFS_DW_OVERFLOW, /* events were lost: anything may have changed */
 	QTFS_DW_BATCH_END, /* the end of one read of events: a good time to send */
+	QTFS_DW_GONE,	   /* @dir is no longer watched (it was removed) */
 };
 
 struct qtfs_dirwatch_event {
 	enum qtfs_dirwatch_kind kind;
-	struct qtfs_dirid dir; /* QTFS_DW_NAME */
+	struct qtfs_dirid dir; /* QTFS_DW_NAME, QTFS_DW_GONE */
 	const char *name;      /* QTFS_DW_NAME: not NUL-terminated past len */
 	size_t len;
 	bool is_dir;	       /* QTFS_DW_NAME: the name is (was) a directory's */

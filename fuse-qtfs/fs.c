@@ -1389,8 +1389,8 @@ static char *synth_target(fuse_req_t req, struct qtfs_fs *fs, uint64_t key)
  * invalidation would detach them); the next use asks the host again.
  *
  * When names may have been missed (a new subscription after a restart of
- * the server, or an overflow of the events queued for us), every cached
- * name is expired, and watch_epoch moves on so that the answers to calls
+ * the server, an overflow of the events queued for us, a WATCH that failed
+ * and may have taken names with it), every cached name is expired, and watch_epoch moves on so that the answers to calls
  * made before that are cached for entry_timeout only.  A second pass a
  * second later catches the names whose answers were still being taken in
  * by the kernel during the first.  Expiring needs a kernel with
@@ -1547,7 +1547,7 @@ static void watch_done(void *arg, int err, struct qt_msg *rep)
 	watch_arm(fs);
 }
 
-/* Send the next WATCH.  Loop thread. */
+/* Send the next WATCH (from any thread: the call goes through the loop). */
 static void watch_arm(void *arg)
 {
 	struct qtfs_fs *fs = arg;
@@ -1598,7 +1598,6 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		pthread_sigmask(SIG_BLOCK, &all, &old);
 		fs->notifier = g_thread_new("qtfs-inval", notifier_main, fs);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		/* op_init runs on the client's loop thread (session.c). */
 		watch_arm(fs);
 	}
 }

@@ -88,7 +88,7 @@ static void usage(void)
 	      "                           rename and link run on its ring)\n"
 	      "  name_watch=BOOL (true: watch the directories clients look names up in,\n"
 	      "                           so that they may cache names for long)\n"
-	      "  max_watches=N (65536: directories watched at most)\n"
+	      "  max_watches=N (65536: directories watched at most, in all and per client)\n"
 	      "\n"
 	      "Exit status: 0 success, 1 failure, 2 usage error.\n",
 	      stdout);

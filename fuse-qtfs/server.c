@@ -121,6 +121,7 @@ struct qtfs_srv {
 	GHashTable *dev_pseudo; /* st_dev -> GINT_TO_POINTER(1 + is_pseudo) */
 
 	struct qtfs_dirwatch *dw; /* NULL: no name caching (see "Name caching") */
+	unsigned max_watches;	  /* directories, in all and per client */
 	GMutex sub_lock;
 	GHashTable *subs; /* client id (u64*) -> struct watch_sub*; sub_lock */
 };
@@ -128,6 +129,8 @@ struct qtfs_srv {
 /*
  * One client's subscription to directory events: shared by the sessions
  * that mounted with its id (QTFS_MNT_WATCH), alive while one of them is.
+ * It hears of the directories its sessions had watched only: another
+ * client's, perhaps of another export, are none of its business.
  * Everything but the id is under srv->sub_lock.
  */
 struct watch_sub {
@@ -135,6 +138,7 @@ struct watch_sub {
 	struct qtfs_srv *srv;
 	int refs;	/* sessions */
 	int started;	/* atomic: a WATCH came; events are kept from then on */
+	GHashTable *dirs; /* dir_key() of the directories watched for this client */
 	GArray *queue;	/* struct watch_ev, at most QTFS_WATCH_BATCH_MAX */
 	bool overflow;	/* events were dropped since the last reply */
 	struct job *waiting; /* the WATCH request held, or NULL */
@@ -647,6 +651,14 @@ static int put_at_attr(struct session *sess, const struct at *a, struct qt_msg *
 	return 0;
 }
 
+/* A subscription's key for a directory (a collision only sends a name too many). */
+static gpointer dir_key(uint64_t dev, uint64_t ino)
+{
+	uint64_t h = (dev * 0x9E3779B97F4A7C15ull) ^ ino;
+
+	return GSIZE_TO_POINTER((gsize)(h ? h : 1));
+}
+
 /*
  * Before a name in the directory @dirfd is looked at for a reply that
  * names it: watch the directory for this session's client, if the client
@@ -654,18 +666,30 @@ static int put_at_attr(struct session *sess, const struct at *a, struct qt_msg *
  */
 static uint32_t watch_dir(struct session *sess, int dirfd)
 {
+	struct qtfs_srv *srv = sess->srv;
+	struct watch_sub *sub = sess->sub;
 	struct qtfs_dirid id;
 	enum dev_kind kind;
 	struct stat st;
+	gpointer key;
+	bool mine;
 
-	if (!sess->sub || !g_atomic_int_get(&sess->sub->started) || dirfd < 0 ||
-	    fstat(dirfd, &st) < 0)
+	if (!sub || !g_atomic_int_get(&sub->started) || dirfd < 0 || fstat(dirfd, &st) < 0)
 		return 0;
-	kind = dev_kind(sess->srv, st.st_dev, dirfd, "");
+	kind = dev_kind(srv, st.st_dev, dirfd, "");
 	if (kind != DEV_PLAIN && kind != DEV_MEMORY)
 		return 0;
 	id = (struct qtfs_dirid){.dev = st.st_dev, .ino = st.st_ino, .gen = inode_gen(dirfd, "")};
-	return qtfs_dirwatch_add(sess->srv->dw, dirfd, &id) ? QTFS_AF_WATCHED : 0;
+	key = dir_key(id.dev, id.ino);
+	g_mutex_lock(&srv->sub_lock);
+	mine = g_hash_table_contains(sub->dirs, key);
+	if (!mine && g_hash_table_size(sub->dirs) < srv->max_watches) {
+		g_hash_table_add(sub->dirs, key);
+		mine = true;
+	}
+	g_mutex_unlock(&srv->sub_lock);
+	/* Into the client's set first: an event right after the watch is added is for it. */
+	return mine && qtfs_dirwatch_add(srv->dw, dirfd, &id) ? QTFS_AF_WATCHED : 0;
 }
 
 /* The attribute record of an entry reply: @wflags is watch_dir()'s answer. */
@@ -2435,6 +2459,7 @@ static void sub_free(struct watch_sub *sub)
 {
 	sub_clear_queue(sub);
 	g_array_unref(sub->queue);
+	g_hash_table_destroy(sub->dirs);
 	g_free(sub);
 }
 
@@ -2450,6 +2475,7 @@ static struct watch_sub *sub_get(struct qtfs_srv *srv, uint64_t client)
 		sub->client = client;
 		sub->srv = srv;
 		sub->queue = g_array_new(FALSE, FALSE, sizeof(struct watch_ev));
+		sub->dirs = g_hash_table_new(g_direct_hash, g_direct_equal);
 		g_hash_table_insert(srv->subs, &sub->client, sub);
 	}
 	sub->refs++;
@@ -2739,7 +2765,7 @@ static void watch_conn_closed(struct session *sess)
 	}
 }
 
-/* dirwatch.c's events, on the loop thread: into every started subscription's queue. */
+/* dirwatch.c's events, on the loop thread: into the queue of each subscription they concern. */
 static void watch_event(void *arg, const struct qtfs_dirwatch_event *ev)
 {
 	struct qtfs_srv *srv = arg;
@@ -2756,8 +2782,12 @@ static void watch_event(void *arg, const struct qtfs_dirwatch_event *ev)
 		if (!g_atomic_int_get(&sub->started))
 			continue;
 		switch (ev->kind) {
+		case QTFS_DW_GONE:
+			g_hash_table_remove(sub->dirs, dir_key(ev->dir.dev, ev->dir.ino));
+			break;
 		case QTFS_DW_NAME:
-			if (sub->overflow)
+			if (sub->overflow || !g_hash_table_contains(sub->dirs,
+								     dir_key(ev->dir.dev, ev->dir.ino)))
 				break;
 			if (sub->queue->len >= QTFS_WATCH_BATCH_MAX) {
 				sub_clear_queue(sub);
@@ -3449,11 +3479,11 @@ int qtfs_srv_new(struct qt_loop *l, const struct qtfs_srv_opts *o, struct qtfs_s
 	srv->dev_pseudo = g_hash_table_new(g_direct_hash, g_direct_equal);
 	g_mutex_init(&srv->sub_lock);
 	srv->subs = g_hash_table_new(g_int64_hash, g_int64_equal);
+	srv->max_watches = o->max_watches ? o->max_watches : 65536;
 	if (!o->no_name_watch) {
 		g_autofree char *why = NULL;
 
-		if (qtfs_dirwatch_new(l, o->max_watches ? o->max_watches : 65536, watch_event, srv,
-				      &srv->dw, &why) < 0)
+		if (qtfs_dirwatch_new(l, srv->max_watches, watch_event, srv, &srv->dw, &why) < 0)
 			qt_warn("%s: clients cache names for entry_timeout only", why);
 	}
 	srv->exports = g_new0(struct qtfs_export, o->n_exports ? o->n_exports : 1);

@@ -1614,6 +1614,108 @@ static void expect_watch_empty(struct ctx *x, struct session *s, const char *wha
 	qt_msg_free(reply);
 }
 
+/* A new session MOUNTed with a subscription for client @id, past its START. */
+static int watch_session(struct ctx *x, struct session **out, uint64_t id)
+{
+	g_autofree char *msg = NULL;
+	struct qt_msg *m, *reply = NULL;
+	int err;
+
+	if ((err = session_open(x, out, &msg)) < 0) {
+		printf("FAIL setup: a session for WATCH: %s\n", msg);
+		x->failures++;
+		return err;
+	}
+	m = qt_msg_new(QTFS_MOUNT, 0, 0);
+	qt_msg_put_str(m, x->remote);
+	qt_msg_put_u32(m, QTFS_MNT_WATCH);
+	qt_msg_put_u64(m, id);
+	if ((err = call(*out, m, &reply)) == 0) {
+		qt_msg_free(reply);
+		reply = NULL;
+		err = call(*out, build_watch(0), &reply);
+	}
+	qt_msg_free(reply);
+	if (err < 0) {
+		printf("FAIL setup: MOUNT and WATCH for client %" G_GINT64_MODIFIER "x: %s\n", id,
+		       errname(err));
+		x->failures++;
+		session_free(*out);
+		*out = NULL;
+	}
+	return err;
+}
+
+/*
+ * With the export on this machine: a name deleted on the host is reported
+ * to a subscribed client only in a directory that client looked in, and
+ * then with its directory's identity.
+ */
+static void watch_reports(struct ctx *x, struct session *w)
+{
+	g_autofree char *dir = g_build_filename(x->remote, "qtfs-raw-watch", NULL);
+	g_autofree char *fa = g_build_filename(dir, "a", NULL);
+	g_autofree char *fb = g_build_filename(dir, "b", NULL);
+	g_autoptr(GArray) names = g_array_new(FALSE, FALSE, sizeof(struct qtfs_watch_name));
+	struct session *other = NULL;
+	struct qt_msg *reply = NULL;
+	struct qtfs_attr a = {0};
+	uint32_t flags = 0;
+	struct stat dst;
+	struct qt_rd r;
+	bool good;
+	int err;
+
+	if (mkdir(dir, 0755) < 0 || !g_file_set_contents(fa, "a", 1, NULL) ||
+	    !g_file_set_contents(fb, "b", 1, NULL) || stat(dir, &dst) < 0) {
+		printf("FAIL setup: files for the WATCH reports\n");
+		x->failures++;
+		return;
+	}
+	/* Looked up by another subscribed client only: reported to it, not to @w. */
+	if (watch_session(x, &other, UINT64_C(0x5157415443480002)) == 0) {
+		expect_on(x, other, "LOOKUP by another subscribed client",
+			  build(QTFS_LOOKUP, bs("qtfs-raw-watch/a"), NULL), 0);
+		unlink(fa);
+		expect_watch_empty(x, w, "a name deleted where this client never looked is not reported",
+				   300, 0);
+		err = call(other, build_watch(5000), &reply);
+		if (err == 0)
+			err = qtfs_watch_reply_read(reply, &flags, names);
+		report(x, err == 0 && names->len == 1, "... but to the client that looked there", err,
+		       "one name");
+		qt_msg_free(reply);
+		reply = NULL;
+		g_array_set_size(names, 0);
+		session_free(other);
+	}
+
+	err = call(w, build(QTFS_LOOKUP, bs("qtfs-raw-watch/b"), NULL), &reply);
+	if (err == 0) {
+		qt_rd_init_msg(&r, reply);
+		err = qtfs_rd_attr(&r, &a);
+	}
+	qt_msg_free(reply);
+	reply = NULL;
+	report(x, err == 0 && (a.flags & QTFS_AF_WATCHED), "LOOKUP on the subscribed session says WATCHED",
+	       err, "the WATCHED flag");
+	unlink(fb);
+	err = call(w, build_watch(5000), &reply);
+	if (err == 0)
+		err = qtfs_watch_reply_read(reply, &flags, names);
+	good = err == 0 && flags == 0 && names->len == 1;
+	if (good) {
+		const struct qtfs_watch_name *n = &g_array_index(names, struct qtfs_watch_name, 0);
+
+		good = n->len == 1 && n->name[0] == 'b' && !n->is_dir && n->dev == (uint64_t)dst.st_dev &&
+		       n->ino == (uint64_t)dst.st_ino;
+	}
+	report(x, good, "a name deleted where this client looked is reported, with its directory", err,
+	       "one name, b, in qtfs-raw-watch");
+	qt_msg_free(reply);
+	rmdir(dir);
+}
+
 /*
  * Name-cache subscriptions (WATCH): refused where the session did not ask
  * for one, and a malformed request or MOUNT is refused; a subscribed
@@ -1655,6 +1757,8 @@ static void attacks_watch(struct ctx *x)
 	expect_watch_empty(x, w, "WATCH with wait 0 answers at once", 0, 0);
 	/* Capped at 60 s by the server; nothing changes here, so a short wait ends empty. */
 	expect_watch_empty(x, w, "WATCH with wait 100 ms ends empty", 100, 0);
+	if (x->canary)
+		watch_reports(x, w);
 	session_free(w);
 }
 
