@@ -1558,7 +1558,11 @@ static void watch_arm(void *arg)
 	m = qt_msg_new(QTFS_WATCH, 0, 0);
 	/* Held by the server for less than the call's deadline. */
 	qt_msg_put_u32(m, (uint32_t)MIN(25000, qtfs_client_timeout_ms(fs->cl) / 2));
-	qtfs_client_call_async_any(fs->cl, m, true, watch_done, fs);
+	/*
+	 * Not repeated on another connection by the client: a reply lost with
+	 * its connection took names with it, and watch_done() must hear of it.
+	 */
+	qtfs_client_call_async_any(fs->cl, m, false, watch_done, fs);
 }
 
 void qtfs_fs_set_session(struct qtfs_fs *fs, struct fuse_session *se)
