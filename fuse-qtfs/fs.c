@@ -57,6 +57,10 @@
  * attr_timeout of their arrival.  So they are never older than attributes
  * the kernel itself would have kept; of two changes answered out of
  * order, the attributes may be the earlier change's, within that bound.
+ * They are dropped when they are older than what the kernel learnt
+ * since: after a SETATTR of the directory, and when the host reports a
+ * change in it (see "Name caching"), whose notification also makes the
+ * kernel forget the directory's attributes.
  */
 #include "config.h"
 
@@ -531,6 +535,16 @@ static void post_attr_keep(struct qtfs_fs *fs, fuse_ino_t ino, const struct dir_
 		n->post->at_us = g_get_monotonic_time();
 	}
 	g_mutex_unlock(&fs->lock);
+}
+
+/*
+ * Forget the attributes kept for node @n: they are older than what the
+ * kernel now has (a SETATTR) or than the directory itself (a change the
+ * host reported).  fs->lock held.
+ */
+static void post_attr_drop_locked(struct node *n)
+{
+	g_clear_pointer(&n->post, g_free);
 }
 
 /* Take @ino's kept attributes if they are younger than attr_timeout; *@valid: for how long still. */
@@ -1438,6 +1452,9 @@ static void expire_all(struct qtfs_fs *fs)
 
 		g_array_append_val(names, c);
 	}
+	g_hash_table_iter_init(&it, fs->by_id);
+	while (g_hash_table_iter_next(&it, NULL, &v))
+		post_attr_drop_locked(v);
 	g_mutex_unlock(&fs->lock);
 	for (guint i = 0; i < names->len; i++) {
 		struct cached_name *c = &g_array_index(names, struct cached_name, i);
@@ -1462,8 +1479,11 @@ static gpointer notifier_main(gpointer arg)
 
 			g_mutex_lock(&fs->lock);
 			n = g_hash_table_lookup(fs->by_key, &probe);
-			if (n && n->gen == v->gen && n->type == S_IFDIR)
+			if (n && n->gen == v->gen && n->type == S_IFDIR) {
 				parent = n->id;
+				/* The kernel drops the directory's attributes with the name. */
+				post_attr_drop_locked(n);
+			}
 			g_mutex_unlock(&fs->lock);
 			/* -ENOENT: the kernel has no such name cached. */
 			if (parent && v->is_dir)
@@ -1804,6 +1824,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	struct setattr_ctx c = {.path = path ? path : "", .st = attr, .valid = to_set};
 	g_autoptr(qt_msg) rep = NULL;
 	struct qtfs_attr a;
+	struct node *n;
 	int err;
 
 	/* By handle when the kernel names one, or when the file has no name left. */
@@ -1823,6 +1844,10 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		return;
 	}
 	fix_attr(fs, path, node_is_relay(fs, ino), &a);
+	g_mutex_lock(&fs->lock);
+	if ((n = node_by_id(fs, ino)))
+		post_attr_drop_locked(n);
+	g_mutex_unlock(&fs->lock);
 	reply_attr(req, fs, &a);
 }
 

@@ -88,6 +88,20 @@ for fs in disk mem; do
 		timeout 2 stat "$T/def/$fs/kept"
 	kill -CONT "$SERVER_PID"
 
+	# The directory attributes kept from the DPU's own last change in a
+	# directory (the create) must not answer for it after a later change
+	# (the DPU's touch, then the host's unlink).
+	mkdir "$h/pa"
+	echo >"$h/pa/b"
+	stat "$d/pa/b" >/dev/null
+	echo >"$d/pa/a"
+	touch -d @1000000000 "$d/pa"
+	sleep 0.01
+	rm "$h/pa/b"
+	gone "$d/pa/b"
+	check "$fs: after a host change the directory's mtime is the host's" \
+		[ "$(stat -c %y "$d/pa")" = "$(stat -c %y "$h/pa")" ]
+
 	# The DPU's own changes keep working as before.
 	echo a >"$d/own"
 	mv "$d/own" "$d/own2"
