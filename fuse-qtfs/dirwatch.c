@@ -44,7 +44,6 @@ struct dw_entry {
 };
 
 struct qtfs_dirwatch {
-	struct qt_loop *loop;
 	int fd;
 	struct qt_watch *watch;
 	unsigned max;
@@ -173,7 +172,6 @@ int qtfs_dirwatch_new(struct qt_loop *l, unsigned max_watches, qtfs_dirwatch_fn 
 		return err;
 	}
 	w = g_new0(struct qtfs_dirwatch, 1);
-	w->loop = l;
 	w->fd = fd;
 	w->max = max_watches;
 	w->fn = fn;
@@ -248,14 +246,4 @@ bool qtfs_dirwatch_add(struct qtfs_dirwatch *w, int fd, const struct qtfs_dirid 
 	g_hash_table_add(w->by_id, e);
 	g_mutex_unlock(&w->lock);
 	return true;
-}
-
-unsigned qtfs_dirwatch_count(struct qtfs_dirwatch *w)
-{
-	unsigned n;
-
-	g_mutex_lock(&w->lock);
-	n = g_hash_table_size(w->by_wd);
-	g_mutex_unlock(&w->lock);
-	return n;
 }

@@ -54,6 +54,3 @@ void qtfs_dirwatch_free(struct qtfs_dirwatch *w);
  * (then names from it must not be cached for long).  Any thread.
  */
 bool qtfs_dirwatch_add(struct qtfs_dirwatch *w, int fd, const struct qtfs_dirid *id);
-
-/* Directories watched now. */
-unsigned qtfs_dirwatch_count(struct qtfs_dirwatch *w);

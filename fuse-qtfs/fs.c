@@ -1499,12 +1499,18 @@ static gpointer notifier_main(gpointer arg)
 
 static void watch_arm(void *arg);
 
+/* Have the notifier expire every cached name. */
+static void expire_all_push(struct qtfs_fs *fs)
+{
+	inval_push(fs, true, 0, 0, 0, false, NULL, 0);
+}
+
 static void expire_again(void *arg)
 {
 	struct qtfs_fs *fs = arg;
 
 	if (!g_atomic_int_get(&fs->watch_stop))
-		inval_push(fs, true, 0, 0, 0, false, NULL, 0);
+		expire_all_push(fs);
 }
 
 /*
@@ -1517,7 +1523,7 @@ static void watch_missed(struct qtfs_fs *fs)
 	g_atomic_int_inc(&fs->watch_epoch);
 	if (!g_atomic_int_compare_and_exchange(&fs->watch_long, 1, 0))
 		return;
-	inval_push(fs, true, 0, 0, 0, false, NULL, 0);
+	expire_all_push(fs);
 	qt_timer_add(qtfs_client_loop(fs->cl), 1000, expire_again, fs);
 }
 

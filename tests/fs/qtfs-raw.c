@@ -1589,6 +1589,18 @@ static void attacks_frames(struct ctx *x)
 	session_free(fresh);
 }
 
+/* MOUNT of the export asking for a name-cache subscription, for client @id (NULL: no id). */
+static struct qt_msg *build_mount_watch(struct ctx *x, const uint64_t *id)
+{
+	struct qt_msg *m = qt_msg_new(QTFS_MOUNT, 0, 0);
+
+	qt_msg_put_str(m, x->remote);
+	qt_msg_put_u32(m, QTFS_MNT_WATCH);
+	if (id)
+		qt_msg_put_u64(m, *id);
+	return m;
+}
+
 /* A WATCH asking the server to hold it for up to @wait_ms. */
 static struct qt_msg *build_watch(uint32_t wait_ms)
 {
@@ -1618,7 +1630,7 @@ static void expect_watch_empty(struct ctx *x, struct session *s, const char *wha
 static int watch_session(struct ctx *x, struct session **out, uint64_t id)
 {
 	g_autofree char *msg = NULL;
-	struct qt_msg *m, *reply = NULL;
+	struct qt_msg *reply = NULL;
 	int err;
 
 	if ((err = session_open(x, out, &msg)) < 0) {
@@ -1626,11 +1638,7 @@ static int watch_session(struct ctx *x, struct session **out, uint64_t id)
 		x->failures++;
 		return err;
 	}
-	m = qt_msg_new(QTFS_MOUNT, 0, 0);
-	qt_msg_put_str(m, x->remote);
-	qt_msg_put_u32(m, QTFS_MNT_WATCH);
-	qt_msg_put_u64(m, id);
-	if ((err = call(*out, m, &reply)) == 0) {
+	if ((err = call(*out, build_mount_watch(x, &id), &reply)) == 0) {
 		qt_msg_free(reply);
 		reply = NULL;
 		err = call(*out, build_watch(0), &reply);
@@ -1723,6 +1731,7 @@ static void watch_reports(struct ctx *x, struct session *w)
  */
 static void attacks_watch(struct ctx *x)
 {
+	const uint64_t id = UINT64_C(0x5157415443480001);
 	struct session *w = NULL;
 	g_autofree char *msg = NULL;
 	struct qt_msg *m, *reply = NULL;
@@ -1739,15 +1748,9 @@ static void attacks_watch(struct ctx *x)
 		x->failures++;
 		return;
 	}
-	m = qt_msg_new(QTFS_MOUNT, 0, 0);
-	qt_msg_put_str(m, x->remote);
-	qt_msg_put_u32(m, QTFS_MNT_WATCH);
-	expect_on(x, w, "MOUNT with WATCH but no client id (truncated)", m, EBADMSG);
-	m = qt_msg_new(QTFS_MOUNT, 0, 0);
-	qt_msg_put_str(m, x->remote);
-	qt_msg_put_u32(m, QTFS_MNT_WATCH);
-	qt_msg_put_u64(m, UINT64_C(0x5157415443480001));
-	if (call(w, m, &reply) == 0) {
+	expect_on(x, w, "MOUNT with WATCH but no client id (truncated)", build_mount_watch(x, NULL),
+		  EBADMSG);
+	if (call(w, build_mount_watch(x, &id), &reply) == 0) {
 		qt_rd_init_msg(&r, reply);
 		qt_rd_u32(&r, &mflags);
 	}

@@ -25,27 +25,36 @@ check "control mount without the watch" mount_qtfs "unix:$T/sock:$T/exp" "$T/ctl
 check "mount with the default name cache times" mount_qtfs "unix:$T/sock:$T/exp" "$T/def" \
 	-o attr_timeout=30,timeout=3
 
-# gone PATH [TRIES]: PATH disappears within TRIES x 20 ms (default 2 s; a
-# reported change takes milliseconds).
-gone() {
+# within TRIES CMD...: CMD succeeds within TRIES x 20 ms.
+within() {
+	n=$1
+	shift
 	i=0
-	while [ $i -lt "${2:-100}" ]; do
-		[ -e "$1" ] || return 0
+	while [ $i -lt "$n" ]; do
+		"$@" && return 0
 		sleep 0.02
 		i=$((i + 1))
 	done
 	return 1
 }
 
+absent() {
+	[ ! -e "$1" ]
+}
+
+ino_is() {
+	[ "$(stat -c %i "$1" 2>/dev/null)" = "$2" ]
+}
+
+# gone PATH [TRIES]: PATH disappears within TRIES x 20 ms (default 2 s; a
+# reported change takes milliseconds).
+gone() {
+	within "${2:-100}" absent "$1"
+}
+
 # ino_becomes PATH INO: stat PATH shows inode INO within 2 s.
 ino_becomes() {
-	i=0
-	while [ $i -lt 100 ]; do
-		[ "$(stat -c %i "$1" 2>/dev/null)" = "$2" ] && return 0
-		sleep 0.02
-		i=$((i + 1))
-	done
-	return 1
+	within 100 ino_is "$1" "$2"
 }
 
 for fs in disk mem; do
