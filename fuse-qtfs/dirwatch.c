@@ -11,9 +11,10 @@
  *
  * The events asked for are those that make a cached name wrong: a name
  * deleted (IN_DELETE), renamed away (IN_MOVED_FROM) or renamed over
- * (IN_MOVED_TO).  A new name (IN_CREATE) is not among them: the client
- * caches no negative entries, so it never holds a name that a create
- * would make wrong.  A watch keeps its inode in memory; max_watches
+ * (IN_MOVED_TO).  A new name (IN_CREATE) makes nothing cached wrong, and
+ * is asked for only in the directories whose every name a client keeps
+ * (QTFS_AF_LISTED, the directories it made itself): there a name that
+ * appears on the host must reach it.  A watch keeps its inode in memory; max_watches
  * bounds that.  When a directory goes, the kernel ends its watch
  * (IN_IGNORED) and the entry goes too.
  *
@@ -27,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glib.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/inotify.h>
@@ -40,6 +42,7 @@
 
 struct dw_entry {
 	int wd;
+	bool creates; /* IN_CREATE in the mask */
 	struct qtfs_dirid id;
 };
 
@@ -118,27 +121,26 @@ static void dispatch(struct qtfs_dirwatch *w, const struct inotify_event *ev)
 	if (e)
 		out.dir = e->id;
 	g_mutex_unlock(&w->lock);
-	if (!e || !ev->len || !(ev->mask & (IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)))
+	if (!e || !ev->len || !(ev->mask & (IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE)))
 		return;
 	out.name = ev->name;
 	out.len = strnlen(ev->name, ev->len);
 	out.is_dir = ev->mask & IN_ISDIR;
+	out.is_new = ev->mask & IN_CREATE;
 	if (out.len)
 		w->fn(w->arg, &out);
 }
 
-static void readable(struct qt_watch *qw, int fd, uint32_t revents, void *arg)
+/* Up to @reads reads of events, handed to the callback. */
+static void read_events(struct qtfs_dirwatch *w, unsigned reads)
 {
-	struct qtfs_dirwatch *w = arg;
 	/* Aligned for struct inotify_event, as inotify(7) shows. */
 	char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
 	struct qtfs_dirwatch_event end = {.kind = QTFS_DW_BATCH_END};
 	bool any = false;
 
-	(void)qw;
-	(void)revents;
-	for (int i = 0; i < DW_READS_MAX; i++) {
-		ssize_t n = read(fd, buf, sizeof(buf));
+	for (unsigned i = 0; i < reads; i++) {
+		ssize_t n = read(w->fd, buf, sizeof(buf));
 
 		if (n <= 0) {
 			if (n < 0 && errno != EAGAIN && errno != EINTR)
@@ -157,6 +159,20 @@ static void readable(struct qt_watch *qw, int fd, uint32_t revents, void *arg)
 	}
 	if (any)
 		w->fn(w->arg, &end);
+}
+
+static void readable(struct qt_watch *qw, int fd, uint32_t revents, void *arg)
+{
+	(void)qw;
+	(void)fd;
+	(void)revents;
+	read_events(arg, DW_READS_MAX);
+}
+
+void qtfs_dirwatch_drain(struct qtfs_dirwatch *w)
+{
+	/* Ends at the first empty read: the kernel's queue is bounded. */
+	read_events(w, UINT_MAX);
 }
 
 int qtfs_dirwatch_new(struct qt_loop *l, unsigned max_watches, qtfs_dirwatch_fn fn, void *arg,
@@ -196,17 +212,26 @@ void qtfs_dirwatch_free(struct qtfs_dirwatch *w)
 	g_free(w);
 }
 
-bool qtfs_dirwatch_add(struct qtfs_dirwatch *w, int fd, const struct qtfs_dirid *id)
+bool qtfs_dirwatch_add(struct qtfs_dirwatch *w, int fd, const struct qtfs_dirid *id, bool creates)
 {
 	struct dw_entry probe = {.id = *id}, *e;
 	char path[64];
 	int wd;
 
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	g_mutex_lock(&w->lock);
 	e = g_hash_table_lookup(w->by_id, &probe);
-	if (e && e->id.gen == id->gen) {
+	if (e && e->id.gen == id->gen && (e->creates || !creates)) {
 		g_mutex_unlock(&w->lock);
 		return true;
+	}
+	if (e && e->id.gen == id->gen) {
+		/* The same inode: inotify changes the mask of its watch descriptor. */
+		wd = inotify_add_watch(w->fd, path, DW_MASK | IN_CREATE);
+		if (wd == e->wd)
+			e->creates = true;
+		g_mutex_unlock(&w->lock);
+		return wd == e->wd;
 	}
 	/*
 	 * New, or the inode number now belongs to another directory whose
@@ -222,8 +247,7 @@ bool qtfs_dirwatch_add(struct qtfs_dirwatch *w, int fd, const struct qtfs_dirid 
 		g_mutex_unlock(&w->lock);
 		return false;
 	}
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	wd = inotify_add_watch(w->fd, path, DW_MASK);
+	wd = inotify_add_watch(w->fd, path, DW_MASK | (creates ? IN_CREATE : 0));
 	if (wd < 0) {
 		if (!w->full_logged)
 			qt_notice("directory watch: cannot watch a directory: %s%s", g_strerror(errno),
@@ -241,6 +265,7 @@ bool qtfs_dirwatch_add(struct qtfs_dirwatch *w, int fd, const struct qtfs_dirid 
 	}
 	e = g_new(struct dw_entry, 1);
 	e->wd = wd;
+	e->creates = creates;
 	e->id = *id;
 	g_hash_table_insert(w->by_wd, GINT_TO_POINTER(wd), e);
 	g_hash_table_add(w->by_id, e);

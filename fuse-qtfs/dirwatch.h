@@ -3,7 +3,8 @@
  * qtfs-server's watch on the directories its clients have names cached
  * from: one inotify instance, a watch per directory, and a callback on the
  * loop thread for every name that left or changed its inode (deleted,
- * renamed away, renamed over).  server.c turns those into the WATCH
+ * renamed away, renamed over), and in the directories asked for, every
+ * name that appeared (created).  server.c turns those into the WATCH
  * replies that let a client cache names for long (docs/fuse-qtfs.md,
  * "Name caching").
  *
@@ -22,7 +23,7 @@ struct qtfs_dirid {
 };
 
 enum qtfs_dirwatch_kind {
-	QTFS_DW_NAME,	  /* @dir/@name was deleted, renamed away or renamed over */
+	QTFS_DW_NAME,	  /* @dir/@name was deleted, renamed away or over, or created */
 	QTFS_DW_OVERFLOW, /* events were lost: anything may have changed */
 	QTFS_DW_BATCH_END, /* the end of one read of events: a good time to send */
 	QTFS_DW_GONE,	   /* @dir is no longer watched (it was removed) */
@@ -34,6 +35,7 @@ struct qtfs_dirwatch_event {
 	const char *name;      /* QTFS_DW_NAME: not NUL-terminated past len */
 	size_t len;
 	bool is_dir;	       /* QTFS_DW_NAME: the name is (was) a directory's */
+	bool is_new;	       /* QTFS_DW_NAME: created (IN_CREATE) */
 };
 
 typedef void (*qtfs_dirwatch_fn)(void *arg, const struct qtfs_dirwatch_event *ev);
@@ -50,7 +52,14 @@ void qtfs_dirwatch_free(struct qtfs_dirwatch *w);
 
 /*
  * Make sure the directory open at @fd, identity @id, is watched from now
- * on.  True if it is; false when the limit is reached or inotify refuses
- * (then names from it must not be cached for long).  Any thread.
+ * on, for created names too if @creates.  True if it is; false when the
+ * limit is reached or inotify refuses (then names from it must not be
+ * cached for long).  Any thread.
  */
-bool qtfs_dirwatch_add(struct qtfs_dirwatch *w, int fd, const struct qtfs_dirid *id);
+bool qtfs_dirwatch_add(struct qtfs_dirwatch *w, int fd, const struct qtfs_dirid *id, bool creates);
+
+/*
+ * Read every event the kernel has queued now and hand them to the
+ * callback, as if the instance had become readable.  Loop thread.
+ */
+void qtfs_dirwatch_drain(struct qtfs_dirwatch *w);

@@ -80,6 +80,7 @@
 #include <linux/fuse.h>
 
 #include "log.h"
+#include "qtfs-sync.h"
 
 #define SYNTH_DEV UINT64_MAX
 enum { SYNTH_SELF = 1, SYNTH_THREAD_SELF = 2, SYNTH_PID_BASE = 16 };
@@ -96,6 +97,7 @@ struct node {
 	bool relay; /* a host FIFO shown as a regular file */
 	GList *fhs; /* struct fh* open on this node, for files without a name */
 	struct post_attr *post; /* a directory's attributes after our last change in it */
+	GHashTable *names; /* a directory we know every name of (see "Listed directories"), or NULL */
 };
 
 struct post_attr {
@@ -135,6 +137,14 @@ struct qtfs_fs {
 	unsigned watch_epoch; /* atomic: bumped when names may have been missed */
 	int watch_long;	      /* atomic: names were cached for watch_timeout since the last sweep */
 	int watch_stop;	      /* atomic */
+	unsigned list_epoch;  /* atomic: bumped when a listing may have missed a name */
+
+	/* The barrier (see "Barrier"), under sync_lock. */
+	GMutex sync_lock;
+	GCond sync_cond;
+	uint64_t seq_done;   /* the last WATCH reply the notifier is done with */
+	uint64_t sweep_next; /* the last sweep asked for by a barrier */
+	uint64_t sweep_done; /* the last one the notifier finished */
 };
 
 /*
@@ -235,6 +245,8 @@ static void node_free(struct qtfs_fs *fs, struct node *n)
 	g_free(n->name);
 	g_list_free(n->fhs);
 	g_free(n->post);
+	if (n->names)
+		g_hash_table_destroy(n->names);
 	g_free(n);
 }
 
@@ -442,12 +454,16 @@ static void node_unlearn(struct qtfs_fs *fs, struct node *n)
 	g_mutex_unlock(&fs->lock);
 }
 
+static void listed_start_locked(struct qtfs_fs *fs, struct node *n, const struct qtfs_attr *a,
+				unsigned epoch, const unsigned *list_epoch);
+
 /*
  * Learn the node named @name in @parent from @a and answer the kernel with
- * it.  @epoch: watch_epoch() before the call that found it.
+ * it.  @epoch: watch_epoch() before the call that found it; @list_epoch,
+ * for a MKDIR, list_epoch before it (else NULL).
  */
-static void reply_entry(fuse_req_t req, struct qtfs_fs *fs, fuse_ino_t parent, const char *name,
-			const struct qtfs_attr *a, unsigned epoch)
+static void reply_entry_of(fuse_req_t req, struct qtfs_fs *fs, fuse_ino_t parent, const char *name,
+			   const struct qtfs_attr *a, unsigned epoch, const unsigned *list_epoch)
 {
 	struct fuse_entry_param e;
 	struct node *n, *p;
@@ -456,9 +472,17 @@ static void reply_entry(fuse_req_t req, struct qtfs_fs *fs, fuse_ino_t parent, c
 	p = node_by_id(fs, parent);
 	n = node_learn_locked(fs, p, name, a);
 	fill_entry(fs, n, a, epoch, &e);
+	/* Before the kernel has it: a create in it must find the list. */
+	listed_start_locked(fs, n, a, epoch, list_epoch);
 	g_mutex_unlock(&fs->lock);
 	if (fuse_reply_entry(req, &e) != 0)
 		node_unlearn(fs, n);
+}
+
+static void reply_entry(fuse_req_t req, struct qtfs_fs *fs, fuse_ino_t parent, const char *name,
+			const struct qtfs_attr *a, unsigned epoch)
+{
+	reply_entry_of(req, fs, parent, name, a, epoch, NULL);
 }
 
 static void reply_attr(fuse_req_t req, struct qtfs_fs *fs, const struct qtfs_attr *a)
@@ -1412,6 +1436,8 @@ static char *synth_target(fuse_req_t req, struct qtfs_fs *fs, uint64_t key)
  */
 struct inval {
 	bool all;	    /* expire every cached name */
+	uint64_t seq;	    /* not a name: the names of WATCH reply @seq are done with */
+	uint64_t sweep;	    /* not a name: the barrier's sweep @sweep is done (after an @all) */
 	bool is_dir;	    /* the name is a directory's */
 	uint64_t dev, ino, gen; /* the directory */
 	size_t len;
@@ -1471,7 +1497,15 @@ static gpointer notifier_main(gpointer arg)
 	struct inval *v;
 
 	while ((v = g_async_queue_pop(fs->invals)) != &inval_stop) {
-		if (v->all) {
+		if (v->seq || v->sweep) {
+			g_mutex_lock(&fs->sync_lock);
+			if (v->seq)
+				fs->seq_done = v->seq;
+			else
+				fs->sweep_done = v->sweep;
+			g_cond_broadcast(&fs->sync_cond);
+			g_mutex_unlock(&fs->sync_lock);
+		} else if (v->all) {
 			expire_all(fs);
 		} else {
 			struct node probe = {.dev = v->dev, .ino = v->ino}, *n;
@@ -1497,6 +1531,195 @@ static gpointer notifier_main(gpointer arg)
 	return NULL;
 }
 
+/* ---- listed directories ---------------------------------------------------- */
+
+/*
+ * A directory made here (MKDIR) is, where the host watches it for us, also
+ * watched for new names, and its reply says so if it was still empty then
+ * (QTFS_AF_LISTED).  From then on the names in it are: the ones made from
+ * here, each noted before its request goes out, and the ones the WATCH
+ * replies report.  node->names holds all of them, and maybe some that are
+ * gone (a superset is safe); a LOOKUP of any other name there is answered
+ * ENOENT at once, without a round trip.  That is most of the cost of
+ * filling a new directory: the kernel looks every new name up before it
+ * makes it.  The answer is not cached by the kernel (a negative entry with
+ * no timeout), so every lookup checks the list again.
+ *
+ * A name made on the host shows up here when its report arrives, a few
+ * milliseconds later; WATCH_SYNC is the barrier for whoever needs it
+ * sooner (rexec before it returns, see "Barrier").  The lists go when
+ * names may have been missed (watch_missed()) and when they grow past
+ * LISTED_MAX names.  A MKDIR reply starts one only if no report for a
+ * directory without a list was taken in while it was on its way: such a
+ * report may have been the new directory's (list_epoch).
+ */
+#define LISTED_MAX 65536
+
+static unsigned list_epoch(struct qtfs_fs *fs)
+{
+	return (unsigned)g_atomic_int_get(&fs->list_epoch);
+}
+
+/* fs->lock held. */
+static void listed_start_locked(struct qtfs_fs *fs, struct node *n, const struct qtfs_attr *a,
+				unsigned epoch, const unsigned *lepoch)
+{
+	if (!lepoch || !(a->flags & QTFS_AF_LISTED) || !(a->flags & QTFS_AF_WATCHED) ||
+	    n->type != S_IFDIR || n->names || !g_atomic_int_get(&fs->watch_on) ||
+	    epoch != watch_epoch(fs) || *lepoch != list_epoch(fs))
+		return;
+	n->names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+}
+
+/* @name may exist in @d from now on.  fs->lock held. */
+static void listed_add_locked(struct node *d, const char *name, size_t len)
+{
+	if (!d || !d->names)
+		return;
+	if (g_hash_table_size(d->names) >= LISTED_MAX) {
+		g_clear_pointer(&d->names, g_hash_table_destroy);
+		return;
+	}
+	g_hash_table_add(d->names, g_strndup(name, len));
+}
+
+/* A name about to be made in @parent from here. */
+static void listed_note(struct qtfs_fs *fs, fuse_ino_t parent, const char *name)
+{
+	g_mutex_lock(&fs->lock);
+	listed_add_locked(node_by_id(fs, parent), name, strlen(name));
+	g_mutex_unlock(&fs->lock);
+}
+
+/* Is @name known not to be in @parent? */
+static bool listed_absent(struct qtfs_fs *fs, fuse_ino_t parent, const char *name)
+{
+	struct node *p;
+	bool absent;
+
+	g_mutex_lock(&fs->lock);
+	p = node_by_id(fs, parent);
+	absent = p && p->names && !g_hash_table_contains(p->names, name);
+	g_mutex_unlock(&fs->lock);
+	return absent;
+}
+
+/* Names may have been missed: no list is complete any more.  fs->lock held. */
+static void listed_drop_all_locked(struct qtfs_fs *fs)
+{
+	GHashTableIter it;
+	gpointer v;
+
+	g_atomic_int_inc(&fs->list_epoch);
+	g_hash_table_iter_init(&it, fs->by_id);
+	while (g_hash_table_iter_next(&it, NULL, &v)) {
+		struct node *n = v;
+
+		if (n->names)
+			g_clear_pointer(&n->names, g_hash_table_destroy);
+	}
+}
+
+/* The names of a WATCH reply into the lists of their directories.  Loop thread. */
+static void listed_take(struct qtfs_fs *fs, const GArray *names)
+{
+	g_mutex_lock(&fs->lock);
+	for (guint i = 0; i < names->len; i++) {
+		const struct qtfs_watch_name *w = &g_array_index(names, struct qtfs_watch_name, i);
+		struct node probe = {.dev = w->dev, .ino = w->ino}, *d;
+
+		d = g_hash_table_lookup(fs->by_key, &probe);
+		if (d && d->gen == w->gen && d->names)
+			listed_add_locked(d, w->name, w->len);
+		else
+			g_atomic_int_inc(&fs->list_epoch); /* perhaps a MKDIR's, its reply not taken in yet */
+	}
+	g_mutex_unlock(&fs->lock);
+}
+
+/* ---- barrier ---------------------------------------------------------------- */
+
+/*
+ * A getxattr of QTFS_SYNC_XATTR on any file of the mount returns once
+ * every change the host made before it is known to this mount's kernel
+ * and lists: the server takes in its pending inotify events, sends this
+ * client's at once, and answers WATCH_SYNC with the number of the WATCH
+ * reply that carries the last of them; the notifier marks each reply done
+ * after its names (inval.seq).  rexec asks every fuse-qtfs mount for it
+ * before it returns, so that what a command run on the host made or
+ * removed is seen on the DPU right after.
+ *
+ * Without a running subscription (the server unreachable, a WATCH that
+ * failed, names missed while the barrier waited), the barrier expires
+ * every cached name instead and waits for that: the next lookups ask the
+ * host.  Without name caching (watch_timeout=0, or a kernel before 6.2)
+ * names are cached for entry_timeout only, and the barrier does nothing.
+ */
+#define SYNC_WAIT_US (5 * G_USEC_PER_SEC)
+
+/*
+ * Wait until *@done reaches @want, or the epoch moves from *@epoch (unless
+ * NULL).  sync_lock held.  0, or -ETIMEDOUT.
+ */
+static int sync_wait_locked(struct qtfs_fs *fs, const uint64_t *done, uint64_t want,
+			    const unsigned *epoch)
+{
+	gint64 until = g_get_monotonic_time() + SYNC_WAIT_US;
+
+	while (*done < want && (!epoch || *epoch == watch_epoch(fs)) &&
+	       !g_atomic_int_get(&fs->watch_stop))
+		if (!g_cond_wait_until(&fs->sync_cond, &fs->sync_lock, until))
+			return -ETIMEDOUT;
+	return 0;
+}
+
+static void inval_push(struct qtfs_fs *fs, bool all, uint64_t dev, uint64_t ino, uint64_t gen,
+		       bool is_dir, const uint8_t *name, size_t len);
+
+/* Expire every cached name and wait for the notifier to be done. */
+static int sweep_barrier(struct qtfs_fs *fs)
+{
+	struct inval *mark = g_new0(struct inval, 1);
+	uint64_t ticket;
+	int err;
+
+	g_mutex_lock(&fs->sync_lock);
+	ticket = mark->sweep = ++fs->sweep_next;
+	inval_push(fs, true, 0, 0, 0, false, NULL, 0);
+	g_async_queue_push(fs->invals, mark); /* the notifier frees it */
+	err = sync_wait_locked(fs, &fs->sweep_done, ticket, NULL);
+	g_mutex_unlock(&fs->sync_lock);
+	return err;
+}
+
+static int watch_sync(struct qtfs_fs *fs)
+{
+	g_autoptr(qt_msg) rep = NULL;
+	unsigned epoch = watch_epoch(fs);
+	uint64_t seq = 0;
+	struct qt_rd r;
+	int err;
+
+	if (!fs->se)
+		return 0; /* nothing is cached for longer than entry_timeout */
+	if (!g_atomic_int_get(&fs->watch_on))
+		return sweep_barrier(fs);
+	err = call(fs, qt_msg_new(QTFS_WATCH_SYNC, 0, 0), true, &rep);
+	if (err == 0) {
+		qt_rd_init_msg(&r, rep);
+		if (qt_rd_u64(&r, &seq) < 0 || qt_rd_end(&r) < 0)
+			err = -EIO;
+	}
+	if (err < 0)
+		return sweep_barrier(fs);
+	g_mutex_lock(&fs->sync_lock);
+	err = sync_wait_locked(fs, &fs->seq_done, seq, &epoch);
+	g_mutex_unlock(&fs->sync_lock);
+	if (err == 0 && epoch != watch_epoch(fs))
+		err = sweep_barrier(fs);
+	return err;
+}
+
 static void watch_arm(void *arg);
 
 /* Have the notifier expire every cached name. */
@@ -1520,6 +1743,9 @@ static void expire_again(void *arg)
  */
 static void watch_missed(struct qtfs_fs *fs)
 {
+	g_mutex_lock(&fs->lock);
+	listed_drop_all_locked(fs);
+	g_mutex_unlock(&fs->lock);
 	g_atomic_int_inc(&fs->watch_epoch);
 	if (!g_atomic_int_compare_and_exchange(&fs->watch_long, 1, 0))
 		return;
@@ -1531,18 +1757,26 @@ static void watch_missed(struct qtfs_fs *fs)
 static int watch_take_reply(struct qtfs_fs *fs, const struct qt_msg *rep)
 {
 	g_autoptr(GArray) names = g_array_new(FALSE, FALSE, sizeof(struct qtfs_watch_name));
+	struct inval *mark;
 	uint32_t flags = 0;
+	uint64_t seq = 0;
 
-	if (qtfs_watch_reply_read(rep, &flags, names) < 0)
+	if (qtfs_watch_reply_read(rep, &flags, &seq, names) < 0)
 		return -EIO;
 	if (flags & (QTFS_WF_START | QTFS_WF_OVERFLOW))
 		watch_missed(fs);
+	listed_take(fs, names);
 	for (guint i = 0; i < names->len; i++) {
 		const struct qtfs_watch_name *n = &g_array_index(names, struct qtfs_watch_name, i);
 
-		inval_push(fs, false, n->dev, n->ino, n->gen, n->is_dir, (const uint8_t *)n->name,
-			   n->len);
+		/* A new name makes nothing the kernel holds wrong. */
+		if (!n->is_new)
+			inval_push(fs, false, n->dev, n->ino, n->gen, n->is_dir,
+				   (const uint8_t *)n->name, n->len);
 	}
+	mark = g_new0(struct inval, 1);
+	mark->seq = seq ? seq : 1;
+	g_async_queue_push(fs->invals, mark);
 	return 0;
 }
 
@@ -1656,6 +1890,10 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	if (fs->o.proc && parent == FUSE_ROOT_ID && proc_lookup(req, fs, name))
 		return;
+	if (listed_absent(fs, parent, name)) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
 	path = path_of(fs, parent, name);
 	if (!path) {
 		fuse_reply_err(req, ESTALE);
@@ -1902,10 +2140,14 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, const
 {
 	struct qtfs_fs *fs = FS(req);
 	g_autoptr(qt_msg) rep = NULL;
-	unsigned epoch = watch_epoch(fs);
+	unsigned epoch = watch_epoch(fs), lepoch = list_epoch(fs);
+	bool is_mkdir = qt_msg_type(m) == QTFS_MKDIR; /* @m goes with the call */
 	struct dir_attr d;
 	struct qtfs_attr a;
-	int err = call(fs, m, false, &rep);
+	int err;
+
+	listed_note(fs, parent, name);
+	err = call(fs, m, false, &rep);
 
 	if (err == 0)
 		err = rd_entry_reply(rep, &a, &d);
@@ -1917,7 +2159,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, const
 	/* A new FIFO to be relayed: not cached, so the next lookup finds the relay. */
 	if (S_ISFIFO(a.mode) && relay_path(fs, path))
 		a.flags |= QTFS_AF_PSEUDO;
-	reply_entry(req, fs, parent, name, &a, epoch);
+	reply_entry_of(req, fs, parent, name, &a, epoch, is_mkdir ? &lepoch : NULL);
 }
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
@@ -2042,6 +2284,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	m = req_path(QTFS_RENAME, from);
 	qt_msg_put_str(m, to);
 	qt_msg_put_u32(m, flags);
+	listed_note(fs, newparent, newname);
 	err = call(fs, m, false, &rep);
 	if (err == 0) {
 		struct dir_attr d[2];
@@ -2378,6 +2621,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	qt_msg_put_u32(m, (uint32_t)fi->flags);
 	qt_msg_put_u32(m, mode);
 	put_caller(m, req);
+	listed_note(fs, parent, name);
 	cp = g_malloc(sizeof(*cp) + len);
 	*cp = (struct create_pending){.req = req, .epoch = watch_epoch(fs), .parent = parent, .fi = *fi,
 				      .slot = slot, .gen = gen};
@@ -2884,6 +3128,17 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
+	if (!strcmp(name, QTFS_SYNC_XATTR)) {
+		int err = watch_sync(fs);
+
+		if (err < 0)
+			fuse_reply_err(req, -err);
+		else if (size)
+			fuse_reply_buf(req, "", 0);
+		else
+			fuse_reply_xattr(req, 0);
+		return;
+	}
 	m = req_path(QTFS_GETXATTR, path);
 	qt_msg_put_str(m, name);
 	qt_msg_put_u32(m, (uint32_t)MIN(size, QTFS_XATTR_SIZE_MAX));
@@ -3240,6 +3495,8 @@ struct qtfs_fs *qtfs_fs_new(const struct qtfs_fs_opts *o, struct qtfs_client *cl
 	fs->o.fifo_relay = NULL;
 	fs->o.local_proc = fs->local_proc;
 	g_mutex_init(&fs->lock);
+	g_mutex_init(&fs->sync_lock);
+	g_cond_init(&fs->sync_cond);
 	g_mutex_init(&fs->slow_lock);
 	{
 		/* Its threads must leave the termination signals to the main thread. */
@@ -3323,6 +3580,9 @@ void qtfs_fs_stop(struct qtfs_fs *fs)
 	if (!fs)
 		return;
 	g_atomic_int_set(&fs->watch_stop, 1);
+	g_mutex_lock(&fs->sync_lock);
+	g_cond_broadcast(&fs->sync_cond);
+	g_mutex_unlock(&fs->sync_lock);
 	if (fs->notifier) {
 		g_async_queue_push_front(fs->invals, &inval_stop);
 		g_thread_join(g_steal_pointer(&fs->notifier));
@@ -3367,6 +3627,8 @@ void qtfs_fs_free(struct qtfs_fs *fs)
 	g_mutex_clear(&fs->lk_lock);
 	g_cond_clear(&fs->lk_cond);
 	g_mutex_clear(&fs->lock);
+	g_mutex_clear(&fs->sync_lock);
+	g_cond_clear(&fs->sync_cond);
 	g_free(fs->local_proc);
 	g_strfreev(fs->local_comms);
 	g_strfreev(fs->relay);

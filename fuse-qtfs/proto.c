@@ -120,29 +120,33 @@ int qtfs_name_check(const char *name, size_t len)
 	return 0;
 }
 
-int qtfs_watch_reply_read(const struct qt_msg *rep, uint32_t *flags, GArray *names)
+int qtfs_watch_reply_read(const struct qt_msg *rep, uint32_t *flags, uint64_t *seq,
+			  GArray *names)
 {
 	uint32_t count = 0;
 	struct qt_rd r;
 
 	qt_rd_init_msg(&r, rep);
 	qt_rd_u32(&r, flags);
+	qt_rd_u64(&r, seq);
 	qt_rd_u32(&r, &count);
 	if (r.err || count > QTFS_WATCH_BATCH_MAX)
 		return -EBADMSG;
 	for (uint32_t i = 0; i < count; i++) {
 		struct qtfs_watch_name n = {0};
-		uint8_t is_dir = 0;
+		uint8_t nflags = 0;
 		const uint8_t *p = NULL;
 
 		qt_rd_u64(&r, &n.dev);
 		qt_rd_u64(&r, &n.ino);
 		qt_rd_u64(&r, &n.gen);
-		qt_rd_u8(&r, &is_dir);
+		qt_rd_u8(&r, &nflags);
 		qt_rd_bytes(&r, QTFS_NAME_MAX, &p, &n.len);
-		if (r.err || is_dir > 1 || qtfs_name_check((const char *)p, n.len) < 0)
+		if (r.err || (nflags & ~(QTFS_WN_DIR | QTFS_WN_NEW)) ||
+		    qtfs_name_check((const char *)p, n.len) < 0)
 			return -EBADMSG;
-		n.is_dir = is_dir;
+		n.is_dir = nflags & QTFS_WN_DIR;
+		n.is_new = nflags & QTFS_WN_NEW;
 		n.name = (const char *)p;
 		g_array_append_val(names, n);
 	}
@@ -205,6 +209,7 @@ const char *qtfs_op_name(uint16_t type)
 		[QTFS_GETLK - QTFS_MOUNT] = "GETLK",
 		[QTFS_INTERRUPT - QTFS_MOUNT] = "INTERRUPT",
 		[QTFS_WATCH - QTFS_MOUNT] = "WATCH",
+		[QTFS_WATCH_SYNC - QTFS_MOUNT] = "WATCH_SYNC",
 	};
 
 	if (type >= QTFS_MOUNT && type < QTFS_OP_MAX)

@@ -60,7 +60,9 @@ enum qtfs_op {
 	QTFS_INTERRUPT = 0x0121,
 	/* Held by the server until names the client may have cached change (see below). */
 	QTFS_WATCH = 0x0122,
-	QTFS_OP_MAX = 0x0123,
+	/* Answered once every change made on the host before it is on its way in a WATCH reply. */
+	QTFS_WATCH_SYNC = 0x0123,
+	QTFS_OP_MAX = 0x0124,
 };
 
 /* Longest relative path a request may carry, and longest name component. */
@@ -90,6 +92,14 @@ enum {
 	 * the name if it goes or changes inode.
 	 */
 	QTFS_AF_WATCHED = 0x4,
+	/*
+	 * In a MKDIR reply, with QTFS_AF_WATCHED: the new directory is
+	 * watched for this client too, for new names as well (IN_CREATE),
+	 * and it was empty once watched.  From here on, a WATCH reply
+	 * reports every name that appears in it (QTFS_WN_NEW), so the client
+	 * can know all its names.
+	 */
+	QTFS_AF_LISTED = 0x8,
 };
 
 /* MOUNT request flags: what the client asks of the session. */
@@ -112,15 +122,25 @@ enum {
 
 /*
  * WATCH: request u32 wait_ms (at most QTFS_WATCH_WAIT_MAX_MS); the reply,
- * sent when there is something to say or the wait is over: u32 flags, u32
- * count, then count x (u64 dev, u64 ino, u64 gen of a directory, u8 1 if
- * the name is a directory's, bytes name): names that were deleted, renamed
- * away or renamed over since the last reply, at most QTFS_WATCH_BATCH_MAX
- * per reply (more in between is an overflow).
+ * sent when there is something to say or the wait is over: u32 flags, u64
+ * seq (numbers the subscription's replies from 1), u32 count, then count
+ * x (u64 dev, u64 ino, u64 gen of a directory, u8 name flags, bytes
+ * name): names that were deleted, renamed away or renamed over since the
+ * last reply, and in QTFS_AF_LISTED directories names that appeared, at
+ * most QTFS_WATCH_BATCH_MAX per reply (more in between is an overflow).
+ *
+ * WATCH_SYNC: empty request; the reply is u64 seq: every change the host
+ * made before the request is in WATCH reply seq or an earlier one.
  */
 enum {
 	QTFS_WF_START = 0x1,	/* a new subscription: what came before is unknown */
 	QTFS_WF_OVERFLOW = 0x2, /* events were lost: anything may have changed */
+};
+
+/* Name flags in a WATCH reply. */
+enum {
+	QTFS_WN_DIR = 0x1, /* the name is (or was) a directory's */
+	QTFS_WN_NEW = 0x2, /* the name appeared (created, or renamed in): nothing cached is wrong */
 };
 #define QTFS_WATCH_WAIT_MAX_MS 60000
 #define QTFS_WATCH_BATCH_MAX 4096
@@ -129,17 +149,20 @@ enum {
 struct qtfs_watch_name {
 	uint64_t dev, ino, gen; /* its directory */
 	bool is_dir;
+	bool is_new; /* QTFS_WN_NEW */
 	const char *name; /* into the reply's buffer; not NUL-terminated */
 	size_t len;
 };
 
 /*
- * Read a WATCH reply into *@flags and @names (a GArray of struct
+ * Read a WATCH reply into *@flags, *@seq and @names (a GArray of struct
  * qtfs_watch_name, appended to): at most QTFS_WATCH_BATCH_MAX names, each
- * a single valid component (qtfs_name_check), nothing after them.  0, or
- * -EBADMSG (and @names holds whatever came before the fault).
+ * a single valid component (qtfs_name_check) with known name flags,
+ * nothing after them.  0, or -EBADMSG (and @names holds whatever came
+ * before the fault).
  */
-int qtfs_watch_reply_read(const struct qt_msg *rep, uint32_t *flags, GArray *names);
+int qtfs_watch_reply_read(const struct qt_msg *rep, uint32_t *flags, uint64_t *seq,
+			  GArray *names);
 
 /* SETATTR valid bits (the same meaning as FUSE_SET_ATTR_*). */
 enum {

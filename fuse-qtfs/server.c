@@ -138,13 +138,19 @@ struct watch_sub {
 	struct qtfs_srv *srv;
 	int refs;	/* sessions */
 	int started;	/* atomic: a WATCH came; events are kept from then on */
-	GHashTable *dirs; /* dir_key() of the directories watched for this client */
+	/* dir_key() of the directories watched for this client -> DIR_NAMES or DIR_NEW */
+	GHashTable *dirs;
 	GArray *queue;	/* struct watch_ev, at most QTFS_WATCH_BATCH_MAX */
 	bool overflow;	/* events were dropped since the last reply */
 	struct job *waiting; /* the WATCH request held, or NULL */
 	struct qt_timer *timer; /* ends the wait of @waiting */
 	bool flushing;		/* @timer is the short one of watch_soon() */
+	bool sync;		/* a WATCH_SYNC waits for the queue: answer without delay */
+	uint64_t seq;		/* of the last WATCH reply */
 };
+
+/* What a subscription hears of a directory: names that go, or those that appear too. */
+enum { DIR_NAMES = 1, DIR_NEW = 2 };
 
 /*
  * A held WATCH is answered this long after the first name is queued, so
@@ -157,6 +163,7 @@ struct watch_sub {
 
 struct watch_ev {
 	struct qtfs_dirid dir;
+	bool is_new;
 	char *name;
 	bool is_dir;
 };
@@ -627,19 +634,27 @@ static gpointer dir_key(uint64_t dev, uint64_t ino)
 	return GSIZE_TO_POINTER((gsize)(h ? h : 1));
 }
 
+struct linux_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
 /*
- * Before a name in the directory @dirfd is looked at for a reply that
- * names it: watch the directory for this session's client, if the client
- * subscribed (see "Name caching").  QTFS_AF_WATCHED, or 0.
+ * Watch the directory @dirfd for this session's client, if the client
+ * subscribed (see "Name caching"): for names that go (@what DIR_NAMES),
+ * or for new names too (DIR_NEW).  QTFS_AF_WATCHED, or 0.
  */
-static uint32_t watch_dir(struct session *sess, int dirfd)
+static uint32_t watch_fd(struct session *sess, int dirfd, int what)
 {
 	struct qtfs_srv *srv = sess->srv;
 	struct watch_sub *sub = sess->sub;
 	struct qtfs_dirid id;
 	enum dev_kind kind;
 	struct stat st;
-	gpointer key;
+	gpointer key, had;
 	bool mine;
 
 	if (!sub || !g_atomic_int_get(&sub->started) || dirfd < 0 || fstat(dirfd, &st) < 0)
@@ -650,14 +665,57 @@ static uint32_t watch_dir(struct session *sess, int dirfd)
 	id = (struct qtfs_dirid){.dev = st.st_dev, .ino = st.st_ino, .gen = inode_gen(dirfd, "")};
 	key = dir_key(id.dev, id.ino);
 	g_mutex_lock(&srv->sub_lock);
-	mine = g_hash_table_contains(sub->dirs, key);
-	if (!mine && g_hash_table_size(sub->dirs) < srv->max_watches) {
-		g_hash_table_add(sub->dirs, key);
-		mine = true;
-	}
+	had = g_hash_table_lookup(sub->dirs, key);
+	mine = had || g_hash_table_size(sub->dirs) < srv->max_watches;
+	if (mine && GPOINTER_TO_INT(had) < what)
+		g_hash_table_insert(sub->dirs, key, GINT_TO_POINTER(what));
 	g_mutex_unlock(&srv->sub_lock);
 	/* Into the client's set first: an event right after the watch is added is for it. */
-	return mine && qtfs_dirwatch_add(srv->dw, dirfd, &id) ? QTFS_AF_WATCHED : 0;
+	return mine && qtfs_dirwatch_add(srv->dw, dirfd, &id, what == DIR_NEW) ? QTFS_AF_WATCHED : 0;
+}
+
+/*
+ * Before a name in the directory @dirfd is looked at for a reply that
+ * names it: watch the directory for this session's client.
+ * QTFS_AF_WATCHED, or 0.
+ */
+static uint32_t watch_dir(struct session *sess, int dirfd)
+{
+	return watch_fd(sess, dirfd, DIR_NAMES);
+}
+
+/*
+ * The directory @a names, of attributes @st, was just made for the
+ * client, in a directory watched for it: watch it for new names too.
+ * True (QTFS_AF_LISTED) if that worked and it was still empty afterwards,
+ * so that every name that appears in it from now on is reported.
+ */
+static bool watch_new_dir(struct session *sess, const struct at *a, const struct stat *st)
+{
+	char buf[256] __attribute__((aligned(8)));
+	struct stat fst;
+	bool empty = true;
+	long n;
+	int fd = openat(a->dirfd, a->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &fst) < 0 || fst.st_dev != st->st_dev || fst.st_ino != st->st_ino ||
+	    !watch_fd(sess, fd, DIR_NEW)) {
+		close(fd);
+		return false;
+	}
+	while (empty && (n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+		for (long pos = 0; pos < n;) {
+			const struct linux_dirent64 *d = (const void *)(buf + pos);
+
+			if (strcmp(d->d_name, ".") && strcmp(d->d_name, ".."))
+				empty = false;
+			pos += d->d_reclen;
+		}
+	}
+	close(fd);
+	return empty && n == 0;
 }
 
 /*
@@ -1179,9 +1237,15 @@ static int own_new(const struct at *a, uint32_t uid, uint32_t gid)
 static int answer_made(struct session *sess, const struct at *a, uint32_t uid, uint32_t gid,
 		       uint32_t wflags, struct qt_msg *rep)
 {
+	struct stat st;
 	int err = own_new(a, uid, gid);
 
-	return err < 0 ? err : put_at_attr(sess, a, wflags, rep);
+	if (err < 0 || (err = at_stat(a, &st)) < 0)
+		return err;
+	if (S_ISDIR(st.st_mode) && (wflags & QTFS_AF_WATCHED) && watch_new_dir(sess, a, &st))
+		wflags |= QTFS_AF_LISTED;
+	put_attr_flags(sess, rep, &st, a->dirfd, a->name, wflags);
+	return 0;
 }
 
 enum make_kind { MAKE_NODE, MAKE_DIR, MAKE_SYMLINK };
@@ -2007,14 +2071,6 @@ static int op_opendir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	return put_new_handle(sess, fd, true, path, O_RDONLY | O_DIRECTORY, NULL, 0, rep);
 }
 
-struct linux_dirent64 {
-	uint64_t d_ino;
-	int64_t d_off;
-	unsigned short d_reclen;
-	unsigned char d_type;
-	char d_name[];
-};
-
 /* What an entry costs in the client's FUSE buffer (struct fuse_dirent[plus]). */
 static size_t fuse_entry_size(size_t namelen, bool plus)
 {
@@ -2608,6 +2664,7 @@ static void watch_answer(struct watch_sub *sub, struct job *j, uint32_t flags, b
 		sub->overflow = false;
 	}
 	qt_msg_put_u32(rep, flags);
+	qt_msg_put_u64(rep, ++sub->seq);
 	qt_msg_put_u32(rep, n);
 	for (guint i = 0; i < n; i++) {
 		const struct watch_ev *ev = &g_array_index(sub->queue, struct watch_ev, i);
@@ -2615,11 +2672,13 @@ static void watch_answer(struct watch_sub *sub, struct job *j, uint32_t flags, b
 		qt_msg_put_u64(rep, ev->dir.dev);
 		qt_msg_put_u64(rep, ev->dir.ino);
 		qt_msg_put_u64(rep, ev->dir.gen);
-		qt_msg_put_u8(rep, ev->is_dir);
+		qt_msg_put_u8(rep, (ev->is_dir ? QTFS_WN_DIR : 0) | (ev->is_new ? QTFS_WN_NEW : 0));
 		qt_msg_put_bytes(rep, ev->name, strlen(ev->name));
 	}
-	if (events)
+	if (events) {
 		sub_clear_queue(sub);
+		sub->sync = false;
+	}
 	qt_msg_free(j->req);
 	j->req = NULL;
 	j->reply = rep;
@@ -2662,7 +2721,7 @@ static struct job *watch_soon(struct watch_sub *sub)
 
 	if (!sub->waiting || (!sub->queue->len && !sub->overflow))
 		return NULL;
-	if (sub->overflow || sub->queue->len >= QTFS_WATCH_BATCH_MAX / 2) {
+	if (sub->overflow || sub->sync || sub->queue->len >= QTFS_WATCH_BATCH_MAX / 2) {
 		j = watch_take(sub);
 		watch_answer(sub, j, 0, true);
 		return j;
@@ -2718,6 +2777,52 @@ static void watch_request(struct session *sess, struct job *j)
 		deliver(j);
 }
 
+/*
+ * WATCH_SYNC, on the loop thread: take in every event the kernel has
+ * queued, send what concerns the client now, and answer with the number
+ * of the WATCH reply that carries (or carried) the last of it.  The
+ * client waits for that reply to be taken in: whatever the host did
+ * before the WATCH_SYNC is then known to its kernel.  A change made
+ * before is queued by inotify before its system call returns.
+ */
+static void watch_sync(struct session *sess, struct job *j)
+{
+	struct qtfs_srv *srv = sess->srv;
+	struct watch_sub *sub = sess->sub;
+	struct job *now = NULL;
+	uint64_t seq;
+	int err;
+
+	if ((err = qt_msg_payload_len(j->req) ? -EBADMSG : 0) == 0 && (sess->refused || !sub))
+		err = sess->refused ? -EACCES : -EPERM;
+	if (err < 0) {
+		j->reply = qt_msg_new_error(j->req, -err);
+		qt_msg_free(g_steal_pointer(&j->req));
+		deliver(j);
+		return;
+	}
+	qtfs_dirwatch_drain(srv->dw);
+	g_mutex_lock(&srv->sub_lock);
+	if (!sub->queue->len && !sub->overflow) {
+		seq = sub->seq;
+	} else if (sub->waiting) {
+		now = watch_take(sub);
+		watch_answer(sub, now, 0, true);
+		seq = sub->seq;
+	} else {
+		/* The client's next WATCH is on its way: it gets the queue at once. */
+		sub->sync = true;
+		seq = sub->seq + 1;
+	}
+	g_mutex_unlock(&srv->sub_lock);
+	if (now)
+		deliver(now);
+	j->reply = qt_msg_new_reply(j->req, QTFS_WATCH_SYNC);
+	qt_msg_put_u64(j->reply, seq);
+	qt_msg_free(g_steal_pointer(&j->req));
+	deliver(j);
+}
+
 /* A connection ends: a WATCH it carried is dropped, unanswered. */
 static void watch_conn_closed(struct session *sess)
 {
@@ -2756,9 +2861,12 @@ static void watch_event(void *arg, const struct qtfs_dirwatch_event *ev)
 		case QTFS_DW_GONE:
 			g_hash_table_remove(sub->dirs, dir_key(ev->dir.dev, ev->dir.ino));
 			break;
-		case QTFS_DW_NAME:
-			if (sub->overflow || !g_hash_table_contains(sub->dirs,
-								     dir_key(ev->dir.dev, ev->dir.ino)))
+		case QTFS_DW_NAME: {
+			int what = GPOINTER_TO_INT(
+				g_hash_table_lookup(sub->dirs, dir_key(ev->dir.dev, ev->dir.ino)));
+
+			/* A new name only where the client keeps every name. */
+			if (sub->overflow || what < (ev->is_new ? DIR_NEW : DIR_NAMES))
 				break;
 			if (sub->queue->len >= QTFS_WATCH_BATCH_MAX) {
 				sub_clear_queue(sub);
@@ -2768,8 +2876,10 @@ static void watch_event(void *arg, const struct qtfs_dirwatch_event *ev)
 			e.dir = ev->dir;
 			e.name = g_strndup(ev->name, ev->len);
 			e.is_dir = ev->is_dir;
+			e.is_new = ev->is_new;
 			g_array_append_val(sub->queue, e);
 			break;
+		}
 		case QTFS_DW_OVERFLOW:
 			sub_clear_queue(sub);
 			sub->overflow = true;
@@ -3385,6 +3495,10 @@ static void srv_conn_request(struct qt_conn *c, struct qt_msg *m, void *user)
 	j->req = m;
 	if (qt_msg_type(m) == QTFS_WATCH) {
 		watch_request(sess, j);
+		return;
+	}
+	if (qt_msg_type(m) == QTFS_WATCH_SYNC) {
+		watch_sync(sess, j);
 		return;
 	}
 	if (sess->srv->ring_ops && ring_start(sess, j))

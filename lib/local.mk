@@ -13,7 +13,8 @@ lib_libqt_a_SOURCES = \
 	lib/auth.c lib/auth.h \
 	lib/loop.c lib/loop.h lib/loop-private.h lib/loop-uring.c lib/loop-epoll.c \
 	lib/conn.c lib/conn.h \
-	lib/pipe.c
+	lib/pipe.c \
+	lib/qtfs-sync.c lib/qtfs-sync.h
 lib_libqt_a_CPPFLAGS = $(AM_CPPFLAGS) $(URING_CFLAGS)
 
 QT_LIBS = lib/libqt.a $(URING_LIBS) $(GLIB_LIBS)

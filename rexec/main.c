@@ -31,11 +31,14 @@
 #include "endpoint.h"
 #include "log.h"
 #include "proto.h"
+#include "qtfs-sync.h"
 #include "ssh-mode.h"
 #include "tty.h"
 
 #define SHORT_OPTS "+:hVvH:tTe:EC:i:"
 #define DEFAULT_CONFIG "/etc/rexec/client.conf"
+/* The longest rexec waits for the fuse-qtfs mounts' barrier when it ends. */
+#define SYNC_TIMEOUT_MS 2000
 
 extern char **environ;
 
@@ -517,6 +520,19 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 	return 0;
 }
 
+/*
+ * The command ran on the host: make what it changed there visible through
+ * the fuse-qtfs mounts here before the caller goes on (lib/qtfs-sync.h).
+ * REXEC_NO_SYNC (non-empty) skips it.
+ */
+static void sync_mounts(void)
+{
+	const char *no = g_getenv("REXEC_NO_SYNC");
+
+	if (!no || !*no)
+		qt_qtfs_sync_all(SYNC_TIMEOUT_MS);
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = {0};
@@ -543,8 +559,10 @@ int main(int argc, char **argv)
 #endif
 		/* Messages say "rexec:", whatever name the shim has. */
 		qt_cli_init("rexec");
-		if ((rc = load_config(&o)) == 0)
+		if ((rc = load_config(&o)) == 0) {
 			rc = shim_run(&o, argc, argv);
+			sync_mounts();
+		}
 		goto out;
 	}
 	if ((rc = parse_opts(&o, argc, argv)) != 0) {
@@ -600,6 +618,7 @@ int main(int argc, char **argv)
 	if ((rc = load_config(&o)) != 0)
 		goto out;
 	rc = run_command(&o, argv[optind], argv + optind, o.all_env, o.pass_fds, fds, n_fds);
+	sync_mounts();
 out:
 	for (uint32_t i = 0; i < n_fds; i++)
 		rexec_fileref_clear(&fds[i]);

@@ -1203,7 +1203,8 @@ static void attacks_garbage(struct ctx *x)
 		int want = op == QTFS_INTERRUPT ? ENOSYS : EBADMSG;
 
 		g_snprintf(what, sizeof(what), "%s with an empty payload", qtfs_op_name(op));
-		expect(x, what, build_raw(op, NULL, 0), want);
+		/* WATCH_SYNC has no fields: here, on a session without a subscription, EPERM. */
+		expect(x, what, build_raw(op, NULL, 0), op == QTFS_WATCH_SYNC ? EPERM : want);
 		g_snprintf(what, sizeof(what), "%s with 7 bytes of 0xff", qtfs_op_name(op));
 		expect(x, what, build_raw(op, ff, sizeof(ff)), want);
 	}
@@ -1617,10 +1618,11 @@ static void expect_watch_empty(struct ctx *x, struct session *s, const char *wha
 	g_autoptr(GArray) names = g_array_new(FALSE, FALSE, sizeof(struct qtfs_watch_name));
 	struct qt_msg *reply = NULL;
 	uint32_t flags = 0;
+	uint64_t seq = 0;
 	int err = call(s, build_watch(wait_ms), &reply);
 
 	if (err == 0)
-		err = qtfs_watch_reply_read(reply, &flags, names);
+		err = qtfs_watch_reply_read(reply, &flags, &seq, names);
 	report(x, err == 0 && flags == want_flags && names->len == 0, what, err,
 	       want_flags ? "START and no names" : "no names");
 	qt_msg_free(reply);
@@ -1655,6 +1657,65 @@ static int watch_session(struct ctx *x, struct session **out, uint64_t id)
 }
 
 /*
+ * With the export on this machine: a directory the client makes is
+ * LISTED; a name made in it on the host is reported as new; WATCH_SYNC
+ * names the WATCH reply that carries it, and the next WATCH is that reply.
+ */
+static void watch_listed(struct ctx *x, struct session *w, const char *dir)
+{
+	g_autofree char *made = g_build_filename(dir, "made", NULL);
+	g_autofree char *fresh = g_build_filename(made, "fresh", NULL);
+	g_autoptr(GArray) names = g_array_new(FALSE, FALSE, sizeof(struct qtfs_watch_name));
+	struct qt_msg *reply = NULL;
+	struct qtfs_attr a = {0};
+	uint64_t seq = 0, sync_seq = 0;
+	uint32_t flags = 0;
+	struct stat mst;
+	struct qt_rd r;
+	bool good;
+	int err, fd;
+
+	err = call(w, build(QTFS_MKDIR, bs("qtfs-raw-watch/made"), NULL), &reply);
+	if (err == 0) {
+		qt_rd_init_msg(&r, reply);
+		err = qtfs_rd_attr(&r, &a);
+	}
+	qt_msg_free(reply);
+	reply = NULL;
+	report(x, err == 0 && (a.flags & QTFS_AF_WATCHED) && (a.flags & QTFS_AF_LISTED),
+	       "MKDIR on the subscribed session says WATCHED and LISTED", err, "both flags");
+	if (err < 0 || stat(made, &mst) < 0)
+		return;
+	fd = open(fresh, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd >= 0)
+		close(fd);
+	err = call(w, qt_msg_new(QTFS_WATCH_SYNC, 0, 0), &reply);
+	if (err == 0) {
+		qt_rd_init_msg(&r, reply);
+		if (qt_rd_u64(&r, &sync_seq) < 0 || qt_rd_end(&r) < 0)
+			err = -EBADMSG;
+	}
+	qt_msg_free(reply);
+	reply = NULL;
+	report(x, err == 0 && sync_seq > 0, "WATCH_SYNC answers with a reply number", err, "a number");
+	err = call(w, build_watch(5000), &reply);
+	if (err == 0)
+		err = qtfs_watch_reply_read(reply, &flags, &seq, names);
+	good = err == 0 && flags == 0 && seq == sync_seq && names->len == 1;
+	if (good) {
+		const struct qtfs_watch_name *n = &g_array_index(names, struct qtfs_watch_name, 0);
+
+		good = n->len == 5 && !memcmp(n->name, "fresh", 5) && n->is_new && !n->is_dir &&
+		       n->ino == (uint64_t)mst.st_ino;
+	}
+	report(x, good, "a name made on the host in it is reported as new, in the reply WATCH_SYNC named",
+	       err, "one new name, fresh, in reply number sync_seq");
+	qt_msg_free(reply);
+	unlink(fresh);
+	rmdir(made);
+}
+
+/*
  * With the export on this machine: a name deleted on the host is reported
  * to a subscribed client only in a directory that client looked in, and
  * then with its directory's identity.
@@ -1669,6 +1730,7 @@ static void watch_reports(struct ctx *x, struct session *w)
 	struct qt_msg *reply = NULL;
 	struct qtfs_attr a = {0};
 	uint32_t flags = 0;
+	uint64_t seq = 0;
 	struct stat dst;
 	struct qt_rd r;
 	bool good;
@@ -1689,7 +1751,7 @@ static void watch_reports(struct ctx *x, struct session *w)
 				   300, 0);
 		err = call(other, build_watch(5000), &reply);
 		if (err == 0)
-			err = qtfs_watch_reply_read(reply, &flags, names);
+			err = qtfs_watch_reply_read(reply, &flags, &seq, names);
 		report(x, err == 0 && names->len == 1, "... but to the client that looked there", err,
 		       "one name");
 		qt_msg_free(reply);
@@ -1710,7 +1772,7 @@ static void watch_reports(struct ctx *x, struct session *w)
 	unlink(fb);
 	err = call(w, build_watch(5000), &reply);
 	if (err == 0)
-		err = qtfs_watch_reply_read(reply, &flags, names);
+		err = qtfs_watch_reply_read(reply, &flags, &seq, names);
 	good = err == 0 && flags == 0 && names->len == 1;
 	if (good) {
 		const struct qtfs_watch_name *n = &g_array_index(names, struct qtfs_watch_name, 0);
@@ -1721,6 +1783,9 @@ static void watch_reports(struct ctx *x, struct session *w)
 	report(x, good, "a name deleted where this client looked is reported, with its directory", err,
 	       "one name, b, in qtfs-raw-watch");
 	qt_msg_free(reply);
+	reply = NULL;
+	g_array_set_size(names, 0);
+	watch_listed(x, w, dir);
 	rmdir(dir);
 }
 
@@ -1742,6 +1807,11 @@ static void attacks_watch(struct ctx *x)
 	m = build_watch(0);
 	qt_msg_put_u8(m, 0);
 	expect(x, "WATCH with a trailing byte", m, EBADMSG);
+	expect(x, "WATCH_SYNC on a session mounted without WATCH", qt_msg_new(QTFS_WATCH_SYNC, 0, 0),
+	       EPERM);
+	m = qt_msg_new(QTFS_WATCH_SYNC, 0, 0);
+	qt_msg_put_u8(m, 0);
+	expect(x, "WATCH_SYNC with a trailing byte", m, EBADMSG);
 
 	if (session_open(x, &w, &msg) < 0) {
 		printf("FAIL setup: a session for WATCH: %s\n", msg);

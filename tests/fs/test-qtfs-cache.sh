@@ -118,6 +118,49 @@ for fs in disk mem; do
 	rm "$d/own2"
 	check "$fs: the DPU's own unlink" [ ! -e "$h/own2" ] && [ ! -e "$d/own2" ]
 	check "$fs: a name made again after the DPU's unlink is found" sh -c "echo b >'$h/own2' && [ \"\$(cat '$d/own2')\" = b ]"
+
+	# A directory made on the DPU is listed: a name not in it is answered
+	# at once, with the server stopped (the control, a directory made on
+	# the host, is at the end).
+	mkdir "$d/made"
+	echo >"$d/made/own"
+	stat "$d" "$d/made" "$d/made/own" >/dev/null
+	check "$fs: a name made there by the DPU is found" [ -f "$d/made/own" ]
+	echo h >"$h/made/hostmade"
+	check "$fs: a name made there on the host is found on the DPU" within 100 [ -e "$d/made/hostmade" ]
+	mkdir "$h/made/hostdir"
+	mv "$h/made/hostmade" "$h/made/hostdir/inner"
+	echo r >"$h/renamed-in"
+	mv "$h/renamed-in" "$h/made/renamed-in"
+	check "$fs: ... and a directory, and a name renamed in" \
+		within 100 sh -c "[ -e '$d/made/hostdir/inner' ] && [ -e '$d/made/renamed-in' ]"
+
+	# The barrier: after a getxattr of user.qtfs.sync, what the host just
+	# made or removed is seen at once (the report alone takes milliseconds).
+	python3 - "$h/made" "$d/made" >"$T/barrier.out" 2>&1 <<'PY'
+import os, sys
+h, d = sys.argv[1], sys.argv[2]
+for i in range(50):
+    n = "b%d" % i
+    os.close(os.open(os.path.join(h, n), os.O_CREAT | os.O_WRONLY, 0o644))
+    os.getxattr(d, "user.qtfs.sync")
+    os.stat(os.path.join(d, n))
+    os.unlink(os.path.join(h, n))
+    os.getxattr(d, "user.qtfs.sync")
+    if os.path.exists(os.path.join(d, n)):
+        sys.exit("%s: still there after the host removed it" % n)
+PY
+	rc=$?
+	check "$fs: after the barrier, names the host just made or removed are seen ($(tail -1 "$T/barrier.out"))" \
+		[ $rc -eq 0 ]
+	check "$fs: the barrier answers an empty value" \
+		python3 -c 'import os, sys; sys.exit(os.getxattr(sys.argv[1], "user.qtfs.sync") != b"")' "$d"
+
+	kill -STOP "$SERVER_PID"
+	check "$fs: a missing name in a directory made on the DPU is answered without the host" \
+		sh -c "timeout 2 stat '$d/made/none' 2>&1 | grep -q 'No such file'"
+	kill -CONT "$SERVER_PID"
+	rm -r "$h/made"
 done
 
 # -- missed events: the kernel's queue overflows while the server sleeps -------
@@ -152,7 +195,8 @@ check "overflow: the DPU's mount beneath a cached directory is still there" \
 
 # -- missed events: a restart ----------------------------------------------------
 echo w >"$h/restart"
-stat "$d/restart" >/dev/null
+mkdir "$d/listed"
+stat "$d/restart" "$d/listed" >/dev/null
 kill -9 "$SERVER_PID"
 wait_gone "$SERVER_PID" 2>/dev/null
 rm "$h/restart"
@@ -161,6 +205,9 @@ start_server "$T/server2.log" --listen "unix:$T/sock" --export "$T/exp" || exit 
 check "restart: a name deleted while the server was down is gone once it is back" \
 	gone "$d/restart" 500
 check "restart: the DPU's mount beneath a cached directory is still there" [ -e "$d/keep/m/local" ]
+# The new server watches nothing yet: the DPU must not answer from its old lists.
+echo n >"$h/listed/after"
+check "restart: a name made on the host in a listed directory is found at once" [ -e "$d/listed/after" ]
 umount "$d/keep/m"
 
 # -- a server that does not watch ---------------------------------------------------
@@ -179,5 +226,15 @@ stat "$T/nw/mem/nw" >/dev/null
 rm "$h/nw"
 sleep 1.2
 check "name_watch=false: names are cached for entry_timeout (1 s) only" [ ! -e "$T/nw/mem/nw" ]
+
+# -- listed directories: the control ------------------------------------------------
+# In a directory made on the host the lookup of a missing name waits for the
+# host (until the 3 s deadline).  Last: the subscriptions may time out then.
+mkdir "$T/exp/mem/hostmade"
+stat "$T/mnt/mem/hostmade" >/dev/null
+kill -STOP "$SERVER_PID"
+check "control: in a directory made on the host a missing name waits for the host" \
+	sh -c "timeout 1 stat '$T/mnt/mem/hostmade/none' >/dev/null 2>&1; [ \$? -eq 124 ]"
+kill -CONT "$SERVER_PID"
 
 finish

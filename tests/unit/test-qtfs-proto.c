@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "proto.h"
+#include "qtfs-sync.h"
 
 static const uint8_t golden_attr[QTFS_ATTR_WIRE_SIZE] = {
 	/* dev */ 0, 0, 0, 0, 0, 0, 0x08, 0x01,
@@ -223,13 +224,13 @@ END_TEST
 
 /* ---- WATCH replies: what a server sends the client's notifier ---------- */
 
-static void put_name(struct qt_msg *m, uint64_t dev, uint64_t ino, uint64_t gen, uint8_t is_dir,
+static void put_name(struct qt_msg *m, uint64_t dev, uint64_t ino, uint64_t gen, uint8_t nflags,
 		     const void *name, size_t len)
 {
 	qt_msg_put_u64(m, dev);
 	qt_msg_put_u64(m, ino);
 	qt_msg_put_u64(m, gen);
-	qt_msg_put_u8(m, is_dir);
+	qt_msg_put_u8(m, nflags);
 	qt_msg_put_bytes(m, name, len);
 }
 
@@ -238,6 +239,7 @@ static struct qt_msg *watch_reply(uint32_t flags, uint32_t count)
 	struct qt_msg *m = qt_msg_new(QTFS_WATCH, 0, 0);
 
 	qt_msg_put_u32(m, flags);
+	qt_msg_put_u64(m, 0x1122334455667788ull);
 	qt_msg_put_u32(m, count);
 	return m;
 }
@@ -254,7 +256,8 @@ static struct qt_msg *payload_prefix(const struct qt_msg *src, size_t len)
 static int read_watch(const struct qt_msg *m, uint32_t *flags, guint *n)
 {
 	g_autoptr(GArray) names = g_array_new(FALSE, FALSE, sizeof(struct qtfs_watch_name));
-	int err = qtfs_watch_reply_read(m, flags, names);
+	uint64_t seq;
+	int err = qtfs_watch_reply_read(m, flags, &seq, names);
 
 	*n = names->len;
 	return err;
@@ -263,20 +266,29 @@ static int read_watch(const struct qt_msg *m, uint32_t *flags, guint *n)
 START_TEST(test_watch_reply)
 {
 	g_autoptr(GArray) names = g_array_new(FALSE, FALSE, sizeof(struct qtfs_watch_name));
-	struct qt_msg *m = watch_reply(QTFS_WF_OVERFLOW, 2);
+	struct qt_msg *m = watch_reply(QTFS_WF_OVERFLOW, 4);
 	const struct qtfs_watch_name *n;
 	uint32_t flags = 0;
+	uint64_t seq = 0;
 
 	put_name(m, 0x801, 42, 0xabcdef, 0, "victim", 6);
-	put_name(m, 0x801, 43, 7, 1, "dir.d", 5);
-	ck_assert_int_eq(qtfs_watch_reply_read(m, &flags, names), 0);
+	put_name(m, 0x801, 43, 7, QTFS_WN_DIR, "dir.d", 5);
+	put_name(m, 0x801, 44, 8, QTFS_WN_NEW, "fresh", 5);
+	put_name(m, 0x801, 45, 9, QTFS_WN_DIR | QTFS_WN_NEW, "sub", 3);
+	ck_assert_int_eq(qtfs_watch_reply_read(m, &flags, &seq, names), 0);
 	ck_assert_uint_eq(flags, QTFS_WF_OVERFLOW);
-	ck_assert_uint_eq(names->len, 2);
+	ck_assert(seq == 0x1122334455667788ull);
+	ck_assert_uint_eq(names->len, 4);
 	n = &g_array_index(names, struct qtfs_watch_name, 0);
-	ck_assert(n->dev == 0x801 && n->ino == 42 && n->gen == 0xabcdef && !n->is_dir);
+	ck_assert(n->dev == 0x801 && n->ino == 42 && n->gen == 0xabcdef && !n->is_dir && !n->is_new);
 	ck_assert(n->len == 6 && !memcmp(n->name, "victim", 6));
 	n = &g_array_index(names, struct qtfs_watch_name, 1);
-	ck_assert(n->ino == 43 && n->gen == 7 && n->is_dir && n->len == 5 && !memcmp(n->name, "dir.d", 5));
+	ck_assert(n->ino == 43 && n->gen == 7 && n->is_dir && !n->is_new && n->len == 5 &&
+		  !memcmp(n->name, "dir.d", 5));
+	n = &g_array_index(names, struct qtfs_watch_name, 2);
+	ck_assert(n->ino == 44 && !n->is_dir && n->is_new && n->len == 5);
+	n = &g_array_index(names, struct qtfs_watch_name, 3);
+	ck_assert(n->ino == 45 && n->is_dir && n->is_new && n->len == 3);
 
 	/* Every proper prefix is truncated; one byte more is trailing garbage. */
 	for (size_t len = 0; len < qt_msg_payload_len(m); len++) {
@@ -301,10 +313,10 @@ START_TEST(test_watch_reply_bad)
 	static const struct {
 		const char *name;
 		size_t len;
-		uint8_t is_dir;
+		uint8_t nflags;
 	} bad[] = {
-		{"", 0, 0}, {".", 1, 0}, {"..", 2, 1}, {"a/b", 3, 0}, {"a\0b", 3, 0}, {"/", 1, 0},
-		{"ok", 2, 2}, {"ok", 2, 0xff},
+		{"", 0, 0},	{".", 1, 0},	{"..", 2, 1},	 {"a/b", 3, 0},	 {"a\0b", 3, 0},
+		{"/", 1, 0},	{"ok", 2, 4},	{"ok", 2, 0xff}, {"ok", 2, 0x83},
 	};
 	g_autofree char *long_name = g_strnfill(QTFS_NAME_MAX + 1, 'x');
 	uint32_t flags;
@@ -313,7 +325,7 @@ START_TEST(test_watch_reply_bad)
 	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
 		struct qt_msg *m = watch_reply(0, 1);
 
-		put_name(m, 1, 2, 3, bad[i].is_dir, bad[i].name, bad[i].len);
+		put_name(m, 1, 2, 3, bad[i].nflags, bad[i].name, bad[i].len);
 		ck_assert_msg(read_watch(m, &flags, &n) == -EBADMSG, "bad name %zu accepted", i);
 		qt_msg_free(m);
 	}
@@ -359,12 +371,13 @@ START_TEST(test_watch_reply_random)
 	struct qt_msg *good = watch_reply(0, 3);
 
 	put_name(good, 5, 6, 7, 0, "alpha", 5);
-	put_name(good, 5, 8, 9, 1, "beta", 4);
-	put_name(good, 5, 10, 11, 0, "g", 1);
+	put_name(good, 5, 8, 9, QTFS_WN_DIR, "beta", 4);
+	put_name(good, 5, 10, 11, QTFS_WN_NEW, "g", 1);
 	for (int i = 0; i < 50000; i++) {
 		g_autoptr(GArray) names = g_array_new(FALSE, FALSE, sizeof(struct qtfs_watch_name));
 		struct qt_msg *m;
 		uint32_t flags;
+		uint64_t seq;
 		int err;
 
 		if (i % 2) {
@@ -384,7 +397,7 @@ START_TEST(test_watch_reply_random)
 			m = qt_msg_new(QTFS_WATCH, 0, 0);
 			qt_msg_put_raw(m, buf, len);
 		}
-		err = qtfs_watch_reply_read(m, &flags, names);
+		err = qtfs_watch_reply_read(m, &flags, &seq, names);
 		ck_assert(err == 0 || err == -EBADMSG);
 		for (guint k = 0; err == 0 && k < names->len; k++) {
 			const struct qtfs_watch_name *n = &g_array_index(names, struct qtfs_watch_name, k);
@@ -395,6 +408,32 @@ START_TEST(test_watch_reply_random)
 	}
 	qt_msg_free(good);
 	g_rand_free(rng);
+}
+END_TEST
+
+/* ---- the barrier's list of mounts (lib/qtfs-sync.c) ----------------------- */
+
+START_TEST(test_sync_mounts)
+{
+	static const char text[] =
+		"22 1 0:21 / /proc rw,nosuid shared:12 - proc proc rw\n"
+		"40 22 0:35 / /run/a\\040b rw,nosuid,nodev,relatime shared:1 master:2 - fuse.fuse-qtfs "
+		"unix:/s:/x rw,user_id=0\n"
+		"41 22 0:36 / /mnt/plain rw - fuse.sshfs host:/ rw\n"
+		"42 22 0:37 / /mnt/q rw - fuse.fuse-qtfs tcp://h:1:/y rw\n"
+		"43 22 0:38 / /mnt/fake rw - fuse.fuse-qtfs-not x rw\n"
+		"garbage line\n"
+		"44 22 0:39 / /mnt/short rw -\n"
+		"45 22 0:40 / /mnt/tab\\011x\\134 rw - fuse.fuse-qtfs z rw";
+	g_auto(GStrv) m = qt_qtfs_mounts(text);
+
+	ck_assert_uint_eq(g_strv_length(m), 3);
+	ck_assert_str_eq(m[0], "/run/a b");
+	ck_assert_str_eq(m[1], "/mnt/q");
+	ck_assert_str_eq(m[2], "/mnt/tab\tx\\");
+	g_strfreev(g_steal_pointer(&m));
+	m = qt_qtfs_mounts("");
+	ck_assert_ptr_null(m[0]);
 }
 END_TEST
 
@@ -415,6 +454,7 @@ int main(void)
 	tcase_add_test(tc, test_watch_reply);
 	tcase_add_test(tc, test_watch_reply_bad);
 	tcase_add_test(tc, test_watch_reply_random);
+	tcase_add_test(tc, test_sync_mounts);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);

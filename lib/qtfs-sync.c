@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The barrier of fuse-qtfs mounts (see qtfs-sync.h).  Each mount is asked
+ * on a thread of its own: a getxattr on a mount whose client is stopped
+ * waits as long as the kernel lets it, and the caller waits for none
+ * longer than its timeout.  Threads still waiting then are left behind
+ * (detached, with their own reference): the caller is about to exit.
+ */
+#include "config.h"
+
+#include "qtfs-sync.h"
+
+#include <errno.h>
+#include <glib.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/xattr.h>
+
+#include "log.h"
+
+#define FSTYPE "fuse.fuse-qtfs"
+
+/* mountinfo escapes space, tab, newline and backslash as \ooo. */
+static char *unescape(const char *s)
+{
+	GString *out = g_string_new(NULL);
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			g_string_append_c(out, (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0')));
+			s += 3;
+		} else {
+			g_string_append_c(out, *s);
+		}
+	}
+	return g_string_free(out, FALSE);
+}
+
+char **qt_qtfs_mounts(const char *text)
+{
+	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+	GPtrArray *out = g_ptr_array_new();
+
+	for (char **l = lines; *l; l++) {
+		g_auto(GStrv) f = g_strsplit(*l, " ", -1);
+		guint n = g_strv_length(f), sep;
+
+		/* id parent major:minor root mountpoint options [optional...] - fstype source super */
+		for (sep = 6; sep < n && strcmp(f[sep], "-") != 0; sep++)
+			;
+		if (n < 5 || sep + 1 >= n || strcmp(f[sep + 1], FSTYPE) != 0)
+			continue;
+		g_ptr_array_add(out, unescape(f[4]));
+	}
+	g_ptr_array_add(out, NULL);
+	return (char **)g_ptr_array_free(out, FALSE);
+}
+
+struct sync_all {
+	GMutex lock;
+	GCond cond;
+	int refs;
+	unsigned pending;
+	unsigned ok;
+};
+
+struct sync_one {
+	struct sync_all *all;
+	char *path;
+};
+
+static void all_unref(struct sync_all *a)
+{
+	bool last;
+
+	g_mutex_lock(&a->lock);
+	last = --a->refs == 0;
+	g_mutex_unlock(&a->lock);
+	if (last) {
+		g_mutex_clear(&a->lock);
+		g_cond_clear(&a->cond);
+		g_free(a);
+	}
+}
+
+static gpointer sync_one(gpointer arg)
+{
+	struct sync_one *o = arg;
+	struct sync_all *a = o->all;
+	ssize_t r = getxattr(o->path, QTFS_SYNC_XATTR, NULL, 0);
+
+	if (r < 0)
+		qt_debug("%s: %s: %s", o->path, QTFS_SYNC_XATTR, g_strerror(errno));
+	g_mutex_lock(&a->lock);
+	a->pending--;
+	if (r >= 0)
+		a->ok++;
+	g_cond_signal(&a->cond);
+	g_mutex_unlock(&a->lock);
+	all_unref(a);
+	g_free(o->path);
+	g_free(o);
+	return NULL;
+}
+
+int qt_qtfs_sync_all(unsigned timeout_ms)
+{
+	g_autofree char *text = NULL;
+	g_auto(GStrv) mounts = NULL;
+	struct sync_all *a;
+	gint64 until;
+	int ok;
+
+	if (!g_file_get_contents("/proc/self/mountinfo", &text, NULL, NULL))
+		return 0;
+	mounts = qt_qtfs_mounts(text);
+	if (!mounts[0])
+		return 0;
+	a = g_new0(struct sync_all, 1);
+	g_mutex_init(&a->lock);
+	g_cond_init(&a->cond);
+	a->refs = 1;
+	for (char **m = mounts; *m; m++) {
+		struct sync_one *o = g_new(struct sync_one, 1);
+		GThread *t;
+
+		*o = (struct sync_one){.all = a, .path = g_strdup(*m)};
+		g_mutex_lock(&a->lock);
+		a->refs++;
+		a->pending++;
+		g_mutex_unlock(&a->lock);
+		t = g_thread_try_new("qtfs-sync", sync_one, o, NULL);
+		if (t) {
+			g_thread_unref(t);
+			continue;
+		}
+		g_mutex_lock(&a->lock);
+		a->refs--;
+		a->pending--;
+		g_mutex_unlock(&a->lock);
+		g_free(o->path);
+		g_free(o);
+	}
+	until = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+	g_mutex_lock(&a->lock);
+	while (a->pending && g_cond_wait_until(&a->cond, &a->lock, until))
+		;
+	if (a->pending)
+		qt_debug("%u fuse-qtfs mount(s) did not answer the barrier in %u ms", a->pending,
+			 timeout_ms);
+	ok = (int)a->ok;
+	g_mutex_unlock(&a->lock);
+	all_unref(a);
+	return ok;
+}
