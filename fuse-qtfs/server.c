@@ -58,6 +58,10 @@
  * session of the client was gone) tell the client to drop every name.
  * Pseudo file systems are never cached by the client; network file
  * systems are never watched (inotify sees only this host's changes).
+ * A directory MKDIR makes for the client is watched for new names too
+ * (watch_new_dir(): QTFS_AF_LISTED when it was empty once watched), so
+ * that the client may keep all its names.  WATCH_SYNC (watch_sync()) is
+ * the barrier: what the host changed before it goes out at once.
  */
 #include "config.h"
 

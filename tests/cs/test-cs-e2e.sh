@@ -243,6 +243,16 @@ check "runc run through the shim succeeds (exit $rc: $(tr '\n' ' ' <"$T/run.out"
 check "the host's runc has the container running" sh -c "runc state '$ctr' | grep -q '\"status\": \"running\"'"
 check "... and rexecd ran it" grep -q "argv0=\"runc\"" "$T/rexecd.log"
 
+# What a command run on the host makes is seen on the DPU the moment the
+# shim returns (rexec waits for the mounts' barrier), even in a directory
+# the DPU just made, whose names the DPU keeps.
+# rexec finds the mounts in /proc/self/mountinfo, which proc mode shows
+# from the DPU's own procfs.
+n=$(in_env grep -c ' fuse.fuse-qtfs ' /proc/self/mountinfo 2>&1)
+check "inside, /proc/self/mountinfo lists the three fuse-qtfs mounts (got: $n)" [ "$n" = 3 ]
+out=$(in_env sh -c "mkdir $T/shared/spec2 && cd $T/shared/spec2 && runc spec && test -f config.json && echo seen" 2>&1)
+check "runc spec through the shim in a new directory, then config.json at once ($out)" [ "$out" = seen ]
+
 say "3. the DPU finds the container's init in the host /proc and reads its cgroup through /sys"
 pid=$(in_env runc state "$ctr" | sed -n 's/.*"pid": \([0-9]*\),.*/\1/p')
 check "runc state through the shim gives the init's pid ($pid)" sh -c "[ \"${pid:-0}\" -gt 0 ]"
