@@ -106,8 +106,19 @@ mount_qtfs() {
 	$CLIENT_WRAP "$FUSE_QTFS" "$@" "$src" "$mnt"
 }
 
+# umount_qtfs MOUNTPOINT: unmount; a process touching every mount of the
+# machine at that moment (a rexec of another test, taking its barrier)
+# makes it busy for a moment: try again for a second.
 umount_qtfs() {
-	fusermount3 -u "$1"
+	_i=0
+	while ! fusermount3 -u "$1" 2>"$T/umount.err"; do
+		_i=$((_i + 1))
+		if [ $_i -ge 20 ] || ! grep -q busy "$T/umount.err"; then
+			cat "$T/umount.err" >&2
+			return 1
+		fi
+		sleep 0.05
+	done
 }
 
 # big_reads HOST-DIR MOUNT-DIR: large reads (the server splices such reads
