@@ -28,7 +28,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glib.h>
-#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/inotify.h>
@@ -39,6 +38,13 @@
 #define DW_MASK (IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ONLYDIR)
 /* Reads per wake-up before the loop gets to run something else. */
 #define DW_READS_MAX 16
+/*
+ * Reads a drain makes at most.  Each returns at least one event and
+ * usually hundreds, so this is past the kernel's default queue
+ * (fs.inotify.max_queued_events, 16384) even when the host keeps adding
+ * to it meanwhile; a drain that does not get to the end says so.
+ */
+#define DW_DRAIN_READS_MAX 1024
 
 struct dw_entry {
 	int wd;
@@ -131,20 +137,21 @@ static void dispatch(struct qtfs_dirwatch *w, const struct inotify_event *ev)
 		w->fn(w->arg, &out);
 }
 
-/* Up to @reads reads of events, handed to the callback. */
-static void read_events(struct qtfs_dirwatch *w, unsigned reads)
+/* Up to @reads reads of events, handed to the callback.  True if the queue was emptied. */
+static bool read_events(struct qtfs_dirwatch *w, unsigned reads)
 {
 	/* Aligned for struct inotify_event, as inotify(7) shows. */
 	char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
 	struct qtfs_dirwatch_event end = {.kind = QTFS_DW_BATCH_END};
-	bool any = false;
+	bool any = false, empty = false;
 
-	for (unsigned i = 0; i < reads; i++) {
+	for (unsigned i = 0; i < reads && !empty; i++) {
 		ssize_t n = read(w->fd, buf, sizeof(buf));
 
 		if (n <= 0) {
 			if (n < 0 && errno != EAGAIN && errno != EINTR)
 				qt_warn("directory watch: read: %s", g_strerror(errno));
+			empty = true;
 			break;
 		}
 		any = true;
@@ -159,6 +166,7 @@ static void read_events(struct qtfs_dirwatch *w, unsigned reads)
 	}
 	if (any)
 		w->fn(w->arg, &end);
+	return empty;
 }
 
 static void readable(struct qt_watch *qw, int fd, uint32_t revents, void *arg)
@@ -169,10 +177,9 @@ static void readable(struct qt_watch *qw, int fd, uint32_t revents, void *arg)
 	read_events(arg, DW_READS_MAX);
 }
 
-void qtfs_dirwatch_drain(struct qtfs_dirwatch *w)
+bool qtfs_dirwatch_drain(struct qtfs_dirwatch *w)
 {
-	/* Ends at the first empty read: the kernel's queue is bounded. */
-	read_events(w, UINT_MAX);
+	return read_events(w, DW_DRAIN_READS_MAX);
 }
 
 int qtfs_dirwatch_new(struct qt_loop *l, unsigned max_watches, qtfs_dirwatch_fn fn, void *arg,

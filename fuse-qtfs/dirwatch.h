@@ -60,6 +60,8 @@ bool qtfs_dirwatch_add(struct qtfs_dirwatch *w, int fd, const struct qtfs_dirid 
 
 /*
  * Read every event the kernel has queued now and hand them to the
- * callback, as if the instance had become readable.  Loop thread.
+ * callback, as if the instance had become readable.  False if it stopped
+ * before the queue was empty (the host adds events faster than they are
+ * read).  Loop thread.
  */
-void qtfs_dirwatch_drain(struct qtfs_dirwatch *w);
+bool qtfs_dirwatch_drain(struct qtfs_dirwatch *w);

@@ -2787,13 +2787,16 @@ static void watch_request(struct session *sess, struct job *j)
  * of the WATCH reply that carries (or carried) the last of it.  The
  * client waits for that reply to be taken in: whatever the host did
  * before the WATCH_SYNC is then known to its kernel.  A change made
- * before is queued by inotify before its system call returns.
+ * before is queued by inotify before its system call returns.  A drain
+ * that could not empty the kernel's queue counts as an overflow: the
+ * client then expires everything, which is a barrier too.
  */
 static void watch_sync(struct session *sess, struct job *j)
 {
 	struct qtfs_srv *srv = sess->srv;
 	struct watch_sub *sub = sess->sub;
 	struct job *now = NULL;
+	bool drained;
 	uint64_t seq;
 	int err;
 
@@ -2805,8 +2808,13 @@ static void watch_sync(struct session *sess, struct job *j)
 		deliver(j);
 		return;
 	}
-	qtfs_dirwatch_drain(srv->dw);
+	drained = qtfs_dirwatch_drain(srv->dw);
 	g_mutex_lock(&srv->sub_lock);
+	if (!drained) {
+		/* Events from before the request may still be in the kernel's queue. */
+		sub_clear_queue(sub);
+		sub->overflow = true;
+	}
 	if (!sub->queue->len && !sub->overflow) {
 		seq = sub->seq;
 	} else if (sub->waiting) {
