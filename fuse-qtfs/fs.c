@@ -138,6 +138,7 @@ struct qtfs_fs {
 	int watch_long;	      /* atomic: names were cached for watch_timeout since the last sweep */
 	int watch_stop;	      /* atomic */
 	unsigned list_epoch;  /* atomic: bumped when a listing may have missed a name */
+	size_t listed_total;  /* names in every node->names; fs->lock */
 
 	/* The barrier (see "Barrier"), under sync_lock. */
 	GMutex sync_lock;
@@ -221,6 +222,7 @@ static gboolean name_equal(gconstpointer a, gconstpointer b)
 }
 
 static void node_free(struct qtfs_fs *fs, struct node *n);
+static void listed_drop_locked(struct qtfs_fs *fs, struct node *d);
 
 /* Drop @n's name (and its reference on its parent).  fs->lock held. */
 static void node_unname(struct qtfs_fs *fs, struct node *n)
@@ -245,8 +247,7 @@ static void node_free(struct qtfs_fs *fs, struct node *n)
 	g_free(n->name);
 	g_list_free(n->fhs);
 	g_free(n->post);
-	if (n->names)
-		g_hash_table_destroy(n->names);
+	listed_drop_locked(fs, n);
 	g_free(n);
 }
 
@@ -1549,11 +1550,13 @@ static gpointer notifier_main(gpointer arg)
  * milliseconds later; WATCH_SYNC is the barrier for whoever needs it
  * sooner (rexec before it returns, see "Barrier").  The lists go when
  * names may have been missed (watch_missed()) and when they grow past
- * LISTED_MAX names.  A MKDIR reply starts one only if no report for a
+ * LISTED_MAX names; no list starts or grows while all of them hold
+ * LISTED_TOTAL_MAX (memory is bounded whatever the server reports).  A MKDIR reply starts one only if no report for a
  * directory without a list was taken in while it was on its way: such a
  * report may have been the new directory's (list_epoch).
  */
 #define LISTED_MAX 65536
+#define LISTED_TOTAL_MAX (1u << 20)
 
 static unsigned list_epoch(struct qtfs_fs *fs)
 {
@@ -1566,28 +1569,39 @@ static void listed_start_locked(struct qtfs_fs *fs, struct node *n, const struct
 {
 	if (!lepoch || !(a->flags & QTFS_AF_LISTED) || !(a->flags & QTFS_AF_WATCHED) ||
 	    n->type != S_IFDIR || n->names || !g_atomic_int_get(&fs->watch_on) ||
-	    epoch != watch_epoch(fs) || *lepoch != list_epoch(fs))
+	    epoch != watch_epoch(fs) || *lepoch != list_epoch(fs) ||
+	    fs->listed_total >= LISTED_TOTAL_MAX)
 		return;
 	n->names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 }
 
+/* @d's list goes.  fs->lock held. */
+static void listed_drop_locked(struct qtfs_fs *fs, struct node *d)
+{
+	if (!d->names)
+		return;
+	fs->listed_total -= g_hash_table_size(d->names);
+	g_clear_pointer(&d->names, g_hash_table_destroy);
+}
+
 /* @name may exist in @d from now on.  fs->lock held. */
-static void listed_add_locked(struct node *d, const char *name, size_t len)
+static void listed_add_locked(struct qtfs_fs *fs, struct node *d, const char *name, size_t len)
 {
 	if (!d || !d->names)
 		return;
-	if (g_hash_table_size(d->names) >= LISTED_MAX) {
-		g_clear_pointer(&d->names, g_hash_table_destroy);
+	if (g_hash_table_size(d->names) >= LISTED_MAX || fs->listed_total >= LISTED_TOTAL_MAX) {
+		listed_drop_locked(fs, d);
 		return;
 	}
-	g_hash_table_add(d->names, g_strndup(name, len));
+	if (g_hash_table_add(d->names, g_strndup(name, len)))
+		fs->listed_total++;
 }
 
 /* A name about to be made in @parent from here. */
 static void listed_note(struct qtfs_fs *fs, fuse_ino_t parent, const char *name)
 {
 	g_mutex_lock(&fs->lock);
-	listed_add_locked(node_by_id(fs, parent), name, strlen(name));
+	listed_add_locked(fs, node_by_id(fs, parent), name, strlen(name));
 	g_mutex_unlock(&fs->lock);
 }
 
@@ -1612,12 +1626,8 @@ static void listed_drop_all_locked(struct qtfs_fs *fs)
 
 	g_atomic_int_inc(&fs->list_epoch);
 	g_hash_table_iter_init(&it, fs->by_id);
-	while (g_hash_table_iter_next(&it, NULL, &v)) {
-		struct node *n = v;
-
-		if (n->names)
-			g_clear_pointer(&n->names, g_hash_table_destroy);
-	}
+	while (g_hash_table_iter_next(&it, NULL, &v))
+		listed_drop_locked(fs, v);
 }
 
 /* The names of a WATCH reply into the lists of their directories.  Loop thread. */
@@ -1630,7 +1640,7 @@ static void listed_take(struct qtfs_fs *fs, const GArray *names)
 
 		d = g_hash_table_lookup(fs->by_key, &probe);
 		if (d && d->gen == w->gen && d->names)
-			listed_add_locked(d, w->name, w->len);
+			listed_add_locked(fs, d, w->name, w->len);
 		else
 			g_atomic_int_inc(&fs->list_epoch); /* perhaps a MKDIR's, its reply not taken in yet */
 	}
@@ -3617,6 +3627,8 @@ void qtfs_fs_free(struct qtfs_fs *fs)
 
 		g_free(n->name);
 		g_free(n->post);
+		if (n->names)
+			g_hash_table_destroy(n->names);
 		g_list_free(n->fhs);
 		g_free(n);
 	}
