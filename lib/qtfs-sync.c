@@ -108,20 +108,26 @@ int qt_qtfs_sync_all(unsigned timeout_ms)
 {
 	g_autofree char *text = NULL;
 	g_auto(GStrv) mounts = NULL;
-	struct sync_all *a;
-	gint64 until;
-	int ok;
 
 	if (!g_file_get_contents("/proc/self/mountinfo", &text, NULL, NULL))
 		return 0;
 	mounts = qt_qtfs_mounts(text);
+	return qt_qtfs_sync(mounts, timeout_ms);
+}
+
+int qt_qtfs_sync(char *const *mounts, unsigned timeout_ms)
+{
+	struct sync_all *a;
+	gint64 until;
+	int ok;
+
 	if (!mounts[0])
 		return 0;
 	a = g_new0(struct sync_all, 1);
 	g_mutex_init(&a->lock);
 	g_cond_init(&a->cond);
 	a->refs = 1;
-	for (char **m = mounts; *m; m++) {
+	for (char *const *m = mounts; *m; m++) {
 		struct sync_one *o = g_new(struct sync_one, 1);
 		GThread *t;
 

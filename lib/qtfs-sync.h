@@ -20,5 +20,8 @@
  */
 int qt_qtfs_sync_all(unsigned timeout_ms);
 
+/* The barrier on the mounts at @paths (NULL-terminated), as qt_qtfs_sync_all(). */
+int qt_qtfs_sync(char *const *paths, unsigned timeout_ms);
+
 /* The mount points of fuse-qtfs in mountinfo text @text (a NULL-terminated array). */
 char **qt_qtfs_mounts(const char *text);

@@ -123,6 +123,7 @@ struct opts {
 	int verbose;
 	uint64_t timeout_ms;
 	bool shim_pass_fds;
+	char **sync_mounts; /* sync_mounts=: NULL for auto, empty for none, else the mount points */
 	GKeyFile *kf; /* the config, for [shims] */
 };
 
@@ -139,6 +140,7 @@ static void opts_clear(struct opts *o)
 		g_ptr_array_unref(o->env);
 	if (o->kf)
 		g_key_file_unref(o->kf);
+	g_strfreev(o->sync_mounts);
 }
 
 static int usage_error(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
@@ -155,13 +157,44 @@ static int usage_error(const char *fmt, ...)
 }
 
 static const char *const rexec_keys[] = {"host", "key_file", "connect_timeout", "shim_pass_fds",
-					 "log_level", NULL};
+					 "log_level", "sync_mounts", NULL};
+
+/*
+ * sync_mounts=: "auto" (every fuse-qtfs mount in /proc/self/mountinfo),
+ * "none", or absolute mount points separated by ';'.  0, or -1 with *@msg.
+ */
+static int parse_sync_mounts(const char *v, char ***out, char **msg)
+{
+	g_auto(GStrv) parts = NULL;
+	GPtrArray *a;
+
+	if (!v || !strcmp(v, "auto"))
+		return 0;
+	a = g_ptr_array_new();
+	if (strcmp(v, "none") != 0)
+		parts = g_strsplit(v, ";", -1);
+	for (char **p = parts; p && *p; p++) {
+		g_strstrip(*p);
+		if (!**p)
+			continue;
+		if (**p != '/') {
+			*msg = g_strdup_printf("sync_mounts: \"%s\" is not an absolute path (or auto, none)",
+					       *p);
+			g_ptr_array_free(a, TRUE);
+			return -1;
+		}
+		g_ptr_array_add(a, g_strdup(*p));
+	}
+	g_ptr_array_add(a, NULL);
+	*out = (char **)g_ptr_array_free(a, FALSE);
+	return 0;
+}
 
 /* Fill what the command line and the environment left open from the config file. */
 static int load_config(struct opts *o)
 {
 	g_autoptr(qt_conf) conf = NULL;
-	g_autofree char *msg = NULL, *host = NULL, *key = NULL, *level = NULL;
+	g_autofree char *msg = NULL, *host = NULL, *key = NULL, *level = NULL, *sync = NULL;
 	GError *gerr = NULL;
 
 	if (!o->host && g_getenv("REXEC_HOST") && *g_getenv("REXEC_HOST"))
@@ -174,7 +207,9 @@ static int load_config(struct opts *o)
 	    qt_conf_get_string(conf, "rexec", "key_file", NULL, &key, &msg) < 0 ||
 	    qt_conf_get_string(conf, "rexec", "log_level", NULL, &level, &msg) < 0 ||
 	    qt_conf_get_duration_ms(conf, "rexec", "connect_timeout", 10000, &o->timeout_ms, &msg) < 0 ||
-	    qt_conf_get_bool(conf, "rexec", "shim_pass_fds", false, &o->shim_pass_fds, &msg) < 0) {
+	    qt_conf_get_bool(conf, "rexec", "shim_pass_fds", false, &o->shim_pass_fds, &msg) < 0 ||
+	    qt_conf_get_string(conf, "rexec", "sync_mounts", NULL, &sync, &msg) < 0 ||
+	    parse_sync_mounts(sync, &o->sync_mounts, &msg) < 0) {
 		fprintf(stderr, "%s: %s\n", qt_cli_prog(), msg);
 		return REXEC_EXIT_USAGE;
 	}
@@ -522,14 +557,19 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 
 /*
  * The command ran on the host: make what it changed there visible through
- * the fuse-qtfs mounts here before the caller goes on (lib/qtfs-sync.h).
- * REXEC_NO_SYNC (non-empty) skips it.
+ * the fuse-qtfs mounts here before the caller goes on (lib/qtfs-sync.h):
+ * every one, or those sync_mounts= names.  REXEC_NO_SYNC (non-empty)
+ * skips it.
  */
-static void sync_mounts(void)
+static void sync_mounts(const struct opts *o)
 {
 	const char *no = g_getenv("REXEC_NO_SYNC");
 
-	if (!no || !*no)
+	if (no && *no)
+		return;
+	if (o->sync_mounts)
+		qt_qtfs_sync(o->sync_mounts, SYNC_TIMEOUT_MS);
+	else
 		qt_qtfs_sync_all(SYNC_TIMEOUT_MS);
 }
 
@@ -561,7 +601,7 @@ int main(int argc, char **argv)
 		qt_cli_init("rexec");
 		if ((rc = load_config(&o)) == 0) {
 			rc = shim_run(&o, argc, argv);
-			sync_mounts();
+			sync_mounts(&o);
 		}
 		goto out;
 	}
@@ -618,7 +658,7 @@ int main(int argc, char **argv)
 	if ((rc = load_config(&o)) != 0)
 		goto out;
 	rc = run_command(&o, argv[optind], argv + optind, o.all_env, o.pass_fds, fds, n_fds);
-	sync_mounts();
+	sync_mounts(&o);
 out:
 	for (uint32_t i = 0; i < n_fds; i++)
 		rexec_fileref_clear(&fds[i]);

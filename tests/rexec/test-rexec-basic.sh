@@ -120,5 +120,17 @@ check "a local resize reaches the remote command as SIGWINCH with 50 120 (exit $
 printf 'hello\n' | rx h -t sh -c 'read -r l; echo "got:$l"' >"$T/pty5" 2>&1
 check "-t with piped input: the line arrives" grep -q "got:hello" "$T/pty5"
 
+# sync_mounts= (the fuse-qtfs barrier when a command ends): a list of
+# mount points, auto or none; a relative path is refused in one line.
+printf '[rexec]\nsync_mounts=%s\n' "$T;/nonexistent" >"$T/sync.conf"
+check_rc "sync_mounts= with mount points (a missing one is skipped)" 0 env -u REXEC_NO_SYNC \
+	"$REXEC" --config "$T/sync.conf" -H "unix:$T/h.sock" --key-file "$KEY" true
+printf '[rexec]\nsync_mounts=none\n' >"$T/sync.conf"
+check_rc "sync_mounts=none" 0 "$REXEC" --config "$T/sync.conf" -H "unix:$T/h.sock" --key-file "$KEY" true
+printf '[rexec]\nsync_mounts=relative/dir\n' >"$T/sync.conf"
+check_rc "sync_mounts= with a relative path is refused" 125 \
+	"$REXEC" --config "$T/sync.conf" -H "unix:$T/h.sock" --key-file "$KEY" true
+check "... in one line naming it" sh -c "[ \$(wc -l <'$T/err') -eq 1 ] && grep -q 'relative/dir' '$T/err'"
+
 check "rexecd is still up" rexecd_alive h
 finish
