@@ -239,16 +239,24 @@ static void node_unname(struct qtfs_fs *fs, struct node *n)
 		node_free(fs, p);
 }
 
+/* @n's memory, once it is in no table. */
+static void node_destroy(struct node *n)
+{
+	g_free(n->name);
+	g_list_free(n->fhs);
+	g_free(n->post);
+	if (n->names)
+		g_hash_table_destroy(n->names);
+	g_free(n);
+}
+
 static void node_free(struct qtfs_fs *fs, struct node *n)
 {
 	node_unname(fs, n);
 	g_hash_table_remove(fs->by_key, n);
 	g_hash_table_remove(fs->by_id, &n->id);
-	g_free(n->name);
-	g_list_free(n->fhs);
-	g_free(n->post);
 	listed_drop_locked(fs, n);
-	g_free(n);
+	node_destroy(n);
 }
 
 /* Give @n the name @name in @parent, displacing whoever had it.  fs->lock held. */
@@ -456,15 +464,15 @@ static void node_unlearn(struct qtfs_fs *fs, struct node *n)
 }
 
 static void listed_start_locked(struct qtfs_fs *fs, struct node *n, const struct qtfs_attr *a,
-				unsigned epoch, const unsigned *list_epoch);
+				unsigned epoch, const unsigned *lepoch);
 
 /*
  * Learn the node named @name in @parent from @a and answer the kernel with
- * it.  @epoch: watch_epoch() before the call that found it; @list_epoch,
- * for a MKDIR, list_epoch before it (else NULL).
+ * it.  @epoch: watch_epoch() before the call that found it; @lepoch,
+ * for a MKDIR, list_epoch() before it (else NULL).
  */
 static void reply_entry_of(fuse_req_t req, struct qtfs_fs *fs, fuse_ino_t parent, const char *name,
-			   const struct qtfs_attr *a, unsigned epoch, const unsigned *list_epoch)
+			   const struct qtfs_attr *a, unsigned epoch, const unsigned *lepoch)
 {
 	struct fuse_entry_param e;
 	struct node *n, *p;
@@ -474,7 +482,7 @@ static void reply_entry_of(fuse_req_t req, struct qtfs_fs *fs, fuse_ino_t parent
 	n = node_learn_locked(fs, p, name, a);
 	fill_entry(fs, n, a, epoch, &e);
 	/* Before the kernel has it: a create in it must find the list. */
-	listed_start_locked(fs, n, a, epoch, list_epoch);
+	listed_start_locked(fs, n, a, epoch, lepoch);
 	g_mutex_unlock(&fs->lock);
 	if (fuse_reply_entry(req, &e) != 0)
 		node_unlearn(fs, n);
@@ -1435,10 +1443,16 @@ static char *synth_target(fuse_req_t req, struct qtfs_fs *fs, uint64_t key)
  * by the kernel during the first.  Expiring needs a kernel with
  * FUSE_CAP_EXPIRE_ONLY (6.2 or later); without it, no subscription.
  */
+enum inval_kind {
+	INVAL_NAME,	  /* drop @name in the directory (@dev, @ino, @gen) */
+	INVAL_ALL,	  /* expire every cached name */
+	INVAL_SEQ_DONE,	  /* the names of WATCH reply @mark are done with (see "Barrier") */
+	INVAL_SWEEP_DONE, /* the barrier's sweep @mark is done (queued after an INVAL_ALL) */
+};
+
 struct inval {
-	bool all;	    /* expire every cached name */
-	uint64_t seq;	    /* not a name: the names of WATCH reply @seq are done with */
-	uint64_t sweep;	    /* not a name: the barrier's sweep @sweep is done (after an @all) */
+	enum inval_kind kind;
+	uint64_t mark;	    /* INVAL_SEQ_DONE, INVAL_SWEEP_DONE */
 	bool is_dir;	    /* the name is a directory's */
 	uint64_t dev, ino, gen; /* the directory */
 	size_t len;
@@ -1447,17 +1461,35 @@ struct inval {
 
 static struct inval inval_stop;
 
-static void inval_push(struct qtfs_fs *fs, bool all, uint64_t dev, uint64_t ino, uint64_t gen,
-		       bool is_dir, const uint8_t *name, size_t len)
+static void inval_push_name(struct qtfs_fs *fs, uint64_t dev, uint64_t ino, uint64_t gen,
+			    bool is_dir, const char *name, size_t len)
 {
 	struct inval *v = g_malloc(sizeof(*v) + len + 1);
 
-	*v = (struct inval){.all = all, .is_dir = is_dir, .dev = dev, .ino = ino, .gen = gen,
+	*v = (struct inval){.kind = INVAL_NAME, .is_dir = is_dir, .dev = dev, .ino = ino, .gen = gen,
 			    .len = len};
-	if (len)
-		memcpy(v->name, name, len);
+	memcpy(v->name, name, len);
 	v->name[len] = '\0';
 	g_async_queue_push(fs->invals, v);
+}
+
+/* Anything but a name: see enum inval_kind. */
+static void inval_push_kind(struct qtfs_fs *fs, enum inval_kind kind, uint64_t mark)
+{
+	struct inval *v = g_new0(struct inval, 1);
+
+	v->kind = kind;
+	v->mark = mark;
+	g_async_queue_push(fs->invals, v);
+}
+
+/* The directory node of host identity (@dev, @ino, @gen), or NULL.  fs->lock held. */
+static struct node *dir_node_locked(struct qtfs_fs *fs, uint64_t dev, uint64_t ino, uint64_t gen)
+{
+	struct node probe = {.dev = dev, .ino = ino};
+	struct node *n = g_hash_table_lookup(fs->by_key, &probe);
+
+	return n && n->gen == gen && n->type == S_IFDIR ? n : NULL;
 }
 
 struct cached_name {
@@ -1498,23 +1530,20 @@ static gpointer notifier_main(gpointer arg)
 	struct inval *v;
 
 	while ((v = g_async_queue_pop(fs->invals)) != &inval_stop) {
-		if (v->seq || v->sweep) {
+		if (v->kind == INVAL_SEQ_DONE || v->kind == INVAL_SWEEP_DONE) {
 			g_mutex_lock(&fs->sync_lock);
-			if (v->seq)
-				fs->seq_done = v->seq;
-			else
-				fs->sweep_done = v->sweep;
+			*(v->kind == INVAL_SEQ_DONE ? &fs->seq_done : &fs->sweep_done) = v->mark;
 			g_cond_broadcast(&fs->sync_cond);
 			g_mutex_unlock(&fs->sync_lock);
-		} else if (v->all) {
+		} else if (v->kind == INVAL_ALL) {
 			expire_all(fs);
 		} else {
-			struct node probe = {.dev = v->dev, .ino = v->ino}, *n;
+			struct node *n;
 			fuse_ino_t parent = 0;
 
 			g_mutex_lock(&fs->lock);
-			n = g_hash_table_lookup(fs->by_key, &probe);
-			if (n && n->gen == v->gen && n->type == S_IFDIR) {
+			n = dir_node_locked(fs, v->dev, v->ino, v->gen);
+			if (n) {
 				parent = n->id;
 				/* The kernel drops the directory's attributes with the name. */
 				post_attr_drop_locked(n);
@@ -1541,9 +1570,9 @@ static gpointer notifier_main(gpointer arg)
  * here, each noted before its request goes out, and the ones the WATCH
  * replies report.  node->names holds all of them, and maybe some that are
  * gone (a superset is safe); a LOOKUP of any other name there is answered
- * ENOENT at once, without a round trip.  That is most of the cost of
- * filling a new directory: the kernel looks every new name up before it
- * makes it.  The answer is not cached by the kernel (a negative entry with
+ * ENOENT at once, without a round trip.  Filling a new directory so
+ * saves a round trip per file: the kernel looks every new name up before
+ * it makes it.  The answer is not cached by the kernel (a negative entry with
  * no timeout), so every lookup checks the list again.
  *
  * A name made on the host shows up here when its report arrives, a few
@@ -1636,10 +1665,9 @@ static void listed_take(struct qtfs_fs *fs, const GArray *names)
 	g_mutex_lock(&fs->lock);
 	for (guint i = 0; i < names->len; i++) {
 		const struct qtfs_watch_name *w = &g_array_index(names, struct qtfs_watch_name, i);
-		struct node probe = {.dev = w->dev, .ino = w->ino}, *d;
+		struct node *d = dir_node_locked(fs, w->dev, w->ino, w->gen);
 
-		d = g_hash_table_lookup(fs->by_key, &probe);
-		if (d && d->gen == w->gen && d->names)
+		if (d && d->names)
 			listed_add_locked(fs, d, w->name, w->len);
 		else
 			g_atomic_int_inc(&fs->list_epoch); /* perhaps a MKDIR's, its reply not taken in yet */
@@ -1655,7 +1683,7 @@ static void listed_take(struct qtfs_fs *fs, const GArray *names)
  * and lists: the server takes in its pending inotify events, sends this
  * client's at once, and answers WATCH_SYNC with the number of the WATCH
  * reply that carries the last of them; the notifier marks each reply done
- * after its names (inval.seq).  rexec asks every fuse-qtfs mount for it
+ * after its names (INVAL_SEQ_DONE).  rexec asks every fuse-qtfs mount for it
  * before it returns, so that what a command run on the host made or
  * removed is seen on the DPU right after.
  *
@@ -1683,20 +1711,18 @@ static int sync_wait_locked(struct qtfs_fs *fs, const uint64_t *done, uint64_t w
 	return 0;
 }
 
-static void inval_push(struct qtfs_fs *fs, bool all, uint64_t dev, uint64_t ino, uint64_t gen,
-		       bool is_dir, const uint8_t *name, size_t len);
+static void expire_all_push(struct qtfs_fs *fs);
 
 /* Expire every cached name and wait for the notifier to be done. */
 static int sweep_barrier(struct qtfs_fs *fs)
 {
-	struct inval *mark = g_new0(struct inval, 1);
 	uint64_t ticket;
 	int err;
 
 	g_mutex_lock(&fs->sync_lock);
-	ticket = mark->sweep = ++fs->sweep_next;
-	inval_push(fs, true, 0, 0, 0, false, NULL, 0);
-	g_async_queue_push(fs->invals, mark); /* the notifier frees it */
+	ticket = ++fs->sweep_next;
+	expire_all_push(fs);
+	inval_push_kind(fs, INVAL_SWEEP_DONE, ticket);
 	err = sync_wait_locked(fs, &fs->sweep_done, ticket, NULL);
 	g_mutex_unlock(&fs->sync_lock);
 	return err;
@@ -1735,7 +1761,7 @@ static void watch_arm(void *arg);
 /* Have the notifier expire every cached name. */
 static void expire_all_push(struct qtfs_fs *fs)
 {
-	inval_push(fs, true, 0, 0, 0, false, NULL, 0);
+	inval_push_kind(fs, INVAL_ALL, 0);
 }
 
 static void expire_again(void *arg)
@@ -1767,7 +1793,6 @@ static void watch_missed(struct qtfs_fs *fs)
 static int watch_take_reply(struct qtfs_fs *fs, const struct qt_msg *rep)
 {
 	g_autoptr(GArray) names = g_array_new(FALSE, FALSE, sizeof(struct qtfs_watch_name));
-	struct inval *mark;
 	uint32_t flags = 0;
 	uint64_t seq = 0;
 
@@ -1781,12 +1806,9 @@ static int watch_take_reply(struct qtfs_fs *fs, const struct qt_msg *rep)
 
 		/* A new name makes nothing the kernel holds wrong. */
 		if (!n->is_new)
-			inval_push(fs, false, n->dev, n->ino, n->gen, n->is_dir,
-				   (const uint8_t *)n->name, n->len);
+			inval_push_name(fs, n->dev, n->ino, n->gen, n->is_dir, n->name, n->len);
 	}
-	mark = g_new0(struct inval, 1);
-	mark->seq = seq ? seq : 1;
-	g_async_queue_push(fs->invals, mark);
+	inval_push_kind(fs, INVAL_SEQ_DONE, seq);
 	return 0;
 }
 
@@ -3622,16 +3644,8 @@ void qtfs_fs_free(struct qtfs_fs *fs)
 	}
 	g_mutex_clear(&fs->slow_lock);
 	g_hash_table_iter_init(&it, fs->by_id);
-	while (g_hash_table_iter_next(&it, NULL, &v)) {
-		struct node *n = v;
-
-		g_free(n->name);
-		g_free(n->post);
-		if (n->names)
-			g_hash_table_destroy(n->names);
-		g_list_free(n->fhs);
-		g_free(n);
-	}
+	while (g_hash_table_iter_next(&it, NULL, &v))
+		node_destroy(v);
 	g_hash_table_destroy(fs->by_id);
 	g_hash_table_destroy(fs->by_key);
 	g_hash_table_destroy(fs->by_name);

@@ -2486,6 +2486,13 @@ static void sub_clear_queue(struct watch_sub *sub)
 	g_array_set_size(sub->queue, 0);
 }
 
+/* Names were lost: the next reply says OVERFLOW instead of naming any.  sub_lock held. */
+static void sub_overflow(struct watch_sub *sub)
+{
+	sub_clear_queue(sub);
+	sub->overflow = true;
+}
+
 static void sub_free(struct watch_sub *sub)
 {
 	sub_clear_queue(sub);
@@ -2738,6 +2745,23 @@ static struct job *watch_soon(struct watch_sub *sub)
 	return NULL;
 }
 
+/*
+ * WATCH and WATCH_SYNC: @err from reading the request, else a session
+ * without a subscription is refused.  0, or the error @j was answered
+ * with.
+ */
+static int watch_check(struct session *sess, struct job *j, int err)
+{
+	if (err == 0 && (sess->refused || !sess->sub))
+		err = sess->refused ? -EACCES : -EPERM; /* not MOUNTed with QTFS_MNT_WATCH */
+	if (err < 0) {
+		j->reply = qt_msg_new_error(j->req, -err);
+		qt_msg_free(g_steal_pointer(&j->req));
+		deliver(j);
+	}
+	return err;
+}
+
 /* WATCH, on the loop thread: answer now, or hold it until there is news. */
 static void watch_request(struct session *sess, struct job *j)
 {
@@ -2746,18 +2770,11 @@ static void watch_request(struct session *sess, struct job *j)
 	struct job *old = NULL;
 	uint32_t wait_ms = 0;
 	struct qt_rd r;
-	int err;
 
 	qt_rd_init_msg(&r, j->req);
 	qt_rd_u32(&r, &wait_ms);
-	if ((err = qt_rd_end(&r)) == 0 && (sess->refused || !sub))
-		err = sess->refused ? -EACCES : -EPERM; /* not MOUNTed with QTFS_MNT_WATCH */
-	if (err < 0) {
-		j->reply = qt_msg_new_error(j->req, -err);
-		qt_msg_free(g_steal_pointer(&j->req));
-		deliver(j);
+	if (watch_check(sess, j, qt_rd_end(&r)) < 0)
 		return;
-	}
 	wait_ms = MIN(wait_ms, QTFS_WATCH_WAIT_MAX_MS);
 	g_mutex_lock(&srv->sub_lock);
 	/* A newer WATCH of the client replaces a held one (its connection may be gone). */
@@ -2798,23 +2815,13 @@ static void watch_sync(struct session *sess, struct job *j)
 	struct job *now = NULL;
 	bool drained;
 	uint64_t seq;
-	int err;
 
-	if ((err = qt_msg_payload_len(j->req) ? -EBADMSG : 0) == 0 && (sess->refused || !sub))
-		err = sess->refused ? -EACCES : -EPERM;
-	if (err < 0) {
-		j->reply = qt_msg_new_error(j->req, -err);
-		qt_msg_free(g_steal_pointer(&j->req));
-		deliver(j);
+	if (watch_check(sess, j, qt_msg_payload_len(j->req) ? -EBADMSG : 0) < 0)
 		return;
-	}
 	drained = qtfs_dirwatch_drain(srv->dw);
 	g_mutex_lock(&srv->sub_lock);
-	if (!drained) {
-		/* Events from before the request may still be in the kernel's queue. */
-		sub_clear_queue(sub);
-		sub->overflow = true;
-	}
+	if (!drained)
+		sub_overflow(sub); /* events from before the request may still be in the kernel */
 	if (!sub->queue->len && !sub->overflow) {
 		seq = sub->seq;
 	} else if (sub->waiting) {
@@ -2881,8 +2888,7 @@ static void watch_event(void *arg, const struct qtfs_dirwatch_event *ev)
 			if (sub->overflow || what < (ev->is_new ? DIR_NEW : DIR_NAMES))
 				break;
 			if (sub->queue->len >= QTFS_WATCH_BATCH_MAX) {
-				sub_clear_queue(sub);
-				sub->overflow = true;
+				sub_overflow(sub);
 				break;
 			}
 			e.dir = ev->dir;
@@ -2893,8 +2899,7 @@ static void watch_event(void *arg, const struct qtfs_dirwatch_event *ev)
 			break;
 		}
 		case QTFS_DW_OVERFLOW:
-			sub_clear_queue(sub);
-			sub->overflow = true;
+			sub_overflow(sub);
 			break;
 		case QTFS_DW_BATCH_END: {
 			struct job *j = watch_soon(sub);

@@ -1611,6 +1611,32 @@ static struct qt_msg *build_watch(uint32_t wait_ms)
 	return m;
 }
 
+/*
+ * A WATCH of @wait_ms on @s, its reply (*@reply, to free after @names,
+ * which point into it) read into *@flags, *@seq and @names.  0, or -errno.
+ */
+static int call_watch(struct session *s, uint32_t wait_ms, struct qt_msg **reply, uint32_t *flags,
+		      uint64_t *seq, GArray *names)
+{
+	int err = call(s, build_watch(wait_ms), reply);
+
+	return err < 0 ? err : qtfs_watch_reply_read(*reply, flags, seq, names);
+}
+
+/* @req on @s, whose reply begins with an attribute record: 0 with *@a, or -errno. */
+static int call_attr(struct session *s, struct qt_msg *req, struct qtfs_attr *a)
+{
+	g_autoptr(qt_msg) reply = NULL;
+	struct qt_rd r;
+	int err = call(s, req, &reply);
+
+	if (err == 0) {
+		qt_rd_init_msg(&r, reply);
+		err = qtfs_rd_attr(&r, a);
+	}
+	return err;
+}
+
 /* A WATCH on @s whose reply must be well formed with @want_flags and no names. */
 static void expect_watch_empty(struct ctx *x, struct session *s, const char *what, uint32_t wait_ms,
 			       uint32_t want_flags)
@@ -1619,10 +1645,8 @@ static void expect_watch_empty(struct ctx *x, struct session *s, const char *wha
 	struct qt_msg *reply = NULL;
 	uint32_t flags = 0;
 	uint64_t seq = 0;
-	int err = call(s, build_watch(wait_ms), &reply);
+	int err = call_watch(s, wait_ms, &reply, &flags, &seq, names);
 
-	if (err == 0)
-		err = qtfs_watch_reply_read(reply, &flags, &seq, names);
 	report(x, err == 0 && flags == want_flags && names->len == 0, what, err,
 	       want_flags ? "START and no names" : "no names");
 	qt_msg_free(reply);
@@ -1675,13 +1699,7 @@ static void watch_listed(struct ctx *x, struct session *w, const char *dir)
 	bool good;
 	int err, fd;
 
-	err = call(w, build(QTFS_MKDIR, bs("qtfs-raw-watch/made"), NULL), &reply);
-	if (err == 0) {
-		qt_rd_init_msg(&r, reply);
-		err = qtfs_rd_attr(&r, &a);
-	}
-	qt_msg_free(reply);
-	reply = NULL;
+	err = call_attr(w, build(QTFS_MKDIR, bs("qtfs-raw-watch/made"), NULL), &a);
 	report(x, err == 0 && (a.flags & QTFS_AF_WATCHED) && (a.flags & QTFS_AF_LISTED),
 	       "MKDIR on the subscribed session says WATCHED and LISTED", err, "both flags");
 	if (err < 0 || stat(made, &mst) < 0)
@@ -1698,9 +1716,7 @@ static void watch_listed(struct ctx *x, struct session *w, const char *dir)
 	qt_msg_free(reply);
 	reply = NULL;
 	report(x, err == 0 && sync_seq > 0, "WATCH_SYNC answers with a reply number", err, "a number");
-	err = call(w, build_watch(5000), &reply);
-	if (err == 0)
-		err = qtfs_watch_reply_read(reply, &flags, &seq, names);
+	err = call_watch(w, 5000, &reply, &flags, &seq, names);
 	good = err == 0 && flags == 0 && seq == sync_seq && names->len == 1;
 	if (good) {
 		const struct qtfs_watch_name *n = &g_array_index(names, struct qtfs_watch_name, 0);
@@ -1732,7 +1748,6 @@ static void watch_reports(struct ctx *x, struct session *w)
 	uint32_t flags = 0;
 	uint64_t seq = 0;
 	struct stat dst;
-	struct qt_rd r;
 	bool good;
 	int err;
 
@@ -1749,9 +1764,7 @@ static void watch_reports(struct ctx *x, struct session *w)
 		unlink(fa);
 		expect_watch_empty(x, w, "a name deleted where this client never looked is not reported",
 				   300, 0);
-		err = call(other, build_watch(5000), &reply);
-		if (err == 0)
-			err = qtfs_watch_reply_read(reply, &flags, &seq, names);
+		err = call_watch(other, 5000, &reply, &flags, &seq, names);
 		report(x, err == 0 && names->len == 1, "... but to the client that looked there", err,
 		       "one name");
 		qt_msg_free(reply);
@@ -1760,19 +1773,11 @@ static void watch_reports(struct ctx *x, struct session *w)
 		session_free(other);
 	}
 
-	err = call(w, build(QTFS_LOOKUP, bs("qtfs-raw-watch/b"), NULL), &reply);
-	if (err == 0) {
-		qt_rd_init_msg(&r, reply);
-		err = qtfs_rd_attr(&r, &a);
-	}
-	qt_msg_free(reply);
-	reply = NULL;
+	err = call_attr(w, build(QTFS_LOOKUP, bs("qtfs-raw-watch/b"), NULL), &a);
 	report(x, err == 0 && (a.flags & QTFS_AF_WATCHED), "LOOKUP on the subscribed session says WATCHED",
 	       err, "the WATCHED flag");
 	unlink(fb);
-	err = call(w, build_watch(5000), &reply);
-	if (err == 0)
-		err = qtfs_watch_reply_read(reply, &flags, &seq, names);
+	err = call_watch(w, 5000, &reply, &flags, &seq, names);
 	good = err == 0 && flags == 0 && names->len == 1;
 	if (good) {
 		const struct qtfs_watch_name *n = &g_array_index(names, struct qtfs_watch_name, 0);
