@@ -57,12 +57,12 @@ char **qt_qtfs_mounts(const char *text)
 	return (char **)g_ptr_array_free(out, FALSE);
 }
 
+/* Shared by the caller and the threads still asking; the last one out frees it. */
 struct sync_all {
 	GMutex lock;
 	GCond cond;
-	int refs;
-	unsigned pending;
-	unsigned ok;
+	unsigned refs; /* the threads still asking, and the caller while it waits */
+	unsigned ok;   /* mounts that answered */
 };
 
 struct sync_one {
@@ -70,12 +70,15 @@ struct sync_one {
 	char *path;
 };
 
-static void all_unref(struct sync_all *a)
+/* Leave @a (the caller waits for refs to come down to its own), with one more answer if @ok. */
+static void all_unref(struct sync_all *a, bool ok)
 {
 	bool last;
 
 	g_mutex_lock(&a->lock);
+	a->ok += ok;
 	last = --a->refs == 0;
+	g_cond_signal(&a->cond);
 	g_mutex_unlock(&a->lock);
 	if (last) {
 		g_mutex_clear(&a->lock);
@@ -92,13 +95,7 @@ static gpointer sync_one(gpointer arg)
 
 	if (r < 0)
 		qt_debug("%s: %s: %s", o->path, QTFS_SYNC_XATTR, g_strerror(errno));
-	g_mutex_lock(&a->lock);
-	a->pending--;
-	if (r >= 0)
-		a->ok++;
-	g_cond_signal(&a->cond);
-	g_mutex_unlock(&a->lock);
-	all_unref(a);
+	all_unref(a, r >= 0);
 	g_free(o->path);
 	g_free(o);
 	return NULL;
@@ -134,7 +131,6 @@ int qt_qtfs_sync(char *const *mounts, unsigned timeout_ms)
 		*o = (struct sync_one){.all = a, .path = g_strdup(*m)};
 		g_mutex_lock(&a->lock);
 		a->refs++;
-		a->pending++;
 		g_mutex_unlock(&a->lock);
 		t = g_thread_try_new("qtfs-sync", sync_one, o, NULL);
 		if (t) {
@@ -143,20 +139,19 @@ int qt_qtfs_sync(char *const *mounts, unsigned timeout_ms)
 		}
 		g_mutex_lock(&a->lock);
 		a->refs--;
-		a->pending--;
 		g_mutex_unlock(&a->lock);
 		g_free(o->path);
 		g_free(o);
 	}
 	until = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
 	g_mutex_lock(&a->lock);
-	while (a->pending && g_cond_wait_until(&a->cond, &a->lock, until))
+	while (a->refs > 1 && g_cond_wait_until(&a->cond, &a->lock, until))
 		;
-	if (a->pending)
-		qt_debug("%u fuse-qtfs mount(s) did not answer the barrier in %u ms", a->pending,
+	if (a->refs > 1)
+		qt_debug("%u fuse-qtfs mount(s) did not answer the barrier in %u ms", a->refs - 1,
 			 timeout_ms);
 	ok = (int)a->ok;
 	g_mutex_unlock(&a->lock);
-	all_unref(a);
+	all_unref(a, false);
 	return ok;
 }
