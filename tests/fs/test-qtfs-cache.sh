@@ -122,6 +122,9 @@ for fs in disk mem; do
 	# A directory made on the DPU is listed: a name not in it is answered
 	# at once, with the server stopped (the control, a directory made on
 	# the host, is at the end).
+	# The barrier first: a report still on its way (the steps above) when the
+	# MKDIR's reply comes may be the new directory's, and no list starts then.
+	python3 -c 'import os, sys; os.getxattr(sys.argv[1], "user.qtfs.sync")' "$d"
 	mkdir "$d/made"
 	echo >"$d/made/own"
 	stat "$d" "$d/made" "$d/made/own" >/dev/null
