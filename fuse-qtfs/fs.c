@@ -9,7 +9,10 @@
  * st_ino, generation), so one host inode is one node id however it is
  * reached (hard links, renames on either side) and a file that reuses the
  * inode number of a deleted one is a new node, and its current parent and name, from
- * which its path is rebuilt for every request.  Lookup counts are kept
+ * which its path is rebuilt for every request.  A file's other names that
+ * the kernel looked up (hard links, or a name renamed away on the host)
+ * are kept too, as aliases, for one thing only: a sweep of the name cache
+ * must reach every name the kernel may hold (see "Name caching").  Lookup counts are kept
  * exactly: +1 for every entry reply (lookup, create, mknod, mkdir, symlink,
  * link, each readdirplus entry with attributes), -n on forget; a node is
  * freed when its count and the number of children naming it as parent are
@@ -98,6 +101,13 @@ struct node {
 	GList *fhs; /* struct fh* open on this node, for files without a name */
 	struct post_attr *post; /* a directory's attributes after our last change in it */
 	GHashTable *names; /* a directory we know every name of (see "Listed directories"), or NULL */
+	GSList *aliases;   /* struct alias*: other names the kernel looked this file up by */
+};
+
+/* A name of a node other than its current one (parent, name). */
+struct alias {
+	fuse_ino_t parent;
+	char name[];
 };
 
 struct post_attr {
@@ -242,6 +252,7 @@ static void node_unname(struct qtfs_fs *fs, struct node *n)
 /* @n's memory, once it is in no table. */
 static void node_destroy(struct node *n)
 {
+	g_slist_free_full(n->aliases, g_free);
 	g_free(n->name);
 	g_list_free(n->fhs);
 	g_free(n->post);
@@ -282,6 +293,63 @@ static struct node *node_by_id(struct qtfs_fs *fs, fuse_ino_t id)
 	return g_hash_table_lookup(fs->by_id, &id);
 }
 
+/*
+ * The kernel holds at most this many names of one file that are not its
+ * node's current name, as far as the sweeps are concerned; past it the
+ * oldest is dropped from the kernel's cache at once instead.
+ */
+#define ALIASES_MAX 64
+
+static void inval_push_name(struct qtfs_fs *fs, uint64_t dev, uint64_t ino, uint64_t gen,
+			    bool is_dir, const char *name, size_t len);
+
+/* Is (@parent, @name) in @n's aliases?  Removes it if so. */
+static bool alias_take(struct node *n, fuse_ino_t parent, const char *name)
+{
+	for (GSList *l = n->aliases; l; l = l->next) {
+		struct alias *al = l->data;
+
+		if (al->parent == parent && !strcmp(al->name, name)) {
+			n->aliases = g_slist_delete_link(n->aliases, l);
+			g_free(al);
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * @n, a file, is about to be renamed here by a lookup under another name:
+ * its current name stays cached in the kernel too (a hard link; or a name
+ * renamed away on the host, which its report will drop), so remember it for
+ * the sweeps.  Only while names are cached for long (fs->invals).
+ * fs->lock held.
+ */
+static void alias_keep(struct qtfs_fs *fs, struct node *n)
+{
+	size_t len = strlen(n->name);
+	struct alias *al;
+
+	if (n->type == S_IFDIR || !fs->invals)
+		return;
+	alias_take(n, n->parent->id, n->name);
+	if (g_slist_length(n->aliases) >= ALIASES_MAX) {
+		GSList *last = g_slist_last(n->aliases);
+		struct node *p;
+
+		al = last->data;
+		p = node_by_id(fs, al->parent);
+		if (p)
+			inval_push_name(fs, p->dev, p->ino, p->gen, false, al->name, strlen(al->name));
+		n->aliases = g_slist_delete_link(n->aliases, last);
+		g_free(al);
+	}
+	al = g_malloc(sizeof(*al) + len + 1);
+	al->parent = n->parent->id;
+	memcpy(al->name, n->name, len + 1);
+	n->aliases = g_slist_prepend(n->aliases, al);
+}
+
 /* The node for (dev, ino), created if new, with one more lookup.  fs->lock held. */
 static struct node *node_learn_locked(struct qtfs_fs *fs, struct node *parent, const char *name,
 				      const struct qtfs_attr *a)
@@ -315,8 +383,12 @@ static struct node *node_learn_locked(struct qtfs_fs *fs, struct node *parent, c
 	n->pseudo = a->flags & QTFS_AF_PSEUDO;
 	n->relay = a->flags & QTFS_AF_RELAY;
 	n->nlookup++;
-	if (parent && name && n != fs->root)
+	if (parent && name && n != fs->root) {
+		if (n->parent && (n->parent != parent || strcmp(n->name, name)))
+			alias_keep(fs, n);
+		alias_take(n, parent->id, name);
 		node_name(fs, n, parent, name);
+	}
 	return n;
 }
 
@@ -1512,8 +1584,17 @@ static void expire_all(struct qtfs_fs *fs)
 		g_array_append_val(names, c);
 	}
 	g_hash_table_iter_init(&it, fs->by_id);
-	while (g_hash_table_iter_next(&it, NULL, &v))
-		post_attr_drop_locked(v);
+	while (g_hash_table_iter_next(&it, NULL, &v)) {
+		struct node *n = v;
+
+		post_attr_drop_locked(n);
+		for (GSList *l = n->aliases; l; l = l->next) {
+			const struct alias *al = l->data;
+			struct cached_name c = {.parent = al->parent, .name = g_strdup(al->name)};
+
+			g_array_append_val(names, c);
+		}
+	}
 	g_mutex_unlock(&fs->lock);
 	for (guint i = 0; i < names->len; i++) {
 		struct cached_name *c = &g_array_index(names, struct cached_name, i);

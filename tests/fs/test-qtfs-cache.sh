@@ -199,15 +199,22 @@ check "overflow: the DPU's mount beneath a cached directory is still there" \
 # -- missed events: a restart ----------------------------------------------------
 echo w >"$h/restart"
 mkdir "$d/listed"
-stat "$d/restart" "$d/listed" >/dev/null
+# Two names of one file, looked up in turn: the client's node is named by
+# the second, and the kernel holds both.
+echo l >"$h/link1"
+ln "$h/link1" "$h/link2"
+stat "$d/restart" "$d/listed" "$d/link1" "$d/link2" >/dev/null
 kill -9 "$SERVER_PID"
 wait_gone "$SERVER_PID" 2>/dev/null
-rm "$h/restart"
+rm "$h/restart" "$h/link1"
 start_server "$T/server2.log" --listen "unix:$T/sock" --export "$T/exp" || exit 1
 # The client reconnects with backoff, then subscribes again (a new subscription).
 check "restart: a name deleted while the server was down is gone once it is back" \
 	gone "$d/restart" 500
 check "restart: the DPU's mount beneath a cached directory is still there" [ -e "$d/keep/m/local" ]
+check "restart: the first name of a hard link, deleted while the server was down, is gone" \
+	gone "$d/link1" 100
+check "restart: ... and the file is still there under its second name" [ "$(cat "$d/link2")" = l ]
 # The new server watches nothing yet: the DPU must not answer from its old lists.
 echo n >"$h/listed/after"
 check "restart: a name made on the host in a listed directory is found at once" [ -e "$d/listed/after" ]
