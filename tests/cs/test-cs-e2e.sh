@@ -202,7 +202,7 @@ host=/usr/bin/kill
 [forward:/run/api.sock]
 remote=$T/hostrun/api.sock
 [service:agent]
-exec=/bin/sh -c 'while :; do date +%s >$T/shared/agent.heartbeat; sleep 0.5; done'
+exec=/bin/sh -c 'while :; do date +%s >$T/shared/agent.new && mv $T/shared/agent.new $T/shared/agent.heartbeat; sleep 0.5; done'
 ready=$T/shared/agent.heartbeat
 restart=on-failure
 EOF
