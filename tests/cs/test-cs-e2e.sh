@@ -146,8 +146,17 @@ wait_for 100 sh -c "nsenter --net=/run/netns/$nh ss -ltn | grep -q '$H:6000' &&
 	nsenter --net=/run/netns/$nh ss -ltn | grep -q '$H:6001'"
 
 say "DPU: its namespaces, then 'chroot-setup up' with the offload profile"
+# Its pid 1 reaps orphans, as an init would (fuse-qtfs and the forwards
+# are daemons whose parents exit).
 nsenter --net="/run/netns/$nd" unshare -m -p -f --propagation private --mount-proc \
-	sleep 100000 >"$T/anchor.log" 2>&1 &
+	python3 -c '
+import os, time
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        time.sleep(0.5)
+' >"$T/anchor.log" 2>&1 &
 PIDS="$PIDS $!"
 wait_for 100 sh -c "pgrep -P $! >/dev/null" || {
 	echo "FAIL: cannot make the DPU's namespaces" >&2
