@@ -1659,14 +1659,14 @@ static gpointer notifier_main(gpointer arg)
  * A name made on the host shows up here when its report arrives, a few
  * milliseconds later; WATCH_SYNC is the barrier for whoever needs it
  * sooner (rexec before it returns, see "Barrier").  The lists go when
- * names may have been missed (watch_missed()) and when they grow past
- * LISTED_MAX names; no list starts or grows while all of them hold
- * LISTED_TOTAL_MAX (memory is bounded whatever the server reports).  A MKDIR reply starts one only if no report for a
+ * names may have been missed (watch_missed()) and when one grows past
+ * LISTED_MAX names, or past the listed_names= option's count of names in
+ * all lists (memory is bounded whatever the server reports): then no list
+ * starts until some go.  A MKDIR reply starts one only if no report for a
  * directory without a list was taken in while it was on its way: such a
  * report may have been the new directory's (list_epoch).
  */
 #define LISTED_MAX 65536
-#define LISTED_TOTAL_MAX (1u << 20)
 
 static unsigned list_epoch(struct qtfs_fs *fs)
 {
@@ -1680,7 +1680,7 @@ static void listed_start_locked(struct qtfs_fs *fs, struct node *n, const struct
 	if (!lepoch || !(a->flags & QTFS_AF_LISTED) || !(a->flags & QTFS_AF_WATCHED) ||
 	    n->type != S_IFDIR || n->names || !g_atomic_int_get(&fs->watch_on) ||
 	    epoch != watch_epoch(fs) || *lepoch != list_epoch(fs) ||
-	    fs->listed_total >= LISTED_TOTAL_MAX)
+	    fs->listed_total >= fs->o.listed_names)
 		return;
 	n->names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 }
@@ -1699,7 +1699,7 @@ static void listed_add_locked(struct qtfs_fs *fs, struct node *d, const char *na
 {
 	if (!d || !d->names)
 		return;
-	if (g_hash_table_size(d->names) >= LISTED_MAX || fs->listed_total >= LISTED_TOTAL_MAX) {
+	if (g_hash_table_size(d->names) >= LISTED_MAX || fs->listed_total >= fs->o.listed_names) {
 		listed_drop_locked(fs, d);
 		return;
 	}

@@ -22,6 +22,11 @@ struct qtfs_fs_opts {
 	 * cached this long; 0: do not subscribe (see fs.c "Name caching").
 	 */
 	double watch_timeout;
+	/*
+	 * At most this many names in all the lists of directories made here
+	 * (fs.c "Listed directories"); 0: keep no lists.
+	 */
+	unsigned listed_names;
 	bool proc;	      /* the mount is the host's /proc: see fs.c "Proc mode" */
 	const char *local_proc;		/* proc mode: where the local procfs is; borrowed */
 	const char *const *local_comms; /* proc mode: comms whose /proc/PID is local */

@@ -83,6 +83,9 @@ static void usage(void)
 	      "  entry_timeout=SEC  name cache time (default 1; 0 on pseudo filesystems)\n"
 	      "  watch_timeout=SEC  name cache time where the host watches the directory\n"
 	      "                     and reports changes (default 30; 0: no watching)\n"
+	      "  listed_names=N     names kept, in all, for directories made through the\n"
+	      "                     mount, whose missing names need no lookup on the host\n"
+	      "                     (default 1048576; 0: none)\n"
 	      "  conns=N            parallel connections to the server (default 1, max 64)\n"
 	      "  timeout=SEC        per-request deadline (default 30)\n"
 	      "  readahead_kb=N     sequential readahead (default 1024)\n"
@@ -198,6 +201,11 @@ static int parse_o(struct settings *s, const char *arg)
 			if (parse_seconds(key, val, &d) < 0)
 				return -EINVAL;
 			s->fs.watch_timeout = d;
+		} else if (!strcmp(key, "listed_names") && val) {
+			if (qt_parse_int(val, 0, 1 << 26, &n) < 0)
+				return qt_cli_usage_error("-o listed_names: \"%s\" is not a number from 0 to %d",
+							  val, 1 << 26), -EINVAL;
+			s->fs.listed_names = (unsigned)n;
 		} else if (!strcmp(key, "timeout") && val) {
 			if (parse_seconds(key, val, &d) < 0)
 				return -EINVAL;
@@ -614,6 +622,7 @@ int main(int argc, char **argv)
 	s.fs.attr_timeout = 1.0;
 	s.fs.entry_timeout = 1.0;
 	s.fs.watch_timeout = 30.0;
+	s.fs.listed_names = 1u << 20;
 	s.timeout_ms = 30000;
 	s.conns = 1;
 	s.readahead_kb = 1024;

@@ -24,6 +24,8 @@ check "control mount without the watch" mount_qtfs "unix:$T/sock:$T/exp" "$T/ctl
 	-o watch_timeout=0,entry_timeout=30,timeout=3
 check "mount with the default name cache times" mount_qtfs "unix:$T/sock:$T/exp" "$T/def" \
 	-o attr_timeout=30,timeout=3
+check "mount with listed_names=100" mount_qtfs "unix:$T/sock:$T/exp" "$T/lim" \
+	-o listed_names=100,timeout=3
 
 # within TRIES CMD...: CMD succeeds within TRIES x 20 ms.
 within() {
@@ -236,6 +238,25 @@ stat "$T/nw/mem/nw" >/dev/null
 rm "$h/nw"
 sleep 1.2
 check "name_watch=false: names are cached for entry_timeout (1 s) only" [ ! -e "$T/nw/mem/nw" ]
+
+# -- listed directories: the cap on names -------------------------------------------
+# A list holds up to listed_names names in all; the one that would pass it
+# drops the list, and missing names there are asked of the host again.
+mkdir "$T/lim/mem/few"
+(cd "$T/lim/mem/few" && touch $(seq -f n%g 1 90))
+kill -STOP "$SERVER_PID"
+check "listed_names: under the cap, a missing name is answered without the host" \
+	sh -c "timeout 2 stat '$T/lim/mem/few/none' 2>&1 | grep -q 'No such file'"
+kill -CONT "$SERVER_PID"
+(cd "$T/lim/mem/few" && touch $(seq -f m%g 1 20))
+kill -STOP "$SERVER_PID"
+check "listed_names: past the cap, the list is gone and the lookup waits for the host" \
+	sh -c "timeout 1 stat '$T/lim/mem/few/none' >/dev/null 2>&1; [ \$? -eq 124 ]"
+kill -CONT "$SERVER_PID"
+check "listed_names: ... and the names made are all there" \
+	[ "$(ls "$T/lim/mem/few" | wc -l)" -eq 110 ]
+check "listed_names: a bad count is refused in one line" \
+	sh -c "'$FUSE_QTFS' -o listed_names=-1 unix:$T/sock:$T/exp $T/lim 2>&1 | grep -q 'listed_names'"
 
 # -- listed directories: the control ------------------------------------------------
 # In a directory made on the host the lookup of a missing name waits for the
