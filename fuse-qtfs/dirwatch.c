@@ -237,8 +237,16 @@ bool qtfs_dirwatch_add(struct qtfs_dirwatch *w, int fd, const struct qtfs_dirid 
 		wd = inotify_add_watch(w->fd, path, DW_MASK | IN_CREATE);
 		if (wd == e->wd)
 			e->creates = true;
-		g_mutex_unlock(&w->lock);
-		return wd == e->wd;
+		if (wd == e->wd || wd < 0) {
+			g_mutex_unlock(&w->lock);
+			return wd == e->wd;
+		}
+		/*
+		 * A new watch descriptor: another directory after all, on a
+		 * file system without generations (gen 0 for all), whose old
+		 * watch's IN_IGNORED is still queued.  Kept as a new one.
+		 */
+		goto add;
 	}
 	/*
 	 * New, or the inode number now belongs to another directory whose
@@ -263,6 +271,7 @@ bool qtfs_dirwatch_add(struct qtfs_dirwatch *w, int fd, const struct qtfs_dirid 
 		g_mutex_unlock(&w->lock);
 		return false;
 	}
+add:
 	if (e)
 		g_hash_table_remove(w->by_id, e);
 	{

@@ -154,6 +154,7 @@ struct qtfs_fs {
 	GMutex sync_lock;
 	GCond sync_cond;
 	uint64_t seq_done;   /* the last WATCH reply the notifier is done with */
+	unsigned seq_epoch;  /* the watch_epoch of seq_done's subscription */
 	uint64_t sweep_next; /* the last sweep asked for by a barrier */
 	uint64_t sweep_done; /* the last one the notifier finished */
 };
@@ -300,8 +301,7 @@ static struct node *node_by_id(struct qtfs_fs *fs, fuse_ino_t id)
  */
 #define ALIASES_MAX 64
 
-static void inval_push_name(struct qtfs_fs *fs, uint64_t dev, uint64_t ino, uint64_t gen,
-			    bool is_dir, const char *name, size_t len);
+static void inval_push_expire(struct qtfs_fs *fs, fuse_ino_t parent, const char *name);
 
 /* Is (@parent, @name) in @n's aliases?  Removes it if so. */
 static bool alias_take(struct node *n, fuse_ino_t parent, const char *name)
@@ -335,12 +335,9 @@ static void alias_keep(struct qtfs_fs *fs, struct node *n)
 	alias_take(n, n->parent->id, n->name);
 	if (g_slist_length(n->aliases) >= ALIASES_MAX) {
 		GSList *last = g_slist_last(n->aliases);
-		struct node *p;
 
 		al = last->data;
-		p = node_by_id(fs, al->parent);
-		if (p)
-			inval_push_name(fs, p->dev, p->ino, p->gen, false, al->name, strlen(al->name));
+		inval_push_expire(fs, al->parent, al->name);
 		n->aliases = g_slist_delete_link(n->aliases, last);
 		g_free(al);
 	}
@@ -1517,6 +1514,7 @@ static char *synth_target(fuse_req_t req, struct qtfs_fs *fs, uint64_t key)
  */
 enum inval_kind {
 	INVAL_NAME,	  /* drop @name in the directory (@dev, @ino, @gen) */
+	INVAL_EXPIRE,	  /* expire @name in the directory of node id @parent */
 	INVAL_ALL,	  /* expire every cached name */
 	INVAL_SEQ_DONE,	  /* the names of WATCH reply @mark are done with (see "Barrier") */
 	INVAL_SWEEP_DONE, /* the barrier's sweep @mark is done (queued after an INVAL_ALL) */
@@ -1525,8 +1523,10 @@ enum inval_kind {
 struct inval {
 	enum inval_kind kind;
 	uint64_t mark;	    /* INVAL_SEQ_DONE, INVAL_SWEEP_DONE */
+	unsigned epoch;	    /* INVAL_SEQ_DONE: the watch_epoch when it was pushed */
 	bool is_dir;	    /* the name is a directory's */
 	uint64_t dev, ino, gen; /* the directory */
+	fuse_ino_t parent;  /* INVAL_EXPIRE: the directory */
 	size_t len;
 	char name[];
 };
@@ -1552,6 +1552,28 @@ static void inval_push_kind(struct qtfs_fs *fs, enum inval_kind kind, uint64_t m
 
 	v->kind = kind;
 	v->mark = mark;
+	g_async_queue_push(fs->invals, v);
+}
+
+static void inval_push_expire(struct qtfs_fs *fs, fuse_ino_t parent, const char *name)
+{
+	size_t len = strlen(name);
+	struct inval *v = g_malloc0(sizeof(*v) + len + 1);
+
+	v->kind = INVAL_EXPIRE;
+	v->parent = parent;
+	v->len = len;
+	memcpy(v->name, name, len + 1);
+	g_async_queue_push(fs->invals, v);
+}
+
+static void inval_push_seq_done(struct qtfs_fs *fs, uint64_t seq, unsigned epoch)
+{
+	struct inval *v = g_new0(struct inval, 1);
+
+	v->kind = INVAL_SEQ_DONE;
+	v->mark = seq;
+	v->epoch = epoch;
 	g_async_queue_push(fs->invals, v);
 }
 
@@ -1613,11 +1635,19 @@ static gpointer notifier_main(gpointer arg)
 	while ((v = g_async_queue_pop(fs->invals)) != &inval_stop) {
 		if (v->kind == INVAL_SEQ_DONE || v->kind == INVAL_SWEEP_DONE) {
 			g_mutex_lock(&fs->sync_lock);
-			*(v->kind == INVAL_SEQ_DONE ? &fs->seq_done : &fs->sweep_done) = v->mark;
+			if (v->kind == INVAL_SEQ_DONE) {
+				fs->seq_done = v->mark;
+				fs->seq_epoch = v->epoch;
+			} else {
+				fs->sweep_done = v->mark;
+			}
 			g_cond_broadcast(&fs->sync_cond);
 			g_mutex_unlock(&fs->sync_lock);
 		} else if (v->kind == INVAL_ALL) {
 			expire_all(fs);
+		} else if (v->kind == INVAL_EXPIRE) {
+			fuse_lowlevel_notify_expire_entry(fs->se, v->parent, v->name, v->len,
+							  FUSE_LL_EXPIRE_ONLY);
 		} else {
 			struct node *n;
 			fuse_ino_t parent = 0;
@@ -1777,34 +1807,49 @@ static void listed_take(struct qtfs_fs *fs, const GArray *names)
 #define SYNC_WAIT_US (5 * G_USEC_PER_SEC)
 
 /*
- * Wait until *@done reaches @want, or the epoch moves from *@epoch (unless
- * NULL).  sync_lock held.  0, or -ETIMEDOUT.
+ * With @epoch NULL: is the barrier's sweep @want done?  Else: is WATCH
+ * reply @want of the subscription of watch_epoch *@epoch done, or has the
+ * epoch moved on (names may have been missed: the caller sweeps)?  Reply
+ * numbers start again with each subscription, so the epoch of the last
+ * one done must be the caller's too.  sync_lock held.
  */
-static int sync_wait_locked(struct qtfs_fs *fs, const uint64_t *done, uint64_t want,
-			    const unsigned *epoch)
+static bool sync_reached(struct qtfs_fs *fs, uint64_t want, const unsigned *epoch)
+{
+	if (!epoch)
+		return fs->sweep_done >= want;
+	return (fs->seq_epoch == *epoch && fs->seq_done >= want) || *epoch != watch_epoch(fs);
+}
+
+/* Wait for sync_reached().  sync_lock held.  0, or -ETIMEDOUT. */
+static int sync_wait_locked(struct qtfs_fs *fs, uint64_t want, const unsigned *epoch)
 {
 	gint64 until = g_get_monotonic_time() + SYNC_WAIT_US;
 
-	while (*done < want && (!epoch || *epoch == watch_epoch(fs)) &&
-	       !g_atomic_int_get(&fs->watch_stop))
+	while (!sync_reached(fs, want, epoch) && !g_atomic_int_get(&fs->watch_stop))
 		if (!g_cond_wait_until(&fs->sync_cond, &fs->sync_lock, until))
-			return -ETIMEDOUT;
+			return sync_reached(fs, want, epoch) ? 0 : -ETIMEDOUT;
 	return 0;
 }
 
 static void expire_all_push(struct qtfs_fs *fs);
 
-/* Expire every cached name and wait for the notifier to be done. */
+/*
+ * Expire every cached name, drop every list (reports may be pending), and
+ * wait for the notifier to be done.
+ */
 static int sweep_barrier(struct qtfs_fs *fs)
 {
 	uint64_t ticket;
 	int err;
 
+	g_mutex_lock(&fs->lock);
+	listed_drop_all_locked(fs);
+	g_mutex_unlock(&fs->lock);
 	g_mutex_lock(&fs->sync_lock);
 	ticket = ++fs->sweep_next;
 	expire_all_push(fs);
 	inval_push_kind(fs, INVAL_SWEEP_DONE, ticket);
-	err = sync_wait_locked(fs, &fs->sweep_done, ticket, NULL);
+	err = sync_wait_locked(fs, ticket, NULL);
 	g_mutex_unlock(&fs->sync_lock);
 	return err;
 }
@@ -1830,7 +1875,7 @@ static int watch_sync(struct qtfs_fs *fs)
 	if (err < 0)
 		return sweep_barrier(fs);
 	g_mutex_lock(&fs->sync_lock);
-	err = sync_wait_locked(fs, &fs->seq_done, seq, &epoch);
+	err = sync_wait_locked(fs, seq, &epoch);
 	g_mutex_unlock(&fs->sync_lock);
 	if (err == 0 && epoch != watch_epoch(fs))
 		err = sweep_barrier(fs);
@@ -1864,6 +1909,10 @@ static void watch_missed(struct qtfs_fs *fs)
 	listed_drop_all_locked(fs);
 	g_mutex_unlock(&fs->lock);
 	g_atomic_int_inc(&fs->watch_epoch);
+	/* A barrier waiting for a reply of the old epoch sweeps instead. */
+	g_mutex_lock(&fs->sync_lock);
+	g_cond_broadcast(&fs->sync_cond);
+	g_mutex_unlock(&fs->sync_lock);
 	if (!g_atomic_int_compare_and_exchange(&fs->watch_long, 1, 0))
 		return;
 	expire_all_push(fs);
@@ -1889,7 +1938,7 @@ static int watch_take_reply(struct qtfs_fs *fs, const struct qt_msg *rep)
 		if (!n->is_new)
 			inval_push_name(fs, n->dev, n->ino, n->gen, n->is_dir, n->name, n->len);
 	}
-	inval_push_kind(fs, INVAL_SEQ_DONE, seq);
+	inval_push_seq_done(fs, seq, watch_epoch(fs));
 	return 0;
 }
 

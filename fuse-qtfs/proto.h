@@ -140,7 +140,11 @@ enum {
 /* Name flags in a WATCH reply. */
 enum {
 	QTFS_WN_DIR = 0x1, /* the name is (or was) a directory's */
-	QTFS_WN_NEW = 0x2, /* the name appeared (created, or renamed in): nothing cached is wrong */
+	/*
+	 * The name was created (IN_CREATE): nothing cached is wrong.  A name
+	 * renamed in comes without it, since it may replace a cached one.
+	 */
+	QTFS_WN_NEW = 0x2,
 };
 #define QTFS_WATCH_WAIT_MAX_MS 60000
 #define QTFS_WATCH_BATCH_MAX 4096

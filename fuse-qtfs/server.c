@@ -142,8 +142,7 @@ struct watch_sub {
 	struct qtfs_srv *srv;
 	int refs;	/* sessions */
 	int started;	/* atomic: a WATCH came; events are kept from then on */
-	/* dir_key() of the directories watched for this client -> DIR_NAMES or DIR_NEW */
-	GHashTable *dirs;
+	GHashTable *dirs; /* struct sub_dir: the directories watched for this client */
 	GArray *queue;	/* struct watch_ev, at most QTFS_WATCH_BATCH_MAX */
 	bool overflow;	/* events were dropped since the last reply */
 	struct job *waiting; /* the WATCH request held, or NULL */
@@ -155,6 +154,16 @@ struct watch_sub {
 
 /* What a subscription hears of a directory: names that go, or those that appear too. */
 enum { DIR_NAMES = 1, DIR_NEW = 2 };
+
+/*
+ * A directory watched for a client.  The key is (dev, ino); gen tells
+ * the incarnation, so that the end of a removed directory (QTFS_DW_GONE)
+ * does not take the entry of a new one that reused its inode number.
+ */
+struct sub_dir {
+	struct qtfs_dirid id;
+	int what; /* DIR_NAMES or DIR_NEW */
+};
 
 /*
  * A held WATCH is answered this long after the first name is queued, so
@@ -630,12 +639,28 @@ static enum dev_kind put_attr_of(struct session *sess, struct qt_msg *rep, const
 	return put_attr_flags(sess, rep, st, fd, name, 0);
 }
 
-/* A subscription's key for a directory (a collision only sends a name too many). */
-static gpointer dir_key(uint64_t dev, uint64_t ino)
+static guint sub_dir_hash(gconstpointer p)
 {
-	uint64_t h = (dev * 0x9E3779B97F4A7C15ull) ^ ino;
+	const struct sub_dir *d = p;
+	uint64_t h = (d->id.dev * 0x9E3779B97F4A7C15ull) ^ d->id.ino;
 
-	return GSIZE_TO_POINTER((gsize)(h ? h : 1));
+	return (guint)(h ^ (h >> 32));
+}
+
+static gboolean sub_dir_equal(gconstpointer a, gconstpointer b)
+{
+	const struct sub_dir *x = a, *y = b;
+
+	return x->id.dev == y->id.dev && x->id.ino == y->id.ino;
+}
+
+/* What @id is watched for in @sub: DIR_NAMES, DIR_NEW, or 0.  srv->sub_lock held. */
+static int sub_dir_what(struct watch_sub *sub, const struct qtfs_dirid *id)
+{
+	struct sub_dir probe = {.id = *id};
+	const struct sub_dir *d = g_hash_table_lookup(sub->dirs, &probe);
+
+	return d && d->id.gen == id->gen ? d->what : 0;
 }
 
 struct linux_dirent64 {
@@ -655,10 +680,9 @@ static uint32_t watch_fd(struct session *sess, int dirfd, int what)
 {
 	struct qtfs_srv *srv = sess->srv;
 	struct watch_sub *sub = sess->sub;
-	struct qtfs_dirid id;
+	struct sub_dir probe, *d;
 	enum dev_kind kind;
 	struct stat st;
-	gpointer key, had;
 	bool mine;
 
 	if (!sub || !g_atomic_int_get(&sub->started) || dirfd < 0 || fstat(dirfd, &st) < 0)
@@ -666,16 +690,26 @@ static uint32_t watch_fd(struct session *sess, int dirfd, int what)
 	kind = dev_kind(srv, st.st_dev, dirfd, "");
 	if (kind != DEV_PLAIN && kind != DEV_MEMORY)
 		return 0;
-	id = (struct qtfs_dirid){.dev = st.st_dev, .ino = st.st_ino, .gen = inode_gen(dirfd, "")};
-	key = dir_key(id.dev, id.ino);
+	probe.id = (struct qtfs_dirid){.dev = st.st_dev, .ino = st.st_ino, .gen = inode_gen(dirfd, "")};
 	g_mutex_lock(&srv->sub_lock);
-	had = g_hash_table_lookup(sub->dirs, key);
-	mine = had || g_hash_table_size(sub->dirs) < srv->max_watches;
-	if (mine && GPOINTER_TO_INT(had) < what)
-		g_hash_table_insert(sub->dirs, key, GINT_TO_POINTER(what));
+	d = g_hash_table_lookup(sub->dirs, &probe);
+	mine = d || g_hash_table_size(sub->dirs) < srv->max_watches;
+	if (mine && !d) {
+		d = g_new0(struct sub_dir, 1);
+		d->id = probe.id;
+		g_hash_table_add(sub->dirs, d);
+	}
+	if (mine && d->id.gen != probe.id.gen) {
+		/* A new directory with the inode number of a removed one. */
+		d->id.gen = probe.id.gen;
+		d->what = 0;
+	}
+	if (mine && d->what < what)
+		d->what = what;
 	g_mutex_unlock(&srv->sub_lock);
 	/* Into the client's set first: an event right after the watch is added is for it. */
-	return mine && qtfs_dirwatch_add(srv->dw, dirfd, &id, what == DIR_NEW) ? QTFS_AF_WATCHED : 0;
+	return mine && qtfs_dirwatch_add(srv->dw, dirfd, &probe.id, what == DIR_NEW) ? QTFS_AF_WATCHED
+										      : 0;
 }
 
 /*
@@ -2513,7 +2547,7 @@ static struct watch_sub *sub_get(struct qtfs_srv *srv, uint64_t client)
 		sub->client = client;
 		sub->srv = srv;
 		sub->queue = g_array_new(FALSE, FALSE, sizeof(struct watch_ev));
-		sub->dirs = g_hash_table_new(g_direct_hash, g_direct_equal);
+		sub->dirs = g_hash_table_new_full(sub_dir_hash, sub_dir_equal, g_free, NULL);
 		g_hash_table_insert(srv->subs, &sub->client, sub);
 	}
 	sub->refs++;
@@ -2878,11 +2912,14 @@ static void watch_event(void *arg, const struct qtfs_dirwatch_event *ev)
 			continue;
 		switch (ev->kind) {
 		case QTFS_DW_GONE:
-			g_hash_table_remove(sub->dirs, dir_key(ev->dir.dev, ev->dir.ino));
+			if (sub_dir_what(sub, &ev->dir)) {
+				struct sub_dir probe = {.id = ev->dir};
+
+				g_hash_table_remove(sub->dirs, &probe);
+			}
 			break;
 		case QTFS_DW_NAME: {
-			int what = GPOINTER_TO_INT(
-				g_hash_table_lookup(sub->dirs, dir_key(ev->dir.dev, ev->dir.ino)));
+			int what = sub_dir_what(sub, &ev->dir);
 
 			/* A new name only where the client keeps every name. */
 			if (sub->overflow || what < (ev->is_new ? DIR_NEW : DIR_NAMES))
