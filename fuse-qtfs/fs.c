@@ -146,13 +146,15 @@ struct qtfs_fs {
 	int watch_on;	      /* atomic: a WATCH loop is running on a subscription */
 	unsigned watch_epoch; /* atomic: bumped when names may have been missed */
 	int watch_long;	      /* atomic: names were cached for watch_timeout since the last sweep */
+	int sync_count;	      /* atomic: the length of sync_waiters */
 	int watch_stop;	      /* atomic */
 	unsigned list_epoch;  /* atomic: bumped when a listing may have missed a name */
 	size_t listed_total;  /* names in every node->names; fs->lock */
 
 	/* The barrier (see "Barrier"), under sync_lock. */
 	GMutex sync_lock;
-	GCond sync_cond;
+	GList *sync_waiters;  /* struct sync_waiter*: barriers not answered yet */
+	bool sync_closed;     /* qtfs_fs_stop() answered them all: answer at once */
 	uint64_t seq_done;   /* the last WATCH reply the notifier is done with */
 	unsigned seq_epoch;  /* the watch_epoch of seq_done's subscription */
 	uint64_t sweep_next; /* the last sweep asked for by a barrier */
@@ -1518,6 +1520,7 @@ enum inval_kind {
 	INVAL_ALL,	  /* expire every cached name */
 	INVAL_SEQ_DONE,	  /* the names of WATCH reply @mark are done with (see "Barrier") */
 	INVAL_SWEEP_DONE, /* the barrier's sweep @mark is done (queued after an INVAL_ALL) */
+	INVAL_KICK,	  /* look at the waiting barriers (see "Barrier") */
 };
 
 struct inval {
@@ -1532,6 +1535,10 @@ struct inval {
 };
 
 static struct inval inval_stop;
+
+/* How often the notifier looks at the barriers' deadlines while some wait. */
+#define SYNC_TICK_US (100 * 1000)
+static void sync_kick(struct qtfs_fs *fs);
 
 static void inval_push_name(struct qtfs_fs *fs, uint64_t dev, uint64_t ino, uint64_t gen,
 			    bool is_dir, const char *name, size_t len)
@@ -1632,7 +1639,17 @@ static gpointer notifier_main(gpointer arg)
 	struct qtfs_fs *fs = arg;
 	struct inval *v;
 
-	while ((v = g_async_queue_pop(fs->invals)) != &inval_stop) {
+	for (;;) {
+		/* While barriers wait, wake up now and then for their deadlines. */
+		v = g_atomic_int_get(&fs->sync_count)
+			    ? g_async_queue_timeout_pop(fs->invals, SYNC_TICK_US)
+			    : g_async_queue_pop(fs->invals);
+		if (v == &inval_stop)
+			break;
+		if (!v) {
+			sync_kick(fs);
+			continue;
+		}
 		if (v->kind == INVAL_SEQ_DONE || v->kind == INVAL_SWEEP_DONE) {
 			g_mutex_lock(&fs->sync_lock);
 			if (v->kind == INVAL_SEQ_DONE) {
@@ -1641,8 +1658,10 @@ static gpointer notifier_main(gpointer arg)
 			} else {
 				fs->sweep_done = v->mark;
 			}
-			g_cond_broadcast(&fs->sync_cond);
 			g_mutex_unlock(&fs->sync_lock);
+			sync_kick(fs);
+		} else if (v->kind == INVAL_KICK) {
+			sync_kick(fs);
 		} else if (v->kind == INVAL_ALL) {
 			expire_all(fs);
 		} else if (v->kind == INVAL_EXPIRE) {
@@ -1806,80 +1825,174 @@ static void listed_take(struct qtfs_fs *fs, const GArray *names)
  */
 #define SYNC_WAIT_US (5 * G_USEC_PER_SEC)
 
-/*
- * With @epoch NULL: is the barrier's sweep @want done?  Else: is WATCH
- * reply @want of the subscription of watch_epoch *@epoch done, or has the
- * epoch moved on (names may have been missed: the caller sweeps)?  Reply
- * numbers start again with each subscription, so the epoch of the last
- * one done must be the caller's too.  sync_lock held.
- */
-static bool sync_reached(struct qtfs_fs *fs, uint64_t want, const unsigned *epoch)
-{
-	if (!epoch)
-		return fs->sweep_done >= want;
-	return (fs->seq_epoch == *epoch && fs->seq_done >= want) || *epoch != watch_epoch(fs);
-}
-
-/* Wait for sync_reached().  sync_lock held.  0, or -ETIMEDOUT. */
-static int sync_wait_locked(struct qtfs_fs *fs, uint64_t want, const unsigned *epoch)
-{
-	gint64 until = g_get_monotonic_time() + SYNC_WAIT_US;
-
-	while (!sync_reached(fs, want, epoch) && !g_atomic_int_get(&fs->watch_stop))
-		if (!g_cond_wait_until(&fs->sync_cond, &fs->sync_lock, until))
-			return sync_reached(fs, want, epoch) ? 0 : -ETIMEDOUT;
-	return 0;
-}
-
 static void expire_all_push(struct qtfs_fs *fs);
 
 /*
- * Expire every cached name, drop every list (reports may be pending), and
- * wait for the notifier to be done.
+ * A barrier is answered asynchronously: it holds no worker thread while
+ * it waits for the notifier, which may itself wait for a directory lock
+ * that a request still queued for a worker holds.  Its getxattr sends
+ * WATCH_SYNC and returns; the reply, the notifier (as it finishes WATCH
+ * replies and sweeps, and every SYNC_TICK_US for the deadlines) and
+ * watch_missed() move it on through sync_kick().
  */
-static int sweep_barrier(struct qtfs_fs *fs)
+struct sync_waiter {
+	struct qtfs_fs *fs;
+	fuse_req_t req;
+	size_t size;	/* the getxattr's: 0 asks for the value's length */
+	bool sweep;	/* waits for sweep @want, else for WATCH reply @want of @epoch */
+	uint64_t want;
+	unsigned epoch;
+	gint64 until;	/* deadline, g_get_monotonic_time() */
+	int err;	/* the answer, once done */
+};
+
+static void sync_answer(struct sync_waiter *w)
 {
-	uint64_t ticket;
-	int err;
+	if (w->err)
+		fuse_reply_err(w->req, w->err);
+	else if (w->size)
+		fuse_reply_buf(w->req, "", 0);
+	else
+		fuse_reply_xattr(w->req, 0);
+	g_free(w);
+}
+
+/* Answer @done's waiters, out of sync_lock. */
+static void sync_answer_all(GList *done)
+{
+	g_list_free_full(done, (GDestroyNotify)sync_answer);
+}
+
+/* Into the waiting list, or answered at once after qtfs_fs_stop().  sync_lock held. */
+static void sync_wait_locked(struct qtfs_fs *fs, struct sync_waiter *w, GList **done)
+{
+	if (fs->sync_closed) {
+		w->err = EIO;
+		*done = g_list_prepend(*done, w);
+		return;
+	}
+	fs->sync_waiters = g_list_prepend(fs->sync_waiters, w);
+	g_atomic_int_inc(&fs->sync_count);
+}
+
+/* Have the notifier expire every cached name; the sweep's ticket.  sync_lock held. */
+static uint64_t sweep_push_locked(struct qtfs_fs *fs)
+{
+	uint64_t ticket = ++fs->sweep_next;
+
+	expire_all_push(fs);
+	inval_push_kind(fs, INVAL_SWEEP_DONE, ticket);
+	return ticket;
+}
+
+/*
+ * @w sweeps instead: every cached name expired, every list dropped
+ * (reports may be pending), and the notifier done with that.
+ */
+static void sync_sweep(struct qtfs_fs *fs, struct sync_waiter *w)
+{
+	GList *done = NULL;
 
 	g_mutex_lock(&fs->lock);
 	listed_drop_all_locked(fs);
 	g_mutex_unlock(&fs->lock);
 	g_mutex_lock(&fs->sync_lock);
-	ticket = ++fs->sweep_next;
-	expire_all_push(fs);
-	inval_push_kind(fs, INVAL_SWEEP_DONE, ticket);
-	err = sync_wait_locked(fs, ticket, NULL);
+	w->sweep = true;
+	if (!fs->sync_closed)
+		w->want = sweep_push_locked(fs);
+	sync_wait_locked(fs, w, &done);
 	g_mutex_unlock(&fs->sync_lock);
-	return err;
+	sync_answer_all(done);
 }
 
-static int watch_sync(struct qtfs_fs *fs)
+/*
+ * Answer the waiters whose reply or sweep the notifier is done with, or
+ * whose deadline passed.  One that waits for a reply of an epoch gone by
+ * (names may have been missed) sweeps instead: watch_missed() dropped the
+ * lists already.  Reply numbers start again with each subscription, so
+ * the last one done counts only if its epoch is the waiter's.
+ */
+static void sync_kick(struct qtfs_fs *fs)
 {
-	g_autoptr(qt_msg) rep = NULL;
+	gint64 now = g_get_monotonic_time();
 	unsigned epoch = watch_epoch(fs);
+	GList *done = NULL, *next;
+	uint64_t ticket = 0;
+
+	g_mutex_lock(&fs->sync_lock);
+	for (GList *l = fs->sync_waiters; l; l = next) {
+		struct sync_waiter *w = l->data;
+		bool reached = w->sweep ? fs->sweep_done >= w->want
+					: fs->seq_epoch == w->epoch && fs->seq_done >= w->want;
+
+		next = l->next;
+		if (!reached && now >= w->until) {
+			w->err = ETIMEDOUT;
+			reached = true;
+		} else if (!reached && !w->sweep && w->epoch != epoch) {
+			if (!ticket)
+				ticket = sweep_push_locked(fs);
+			w->sweep = true;
+			w->want = ticket;
+		}
+		if (reached) {
+			fs->sync_waiters = g_list_delete_link(fs->sync_waiters, l);
+			g_atomic_int_add(&fs->sync_count, -1);
+			done = g_list_prepend(done, w);
+		}
+	}
+	g_mutex_unlock(&fs->sync_lock);
+	sync_answer_all(done);
+}
+
+/* WATCH_SYNC answered (loop thread): wait for the reply it names. */
+static void sync_asked(void *arg, int err, struct qt_msg *rep)
+{
+	struct sync_waiter *w = arg;
+	struct qtfs_fs *fs = w->fs;
+	GList *done = NULL;
 	uint64_t seq = 0;
 	struct qt_rd r;
-	int err;
 
-	if (!fs->se)
-		return 0; /* nothing is cached for longer than entry_timeout */
-	if (!g_atomic_int_get(&fs->watch_on))
-		return sweep_barrier(fs);
-	err = call(fs, qt_msg_new(QTFS_WATCH_SYNC, 0, 0), true, &rep);
 	if (err == 0) {
 		qt_rd_init_msg(&r, rep);
 		if (qt_rd_u64(&r, &seq) < 0 || qt_rd_end(&r) < 0)
 			err = -EIO;
 	}
-	if (err < 0)
-		return sweep_barrier(fs);
+	qt_msg_free(rep);
+	if (err < 0) {
+		sync_sweep(fs, w);
+		return;
+	}
+	w->want = seq;
 	g_mutex_lock(&fs->sync_lock);
-	err = sync_wait_locked(fs, seq, &epoch);
+	if (!fs->sync_closed)
+		inval_push_kind(fs, INVAL_KICK, 0); /* it may be done already */
+	sync_wait_locked(fs, w, &done);
 	g_mutex_unlock(&fs->sync_lock);
-	if (err == 0 && epoch != watch_epoch(fs))
-		err = sweep_barrier(fs);
-	return err;
+	sync_answer_all(done);
+}
+
+/* The barrier for @req, a getxattr of QTFS_SYNC_XATTR with @size. */
+static void watch_sync(fuse_req_t req, struct qtfs_fs *fs, size_t size)
+{
+	struct sync_waiter *w;
+
+	w = g_new0(struct sync_waiter, 1);
+	w->fs = fs;
+	w->req = req;
+	w->size = size;
+	w->until = g_get_monotonic_time() + SYNC_WAIT_US;
+	if (!fs->se) {
+		sync_answer(w); /* nothing is cached for longer than entry_timeout */
+		return;
+	}
+	w->epoch = watch_epoch(fs);
+	if (!g_atomic_int_get(&fs->watch_on)) {
+		sync_sweep(fs, w);
+		return;
+	}
+	qtfs_client_call_async_any(fs->cl, qt_msg_new(QTFS_WATCH_SYNC, 0, 0), true, sync_asked, w);
 }
 
 static void watch_arm(void *arg);
@@ -1910,9 +2023,7 @@ static void watch_missed(struct qtfs_fs *fs)
 	g_mutex_unlock(&fs->lock);
 	g_atomic_int_inc(&fs->watch_epoch);
 	/* A barrier waiting for a reply of the old epoch sweeps instead. */
-	g_mutex_lock(&fs->sync_lock);
-	g_cond_broadcast(&fs->sync_cond);
-	g_mutex_unlock(&fs->sync_lock);
+	inval_push_kind(fs, INVAL_KICK, 0);
 	if (!g_atomic_int_compare_and_exchange(&fs->watch_long, 1, 0))
 		return;
 	expire_all_push(fs);
@@ -3291,14 +3402,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 		return;
 	}
 	if (!strcmp(name, QTFS_SYNC_XATTR)) {
-		int err = watch_sync(fs);
-
-		if (err < 0)
-			fuse_reply_err(req, -err);
-		else if (size)
-			fuse_reply_buf(req, "", 0);
-		else
-			fuse_reply_xattr(req, 0);
+		watch_sync(req, fs, size);
 		return;
 	}
 	m = req_path(QTFS_GETXATTR, path);
@@ -3658,7 +3762,6 @@ struct qtfs_fs *qtfs_fs_new(const struct qtfs_fs_opts *o, struct qtfs_client *cl
 	fs->o.local_proc = fs->local_proc;
 	g_mutex_init(&fs->lock);
 	g_mutex_init(&fs->sync_lock);
-	g_cond_init(&fs->sync_cond);
 	g_mutex_init(&fs->slow_lock);
 	{
 		/* Its threads must leave the termination signals to the main thread. */
@@ -3738,17 +3841,24 @@ bool qtfs_fs_may_wait(struct qtfs_fs *fs, const void *buf, size_t len)
 void qtfs_fs_stop(struct qtfs_fs *fs)
 {
 	GThreadPool *pool;
+	GList *done;
 
 	if (!fs)
 		return;
 	g_atomic_int_set(&fs->watch_stop, 1);
-	g_mutex_lock(&fs->sync_lock);
-	g_cond_broadcast(&fs->sync_cond);
-	g_mutex_unlock(&fs->sync_lock);
 	if (fs->notifier) {
 		g_async_queue_push_front(fs->invals, &inval_stop);
 		g_thread_join(g_steal_pointer(&fs->notifier));
 	}
+	/* The barriers still waiting: the notifier that would move them on is gone. */
+	g_mutex_lock(&fs->sync_lock);
+	fs->sync_closed = true;
+	for (GList *l = fs->sync_waiters; l; l = l->next)
+		((struct sync_waiter *)l->data)->err = EIO;
+	done = g_steal_pointer(&fs->sync_waiters);
+	g_atomic_int_set(&fs->sync_count, 0);
+	g_mutex_unlock(&fs->sync_lock);
+	sync_answer_all(done);
 	g_mutex_lock(&fs->slow_lock);
 	pool = g_steal_pointer(&fs->slow);
 	g_mutex_unlock(&fs->slow_lock);
@@ -3784,7 +3894,6 @@ void qtfs_fs_free(struct qtfs_fs *fs)
 	g_cond_clear(&fs->lk_cond);
 	g_mutex_clear(&fs->lock);
 	g_mutex_clear(&fs->sync_lock);
-	g_cond_clear(&fs->sync_cond);
 	g_free(fs->local_proc);
 	g_strfreev(fs->local_comms);
 	g_strfreev(fs->relay);

@@ -168,6 +168,58 @@ PY
 	rm -r "$h/made"
 done
 
+# -- many barriers at once ------------------------------------------------------
+# 400 barriers from 80 threads, with 20 threads making directories, while
+# the host removes 1000 names the DPU cached: the notifier drops each, and
+# takes its directory's lock for that, which a MKDIR holds while it waits
+# to be run.  A barrier holds no request thread of the client while it
+# waits, so every one is answered.
+h=$T/exp/mem
+d=$T/mnt/mem
+python3 - "$h" "$d" >"$T/storm.out" 2>&1 <<'PY'
+import os, sys, threading
+h, d = sys.argv[1], sys.argv[2]
+dirs = ["storm/d%d" % i for i in range(20)]
+for x in ["storm"] + dirs:
+    os.mkdir(os.path.join(h, x))
+for x in dirs:
+    for j in range(50):
+        open(os.path.join(h, x, "f%d" % j), "w").close()
+        os.stat(os.path.join(d, x, "f%d" % j))
+errors = []
+def barrier():
+    for _ in range(5):
+        try:
+            os.getxattr(os.path.join(d, "storm"), "user.qtfs.sync")
+        except OSError as e:
+            errors.append("barrier: %s" % e)
+def mkdirs(x):
+    for j in range(30):
+        try:
+            os.mkdir(os.path.join(d, x, "m%d" % j))
+        except OSError as e:
+            errors.append("mkdir: %s" % e)
+def unlinks():
+    for j in range(50):
+        for x in dirs:
+            os.unlink(os.path.join(h, x, "f%d" % j))
+ts = [threading.Thread(target=unlinks)]
+ts += [threading.Thread(target=barrier) for _ in range(80)]
+ts += [threading.Thread(target=mkdirs, args=(x,)) for x in dirs]
+for t in ts:
+    t.start()
+for t in ts:
+    t.join()
+os.getxattr(os.path.join(d, "storm"), "user.qtfs.sync")
+seen = [x for x in dirs if os.path.exists(os.path.join(d, x, "f49"))]
+print("%d errors%s; %d removed names still seen" % (len(errors), (", first: " + errors[0]) if errors else "", len(seen)))
+sys.exit(1 if errors or seen else 0)
+PY
+rc=$?
+check "400 barriers at once, with directories being made: all answered ($(tail -1 "$T/storm.out"))" \
+	[ $rc -eq 0 ]
+rm -r "$h/storm"
+
 # -- missed events: the kernel's queue overflows while the server sleeps -------
 h=$T/exp/mem
 d=$T/mnt/mem
