@@ -1819,8 +1819,9 @@ static void listed_take(struct qtfs_fs *fs, const GArray *names)
  *
  * Without a running subscription (the server unreachable, a WATCH that
  * failed, names missed while the barrier waited), the barrier expires
- * every cached name instead and waits for that: the next lookups ask the
- * host.  Without name caching (watch_timeout=0, or a kernel before 6.2)
+ * every cached name and drops every list instead, and waits for that: the
+ * next lookups ask the host.  A barrier that waits past SYNC_WAIT_US
+ * fails with ETIMEDOUT.  Without name caching (watch_timeout=0, or a kernel before 6.2)
  * names are cached for entry_timeout only, and the barrier does nothing.
  */
 #define SYNC_WAIT_US (5 * G_USEC_PER_SEC)
