@@ -234,23 +234,40 @@ int rexec_fileref_open(const struct rexec_fileref *f, bool restrict_, char *cons
 {
 	int fl = (int)(f->flags & ~(uint32_t)(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY | O_DIRECTORY |
 					      O_TMPFILE));
-	int fd = open(f->path, fl | O_CLOEXEC | O_NOCTTY);
-	int err;
+	char proc[64];
+	struct stat st;
+	int pfd, fd, err;
 
+	/*
+	 * Looked at before it is opened: only regular files are passed
+	 * (rexec_fileref_from_fd()), and opening anything else could block
+	 * (a FIFO without a writer) or act (a device).  The open then goes
+	 * through the O_PATH descriptor, so it is the inode judged.
+	 */
 	*denied = false;
-	if (fd < 0)
+	pfd = open(f->path, O_PATH | O_CLOEXEC);
+	if (pfd < 0)
 		return -errno;
+	if (fstat(pfd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(pfd);
+		*denied = restrict_;
+		return restrict_ ? -EPERM : -EOPNOTSUPP;
+	}
 	if (restrict_) {
 		char real[REXEC_MAX_PATH];
-		struct stat st;
 
-		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || fd_path(fd, real, sizeof(real)) < 0 ||
-		    !rexec_path_under(allow, real)) {
-			close(fd);
+		if (fd_path(pfd, real, sizeof(real)) < 0 || !rexec_path_under(allow, real)) {
+			close(pfd);
 			*denied = true;
 			return -EPERM;
 		}
 	}
+	g_snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+	fd = open(proc, fl | O_CLOEXEC | O_NOCTTY);
+	err = -errno;
+	close(pfd);
+	if (fd < 0)
+		return err;
 	if (lseek(fd, (off_t)f->offset, SEEK_SET) < 0) {
 		err = -errno;
 		close(fd);

@@ -353,6 +353,9 @@ static void reply_result(struct sess *s, uint8_t result, int err, const char *fm
 	if (result == REXEC_R_OK)
 		r.pid = (uint32_t)s->pid;
 	else {
+		/* A refused session is over: another request on it gets EBUSY. */
+		if (s->st == S_IDLE)
+			s->st = S_FAILED;
 		g_autofree char *esc = g_strescape(msg ? msg : "", NULL);
 
 		qt_notice("deny peer=%s cmd=\"%s\": %s", s->peer, s->argv0 ? s->argv0 : "", esc);
@@ -535,17 +538,27 @@ spawn(const struct rexec_exec_req *r, const char *path, char **envp, const char 
 
 /* ---- exec --------------------------------------------------------------- */
 
-/* @path, or the file it resolves to, is listed (the list holds both forms of each entry). */
-static bool whitelisted(GHashTable *wl, const char *path)
+/*
+ * What to execute for @path, if it is listed (the list holds both forms
+ * of each entry): @path itself, or else the file it resolves to, which is
+ * then what runs, not @path.  Executing @path after finding its target
+ * listed would run whatever a symlink on the way leads to by then, and
+ * the client may be able to change it (a directory it writes through
+ * fuse-qtfs, its own PATH).  NULL if not listed.
+ */
+static char *whitelisted(GHashTable *wl, const char *path)
 {
-	g_autofree char *real = NULL;
+	char *real;
 
 	if (!wl)
-		return false;
+		return NULL;
 	if (g_hash_table_contains(wl, path))
-		return true;
+		return g_strdup(path);
 	real = realpath(path, NULL);
-	return real && g_hash_table_contains(wl, real);
+	if (real && g_hash_table_contains(wl, real))
+		return real;
+	free(real);
+	return NULL;
 }
 
 /* Find @cmd as execvp() would, in @env's PATH; relative paths from @cwd. */
@@ -620,6 +633,7 @@ static void do_exec(struct sess *s, struct qt_msg *m)
 		return;
 	}
 	/* Only for log lines: escaped, so a client cannot forge lines with a newline. */
+	g_free(s->argv0);
 	s->argv0 = g_strescape(r.argv[0], NULL);
 	s->start_ms = qt_loop_now_ms(d->loop);
 	if (s->refused) {
@@ -670,10 +684,18 @@ static void do_exec(struct sess *s, struct qt_msg *m)
 			     err == -ENOENT ? "command not found" : "permission denied");
 		goto out;
 	}
+	g_free(s->path);
 	s->path = g_strescape(path, NULL);
-	if (!d->o.allow_all && !whitelisted(d->o.whitelist, path)) {
-		reply_result(s, REXEC_R_DENIED, EPERM, "%s is not in the host's rexec whitelist", path);
-		goto out;
+	if (!d->o.allow_all) {
+		char *listed = whitelisted(d->o.whitelist, path);
+
+		if (!listed) {
+			reply_result(s, REXEC_R_DENIED, EPERM, "%s is not in the host's rexec whitelist",
+				     path);
+			goto out;
+		}
+		g_free(path);
+		path = listed;
 	}
 
 	/*
@@ -808,6 +830,7 @@ static void do_forward(struct sess *s, struct qt_msg *m)
 	{
 		g_autofree char *esc = g_strescape(path, NULL);
 
+		g_free(s->argv0);
 		s->argv0 = g_strdup_printf("forward:%s", esc);
 	}
 	if (s->refused) {

@@ -161,6 +161,7 @@ def main():
     key = None
     mark = "rexec-raw"
     read_ref = None
+    twice = False
     while args and args[0].startswith("--"):
         if args[0] == "--key":
             with open(args[1], "rb") as f:
@@ -174,6 +175,9 @@ def main():
         elif args[0] == "--read-ref":
             read_ref = args[1]
             args = args[2:]
+        elif args[0] == "--twice":
+            twice = True
+            args = args[1:]
         else:
             sys.exit("rexec-raw: unknown option " + args[0])
     target = args[0]
@@ -183,6 +187,20 @@ def main():
         if hs:
             c.handshake()
         return c
+
+    if twice:
+        # A refused EXEC (a command that does not exist), then another
+        # request on the same session: EBUSY, the session is over.
+        c = conn()
+        c.send(frame(EXEC, exec_payload("no-such-command-" + mark, ["x"]), mid=1))
+        f = c.recv_frame()
+        if f is None or f[0] != EXEC or f[3][0] == 0:
+            sys.exit("the first EXEC was not refused: %r" % (f,))
+        c.send(frame(EXEC, exec_payload("true", ["true"]), mid=2))
+        f = c.recv_frame()
+        if f is None or not f[1] & F_ERROR or struct.unpack(">I", f[3][:4])[0] != 16:
+            sys.exit("the second request got %r, not EBUSY" % (f,))
+        sys.exit(0)
 
     if read_ref is not None:
         c = conn()

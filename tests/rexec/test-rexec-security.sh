@@ -34,7 +34,10 @@ host_path() {
 	host_path echo
 	echo "   $(host_path true)   "
 	host_path sh
+	echo "$T/listed.sh"
 } >"$T/whitelist"
+printf '#!/bin/sh\necho "$0"\n' >"$T/listed.sh"
+chmod 755 "$T/listed.sh"
 start_rexecd wl "whitelist=$T/whitelist" || exit 1
 check_rc "whitelisted echo runs" 0 rx wl echo hi
 check "... and prints" [ "$(cat "$T/out")" = hi ]
@@ -51,6 +54,11 @@ check_rc "nor is it reached through the client's PATH" 126 rx wl -e "PATH=$T/evi
 check_rc "/usr/bin/true/../cat is cat, and refused" 126 rx wl "$(dirname "$(host_path true)")/true/../cat" /etc/hostname
 check_rc "a path with .. that lands on a whitelisted binary runs" 0 \
 	rx wl "$(dirname "$(host_path true)")/../$(basename "$(dirname "$(host_path true)")")/true"
+ln -s "$T/listed.sh" "$T/evil/via-link"
+# What runs is the listed file the link led to when it was checked, not
+# the link again (which the client may change in between).
+check_rc "a symlink to a whitelisted script runs" 0 rx wl "$T/evil/via-link"
+check "... as the listed file itself (\$0 is $(cat "$T/out"))" [ "$(cat "$T/out")" = "$T/listed.sh" ]
 check_rc "a missing command is 127 even when whitelisting would refuse it" 127 rx wl no-such-command-$MARK
 check "audit lines carry the exit status of what ran" \
 	grep -q "exec peer=unix(uid=0,pid=[0-9]*) argv0=\"echo\" path=$(host_path echo) pid=[0-9]* status=\"exit 0\" duration=[0-9]*ms" "$T/wl.log"
@@ -229,4 +237,11 @@ check "... and nothing of the secret was read" sh -c "! grep -q SECRET '$T/pf1.o
 $RAW --read-ref "$T/allowed/link" "unix:$T/pf.sock" >"$T/pf2.out" 2>&1
 check "a symlink inside pass_fds_allow to a file outside it does not give the file away ($(head -c 100 "$T/pf2.out"))" \
 	sh -c "! grep -q SECRET '$T/pf2.out'"
+# A FIFO nobody writes would block an open for good, and rexecd with it.
+mkfifo "$T/allowed/fifo"
+check "a FIFO reference is refused" sh -c "! timeout 20 $RAW --read-ref '$T/allowed/fifo' 'unix:$T/pf.sock' >'$T/pf3.out' 2>&1"
+check "... and rexecd still serves the next one" \
+	[ "$(timeout 20 $RAW --read-ref "$T/allowed/ok" "unix:$T/pf.sock" 2>/dev/null)" = "OK $MARK" ]
+check "a session refused once answers another request with EBUSY" \
+	timeout 20 $RAW --twice "unix:$T/pf.sock"
 finish
