@@ -1248,24 +1248,43 @@ static int op_readlink(struct session *sess, struct qt_rd *r, struct qt_msg *rep
 /*
  * Give a new file the caller's ownership, as a local create by the caller
  * would have: uid of the caller, gid of the caller or, under a set-group-ID
- * directory, of the directory.
+ * directory, of the directory.  @fd is the file if it is open (a CREATE),
+ * else -1.  Everything goes through a descriptor of the file, never its
+ * name again: the client may rename something else, a symlink out of the
+ * export for one, over the name meanwhile.
  */
-static int own_new(const struct at *a, uint32_t uid, uint32_t gid)
+static int own_new(const struct at *a, int fd, uint32_t uid, uint32_t gid)
 {
+	int pfd = fd >= 0 ? fd : openat(a->dirfd, a->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	struct stat dst, st;
+	char proc[64];
+	int err = 0;
 
-	if (fstat(a->dirfd, &dst) < 0 || at_stat(a, &st) < 0)
+	if (pfd < 0)
 		return -errno;
+	if (fstat(a->dirfd, &dst) < 0 || fstat(pfd, &st) < 0) {
+		err = -errno;
+		goto out;
+	}
 	if (dst.st_mode & S_ISGID)
 		gid = dst.st_gid;
 	if (st.st_uid == uid && st.st_gid == gid)
-		return 0;
-	if (fchownat(a->dirfd, a->name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
-		return -errno;
+		goto out;
+	if (fchownat(pfd, "", uid, gid, AT_EMPTY_PATH) < 0) {
+		err = -errno;
+		goto out;
+	}
 	/* chown cleared set-id bits of a non-directory: put back what was asked. */
-	if (!S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode) && (st.st_mode & 06000))
-		fchmodat(a->dirfd, a->name, st.st_mode & 07777, 0);
-	return 0;
+	if (!S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode) && (st.st_mode & 06000)) {
+		/* An O_PATH descriptor takes no fchmod(); its /proc link is the inode itself. */
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+		if ((fd >= 0 ? fchmod(fd, st.st_mode & 07777) : chmod(proc, st.st_mode & 07777)) < 0)
+			qt_debug("restoring the set-id bits of a new file: %s", g_strerror(errno));
+	}
+out:
+	if (pfd != fd)
+		close(pfd);
+	return err;
 }
 
 /*
@@ -1276,7 +1295,7 @@ static int answer_made(struct session *sess, const struct at *a, uint32_t uid, u
 		       uint32_t wflags, struct qt_msg *rep)
 {
 	struct stat st;
-	int err = own_new(a, uid, gid);
+	int err = own_new(a, -1, uid, gid);
 
 	if (err < 0 || (err = at_stat(a, &st)) < 0)
 		return err;
@@ -1663,7 +1682,7 @@ static int op_open(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 static int answer_created(struct session *sess, const struct at *a, int fd, uint32_t uid,
 			  uint32_t gid, int flags, uint32_t wflags, struct qt_msg *rep)
 {
-	int err = own_new(a, uid, gid);
+	int err = own_new(a, fd, uid, gid);
 
 	if (err < 0) {
 		unlinkat(a->dirfd, a->name, 0);
