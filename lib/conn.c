@@ -639,7 +639,16 @@ static void handle_frame(struct qt_conn *c, struct qt_msg *m)
 	if (qt_msg_type(m) < QT_MSG_USER_MIN) {
 		/* Control messages after the handshake: only PING is known; the rest is ignored. */
 		if (qt_msg_type(m) == QT_MSG_PING && qt_msg_id(m)) {
-			uint64_t *key = g_new(uint64_t, 1);
+			uint64_t *key;
+
+			if (g_hash_table_contains(c->serving, &(uint64_t){qt_msg_id(m)})) {
+				/* Its reply would take the request's id out of the in-flight set. */
+				qt_msg_free(m);
+				conn_begin_close(c, -EPROTO,
+						 "peer reused the id of a request still being served", false);
+				return;
+			}
+			key = g_new(uint64_t, 1);
 
 			*key = qt_msg_id(m);
 			g_hash_table_add(c->serving, key);
