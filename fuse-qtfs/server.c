@@ -2443,7 +2443,12 @@ static int op_lseek(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	return 0;
 }
 
-/* copy_file_range between two host files; across host file systems, a copy loop here. */
+/*
+ * copy_file_range between two host files; across host file systems, a copy
+ * loop here, of at most COPY_LOOP_MAX bytes per request so that one request
+ * holds a worker for a bounded time.
+ */
+#define COPY_LOOP_MAX ((uint64_t)64 << 20)
 static int op_copy_range(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 {
 	uint64_t hin, hout, oin, oout, len;
@@ -2473,6 +2478,8 @@ static int op_copy_range(struct session *sess, struct qt_rd *r, struct qt_msg *r
 		g_autofree uint8_t *buf = g_malloc(1 << 20);
 		uint64_t done = 0;
 
+		/* A short count, as copy_file_range(2) may give: the caller goes on. */
+		len = MIN(len, COPY_LOOP_MAX);
 		while (done < len) {
 			size_t want = MIN(len - done, (uint64_t)(1 << 20));
 			ssize_t got = pread(a->fd, buf, want, (off_t)(oin + done));
