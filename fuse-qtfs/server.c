@@ -469,8 +469,13 @@ static void handle_unref(struct handle *h)
 	g_free(h);
 }
 
+/*
+ * A new handle for @fd, its id in *@id.  *@out holds a reference of the
+ * caller's: a peer may RELEASE the id (they are sequential) before the
+ * reply that tells it, and the descriptor must outlive the caller's use.
+ */
 static int handle_add(struct session *sess, int fd, bool dir, bool stream, bool quick_close,
-		      bool splice, uint64_t *id)
+		      bool splice, uint64_t *id, struct handle **out)
 {
 	struct handle *h;
 	uint64_t *key;
@@ -486,12 +491,13 @@ static int handle_add(struct session *sess, int fd, bool dir, bool stream, bool 
 	h->stream = stream;
 	h->quick_close = quick_close && !stream;
 	h->splice = splice;
-	h->refs = 1;
+	h->refs = 2;
 	g_mutex_init(&h->lock);
 	key = g_new(uint64_t, 1);
 	*key = ++sess->next_handle;
 	g_hash_table_insert(sess->handles, key, h);
 	*id = *key;
+	*out = h;
 	g_mutex_unlock(&sess->lock);
 	return 0;
 }
@@ -1569,6 +1575,7 @@ static void put_prefetch(struct qt_msg *rep, int fd, uint32_t want)
 static int put_new_handle(struct session *sess, int fd, bool dir, const char *path, int flags,
 			  const uint32_t *prefetch, uint32_t wflags, struct qt_msg *rep)
 {
+	g_autoptr(handle) h = NULL;
 	struct stat st;
 	uint64_t hid;
 	enum dev_kind kind;
@@ -1582,14 +1589,13 @@ static int put_new_handle(struct session *sess, int fd, bool dir, const char *pa
 	kind = dev_kind(sess->srv, st.st_dev, fd, "");
 	if ((err = handle_add(sess, fd, dir, S_ISFIFO(st.st_mode),
 			      kind == DEV_MEMORY || kind_pseudo(kind),
-			      S_ISREG(st.st_mode) && !kind_pseudo(kind), &hid)) < 0) {
+			      S_ISREG(st.st_mode) && !kind_pseudo(kind), &hid, &h)) < 0) {
 		close(fd);
 		return err;
 	}
 	qt_msg_put_u64(rep, hid);
+	/* The handle owns @fd now; our reference keeps it open. */
 	put_attr_flags(sess, rep, &st, fd, "", wflags);
-	/* The handle owns @fd now, but the client cannot close it before it
-	 * has this reply. */
 	if (prefetch)
 		put_prefetch(rep, fd, prefetch_ok(kind, &st, flags, path) ? *prefetch : 0);
 	return 0;
