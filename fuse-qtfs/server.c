@@ -197,6 +197,7 @@ struct session {
 	bool refused; /* unix peer with a uid not allowed: every request gets EACCES */
 	struct qt_conn *conn;
 	int refs; /* atomic: the connection + running jobs */
+	int closed; /* atomic: the connection is gone; jobs not started yet are dropped */
 	GMutex lock;
 	int root_fd; /* -1 until MOUNT */
 	char *root_path;
@@ -1029,6 +1030,31 @@ static void intr_again(void *arg)
 	}
 	session_unref(t->sess);
 	g_free(t);
+}
+
+static void interrupt_request(struct session *sess, uint64_t id);
+
+/*
+ * The connection of @sess is gone (loop thread): the jobs queued for it
+ * are dropped when their turn comes, and the ones blocked (a FIFO open or
+ * read that no peer may ever end) are interrupted, as an INTERRUPT from
+ * the client would.  So a peer that disconnects leaves no thread of the
+ * blocking pool behind, nor its session's descriptors.
+ */
+static void session_abandon(struct session *sess)
+{
+	g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+	GHashTableIter it;
+	gpointer key;
+
+	g_atomic_int_set(&sess->closed, 1);
+	g_mutex_lock(&sess->lock);
+	g_hash_table_iter_init(&it, sess->blocked);
+	while (g_hash_table_iter_next(&it, &key, NULL))
+		g_array_append_val(ids, *(uint64_t *)key);
+	g_mutex_unlock(&sess->lock);
+	for (guint i = 0; i < ids->len; i++)
+		interrupt_request(sess, g_array_index(ids, uint64_t, i));
 }
 
 /* QTFS_INTERRUPT for request @id (loop thread).  Unknown ids: done already, or never blocking. */
@@ -3011,6 +3037,8 @@ static void run_job(gpointer data, gpointer user)
 	qt_rd_init_msg(&r, j->req);
 	if (sess->refused)
 		err = -EACCES;
+	else if (g_atomic_int_get(&sess->closed))
+		err = -ECONNABORTED; /* nobody to answer: not run */
 	else if (!fn)
 		err = -ENOSYS;
 	else if (!mounted && type != QTFS_MOUNT)
@@ -3609,6 +3637,7 @@ static void srv_conn_closed(struct qt_conn *c, int err, const char *reason, void
 		srv = sess->srv;
 		srv->sessions--;
 		watch_conn_closed(sess);
+		session_abandon(sess);
 		if (err)
 			qt_notice("peer %s: connection closed: %s", qt_conn_peer(c), reason);
 		else

@@ -239,4 +239,37 @@ check "SIGTERM with a reader blocked on a relayed FIFO: the daemon is gone withi
 wait $waiting
 rc=$?
 check "... and the reader fails rather than waits (rc=$rc)" sh -c '[ "$1" -ne 0 ] && [ "$1" -ne 124 ]' sh "$rc"
+# A client that vanishes (kill -9: no INTERRUPT sent) while the server's
+# open of a FIFO for it blocks: the lost connection interrupts that open,
+# so no thread of the server's blocking pool is left waiting for a writer
+# that may never come (wchan wait_for_partner).
+fifo_waiters() {
+	cat /proc/"$SERVER_PID"/task/*/wchan 2>/dev/null | tr '\0' '\n' | grep -c wait_for_partner
+}
+no_fifo_waiters() {
+	[ "$(fifo_waiters)" -eq 0 ]
+}
+some_fifo_waiters() {
+	[ "$(fifo_waiters)" -gt 0 ]
+}
+# tries N CMD...: CMD succeeds within N x 50 ms.
+tries() {
+	_n=$1
+	shift
+	while [ "$_n" -gt 0 ]; do
+		"$@" && return 0
+		sleep 0.05
+		_n=$((_n - 1))
+	done
+	return 1
+}
+check "mount again with fifo_relay" mount_qtfs "unix:$T/sock:$T/exp" "$T/mnt2" -o fifo_relay=fifos
+timeout 20 cat "$T/mnt2/fifos/io" >/dev/null 2>&1 &
+waiting=$!
+check "a DPU reader's FIFO open blocks a server thread" tries 100 some_fifo_waiters
+pid=$(pgrep -f "fuse-qtfs .*$T/mnt2\$" | head -n 1)
+kill -KILL "$pid"
+wait_gone 50 "$pid"
+wait $waiting
+check "the client killed: the server's blocked open ends with the connection" tries 100 no_fifo_waiters
 finish
