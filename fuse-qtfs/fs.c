@@ -1844,9 +1844,19 @@ struct sync_waiter {
 	uint64_t want;
 	unsigned epoch;
 	gint64 until;	/* deadline, g_get_monotonic_time() */
+	bool asking;	/* WATCH_SYNC not answered yet: nothing to wait for but the deadline */
+	bool done;	/* answered, or about to be (out of the list); sync_lock */
 	int err;	/* the answer, once done */
+	int refs;	/* atomic: the list (until answered), the WATCH_SYNC call */
 };
 
+static void sync_unref(struct sync_waiter *w)
+{
+	if (g_atomic_int_dec_and_test(&w->refs))
+		g_free(w);
+}
+
+/* Answer @w, taken out of the list (or never in it). */
 static void sync_answer(struct sync_waiter *w)
 {
 	if (w->err)
@@ -1855,7 +1865,7 @@ static void sync_answer(struct sync_waiter *w)
 		fuse_reply_buf(w->req, "", 0);
 	else
 		fuse_reply_xattr(w->req, 0);
-	g_free(w);
+	sync_unref(w);
 }
 
 /* Answer @done's waiters, out of sync_lock. */
@@ -1869,6 +1879,7 @@ static void sync_wait_locked(struct qtfs_fs *fs, struct sync_waiter *w, GList **
 {
 	if (fs->sync_closed) {
 		w->err = EIO;
+		w->done = true;
 		*done = g_list_prepend(*done, w);
 		return;
 	}
@@ -1923,14 +1934,15 @@ static void sync_kick(struct qtfs_fs *fs)
 	g_mutex_lock(&fs->sync_lock);
 	for (GList *l = fs->sync_waiters; l; l = next) {
 		struct sync_waiter *w = l->data;
-		bool reached = w->sweep ? fs->sweep_done >= w->want
-					: fs->seq_epoch == w->epoch && fs->seq_done >= w->want;
+		bool reached = w->asking  ? false
+			       : w->sweep ? fs->sweep_done >= w->want
+					  : fs->seq_epoch == w->epoch && fs->seq_done >= w->want;
 
 		next = l->next;
 		if (!reached && now >= w->until) {
 			w->err = ETIMEDOUT;
 			reached = true;
-		} else if (!reached && !w->sweep && w->epoch != epoch) {
+		} else if (!reached && !w->asking && !w->sweep && w->epoch != epoch) {
 			if (!ticket)
 				ticket = sweep_push_locked(fs);
 			w->sweep = true;
@@ -1939,6 +1951,7 @@ static void sync_kick(struct qtfs_fs *fs)
 		if (reached) {
 			fs->sync_waiters = g_list_delete_link(fs->sync_waiters, l);
 			g_atomic_int_add(&fs->sync_count, -1);
+			w->done = true;
 			done = g_list_prepend(done, w);
 		}
 	}
@@ -1946,12 +1959,15 @@ static void sync_kick(struct qtfs_fs *fs)
 	sync_answer_all(done);
 }
 
-/* WATCH_SYNC answered (loop thread): wait for the reply it names. */
+/*
+ * WATCH_SYNC answered (loop thread): @w, listed since the call went out
+ * unless answered meanwhile (deadline, interrupt, stop), now waits for
+ * the reply it names, or sweeps if the call failed.
+ */
 static void sync_asked(void *arg, int err, struct qt_msg *rep)
 {
 	struct sync_waiter *w = arg;
 	struct qtfs_fs *fs = w->fs;
-	GList *done = NULL;
 	uint64_t seq = 0;
 	struct qt_rd r;
 
@@ -1962,16 +1978,52 @@ static void sync_asked(void *arg, int err, struct qt_msg *rep)
 	}
 	qt_msg_free(rep);
 	if (err < 0) {
-		sync_sweep(fs, w);
-		return;
+		/* Reports may be pending: no list may answer from before them. */
+		g_mutex_lock(&fs->lock);
+		listed_drop_all_locked(fs);
+		g_mutex_unlock(&fs->lock);
 	}
-	w->want = seq;
 	g_mutex_lock(&fs->sync_lock);
-	if (!fs->sync_closed)
-		inval_push_kind(fs, INVAL_KICK, 0); /* it may be done already */
-	sync_wait_locked(fs, w, &done);
+	if (!w->done) {
+		if (err < 0) {
+			w->sweep = true;
+			w->want = fs->sync_closed ? 0 : sweep_push_locked(fs);
+		} else {
+			w->want = seq;
+		}
+		w->asking = false;
+		if (!fs->sync_closed)
+			inval_push_kind(fs, INVAL_KICK, 0); /* it may be done already */
+	}
 	g_mutex_unlock(&fs->sync_lock);
-	sync_answer_all(done);
+	sync_unref(w);
+}
+
+/*
+ * The caller of a waiting barrier got a signal (rexec gave up on it and
+ * exits, for one): answer EINTR at once, as a local getxattr would.  Looked
+ * up by @req: the waiter may be answered, and gone, meanwhile.
+ */
+static void sync_interrupted(fuse_req_t req, void *arg)
+{
+	struct qtfs_fs *fs = arg;
+	struct sync_waiter *w = NULL;
+
+	g_mutex_lock(&fs->sync_lock);
+	for (GList *l = fs->sync_waiters; l; l = l->next) {
+		if (((struct sync_waiter *)l->data)->req == req) {
+			w = l->data;
+			fs->sync_waiters = g_list_delete_link(fs->sync_waiters, l);
+			g_atomic_int_add(&fs->sync_count, -1);
+			w->done = true;
+			break;
+		}
+	}
+	g_mutex_unlock(&fs->sync_lock);
+	if (w) {
+		w->err = EINTR;
+		sync_answer(w);
+	}
 }
 
 /* The barrier for @req, a getxattr of QTFS_SYNC_XATTR with @size. */
@@ -1979,20 +2031,31 @@ static void watch_sync(fuse_req_t req, struct qtfs_fs *fs, size_t size)
 {
 	struct sync_waiter *w;
 
+	GList *done = NULL;
+
 	w = g_new0(struct sync_waiter, 1);
 	w->fs = fs;
 	w->req = req;
 	w->size = size;
 	w->until = g_get_monotonic_time() + SYNC_WAIT_US;
+	w->refs = 1;
 	if (!fs->se) {
 		sync_answer(w); /* nothing is cached for longer than entry_timeout */
 		return;
 	}
 	w->epoch = watch_epoch(fs);
+	fuse_req_interrupt_func(req, sync_interrupted, fs);
 	if (!g_atomic_int_get(&fs->watch_on)) {
 		sync_sweep(fs, w);
 		return;
 	}
+	/* Listed while it asks, so that its deadline and an interrupt hold from now on. */
+	w->asking = true;
+	w->refs = 2;
+	g_mutex_lock(&fs->sync_lock);
+	sync_wait_locked(fs, w, &done);
+	g_mutex_unlock(&fs->sync_lock);
+	sync_answer_all(done);
 	qtfs_client_call_async_any(fs->cl, qt_msg_new(QTFS_WATCH_SYNC, 0, 0), true, sync_asked, w);
 }
 
@@ -3854,8 +3917,10 @@ void qtfs_fs_stop(struct qtfs_fs *fs)
 	/* The barriers still waiting: the notifier that would move them on is gone. */
 	g_mutex_lock(&fs->sync_lock);
 	fs->sync_closed = true;
-	for (GList *l = fs->sync_waiters; l; l = l->next)
+	for (GList *l = fs->sync_waiters; l; l = l->next) {
 		((struct sync_waiter *)l->data)->err = EIO;
+		((struct sync_waiter *)l->data)->done = true;
+	}
 	done = g_steal_pointer(&fs->sync_waiters);
 	g_atomic_int_set(&fs->sync_count, 0);
 	g_mutex_unlock(&fs->sync_lock);

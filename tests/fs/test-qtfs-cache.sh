@@ -220,6 +220,44 @@ check "400 barriers at once, with directories being made: all answered ($(tail -
 	[ $rc -eq 0 ]
 rm -r "$h/storm"
 
+# -- a barrier whose caller gets a signal ---------------------------------------------
+# With the server stopped the barrier cannot be taken; a signal to the
+# caller ends it with EINTR at once, as rexec relies on when it gives up on
+# a mount and exits (else its exit would wait for the barrier's deadline).
+# The directory is open and its attributes fresh (stat just before), so
+# nothing but the barrier itself needs the stopped server.
+python3 - "$T/mnt/mem" "$SERVER_PID" >"$T/bintr.out" 2>&1 <<'PY'
+import os, signal, sys, threading, time
+
+class Intr(Exception):
+    pass
+
+def handler(sig, frame):
+    raise Intr()
+
+signal.signal(signal.SIGUSR1, handler)
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+pid = int(sys.argv[2])
+main = threading.get_ident()
+os.stat(sys.argv[1])
+os.kill(pid, signal.SIGSTOP)
+try:
+    threading.Timer(0.3, lambda: signal.pthread_kill(main, signal.SIGUSR1)).start()
+    t = time.monotonic()
+    try:
+        os.getxattr(fd, "user.qtfs.sync")
+        print("returned")
+    except Intr:
+        print("interrupted", "fast" if time.monotonic() - t < 1.5 else "slow")
+    except OSError as e:
+        print("failed:", e)
+finally:
+    os.kill(pid, signal.SIGCONT)
+PY
+kill -CONT "$SERVER_PID"
+check "a signal ends a barrier the server cannot answer ($(cat "$T/bintr.out"))" \
+	grep -qx "interrupted fast" "$T/bintr.out"
+
 # -- missed events: the kernel's queue overflows while the server sleeps -------
 h=$T/exp/mem
 d=$T/mnt/mem
