@@ -110,6 +110,8 @@ struct qt_backend_ops {
 	/* Write as much of the send queue as possible, or start doing so. */
 	void (*stream_flush)(struct qt_stream *s);
 	void (*stream_close)(struct qt_stream *s);
+	/* Hand what stream_flush prepared to the kernel now (NULL: it already did). */
+	void (*submit)(struct qt_loop *l);
 };
 
 struct qt_loop {

@@ -710,6 +710,11 @@ static int ur_wait(struct qt_loop *l, int timeout_ms)
 	return 0;
 }
 
+static void ur_submit(struct qt_loop *l)
+{
+	io_uring_submit(&UR(l)->ring);
+}
+
 const struct qt_backend_ops qt__uring_backend = {
 	.name = "io_uring",
 	.init = ur_init,
@@ -724,4 +729,5 @@ const struct qt_backend_ops qt__uring_backend = {
 	.stream_reading = ur_stream_reading,
 	.stream_flush = ur_stream_flush,
 	.stream_close = ur_stream_close,
+	.submit = ur_submit,
 };

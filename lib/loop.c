@@ -366,6 +366,13 @@ static void finish_closed(struct qt_loop *l)
 	g_ptr_array_set_size(l->graveyard, 0);
 }
 
+void qt_loop_flush(struct qt_loop *l)
+{
+	flush_streams(l);
+	if (l->be->submit)
+		l->be->submit(l);
+}
+
 int qt_loop_run_once(struct qt_loop *l, int timeout_ms)
 {
 	int r;

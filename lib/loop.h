@@ -66,6 +66,12 @@ const char *qt_loop_backend_name(const struct qt_loop *l);
 int qt_loop_run(struct qt_loop *l);
 /* Run one iteration, waiting at most @timeout_ms (-1: until something happens). */
 int qt_loop_run_once(struct qt_loop *l, int timeout_ms);
+/*
+ * Loop thread: start sending what the streams have queued now, rather
+ * than at the end of this turn of the loop (before the process stops
+ * itself, for one).  What does not fit in the socket is sent later.
+ */
+void qt_loop_flush(struct qt_loop *l);
 void qt_loop_stop(struct qt_loop *l);
 /* Run @fn(@arg) on the loop thread soon.  Thread-safe; never fails. */
 void qt_loop_post(struct qt_loop *l, void (*fn)(void *arg), void *arg);

@@ -20,7 +20,9 @@
 #include "log.h"
 
 struct inbound {
-	struct qt_msg *m; /* owns the bytes below */
+	struct qt_msg *m; /* owns the bytes below, or NULL: own does */
+	uint8_t *own;	  /* small payloads copied together (see rexec_chan_push()) */
+	size_t own_cap;
 	const uint8_t *p;
 	size_t len;
 	struct rexec_fileref *refs;
@@ -61,7 +63,41 @@ static void inbound_free(struct inbound *b)
 		rexec_fileref_clear(&b->refs[i]);
 	g_free(b->refs);
 	qt_msg_free(b->m);
+	g_free(b->own);
 	g_free(b);
+}
+
+/*
+ * Payloads up to COALESCE_MAX bytes are copied into the owned buffer of
+ * the inbound before them (up to COALESCE_CAP), not kept as a message
+ * each: credit counts payload bytes, and a peer sending 1-byte frames
+ * would otherwise make us keep a message and an inbound, some 200 bytes,
+ * per byte of credit.
+ */
+#define COALESCE_MAX 4096
+#define COALESCE_CAP (64 * 1024)
+
+/* Append @p to the owned tail @t if it has or can get room.  True if done. */
+static bool coalesce(struct inbound *t, const uint8_t *p, size_t len)
+{
+	size_t start, used;
+
+	if (!t || !t->own || t->n_refs)
+		return false;
+	start = (size_t)(t->p - t->own);
+	used = start + t->len;
+	if (used + len > t->own_cap) {
+		size_t cap = MAX(t->own_cap * 2, used + len);
+
+		if (cap > COALESCE_CAP)
+			return false;
+		t->own = g_realloc(t->own, cap);
+		t->own_cap = cap;
+		t->p = t->own + start;
+	}
+	memcpy(t->own + used, p, len);
+	t->len += len;
+	return true;
 }
 
 static void send_msg(struct rexec_chan *ch, struct qt_msg *m)
@@ -542,16 +578,36 @@ int rexec_chan_push(struct rexec_chan *ch, struct qt_msg *m, const uint8_t *p, s
 		qt_msg_free(m);
 		return 0;
 	}
+	if (len == 0 && n_refs == 0) {
+		g_free(refs);
+		qt_msg_free(m);
+		return 0;
+	}
+	if (n_refs == 0 && len <= COALESCE_MAX) {
+		ch->in_queued += len;
+		if (coalesce(g_queue_peek_tail(&ch->q), p, len)) {
+			g_free(refs);
+			qt_msg_free(m);
+			return 0;
+		}
+		b = g_new0(struct inbound, 1);
+		b->own_cap = MAX(len, 256);
+		b->own = g_malloc(b->own_cap);
+		memcpy(b->own, p, len);
+		b->p = b->own;
+		b->len = len;
+		g_free(refs);
+		qt_msg_free(m);
+		g_queue_push_tail(&ch->q, b);
+		update_watch(ch);
+		return 0;
+	}
 	b = g_new0(struct inbound, 1);
 	b->m = m;
 	b->p = p;
 	b->len = len;
 	b->refs = refs;
 	b->n_refs = n_refs;
-	if (len == 0 && n_refs == 0) {
-		inbound_free(b);
-		return 0;
-	}
 	ch->in_queued += len;
 	g_queue_push_tail(&ch->q, b);
 	update_watch(ch);

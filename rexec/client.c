@@ -333,12 +333,18 @@ static void on_signal(struct qt_watch *wt, int fd, uint32_t revents, void *arg)
 		}
 		send_msg(cl, rexec_signal_encode(rexec_signal_name(sig)));
 		if (sig == SIGTSTP) {
-			/* Stop the remote group, then ourselves, so the local shell's job control works. */
+			/*
+			 * Stop the remote group, then ourselves, so the local
+			 * shell's job control works; the TSTP above goes into
+			 * the socket first (a stopped process sends nothing).
+			 */
 			if (cl->raw)
 				rexec_tty_restore(STDIN_FILENO, &cl->saved);
+			qt_loop_flush(cl->loop);
 			raise(SIGSTOP);
 		} else if (sig == SIGCONT && cl->raw) {
-			rexec_tty_raw(STDIN_FILENO, &cl->saved);
+			/* From the settings saved at the start: the current ones may be raw already. */
+			rexec_tty_make_raw(STDIN_FILENO, &cl->saved);
 		}
 	}
 }

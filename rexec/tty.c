@@ -13,11 +13,15 @@
 
 bool rexec_tty_raw(int fd, struct termios *saved)
 {
-	struct termios t;
-
 	if (!isatty(fd) || tcgetattr(fd, saved) < 0)
 		return false;
-	t = *saved;
+	return rexec_tty_make_raw(fd, saved);
+}
+
+bool rexec_tty_make_raw(int fd, const struct termios *orig)
+{
+	struct termios t = *orig;
+
 	cfmakeraw(&t);
 	/* Keep output post-processing off too: the remote pty already did it. */
 	t.c_cc[VMIN] = 1;

@@ -24,6 +24,8 @@ enum {
  * may be called more than once.
  */
 bool rexec_tty_raw(int fd, struct termios *saved);
+/* Raw mode again, from the settings @orig that rexec_tty_raw() saved (after a stop). */
+bool rexec_tty_make_raw(int fd, const struct termios *orig);
 void rexec_tty_restore(int fd, const struct termios *saved);
 /* @fd's window size, or 80 x 24 when it is not a terminal. */
 void rexec_tty_size(int fd, unsigned *cols, unsigned *rows);

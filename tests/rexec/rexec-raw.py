@@ -162,6 +162,7 @@ def main():
     mark = "rexec-raw"
     read_ref = None
     twice = False
+    tiny = 0
     while args and args[0].startswith("--"):
         if args[0] == "--key":
             with open(args[1], "rb") as f:
@@ -178,6 +179,9 @@ def main():
         elif args[0] == "--twice":
             twice = True
             args = args[1:]
+        elif args[0] == "--tiny-frames":
+            tiny = int(args[1])
+            args = args[2:]
         else:
             sys.exit("rexec-raw: unknown option " + args[0])
     target = args[0]
@@ -187,6 +191,25 @@ def main():
         if hs:
             c.handshake()
         return c
+
+    if tiny:
+        # A command that does not read its stdin, sent @tiny 1-byte DATA
+        # frames on it (within the stream's credit); rexecd must hold them
+        # without a message per byte.  Prints how many frames went out.
+        c = conn()
+        c.send(frame(EXEC, exec_payload("sh", ["sh", "-c", "sleep 5"]), mid=1))
+        f = c.recv_frame()
+        if f is None or f[0] != EXEC or f[3][0] != 0:
+            sys.exit("EXEC refused: %r" % (f,))
+        one = frame(DATA, u8(0) + u32(0) + b"x")
+        batch = one * 1000
+        for _ in range(tiny // 1000):
+            c.send(batch)
+        print(tiny // 1000 * 1000)
+        sys.stdout.flush()
+        time.sleep(1)
+        c.close()
+        sys.exit(0)
 
     if twice:
         # A refused EXEC (a command that does not exist), then another

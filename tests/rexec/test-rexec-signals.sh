@@ -99,6 +99,28 @@ else
 	fail "rexec did not end after its remote group finished"
 fi
 
+# -- SIGTSTP: the remote group stops with rexec, and goes on with it ----------------------------
+# state_of PID: the first letter of ps's STAT (T: stopped).
+state_of() {
+	ps -o stat= -p "$1" 2>/dev/null | cut -c1
+}
+remote_state_is() {
+	_p=$(pgrep -f "^sleep ${MARK}6\$" | head -n 1)
+	[ -n "$_p" ] && [ "$(state_of "$_p")" = "$1" ]
+}
+bg rx h sleep "${MARK}6"
+c=$BG_PID
+check "remote sleep 6 started" wait_until 5 sleeps_are 6 1
+kill -TSTP "$c"
+check "SIGTSTP stops rexec" wait_until 3 sh -c "[ \"\$(ps -o stat= -p $c | cut -c1)\" = T ]"
+# The TSTP for rexecd must leave before rexec stops itself.
+check "... and the remote sleep is stopped while rexec is" wait_until 3 remote_state_is T
+kill -CONT "$c"
+check "SIGCONT: the remote sleep runs again" wait_until 3 remote_state_is S
+kill -TERM "$c"
+wait_gone "$c" 5
+check "... and ends with rexec" wait_until 2 sleeps_are 6 0
+
 # -- rexec SIGKILLed: rexecd cleans up ------------------------------------------------------
 # A group that ignores SIGTERM (inherited by the sleeps): SIGKILL after kill_grace=2s.
 bg rx h sh -c "trap '' TERM; sleep ${MARK}3 & sleep ${MARK}3 & wait"
