@@ -1528,6 +1528,10 @@ static int check_open(struct session *sess, int fd, int flags)
 		if ((err = wl_check_fd(sess, QTFS_WL_WRITE, fd, NULL)) < 0)
 			return err;
 	}
+	/* [Read] is judged when the file is opened for reading: the reads go by handle. */
+	if ((flags & O_ACCMODE) != O_WRONLY && !(flags & O_DIRECTORY) &&
+	    (err = wl_check_fd(sess, QTFS_WL_READ, fd, NULL)) < 0)
+		return err;
 	return wl_check_fd(sess, QTFS_WL_OPEN, fd, NULL);
 }
 

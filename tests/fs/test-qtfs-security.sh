@@ -193,6 +193,19 @@ check "qtfs-raw whitelist attacks refused" \
 	"unix:$T/sock-wl" "$WX"
 check "... the victim is intact on the host" [ "$(cat "$WX/denied/victim" 2>/dev/null)" = victim ]
 check "... and nothing new in the denied dir" [ "$(ls -A "$WX/denied")" = victim ]
+# [Read]: files are read only below its paths (judged at the open).
+echo "open" >"$WX/allowed/readme"
+printf '[Read]\nPath=%s\n' "$WX/allowed" >"$T/whitelist-read"
+start_server "$T/server-wlr.log" --listen "unix:$T/sock-wlr" --export "$WX" \
+	--whitelist "$T/whitelist-read" || exit 1
+check "mount with a [Read] whitelist" mount_qtfs "unix:$T/sock-wlr:$WX" "$D/wlr"
+check "[Read]: a file below its path is read" [ "$(cat "$D/wlr/allowed/readme")" = open ]
+expect_fail "[Read]: a file elsewhere is not" "Permission denied" cat "$D/wlr/denied/victim"
+check "[Read]: ... and the server said so" \
+	grep -q "Read \"$WX/denied/victim\" denied by the whitelist" "$T/server-wlr.log"
+check "[Read]: listing there still works" [ "$(ls "$D/wlr/denied")" = victim ]
+check "unmount the [Read] mount" umount_qtfs "$D/wlr"
+rm "$WX/allowed/readme"
 
 # -- read-only ------------------------------------------------------------------
 RX=$H/roexp
