@@ -167,6 +167,30 @@ static bool env_name_allowed(char *const *allow, const char *var)
 	return false;
 }
 
+/*
+ * Variables glibc itself acts on by loading code, or reading or writing
+ * files, as the process: it ignores them in set-user-ID programs, and
+ * pass drops them with LD_* (GCONV_PATH names a directory of modules
+ * iconv() loads, for one).
+ */
+static const char *const unsafe_env[] = {
+	"GCONV_PATH", "GETCONF_DIR", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "LOCPATH",
+	"MALLOC_TRACE", "NIS_PATH", "NLSPATH", "RESOLV_HOST_CONF", "RES_OPTIONS", "TZDIR",
+};
+
+static bool env_unsafe(const char *var)
+{
+	if (g_str_has_prefix(var, "LD_"))
+		return true;
+	for (size_t i = 0; i < G_N_ELEMENTS(unsafe_env); i++) {
+		size_t n = strlen(unsafe_env[i]);
+
+		if (!strncmp(var, unsafe_env[i], n) && var[n] == '=')
+			return true;
+	}
+	return false;
+}
+
 char **rexecd_env_filter(enum rexecd_env_policy p, char *const *allow, char *const *fixed,
 			 char *const *sent)
 {
@@ -179,11 +203,11 @@ char **rexecd_env_filter(enum rexecd_env_policy p, char *const *allow, char *con
 		/*
 		 * pass keeps everything but the dynamic loader's variables
 		 * (LD_PRELOAD would run the client's code in any whitelisted
-		 * binary); an allowlist may still name them.
+		 * binary) and glibc's other unsafe ones; an allowlist may
+		 * still name them.
 		 */
 		for (; sent && *sent; sent++)
-			if (p == REXECD_ENV_PASS ? !g_str_has_prefix(*sent, "LD_")
-						 : env_name_allowed(allow, *sent))
+			if (p == REXECD_ENV_PASS ? !env_unsafe(*sent) : env_name_allowed(allow, *sent))
 				g_ptr_array_add(v, g_strdup(*sent));
 	}
 	g_ptr_array_add(v, NULL);

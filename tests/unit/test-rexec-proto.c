@@ -1285,8 +1285,9 @@ START_TEST(test_env_filter)
 	char *star[] = {"*", NULL};
 	char *empty[] = {NULL};
 	char *loader[] = {"LD_PRELOAD=/tmp/evil.so", "A=1", "LD_LIBRARY_PATH=/tmp", "OLD_X=1",
-			  "LDX=2", NULL};
-	char *loader_pass[] = {"A=1", "OLD_X=1", "LDX=2", NULL};
+			  "LDX=2", "GCONV_PATH=/tmp/mods", "GCONV_PATHX=1", "NLSPATH=/tmp/%N",
+			  "GLIBC_TUNABLES=x", "TMPDIR=/tmp", NULL};
+	char *loader_pass[] = {"A=1", "OLD_X=1", "LDX=2", "GCONV_PATHX=1", "TMPDIR=/tmp", NULL};
 	char *ld_allow[] = {"LD_LIBRARY_PATH", NULL};
 	char *loader_ld[] = {"LD_LIBRARY_PATH=/tmp", NULL};
 	char **out;
@@ -1295,7 +1296,7 @@ START_TEST(test_env_filter)
 	assert_strv_eq(out, sent);
 	g_strfreev(out);
 
-	/* pass drops the dynamic loader's variables; an allowlist may name them. */
+	/* pass drops the dynamic loader's variables and glibc's unsafe ones; an allowlist may name them. */
 	out = rexecd_env_filter(REXECD_ENV_PASS, NULL, NULL, loader);
 	assert_strv_eq(out, loader_pass);
 	g_strfreev(out);
