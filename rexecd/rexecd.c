@@ -1096,9 +1096,12 @@ static void conn_closed(struct qt_conn *c, int err, const char *reason, void *us
 		 * Once the command itself is reaped, only the rest of its group
 		 * can be left; if none is, there is nothing to wait for.
 		 */
-		if (kill(-s->pid, SIGTERM) == 0 || !s->reaped)
+		if (kill(-s->pid, SIGTERM) == 0 || !s->reaped) {
+			/* A group stopped by a forwarded TSTP must run to take it. */
+			kill(-s->pid, SIGCONT);
 			s->kill_timer = qt_timer_add(s->d->loop, s->d->o.kill_grace_ms,
 						     kill_timer_fired, s);
+		}
 		s->st = S_DONE;
 	}
 	sess_maybe_free(s);
@@ -1143,8 +1146,11 @@ void rexecd_terminate_all(struct rexecd *d, int sig)
 	for (GList *i = d->sessions; i; i = i->next) {
 		struct sess *s = i->data;
 
-		if (s->pid && !s->reaped)
+		if (s->pid && !s->reaped) {
 			kill(-s->pid, sig);
+			if (sig != SIGKILL && sig != SIGCONT)
+				kill(-s->pid, SIGCONT); /* a stopped group must run to take it */
+		}
 	}
 }
 

@@ -120,6 +120,15 @@ check "SIGCONT: the remote sleep runs again" wait_until 3 remote_state_is S
 kill -TERM "$c"
 wait_gone "$c" 5
 check "... and ends with rexec" wait_until 2 sleeps_are 6 0
+# Stopped, and then the client is gone: the SIGTERM for the group comes
+# with a SIGCONT, so it is taken at once, not kill_grace (2 s) later.
+bg rx h sleep "${MARK}6"
+c=$BG_PID
+check "remote sleep 6 started again" wait_until 5 sleeps_are 6 1
+kill -TSTP "$c"
+check "... stopped with rexec" wait_until 3 remote_state_is T
+kill -KILL "$c"
+check "rexec killed while stopped: the stopped remote sleep ends within 1 s" wait_until 1 sleeps_are 6 0
 
 # -- rexec SIGKILLed: rexecd cleans up ------------------------------------------------------
 # A group that ignores SIGTERM (inherited by the sleeps): SIGKILL after kill_grace=2s.
