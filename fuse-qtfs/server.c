@@ -1448,6 +1448,8 @@ static int op_symlink(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	return make_at(sess, MAKE_SYMLINK, path, 0, 0, target, uid, gid, rep);
 }
 
+#define RENAME_FLAGS_OK (RENAME_NOREPLACE | RENAME_EXCHANGE)
+
 static int op_rename(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 {
 	g_autofree char *from = NULL, *to = NULL;
@@ -1460,6 +1462,9 @@ static int op_rename(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	qt_rd_u32(r, &flags);
 	if ((err = qt_rd_end(r)) < 0)
 		return err;
+	/* Not RENAME_WHITEOUT: the server would make device nodes for the client. */
+	if (flags & ~RENAME_FLAGS_OK)
+		return -EINVAL;
 	if (!*from || !*to)
 		return -EBUSY;
 	if ((err = at_resolve_pair(sess, from, to, &a, &b)) < 0)
@@ -3451,7 +3456,7 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 			return false;
 		if (!link)
 			qt_rd_u32(r, &u);
-		if (qt_rd_end(r) < 0 || !*from || !*to)
+		if (qt_rd_end(r) < 0 || !*from || !*to || (!link && (u & ~RENAME_FLAGS_OK)))
 			return false;
 		if ((err = at_resolve_pair(sess, from, to, &rj->at, &rj->at2)) == DEFER)
 			return false;

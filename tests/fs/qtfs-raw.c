@@ -1310,6 +1310,10 @@ static void attacks_garbage(struct ctx *x)
 	m->len -= 4;
 	qt_msg_put_u32(m, 0xffffffff);
 	expect(x, "RENAME with flags 0xffffffff", m, EINVAL);
+	m = build_two(QTFS_RENAME, FILE_NAME, "whiteout-made");
+	m->len -= 4;
+	qt_msg_put_u32(m, 4); /* RENAME_WHITEOUT: a device node the server would make */
+	expect(x, "RENAME with RENAME_WHITEOUT", m, EINVAL);
 	expect(x, "OPEN with flags 0xffffffff", build_open(FILE_NAME, 0xffffffff), ENOTDIR);
 	expect(x, "MKNOD of type S_IFDIR", build_mknod(ESCAPED, S_IFDIR | 0755, 0), EPERM);
 	expect(x, "MKNOD with mode 0xffffffff", build_mknod(ESCAPED, 0xffffffff, 0), EINVAL);
