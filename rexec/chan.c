@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <termios.h>
@@ -687,6 +688,15 @@ uint64_t rexec_chan_out_bytes(const struct rexec_chan *ch)
 bool rexec_chan_out_blocked(const struct rexec_chan *ch)
 {
 	return ch->out_open && ch->credit == 0;
+}
+
+size_t rexec_chan_out_pending(const struct rexec_chan *ch)
+{
+	int n = 0;
+
+	if (!ch->out_open || ch->fd < 0 || ioctl(ch->fd, FIONREAD, &n) < 0 || n < 0)
+		return 0;
+	return (size_t)n;
 }
 
 int rexec_chan_fd(const struct rexec_chan *ch)

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "conn.h"
@@ -114,4 +115,9 @@ bool rexec_chan_out_open(const struct rexec_chan *ch);
 /* Bytes sent outbound so far, and whether reading is waiting for credit. */
 uint64_t rexec_chan_out_bytes(const struct rexec_chan *ch);
 bool rexec_chan_out_blocked(const struct rexec_chan *ch);
+/*
+ * Bytes waiting in the fd to be read outbound (FIONREAD: a pipe, a pty
+ * master, a socket); 0 when the direction has ended or the fd cannot tell.
+ */
+size_t rexec_chan_out_pending(const struct rexec_chan *ch);
 int rexec_chan_fd(const struct rexec_chan *ch);

@@ -5,7 +5,7 @@
  *
  * Exec session states:
  *   IDLE --EXEC ok--> SPAWNING --exec succeeded--> RUNNING --child reaped-->
- *   DRAINING --every output at EOF (or idle drain_ms)--> DONE (EXIT sent)
+ *   DRAINING --every output at EOF (or empty and idle drain_ms)--> DONE (EXIT sent)
  *   SPAWNING --setup or exec failed--> FAILED (error reply; the child is reaped)
  *   any state before DONE --connection lost--> ORPHANED: SIGTERM to the
  *   process group, SIGKILL kill_grace_ms later, freed once reaped.
@@ -276,8 +276,13 @@ static void check_done(struct sess *s)
 
 /*
  * After the child exited, something else (a daemon it started) may still
- * hold its stdout.  Output that stays idle for drain_ms while we could
- * read counts as ended, so the client gets its exit status.
+ * hold its stdout.  An output counts as ended once its pipe is empty and
+ * nothing was read from it for drain_ms, so the client gets its exit
+ * status.  The empty pipe is what keeps the command's own output whole:
+ * all it wrote before it exited is in the pipe until we read it, however
+ * long the client takes to give credit (an ACK and this timer may come in
+ * the same turn of the loop, before the read they allow).  Only a silent
+ * holder of an empty pipe is cut.
  */
 static void drain_tick(void *arg)
 {
@@ -289,7 +294,7 @@ static void drain_tick(void *arg)
 
 		if (!ch || !rexec_chan_out_open(ch))
 			continue;
-		if (!rexec_chan_out_blocked(ch) && rexec_chan_out_bytes(ch) == s->drain_seen[i])
+		if (rexec_chan_out_bytes(ch) == s->drain_seen[i] && rexec_chan_out_pending(ch) == 0)
 			rexec_chan_force_eof(ch);
 		else
 			s->drain_seen[i] = rexec_chan_out_bytes(ch);

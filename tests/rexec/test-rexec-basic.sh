@@ -36,6 +36,41 @@ check "100 MiB of stdin go through cat and back intact" [ "$got" = "$want" ]
 got=$(rxt h cat <"$T/big" | sha256sum | cut -d' ' -f1)
 check "... also over TCP with a key" [ "$got" = "$want" ]
 rm -f "$T/big"
+
+# -- the drain timer never cuts what the command wrote ----------------------------------
+# After the command exits, an output that stays idle for drain counts as
+# ended (for a daemon that keeps stdout).  A reader that makes the client
+# hold back credit must still get every byte written before the exit,
+# however short drain is: 8 MiB (more than the credit and the pipe) to a
+# reader that sleeps between reads, with drain=1ms, six times.  The same
+# with the default drain and a reader that starts a second late.
+start_rexecd d drain=1ms || exit 1
+head -c 8388608 /dev/urandom >"$T/mid"
+want=$(sha256sum <"$T/mid" | cut -d' ' -f1)
+slow_cat='import os, sys, time
+while True:
+    b = os.read(0, 65536)
+    if not b:
+        break
+    os.write(1, b)
+    time.sleep(float(sys.argv[1]))'
+short=0
+for d in 0.001 0.002 0.005 0.001 0.002 0.005; do
+	got=$(rx d cat "$T/mid" | python3 -c "$slow_cat" "$d" | sha256sum | cut -d' ' -f1)
+	[ "$got" = "$want" ] || short=$((short + 1))
+done
+check "8 MiB to a slow reader with drain=1ms arrive whole, 6 times ($short short)" [ $short -eq 0 ]
+got=$(rx h cat "$T/mid" | (sleep 1; cat) | sha256sum | cut -d' ' -f1)
+check "... and with the default drain to a reader that starts 1 s late" [ "$got" = "$want" ]
+rm -f "$T/mid"
+# What drain is for: a background process keeps stdout open and silent.
+t0=$(date +%s%N)
+out=$(rx h sh -c "sleep ${MARK}9 & echo before; exit 4")
+rc=$?
+t1=$(date +%s%N)
+check "a daemon holding stdout: rexec still ends (exit $rc, $(((t1 - t0) / 1000000)) ms) with the output" \
+	sh -c "[ $rc -eq 4 ] && [ '$out' = before ] && [ $(((t1 - t0) / 1000000)) -lt 3000 ]"
+check "... and the daemon lives on" pgrep -f "^sleep ${MARK}9\$"
 # A reader that stops early: the remote writer must not hang the client.
 check "head -c 10 of an endless remote stream ends" \
 	sh -c "timeout 20 sh -c '\"\$1\" --config \"\$2\" -H unix:\$3 --key-file \"\$4\" cat /dev/zero | head -c 10 | wc -c | grep -qx 10' sh \
