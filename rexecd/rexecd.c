@@ -4,16 +4,26 @@
  * unix-socket forward.
  *
  * Exec session states:
- *   IDLE --EXEC ok--> SPAWNING --exec succeeded--> RUNNING --child reaped-->
+ *   IDLE --EXEC ok--> SPAWNING --exec succeeded--> RUNNING --child exited-->
  *   DRAINING --every output at EOF (or empty and idle drain_ms)--> DONE (EXIT sent)
  *   SPAWNING --setup or exec failed--> FAILED (error reply; the child is reaped)
  *   any state before DONE --connection lost--> ORPHANED: SIGTERM to the
  *   process group, SIGKILL kill_grace_ms later, freed once reaped.
- * Invariants: the child is reaped exactly once, through its pidfd, and the
- * session is freed only once it is reaped and its connection is gone (and
- * the SIGKILL timer, if any, fired or was cancelled); EXIT is sent at most
- * once, after the EOF of every output stream, so the client has all output
- * before it learns the status.
+ * The process group: its id is the child's pid, and every signal to it
+ * goes by that number (kill(-pid)).  Once the child is reaped and the rest
+ * of its group is gone, the number is free for the kernel to hand to a new
+ * process, which may start a group of its own (another session's child
+ * does): a late signal would then hit a stranger.  So the child's exit is
+ * learnt with WNOWAIT and it stays a zombie, holding the number, for as
+ * long as the session may signal the group: until EXIT is sent, the
+ * command failed to start, or the SIGKILL timer is over.  Only then is it
+ * reaped (release()).
+ * Invariants: the child is reaped exactly once, through its pidfd, never
+ * while the state is SPAWNING, RUNNING or DRAINING or the SIGKILL timer
+ * is pending; the session is freed only once it is reaped and its
+ * connection is gone (and the SIGKILL timer, if any, fired or was
+ * cancelled); EXIT is sent at most once, after the EOF of every output
+ * stream, so the client has all output before it learns the status.
  *
  * The child is vforked and set up with async-signal-safe system calls only
  * (it shares our memory until it execs), and reports a failed chdir, open
@@ -22,6 +32,7 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -40,6 +51,7 @@
 #include <unistd.h>
 
 #include "chan.h"
+#include "conf.h"
 #include "endpoint.h"
 #include "log.h"
 #include "proto.h"
@@ -85,7 +97,8 @@ struct sess {
 	pid_t pid;
 	int pidfd, errfd;
 	struct qt_watch *pidw, *errw;
-	bool reaped;
+	bool exited;	/* status known; the child is a zombie until reaped */
+	bool reaped;	/* the zombie is gone: no signal to -pid any more */
 	siginfo_t status;
 
 	bool pty;
@@ -103,6 +116,7 @@ enum { STAGE_PTY = 1, STAGE_FD, STAGE_CWD, STAGE_EXEC };
 
 static void sess_maybe_free(struct sess *s);
 static void chans_free(struct sess *s);
+static void release(struct sess *s);
 
 /* ---- helpers shared with main.c and the tests ------------------------- */
 
@@ -253,6 +267,8 @@ static void send_exit(struct sess *s)
 			qt_conn_send(s->conn, m);
 	}
 	e.signame = NULL;
+	/* No signal goes to the group after EXIT: the number may go. */
+	release(s);
 }
 
 static bool outputs_open(struct sess *s)
@@ -347,20 +363,91 @@ static void on_chan(struct rexec_chan *ch, enum rexec_chan_event ev, int err, vo
 	}
 }
 
-static void reap(struct sess *s)
+/*
+ * The child exited: take its status, but leave it a zombie (WNOWAIT), so
+ * that its pid, the id of its process group, stays taken (see the top).
+ */
+static void child_exited(struct sess *s)
 {
 	siginfo_t si = {0};
 
-	if (s->reaped)
+	if (s->exited)
 		return;
-	if (waitid((idtype_t)P_PIDFD, (id_t)s->pidfd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
+	if (waitid((idtype_t)P_PIDFD, (id_t)s->pidfd, &si, WEXITED | WNOHANG | WNOWAIT) < 0 ||
+	    si.si_pid == 0)
 		return;
-	s->reaped = true;
+	s->exited = true;
 	s->status = si;
+	/* The pidfd stays readable while the zombie is there. */
 	qt_watch_remove(s->pidw);
 	s->pidw = NULL;
+}
+
+/* Whether the session may still signal the process group (see the top). */
+static bool group_in_use(const struct sess *s)
+{
+	return s->st == S_SPAWNING || s->st == S_RUNNING || s->st == S_DRAINING || s->kill_timer;
+}
+
+/* The session is done with the process group: reap the child. */
+static void release(struct sess *s)
+{
+	siginfo_t si = {0};
+
+	if (!s->exited || s->reaped)
+		return;
+	/* It has exited: this does not wait. */
+	if (waitid((idtype_t)P_PIDFD, (id_t)s->pidfd, &si, WEXITED) < 0)
+		qt_debug("session %d: waitid: %s", (int)s->pid, g_strerror(errno));
+	s->reaped = true;
 	close(s->pidfd);
 	s->pidfd = -1;
+}
+
+/*
+ * Whether a process other than the child itself is in its process group.
+ * kill(-pid, 0) cannot tell once the child has exited: the zombie we keep
+ * is in the group too.  Called when a command whose client is gone exits,
+ * and when the grace period ends.
+ */
+static bool group_has_others(const struct sess *s)
+{
+	DIR *d;
+	struct dirent *e;
+	bool found = false;
+
+	if (!s->exited)
+		return true;
+	if (kill(-s->pid, 0) < 0 && errno == ESRCH)
+		return false;
+	d = opendir("/proc");
+	if (!d)
+		return true; /* cannot tell: assume the worst, and SIGKILL at the end of the grace */
+	while (!found && (e = readdir(d))) {
+		char path[64], buf[512];
+		const char *rp;
+		int64_t pid;
+		ssize_t n;
+		int fd, pgrp = 0;
+
+		if (qt_parse_int(e->d_name, 1, INT32_MAX, &pid) < 0 || pid == s->pid)
+			continue;
+		g_snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		/* "pid (comm) state ppid pgrp ...": comm may hold anything, even ")". */
+		rp = strrchr(buf, ')');
+		if (rp && sscanf(rp + 1, " %*c %*d %d", &pgrp) == 1 && pgrp == (int)s->pid)
+			found = true;
+	}
+	closedir(d);
+	return found;
 }
 
 static void reply_result(struct sess *s, uint8_t result, int err, const char *fmt, ...)
@@ -453,10 +540,10 @@ static void on_pidfd(struct qt_watch *w, int fd, uint32_t revents, void *arg)
 	(void)revents;
 	if (s->st == S_SPAWNING)
 		spawn_settle(s);
-	reap(s);
-	if (!s->reaped)
+	child_exited(s);
+	if (!s->exited)
 		return;
-	if (s->kill_timer && kill(-s->pid, 0) < 0 && errno == ESRCH) {
+	if (s->kill_timer && !group_has_others(s)) {
 		/* Orphaned and the whole group is gone already: nothing left to SIGKILL. */
 		qt_timer_cancel(s->kill_timer);
 		s->kill_timer = NULL;
@@ -470,6 +557,9 @@ static void on_pidfd(struct qt_watch *w, int fd, uint32_t revents, void *arg)
 		}
 		check_done(s);
 	}
+	/* It did not start, or EXIT is out, or its client is gone and so is its group. */
+	if (!group_in_use(s))
+		release(s);
 	sess_maybe_free(s);
 }
 
@@ -792,7 +882,7 @@ static void do_exec(struct sess *s, struct qt_msg *m)
 		qt_err("pidfd_open(%d): %s", (int)pid, g_strerror(errno));
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
-		s->reaped = true;
+		s->exited = s->reaped = true;
 		reply_result(s, REXEC_R_SETUP, errno, "cannot watch the child");
 		goto out;
 	}
@@ -936,8 +1026,9 @@ static void sess_maybe_free(struct sess *s)
 {
 	struct rexecd *d = s->d;
 
-	if (s->conn || (s->pid && !s->reaped) || s->kill_timer)
+	if (s->conn || (s->pid && !s->exited) || s->kill_timer)
 		return;
+	release(s);
 	chans_free(s);
 	if (s->drain_timer)
 		qt_timer_cancel(s->drain_timer);
@@ -963,7 +1054,8 @@ static void kill_timer_fired(void *arg)
 	struct sess *s = arg;
 
 	s->kill_timer = NULL;
-	if (kill(-s->pid, SIGKILL) == 0)
+	/* The zombie keeps the number ours until release(): this cannot reach a stranger. */
+	if (group_has_others(s) && kill(-s->pid, SIGKILL) == 0)
 		qt_notice("session %d: process group still alive after %" G_GUINT64_FORMAT
 			  " ms: SIGKILL", (int)s->pid, s->d->o.kill_grace_ms);
 	sess_maybe_free(s);
@@ -1098,10 +1190,11 @@ static void conn_closed(struct qt_conn *c, int err, const char *reason, void *us
 		qt_notice("exec peer=%s argv0=\"%s\" pid=%d: client gone; SIGTERM to the process group",
 			  s->peer, s->argv0, (int)s->pid);
 		/*
-		 * Once the command itself is reaped, only the rest of its group
+		 * Once the command itself has exited, only the rest of its group
 		 * can be left; if none is, there is nothing to wait for.
 		 */
-		if (kill(-s->pid, SIGTERM) == 0 || !s->reaped) {
+		kill(-s->pid, SIGTERM);
+		if (group_has_others(s)) {
 			/* A group stopped by a forwarded TSTP must run to take it. */
 			kill(-s->pid, SIGCONT);
 			s->kill_timer = qt_timer_add(s->d->loop, s->d->o.kill_grace_ms,
@@ -1151,7 +1244,7 @@ void rexecd_terminate_all(struct rexecd *d, int sig)
 	for (GList *i = d->sessions; i; i = i->next) {
 		struct sess *s = i->data;
 
-		if (s->pid && !s->reaped) {
+		if (s->pid && !s->exited) {
 			kill(-s->pid, sig);
 			if (sig != SIGKILL && sig != SIGCONT)
 				kill(-s->pid, SIGCONT); /* a stopped group must run to take it */
@@ -1178,10 +1271,10 @@ void rexecd_free(struct rexecd *d)
 			s->kill_timer = NULL;
 			kill(-s->pid, SIGKILL);
 		}
-		if (s->pid && !s->reaped) {
+		if (s->pid && !s->exited) {
 			kill(-s->pid, SIGKILL);
 			waitpid(s->pid, NULL, 0);
-			s->reaped = true;
+			s->exited = s->reaped = true;
 		}
 		s->conn = NULL;
 		sess_maybe_free(s);

@@ -18,6 +18,7 @@ tests_unit_test_rexec_proto_LDADD = rexec/librexecproto.a $(UNIT_LDADD)
 REXEC_TESTS = \
 	tests/rexec/test-rexec-basic.sh \
 	tests/rexec/test-rexec-signals.sh \
+	tests/rexec/test-rexec-pidreuse.sh \
 	tests/rexec/test-rexec-security.sh \
 	tests/rexec/test-rexec-shim.sh \
 	tests/rexec/test-rexec-forward.sh \
