@@ -15,6 +15,13 @@
  * Ordering: rexecd sends every output's EOF before EXIT, and the writers
  * finish their queues before we exit, so nothing the command printed is
  * lost; on a broken connection we still write out what arrived.
+ *
+ * Signals after the loop stopped: writing the last output (to a reader
+ * that does not read) and the fuse-qtfs barrier can take long, with the
+ * signals still blocked.  A thread of its own (tail_guard_main) then reads
+ * the signalfd until we exit: SIGINT, SIGTERM, SIGHUP or SIGQUIT end us at
+ * once with 128+N, the terminal restored, as they would end a local
+ * command stuck on a write.
  */
 #include "config.h"
 
@@ -22,6 +29,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -269,6 +277,60 @@ static void stdin_credit(struct client *cl, uint32_t n, bool stop)
 	cl->in_stop = cl->in_stop || stop;
 	g_cond_signal(&cl->cond);
 	g_mutex_unlock(&cl->lock);
+}
+
+/* ---- after the loop stopped ------------------------------------------------- */
+
+/*
+ * What the guard needs, set once before it starts and never freed: it
+ * runs until the process exits, and exits the process itself.
+ */
+static struct {
+	int sfd;
+	bool raw;
+	struct termios saved;
+} tail_guard;
+
+static void *tail_guard_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct pollfd pf = {.fd = tail_guard.sfd, .events = POLLIN};
+		struct signalfd_siginfo si;
+		int sig;
+
+		if (poll(&pf, 1, -1) < 0 && errno != EINTR)
+			return NULL;
+		if (read(tail_guard.sfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+			continue;
+		sig = (int)si.ssi_signo;
+		if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT) {
+			/* The command is over; what is left is ours, and the user wants it ended. */
+			if (tail_guard.raw)
+				rexec_tty_restore(STDIN_FILENO, &tail_guard.saved);
+			_exit(128 + sig);
+		}
+		/* The rest (TSTP, CONT, USR1, WINCH...) has nobody to go to any more. */
+	}
+}
+
+/*
+ * Take over the signalfd @sfd (it is never closed) for the rest of our
+ * life.  False if no thread could be started: the signals then stay
+ * blocked until we exit, as before.
+ */
+static bool tail_guard_start(int sfd, bool raw, const struct termios *saved)
+{
+	pthread_t t;
+
+	tail_guard.sfd = sfd;
+	tail_guard.raw = raw;
+	if (raw)
+		tail_guard.saved = *saved;
+	if (pthread_create(&t, NULL, tail_guard_main, NULL) != 0)
+		return false;
+	pthread_detach(t);
+	return true;
 }
 
 /* ---- the session ---------------------------------------------------------- */
@@ -584,6 +646,11 @@ int rexec_client_run(const struct rexec_client_args *a)
 		fprintf(stderr, "rexec: event loop failed: %s\n", g_strerror(-err));
 		cl.rc = REXEC_EXIT_CONN;
 	}
+	/* From here on the loop no longer reads signals: the guard does, until we exit. */
+	qt_watch_remove(cl.sigw);
+	cl.sigw = NULL;
+	if (cl.sfd >= 0 && tail_guard_start(cl.sfd, cl.raw, &cl.saved))
+		cl.sfd = -1;
 
 	/* Write out everything that arrived, then say goodbye. */
 	writers_finish(&cl);

@@ -3,7 +3,9 @@
 #
 # Signals and process lifetimes.  INT, TERM, HUP, QUIT, USR1 and USR2 sent
 # to rexec reach the remote command; a remote sleep dies with rexec's
-# SIGTERM and rexec reports 143.  When rexec itself is SIGKILLed, rexecd
+# SIGTERM and rexec reports 143.  Once the command has ended and rexec is
+# stuck writing its last output, SIGTERM or SIGINT ends rexec at once
+# (and restores a raw terminal).  When rexec itself is SIGKILLed, rexecd
 # SIGTERMs the remote process group and SIGKILLs it kill_grace later: a
 # group that ignores TERM lives through the grace period and no longer, one
 # that does not ignore it dies at once.  Stopping rexecd ends what it runs.
@@ -50,6 +52,74 @@ else
 	fail "rexec still running 5 s after SIGTERM"
 fi
 check "... and the remote sleep is gone" wait_until 2 sleeps_are 1 0
+
+# -- after the command ended: rexec still writes its output, and a signal ends it ---------------
+# 1 MiB of output (within the credit, so the command ends and its EXIT
+# comes) into a fifo whose reader never reads: rexec's last write blocks
+# after the command has ended.  SIGTERM, then SIGINT, must end rexec
+# within a second, with 143 and 130, as they would a local writer.
+mkfifo "$T/fifo"
+for sig in TERM INT; do
+	(exec sleep "${MARK}8") <"$T/fifo" &
+	BG_PIDS="$BG_PIDS $!"
+	holder=$!
+	bg rx h sh -c "head -c 1048576 /dev/zero; echo done-$sig >&2" >"$T/fifo" 2>"$T/tail.$sig"
+	c=$BG_PID
+	check "$sig: the command ended while rexec's output is stuck" \
+		wait_until 5 grep -q "done-$sig" "$T/tail.$sig"
+	sleep 0.5
+	check "... rexec still runs (its last write waits for the reader)" kill -0 "$c"
+	kill -"$sig" "$c"
+	if wait_gone "$c" 1; then
+		want=143
+		[ "$sig" = INT ] && want=130
+		check "... and $sig ends it within 1 s with $want (got $BG_RC)" [ "$BG_RC" -eq "$want" ]
+	else
+		fail "$sig to rexec blocked on its last write: still running 1 s later"
+		kill -9 "$c"
+	fi
+	kill "$holder" 2>/dev/null
+done
+
+# The same with -t from a terminal: the terminal rexec made raw is
+# restored when the signal ends it.  A helper gives rexec a pty as stdin,
+# waits for the command's audit line, sends SIGTERM, and prints rexec's
+# status and whether the pty is back in canonical mode.
+tail_pty='import os, pty, signal, sys, termios, time
+log, fifo, before = sys.argv[1], sys.argv[2], int(sys.argv[3])
+m, s = pty.openpty()
+out = os.open(fifo, os.O_WRONLY)
+pid = os.fork()
+if pid == 0:
+    os.dup2(s, 0); os.dup2(out, 1)
+    os.execvp(sys.argv[4], sys.argv[4:])
+os.close(out)
+deadline = time.time() + 10
+while time.time() < deadline and open(log).read().count("status=") <= before:
+    time.sleep(0.05)
+time.sleep(0.5)
+raw = not (termios.tcgetattr(s)[3] & termios.ICANON)
+os.kill(pid, signal.SIGTERM)
+deadline = time.time() + 1
+while time.time() < deadline:
+    p, st = os.waitpid(pid, os.WNOHANG)
+    if p:
+        canon = bool(termios.tcgetattr(s)[3] & termios.ICANON)
+        print("exit", os.waitstatus_to_exitcode(st), "raw-before", raw, "canon-after", canon)
+        sys.exit(0)
+    time.sleep(0.02)
+print("still running")
+os.kill(pid, signal.SIGKILL)
+os.waitpid(pid, 0)'
+(exec sleep "${MARK}8") <"$T/fifo" &
+BG_PIDS="$BG_PIDS $!"
+holder=$!
+python3 -c "$tail_pty" "$T/h.log" "$T/fifo" "$(grep -c 'status=' "$T/h.log")" \
+	"$REXEC" --config "$CLIENT_CONF" -H "unix:$T/h.sock" --key-file "$KEY" -t \
+	head -c 1048576 /dev/zero >"$T/tailpty" 2>&1
+check "-t: SIGTERM ends rexec stuck on its last write with 143 and restores the terminal ($(cat "$T/tailpty"))" \
+	grep -qx "exit 143 raw-before True canon-after True" "$T/tailpty"
+kill "$holder" 2>/dev/null
 
 # -- each forwarded signal reaches a trapping remote shell -------------------------------
 for sig in INT TERM HUP QUIT USR1 USR2; do
