@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -460,10 +461,40 @@ static int shim_install(struct opts *o, int argc, char **argv)
 	return 0;
 }
 
-/* Invoked as NAME (a shim): run NAME on the host with everything of ours. */
-static int shim_run(struct opts *o, int argc, char **argv)
+#ifndef REXEC_WITH_SSH
+/*
+ * The name we were invoked under, newly allocated.  A caller may exec a
+ * shim with any argv[0] (exec -a, or a program that sets its own), so the
+ * name comes from the file executed (AT_EXECFN) when that is a symlink to
+ * this very binary; else (a hard link, a copy, fexecve) from argv[0].
+ */
+static char *invoked_name(const char *argv0)
 {
-	g_autofree char *name = g_path_get_basename(argv[0]);
+	const char *fn = (const char *)getauxval(AT_EXECFN);
+	struct stat lst, st, self;
+
+	if (fn && *fn && lstat(fn, &lst) == 0 && S_ISLNK(lst.st_mode) && stat(fn, &st) == 0 &&
+	    stat("/proc/self/exe", &self) == 0 && st.st_dev == self.st_dev &&
+	    st.st_ino == self.st_ino) {
+		g_autofree char *dir = g_path_get_dirname(fn);
+		char *real = realpath(dir, NULL);
+		/* /dev/fd/N after fexecve() of an fd left open: a link, but no name. */
+		bool proc = !real || g_str_has_prefix(real, "/proc/") || !strcmp(real, "/proc");
+
+		free(real);
+		if (!proc)
+			return g_path_get_basename(fn);
+	}
+	return g_path_get_basename(argv0);
+}
+#endif
+
+/*
+ * Invoked as @name (a shim): run @name on the host with everything of
+ * ours; its argv[0] is the caller's, without its directory.
+ */
+static int shim_run(struct opts *o, const char *name, int argc, char **argv)
+{
 	g_autofree char *mapped = NULL;
 	g_auto(GStrv) av = g_new0(char *, (gsize)argc + 1);
 	struct rexec_fileref *fds = NULL;
@@ -473,7 +504,7 @@ static int shim_run(struct opts *o, int argc, char **argv)
 	if (o->shim_pass_fds)
 		fds = rexec_scan_fds(&n_fds);
 	mapped = g_key_file_get_string(o->kf, "shims", name, NULL);
-	av[0] = g_strdup(name);
+	av[0] = g_path_get_basename(argv[0]);
 	for (int i = 1; i < argc; i++)
 		av[i] = g_strdup(argv[i]);
 	rc = run_command(o, mapped ? mapped : name, av, true, o->shim_pass_fds, fds, n_fds);
@@ -578,6 +609,7 @@ int main(int argc, char **argv)
 	struct opts o = {0};
 	struct rexec_fileref *fds = NULL;
 	uint32_t n_fds = 0;
+	g_autofree char *name = NULL;
 	int rc;
 
 	/* Before anything opens a descriptor of its own. */
@@ -592,15 +624,17 @@ int main(int argc, char **argv)
 
 #ifdef REXEC_WITH_SSH
 	/* Started by rexec --ssh with rexec's own argv: never a shim. */
+	name = g_strdup("rexec");
 	if (false) {
 #else
 	saved_argv = argv;
-	if (strcmp(qt_cli_prog(), "rexec") != 0) {
+	name = invoked_name(argv[0]);
+	if (strcmp(name, "rexec") != 0) {
 #endif
 		/* Messages say "rexec:", whatever name the shim has. */
 		qt_cli_init("rexec");
 		if ((rc = load_config(&o)) == 0) {
-			rc = shim_run(&o, argc, argv);
+			rc = shim_run(&o, name, argc, argv);
 			sync_mounts(&o);
 		}
 		goto out;

@@ -4,7 +4,8 @@
 # Shims and descriptor passing.  `rexec shim install DIR NAME...` makes
 # symlinks to rexec; run under such a name, rexec runs that command on the
 # host with the same argv, the whole environment and the cwd, and passes
-# regular files open at fds >= 3.  --pass-fds does the same for a plain
+# regular files open at fds >= 3; the command is the name of the symlink
+# executed even when the caller sets another argv[0].  --pass-fds does the same for a plain
 # rexec: the host re-opens each file at the same number, with the same
 # flags and offset (so here, host == this machine, the remote command reads
 # from the offset we had, and its appends land in our file).  A file the
@@ -63,12 +64,26 @@ mkdir -p "$T/a dir"
 check "... and any other cwd" [ "$(cd "$T/a dir" && "$S/pwd")" = "$T/a dir" ]
 check "argv goes through intact" [ "$("$S/sh" -c 'printf "%s|" "$@"' zero 'a b' '' "c'd")" = "a b||c'd|" ]
 check "argv[0] on the host is the shim's name" [ "$("$S/sh" -c 'echo "$0"')" = sh ]
+check "... without the directory it was invoked through" [ "$(sh -c 'exec "$0" -c "echo \"\$0\""' "$S/sh")" = sh ]
 check_rc "a shim's exit status is the command's" 3 "$S/sh" -c 'exit 3'
 check_rc "a shim for a command the host lacks: 127" 127 "$S/nosuch$$"
 printf 'line1\nline2\n' >"$T/in"
 check "stdin goes through a shim" [ "$("$S/cat" <"$T/in" | tail -n 1)" = line2 ]
 check "umask goes through a shim" [ "$(umask 077 && "$S/sh" -c umask)" = 0077 ]
 check "a shim invoked through a relative path works" [ "$(cd "$S" && ./pwd)" = "$S" ]
+# The command is the name of the symlink executed, not argv[0], which a
+# caller may set to anything; argv[0] still reaches the command (without
+# its directory).
+check "exec -a weird SHIM: the shim's command runs, with argv[0] weird ($(bash -c 'exec -a weird "$0" -c "echo \"\$0\""' "$S/sh" 2>&1))" \
+	[ "$(bash -c 'exec -a weird "$0" -c "echo \"\$0\""' "$S/sh")" = weird ]
+check "exec -a rexec SHIM: still a shim, not rexec's own options" \
+	[ "$(bash -c 'exec -a rexec "$0" -c "echo \"\$0\""' "$S/sh" 2>&1)" = rexec ]
+execv_py='import os, sys
+os.execv(sys.argv[1], [sys.argv[2]] + sys.argv[3:])'
+check "os.execv with argv[0] /elsewhere/other: printenv runs, argv[0] is other" \
+	[ "$(REXEC_T=x /usr/bin/python3 -c "$execv_py" "$S/printenv" /elsewhere/other REXEC_T)" = x ]
+check "... through a relative path too" \
+	[ "$(cd "$S" && /usr/bin/python3 -c "$execv_py" ./sh /elsewhere/other -c 'echo "$0"')" = other ]
 
 # -- --pass-fds -------------------------------------------------------------------------
 printf '0123456789abcdef\n' >"$T/file"
