@@ -36,7 +36,7 @@
 #include "ssh-mode.h"
 #include "tty.h"
 
-#define SHORT_OPTS "+:hVvH:tTe:EC:i:"
+#define SHORT_OPTS "+:hVvH:ntTe:EC:i:"
 #define DEFAULT_CONFIG "/etc/rexec/client.conf"
 /* The longest rexec waits for the fuse-qtfs mounts' barrier when it ends. */
 #define SYNC_TIMEOUT_MS 2000
@@ -80,6 +80,10 @@ static void usage(void)
 	      "  --key-file FILE    pre-shared key (default $REXEC_KEY_FILE, then key_file=)\n"
 	      "  --config FILE      client configuration (default $REXEC_CONFIG, then\n"
 	      "                     " DEFAULT_CONFIG ")\n"
+	      "  -n                 do not read stdin: CMD's stdin is at its end at once\n"
+	      "                     (as with </dev/null); rexec otherwise reads stdin ahead\n"
+	      "                     of CMD, so in a 'while read' loop it would eat the\n"
+	      "                     loop's input\n"
 	      "  -t                 run CMD on a pty (default: pipes)\n"
 	      "  -T                 use pipes, not a pty (the default; the last of -t, -T wins)\n"
 	      "  -e NAME=VALUE      set a variable in CMD's environment; repeatable\n"
@@ -121,6 +125,7 @@ struct opts {
 	char *host, *key_file, *config, *ssh, *identity, *cwd, *target;
 	GPtrArray *env; /* -e */
 	bool all_env, pty, pass_fds, config_explicit;
+	bool no_stdin; /* -n */
 	int verbose;
 	uint64_t timeout_ms;
 	bool shim_pass_fds;
@@ -516,6 +521,29 @@ static int shim_run(struct opts *o, const char *name, int argc, char **argv)
 
 /* ---- main -------------------------------------------------------------------- */
 
+/*
+ * -n: stdin becomes /dev/null, as ssh -n does, so that rexec reads none of
+ * the caller's input (a 'while read' loop's), the command gets EOF at once
+ * and a terminal on stdin is left alone (never made raw).  Done here, in
+ * one place, for rexecd and --ssh alike.  0, or an exit code.
+ */
+static int stdin_from_null(void)
+{
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || dup2(fd, STDIN_FILENO) < 0) {
+		fprintf(stderr, "%s: -n: cannot open /dev/null: %s\n", qt_cli_prog(), g_strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return REXEC_EXIT_USAGE;
+	}
+	if (fd != STDIN_FILENO)
+		close(fd);
+	else
+		fcntl(fd, F_SETFD, 0); /* stdin was closed: dup2() onto itself kept O_CLOEXEC */
+	return 0;
+}
+
 static int parse_opts(struct opts *o, int argc, char **argv)
 {
 	int c;
@@ -546,6 +574,9 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		case 'i':
 			g_free(o->identity);
 			o->identity = g_strdup(optarg);
+			break;
+		case 'n':
+			o->no_stdin = true;
 			break;
 		case 't':
 			o->pty = true;
@@ -690,6 +721,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if ((rc = load_config(&o)) != 0)
+		goto out;
+	if (o.no_stdin && (rc = stdin_from_null()) != 0)
 		goto out;
 	rc = run_command(&o, argv[optind], argv + optind, o.all_env, o.pass_fds, fds, n_fds);
 	sync_mounts(&o);

@@ -76,6 +76,15 @@ check "head -c 10 of an endless remote stream ends" \
 	sh -c "timeout 20 sh -c '\"\$1\" --config \"\$2\" -H unix:\$3 --key-file \"\$4\" cat /dev/zero | head -c 10 | wc -c | grep -qx 10' sh \
 	\"$REXEC\" \"$CLIENT_CONF\" \"$T/h.sock\" \"$KEY\""
 check_rc "stdin at EOF right away: wc sees 0 bytes" 0 sh -c "rx_out=\$(\"$REXEC\" --config \"$CLIENT_CONF\" -H unix:$T/h.sock --key-file \"$KEY\" wc -c </dev/null) && [ \"\$rx_out\" = 0 ]"
+# -n: stdin is not read (as ssh -n), so rexec in a 'while read' loop
+# leaves the loop its input; without -n rexec reads stdin ahead of the
+# command (up to its credit) and would take the lines after the first.
+printf 'a\nb\nc\n' >"$T/lines"
+got=$(while read -r l; do rx h -n sh -c 'sleep 0.2; echo "$1"' sh "$l"; done <"$T/lines" | tr '\n' ' ')
+check "-n: rexec in a while-read loop leaves the loop its input (got: $got)" [ "$got" = "a b c " ]
+got=$(rx h -n cat <"$T/lines")
+rc=$?
+check "-n: the command's stdin is at its end at once (exit $rc, got: $got)" sh -c "[ $rc -eq 0 ] && [ -z '$got' ]"
 
 # -- stderr ---------------------------------------------------------------------------
 rx h sh -c 'echo out; echo err >&2; exit 3' >"$T/o" 2>"$T/e"
