@@ -30,6 +30,8 @@
 #define SHORT_OPTS "hVv"
 #define DEFAULT_CONFIG "/etc/qtfs/server.conf"
 #define DEFAULT_WHITELIST "/etc/qtfs/whitelist"
+/* How long a shutdown waits for the requests running (see run()). */
+#define SHUTDOWN_WAIT_MS 10000
 
 enum {
 	OPT_CONFIG = 256,
@@ -88,7 +90,8 @@ static void usage(void)
 	      "                           rename and link run on its ring)\n"
 	      "  name_watch=BOOL (true: watch the directories clients look names up in,\n"
 	      "                           so that they may cache names for long)\n"
-	      "  max_watches=N (65536: directories watched at most, in all and per client)\n"
+	      "  max_watches=N (65536: directories watched at most, in all)\n"
+	      "  client_watches=N (max_watches: of those, for one client at most)\n"
 	      "\n"
 	      "Exit status: 0 success, 1 failure, 2 usage error.\n",
 	      stdout);
@@ -102,7 +105,7 @@ struct settings {
 	char *whitelist;
 	bool stdio;
 	int64_t max_conns, max_handles, max_inflight, workers;
-	int64_t max_watches;
+	int64_t max_watches, client_watches;
 	bool inline_metadata, ring_file_ops, name_watch;
 	GArray *unix_uids;
 	int verbose;
@@ -123,7 +126,7 @@ static void settings_clear(struct settings *s)
 static const char *const server_keys[] = {
 	"listen",    "exports",      "key_file", "whitelist", "max_conns", "max_handles",
 	"max_inflight", "workers", "unix_uids", "log_level", "inline_metadata", "ring_file_ops",
-	"name_watch", "max_watches", NULL,
+	"name_watch", "max_watches", "client_watches", NULL,
 };
 
 /* Read the config file; command-line values already in @s win. */
@@ -149,7 +152,8 @@ static int load_config(struct settings *s, bool explicit_config)
 	    qt_conf_get_bool(conf, "server", "inline_metadata", true, &s->inline_metadata, &msg) < 0 ||
 	    qt_conf_get_bool(conf, "server", "ring_file_ops", true, &s->ring_file_ops, &msg) < 0 ||
 	    qt_conf_get_bool(conf, "server", "name_watch", true, &s->name_watch, &msg) < 0 ||
-	    qt_conf_get_int(conf, "server", "max_watches", 65536, 1, 1 << 24, &s->max_watches, &msg) < 0) {
+	    qt_conf_get_int(conf, "server", "max_watches", 65536, 1, 1 << 24, &s->max_watches, &msg) < 0 ||
+	    qt_conf_get_int(conf, "server", "client_watches", 0, 0, 1 << 24, &s->client_watches, &msg) < 0) {
 		qt_cli_fail("%s", msg);
 		return -EINVAL;
 	}
@@ -270,6 +274,7 @@ static int run(struct settings *s)
 	so.no_ring_file_ops = !s->ring_file_ops;
 	so.no_name_watch = !s->name_watch;
 	so.max_watches = (unsigned)s->max_watches;
+	so.client_watches = (unsigned)s->client_watches;
 	if (s->stdio)
 		so.conn_closed = stdio_conn_closed;
 	if ((err = qtfs_srv_new(loop, &so, &srv, &msg)) < 0) {
@@ -329,12 +334,30 @@ static int run(struct settings *s)
 	rc = QT_EXIT_OK;
 out:
 	if (server) {
+		gint64 end = g_get_monotonic_time() + SHUTDOWN_WAIT_MS * 1000;
+
+		/*
+		 * Close every connection, then run the loop while the requests
+		 * still running finish: closing interrupts the blocked ones (FIFO
+		 * opens and reads), again and again until they give up, and their
+		 * replies come back through the loop.
+		 */
 		qt_server_shutdown(server);
-		/* Let the connections' close callbacks run. */
-		for (int i = 0; i < 100 && qt_server_conn_count(server); i++)
+		while ((qt_server_conn_count(server) || (srv && qtfs_srv_busy(srv))) &&
+		       g_get_monotonic_time() < end)
 			qt_loop_run_once(loop, 10);
+		if (srv && qtfs_srv_busy(srv)) {
+			/*
+			 * A call no signal ends (a disk in uninterruptible sleep):
+			 * its worker would use whatever we free.  Leave as we are.
+			 */
+			qt_warn("%u connections still have requests running %d s after the "
+				"shutdown began; exiting without them",
+				qtfs_srv_busy(srv), SHUTDOWN_WAIT_MS / 1000);
+			fflush(stderr);
+			_exit(rc);
+		}
 	}
-	/* Workers finish before the sessions they serve go away. */
 	qtfs_srv_free(srv);
 	stdio_server = NULL;
 	if (server && qt_server_conn_count(server) == 0)
@@ -358,6 +381,8 @@ int main(int argc, char **argv)
 	qt_cli_init(argv[0]);
 	qt_log_init(qt_cli_prog());
 	signal(SIGPIPE, SIG_IGN);
+	/* Each client may hold max_handles descriptors: use the hard limit. */
+	qt_cli_raise_nofile(NULL);
 	s.listen = g_ptr_array_new_with_free_func(g_free);
 	s.exports = g_ptr_array_new_with_free_func(g_free);
 	s.unix_uids = g_array_new(FALSE, FALSE, sizeof(uint32_t));

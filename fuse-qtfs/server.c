@@ -75,6 +75,7 @@
 #include <linux/openat2.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -120,12 +121,14 @@ struct qtfs_srv {
 	void (*conn_closed)(void *arg);
 	void *conn_closed_arg;
 	unsigned sessions;
+	int live; /* atomic: sessions not freed yet (their requests, timers and replies hold them) */
 
 	GMutex dev_lock;
 	GHashTable *dev_pseudo; /* st_dev -> GINT_TO_POINTER(1 + is_pseudo) */
 
 	struct qtfs_dirwatch *dw; /* NULL: no name caching (see "Name caching") */
-	unsigned max_watches;	  /* directories, in all and per client */
+	unsigned max_watches;	  /* directories, in all */
+	unsigned client_watches;  /* directories, per client (subscription) */
 	GMutex sub_lock;
 	GHashTable *subs; /* client id (u64*) -> struct watch_sub*; sub_lock */
 };
@@ -150,6 +153,7 @@ struct watch_sub {
 	bool flushing;		/* @timer is the short one of watch_soon() */
 	bool sync;		/* a WATCH_SYNC waits for the queue: answer without delay */
 	uint64_t seq;		/* of the last WATCH reply */
+	bool full_logged;	/* client_watches reached: said once */
 };
 
 /* What a subscription hears of a directory: names that go, or those that appear too. */
@@ -225,6 +229,15 @@ struct job {
 };
 
 /* ---- exports ----------------------------------------------------------- */
+
+static bool path_has_prefix(const char *path, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	if (!strcmp(prefix, "/"))
+		return true;
+	return strncmp(path, prefix, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
 
 int qtfs_export_parse(const char *s, struct qtfs_export_spec *out, char **msg)
 {
@@ -378,6 +391,7 @@ static enum dev_kind dev_kind(struct qtfs_srv *srv, dev_t dev, int fd, const cha
  */
 static __thread bool tl_cached_only;
 static gint cached_ok = 1; /* atomic */
+#define OPENAT2_RETRIES 1000
 
 static int openat2_beneath(int dirfd, const char *path, int flags, mode_t mode)
 {
@@ -402,9 +416,18 @@ static int openat2_beneath(int dirfd, const char *path, int flags, mode_t mode)
 			close((int)r);
 		return DEFER;
 	}
-	do
+	/*
+	 * EAGAIN: a rename or mount anywhere on the host raced with the walk.
+	 * Try again, but not forever: a host renaming without pause would
+	 * keep a worker here.  The caller then gets EAGAIN.
+	 */
+	for (int i = 0;; i++) {
 		r = syscall(SYS_openat2, dirfd, *path ? path : ".", &how, sizeof(how));
-	while (r < 0 && errno == EAGAIN);
+		if (r >= 0 || errno != EAGAIN || i == OPENAT2_RETRIES)
+			break;
+		if (i >= 8)
+			sched_yield();
+	}
 	return r < 0 ? -errno : (int)r;
 }
 
@@ -567,6 +590,7 @@ static void session_unref(struct session *sess)
 	g_free(sess->root_path);
 	g_mutex_clear(&sess->lock);
 	qt_conn_unref(sess->conn);
+	g_atomic_int_add(&sess->srv->live, -1);
 	g_free(sess);
 }
 
@@ -700,7 +724,13 @@ static uint32_t watch_fd(struct session *sess, int dirfd, int what)
 	probe.id = (struct qtfs_dirid){.dev = st.st_dev, .ino = st.st_ino, .gen = inode_gen(dirfd, "")};
 	g_mutex_lock(&srv->sub_lock);
 	d = g_hash_table_lookup(sub->dirs, &probe);
-	mine = d || g_hash_table_size(sub->dirs) < srv->max_watches;
+	mine = d || g_hash_table_size(sub->dirs) < srv->client_watches;
+	if (!mine && !sub->full_logged) {
+		sub->full_logged = true;
+		qt_notice("peer %s: %u directories watched for this client, its limit "
+			  "(client_watches); it caches names elsewhere for entry_timeout only",
+			  qt_conn_peer(sess->conn), srv->client_watches);
+	}
 	if (mine && !d) {
 		d = g_new0(struct sub_dir, 1);
 		d->id = probe.id;
@@ -2633,15 +2663,6 @@ static void sub_put(struct qtfs_srv *srv, struct watch_sub *sub)
 	g_mutex_unlock(&srv->sub_lock);
 }
 
-static bool path_has_prefix(const char *path, const char *prefix)
-{
-	size_t n = strlen(prefix);
-
-	if (!strcmp(prefix, "/"))
-		return true;
-	return strncmp(path, prefix, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
-
 static int op_mount(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 {
 	struct qtfs_srv *srv = sess->srv;
@@ -3591,6 +3612,7 @@ static void srv_conn_ready(struct qt_conn *c, void *user)
 						  lock_owner_free, NULL);
 	sess->blocked = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
 	srv->sessions++;
+	g_atomic_int_inc(&srv->live);
 	qt_conn_set_user(c, sess);
 	qt_info("peer %s (%s): connected", qt_conn_peer(c), qt_conn_peer_name(c));
 }
@@ -3689,6 +3711,8 @@ int qtfs_srv_new(struct qt_loop *l, const struct qtfs_srv_opts *o, struct qtfs_s
 	g_mutex_init(&srv->sub_lock);
 	srv->subs = g_hash_table_new(g_int64_hash, g_int64_equal);
 	srv->max_watches = o->max_watches ? o->max_watches : 65536;
+	srv->client_watches = o->client_watches ? MIN(o->client_watches, srv->max_watches)
+						: srv->max_watches;
 	if (!o->no_name_watch) {
 		g_autofree char *why = NULL;
 
@@ -3712,6 +3736,18 @@ int qtfs_srv_new(struct qt_loop *l, const struct qtfs_srv_opts *o, struct qtfs_s
 		e->ro = o->exports[i].ro;
 		srv->n_exports++;
 	}
+	/*
+	 * A client mounts one export, the one deepest around the path it
+	 * asks for; from a read-write export it can write a read-only one
+	 * nested in it.  Not refused (it may be meant), but said.
+	 */
+	for (unsigned i = 0; i < srv->n_exports; i++)
+		for (unsigned j = 0; j < srv->n_exports; j++)
+			if (srv->exports[i].ro && !srv->exports[j].ro &&
+			    path_has_prefix(srv->exports[i].path, srv->exports[j].path))
+				qt_warn("export \"%s\" is read-only, but clients that mount the read-write "
+					"export \"%s\" can write it there", srv->exports[i].path,
+					srv->exports[j].path);
 	intr_setup();
 	srv->pool = g_thread_pool_new(run_job, GINT_TO_POINTER(RUN_POOL), (gint)(o->workers ? o->workers : 64),
 				      FALSE, &gerr);
@@ -3733,11 +3769,11 @@ void qtfs_srv_free(struct qtfs_srv *srv)
 {
 	if (!srv)
 		return;
+	/* With no session left (qtfs_srv_busy()), both pools are idle. */
 	if (srv->pool)
 		g_thread_pool_free(srv->pool, FALSE, TRUE);
-	/* Waits there end within POLL_WAIT_MAX_MS; FIFO reads end with their peers. */
 	if (srv->blocking)
-		g_thread_pool_free(srv->blocking, TRUE, FALSE);
+		g_thread_pool_free(srv->blocking, FALSE, TRUE);
 	for (unsigned i = 0; i < srv->n_exports; i++) {
 		close(srv->exports[i].fd);
 		g_free(srv->exports[i].path);
@@ -3756,4 +3792,9 @@ void qtfs_srv_free(struct qtfs_srv *srv)
 unsigned qtfs_srv_sessions(const struct qtfs_srv *srv)
 {
 	return srv->sessions;
+}
+
+unsigned qtfs_srv_busy(const struct qtfs_srv *srv)
+{
+	return (unsigned)g_atomic_int_get(&srv->live);
 }

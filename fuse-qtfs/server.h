@@ -37,6 +37,7 @@ struct qtfs_srv_opts {
 	bool no_ring_file_ops;		 /* never use io_uring for file operations (see server.c) */
 	bool no_name_watch;		 /* refuse QTFS_MNT_WATCH: clients cache names briefly */
 	unsigned max_watches;		 /* directories watched for clients; 0: 65536 */
+	unsigned client_watches;	 /* of those, for one client at most; 0: max_watches */
 	/* Run on the loop thread as each connection ends (its count drops just after); may be NULL. */
 	void (*conn_closed)(void *arg);
 	void *conn_closed_arg;
@@ -49,7 +50,10 @@ struct qtfs_srv;
  * with *msg naming the export.
  */
 int qtfs_srv_new(struct qt_loop *l, const struct qtfs_srv_opts *o, struct qtfs_srv **out, char **msg);
-/* Wait for running requests, close every export.  NULL is accepted. */
+/*
+ * Close every export and stop the workers.  Only once qtfs_srv_busy() is
+ * 0: a request still running would use what is freed.  NULL is accepted.
+ */
 void qtfs_srv_free(struct qtfs_srv *s);
 /* The connection callbacks to hand to qt_server_new() with the server as user data. */
 extern const struct qt_conn_ops qtfs_srv_conn_ops;
@@ -60,3 +64,9 @@ void qtfs_export_clear(struct qtfs_export_spec *e);
 
 /* Counters for tests and logs. */
 unsigned qtfs_srv_sessions(const struct qtfs_srv *s);
+/*
+ * Sessions not freed yet: open connections, and closed ones whose requests
+ * are still running or whose replies and interrupt timers wait for the
+ * loop.  Any thread; 0 means no worker touches the server any more.
+ */
+unsigned qtfs_srv_busy(const struct qtfs_srv *s);

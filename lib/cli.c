@@ -89,3 +89,18 @@ int qt_cli_std_option(int c, char *const argv[], const char *shortopts, void (*u
 		return qt_cli_option_error(c, argv, shortopts);
 	}
 }
+
+bool qt_cli_raise_nofile(struct rlimit *saved)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return false;
+	if (saved)
+		*saved = rl;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	return true;
+}

@@ -8,6 +8,8 @@
 #pragma once
 
 #include <glib.h>
+#include <stdbool.h>
+#include <sys/resource.h>
 
 enum {
 	QT_EXIT_OK = 0,
@@ -36,3 +38,11 @@ int qt_cli_option_error(int c, char *const argv[], const char *shortopts);
 int qt_cli_std_option(int c, char *const argv[], const char *shortopts, void (*usage)(void));
 /* Print "PROG: MESSAGE" to stderr; returns QT_EXIT_FAILURE. */
 int qt_cli_fail(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+/*
+ * For daemons, whose descriptors grow with their clients: make the soft
+ * RLIMIT_NOFILE the hard one.  *@saved (may be NULL) gets the limit as it
+ * was, for the children the daemon starts (programs using select() rely
+ * on the usual soft limit of 1024).  Quiet: at worst the limit stays.
+ * False if the limit could not even be read (*@saved is then untouched).
+ */
+bool qt_cli_raise_nofile(struct rlimit *saved);

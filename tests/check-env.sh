@@ -19,6 +19,9 @@
 # sanitizer_found DIR: print the reports in DIR; true if there are any
 #   (for the test's cleanup, once its daemons are gone: a KILL during the
 #   leak check at exit loses the report; see wait_gone).
+# is_mounted PATH: something is mounted on PATH (read from the mount table,
+#   not stat: mountpoint(1) fails on a FUSE mount whose daemon is gone, and
+#   waits out the request deadline on one whose server is).
 # wait_gone TENTHS PID [MOUNTPOINT]: see below.
 # stop_daemons PATTERN PID...: SIGTERM each PID, wait up to 10 s each for
 #   them and for every process whose command line matches PATTERN (pgrep
@@ -75,11 +78,15 @@ sanitizer_found() {
 # sandbox's pid 1 reaps nobody) and for MOUNTPOINT, if given, to be
 # unmounted.  $gone_state is PID's last ps state ("" once reaped).  0 if
 # both happened.
+is_mounted() {
+	awk -v m="$1" '$2 == m { found = 1 } END { exit !found }' /proc/self/mounts
+}
+
 wait_gone() {
 	_i=0
 	while :; do
 		gone_state=$(ps -o stat= -p "$2" 2>/dev/null)
-		if [ -z "${3:-}" ] || ! mountpoint -q "$3"; then
+		if [ -z "${3:-}" ] || ! is_mounted "$3"; then
 			case "$gone_state" in "" | Z*) return 0 ;; esac
 		fi
 		[ $_i -ge "$1" ] && return 1

@@ -37,7 +37,7 @@ failures=0
 qtfs_cleanup() {
 	rc=$?
 	for m in $QTFS_MOUNTS; do
-		if mountpoint -q "$m" 2>/dev/null; then
+		if is_mounted "$m"; then
 			fusermount3 -u "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
 		fi
 	done

@@ -358,4 +358,30 @@ check "control: in a directory made on the host a missing name waits for the hos
 	sh -c "timeout 1 stat '$T/mnt/mem/hostmade/none' >/dev/null 2>&1; [ \$? -eq 124 ]"
 kill -CONT "$SERVER_PID"
 
+# -- client_watches: directories watched for one client ------------------------------
+# A server watching 3 directories at most for each client: the mount's
+# root and the first two directories looked in are watched (a name the
+# host deletes there is gone at once), the others are not (the name stays
+# cached for entry_timeout, and its attributes for attr_timeout), and the
+# server says so once.
+printf '[server]\nclient_watches=3\n' >"$T/cw.conf"
+mkdir -p "$T/exp/mem/cw"
+for i in 1 2 3 4 5; do
+	mkdir "$T/exp/mem/cw/d$i"
+	echo "$i" >"$T/exp/mem/cw/d$i/f"
+done
+start_server "$T/server-cw.log" --config "$T/cw.conf" --listen "unix:$T/sock-cw" --export "$T/exp" || exit 1
+check "client_watches: mount" mount_qtfs "unix:$T/sock-cw:$T/exp/mem/cw" "$T/cw" \
+	-o watch_timeout=30,entry_timeout=30,attr_timeout=30,timeout=3
+python3 -c 'import os, sys; os.getxattr(sys.argv[1], "user.qtfs.sync")' "$T/cw"
+for i in 1 2 3 4 5; do
+	stat "$T/cw/d$i/f" >/dev/null
+done
+rm "$T/exp/mem/cw/d1/f" "$T/exp/mem/cw/d5/f"
+check "client_watches: a name deleted on the host in a watched directory is gone" gone "$T/cw/d1/f"
+sleep 1
+check "client_watches: ... and one past the limit is still cached" [ -e "$T/cw/d5/f" ]
+check "client_watches: the server said so, once" \
+	[ "$(grep -c 'its limit (client_watches)' "$T/server-cw.log")" -eq 1 ]
+
 finish

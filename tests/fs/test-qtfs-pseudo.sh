@@ -272,4 +272,26 @@ kill -KILL "$pid"
 wait_gone 50 "$pid"
 wait $waiting
 check "the client killed: the server's blocked open ends with the connection" tries 100 no_fifo_waiters
+# SIGTERM to the server while its workers block for a client, on a FIFO
+# open (no writer) and a FIFO read (a silent host writer): the shutdown
+# interrupts both and waits for them before it frees what they use, so
+# the server ends soon, with status 0, and (sanitizer build) no report.
+check "mount for the server's shutdown" mount_qtfs "unix:$T/sock:$T/exp" "$T/mnt3" -o fifo_relay=fifos
+mkfifo "$T/exp/fifos/io2"
+timeout 20 cat "$T/mnt3/fifos/io" >/dev/null 2>&1 &
+r1=$!
+sleep 30 >"$T/exp/fifos/io2" 2>/dev/null &
+holder=$!
+timeout 20 cat "$T/mnt3/fifos/io2" >/dev/null 2>&1 &
+r2=$!
+check "two server threads block for the DPU" tries 100 some_fifo_waiters
+sleep 0.5
+kill -TERM "$SERVER_PID"
+wait_gone 50 "$SERVER_PID"
+check "SIGTERM to the server with blocked FIFO calls: gone within 5 s (state '$gone_state')" [ $? -eq 0 ]
+wait "$SERVER_PID"
+rc=$?
+check "... with exit status 0 (rc=$rc)" [ "$rc" -eq 0 ]
+check "... having waited for its blocked calls" sh -c '! grep -q "exiting without them" "$1"' sh "$T/server.log"
+kill "$holder" "$r1" "$r2" 2>/dev/null
 finish

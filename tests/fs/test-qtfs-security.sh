@@ -211,7 +211,13 @@ rm "$WX/allowed/readme"
 RX=$H/roexp
 mkdir -p "$RX"
 echo "ro data" >"$RX/file"
-start_server "$T/server-ro.log" --listen "unix:$T/sock-ro" --export "$RX:ro" || exit 1
+# The read-write export around it gets a mount of its own, which can write
+# there: the server says so at start (and of no other pair).
+start_server "$T/server-ro.log" --listen "unix:$T/sock-ro" --export "$RX:ro" --export "$H" || exit 1
+check "a read-only export nested in a read-write one is warned of" \
+	grep -q "export \"$RX\" is read-only, but clients that mount the read-write export \"$H\" can write it there" \
+	"$T/server-ro.log"
+check "... and side by side ones are not" sh -c '! grep -q "is read-only, but" "$1"' sh "$T/server-unix.log"
 R=$D/ro
 check "mount of a read-only export" mount_qtfs "unix:$T/sock-ro:$RX" "$R"
 check "... mounted read-only" sh -c "grep ' $R ' /proc/mounts | grep -q ' ro[ ,]'"
