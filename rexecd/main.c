@@ -247,16 +247,9 @@ static void reset_ignored_signals(void)
 	}
 }
 
-/* Sessions multiply descriptors (socket, three pipes, a pidfd): use the hard limit. */
-static void raise_nofile(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
+/* The descriptor limit we were started with, for the commands (see raise_nofile). */
+static struct rlimit child_nofile;
+static bool child_nofile_set;
 
 static int run(struct settings *s)
 {
@@ -320,6 +313,7 @@ static int run(struct settings *s)
 	o.max_sessions = (unsigned)s->max_sessions;
 	o.kill_grace_ms = s->kill_grace_ms;
 	o.drain_ms = s->drain_ms;
+	o.child_nofile = child_nofile_set ? &child_nofile : NULL;
 	o.unix_uids = (const uint32_t *)(void *)s->unix_uids->data;
 	o.n_unix_uids = s->unix_uids->len;
 	if (rexecd_new(loop, &o, &d, &msg) < 0) {
@@ -400,7 +394,8 @@ int main(int argc, char **argv)
 	qt_log_init(qt_cli_prog());
 	reset_ignored_signals();
 	signal(SIGPIPE, SIG_IGN);
-	raise_nofile();
+	/* Sessions multiply descriptors (socket, three pipes, a pidfd): use the hard limit. */
+	child_nofile_set = qt_cli_raise_nofile(&child_nofile);
 	s.listen = g_ptr_array_new_with_free_func(g_free);
 	s.unix_uids = g_array_new(FALSE, FALSE, sizeof(uint32_t));
 	s.config = g_strdup(DEFAULT_CONFIG);

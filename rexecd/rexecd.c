@@ -581,7 +581,7 @@ static void G_GNUC_NORETURN child_fail(int errfd, int stage)
  */
 static void G_GNUC_NORETURN child_run(const struct rexec_exec_req *r, const char *path,
 				     char **envp, const char *slave, int fds[3], const int *passed,
-				     int errfd, uint32_t max_target)
+				     int errfd, uint32_t max_target, const struct rlimit *nofile)
 {
 	sigset_t none;
 
@@ -624,6 +624,9 @@ static void G_GNUC_NORETURN child_run(const struct rexec_exec_req *r, const char
 				child_fail(errfd, STAGE_FD);
 	}
 	umask((mode_t)r->umask);
+	/* rexecd's own limit was raised for its sessions; the command gets the usual one. */
+	if (nofile)
+		setrlimit(RLIMIT_NOFILE, nofile);
 	if (r->cwd[0] && chdir(r->cwd) < 0)
 		child_fail(errfd, STAGE_CWD);
 	execve(path, r->argv, envp);
@@ -639,7 +642,7 @@ static void G_GNUC_NORETURN child_run(const struct rexec_exec_req *r, const char
  */
 static pid_t __attribute__((noinline))
 spawn(const struct rexec_exec_req *r, const char *path, char **envp, const char *slave,
-      int fds[3], const int *passed, int errfd, uint32_t max_target)
+      int fds[3], const int *passed, int errfd, uint32_t max_target, const struct rlimit *nofile)
 {
 	sigset_t all, old;
 	pid_t pid;
@@ -649,7 +652,7 @@ spawn(const struct rexec_exec_req *r, const char *path, char **envp, const char 
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pid = vfork();
 	if (pid == 0)
-		child_run(r, path, envp, slave, fds, passed, errfd, max_target);
+		child_run(r, path, envp, slave, fds, passed, errfd, max_target, nofile);
 	err = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return pid < 0 ? -err : pid;
@@ -868,7 +871,8 @@ static void do_exec(struct sess *s, struct qt_msg *m)
 		reply_result(s, REXEC_R_SETUP, err, "cannot create a pipe: %s", g_strerror(err));
 		goto out;
 	}
-	pid = spawn(&r, path, env, s->pty ? slave : NULL, childfds, passed, errp[1], max_target);
+	pid = spawn(&r, path, env, s->pty ? slave : NULL, childfds, passed, errp[1], max_target,
+		    s->d->o.child_nofile);
 	err = -(int)pid;
 	if (pid < 0) {
 		reply_result(s, REXEC_R_SETUP, err, "cannot fork: %s", g_strerror(err));

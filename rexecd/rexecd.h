@@ -9,6 +9,7 @@
 #pragma once
 
 #include <glib.h>
+#include <sys/resource.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -35,6 +36,8 @@ struct rexecd_opts {
 	uint64_t drain_ms;	/* after exit, output idle this long counts as ended */
 	const uint32_t *unix_uids; /* peers allowed on unix sockets; none: 0 and our euid */
 	unsigned n_unix_uids;
+	/* The descriptor limit commands get (rexecd's own is raised); NULL: rexecd's.  Borrowed. */
+	const struct rlimit *child_nofile;
 };
 
 struct rexecd;

@@ -176,5 +176,21 @@ check_rc "sync_mounts= with a relative path is refused" 125 \
 	"$REXEC" --config "$T/sync.conf" -H "unix:$T/h.sock" --key-file "$KEY" true
 check "... in one line naming it" sh -c "[ \$(wc -l <'$T/err') -eq 1 ] && grep -q 'relative/dir' '$T/err'"
 
+# rexecd raises its own soft limit on open files to the hard one, for its
+# sessions; the commands get back the limit rexecd was started with.
+soft=$(ulimit -Sn)
+hard=$(ulimit -Hn)
+if [ "$hard" = unlimited ] || [ "$hard" -gt 777 ]; then
+	ulimit -Sn 777
+	start_rexecd lim tcp=no || exit 1
+	ulimit -Sn "$soft"
+	got=$(rxn lim sh -c 'ulimit -Sn')
+	check "a command gets the soft limit on open files rexecd was started with ($got)" [ "$got" = 777 ]
+	own=$(awk '/^Max open files/ { print $4 }' "/proc/$REXECD_PID/limits")
+	check "... while rexecd's own is the hard limit ($own)" [ "$own" = "$hard" ]
+else
+	ok "SKIP: the hard limit on open files ($hard) leaves no room below it"
+fi
+
 check "rexecd is still up" rexecd_alive h
 finish
