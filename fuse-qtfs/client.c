@@ -756,11 +756,17 @@ static void any_done(struct qt_conn *c, int err, struct qt_msg *reply, void *arg
 void qtfs_client_call_async_any(struct qtfs_client *cl, struct qt_msg *req, bool idempotent,
 				qtfs_done_fn done, void *arg)
 {
+	qtfs_client_call_async_held(cl, req, idempotent, 0, done, arg);
+}
+
+void qtfs_client_call_async_held(struct qtfs_client *cl, struct qt_msg *req, bool idempotent,
+				 uint64_t hold_ms, qtfs_done_fn done, void *arg)
+{
 	struct any_call *a = g_new0(struct any_call, 1);
 
 	*a = (struct any_call){
 		.cl = cl, .req = req, .spare = idempotent ? msg_dup(req) : NULL,
-		.until = g_get_monotonic_time() + (gint64)cl->o.timeout_ms * 1000,
+		.until = g_get_monotonic_time() + (gint64)(cl->o.timeout_ms + hold_ms) * 1000,
 		.lost = NO_SLOT, .done = done, .arg = arg,
 	};
 	if (qt_loop_in_thread(cl->loop))

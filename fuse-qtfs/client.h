@@ -84,6 +84,13 @@ typedef void (*qtfs_done_fn)(void *arg, int err, struct qt_msg *reply);
  */
 void qtfs_client_call_async_any(struct qtfs_client *cl, struct qt_msg *req, bool idempotent,
 				qtfs_done_fn done, void *arg);
+/*
+ * The same for a request the server holds on purpose for up to @hold_ms
+ * (WATCH): its deadline is that much later, so that a slow answer is not
+ * taken for a lost one.
+ */
+void qtfs_client_call_async_held(struct qtfs_client *cl, struct qt_msg *req, bool idempotent,
+				 uint64_t hold_ms, qtfs_done_fn done, void *arg);
 
 /*
  * Pick a ready slot for a new handle: its index and generation.  Waits up

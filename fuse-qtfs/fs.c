@@ -86,6 +86,12 @@
 #include "qtfs-sync.h"
 
 #define SYNTH_DEV UINT64_MAX
+/* A host directory as the WATCH replies name it. */
+struct dir_key {
+	uint64_t dev, ino, gen;
+};
+/* Reports kept for the MKDIRs on their way (see "listed directories"). */
+#define UNLISTED_RING 256
 enum { SYNTH_SELF = 1, SYNTH_THREAD_SELF = 2, SYNTH_PID_BASE = 16 };
 
 struct node {
@@ -148,8 +154,11 @@ struct qtfs_fs {
 	int watch_long;	      /* atomic: names were cached for watch_timeout since the last sweep */
 	int sync_count;	      /* atomic: the length of sync_waiters */
 	int watch_stop;	      /* atomic */
-	unsigned list_epoch;  /* atomic: bumped when a listing may have missed a name */
+	unsigned list_epoch;  /* atomic: bumped when every list is dropped */
 	size_t listed_total;  /* names in every node->names; fs->lock */
+	/* The directories of the last reports that found no list there, and their count; fs->lock. */
+	struct dir_key unlisted[UNLISTED_RING];
+	uint32_t unlisted_seq;
 
 	/* The barrier (see "Barrier"), under sync_lock. */
 	GMutex sync_lock;
@@ -534,16 +543,17 @@ static void node_unlearn(struct qtfs_fs *fs, struct node *n)
 	g_mutex_unlock(&fs->lock);
 }
 
+struct list_mark;
 static void listed_start_locked(struct qtfs_fs *fs, struct node *n, const struct qtfs_attr *a,
-				unsigned epoch, const unsigned *lepoch);
+				unsigned epoch, const struct list_mark *lmark);
 
 /*
  * Learn the node named @name in @parent from @a and answer the kernel with
- * it.  @epoch: watch_epoch() before the call that found it; @lepoch,
- * for a MKDIR, list_epoch() before it (else NULL).
+ * it.  @epoch: watch_epoch() before the call that found it; @lmark,
+ * for a MKDIR, list_mark_get() before it (else NULL).
  */
 static void reply_entry_of(fuse_req_t req, struct qtfs_fs *fs, fuse_ino_t parent, const char *name,
-			   const struct qtfs_attr *a, unsigned epoch, const unsigned *lepoch)
+			   const struct qtfs_attr *a, unsigned epoch, const struct list_mark *lmark)
 {
 	struct fuse_entry_param e;
 	struct node *n, *p;
@@ -553,7 +563,7 @@ static void reply_entry_of(fuse_req_t req, struct qtfs_fs *fs, fuse_ino_t parent
 	n = node_learn_locked(fs, p, name, a);
 	fill_entry(fs, n, a, epoch, &e);
 	/* Before the kernel has it: a create in it must find the list. */
-	listed_start_locked(fs, n, a, epoch, lepoch);
+	listed_start_locked(fs, n, a, epoch, lmark);
 	g_mutex_unlock(&fs->lock);
 	if (fuse_reply_entry(req, &e) != 0)
 		node_unlearn(fs, n);
@@ -1711,9 +1721,12 @@ static gpointer notifier_main(gpointer arg)
  * names may have been missed (watch_missed()) and when one grows past
  * LISTED_MAX names, or past the listed_names= option's count of names in
  * all lists (memory is bounded whatever the server reports): then no list
- * starts until some go.  A MKDIR reply starts one only if no report for a
- * directory without a list was taken in while it was on its way: such a
- * report may have been the new directory's (list_epoch).
+ * starts until some go.  A MKDIR reply starts one only if no report taken
+ * in while it was on its way named the new directory: the host may have
+ * made a name in it at once, and its report overtaken the reply (under
+ * load it does).  The directories of the last UNLISTED_RING reports that
+ * found no list are kept for that check; a MKDIR that saw more of them
+ * go by, or every list dropped (list_epoch), starts none.
  */
 #define LISTED_MAX 65536
 
@@ -1722,13 +1735,51 @@ static unsigned list_epoch(struct qtfs_fs *fs)
 	return (unsigned)g_atomic_int_get(&fs->list_epoch);
 }
 
+/* Where the reports stood when a MKDIR went out. */
+struct list_mark {
+	unsigned epoch;
+	uint32_t seq;
+};
+
+static void list_mark_get(struct qtfs_fs *fs, struct list_mark *m)
+{
+	g_mutex_lock(&fs->lock);
+	m->epoch = list_epoch(fs);
+	m->seq = fs->unlisted_seq;
+	g_mutex_unlock(&fs->lock);
+}
+
+/* A report for a directory that has no list here.  fs->lock held. */
+static void unlisted_note_locked(struct qtfs_fs *fs, uint64_t dev, uint64_t ino, uint64_t gen)
+{
+	fs->unlisted[fs->unlisted_seq % UNLISTED_RING] =
+		(struct dir_key){.dev = dev, .ino = ino, .gen = gen};
+	fs->unlisted_seq++;
+}
+
+/* Since @m, no list was dropped and no report named @n.  fs->lock held. */
+static bool list_mark_clear_locked(struct qtfs_fs *fs, const struct list_mark *m, const struct node *n)
+{
+	uint32_t seen = fs->unlisted_seq - m->seq;
+
+	if (m->epoch != list_epoch(fs) || seen > UNLISTED_RING)
+		return false;
+	for (uint32_t i = 0; i < seen; i++) {
+		const struct dir_key *u = &fs->unlisted[(m->seq + i) % UNLISTED_RING];
+
+		if (u->dev == n->dev && u->ino == n->ino && u->gen == n->gen)
+			return false;
+	}
+	return true;
+}
+
 /* fs->lock held. */
 static void listed_start_locked(struct qtfs_fs *fs, struct node *n, const struct qtfs_attr *a,
-				unsigned epoch, const unsigned *lepoch)
+				unsigned epoch, const struct list_mark *lmark)
 {
-	if (!lepoch || !(a->flags & QTFS_AF_LISTED) || !(a->flags & QTFS_AF_WATCHED) ||
+	if (!lmark || !(a->flags & QTFS_AF_LISTED) || !(a->flags & QTFS_AF_WATCHED) ||
 	    n->type != S_IFDIR || n->names || !g_atomic_int_get(&fs->watch_on) ||
-	    epoch != watch_epoch(fs) || *lepoch != list_epoch(fs) ||
+	    epoch != watch_epoch(fs) || !list_mark_clear_locked(fs, lmark, n) ||
 	    fs->listed_total >= fs->o.listed_names)
 		return;
 	n->names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -1799,8 +1850,8 @@ static void listed_take(struct qtfs_fs *fs, const GArray *names)
 
 		if (d && d->names)
 			listed_add_locked(fs, d, w->name, w->len);
-		else
-			g_atomic_int_inc(&fs->list_epoch); /* perhaps a MKDIR's, its reply not taken in yet */
+		else /* perhaps a MKDIR's, its reply not taken in yet */
+			unlisted_note_locked(fs, w->dev, w->ino, w->gen);
 	}
 	g_mutex_unlock(&fs->lock);
 }
@@ -2133,7 +2184,7 @@ static void watch_done(void *arg, int err, struct qt_msg *rep)
 		 * WATCH gets through again.
 		 */
 		if (g_atomic_int_get(&fs->watch_on))
-			qt_info("name watch: %s; names are cached for entry_timeout until it is back",
+			qt_notice("name watch: %s; names are cached for entry_timeout until it is back",
 				g_strerror(-err));
 		g_atomic_int_set(&fs->watch_on, 0);
 		watch_missed(fs);
@@ -2149,17 +2200,21 @@ static void watch_arm(void *arg)
 {
 	struct qtfs_fs *fs = arg;
 	struct qt_msg *m;
+	uint64_t hold;
 
 	if (g_atomic_int_get(&fs->watch_stop))
 		return;
-	m = qt_msg_new(QTFS_WATCH, 0, 0);
-	/* Held by the server for less than the call's deadline. */
-	qt_msg_put_u32(m, (uint32_t)MIN(25000, qtfs_client_timeout_ms(fs->cl) / 2));
 	/*
-	 * Not repeated on another connection by the client: a reply lost with
-	 * its connection took names with it, and watch_done() must hear of it.
+	 * Held by the server up to @hold; the call's deadline is the usual one
+	 * on top of that (a reply that misses it costs a sweep of every name
+	 * cached).  Not repeated on another connection by the client: a reply
+	 * lost with its connection took names with it, and watch_done() must
+	 * hear of it.
 	 */
-	qtfs_client_call_async_any(fs->cl, m, false, watch_done, fs);
+	hold = MIN(25000, qtfs_client_timeout_ms(fs->cl) / 2);
+	m = qt_msg_new(QTFS_WATCH, 0, 0);
+	qt_msg_put_u32(m, (uint32_t)hold);
+	qtfs_client_call_async_held(fs->cl, m, false, hold, watch_done, fs);
 }
 
 void qtfs_fs_set_session(struct qtfs_fs *fs, struct fuse_session *se)
@@ -2477,13 +2532,15 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, const
 {
 	struct qtfs_fs *fs = FS(req);
 	g_autoptr(qt_msg) rep = NULL;
-	unsigned epoch = watch_epoch(fs), lepoch = list_epoch(fs);
+	unsigned epoch = watch_epoch(fs);
 	bool is_mkdir = qt_msg_type(m) == QTFS_MKDIR; /* @m goes with the call */
+	struct list_mark lmark;
 	struct dir_attr d;
 	struct qtfs_attr a;
 	int err;
 
 	listed_note(fs, parent, name);
+	list_mark_get(fs, &lmark);
 	err = call(fs, m, false, &rep);
 
 	if (err == 0)
@@ -2496,7 +2553,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, const
 	/* A new FIFO to be relayed: not cached, so the next lookup finds the relay. */
 	if (S_ISFIFO(a.mode) && relay_path(fs, path))
 		a.flags |= QTFS_AF_PSEUDO;
-	reply_entry_of(req, fs, parent, name, &a, epoch, is_mkdir ? &lepoch : NULL);
+	reply_entry_of(req, fs, parent, name, &a, epoch, is_mkdir ? &lmark : NULL);
 }
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)

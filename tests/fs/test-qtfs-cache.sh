@@ -25,7 +25,7 @@ check "control mount without the watch" mount_qtfs "unix:$T/sock:$T/exp" "$T/ctl
 check "mount with the default name cache times" mount_qtfs "unix:$T/sock:$T/exp" "$T/def" \
 	-o attr_timeout=30,timeout=3
 check "mount with listed_names=100" mount_qtfs "unix:$T/sock:$T/exp" "$T/lim" \
-	-o listed_names=100,timeout=3
+	-o listed_names=100,attr_timeout=30,timeout=3
 
 # within TRIES CMD...: CMD succeeds within TRIES x 20 ms.
 within() {
@@ -121,11 +121,10 @@ for fs in disk mem; do
 	check "$fs: the DPU's own unlink" [ ! -e "$h/own2" ] && [ ! -e "$d/own2" ]
 	check "$fs: a name made again after the DPU's unlink is found" sh -c "echo b >'$h/own2' && [ \"\$(cat '$d/own2')\" = b ]"
 
-	# A directory made on the DPU is listed: a name not in it is answered
-	# at once, with the server stopped (the control, a directory made on
-	# the host, is at the end).
-	# The barrier first: a report still on its way (the steps above) when the
-	# MKDIR's reply comes may be the new directory's, and no list starts then.
+	# A directory made on the DPU is listed: names the host makes there are
+	# found; a name not in it is answered at once, with the server stopped
+	# (below; the control, a directory made on the host, is at the end).
+	# The barrier first, so that the steps above are all reported.
 	python3 -c 'import os, sys; os.getxattr(sys.argv[1], "user.qtfs.sync")' "$d"
 	mkdir "$d/made"
 	echo >"$d/made/own"
@@ -161,10 +160,19 @@ PY
 	check "$fs: the barrier answers an empty value" \
 		python3 -c 'import os, sys; sys.exit(os.getxattr(sys.argv[1], "user.qtfs.sync") != b"")' "$d"
 
+	# With the server stopped, on the mount whose attributes are cached for
+	# 30 s: the path walk checks permissions on every directory, with their
+	# attributes, which expire after 1 s on the others (a GETATTR would then
+	# wait for the stopped server, whatever the list says).
+	python3 -c 'import os, sys; os.getxattr(sys.argv[1], "user.qtfs.sync")' "$T/def/$fs"
+	mkdir "$T/def/$fs/made-def"
+	echo >"$T/def/$fs/made-def/own"
+	stat --cached=never "$T/def" "$T/def/$fs" "$T/def/$fs/made-def" >/dev/null
 	kill -STOP "$SERVER_PID"
 	check "$fs: a missing name in a directory made on the DPU is answered without the host" \
-		sh -c "timeout 2 stat '$d/made/none' 2>&1 | grep -q 'No such file'"
+		sh -c "timeout 2 stat '$T/def/$fs/made-def/none' 2>&1 | grep -q 'No such file'"
 	kill -CONT "$SERVER_PID"
+	rm -r "$h/made-def"
 	rm -r "$h/made"
 done
 
