@@ -2793,10 +2793,11 @@ static void finish_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 		h->pre = *pre;
 	else
 		g_free(pre->data);
-	h->stream = relay;
+	/* A relayed FIFO, or a pseudo file whose reads wait for events (QTFS_AF_STREAM). */
+	h->stream = relay || (a->flags & QTFS_AF_STREAM);
 	fi->fh = (uintptr_t)h;
 	set_open_flags(fi, h->pseudo);
-	if (relay)
+	if (h->stream)
 		fi->nonseekable = 1;
 	fh_attach(fs, h);
 	if (fuse_reply_open(req, fi) != 0)
@@ -3118,7 +3119,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		call_fh_async(FS(req), fp);
 		return;
 	}
-	/* A relayed FIFO: no deadline, and a signal to the reader interrupts it. */
+	/* A stream: no deadline, and a signal to the reader interrupts it. */
 	ctl = intr_begin(req);
 	err = call_fh(FS(req), fh_of(fi), build_read, &c, &rep);
 	intr_end(req, ctl);

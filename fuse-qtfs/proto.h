@@ -100,6 +100,13 @@ enum {
 	 * can know all its names.
 	 */
 	QTFS_AF_LISTED = 0x8,
+	/*
+	 * In an OPEN reply: the file's reads wait for events, without end
+	 * (/proc/kmsg, trace_pipe).  The server reads it as a stream (no
+	 * offsets) where a wait can be interrupted; the client gives such
+	 * reads no deadline and forwards interrupts, as for a relayed FIFO.
+	 */
+	QTFS_AF_STREAM = 0x10,
 };
 
 /* MOUNT request flags: what the client asks of the session. */

@@ -188,7 +188,7 @@ struct watch_ev {
 struct handle {
 	int fd;
 	bool dir;
-	bool stream;	   /* a FIFO: read(2)/write(2), no offsets */
+	bool stream;	   /* a FIFO or pseudo_waits(): read(2)/write(2), no offsets */
 	bool quick_close; /* on a memory or pseudo file system: see ring_submit() */
 	bool splice;	  /* a regular file, not on a pseudo file system: see SPLICE_MIN */
 	int refs;    /* atomic */
@@ -1637,6 +1637,31 @@ static void put_prefetch(struct qt_msg *rep, int fd, uint32_t want)
  * @fd.  @prefetch: NULL for OPENDIR and CREATE, whose replies end there;
  * for OPEN, how many bytes the client would take (see put_prefetch()).
  */
+/*
+ * Pseudo files whose reads wait for events without end: /proc/kmsg and
+ * the tracing trace_pipe files.  Their handles are streams, as FIFOs'
+ * are: read(2) on the blocking pool, where an INTERRUPT or the end of the
+ * connection stops a wait, never on a shared worker or io_uring's.
+ */
+static bool pseudo_waits(int fd, const struct stat *st, const char *path)
+{
+	const char *base = strrchr(path, '/');
+	struct statfs sfs;
+
+	base = base ? base + 1 : path;
+	if (!S_ISREG(st->st_mode) || fstatfs(fd, &sfs) < 0)
+		return false;
+	switch ((unsigned long)sfs.f_type) {
+	case PROC_SUPER_MAGIC:
+		return strcmp(base, "kmsg") == 0;
+	case TRACEFS_MAGIC:
+	case DEBUGFS_MAGIC:
+		return g_str_has_prefix(base, "trace_pipe");
+	default:
+		return false;
+	}
+}
+
 static int put_new_handle(struct session *sess, int fd, bool dir, const char *path, int flags,
 			  const uint32_t *prefetch, uint32_t wflags, struct qt_msg *rep)
 {
@@ -1644,6 +1669,7 @@ static int put_new_handle(struct session *sess, int fd, bool dir, const char *pa
 	struct stat st;
 	uint64_t hid;
 	enum dev_kind kind;
+	bool waits;
 	int err;
 
 	if (fstat(fd, &st) < 0) {
@@ -1652,7 +1678,8 @@ static int put_new_handle(struct session *sess, int fd, bool dir, const char *pa
 		return err;
 	}
 	kind = dev_kind(sess->srv, st.st_dev, fd, "");
-	if ((err = handle_add(sess, fd, dir, S_ISFIFO(st.st_mode),
+	waits = kind_pseudo(kind) && pseudo_waits(fd, &st, path);
+	if ((err = handle_add(sess, fd, dir, S_ISFIFO(st.st_mode) || waits,
 			      kind == DEV_MEMORY || kind_pseudo(kind),
 			      S_ISREG(st.st_mode) && !kind_pseudo(kind), &hid, &h)) < 0) {
 		close(fd);
@@ -1660,7 +1687,7 @@ static int put_new_handle(struct session *sess, int fd, bool dir, const char *pa
 	}
 	qt_msg_put_u64(rep, hid);
 	/* The handle owns @fd now; our reference keeps it open. */
-	put_attr_flags(sess, rep, &st, fd, "", wflags);
+	put_attr_flags(sess, rep, &st, fd, "", wflags | (waits ? QTFS_AF_STREAM : 0));
 	if (prefetch)
 		put_prefetch(rep, fd, prefetch_ok(kind, &st, flags, path) ? *prefetch : 0);
 	return 0;

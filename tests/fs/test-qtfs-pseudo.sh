@@ -272,11 +272,48 @@ kill -KILL "$pid"
 wait_gone 50 "$pid"
 wait $waiting
 check "the client killed: the server's blocked open ends with the connection" tries 100 no_fifo_waiters
-# SIGTERM to the server while its workers block for a client, on a FIFO
-# open (no writer) and a FIFO read (a silent host writer): the shutdown
-# interrupts both and waits for them before it frees what they use, so
-# the server ends soon, with status 0, and (sanitizer build) no report.
+# A pseudo file whose reads wait for events (tracefs' trace_pipe, with no
+# tracer: nothing ever comes) is read as a FIFO is, on the blocking pool:
+# a signal to the reader interrupts the read at once.  (On a shared worker
+# or io_uring's, nothing could end that read.)
 check "mount for the server's shutdown" mount_qtfs "unix:$T/sock:$T/exp" "$T/mnt3" -o fifo_relay=fifos
+mkdir -p "$T/exp/tracing"
+if mount -t tracefs nodev "$T/exp/tracing" 2>/dev/null; then
+	QTFS_MOUNTS="$QTFS_MOUNTS $T/exp/tracing"
+	python3 - "$T/mnt3/tracing/trace_pipe" >"$T/trintr.out" 2>&1 <<'PY'
+import os, signal, sys, threading, time
+
+class Intr(Exception):
+    pass
+
+def handler(sig, frame):
+    raise Intr()
+
+signal.signal(signal.SIGUSR1, handler)
+signal.signal(signal.SIGALRM, lambda s, f: (print("timeout"), os._exit(1)))
+signal.alarm(10)
+main = threading.get_ident()
+fd = os.open(sys.argv[1], os.O_RDONLY)
+threading.Timer(0.5, lambda: signal.pthread_kill(main, signal.SIGUSR1)).start()
+t = time.monotonic()
+try:
+    os.read(fd, 4096)
+    print("read returned")
+except Intr:
+    print("read interrupted", "fast" if time.monotonic() - t < 3 else "slow")
+PY
+	check "a signal interrupts a read blocked on trace_pipe" grep -qx "read interrupted fast" "$T/trintr.out"
+	timeout 20 cat "$T/mnt3/tracing/trace_pipe" >/dev/null 2>&1 &
+	r3=$!
+else
+	ok "SKIP: no tracefs here"
+	r3=
+fi
+# SIGTERM to the server while its workers block for a client, on a FIFO
+# open (no writer), a FIFO read (a silent host writer) and trace_pipe: the
+# shutdown interrupts them and waits for them before it frees what they
+# use, so the server ends soon, with status 0, and (sanitizer build) no
+# report.
 mkfifo "$T/exp/fifos/io2"
 timeout 20 cat "$T/mnt3/fifos/io" >/dev/null 2>&1 &
 r1=$!
@@ -293,5 +330,6 @@ wait "$SERVER_PID"
 rc=$?
 check "... with exit status 0 (rc=$rc)" [ "$rc" -eq 0 ]
 check "... having waited for its blocked calls" sh -c '! grep -q "exiting without them" "$1"' sh "$T/server.log"
-kill "$holder" "$r1" "$r2" 2>/dev/null
+kill "$holder" "$r1" "$r2" $r3 2>/dev/null
+[ -n "$r3" ] && umount -l "$T/exp/tracing"
 finish
