@@ -21,7 +21,11 @@
  * signals still blocked.  A thread of its own (tail_guard_main) then reads
  * the signalfd until we exit: SIGINT, SIGTERM, SIGHUP or SIGQUIT end us at
  * once with 128+N, the terminal restored, as they would end a local
- * command stuck on a write.
+ * command stuck on a write.  The same holds while the loop runs: a
+ * terminating signal that comes while stdout or stderr has been blocked
+ * on a write for WRITE_STUCK_MS (a reader that does not read) is still
+ * forwarded, then ends us.  Waiting for EXIT there could take for ever:
+ * rexecd sends it only after every output byte, and no byte goes.
  */
 #include "config.h"
 
@@ -61,7 +65,11 @@ struct writer {
 	gint acked;	  /* bytes written, not yet acknowledged; atomic */
 	gint failed;	  /* the fd refused a write; atomic */
 	bool close_sent;  /* loop thread */
+	int64_t write_since; /* monotonic µs a write(2) began, 0 between writes; __atomic */
 };
+
+/* A write blocked this long counts as stuck (see the top). */
+#define WRITE_STUCK_MS 500
 
 struct client {
 	const struct rexec_client_args *a;
@@ -161,7 +169,11 @@ static gpointer writer_main(gpointer arg)
 			break;
 		}
 		while (off < it->len && !g_atomic_int_get(&w->failed)) {
-			ssize_t n = write(w->fd, it->p + off, it->len - off);
+			ssize_t n;
+
+			__atomic_store_n(&w->write_since, g_get_monotonic_time(), __ATOMIC_RELAXED);
+			n = write(w->fd, it->p + off, it->len - off);
+			__atomic_store_n(&w->write_since, 0, __ATOMIC_RELAXED);
 
 			if (n < 0 && errno == EINTR)
 				continue;
@@ -179,6 +191,20 @@ static gpointer writer_main(gpointer arg)
 		g_free(it);
 	}
 	return NULL;
+}
+
+/* Is an output blocked on a write for WRITE_STUCK_MS or more? */
+static bool writers_stuck(struct client *cl)
+{
+	gint64 now = g_get_monotonic_time();
+
+	for (int i = 0; i < 2; i++) {
+		int64_t since = __atomic_load_n(&cl->out[i].write_since, __ATOMIC_RELAXED);
+
+		if (cl->out[i].thread && since && now - since >= WRITE_STUCK_MS * 1000)
+			return true;
+	}
+	return false;
 }
 
 static void writers_finish(struct client *cl)
@@ -394,6 +420,19 @@ static void on_signal(struct qt_watch *wt, int fd, uint32_t revents, void *arg)
 			continue;
 		}
 		send_msg(cl, rexec_signal_encode(rexec_signal_name(sig)));
+		if ((sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT) &&
+		    writers_stuck(cl)) {
+			/*
+			 * Nobody reads our output, so EXIT would never come (see
+			 * the top).  The signal is on its way; when the connection
+			 * goes, rexecd ends the rest of the group.  The writer
+			 * threads stay blocked: _exit(), not finish().
+			 */
+			qt_loop_flush(cl->loop);
+			if (cl->raw)
+				rexec_tty_restore(STDIN_FILENO, &cl->saved);
+			_exit(128 + sig);
+		}
 		if (sig == SIGTSTP) {
 			/*
 			 * Stop the remote group, then ourselves, so the local

@@ -1243,19 +1243,6 @@ int rexecd_new(struct qt_loop *l, const struct rexecd_opts *o, struct rexecd **o
 	return 0;
 }
 
-void rexecd_terminate_all(struct rexecd *d, int sig)
-{
-	for (GList *i = d->sessions; i; i = i->next) {
-		struct sess *s = i->data;
-
-		if (s->pid && !s->exited) {
-			kill(-s->pid, sig);
-			if (sig != SIGKILL && sig != SIGCONT)
-				kill(-s->pid, SIGCONT); /* a stopped group must run to take it */
-		}
-	}
-}
-
 unsigned rexecd_sessions(const struct rexecd *d)
 {
 	return g_list_length(d->sessions);

@@ -43,8 +43,6 @@ struct rexecd_opts {
 struct rexecd;
 
 int rexecd_new(struct qt_loop *l, const struct rexecd_opts *o, struct rexecd **out, char **msg);
-/* SIGTERM every running process group (SIGKILL after the grace period is the caller's wait). */
-void rexecd_terminate_all(struct rexecd *d, int sig);
 unsigned rexecd_sessions(const struct rexecd *d);
 /* Free; the connections must be gone (their sessions hold children until reaped). */
 void rexecd_free(struct rexecd *d);

@@ -5,7 +5,8 @@
 # to rexec reach the remote command; a remote sleep dies with rexec's
 # SIGTERM and rexec reports 143.  Once the command has ended and rexec is
 # stuck writing its last output, SIGTERM or SIGINT ends rexec at once
-# (and restores a raw terminal).  When rexec itself is SIGKILLed, rexecd
+# (and restores a raw terminal), and so does SIGTERM while the command
+# still runs, its output stuck.  When rexec itself is SIGKILLed, rexecd
 # SIGTERMs the remote process group and SIGKILLs it kill_grace later: a
 # group that ignores TERM lives through the grace period and no longer, one
 # that does not ignore it dies at once.  Stopping rexecd ends what it runs.
@@ -80,6 +81,28 @@ for sig in TERM INT; do
 	fi
 	kill "$holder" 2>/dev/null
 done
+
+# -- while the command runs, with rexec's output stuck -----------------------------------------------
+# The command writes without end into a fifo whose reader never reads:
+# rexec's write blocks, it stops giving credit, and the command blocks in
+# turn.  SIGTERM is forwarded and kills the command, but its EXIT would
+# come only after output that can never be written: rexec must end at
+# once with 143 instead of waiting for it.
+(exec sleep "${MARK}8") <"$T/fifo" &
+BG_PIDS="$BG_PIDS $!"
+holder=$!
+bg rx h cat /dev/zero >"$T/fifo"
+c=$BG_PID
+sleep 1.5
+check "a command writing to a reader that does not read: rexec runs" kill -0 "$c"
+kill -TERM "$c"
+if wait_gone "$c" 2; then
+	check "... and SIGTERM ends it within 2 s with 143 (got $BG_RC)" [ "$BG_RC" -eq 143 ]
+else
+	fail "SIGTERM to rexec whose output is stuck while the command runs: still running 2 s later"
+	kill -9 "$c"
+fi
+kill "$holder" 2>/dev/null
 
 # The same with -t from a terminal: the terminal rexec made raw is
 # restored when the signal ends it.  A helper gives rexec a pty as stdin,
