@@ -853,21 +853,27 @@ static int proc_fd_path(int fd, char buf[64])
  * the request's text.  @fd is the file itself (@name NULL) or its directory
  * (@name the last component).  Logs one line per denial.
  */
+/* The host path of @name in the directory @fd (@fd itself for ""), or NULL. */
+static char *host_path(int fd, const char *name)
+{
+	g_autofree char *dir = NULL;
+	char link[64];
+
+	if (proc_fd_path(fd, link) < 0 || !(dir = g_file_read_link(link, NULL)))
+		return NULL;
+	if (!name || !*name)
+		return g_steal_pointer(&dir);
+	return strcmp(dir, "/") ? g_strconcat(dir, "/", name, NULL) : g_strconcat("/", name, NULL);
+}
+
 static int wl_check_fd(struct session *sess, enum qtfs_wl_op op, int fd, const char *name)
 {
-	g_autofree char *dir = NULL, *hp = NULL;
-	char link[64];
+	g_autofree char *hp = NULL;
 
 	if (!sess->srv->wl || !qtfs_wl_restricts(sess->srv->wl, op))
 		return 0;
-	if (proc_fd_path(fd, link) < 0 || !(dir = g_file_read_link(link, NULL)))
+	if (!(hp = host_path(fd, name)))
 		return -EACCES;
-	if (!name || !*name)
-		hp = g_steal_pointer(&dir);
-	else if (!strcmp(dir, "/"))
-		hp = g_strconcat("/", name, NULL);
-	else
-		hp = g_strconcat(dir, "/", name, NULL);
 	if (qtfs_wl_check(sess->srv->wl, op, hp))
 		return 0;
 	qt_warn("peer %s: %s \"%s\" denied by the whitelist", qt_conn_peer(sess->conn),
@@ -905,15 +911,51 @@ static int at_resolve_pair(struct session *sess, const char *from, const char *t
 	return err;
 }
 
-/* RENAME checks the source, then the destination; LINK the new name, then the old one (op_link()). */
+/*
+ * A hard link @b to @a gives the file every access the whitelist grants at
+ * @b: refused if that is more than it grants at @a, for opening, reading,
+ * writing or changing attributes (else a file could be linked from where
+ * it may not be written to where it may).
+ */
+static int wl_check_link_access(struct session *sess, const struct at *a, const struct at *b)
+{
+	static const enum qtfs_wl_op ops[] = {QTFS_WL_OPEN, QTFS_WL_READ, QTFS_WL_WRITE,
+					      QTFS_WL_SETATTR, QTFS_WL_SETXATTR};
+	const struct qtfs_wl *wl = sess->srv->wl;
+	g_autofree char *from = NULL, *to = NULL;
+
+	if (!wl)
+		return 0;
+	for (size_t i = 0; i < G_N_ELEMENTS(ops); i++) {
+		if (!qtfs_wl_restricts(wl, ops[i]))
+			continue;
+		if ((!from && !(from = host_path(a->dirfd, a->name))) ||
+		    (!to && !(to = host_path(b->dirfd, b->name))))
+			return -EACCES;
+		if (qtfs_wl_check(wl, ops[i], to) && !qtfs_wl_check(wl, ops[i], from)) {
+			qt_warn("peer %s: Link \"%s\" to \"%s\" denied by the whitelist: it would "
+				"allow %s there", qt_conn_peer(sess->conn), to, from,
+				qtfs_wl_op_name(ops[i]));
+			return -EACCES;
+		}
+	}
+	return 0;
+}
+
+/*
+ * RENAME checks the source, then the destination; LINK the new name, then
+ * the old one (op_link()), then what the new name would allow.
+ */
 static int wl_check_pair(struct session *sess, bool link, const struct at *a, const struct at *b)
 {
 	int err;
 
-	if (link)
-		return (err = wl_check_at(sess, QTFS_WL_CREATE, b)) < 0
-			       ? err
-			       : wl_check_at(sess, QTFS_WL_CREATE, a);
+	if (link) {
+		if ((err = wl_check_at(sess, QTFS_WL_CREATE, b)) < 0 ||
+		    (err = wl_check_at(sess, QTFS_WL_CREATE, a)) < 0)
+			return err;
+		return wl_check_link_access(sess, a, b);
+	}
 	return (err = wl_check_at(sess, QTFS_WL_RENAME, a)) < 0 ? err
 								 : wl_check_at(sess, QTFS_WL_RENAME, b);
 }
@@ -1532,8 +1574,9 @@ static int op_link(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		return err;
 	/*
 	 * A new name gives new access to the old file: the source must be
-	 * creatable-in too, or a link would carry a denied file into an
-	 * allowed directory.
+	 * creatable-in too, and the new name may not allow more than the old
+	 * (wl_check_link_access()), or a link would carry a denied file into
+	 * an allowed directory.
 	 */
 	if ((err = wl_check_pair(sess, true, &a, &b)) == 0) {
 		wflags = watch_dir(sess, b.dirfd);

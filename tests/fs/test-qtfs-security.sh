@@ -149,12 +149,15 @@ expect_fail "mount through an escaping symlink refused" "cannot mount" \
 
 # -- whitelist ------------------------------------------------------------------
 WX=$H/wexp
-mkdir -p "$WX/allowed" "$WX/denied"
+mkdir -p "$WX/allowed" "$WX/denied" "$WX/linkable"
 echo "victim" >"$WX/denied/victim"
+echo "kept" >"$WX/linkable/kept"
 {
-	for s in Write Create Unlink Mkdir Rename; do
+	for s in Write Unlink Mkdir Rename; do
 		printf '[%s]\nPath=%s\n' "$s" "$WX/allowed"
 	done
+	# Links may be made from linkable/ too, where nothing may be written.
+	printf '[Create]\nPath=%s;%s\n' "$WX/allowed" "$WX/linkable"
 } >"$T/whitelist"
 start_server "$T/server-wl.log" --listen "unix:$T/sock-wl" --export "$WX" \
 	--whitelist "$T/whitelist" || exit 1
@@ -174,6 +177,15 @@ expect_fail "write in the denied dir" "Permission denied" sh -c "echo x >>'$W/de
 expect_fail "rename out of the denied dir" "Permission denied" \
 	mv "$W/denied/victim" "$W/allowed/stolen"
 expect_fail "create in the export root" "Permission denied" sh -c "echo hi >'$W/new'"
+# A hard link would let the file be written under its new name.
+expect_fail "a link into the allowed dir of a file that may not be written there" \
+	"Permission denied" ln "$W/linkable/kept" "$W/allowed/kept"
+check "... refused with a log line naming both and what it would allow" \
+	grep -q "Link \"$WX/allowed/kept\" to \"$WX/linkable/kept\" denied by the whitelist: it would allow Write there" \
+	"$T/server-wl.log"
+check "... and no link on the host" sh -c "[ ! -e '$WX/allowed/kept' ] && [ \"\$(stat -c %h '$WX/linkable/kept')\" = 1 ]"
+check "a link within the allowed dir works" sh -c "echo l >'$W/allowed/l1' && ln '$W/allowed/l1' '$W/allowed/l2'"
+rm -f "$W/allowed/l1" "$W/allowed/l2"
 check "reading in the denied dir still works" [ "$(cat "$W/denied/victim")" = victim ]
 check "... the victim is intact on the host" [ "$(cat "$WX/denied/victim")" = victim ]
 check "... and nothing new in the denied dir" [ "$(ls -A "$WX/denied")" = victim ]
