@@ -26,8 +26,12 @@
  * when the connection is closed and no request of it is still running; its
  * open handles are closed then.
  *
- * Locking: sess->lock protects sess->handles, sess->next_handle,
- * sess->lock_owners and the root (written once by MOUNT).  A handle's own
+ * Locking: sess->lock protects sess->handles, sess->next_handle and the
+ * root (written once by MOUNT); the loop thread takes it too, so it is
+ * never held across a call that can wait.  sess->owners_lock protects
+ * sess->lock_owners, whose descriptors are opened and closed under it (an
+ * open can wait for a lease, a close for a network file system): only
+ * the session's other lock requests wait for it.  A handle's own
  * lock serializes directory reads on it (the directory offset is shared
  * state).
  *
@@ -210,7 +214,8 @@ struct session {
 	bool dir_attrs;	     /* QTFS_MNT_DIR_ATTRS: see put_dir_attr() */
 	GHashTable *handles; /* u64 -> struct handle* */
 	uint64_t next_handle;
-	GHashTable *lock_owners; /* struct lock_owner* (key and value), see "File locks" */
+	GMutex owners_lock;
+	GHashTable *lock_owners; /* struct lock_owner* (key and value), see "File locks"; owners_lock */
 	GHashTable *blocked;	 /* request id -> struct blocked*, under lock: see "Interrupts" */
 	struct watch_sub *sub;	 /* set by MOUNT with QTFS_MNT_WATCH, then fixed */
 };
@@ -589,6 +594,7 @@ static void session_unref(struct session *sess)
 		close(sess->root_fd);
 	g_free(sess->root_path);
 	g_mutex_clear(&sess->lock);
+	g_mutex_clear(&sess->owners_lock);
 	qt_conn_unref(sess->conn);
 	g_atomic_int_add(&sess->srv->live, -1);
 	g_free(sess);
@@ -2069,7 +2075,7 @@ static int check_lock_range(uint32_t type, uint64_t start, uint64_t len)
 }
 
 /*
- * The owner's open file description of @h's file (sess->lock held):
+ * The owner's open file description of @h's file (sess->owners_lock held):
  * found, or reopened from @h with the same access mode when @create.
  * NULL and *err otherwise.
  */
@@ -2133,7 +2139,7 @@ static int op_setlk(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 
 		return flock(h->fd, op | LOCK_NB) < 0 ? lock_errno(errno) : 0;
 	}
-	g_mutex_lock(&sess->lock);
+	g_mutex_lock(&sess->owners_lock);
 	o = owner_fd_locked(sess, h, owner, type != F_UNLCK && !(flags & QTFS_LK_RELEASE_OWNER),
 			    &err);
 	if (o && (flags & QTFS_LK_RELEASE_OWNER)) {
@@ -2149,7 +2155,7 @@ static int op_setlk(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		if (!err && type != F_UNLCK)
 			o->pid = pid;
 	}
-	g_mutex_unlock(&sess->lock);
+	g_mutex_unlock(&sess->owners_lock);
 	return err;
 }
 
@@ -2157,7 +2163,7 @@ static int op_setlk(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
  * Which of the session's other owners of @o's file holds @conflict, the
  * lock F_OFD_GETLK found for @want: the one from whose own description the
  * same question no longer finds it (its own locks never conflict).  Its
- * pid, or 0 (a host process, or no single owner).  sess->lock held.
+ * pid, or 0 (a host process, or no single owner).  sess->owners_lock held.
  */
 static uint32_t conflict_pid_locked(struct session *sess, uint64_t dev, uint64_t ino,
 				    uint64_t owner, const struct flock *want,
@@ -2207,14 +2213,14 @@ static int op_getlk(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	};
 	want = fl;
 	/* The owner's own locks never conflict; without any, any description will do. */
-	g_mutex_lock(&sess->lock);
+	g_mutex_lock(&sess->owners_lock);
 	o = owner_fd_locked(sess, h, owner, false, &err);
 	if (!err && fcntl(o ? o->fd : h->fd, F_OFD_GETLK, &fl) < 0)
 		err = -errno;
 	/* A host process's pid means nothing on the DPU: only our owners' are told. */
 	if (!err && fl.l_type != F_UNLCK && fstat(h->fd, &st) == 0)
 		pid = conflict_pid_locked(sess, st.st_dev, st.st_ino, owner, &want, &fl);
-	g_mutex_unlock(&sess->lock);
+	g_mutex_unlock(&sess->owners_lock);
 	if (err < 0)
 		return err;
 	qt_msg_put_u32(rep, (uint32_t)fl.l_type);
@@ -3676,6 +3682,7 @@ static void srv_conn_ready(struct qt_conn *c, void *user)
 	sess->refs = 1;
 	sess->root_fd = -1;
 	g_mutex_init(&sess->lock);
+	g_mutex_init(&sess->owners_lock);
 	sess->handles = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
 					      (GDestroyNotify)handle_unref);
 	sess->lock_owners = g_hash_table_new_full(lock_owner_hash, lock_owner_equal,
