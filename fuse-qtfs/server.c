@@ -3381,6 +3381,32 @@ static bool in_memory(struct session *sess, int dirfd)
 	return fstat(dirfd, &st) == 0 && dev_kind(sess->srv, st.st_dev, dirfd, "") == DEV_MEMORY;
 }
 
+/*
+ * Except where the call frees a large file's pages: the unlink (or the
+ * close, once unlinked) that drops a tmpfs file takes time with its size
+ * (2 GiB: about 90 ms here), which every connection would wait for.  Past
+ * this size the loop thread leaves it to io_uring or the pool.
+ */
+#define MEMORY_FREE_MAX_BLOCKS ((64u << 20) / 512)
+
+/* Would unlinking @name in @dirfd free a large file? */
+static bool unlink_frees_much(int dirfd, const char *name)
+{
+	struct stat st;
+
+	return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	       st.st_nlink <= 1 && (uint64_t)st.st_blocks > MEMORY_FREE_MAX_BLOCKS;
+}
+
+/* Would closing @fd free a large (unlinked) file? */
+static bool close_frees_much(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 0 &&
+	       (uint64_t)st.st_blocks > MEMORY_FREE_MAX_BLOCKS;
+}
+
 /* Resolve @path into rj->at and check it for @op, as the worker path does. */
 static int ring_at(struct session *sess, struct ring_job *rj, const char *path, enum qtfs_wl_op op)
 {
@@ -3467,7 +3493,8 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 			return false;
 		if ((err = ring_at(sess, rj, path, dir ? QTFS_WL_RMDIR : QTFS_WL_UNLINK)) == DEFER)
 			return false;
-		if (err == 0 && in_memory(sess, rj->at.dirfd))
+		if (err == 0 && in_memory(sess, rj->at.dirfd) &&
+		    (dir || !unlink_frees_much(rj->at.dirfd, rj->at.name)))
 			ring_done(rj, unlinkat(rj->at.dirfd, rj->at.name, dir ? AT_REMOVEDIR : 0) < 0 ? -errno
 												   : 0);
 		else if (err < 0 ||
@@ -3567,7 +3594,10 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 				watch_dir(sess, rj->at.dirfd);
 			rj->wflags = watch_dir(sess, rj->at2.dirfd);
 			rj->finish = link ? ring_link_finish : NULL;
-			if (in_memory(sess, rj->at.dirfd) && in_memory(sess, rj->at2.dirfd)) {
+			/* A rename over a large file frees it, as an unlink would. */
+			if (in_memory(sess, rj->at.dirfd) && in_memory(sess, rj->at2.dirfd) &&
+			    (link || (u & RENAME_EXCHANGE) ||
+			     !unlink_frees_much(rj->at2.dirfd, rj->at2.name))) {
 				int rc = link ? linkat(rj->at.dirfd, rj->at.name, rj->at2.dirfd, rj->at2.name, 0)
 					      : renameat2(rj->at.dirfd, rj->at.name, rj->at2.dirfd,
 							  rj->at2.name, u);
@@ -3595,7 +3625,7 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 		qt_rd_u64(r, &hid);
 		if (qt_rd_end(r) < 0 || !(rj->h = handle_get(sess, hid)))
 			return false;
-		quick = rj->h->quick_close;
+		quick = rj->h->quick_close && !close_frees_much(rj->h->fd);
 		g_clear_pointer(&rj->h, handle_unref);
 		if (!quick)
 			return false;

@@ -366,6 +366,28 @@ check "control: in a directory made on the host a missing name waits for the hos
 	sh -c "timeout 1 stat '$T/mnt/mem/hostmade/none' >/dev/null 2>&1; [ \$? -eq 124 ]"
 kill -CONT "$SERVER_PID"
 
+# -- large files on tmpfs ----------------------------------------------------------
+# The server leaves the unlink, the rename over and the last close that
+# free a large tmpfs file to io_uring or its pool, not its loop thread:
+# each must still free the file on the host.
+tmpfs_used() {
+	df --output=used "$T/exp/mem" | tail -n 1
+}
+base=$(tmpfs_used)
+for n in 1 2 3 4; do
+	head -c 100M /dev/zero >"$T/mnt/mem/big$n"
+done
+rm "$T/mnt/mem/big1"
+mv "$T/mnt/mem/big3" "$T/mnt/mem/big2"
+exec 3<"$T/mnt/mem/big4"
+rm "$T/mnt/mem/big4"
+used=$(tmpfs_used)
+check "large tmpfs files: unlinked and renamed over are freed, an open one not yet ($((used - base)) KiB)" \
+	sh -c '[ "$1" -ge 190000 ] && [ "$1" -le 215000 ]' sh $((used - base))
+exec 3<&-
+rm "$T/mnt/mem/big2"
+check "large tmpfs files: ... and the last close frees it" within 100 sh -c "[ \$((\$(df --output=used '$T/exp/mem' | tail -n 1) - $base)) -lt 10000 ]"
+
 # -- client_watches: directories watched for one client ------------------------------
 # A server watching 3 directories at most for each client: the mount's
 # root and the first two directories looked in are watched (a name the
