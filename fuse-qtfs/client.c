@@ -229,6 +229,7 @@ static void adopt_fds(void *arg)
 		.psk = cl->o.psk,
 		.name = "fuse-qtfs",
 		.handshake_ms = (unsigned)MIN(cl->o.timeout_ms, 60000),
+		.peer_timeout_s = cl->o.peer_timeout_s,
 	};
 	struct qt_conn *c = NULL;
 	int err;

@@ -39,6 +39,7 @@ struct qtfs_client_opts {
 	unsigned conns;		     /* 0: 1 */
 	uint64_t timeout_ms;	     /* per call; 0: 30 s */
 	uint64_t connect_timeout_ms; /* first connection; 0: timeout_ms */
+	int peer_timeout_s;	     /* see struct qt_conn_opts */
 	bool watch;		     /* MOUNT with QTFS_MNT_WATCH (see fs.c "Name caching") */
 };
 

@@ -88,6 +88,9 @@ static void usage(void)
 	      "                     (default 1048576; 0: none)\n"
 	      "  conns=N            parallel connections to the server (default 1, max 64)\n"
 	      "  timeout=SEC        per-request deadline (default 30)\n"
+	      "  peer_timeout=SEC   tcp://, ssh://: a server host silent this long (power\n"
+	      "                     lost, link cut) breaks the connection, and the client\n"
+	      "                     reconnects (default 30; 0: the kernel's hours)\n"
 	      "  readahead_kb=N     sequential readahead (default 1024)\n"
 	      "  key_file=FILE      same as --key-file (for /etc/fstab)\n"
 	      "  identity=FILE      same as --identity\n"
@@ -121,6 +124,7 @@ struct settings {
 	GStrv fifo_relay;
 	unsigned conns;
 	uint64_t timeout_ms;
+	int64_t peer_timeout_s;
 	int64_t readahead_kb;
 };
 
@@ -212,6 +216,11 @@ static int parse_o(struct settings *s, const char *arg)
 			if (d < 0.1)
 				return qt_cli_usage_error("-o timeout: at least 0.1 seconds"), -EINVAL;
 			s->timeout_ms = (uint64_t)(d * 1000);
+		} else if (!strcmp(key, "peer_timeout") && val) {
+			if (qt_parse_int(val, 0, 86400, &n) < 0)
+				return qt_cli_usage_error("-o peer_timeout: \"%s\" is not a number of seconds from 0 to 86400",
+							  val), -EINVAL;
+			s->peer_timeout_s = n;
 		} else if (!strcmp(key, "conns") && val) {
 			if (qt_parse_int(val, 1, 64, &n) < 0)
 				return qt_cli_usage_error("-o conns: \"%s\" is not a number from 1 to 64", val), -EINVAL;
@@ -297,6 +306,7 @@ struct ssh_dial {
 	const char *known_hosts;
 	const char *command;
 	int timeout_ms;
+	int peer_timeout_s;
 	GMutex lock;
 	GPtrArray *chans; /* struct qt_ssh_chan* */
 };
@@ -310,6 +320,7 @@ static int dial_ssh(void *arg, int *rfd, int *wfd, char **msg)
 		.known_hosts = d->known_hosts,
 		.timeout_ms = d->timeout_ms,
 		.keepalive_s = 15,
+		.peer_timeout_s = d->peer_timeout_s,
 	};
 	g_autoptr(qt_ssh) ssh = NULL;
 	struct qt_ssh_chan *ch = NULL;
@@ -473,6 +484,7 @@ static int run(struct settings *s)
 		ssd.known_hosts = s->known_hosts;
 		ssd.command = s->server_cmd ? s->server_cmd : "qtfs-server --stdio";
 		ssd.timeout_ms = (int)MIN(s->timeout_ms, 60000);
+		ssd.peer_timeout_s = s->peer_timeout_s ? (int)s->peer_timeout_s : -1;
 		g_mutex_init(&ssd.lock);
 		ssd.chans = g_ptr_array_new_with_free_func((GDestroyNotify)qt_ssh_chan_free);
 		co.dial = dial_ssh;
@@ -495,6 +507,7 @@ static int run(struct settings *s)
 	co.psk = psk;
 	co.conns = s->conns;
 	co.timeout_ms = s->timeout_ms;
+	co.peer_timeout_s = s->peer_timeout_s ? (int)s->peer_timeout_s : -1;
 	co.watch = s->fs.watch_timeout > 0 && !s->fs.proc;
 	/*
 	 * The termination signals stay blocked in every thread (the client's
@@ -624,6 +637,7 @@ int main(int argc, char **argv)
 	s.fs.watch_timeout = 30.0;
 	s.fs.listed_names = 1u << 20;
 	s.timeout_ms = 30000;
+	s.peer_timeout_s = QT_CONN_DEFAULT_PEER_TIMEOUT_S;
 	s.conns = 1;
 	s.readahead_kb = 1024;
 	opterr = 0;

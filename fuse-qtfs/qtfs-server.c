@@ -92,6 +92,9 @@ static void usage(void)
 	      "                           so that they may cache names for long)\n"
 	      "  max_watches=N (65536: directories watched at most, in all)\n"
 	      "  client_watches=N (max_watches: of those, for one client at most)\n"
+	      "  peer_timeout=SEC (30: a tcp client whose host is silent this long, as\n"
+	      "                           after a power loss, is dropped and its files,\n"
+	      "                           locks and watches released; 0: the kernel's hours)\n"
 	      "\n"
 	      "Exit status: 0 success, 1 failure, 2 usage error.\n",
 	      stdout);
@@ -105,7 +108,7 @@ struct settings {
 	char *whitelist;
 	bool stdio;
 	int64_t max_conns, max_handles, max_inflight, workers;
-	int64_t max_watches, client_watches;
+	int64_t max_watches, client_watches, peer_timeout_s;
 	bool inline_metadata, ring_file_ops, name_watch;
 	GArray *unix_uids;
 	int verbose;
@@ -126,7 +129,7 @@ static void settings_clear(struct settings *s)
 static const char *const server_keys[] = {
 	"listen",    "exports",      "key_file", "whitelist", "max_conns", "max_handles",
 	"max_inflight", "workers", "unix_uids", "log_level", "inline_metadata", "ring_file_ops",
-	"name_watch", "max_watches", "client_watches", NULL,
+	"name_watch", "max_watches", "client_watches", "peer_timeout", NULL,
 };
 
 /* Read the config file; command-line values already in @s win. */
@@ -153,7 +156,9 @@ static int load_config(struct settings *s, bool explicit_config)
 	    qt_conf_get_bool(conf, "server", "ring_file_ops", true, &s->ring_file_ops, &msg) < 0 ||
 	    qt_conf_get_bool(conf, "server", "name_watch", true, &s->name_watch, &msg) < 0 ||
 	    qt_conf_get_int(conf, "server", "max_watches", 65536, 1, 1 << 24, &s->max_watches, &msg) < 0 ||
-	    qt_conf_get_int(conf, "server", "client_watches", 0, 0, 1 << 24, &s->client_watches, &msg) < 0) {
+	    qt_conf_get_int(conf, "server", "client_watches", 0, 0, 1 << 24, &s->client_watches, &msg) < 0 ||
+	    qt_conf_get_int(conf, "server", "peer_timeout", QT_CONN_DEFAULT_PEER_TIMEOUT_S, 0, 86400,
+			    &s->peer_timeout_s, &msg) < 0) {
 		qt_cli_fail("%s", msg);
 		return -EINVAL;
 	}
@@ -286,6 +291,7 @@ static int run(struct settings *s)
 	co.psk = psk;
 	co.nonces = nonces;
 	co.max_inflight = (unsigned)s->max_inflight;
+	co.peer_timeout_s = s->peer_timeout_s ? (int)s->peer_timeout_s : -1;
 	server = qt_server_new(loop, &co, (unsigned)s->max_conns, &qtfs_srv_conn_ops, srv);
 
 	if (s->stdio) {

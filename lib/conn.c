@@ -73,6 +73,7 @@ struct qt_conn {
 
 	int close_err;
 	char *close_reason;
+	unsigned peer_timeout_s; /* as set on the socket; 0: none */
 };
 
 static void conn_update_reading(struct qt_conn *c);
@@ -707,7 +708,10 @@ static void on_eof(struct qt_stream *s, int err, void *arg)
 		}
 		return;
 	}
-	if (err)
+	if (err == -ETIMEDOUT && c->peer_timeout_s)
+		why = g_strdup_printf("connection to %s failed: no answer from the peer's host for %u s",
+				      c->peer, c->peer_timeout_s);
+	else if (err)
 		why = g_strdup_printf("connection to %s failed: %s", c->peer, g_strerror(-err));
 	else if (c->state == CONN_HANDSHAKE)
 		why = g_strdup_printf("%s closed the connection during the handshake", c->peer);
@@ -794,6 +798,16 @@ static struct qt_conn *conn_create(struct qt_loop *l, int rfd, int wfd, const st
 	if (!c->o.handshake_ms)
 		c->o.handshake_ms = QT_CONN_DEFAULT_HANDSHAKE_MS;
 	c->peer = rfd == wfd ? qt_socket_peer_name(rfd) : g_strdup("stdio");
+	if (rfd == wfd && c->o.peer_timeout_s >= 0) {
+		unsigned t = c->o.peer_timeout_s ? (unsigned)c->o.peer_timeout_s
+						 : QT_CONN_DEFAULT_PEER_TIMEOUT_S;
+		int r = qt_socket_set_peer_timeout(rfd, t);
+
+		if (r < 0)
+			qt_debug("conn %s: cannot bound the peer's silence: %s", c->peer, g_strerror(-r));
+		else if (r > 0)
+			c->peer_timeout_s = t;
+	}
 	/* Until the peer is authenticated it may not make us allocate more than this. */
 	qt_frame_asm_init(&c->fasm, HANDSHAKE_MAX_PAYLOAD);
 	c->pending = g_hash_table_new(g_int64_hash, g_int64_equal);

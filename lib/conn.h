@@ -40,6 +40,7 @@
 #define QT_CONN_DEFAULT_MAX_INFLIGHT 128
 #define QT_CONN_DEFAULT_MAX_QUEUED (8u * 1024 * 1024)
 #define QT_CONN_DEFAULT_HANDSHAKE_MS 10000
+#define QT_CONN_DEFAULT_PEER_TIMEOUT_S 30
 
 enum qt_conn_role {
 	QT_CONN_CLIENT,
@@ -55,6 +56,13 @@ struct qt_conn_opts {
 	unsigned max_inflight;	       /* 0: QT_CONN_DEFAULT_MAX_INFLIGHT */
 	size_t max_queued;	       /* 0: QT_CONN_DEFAULT_MAX_QUEUED */
 	unsigned handshake_ms;	       /* 0: QT_CONN_DEFAULT_HANDSHAKE_MS */
+	/*
+	 * TCP only: a peer whose host stops answering (power lost, link cut)
+	 * ends the connection with -ETIMEDOUT after about this many seconds
+	 * (qt_socket_set_peer_timeout).  0: QT_CONN_DEFAULT_PEER_TIMEOUT_S;
+	 * < 0: the kernel's defaults (hours).
+	 */
+	int peer_timeout_s;
 };
 
 struct qt_conn;

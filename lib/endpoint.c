@@ -187,6 +187,33 @@ void qt_socket_tune(int fd)
 		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
 }
 
+int qt_socket_set_peer_timeout(int fd, unsigned seconds)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int one = 1, idle, intvl, cnt = 6;
+	unsigned user_ms;
+
+	if (!seconds)
+		return 0;
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		return -errno;
+	if (ss.ss_family != AF_INET && ss.ss_family != AF_INET6)
+		return 0;
+	seconds = MIN(seconds, 24u * 3600);
+	idle = (int)MAX(1u, seconds / 2);
+	intvl = (int)MAX(1u, seconds / 6);
+	user_ms = seconds * 1000;
+	/* With a user timeout the kernel ends a keepalive by it, not by the count. */
+	if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) < 0 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)) < 0 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl)) < 0 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)) < 0 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms, sizeof(user_ms)) < 0)
+		return -errno;
+	return 1;
+}
+
 static socklen_t unix_addr(const struct qt_endpoint *ep, struct sockaddr_un *sun)
 {
 	size_t n = strlen(ep->path);

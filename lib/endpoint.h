@@ -53,6 +53,18 @@ int qt_endpoint_listen(const struct qt_endpoint *ep, int backlog, int *fd);
 int qt_endpoint_connect(const struct qt_endpoint *ep, int timeout_ms, int *fd);
 /* For a connected socket: TCP_NODELAY on tcp, a bigger send buffer on unix.  Never fails hard. */
 void qt_socket_tune(int fd);
+/*
+ * Bound how long a TCP peer may go silent before the connection fails with
+ * ETIMEDOUT: keepalive probes start after @seconds/2 without a packet from
+ * the peer, and TCP_USER_TIMEOUT ends the connection once @seconds pass
+ * with a probe or data unacknowledged (also when the peer's window stays
+ * shut that long: it is not reading).  A peer host that lost power or its
+ * link is noticed within about @seconds, not after the kernel's 2 h of
+ * keepalive idle or 15 min of retransmissions.  0: leave the kernel's
+ * defaults.  Returns 1 when set, 0 when there is nothing to do (@seconds
+ * 0, not TCP), or -errno.
+ */
+int qt_socket_set_peer_timeout(int fd, unsigned seconds);
 /* The port a TCP listener was bound to (for tests that listen on port 0). */
 int qt_socket_local_port(int fd);
 /*

@@ -38,6 +38,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "conn.h"
 #include "endpoint.h"
 #include "log.h"
 #include "ssh-knownhosts.h"
@@ -644,6 +645,9 @@ int qt_ssh_open(const struct qt_ssh_opts *o, struct qt_ssh **out, char **msg)
 		fail(msg, r, "cannot connect to %s: %s", s->t->uri, g_strerror(-r));
 		goto cleanup;
 	}
+	if (o->peer_timeout_s >= 0)
+		(void)qt_socket_set_peer_timeout(s->sock, o->peer_timeout_s ? (unsigned)o->peer_timeout_s
+									    : QT_CONN_DEFAULT_PEER_TIMEOUT_S);
 	s->sess = libssh2_session_init();
 	if (!s->sess) {
 		r = fail(msg, -ENOMEM, "cannot create an SSH session for %s", s->t->uri);

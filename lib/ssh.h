@@ -91,6 +91,8 @@ struct qt_ssh_opts {
 	const char *identity;
 	int timeout_ms;		/* per network wait before bridging; <= 0: QT_SSH_DEFAULT_TIMEOUT_MS */
 	unsigned keepalive_s;	/* SSH keepalive while bridged; 0: none */
+	/* As in struct qt_conn_opts, for the SSH connection's socket. */
+	int peer_timeout_s;
 };
 
 struct qt_ssh;

@@ -618,7 +618,8 @@ static const struct qt_conn_ops client_ops = {
 int rexec_client_run(const struct rexec_client_args *a)
 {
 	struct client cl = {.a = a, .sfd = -1, .rc = REXEC_EXIT_CONN, .wake = {-1, -1}};
-	struct qt_conn_opts co = {.role = QT_CONN_CLIENT, .psk = a->psk, .name = "rexec"};
+	struct qt_conn_opts co = {.role = QT_CONN_CLIENT, .psk = a->psk, .name = "rexec",
+				  .peer_timeout_s = a->peer_timeout_s};
 	g_autoptr(qt_loop) loop = NULL;
 	struct qt_conn *conn = NULL;
 	sigset_t mask;

@@ -15,6 +15,7 @@ struct rexec_client_args {
 	const struct qt_endpoint *ep; /* borrowed */
 	const struct qt_psk *psk;     /* NULL: insecure (unix sockets only) */
 	int timeout_ms;		      /* connect and handshake */
+	int peer_timeout_s;	      /* see struct qt_conn_opts */
 	const struct rexec_exec_req *req;
 };
 
@@ -31,7 +32,7 @@ int rexec_client_run(const struct rexec_client_args *a);
  * (one line on stderr, REXEC_EXIT_* code).
  */
 int rexec_forward_run(const struct qt_endpoint *ep, const struct qt_psk *psk, int timeout_ms,
-		      const char *local, const char *remote);
+		      int peer_timeout_s, const char *local, const char *remote);
 
 /*
  * The regular files open at descriptors >= 3, as file references for

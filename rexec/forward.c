@@ -30,7 +30,7 @@ struct fwd {
 	struct qt_loop *loop;
 	const struct qt_endpoint *ep;
 	const struct qt_psk *psk;
-	int timeout_ms;
+	int timeout_ms, peer_timeout_s;
 	const char *local, *remote;
 	GList *relays; /* struct relay* */
 	unsigned n_conns;
@@ -153,7 +153,8 @@ static void on_accept(void *arg, int fd)
 	struct relay *r = g_new0(struct relay, 1);
 	struct qt_msg *m;
 	GList *link;
-	struct qt_conn_opts co = {.role = QT_CONN_CLIENT, .psk = f->psk, .name = "rexec-forward"};
+	struct qt_conn_opts co = {.role = QT_CONN_CLIENT, .psk = f->psk, .name = "rexec-forward",
+				  .peer_timeout_s = f->peer_timeout_s};
 	int err;
 
 	r->f = f;
@@ -195,10 +196,10 @@ static void on_signal(struct qt_watch *w, int fd, uint32_t revents, void *arg)
 }
 
 int rexec_forward_run(const struct qt_endpoint *ep, const struct qt_psk *psk, int timeout_ms,
-		      const char *local, const char *remote)
+		      int peer_timeout_s, const char *local, const char *remote)
 {
-	struct fwd f = {.ep = ep, .psk = psk, .timeout_ms = timeout_ms, .local = local,
-			.remote = remote};
+	struct fwd f = {.ep = ep, .psk = psk, .timeout_ms = timeout_ms,
+			.peer_timeout_s = peer_timeout_s, .local = local, .remote = remote};
 	g_autoptr(qt_loop) loop = NULL;
 	g_autoptr(qt_endpoint) lep = NULL;
 	g_autofree char *uri = g_strdup_printf("unix:%s", local), *msg = NULL;

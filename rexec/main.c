@@ -29,6 +29,7 @@
 #include "cli.h"
 #include "client.h"
 #include "conf.h"
+#include "conn.h"
 #include "endpoint.h"
 #include "log.h"
 #include "proto.h"
@@ -110,7 +111,9 @@ static void usage(void)
 	      "Use -- to run a host command that is called 'shim' or 'forward-unix'.\n"
 	      "\n"
 	      "Configuration (" DEFAULT_CONFIG "), group [rexec]: host=URI, key_file=FILE,\n"
-	      "connect_timeout=DURATION (10s), shim_pass_fds=BOOL (false), log_level=LEVEL;\n"
+	      "connect_timeout=DURATION (10s), peer_timeout=DURATION (30s: a host silent this\n"
+	      "long, as after a power loss, ends rexec with 255; 0: the kernel's hours),\n"
+	      "shim_pass_fds=BOOL (false), log_level=LEVEL;\n"
 	      "group [shims]: NAME=HOSTPATH.\n"
 	      "\n"
 	      "Exit status: CMD's exit status, or 128+N if it was killed by signal N;\n"
@@ -128,6 +131,7 @@ struct opts {
 	bool no_stdin; /* -n */
 	int verbose;
 	uint64_t timeout_ms;
+	int peer_timeout_s; /* as in struct qt_conn_opts: < 0 none */
 	bool shim_pass_fds;
 	char **sync_mounts; /* sync_mounts=: NULL for auto, empty for none, else the mount points */
 	GKeyFile *kf; /* the config, for [shims] */
@@ -162,8 +166,9 @@ static int usage_error(const char *fmt, ...)
 	return REXEC_EXIT_USAGE;
 }
 
-static const char *const rexec_keys[] = {"host", "key_file", "connect_timeout", "shim_pass_fds",
-					 "log_level", "sync_mounts", NULL};
+static const char *const rexec_keys[] = {"host",	     "key_file",    "connect_timeout",
+					 "shim_pass_fds", "log_level",   "sync_mounts",
+					 "peer_timeout",  NULL};
 
 /*
  * sync_mounts=: "auto" (every fuse-qtfs mount in /proc/self/mountinfo),
@@ -202,6 +207,7 @@ static int load_config(struct opts *o)
 	g_autoptr(qt_conf) conf = NULL;
 	g_autofree char *msg = NULL, *host = NULL, *key = NULL, *level = NULL, *sync = NULL;
 	GError *gerr = NULL;
+	uint64_t peer_ms = 0;
 
 	if (!o->host && g_getenv("REXEC_HOST") && *g_getenv("REXEC_HOST"))
 		o->host = g_strdup(g_getenv("REXEC_HOST"));
@@ -213,6 +219,8 @@ static int load_config(struct opts *o)
 	    qt_conf_get_string(conf, "rexec", "key_file", NULL, &key, &msg) < 0 ||
 	    qt_conf_get_string(conf, "rexec", "log_level", NULL, &level, &msg) < 0 ||
 	    qt_conf_get_duration_ms(conf, "rexec", "connect_timeout", 10000, &o->timeout_ms, &msg) < 0 ||
+	    qt_conf_get_duration_ms(conf, "rexec", "peer_timeout", QT_CONN_DEFAULT_PEER_TIMEOUT_S * 1000,
+				    &peer_ms, &msg) < 0 ||
 	    qt_conf_get_bool(conf, "rexec", "shim_pass_fds", false, &o->shim_pass_fds, &msg) < 0 ||
 	    qt_conf_get_string(conf, "rexec", "sync_mounts", NULL, &sync, &msg) < 0 ||
 	    parse_sync_mounts(sync, &o->sync_mounts, &msg) < 0) {
@@ -239,6 +247,8 @@ static int load_config(struct opts *o)
 		g_clear_error(&gerr);
 	if (o->timeout_ms > INT_MAX)
 		o->timeout_ms = INT_MAX;
+	/* Whole seconds, at least 1, at most a day; 0: none. */
+	o->peer_timeout_s = peer_ms ? (int)MIN((peer_ms + 999) / 1000, 86400) : -1;
 	return 0;
 }
 
@@ -343,6 +353,7 @@ static int run_command(struct opts *o, const char *cmd, char **argv, bool all_en
 			.env = env,
 			.cwd = o->cwd,
 			.timeout_ms = (int)o->timeout_ms,
+			.peer_timeout_s = o->peer_timeout_s,
 		};
 
 		return rexec_ssh_run(&sa);
@@ -389,6 +400,7 @@ static int run_command(struct opts *o, const char *cmd, char **argv, bool all_en
 	a.ep = ep;
 	a.psk = psk;
 	a.timeout_ms = (int)o->timeout_ms;
+	a.peer_timeout_s = o->peer_timeout_s;
 	a.req = &req;
 	return rexec_client_run(&a);
 }
@@ -711,8 +723,8 @@ int main(int argc, char **argv)
 			g_autoptr(qt_psk) psk = NULL;
 
 			if ((rc = endpoint_and_key(&o, &ep, &psk)) == 0)
-				rc = rexec_forward_run(ep, psk, (int)o.timeout_ms, argv[optind],
-						       argv[optind + 1]);
+				rc = rexec_forward_run(ep, psk, (int)o.timeout_ms, o.peer_timeout_s,
+						       argv[optind], argv[optind + 1]);
 		}
 		goto out;
 	}

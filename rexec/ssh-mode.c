@@ -461,6 +461,7 @@ int rexec_ssh_run(const struct rexec_ssh_args *a)
 	o.identity = a->identity;
 	o.known_hosts = a->known_hosts;
 	o.timeout_ms = a->timeout_ms;
+	o.peer_timeout_s = a->peer_timeout_s;
 	r = qt_ssh_open(&o, &s, &msg);
 	if (r < 0) {
 		fprintf(stderr, "rexec: %s\n", msg);

@@ -16,6 +16,7 @@ struct rexec_ssh_args {
 	char *const *env;	 /* "NAME=VALUE" to set for the command; may be NULL */
 	const char *cwd;	 /* directory to run in on the host; NULL: the login directory */
 	int timeout_ms;		 /* connect and handshake; <= 0: the default */
+	int peer_timeout_s;	 /* see struct qt_ssh_opts */
 };
 
 /*

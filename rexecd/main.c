@@ -81,6 +81,9 @@ static void usage(void)
 	      "                            default none: --pass-fds is refused)\n"
 	      "  max_sessions=N (1024)     kill_grace=DURATION (5s)   drain=DURATION (200ms)\n"
 	      "  unix_uids=UID;... (0 and ours)                       log_level=LEVEL\n"
+	      "  peer_timeout=DURATION (30s: a tcp client whose host is silent this long,\n"
+	      "                            as after a power loss, is dropped and its commands\n"
+	      "                            end as when it disconnects; 0: the kernel's hours)\n"
 	      "\n"
 	      "Exit status: 0 success, 1 failure, 2 usage error.\n",
 	      stdout);
@@ -96,7 +99,7 @@ struct settings {
 	char *env_policy;
 	GStrv env_allow, env_fixed, forward_allow, pass_fds_allow;
 	int64_t max_sessions;
-	uint64_t kill_grace_ms, drain_ms;
+	uint64_t kill_grace_ms, drain_ms, peer_timeout_ms;
 	GArray *unix_uids;
 };
 
@@ -118,7 +121,7 @@ static void settings_clear(struct settings *s)
 static const char *const keys[] = {
 	"listen",     "key_file",      "whitelist",    "allow_all",  "env_policy", "env_allow",
 	"env_fixed",  "forward_allow", "max_sessions", "kill_grace", "drain",      "unix_uids",
-	"log_level",  "pass_fds_allow", NULL,
+	"log_level",  "pass_fds_allow", "peer_timeout", NULL,
 };
 
 static void expand_real(GStrv *list)
@@ -159,6 +162,8 @@ static int load_config(struct settings *s, bool explicit_config)
 	    qt_conf_get_int(conf, "rexecd", "max_sessions", 1024, 1, 65536, &s->max_sessions, &msg) < 0 ||
 	    qt_conf_get_duration_ms(conf, "rexecd", "kill_grace", 5000, &s->kill_grace_ms, &msg) < 0 ||
 	    qt_conf_get_duration_ms(conf, "rexecd", "drain", 200, &s->drain_ms, &msg) < 0 ||
+	    qt_conf_get_duration_ms(conf, "rexecd", "peer_timeout", QT_CONN_DEFAULT_PEER_TIMEOUT_S * 1000,
+				    &s->peer_timeout_ms, &msg) < 0 ||
 	    qt_conf_get_strv(conf, "rexecd", "unix_uids", &uids, &msg) < 0) {
 		qt_cli_fail("%s", msg);
 		return -EINVAL;
@@ -323,6 +328,8 @@ static int run(struct settings *s)
 	nonces = qt_nonce_cache_new(4096);
 	co.psk = psk;
 	co.nonces = nonces;
+	/* Whole seconds, at least 1, at most a day. */
+	co.peer_timeout_s = s->peer_timeout_ms ? (int)MIN((s->peer_timeout_ms + 999) / 1000, 86400) : -1;
 	/* One session per connection, so the connection cap is the session cap. */
 	server = qt_server_new(loop, &co, (unsigned)s->max_sessions + 16, &rexecd_conn_ops, d);
 	for (guint i = 0; i < s->listen->len; i++) {

@@ -95,6 +95,18 @@ wait_gone() {
 	done
 }
 
+# wait_until SECONDS CMD...: poll CMD every 50 ms until it succeeds; 1 on timeout.
+wait_until() {
+	_wu_n=$(($1 * 20))
+	shift
+	while [ "$_wu_n" -gt 0 ]; do
+		"$@" && return 0
+		sleep 0.05
+		_wu_n=$((_wu_n - 1))
+	done
+	"$@"
+}
+
 stop_daemons() {
 	_pat=$1
 	shift

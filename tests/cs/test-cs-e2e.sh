@@ -101,16 +101,6 @@ dpu_procs() {
 		[ "$(readlink "/proc/$p/ns/pid")" = "$dpu_pidns" ] && echo "$p"
 	done
 }
-wait_for() {
-	n=$1
-	shift
-	while [ "$n" -gt 0 ]; do
-		"$@" && return 0
-		sleep 0.1
-		n=$((n - 1))
-	done
-	return 1
-}
 
 say "two hosts: network namespaces $nh (host, $H) and $nd (DPU, with its own mount and pid namespaces)"
 netns_pair "$nh" "$nd" "eh$id" "ed$id" "$H/24" "10.252.$net.2/24" || exit 1
@@ -141,8 +131,8 @@ while True:
     c.close()
 PY
 PIDS="$PIDS $!"
-wait_for 100 test -S "$T/hostrun/api.sock"
-wait_for 100 sh -c "nsenter --net=/run/netns/$nh ss -ltn | grep -q '$H:6000' &&
+wait_until 10 test -S "$T/hostrun/api.sock"
+wait_until 10 sh -c "nsenter --net=/run/netns/$nh ss -ltn | grep -q '$H:6000' &&
 	nsenter --net=/run/netns/$nh ss -ltn | grep -q '$H:6001'"
 
 say "DPU: its namespaces, then 'chroot-setup up' with the offload profile"
@@ -158,7 +148,7 @@ while True:
         time.sleep(0.5)
 ' >"$T/anchor.log" 2>&1 &
 PIDS="$PIDS $!"
-wait_for 100 sh -c "pgrep -P $! >/dev/null" || {
+wait_until 10 sh -c "pgrep -P $! >/dev/null" || {
 	echo "FAIL: cannot make the DPU's namespaces" >&2
 	exit 1
 }
@@ -294,7 +284,7 @@ check "the DPU reads the container's first lines ($out)" [ "$out" = "container s
 say "5. the kill shim stops the container"
 in_env kill -KILL "$pid"
 check "kill through the shim succeeds" [ $? -eq 0 ]
-check "the DPU sees /proc/$pid disappear" wait_for 50 sh -c "! nsenter -t $anchor -m -p -n env CHROOT_SETUP_STATE_DIR=$T/state $CS exec $T/e2e.conf -- test -e /proc/$pid"
+check "the DPU sees /proc/$pid disappear" wait_until 5 sh -c "! nsenter -t $anchor -m -p -n env CHROOT_SETUP_STATE_DIR=$T/state $CS exec $T/e2e.conf -- test -e /proc/$pid"
 check "runc reports it stopped" sh -c "in_state=\$(runc state '$ctr'); echo \"\$in_state\" | grep -q '\"status\": \"stopped\"'"
 in_env runc delete "$ctr"
 check "runc delete through the shim removes it" sh -c "! runc state '$ctr' >/dev/null 2>&1"
@@ -321,7 +311,7 @@ left_procs() {
 	echo $(dpu_procs "[f]use-qtfs.*$T") $(dpu_procs "[f]orward-unix.*$T") $(dpu_procs "[a]gent.heartbeat")
 }
 # fuse-qtfs exits a moment after its unmount.
-wait_for 50 sh -c "[ -z \"\$(pgrep -f '[f]use-qtfs.*$T')\" ]"
+wait_until 5 sh -c "[ -z \"\$(pgrep -f '[f]use-qtfs.*$T')\" ]"
 check "no fuse-qtfs, forward or service is left ($(left_procs))" [ -z "$(left_procs)" ]
 check "no state is left" [ ! -e "$T/state/e2e" ]
 check "no shim is left" [ ! -e "$T/dpu/root/usr/local/bin/runc" ]

@@ -5,6 +5,9 @@
 # another ("dpu"), joined by a veth pair, as on a machine and its DPU.
 # Only the network is split (nsenter --net), so the mount is visible to the
 # test.  The client must not reach the server except over the veth link.
+# A DPU that goes silent (its link cut) must be dropped by the server
+# after peer_timeout, its locks released, and the client must come back
+# with the link.
 
 . "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
 
@@ -39,4 +42,36 @@ cp "$T/big" "$T/mnt/big"
 check "8 MB written across hosts arrives intact" cmp -s "$T/big" "$T/exp/big"
 check "and reads back intact" cmp -s "$T/big" "$T/mnt/big"
 check "unmount" umount_qtfs "$T/mnt"
+
+# A DPU that loses power or its link sends nothing more, not even a reset.
+# Without a bound on its silence the server would keep its session, and the
+# host files it locked stay locked, for hours (the kernel's keepalive).
+printf '[server]\npeer_timeout=3\n' >"$T/pt.conf"
+start_server "$T/server2.log" --config "$T/pt.conf" --listen tcp://10.251.0.1:6001 \
+	--export "$T/exp" --key-file "$KEY" || exit 1
+check "mount with peer_timeout=3" mount_qtfs "tcp://10.251.0.1:6001:$T/exp" "$T/mnt" \
+	--key-file "$KEY" -o peer_timeout=3
+sessions() { grep -c "session .* started\|mounted" "$T/server2.log"; }
+n0=$(sessions)
+sleep 7
+# reaches N: a file made through the mount shows on the host (no cache answers that).
+reaches() { : >"$T/mnt/reach$1" 2>/dev/null && [ -e "$T/exp/reach$1" ]; }
+check "an idle mount outlives peer_timeout on a live link" reaches 1
+check "... without the server giving up on it" sh -c "! grep -q 'no answer from the peer' '$T/server2.log'"
+check "... or a new session" [ "$(sessions)" = "$n0" ]
+: >"$T/exp/lk"
+# The shell becomes the sleep, which keeps the locked descriptor: killing it unlocks.
+sh -c 'exec 9<"$1" && flock 9 && exec sleep 1000' sh "$T/mnt/lk" >/dev/null 2>&1 &
+holder=$!
+QTFS_PIDS="$QTFS_PIDS $holder"
+check "a DPU process holds a flock through the mount" \
+	wait_until 5 sh -c "! flock -n '$T/exp/lk' true"
+ip -n "$nd" link set "qd$$" down
+check "link cut: the server drops the silent client and its flock goes" \
+	wait_until 15 flock -n "$T/exp/lk" true
+check "... and says why" grep -q "no answer from the peer's host for 3 s" "$T/server2.log"
+ip -n "$nd" link set "qd$$" up
+check "the link is back: the mount answers again" wait_until 40 reaches 2
+kill "$holder" 2>/dev/null
+check "unmount after the outage" umount_qtfs "$T/mnt"
 finish

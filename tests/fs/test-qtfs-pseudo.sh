@@ -252,26 +252,15 @@ no_fifo_waiters() {
 some_fifo_waiters() {
 	[ "$(fifo_waiters)" -gt 0 ]
 }
-# tries N CMD...: CMD succeeds within N x 50 ms.
-tries() {
-	_n=$1
-	shift
-	while [ "$_n" -gt 0 ]; do
-		"$@" && return 0
-		sleep 0.05
-		_n=$((_n - 1))
-	done
-	return 1
-}
 check "mount again with fifo_relay" mount_qtfs "unix:$T/sock:$T/exp" "$T/mnt2" -o fifo_relay=fifos
 timeout 20 cat "$T/mnt2/fifos/io" >/dev/null 2>&1 &
 waiting=$!
-check "a DPU reader's FIFO open blocks a server thread" tries 100 some_fifo_waiters
+check "a DPU reader's FIFO open blocks a server thread" wait_until 5 some_fifo_waiters
 pid=$(pgrep -f "fuse-qtfs .*$T/mnt2\$" | head -n 1)
 kill -KILL "$pid"
 wait_gone 50 "$pid"
 wait $waiting
-check "the client killed: the server's blocked open ends with the connection" tries 100 no_fifo_waiters
+check "the client killed: the server's blocked open ends with the connection" wait_until 5 no_fifo_waiters
 # A pseudo file whose reads wait for events (tracefs' trace_pipe, with no
 # tracer: nothing ever comes) is read as a FIFO is, on the blocking pool:
 # a signal to the reader interrupts the read at once.  (On a shared worker
@@ -321,7 +310,7 @@ sleep 30 >"$T/exp/fifos/io2" 2>/dev/null &
 holder=$!
 timeout 20 cat "$T/mnt3/fifos/io2" >/dev/null 2>&1 &
 r2=$!
-check "two server threads block for the DPU" tries 100 some_fifo_waiters
+check "two server threads block for the DPU" wait_until 5 some_fifo_waiters
 sleep 0.5
 kill -TERM "$SERVER_PID"
 wait_gone 50 "$SERVER_PID"

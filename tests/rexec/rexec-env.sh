@@ -128,18 +128,6 @@ check_rc_msg() {
 	fi
 }
 
-# wait_until SECONDS CMD...: poll CMD every 50 ms until it succeeds; 1 on timeout.
-wait_until() {
-	_wu_n=$(($1 * 20))
-	shift
-	while [ "$_wu_n" -gt 0 ]; do
-		"$@" && return 0
-		sleep 0.05
-		_wu_n=$((_wu_n - 1))
-	done
-	"$@"
-}
-
 # bg CMD...: start CMD in the background, tracked for cleanup; sets BG_PID.
 # CMD may be rx, rxt or rxn: BG_PID is then rexec's own pid (a function
 # would run in a subshell, and signals sent to it would miss rexec).

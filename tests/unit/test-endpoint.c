@@ -12,6 +12,8 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -426,6 +428,53 @@ START_TEST(test_vsock)
 }
 END_TEST
 
+static int sockopt(int fd, int level, int name)
+{
+	int v = -1;
+	socklen_t len = sizeof(v);
+
+	ck_assert_int_eq(getsockopt(fd, level, name, &v, &len), 0);
+	return v;
+}
+
+/* The bound on a peer's silence: keepalive after half, abort at the whole. */
+START_TEST(test_peer_timeout)
+{
+	g_autoptr(qt_endpoint) lep = ep_new("tcp://127.0.0.1:0");
+	g_autofree char *target = NULL;
+	int lfd, cfd, afd, sv[2];
+
+	ck_assert_int_eq(qt_endpoint_listen(lep, 8, &lfd), 0);
+	target = g_strdup_printf("tcp://127.0.0.1:%d", qt_socket_local_port(lfd));
+	connect_accept(lfd, target, &cfd, &afd);
+
+	ck_assert_int_eq(qt_socket_set_peer_timeout(cfd, 0), 0);
+	ck_assert_int_eq(sockopt(cfd, SOL_SOCKET, SO_KEEPALIVE), 0);
+	ck_assert_int_eq(sockopt(cfd, IPPROTO_TCP, TCP_USER_TIMEOUT), 0);
+
+	ck_assert_int_eq(qt_socket_set_peer_timeout(cfd, 9), 1);
+	ck_assert_int_eq(sockopt(cfd, SOL_SOCKET, SO_KEEPALIVE), 1);
+	ck_assert_int_eq(sockopt(cfd, IPPROTO_TCP, TCP_KEEPIDLE), 4);
+	ck_assert_int_eq(sockopt(cfd, IPPROTO_TCP, TCP_KEEPINTVL), 1);
+	ck_assert_int_eq(sockopt(cfd, IPPROTO_TCP, TCP_USER_TIMEOUT), 9000);
+
+	/* The smallest bound still probes once a second, not never. */
+	ck_assert_int_eq(qt_socket_set_peer_timeout(afd, 1), 1);
+	ck_assert_int_eq(sockopt(afd, IPPROTO_TCP, TCP_KEEPIDLE), 1);
+	ck_assert_int_eq(sockopt(afd, IPPROTO_TCP, TCP_KEEPINTVL), 1);
+	ck_assert_int_eq(sockopt(afd, IPPROTO_TCP, TCP_USER_TIMEOUT), 1000);
+	send_recv(cfd, afd, "still fine");
+	close3(lfd, cfd, afd);
+
+	/* Not TCP: nothing to do, and no error. */
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	ck_assert_int_eq(qt_socket_set_peer_timeout(sv[0], 30), 0);
+	ck_assert_int_eq(close(sv[0]), 0);
+	ck_assert_int_eq(close(sv[1]), 0);
+	ck_assert_int_eq(qt_socket_set_peer_timeout(-1, 30), -EBADF);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("endpoint");
@@ -450,6 +499,7 @@ int main(void)
 	tcase_add_test(sock, test_connect_refused);
 	tcase_add_test(sock, test_stdio_not_a_socket);
 	tcase_add_test(sock, test_vsock);
+	tcase_add_test(sock, test_peer_timeout);
 	suite_add_tcase(s, sock);
 
 	sr = srunner_create(s);
