@@ -581,10 +581,8 @@ static struct session *session_ref(struct session *sess)
 
 static void sub_put(struct qtfs_srv *srv, struct watch_sub *sub);
 
-static void session_unref(struct session *sess)
+static void session_free(struct session *sess)
 {
-	if (!g_atomic_int_dec_and_test(&sess->refs))
-		return;
 	if (sess->sub)
 		sub_put(sess->srv, sess->sub);
 	g_hash_table_destroy(sess->handles);
@@ -598,6 +596,29 @@ static void session_unref(struct session *sess)
 	qt_conn_unref(sess->conn);
 	g_atomic_int_add(&sess->srv->live, -1);
 	g_free(sess);
+}
+
+/*
+ * The last reference.  Freeing the session closes the files it still has
+ * open and its lock owners' descriptors: closes that may write back, ask a
+ * network file system or a FUSE daemon, or free a large unlinked file.  On
+ * the loop thread (a connection that ended with no request running) that
+ * would hold every other connection meanwhile: the pool does it then, as a
+ * job without a request (run_job).
+ */
+static void session_unref(struct session *sess)
+{
+	if (!g_atomic_int_dec_and_test(&sess->refs))
+		return;
+	if (qt_loop_in_thread(sess->srv->loop) &&
+	    (g_hash_table_size(sess->handles) || g_hash_table_size(sess->lock_owners))) {
+		struct job *j = g_new0(struct job, 1);
+
+		j->sess = sess;
+		g_thread_pool_push(sess->srv->pool, j, NULL);
+		return;
+	}
+	session_free(sess);
 }
 
 /* ---- the operations ------------------------------------------------------ */
@@ -3177,6 +3198,19 @@ static void run_job(gpointer data, gpointer user)
 		qt_loop_post(sess->srv->loop, deliver, j);
 }
 
+/* What the pools run: a request, or a session's last reference (session_unref). */
+static void pool_job(gpointer data, gpointer user)
+{
+	struct job *j = data;
+
+	if (!j->req) {
+		session_free(j->sess);
+		g_free(j);
+		return;
+	}
+	run_job(data, user);
+}
+
 /*
  * Requests answered from the dentry and inode caches in a few microseconds
  * run on the loop thread itself: handing them to a worker and back costs
@@ -3856,10 +3890,10 @@ int qtfs_srv_new(struct qt_loop *l, const struct qtfs_srv_opts *o, struct qtfs_s
 					"export \"%s\" can write it there", srv->exports[i].path,
 					srv->exports[j].path);
 	intr_setup();
-	srv->pool = g_thread_pool_new(run_job, GINT_TO_POINTER(RUN_POOL), (gint)(o->workers ? o->workers : 64),
+	srv->pool = g_thread_pool_new(pool_job, GINT_TO_POINTER(RUN_POOL), (gint)(o->workers ? o->workers : 64),
 				      FALSE, &gerr);
 	if (srv->pool)
-		srv->blocking = g_thread_pool_new(run_job, GINT_TO_POINTER(RUN_BLOCKING), 256, FALSE, &gerr);
+		srv->blocking = g_thread_pool_new(pool_job, GINT_TO_POINTER(RUN_BLOCKING), 256, FALSE, &gerr);
 	if (!srv->pool || !srv->blocking) {
 		*msg = g_strdup_printf("cannot start the worker pool: %s", gerr->message);
 		g_error_free(gerr);

@@ -55,7 +55,7 @@ sessions() { grep -c "session .* started\|mounted" "$T/server2.log"; }
 n0=$(sessions)
 sleep 7
 # reaches N: a file made through the mount shows on the host (no cache answers that).
-reaches() { : >"$T/mnt/reach$1" 2>/dev/null && [ -e "$T/exp/reach$1" ]; }
+reaches() { touch "$T/mnt/reach$1" 2>/dev/null && [ -e "$T/exp/reach$1" ]; }
 check "an idle mount outlives peer_timeout on a live link" reaches 1
 check "... without the server giving up on it" sh -c "! grep -q 'no answer from the peer' '$T/server2.log'"
 check "... or a new session" [ "$(sessions)" = "$n0" ]

@@ -5,7 +5,9 @@
 # middle of a workload; callers get an error within their deadline
 # (-o timeout=3), data written and fsynced before the kill is on the host,
 # and once the server is back the client reconnects by itself and a file
-# that was open across the restart keeps working (reopened by path).
+# that was open across the restart keeps working (reopened by path).  A
+# client that vanishes with a file open whose close blocks does not stall
+# the server for the others.
 
 . "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
 
@@ -141,4 +143,45 @@ wait "$waiter2"
 rc=$?
 check "... and so does the waiting mkdir (rc=$rc)" [ "$rc" -ne 0 ]
 mountpoint -q "$T/mnt3" && fusermount3 -u "$T/mnt3"
+
+# A client that goes away with files open: the server closes them, and a
+# close can wait for long (write-back, a network file system, a FUSE
+# daemon).  Not on its event loop thread, or every other client waits as
+# long.  Here the export holds a second FUSE mount whose daemon is stopped,
+# so closing the file open there blocks until it runs again.
+mkdir -p "$T/exp4/in" "$T/inner" "$T/m4a" "$T/m4b"
+echo inner >"$T/inner/f"
+start_server "$T/server4.log" --listen "unix:$T/s4" --export "$T/exp4" || exit 1
+server4=$SERVER_PID
+start_server "$T/server5.log" --listen "unix:$T/s5" --export "$T/inner" || exit 1
+"$FUSE_QTFS" -f "unix:$T/s5:$T/inner" "$T/exp4/in" >"$T/inner.log" 2>&1 &
+inner=$!
+QTFS_PIDS="$QTFS_PIDS $inner"
+QTFS_MOUNTS="$T/exp4/in $QTFS_MOUNTS"
+"$FUSE_QTFS" -f "unix:$T/s4:$T/exp4" "$T/m4a" >"$T/m4a.log" 2>&1 &
+goner=$!
+QTFS_PIDS="$QTFS_PIDS $goner"
+QTFS_MOUNTS="$T/m4a $QTFS_MOUNTS"
+check "a mount that will go away" wait_until 10 is_mounted "$T/m4a"
+check "a mount that stays" mount_qtfs "unix:$T/s4:$T/exp4" "$T/m4b"
+sh -c 'exec 9<"$1" && exec sleep 1000' sh "$T/m4a/in/f" >/dev/null 2>&1 &
+holder=$!
+QTFS_PIDS="$QTFS_PIDS $holder"
+server_has_f() { ls -l "/proc/$server4/fd" 2>/dev/null | grep -q "$T/exp4/in/f\$"; }
+check "the server holds the file in the inner mount open" wait_until 10 server_has_f
+kill -STOP "$inner"
+kill -9 "$goner"
+check "the client is gone" wait_until 5 sh -c "! kill -0 $goner 2>/dev/null"
+reaches4() { timeout 5 touch "$T/m4b/after" 2>/dev/null && [ -e "$T/exp4/after" ]; }
+# A server thread in the close, waiting for the stopped daemon's answer to the FLUSH.
+in_flush() { cat "/proc/$server4/task/"*/stack 2>/dev/null | grep -q fuse_flush; }
+no_flush() { ! in_flush; }
+check "the session's close waits for the stopped daemon" wait_until 5 in_flush
+check "... and the other client is served meanwhile" reaches4
+kill -CONT "$inner"
+check "the inner daemon runs again: the close ends" wait_until 10 no_flush
+kill "$holder" 2>/dev/null
+umount -l "$T/m4a" 2>/dev/null
+check "unmount the one that stayed" umount_qtfs "$T/m4b"
+check "unmount the inner mount" umount_qtfs "$T/exp4/in"
 finish
