@@ -18,6 +18,8 @@
 
 #define LINGER_MS 1000
 #define HANDSHAKE_MAX_PAYLOAD 1024
+/* What a backlogged message costs beyond its frame: the struct and the queue link, about. */
+#define BACKLOG_MSG_COST 256
 
 enum conn_state {
 	CONN_HANDSHAKE,
@@ -69,6 +71,7 @@ struct qt_conn {
 	/* the peer's requests */
 	GHashTable *serving; /* ids being served */
 	GQueue backlog;	     /* struct qt_msg*, parsed but not yet dispatched */
+	size_t backlog_bytes; /* their size, with BACKLOG_MSG_COST each */
 	bool draining;
 
 	int close_err;
@@ -165,6 +168,9 @@ static void call_put_on_wire(struct qt_conn *c, struct call *k)
 
 	g_hash_table_insert(c->pending, &k->id, k);
 	qt_stream_send(c->stream, req);
+	/* Its reply must get in even if the peer's requests are held back (conn_update_reading). */
+	if (c->state == CONN_READY && !qt_stream_reading(c->stream))
+		conn_update_reading(c);
 }
 
 static void conn_issue_waiting(struct qt_conn *c)
@@ -483,8 +489,12 @@ static void drain_backlog(struct qt_conn *c)
 	if (c->draining)
 		return;
 	c->draining = true;
-	while (c->backlog.length && can_dispatch(c))
-		dispatch_request(c, g_queue_pop_head(&c->backlog));
+	while (c->backlog.length && can_dispatch(c)) {
+		struct qt_msg *m = g_queue_pop_head(&c->backlog);
+
+		c->backlog_bytes -= m->len + BACKLOG_MSG_COST;
+		dispatch_request(c, m);
+	}
 	c->draining = false;
 	conn_update_reading(c);
 }
@@ -498,7 +508,18 @@ static void conn_update_reading(struct qt_conn *c)
 	else if (c->state == CONN_HANDSHAKE)
 		on = true;
 	else
-		on = !c->backlog.length && can_dispatch(c);
+		/*
+		 * While the peer's requests cannot be served (max_inflight of
+		 * them are, or our replies are not leaving: max_queued bytes
+		 * wait), stop reading, so that TCP pushes back on the peer.
+		 * Except while our own calls wait for replies: a peer that
+		 * stopped reading for the same reason waits for us to read its
+		 * replies before it reads ours, and neither would read again.
+		 * Then read on, keeping the requests that come meanwhile, up to
+		 * max_queued bytes of them.
+		 */
+		on = (!c->backlog.length && can_dispatch(c)) ||
+		     (g_hash_table_size(c->pending) && c->backlog_bytes < c->o.max_queued);
 	qt_stream_set_reading(c->stream, on);
 }
 
@@ -574,6 +595,7 @@ static void conn_begin_close(struct qt_conn *c, int err, const char *reason, boo
 	qt_stream_set_reading(c->stream, false);
 	while ((m = g_queue_pop_head(&c->backlog)))
 		qt_msg_free(m);
+	c->backlog_bytes = 0;
 	fail_calls(c, err && err != -ECONNABORTED ? err : -ECONNABORTED);
 	if (flush && qt_stream_queued(c->stream))
 		c->linger_timer = qt_timer_add(c->loop, LINGER_MS, linger_expired, c);
@@ -663,10 +685,12 @@ static void handle_frame(struct qt_conn *c, struct qt_msg *m)
 		conn_begin_close(c, -EPROTO, "peer reused the id of a request still being served", false);
 		return;
 	}
-	if (!c->backlog.length && can_dispatch(c))
+	if (!c->backlog.length && can_dispatch(c)) {
 		dispatch_request(c, m);
-	else
+	} else {
+		c->backlog_bytes += m->len + BACKLOG_MSG_COST;
 		g_queue_push_tail(&c->backlog, m);
+	}
 }
 
 static void on_data(struct qt_stream *s, const uint8_t *p, size_t n, void *arg)

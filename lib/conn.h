@@ -21,7 +21,11 @@
  *     queue (up to 4x max_inflight, then qt_conn_call says -EAGAIN);
  *   - at most max_inflight of the peer's requests are being served; beyond
  *     that, and whenever more than max_queued bytes wait to be written, we
- *     stop reading the socket, so TCP pushes back on the peer.
+ *     stop reading the socket, so TCP pushes back on the peer;
+ *   - except while our own calls wait for replies: then we read on (their
+ *     replies are what lets the peer read again when it pushes back the
+ *     same way), keeping up to max_queued bytes of the peer's requests
+ *     for later.
  *
  * Threading: loop thread only, except qt_conn_ref(), qt_conn_unref() and
  * qt_conn_call_sync(), which is for other threads only.

@@ -881,6 +881,122 @@ START_TEST(test_backpressure_queued_bytes)
 }
 END_TEST
 
+/* Counts replies of any content (the big replies carry no index). */
+static void cli_reply_any(struct qt_conn *c, int err, struct qt_msg *reply, void *arg)
+{
+	struct cli *k = qt_conn_user(c);
+
+	(void)arg;
+	if (err) {
+		k->errors++;
+		k->last_err = err;
+		return;
+	}
+	k->replies++;
+	qt_msg_free(reply);
+}
+
+/*
+ * Both directions full at once: big calls one way, big replies the other,
+ * each side past max_queued.  The server stops reading (its replies are
+ * not leaving); the client must still read them, though its own queue is
+ * past max_queued too, or neither reads again and every call times out.
+ */
+START_TEST(test_backpressure_both_ways)
+{
+	struct qt_loop *l = new_loop(_i);
+	struct srv *s = srv_new(SRV_BIG_REPLIES);
+	struct cli *k = g_new0(struct cli, 1);
+	struct qt_conn_opts co = insecure_client, so = insecure_server;
+	struct qt_conn *cc, *sc;
+	int sv[2], buf = 64 * 1024;
+	gint64 end;
+
+	co.max_queued = so.max_queued = 512 * 1024;
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	for (int i = 0; i < 2; i++) {
+		setsockopt(sv[i], SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+		setsockopt(sv[i], SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+	}
+	ck_assert_int_eq(qt_conn_new(l, sv[0], sv[0], &co, &cli_ops, k, &cc), 0);
+	ck_assert_int_eq(qt_conn_new(l, sv[1], sv[1], &so, &srv_ops, s, &sc), 0);
+	for (uint32_t i = 0; i < 64;) {
+		struct qt_msg *m = qt_msg_new(QT_MSG_USER_MIN + 1, 0, 0);
+		int r;
+
+		memset(qt_msg_reserve(m, 128 * 1024), 'A', 128 * 1024);
+		r = qt_conn_call(cc, m, 20000, cli_reply_any, NULL);
+		if (r == -EAGAIN) {
+			qt_loop_run_once(l, 1);
+			continue;
+		}
+		ck_assert_int_eq(r, 0);
+		i++;
+	}
+	end = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
+	while (k->replies + k->errors < 64 && g_get_monotonic_time() < end)
+		qt_loop_run_once(l, 10);
+	ck_assert_uint_eq(k->errors, 0);
+	ck_assert_uint_eq(k->replies, 64);
+	/* The server did push back while the client was slow to read. */
+	ck_assert(s->paused_seen);
+	close_both(l, cc, s, k);
+	srv_free(s);
+	cli_free(k);
+	qt_loop_free(l);
+}
+END_TEST
+
+static void ignore_reply(struct qt_conn *c, int err, struct qt_msg *reply, void *arg)
+{
+	(void)c;
+	(void)err;
+	(void)arg;
+	qt_msg_free(reply);
+}
+
+/*
+ * While calls wait for replies the requests the peer sends meanwhile are
+ * read and kept, but only up to max_queued bytes of them: then reading
+ * stops again.
+ */
+START_TEST(test_backlog_bounded)
+{
+	struct qt_loop *l = new_loop(_i);
+	struct srv *s = srv_new(SRV_HOLD);
+	struct cli *k = g_new0(struct cli, 1);
+	struct qt_conn_opts co = insecure_client, so = insecure_server;
+	struct qt_conn *cc, *sc;
+	unsigned sent = 0;
+
+	/* The "server" here is the side receiving a flood: it holds one call of its own. */
+	so.max_inflight = 1;
+	so.max_queued = 256 * 1024;
+	pair(l, s, k, &co, &so, &cc, &sc);
+	run_for(l, 50);
+	ck_assert_int_eq(qt_conn_call(sc, qt_msg_new(QT_MSG_USER_MIN + 3, 0, 0), 0, ignore_reply, NULL), 0);
+	/* The client floods it with 16 KiB requests; one is served (held), the rest wait. */
+	for (int i = 0; i < 200; i++) {
+		struct qt_msg *m = qt_msg_new(QT_MSG_USER_MIN + 1, 0, 0);
+
+		qt_msg_reserve(m, 16 * 1024);
+		if (qt_conn_call(cc, m, 0, cli_reply_any, NULL) == 0)
+			sent++;
+		qt_loop_run_once(l, 0);
+	}
+	run_for(l, 200);
+	ck_assert_uint_ge(sent, 100);
+	ck_assert_uint_eq(s->requests, 1);
+	ck_assert(!qt_conn_reading(sc));
+	qt_conn_close(cc, 0, "test done");
+	for (int i = 0; i < 200 && (k->closed == 0 || s->closed == 0); i++)
+		qt_loop_run_once(l, 10);
+	srv_free(s);
+	cli_free(k);
+	qt_loop_free(l);
+}
+END_TEST
+
 /* ---- deadlines, errors, closing ------------------------------------------------ */
 
 START_TEST(test_call_timeout)
@@ -1582,6 +1698,8 @@ static Suite *loop_suite(void)
 	tcase_add_loop_test(c, test_sync_call_interrupt, 0, 2);
 	tcase_add_loop_test(f, test_backpressure_inflight, 0, 2);
 	tcase_add_loop_test(f, test_backpressure_queued_bytes, 0, 2);
+	tcase_add_loop_test(f, test_backpressure_both_ways, 0, 2);
+	tcase_add_loop_test(f, test_backlog_bounded, 0, 2);
 	tcase_add_loop_test(f, test_call_timeout, 0, 2);
 	tcase_add_loop_test(f, test_error_reply, 0, 2);
 	tcase_add_loop_test(f, test_peer_close_fails_calls, 0, 2);
