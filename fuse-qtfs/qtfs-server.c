@@ -439,18 +439,10 @@ int main(int argc, char **argv)
 		settings_clear(&s);
 		return QT_EXIT_FAILURE;
 	}
-	if (s.log_level) {
-		enum qt_log_level lvl;
-
-		if (qt_log_level_parse(s.log_level, &lvl) < 0) {
-			rc = qt_cli_usage_error("unknown log level \"%s\"", s.log_level);
-			settings_clear(&s);
-			return rc;
-		}
-		qt_log_set_level(lvl);
+	if ((rc = qt_cli_set_log_level(s.log_level, s.verbose)) != 0) {
+		settings_clear(&s);
+		return rc;
 	}
-	if (s.verbose)
-		qt_log_verbose(s.verbose);
 	rc = run(&s);
 	settings_clear(&s);
 	return rc;

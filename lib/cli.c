@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "log.h"
 
 static const char *cli_prog = PACKAGE_NAME;
 
@@ -88,6 +89,20 @@ int qt_cli_std_option(int c, char *const argv[], const char *shortopts, void (*u
 	default:
 		return qt_cli_option_error(c, argv, shortopts);
 	}
+}
+
+int qt_cli_set_log_level(const char *level, int verbose)
+{
+	enum qt_log_level lvl;
+
+	if (level) {
+		if (qt_log_level_parse(level, &lvl) < 0)
+			return qt_cli_usage_error("unknown log level \"%s\"", level);
+		qt_log_set_level(lvl);
+	}
+	if (verbose)
+		qt_log_verbose(verbose);
+	return 0;
 }
 
 bool qt_cli_raise_nofile(struct rlimit *saved)

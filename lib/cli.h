@@ -46,3 +46,9 @@ int qt_cli_fail(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
  * False if the limit could not even be read (*@saved is then untouched).
  */
 bool qt_cli_raise_nofile(struct rlimit *saved);
+/*
+ * A daemon's log level: @level (NULL: leave it; else a name for
+ * qt_log_level_parse), then @verbose steps more.  0, or QT_EXIT_USAGE
+ * after saying that the name is unknown.
+ */
+int qt_cli_set_log_level(const char *level, int verbose);

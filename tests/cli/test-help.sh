@@ -70,6 +70,17 @@ for p in $programs; do
 		fail "$p --no-such-option: stderr does not name the option: '$(cat "$tmp/err")'"
 done
 
+# The daemons with --log-level: an unknown level is a usage error, said
+# before anything starts (no socket, no export).
+: >"$tmp/empty.conf"
+for p in fuse-qtfs/qtfs-server rexecd/rexecd; do
+	"$top_builddir/$p" --config "$tmp/empty.conf" --log-level loud >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	[ "$rc" -eq 2 ] || fail "$p --log-level loud: exit status $rc, expected 2"
+	grep -q 'unknown log level "loud"' "$tmp/err" ||
+		fail "$p --log-level loud: stderr is '$(cat "$tmp/err")'"
+done
+
 if [ "$failures" -ne 0 ]; then
 	echo "$failures check(s) failed" >&2
 	exit 1
