@@ -3960,6 +3960,34 @@ bool qtfs_fs_may_wait(struct qtfs_fs *fs, const void *buf, size_t len)
 	}
 }
 
+bool qtfs_fs_may_block(struct qtfs_fs *fs, const void *buf, size_t len)
+{
+	struct fuse_in_header in;
+	const uint8_t *arg = (const uint8_t *)buf + sizeof(in);
+	size_t alen;
+	uint64_t fh;
+
+	if (len < sizeof(in))
+		return false;
+	memcpy(&in, buf, sizeof(in));
+	alen = len - sizeof(in);
+	switch (in.opcode) {
+	case FUSE_OPEN:
+		return node_is_relay(fs, in.nodeid);
+	case FUSE_SETLKW:
+		return true;
+	case FUSE_READ:
+	case FUSE_WRITE:
+		/* fh comes first in both fuse_read_in and fuse_write_in. */
+		if (alen < sizeof(fh))
+			return false;
+		memcpy(&fh, arg, sizeof(fh));
+		return fh && ((const struct fh *)(uintptr_t)fh)->stream;
+	default:
+		return false;
+	}
+}
+
 void qtfs_fs_stop(struct qtfs_fs *fs)
 {
 	GThreadPool *pool;

@@ -55,6 +55,13 @@ void qtfs_fs_stop(struct qtfs_fs *fs);
  * call, and the loop answers the kernel when the reply comes.
  */
 bool qtfs_fs_may_wait(struct qtfs_fs *fs, const void *buf, size_t len);
+/*
+ * Of those, may @buf wait without end: the open, read or write of a
+ * relayed FIFO or a stream pseudo file, or a lock waiting for its holder?
+ * They get threads of their own (session.c), so that however many of
+ * them wait, the other requests still find a worker.
+ */
+bool qtfs_fs_may_block(struct qtfs_fs *fs, const void *buf, size_t len);
 void qtfs_fs_free(struct qtfs_fs *fs);
 /*
  * The session the name cache notifications go to (before it runs).  Only

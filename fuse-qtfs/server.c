@@ -3893,7 +3893,7 @@ int qtfs_srv_new(struct qt_loop *l, const struct qtfs_srv_opts *o, struct qtfs_s
 	srv->pool = g_thread_pool_new(pool_job, GINT_TO_POINTER(RUN_POOL), (gint)(o->workers ? o->workers : 64),
 				      FALSE, &gerr);
 	if (srv->pool)
-		srv->blocking = g_thread_pool_new(pool_job, GINT_TO_POINTER(RUN_BLOCKING), 256, FALSE, &gerr);
+		srv->blocking = g_thread_pool_new(pool_job, GINT_TO_POINTER(RUN_BLOCKING), 4096, FALSE, &gerr);
 	if (!srv->pool || !srv->blocking) {
 		*msg = g_strdup_printf("cannot start the worker pool: %s", gerr->message);
 		g_error_free(gerr);

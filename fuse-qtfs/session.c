@@ -12,7 +12,12 @@
  * rmdir, flush, release, forget, interrupt), whose operations only send
  * their call; the loop answers the kernel when the reply comes.  Every
  * other request goes to a pool of worker threads, each running it to the
- * end as libfuse's loop would, synchronous calls included.
+ * end as libfuse's loop would, synchronous calls included.  Those that may
+ * wait without end (qtfs_fs_may_block: a relayed FIFO's open, read or
+ * write, a lock waiting for its holder; a container runtime keeps one
+ * FIFO read per container stream) go to a second, much larger pool: were
+ * they in the first, its threads would all end up waiting there, and
+ * every other request that needs a worker with them, for good.
  *
  * Buffers: one request per read, into a buffer big enough for the
  * largest (1 MiB of WRITE data and the headers, as libfuse sizes its own).
@@ -47,6 +52,8 @@
 #define BATCH 32
 /* Spare request buffers kept for the workers' requests. */
 #define SPARES 8
+/* Threads for the requests that may wait without end (qtfs_fs_may_block). */
+#define MAX_BLOCKERS 4096
 
 struct qtfs_session {
 	struct fuse_session *se;
@@ -59,6 +66,7 @@ struct qtfs_session {
 	uint8_t *buf; /* the loop thread's read buffer */
 	struct qt_watch *watch; /* loop thread */
 	GThreadPool *workers;
+	GThreadPool *blockers; /* for qtfs_fs_may_block() requests */
 	GAsyncQueue *spares; /* free buffers */
 
 	GMutex lock;
@@ -145,7 +153,9 @@ static void readable(struct qt_watch *wt, int fd, uint32_t revents, void *arg)
 
 			*w = (struct work){.s = s, .buf = s->buf, .len = (size_t)n};
 			s->buf = buf_get(s);
-			g_thread_pool_push(s->workers, w, NULL);
+			g_thread_pool_push(qtfs_fs_may_block(s->fs, w->buf, w->len) ? s->blockers
+										     : s->workers,
+					   w, NULL);
 		}
 	}
 }
@@ -190,6 +200,7 @@ int qtfs_session_start(struct fuse_session *se, struct qt_loop *loop, struct qtf
 		return err;
 	}
 	s->workers = g_thread_pool_new(work_run, NULL, (gint)max_workers, FALSE, NULL);
+	s->blockers = g_thread_pool_new(work_run, NULL, MAX_BLOCKERS, FALSE, NULL);
 	qt_loop_post(loop, start_on_loop, s);
 	*out = s;
 	return 0;
@@ -240,6 +251,8 @@ void qtfs_session_drain(struct qtfs_session *s)
 {
 	if (s->workers)
 		g_thread_pool_free(g_steal_pointer(&s->workers), FALSE, TRUE);
+	if (s->blockers)
+		g_thread_pool_free(g_steal_pointer(&s->blockers), FALSE, TRUE);
 }
 
 void qtfs_session_free(struct qtfs_session *s)

@@ -157,7 +157,8 @@ bg() {
 	# A non-interactive shell starts background jobs with SIGINT and SIGQUIT
 	# ignored, and rexec (like any command) keeps what it was started
 	# ignoring; give them back, as an interactive shell's job would have them.
-	env --default-signal=INT,QUIT "$@" &
+	# HUP too, for a run of the tests under nohup(1).
+	env --default-signal=INT,QUIT,HUP "$@" &
 	BG_PID=$!
 	BG_PIDS="$BG_PIDS $BG_PID"
 }
