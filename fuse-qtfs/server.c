@@ -3137,6 +3137,37 @@ static void watch_event(void *arg, const struct qtfs_dirwatch_event *ev)
 		deliver(g_ptr_array_index(ready, i));
 }
 
+struct park {
+	struct session *sess;
+	uint64_t id;
+};
+
+static void park_on_loop(void *arg)
+{
+	struct park *p = arg;
+
+	if (!g_atomic_int_get(&p->sess->closed))
+		qt_conn_park(p->sess->conn, p->id);
+	session_unref(p->sess);
+	g_free(p);
+}
+
+/*
+ * Request @id goes to the blocking pool, where it may wait for as long as
+ * a FIFO or a lock does: on the loop thread, take it out of the
+ * connection's max_inflight (qt_conn_park), so that a client with many
+ * such calls waiting still gets its other requests read.  Its reply,
+ * posted later, finds it parked or, if first, answered already.
+ */
+static void park_later(struct session *sess, uint64_t id)
+{
+	struct park *p = g_new(struct park, 1);
+
+	p->sess = session_ref(sess);
+	p->id = id;
+	qt_loop_post(sess->srv->loop, park_on_loop, p);
+}
+
 /* Where run_job runs: the user data of each pool, or inline on the loop thread. */
 enum { RUN_POOL = 0, RUN_BLOCKING = 1, RUN_INLINE = 2 };
 
@@ -3179,6 +3210,8 @@ static void run_job(gpointer data, gpointer user)
 	if (err == DEFER) {
 		/* Run it again where it may block (see tl_blocking_ok). */
 		qt_msg_free(rep);
+		if (where != RUN_INLINE)
+			park_later(sess, qt_msg_id(j->req));
 		g_thread_pool_push(where == RUN_INLINE ? sess->srv->pool : sess->srv->blocking, j, NULL);
 		return;
 	}

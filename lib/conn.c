@@ -66,13 +66,16 @@ struct qt_conn {
 	/* our calls */
 	uint64_t next_id;
 	GHashTable *pending; /* id -> struct call*, on the wire */
+	unsigned pending_long; /* of those, calls without a deadline (call_is_long) */
 	GQueue waitq;	     /* struct call*, not yet sent */
 
 	/* the peer's requests */
 	GHashTable *serving; /* ids being served */
+	GHashTable *parked;  /* those of them parked (qt_conn_park): keys shared with serving */
 	GQueue backlog;	     /* struct qt_msg*, parsed but not yet dispatched */
 	size_t backlog_bytes; /* their size, with BACKLOG_MSG_COST each */
 	bool draining;
+	unsigned in_request; /* inside ops->request */
 
 	int close_err;
 	char *close_reason;
@@ -80,6 +83,7 @@ struct qt_conn {
 };
 
 static void conn_update_reading(struct qt_conn *c);
+static void pending_remove(struct qt_conn *c, struct call *k);
 static void conn_issue_waiting(struct qt_conn *c);
 static void server_conn_closed(struct qt_server *srv, struct qt_conn *c);
 
@@ -98,6 +102,7 @@ static void conn_free(struct qt_conn *c)
 	qt_frame_asm_clear(&c->fasm);
 	qt_auth_free(c->auth);
 	g_hash_table_destroy(c->pending);
+	g_hash_table_destroy(c->parked);
 	g_hash_table_destroy(c->serving);
 	while ((m = g_queue_pop_head(&c->backlog)))
 		qt_msg_free(m);
@@ -149,17 +154,37 @@ static void call_timeout(void *arg)
 		g_queue_unlink(&c->waitq, &k->link);
 	} else {
 		/* A late reply for this id is dropped when it arrives. */
-		g_hash_table_remove(c->pending, &k->id);
+		pending_remove(c, k);
 	}
 	call_finish(k, -ETIMEDOUT, NULL);
 	conn_issue_waiting(c);
 }
 
-static bool can_send_call(const struct qt_conn *c)
+/*
+ * A call without a deadline may wait without end (a FIFO, a stream, a
+ * held command): the peer parks such requests (qt_conn_park), so they
+ * count against max_parked, not max_inflight, and many of them waiting
+ * leave room for the others.
+ */
+static bool call_is_long(const struct call *k)
 {
+	return k->timeout_ms == 0;
+}
+
+static bool can_send_call(const struct qt_conn *c, bool long_call)
+{
+	unsigned n = g_hash_table_size(c->pending);
+
 	return (c->state == CONN_READY || (c->state == CONN_HANDSHAKE && c->early_calls)) &&
-	       g_hash_table_size(c->pending) < c->o.max_inflight &&
+	       (long_call ? c->pending_long < c->o.max_parked
+			  : n - c->pending_long < c->o.max_inflight) &&
 	       qt_stream_queued(c->stream) < c->o.max_queued;
+}
+
+static void pending_remove(struct qt_conn *c, struct call *k)
+{
+	if (g_hash_table_remove(c->pending, &k->id) && call_is_long(k))
+		c->pending_long--;
 }
 
 static void call_put_on_wire(struct qt_conn *c, struct call *k)
@@ -167,6 +192,8 @@ static void call_put_on_wire(struct qt_conn *c, struct call *k)
 	struct qt_msg *req = g_steal_pointer(&k->req);
 
 	g_hash_table_insert(c->pending, &k->id, k);
+	if (call_is_long(k))
+		c->pending_long++;
 	qt_stream_send(c->stream, req);
 	/* Its reply must get in even if the peer's requests are held back (conn_update_reading). */
 	if (c->state == CONN_READY && !qt_stream_reading(c->stream))
@@ -175,7 +202,8 @@ static void call_put_on_wire(struct qt_conn *c, struct call *k)
 
 static void conn_issue_waiting(struct qt_conn *c)
 {
-	while (c->waitq.length && can_send_call(c)) {
+	while (c->waitq.length &&
+	       can_send_call(c, call_is_long(((GList *)g_queue_peek_head_link(&c->waitq))->data))) {
 		GList *it = g_queue_pop_head_link(&c->waitq);
 
 		call_put_on_wire(c, it->data);
@@ -191,7 +219,7 @@ int qt_conn_call(struct qt_conn *c, struct qt_msg *req, uint64_t timeout_ms, qt_
 		qt_msg_free(req);
 		return -ENOTCONN;
 	}
-	if (c->waitq.length >= 4u * c->o.max_inflight && !can_send_call(c)) {
+	if (c->waitq.length >= 4u * c->o.max_inflight && !can_send_call(c, timeout_ms == 0)) {
 		qt_msg_free(req);
 		return -EAGAIN;
 	}
@@ -213,7 +241,7 @@ int qt_conn_call(struct qt_conn *c, struct qt_msg *req, uint64_t timeout_ms, qt_
 	k->link.data = k;
 	if (timeout_ms)
 		k->timer = qt_timer_add(c->loop, timeout_ms, call_timeout, k);
-	if (can_send_call(c) && !c->waitq.length)
+	if (can_send_call(c, call_is_long(k)) && !c->waitq.length)
 		call_put_on_wire(c, k);
 	else
 		g_queue_push_tail_link(&c->waitq, &k->link);
@@ -232,6 +260,7 @@ static void fail_calls(struct qt_conn *c, int err)
 	while (g_hash_table_iter_next(&it, NULL, &v))
 		g_ptr_array_add(all, v);
 	g_hash_table_remove_all(c->pending);
+	c->pending_long = 0;
 	while ((l = g_queue_pop_head_link(&c->waitq)))
 		g_ptr_array_add(all, l->data);
 	for (guint i = 0; i < all->len; i++)
@@ -258,7 +287,7 @@ static void handle_reply(struct qt_conn *c, struct qt_msg *m)
 		if (qt_rd_u32(&r, &e) < 0 || e == 0 || e > 4095)
 			e = EPROTO;
 		qt_msg_free(m);
-		g_hash_table_remove(c->pending, &id);
+		pending_remove(c, k);
 		call_finish(k, -(int)e, NULL);
 		conn_issue_waiting(c);
 		return;
@@ -272,7 +301,7 @@ static void handle_reply(struct qt_conn *c, struct qt_msg *m)
 		k->cb(c, 0, m, k->arg);
 		return;
 	}
-	g_hash_table_remove(c->pending, &id);
+	pending_remove(c, k);
 	call_finish(k, 0, m);
 	conn_issue_waiting(c);
 }
@@ -466,7 +495,8 @@ int qt_conn_call_sync_ctl(struct qt_conn *c, struct qt_msg *req, uint64_t timeou
 
 static bool can_dispatch(const struct qt_conn *c)
 {
-	return c->state == CONN_READY && g_hash_table_size(c->serving) < c->o.max_inflight &&
+	return c->state == CONN_READY &&
+	       g_hash_table_size(c->serving) - g_hash_table_size(c->parked) < c->o.max_inflight &&
 	       qt_stream_queued(c->stream) < c->o.max_queued;
 }
 
@@ -480,7 +510,9 @@ static void dispatch_request(struct qt_conn *c, struct qt_msg *m)
 		*key = id;
 		g_hash_table_add(c->serving, key);
 	}
+	c->in_request++;
 	c->ops->request(c, m, c->user);
+	c->in_request--;
 }
 
 static void drain_backlog(struct qt_conn *c)
@@ -549,11 +581,27 @@ int qt_conn_reply(struct qt_conn *c, struct qt_msg *reply)
 		reply = e;
 		flags = QT_FLAG_REPLY | QT_FLAG_ERROR;
 	}
-	if (!(flags & QT_FLAG_MORE))
+	if (!(flags & QT_FLAG_MORE)) {
+		g_hash_table_remove(c->parked, &id);
 		g_hash_table_remove(c->serving, &id);
+	}
 	qt_stream_send(c->stream, reply);
 	drain_backlog(c);
 	return 0;
+}
+
+bool qt_conn_park(struct qt_conn *c, uint64_t id)
+{
+	gpointer key;
+
+	if (c->state != CONN_READY || g_hash_table_size(c->parked) >= c->o.max_parked ||
+	    !g_hash_table_lookup_extended(c->serving, &id, &key, NULL))
+		return false;
+	g_hash_table_add(c->parked, key);
+	/* From inside a request, the dispatching caller drains (on_data, drain_backlog). */
+	if (!c->in_request)
+		drain_backlog(c);
+	return true;
 }
 
 int qt_conn_send(struct qt_conn *c, struct qt_msg *m)
@@ -716,7 +764,7 @@ static void on_data(struct qt_stream *s, const uint8_t *p, size_t n, void *arg)
 			handle_frame(c, m);
 	}
 	if (c->state < CONN_CLOSING)
-		conn_update_reading(c);
+		drain_backlog(c);
 }
 
 static void on_eof(struct qt_stream *s, int err, void *arg)
@@ -819,6 +867,8 @@ static struct qt_conn *conn_create(struct qt_loop *l, int rfd, int wfd, const st
 		c->o.max_inflight = QT_CONN_DEFAULT_MAX_INFLIGHT;
 	if (!c->o.max_queued)
 		c->o.max_queued = QT_CONN_DEFAULT_MAX_QUEUED;
+	if (!c->o.max_parked)
+		c->o.max_parked = 32 * c->o.max_inflight;
 	if (!c->o.handshake_ms)
 		c->o.handshake_ms = QT_CONN_DEFAULT_HANDSHAKE_MS;
 	c->peer = rfd == wfd ? qt_socket_peer_name(rfd) : g_strdup("stdio");
@@ -836,6 +886,7 @@ static struct qt_conn *conn_create(struct qt_loop *l, int rfd, int wfd, const st
 	qt_frame_asm_init(&c->fasm, HANDSHAKE_MAX_PAYLOAD);
 	c->pending = g_hash_table_new(g_int64_hash, g_int64_equal);
 	c->serving = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+	c->parked = g_hash_table_new(g_int64_hash, g_int64_equal);
 	g_queue_init(&c->waitq);
 	g_queue_init(&c->backlog);
 	c->auth = qt_auth_new(o->role == QT_CONN_CLIENT ? QT_AUTH_CLIENT : QT_AUTH_SERVER, o->psk,

@@ -67,6 +67,8 @@ struct qt_conn_opts {
 	 * < 0: the kernel's defaults (hours).
 	 */
 	int peer_timeout_s;
+	/* Requests parked at most at once (qt_conn_park); 0: 32 x max_inflight. */
+	unsigned max_parked;
 };
 
 struct qt_conn;
@@ -145,6 +147,14 @@ int qt_conn_call_sync_ctl(struct qt_conn *c, struct qt_msg *req, uint64_t timeou
 /* Thread-safe; @ctl may be NULL (nothing happens). */
 void qt_call_interrupt(struct qt_call_ctl *ctl);
 
+/*
+ * The peer's request @id, being served, may wait without end (a FIFO, a
+ * lock): it stops counting against max_inflight until it is answered, so
+ * that the peer's other requests are still read and served.  At most
+ * max_parked at once.  False when it could not be (not being served, the
+ * cap reached, closing): it then counts as before.
+ */
+bool qt_conn_park(struct qt_conn *c, uint64_t id);
 /* Answer the peer's request @m with @reply (built with qt_msg_new_reply / _error).  Takes ownership. */
 int qt_conn_reply(struct qt_conn *c, struct qt_msg *reply);
 /* Send a one-way message (id 0).  Takes ownership.  -ENOTCONN before READY or when closing. */

@@ -300,17 +300,18 @@ else
 	r3=
 fi
 # Many DPU readers blocked on relayed FIFOs at once, more than the client
-# has FUSE workers (64), as a container runtime keeps one per container
-# stream: the other requests that need a worker (readdir, mkdir) must still
-# be served, and each FIFO must still pair with its host writer.
+# has FUSE workers (64) and more than one connection may have requests in
+# flight (128), as a container runtime keeps one per container stream: the
+# other requests (readdir, mkdir) must still be served, and each FIFO must
+# still pair with its host writer.
 mkdir -p "$T/exp/many"
-n=100
+n=150
 i=1
 while [ $i -le $n ]; do
 	mkfifo "$T/exp/many/f$i"
 	i=$((i + 1))
 done
-check "mount with 100 relayed FIFOs" mount_qtfs "unix:$T/sock:$T/exp" "$T/mnt4" -o fifo_relay=many,conns=1
+check "mount with 150 relayed FIFOs" mount_qtfs "unix:$T/sock:$T/exp" "$T/mnt4" -o fifo_relay=many,conns=1
 readers=
 i=1
 while [ $i -le $n ]; do
@@ -319,8 +320,8 @@ while [ $i -le $n ]; do
 	i=$((i + 1))
 done
 all_open() { [ "$(fifo_waiters)" -ge $n ]; }
-check "100 FIFO opens wait on the host" wait_until 10 all_open
-check "... and a readdir is still served" sh -c '[ "$(timeout 10 ls "$1" | wc -l)" -eq 100 ]' sh "$T/mnt4/many"
+check "150 FIFO opens wait on the host" wait_until 10 all_open
+check "... and a readdir is still served" sh -c '[ "$(timeout 10 ls "$1" | wc -l)" -eq 150 ]' sh "$T/mnt4/many"
 check "... and a mkdir" timeout 10 mkdir "$T/mnt4/many-dir"
 i=1
 while [ $i -le $n ]; do
@@ -332,7 +333,7 @@ for r in $readers; do
 	wait "$r" && paired=$((paired + 1))
 done
 check "... and every FIFO paired with its host writer ($paired of $n)" [ "$paired" -eq $n ]
-check "... each reader got its own line" sh -c '[ "$(cat "$1".* | sort -u | wc -l)" -eq 100 ]' sh "$T/many.out"
+check "... each reader got its own line" sh -c '[ "$(cat "$1".* | sort -u | wc -l)" -eq 150 ]' sh "$T/many.out"
 check "unmount that mount" umount_qtfs "$T/mnt4"
 
 # SIGTERM to the server while its workers block for a client, on a FIFO

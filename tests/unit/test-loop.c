@@ -202,6 +202,7 @@ enum srv_mode {
 	SRV_HOLD,	  /* keep requests until told to answer them */
 	SRV_BIG_REPLIES, /* reply with big payloads */
 	SRV_INTERRUPTIBLE, /* hold requests; an INTR_TYPE message fails one with EINTR */
+	SRV_PARK,	  /* hold requests, each parked (qt_conn_park) */
 };
 
 #define INTR_TYPE (QT_MSG_USER_MIN + 0x77)
@@ -217,6 +218,7 @@ struct srv {
 	struct qt_conn *conn; /* the latest */
 	size_t max_queued_seen;
 	bool paused_seen;
+	unsigned parked;
 };
 
 struct held {
@@ -268,7 +270,10 @@ static void srv_request(struct qt_conn *c, struct qt_msg *m, void *user)
 			break;
 		}
 		/* fall through */
+	case SRV_PARK:
 	case SRV_HOLD:
+		if (s->mode == SRV_PARK && qt_conn_park(c, qt_msg_id(m)))
+			s->parked++;
 		h = g_new(struct held, 1);
 		h->c = qt_conn_ref(c);
 		h->m = m;
@@ -997,6 +1002,46 @@ START_TEST(test_backlog_bounded)
 }
 END_TEST
 
+/*
+ * Parked requests (they may wait without end) stop counting against
+ * max_inflight: with 2 allowed, all 12 are read and served at once, but
+ * only max_parked of them are parked; past that they count again.
+ */
+START_TEST(test_parked_requests)
+{
+	struct qt_loop *l = new_loop(_i);
+	struct srv *s = srv_new(SRV_PARK);
+	struct cli *k = g_new0(struct cli, 1);
+	struct qt_conn_opts co = insecure_client, so = insecure_server;
+	struct qt_conn *cc, *sc;
+
+	so.max_inflight = 2;
+	so.max_parked = 10;
+	pair(l, s, k, &co, &so, &cc, &sc);
+	for (uint32_t i = 0; i < 16; i++)
+		ck_assert_int_eq(call_index(cc, i, 10000), 0);
+	run_for(l, 200);
+	/* 10 parked, then 2 that count: the other 4 wait unread. */
+	ck_assert_uint_eq(s->parked, 10);
+	ck_assert_uint_eq(s->requests, 12);
+	ck_assert(!qt_conn_reading(sc));
+	ck_assert(!qt_conn_park(sc, 12345));
+	/* Answering frees room for the rest; every call completes with its own reply. */
+	for (int round = 0; round < 100 && k->replies < 16; round++) {
+		srv_answer_held(s);
+		run_for(l, 20);
+	}
+	ck_assert_uint_eq(k->replies, 16);
+	ck_assert_uint_eq(k->errors, 0);
+	ck_assert(!k->mismatch);
+	ck_assert(qt_conn_reading(sc));
+	close_both(l, cc, s, k);
+	srv_free(s);
+	cli_free(k);
+	qt_loop_free(l);
+}
+END_TEST
+
 /* ---- deadlines, errors, closing ------------------------------------------------ */
 
 START_TEST(test_call_timeout)
@@ -1700,6 +1745,7 @@ static Suite *loop_suite(void)
 	tcase_add_loop_test(f, test_backpressure_queued_bytes, 0, 2);
 	tcase_add_loop_test(f, test_backpressure_both_ways, 0, 2);
 	tcase_add_loop_test(f, test_backlog_bounded, 0, 2);
+	tcase_add_loop_test(f, test_parked_requests, 0, 2);
 	tcase_add_loop_test(f, test_call_timeout, 0, 2);
 	tcase_add_loop_test(f, test_error_reply, 0, 2);
 	tcase_add_loop_test(f, test_peer_close_fails_calls, 0, 2);
