@@ -3914,14 +3914,15 @@ struct qtfs_fs *qtfs_fs_new(const struct qtfs_fs_opts *o, struct qtfs_client *cl
 	return fs;
 }
 
-bool qtfs_fs_may_wait(struct qtfs_fs *fs, const void *buf, size_t len)
+enum qtfs_run qtfs_fs_where(struct qtfs_fs *fs, const void *buf, size_t len)
 {
 	struct fuse_in_header in;
 	const uint8_t *arg = (const uint8_t *)buf + sizeof(in);
 	size_t alen;
+	uint64_t fh;
 
 	if (len < sizeof(in))
-		return true;
+		return QTFS_RUN_WORKER;
 	memcpy(&in, buf, sizeof(in));
 	alen = len - sizeof(in);
 	switch (in.opcode) {
@@ -3934,57 +3935,34 @@ bool qtfs_fs_may_wait(struct qtfs_fs *fs, const void *buf, size_t len)
 	case FUSE_CREATE:
 	case FUSE_FLUSH:
 	case FUSE_INTERRUPT:
-		return false;
+		return QTFS_RUN_LOOP;
 	case FUSE_OPEN:
-		return node_is_relay(fs, in.nodeid);
-	case FUSE_READ: {
-		struct fuse_read_in r;
-
-		if (alen < sizeof(r))
-			return true;
-		memcpy(&r, arg, sizeof(r));
-		/* Reads of relayed FIFOs wait as long as the FIFO does. */
-		return !r.fh || ((const struct fh *)(uintptr_t)r.fh)->stream;
-	}
-	case FUSE_RELEASE: {
-		struct fuse_release_in r;
-
-		if (alen < sizeof(r))
-			return true;
-		memcpy(&r, arg, sizeof(r));
-		/* The last close of a flock waits for the host's close (op_release). */
-		return (r.release_flags & FUSE_RELEASE_FLOCK_UNLOCK) != 0;
-	}
-	default:
-		return true;
-	}
-}
-
-bool qtfs_fs_may_block(struct qtfs_fs *fs, const void *buf, size_t len)
-{
-	struct fuse_in_header in;
-	const uint8_t *arg = (const uint8_t *)buf + sizeof(in);
-	size_t alen;
-	uint64_t fh;
-
-	if (len < sizeof(in))
-		return false;
-	memcpy(&in, buf, sizeof(in));
-	alen = len - sizeof(in);
-	switch (in.opcode) {
-	case FUSE_OPEN:
-		return node_is_relay(fs, in.nodeid);
+		/* A relayed FIFO's open waits as long as the FIFO does. */
+		return node_is_relay(fs, in.nodeid) ? QTFS_RUN_BLOCKER : QTFS_RUN_LOOP;
 	case FUSE_SETLKW:
-		return true;
+		return QTFS_RUN_BLOCKER;
 	case FUSE_READ:
 	case FUSE_WRITE:
 		/* fh comes first in both fuse_read_in and fuse_write_in. */
 		if (alen < sizeof(fh))
-			return false;
+			return QTFS_RUN_WORKER;
 		memcpy(&fh, arg, sizeof(fh));
-		return fh && ((const struct fh *)(uintptr_t)fh)->stream;
+		if (fh && ((const struct fh *)(uintptr_t)fh)->stream)
+			return QTFS_RUN_BLOCKER;
+		/* A read of a regular file waits for nothing but its reply. */
+		return in.opcode == FUSE_READ && fh && alen >= sizeof(struct fuse_read_in) ? QTFS_RUN_LOOP
+											   : QTFS_RUN_WORKER;
+	case FUSE_RELEASE: {
+		struct fuse_release_in r;
+
+		if (alen < sizeof(r))
+			return QTFS_RUN_WORKER;
+		memcpy(&r, arg, sizeof(r));
+		/* The last close of a flock waits for the host's close (op_release). */
+		return (r.release_flags & FUSE_RELEASE_FLOCK_UNLOCK) ? QTFS_RUN_WORKER : QTFS_RUN_LOOP;
+	}
 	default:
-		return false;
+		return QTFS_RUN_WORKER;
 	}
 }
 

@@ -48,20 +48,24 @@ struct qtfs_fs *qtfs_fs_new(const struct qtfs_fs_opts *o, struct qtfs_client *cl
  * synchronously (after a reconnection); later ones fail with EIO.
  */
 void qtfs_fs_stop(struct qtfs_fs *fs);
-/*
- * May the kernel's request @buf (@len bytes as read from /dev/fuse) wait,
- * for the host or for another request?  Those that cannot are run on the
- * client's loop thread (session.c): their operations here only send a
- * call, and the loop answers the kernel when the reply comes.
- */
-bool qtfs_fs_may_wait(struct qtfs_fs *fs, const void *buf, size_t len);
-/*
- * Of those, may @buf wait without end: the open, read or write of a
- * relayed FIFO or a stream pseudo file, or a lock waiting for its holder?
- * They get threads of their own (session.c), so that however many of
- * them wait, the other requests still find a worker.
- */
-bool qtfs_fs_may_block(struct qtfs_fs *fs, const void *buf, size_t len);
+/* Where the kernel's request @buf (@len bytes as read from /dev/fuse) runs (session.c). */
+enum qtfs_run {
+	/*
+	 * It never waits, for the host or another request: on the client's
+	 * loop thread, whose operation only sends a call; the loop answers
+	 * the kernel when the reply comes.
+	 */
+	QTFS_RUN_LOOP,
+	/* It may wait: on a FUSE worker thread. */
+	QTFS_RUN_WORKER,
+	/*
+	 * It may wait without end (the open, read or write of a relayed FIFO
+	 * or a stream pseudo file, a lock waiting for its holder): on a thread
+	 * of its own, so that however many wait, the others find a worker.
+	 */
+	QTFS_RUN_BLOCKER,
+};
+enum qtfs_run qtfs_fs_where(struct qtfs_fs *fs, const void *buf, size_t len);
 void qtfs_fs_free(struct qtfs_fs *fs);
 /*
  * The session the name cache notifications go to (before it runs).  Only

@@ -8,12 +8,12 @@
  * wake-up more per request than the work needs.  Here the loop thread
  * reads /dev/fuse itself, through a watch on the session's descriptor
  * (made non-blocking), and runs at once the requests that never wait
- * (qtfs_fs_may_wait() false: lookup, getattr, open, create, read, unlink,
+ * (qtfs_fs_where() says QTFS_RUN_LOOP: lookup, getattr, open, create, read, unlink,
  * rmdir, flush, release, forget, interrupt), whose operations only send
  * their call; the loop answers the kernel when the reply comes.  Every
  * other request goes to a pool of worker threads, each running it to the
  * end as libfuse's loop would, synchronous calls included.  Those that may
- * wait without end (qtfs_fs_may_block: a relayed FIFO's open, read or
+ * wait without end (QTFS_RUN_BLOCKER: a relayed FIFO's open, read or
  * write, a lock waiting for its holder; a container runtime keeps one
  * FIFO read per container stream) go to a second, much larger pool: were
  * they in the first, its threads would all end up waiting there, and
@@ -52,7 +52,7 @@
 #define BATCH 32
 /* Spare request buffers kept for the workers' requests. */
 #define SPARES 8
-/* Threads for the requests that may wait without end (qtfs_fs_may_block). */
+/* Threads for the requests that may wait without end (QTFS_RUN_BLOCKER). */
 #define MAX_BLOCKERS 4096
 
 struct qtfs_session {
@@ -66,7 +66,7 @@ struct qtfs_session {
 	uint8_t *buf; /* the loop thread's read buffer */
 	struct qt_watch *watch; /* loop thread */
 	GThreadPool *workers;
-	GThreadPool *blockers; /* for qtfs_fs_may_block() requests */
+	GThreadPool *blockers; /* for QTFS_RUN_BLOCKER requests */
 	GAsyncQueue *spares; /* free buffers */
 
 	GMutex lock;
@@ -146,16 +146,16 @@ static void readable(struct qt_watch *wt, int fd, uint32_t revents, void *arg)
 			ended(s, 0);
 			return;
 		}
-		if (!qtfs_fs_may_wait(s->fs, s->buf, (size_t)n)) {
+		enum qtfs_run where = qtfs_fs_where(s->fs, s->buf, (size_t)n);
+
+		if (where == QTFS_RUN_LOOP) {
 			process(s, s->buf, (size_t)n);
 		} else {
 			struct work *w = g_new(struct work, 1);
 
 			*w = (struct work){.s = s, .buf = s->buf, .len = (size_t)n};
 			s->buf = buf_get(s);
-			g_thread_pool_push(qtfs_fs_may_block(s->fs, w->buf, w->len) ? s->blockers
-										     : s->workers,
-					   w, NULL);
+			g_thread_pool_push(where == QTFS_RUN_BLOCKER ? s->blockers : s->workers, w, NULL);
 		}
 	}
 }
