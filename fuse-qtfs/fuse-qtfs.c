@@ -477,6 +477,7 @@ static int run(struct settings *s)
 		return qt_cli_fail("mount point \"%s\": %s", s->mountpoint, g_strerror(errno));
 	if (!S_ISDIR(mst.st_mode))
 		return qt_cli_fail("mount point \"%s\" is not a directory", s->mountpoint);
+	co.peer_timeout_s = qt_conn_peer_timeout_opt((uint64_t)s->peer_timeout_s * 1000);
 	if (g_str_has_prefix(s->uri, "ssh://")) {
 		if (qt_ssh_target_parse(s->uri, &ssd.target, &msg) < 0)
 			return qt_cli_usage_error("%s", msg);
@@ -484,7 +485,7 @@ static int run(struct settings *s)
 		ssd.known_hosts = s->known_hosts;
 		ssd.command = s->server_cmd ? s->server_cmd : "qtfs-server --stdio";
 		ssd.timeout_ms = (int)MIN(s->timeout_ms, 60000);
-		ssd.peer_timeout_s = s->peer_timeout_s ? (int)s->peer_timeout_s : -1;
+		ssd.peer_timeout_s = co.peer_timeout_s;
 		g_mutex_init(&ssd.lock);
 		ssd.chans = g_ptr_array_new_with_free_func((GDestroyNotify)qt_ssh_chan_free);
 		co.dial = dial_ssh;
@@ -507,7 +508,6 @@ static int run(struct settings *s)
 	co.psk = psk;
 	co.conns = s->conns;
 	co.timeout_ms = s->timeout_ms;
-	co.peer_timeout_s = s->peer_timeout_s ? (int)s->peer_timeout_s : -1;
 	co.watch = s->fs.watch_timeout > 0 && !s->fs.proc;
 	/*
 	 * The termination signals stay blocked in every thread (the client's

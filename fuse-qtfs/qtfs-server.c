@@ -291,7 +291,7 @@ static int run(struct settings *s)
 	co.psk = psk;
 	co.nonces = nonces;
 	co.max_inflight = (unsigned)s->max_inflight;
-	co.peer_timeout_s = s->peer_timeout_s ? (int)s->peer_timeout_s : -1;
+	co.peer_timeout_s = qt_conn_peer_timeout_opt((uint64_t)s->peer_timeout_s * 1000);
 	server = qt_server_new(loop, &co, (unsigned)s->max_conns, &qtfs_srv_conn_ops, srv);
 
 	if (s->stdio) {

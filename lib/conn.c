@@ -590,6 +590,11 @@ int qt_conn_reply(struct qt_conn *c, struct qt_msg *reply)
 	return 0;
 }
 
+int qt_conn_peer_timeout_opt(uint64_t ms)
+{
+	return ms ? (int)MIN((ms + 999) / 1000, 86400) : -1;
+}
+
 bool qt_conn_park(struct qt_conn *c, uint64_t id)
 {
 	gpointer key;

@@ -162,6 +162,13 @@ int qt_conn_send(struct qt_conn *c, struct qt_msg *m);
 /* Begin closing: fail outstanding calls with -ECONNABORTED, flush, close.  Idempotent. */
 void qt_conn_close(struct qt_conn *c, int err, const char *reason);
 
+/*
+ * A program's peer_timeout setting, in ms with 0 for "the kernel's
+ * defaults", as peer_timeout_s wants it: whole seconds rounded up, at
+ * most a day, or -1.
+ */
+int qt_conn_peer_timeout_opt(uint64_t ms);
+
 bool qt_conn_is_ready(const struct qt_conn *c);
 /* Peer address for log lines ("127.0.0.1:4242", "unix(uid=0,pid=1)", "stdio"). */
 const char *qt_conn_peer(const struct qt_conn *c);

@@ -247,8 +247,7 @@ static int load_config(struct opts *o)
 		g_clear_error(&gerr);
 	if (o->timeout_ms > INT_MAX)
 		o->timeout_ms = INT_MAX;
-	/* Whole seconds, at least 1, at most a day; 0: none. */
-	o->peer_timeout_s = peer_ms ? (int)MIN((peer_ms + 999) / 1000, 86400) : -1;
+	o->peer_timeout_s = qt_conn_peer_timeout_opt(peer_ms);
 	return 0;
 }
 

@@ -328,8 +328,7 @@ static int run(struct settings *s)
 	nonces = qt_nonce_cache_new(4096);
 	co.psk = psk;
 	co.nonces = nonces;
-	/* Whole seconds, at least 1, at most a day. */
-	co.peer_timeout_s = s->peer_timeout_ms ? (int)MIN((s->peer_timeout_ms + 999) / 1000, 86400) : -1;
+	co.peer_timeout_s = qt_conn_peer_timeout_opt(s->peer_timeout_ms);
 	/* One session per connection, so the connection cap is the session cap. */
 	server = qt_server_new(loop, &co, (unsigned)s->max_sessions + 16, &rexecd_conn_ops, d);
 	for (guint i = 0; i < s->listen->len; i++) {
