@@ -36,7 +36,7 @@ struct call {
 	void *arg;
 	struct qt_timer *timer;
 	struct qt_msg *req; /* while waiting for a slot; NULL once sent */
-	GList link;	    /* in conn->waitq while waiting */
+	GList link;	    /* in one of conn->waitq while waiting */
 };
 
 struct qt_conn {
@@ -67,7 +67,12 @@ struct qt_conn {
 	uint64_t next_id;
 	GHashTable *pending; /* id -> struct call*, on the wire */
 	unsigned pending_long; /* of those, calls without a deadline (call_is_long) */
-	GQueue waitq;	     /* struct call*, not yet sent */
+	/*
+	 * struct call*, not yet sent: [0] those with a deadline, [1] those
+	 * without (call_is_long), each in the order made.  Apart, so that one
+	 * kind waiting for room does not hold the other.
+	 */
+	GQueue waitq[2];
 
 	/* the peer's requests */
 	GHashTable *serving; /* ids being served */
@@ -144,22 +149,6 @@ static void call_finish(struct call *k, int err, struct qt_msg *reply)
 	g_free(k);
 }
 
-static void call_timeout(void *arg)
-{
-	struct call *k = arg;
-	struct qt_conn *c = k->conn;
-
-	k->timer = NULL;
-	if (k->req) {
-		g_queue_unlink(&c->waitq, &k->link);
-	} else {
-		/* A late reply for this id is dropped when it arrives. */
-		pending_remove(c, k);
-	}
-	call_finish(k, -ETIMEDOUT, NULL);
-	conn_issue_waiting(c);
-}
-
 /*
  * A call without a deadline may wait without end (a FIFO, a stream, a
  * held command): the peer parks such requests (qt_conn_park), so they
@@ -169,6 +158,22 @@ static void call_timeout(void *arg)
 static bool call_is_long(const struct call *k)
 {
 	return k->timeout_ms == 0;
+}
+
+static void call_timeout(void *arg)
+{
+	struct call *k = arg;
+	struct qt_conn *c = k->conn;
+
+	k->timer = NULL;
+	if (k->req) {
+		g_queue_unlink(&c->waitq[call_is_long(k)], &k->link);
+	} else {
+		/* A late reply for this id is dropped when it arrives. */
+		pending_remove(c, k);
+	}
+	call_finish(k, -ETIMEDOUT, NULL);
+	conn_issue_waiting(c);
 }
 
 static bool can_send_call(const struct qt_conn *c, bool long_call)
@@ -202,24 +207,22 @@ static void call_put_on_wire(struct qt_conn *c, struct call *k)
 
 static void conn_issue_waiting(struct qt_conn *c)
 {
-	while (c->waitq.length &&
-	       can_send_call(c, call_is_long(((GList *)g_queue_peek_head_link(&c->waitq))->data))) {
-		GList *it = g_queue_pop_head_link(&c->waitq);
-
-		call_put_on_wire(c, it->data);
-	}
+	for (int lng = 0; lng < 2; lng++)
+		while (c->waitq[lng].length && can_send_call(c, lng))
+			call_put_on_wire(c, g_queue_pop_head_link(&c->waitq[lng])->data);
 }
 
 int qt_conn_call(struct qt_conn *c, struct qt_msg *req, uint64_t timeout_ms, qt_reply_fn cb,
 		 void *arg)
 {
+	GQueue *waitq = &c->waitq[timeout_ms == 0];
 	struct call *k;
 
 	if (c->state >= CONN_CLOSING) {
 		qt_msg_free(req);
 		return -ENOTCONN;
 	}
-	if (c->waitq.length >= 4u * c->o.max_inflight && !can_send_call(c, timeout_ms == 0)) {
+	if (waitq->length >= 4u * c->o.max_inflight && !can_send_call(c, timeout_ms == 0)) {
 		qt_msg_free(req);
 		return -EAGAIN;
 	}
@@ -241,10 +244,10 @@ int qt_conn_call(struct qt_conn *c, struct qt_msg *req, uint64_t timeout_ms, qt_
 	k->link.data = k;
 	if (timeout_ms)
 		k->timer = qt_timer_add(c->loop, timeout_ms, call_timeout, k);
-	if (can_send_call(c, call_is_long(k)) && !c->waitq.length)
+	if (can_send_call(c, call_is_long(k)) && !waitq->length)
 		call_put_on_wire(c, k);
 	else
-		g_queue_push_tail_link(&c->waitq, &k->link);
+		g_queue_push_tail_link(waitq, &k->link);
 	return 0;
 }
 
@@ -261,8 +264,9 @@ static void fail_calls(struct qt_conn *c, int err)
 		g_ptr_array_add(all, v);
 	g_hash_table_remove_all(c->pending);
 	c->pending_long = 0;
-	while ((l = g_queue_pop_head_link(&c->waitq)))
-		g_ptr_array_add(all, l->data);
+	for (int lng = 0; lng < 2; lng++)
+		while ((l = g_queue_pop_head_link(&c->waitq[lng])))
+			g_ptr_array_add(all, l->data);
 	for (guint i = 0; i < all->len; i++)
 		call_finish(g_ptr_array_index(all, i), err, NULL);
 	g_ptr_array_free(all, TRUE);
@@ -892,7 +896,8 @@ static struct qt_conn *conn_create(struct qt_loop *l, int rfd, int wfd, const st
 	c->pending = g_hash_table_new(g_int64_hash, g_int64_equal);
 	c->serving = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
 	c->parked = g_hash_table_new(g_int64_hash, g_int64_equal);
-	g_queue_init(&c->waitq);
+	g_queue_init(&c->waitq[0]);
+	g_queue_init(&c->waitq[1]);
 	g_queue_init(&c->backlog);
 	c->auth = qt_auth_new(o->role == QT_CONN_CLIENT ? QT_AUTH_CLIENT : QT_AUTH_SERVER, o->psk,
 			      o->nonces, o->name);

@@ -19,6 +19,9 @@
  * Flow control (per connection):
  *   - at most max_inflight of our calls are on the wire; more wait in a
  *     queue (up to 4x max_inflight, then qt_conn_call says -EAGAIN);
+ *     calls without a deadline count apart, up to max_parked on the wire,
+ *     and wait in a queue of their own: many of them waiting for room
+ *     never hold the others;
  *   - at most max_inflight of the peer's requests are being served; beyond
  *     that, and whenever more than max_queued bytes wait to be written, we
  *     stop reading the socket, so TCP pushes back on the peer;

@@ -202,10 +202,12 @@ enum srv_mode {
 	SRV_HOLD,	  /* keep requests until told to answer them */
 	SRV_BIG_REPLIES, /* reply with big payloads */
 	SRV_INTERRUPTIBLE, /* hold requests; an INTR_TYPE message fails one with EINTR */
-	SRV_PARK,	  /* hold requests, each parked (qt_conn_park) */
+	SRV_PARK,	  /* hold requests, each parked (qt_conn_park); echo ECHO_TYPE */
 };
 
 #define INTR_TYPE (QT_MSG_USER_MIN + 0x77)
+/* SRV_PARK: requests of this type are echoed at once, not held. */
+#define ECHO_TYPE (QT_MSG_USER_MIN + 0x78)
 
 struct srv {
 	enum srv_mode mode;
@@ -240,6 +242,12 @@ static void srv_request(struct qt_conn *c, struct qt_msg *m, void *user)
 	struct qt_msg *r;
 	struct held *h;
 
+	if (s->mode == SRV_PARK && qt_msg_type(m) == ECHO_TYPE) {
+		/* Not counted in requests. */
+		qt_conn_reply(c, qt_msg_new_reply(m, ECHO_TYPE));
+		qt_msg_free(m);
+		return;
+	}
 	s->requests++;
 	s->max_serving = MAX(s->max_serving, qt_conn_requests_inflight(c));
 	switch (s->mode) {
@@ -1042,6 +1050,47 @@ START_TEST(test_parked_requests)
 }
 END_TEST
 
+/*
+ * Calls without a deadline wait for room apart from the others: with
+ * max_parked of them on the wire and more waiting, a call with a deadline
+ * made after them still goes out at once and gets its reply.
+ */
+START_TEST(test_long_calls_wait_apart)
+{
+	struct qt_loop *l = new_loop(_i);
+	struct srv *s = srv_new(SRV_PARK);
+	struct cli *k = g_new0(struct cli, 1);
+	struct qt_conn_opts co = insecure_client, so = insecure_server;
+	struct qt_conn *cc, *sc;
+
+	co.max_parked = 4;
+	pair(l, s, k, &co, &so, &cc, &sc);
+	for (uint32_t i = 0; i < 6; i++)
+		ck_assert_int_eq(call_index(cc, i, 0), 0);
+	run_for(l, 100);
+	/* 4 on the wire and held there; 2 wait on our side. */
+	ck_assert_uint_eq(s->requests, 4);
+	ck_assert_int_eq(qt_conn_call(cc, qt_msg_new(ECHO_TYPE, 0, 0), 2000, cli_reply_any, NULL), 0);
+	for (int i = 0; i < 200 && !k->replies && !k->errors; i++)
+		qt_loop_run_once(l, 10);
+	ck_assert_uint_eq(k->errors, 0);
+	ck_assert_uint_eq(k->replies, 1);
+	ck_assert_uint_eq(s->requests, 4);
+	/* As the held ones are answered, the 2 waiting go out in turn. */
+	for (int round = 0; round < 100 && k->replies < 7; round++) {
+		srv_answer_held(s);
+		run_for(l, 20);
+	}
+	ck_assert_uint_eq(k->replies, 7);
+	ck_assert_uint_eq(s->requests, 6);
+	ck_assert_uint_eq(k->errors, 0);
+	close_both(l, cc, s, k);
+	srv_free(s);
+	cli_free(k);
+	qt_loop_free(l);
+}
+END_TEST
+
 /* ---- deadlines, errors, closing ------------------------------------------------ */
 
 START_TEST(test_call_timeout)
@@ -1746,6 +1795,7 @@ static Suite *loop_suite(void)
 	tcase_add_loop_test(f, test_backpressure_both_ways, 0, 2);
 	tcase_add_loop_test(f, test_backlog_bounded, 0, 2);
 	tcase_add_loop_test(f, test_parked_requests, 0, 2);
+	tcase_add_loop_test(f, test_long_calls_wait_apart, 0, 2);
 	tcase_add_loop_test(f, test_call_timeout, 0, 2);
 	tcase_add_loop_test(f, test_error_reply, 0, 2);
 	tcase_add_loop_test(f, test_peer_close_fails_calls, 0, 2);
