@@ -930,6 +930,8 @@ int qt_conn_connect(struct qt_loop *l, const struct qt_endpoint *ep, int timeout
 		    const struct qt_conn_opts *o, const struct qt_conn_ops *ops, void *user,
 		    struct qt_conn **out)
 {
+	gint64 start = g_get_monotonic_time();
+	struct qt_conn_opts co = *o;
 	int fd, r;
 
 	if (ep->kind == QT_EP_STDIO)
@@ -937,7 +939,13 @@ int qt_conn_connect(struct qt_loop *l, const struct qt_endpoint *ep, int timeout
 	r = qt_endpoint_connect(ep, timeout_ms, &fd);
 	if (r < 0)
 		return r;
-	return qt_conn_new(l, fd, fd, o, ops, user, out);
+	/* One deadline for connecting and authenticating: the handshake gets what is left. */
+	if (!co.handshake_ms && timeout_ms > 0) {
+		gint64 left = timeout_ms - (g_get_monotonic_time() - start) / 1000;
+
+		co.handshake_ms = (unsigned)MAX(left, 1);
+	}
+	return qt_conn_new(l, fd, fd, &co, ops, user, out);
 }
 
 /* ---- server ------------------------------------------------------------ */

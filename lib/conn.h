@@ -108,7 +108,11 @@ typedef void (*qt_reply_fn)(struct qt_conn *c, int err, struct qt_msg *reply, vo
  */
 int qt_conn_new(struct qt_loop *l, int rfd, int wfd, const struct qt_conn_opts *o,
 		const struct qt_conn_ops *ops, void *user, struct qt_conn **out);
-/* Connect to @ep (blocking, within @timeout_ms) and start a client connection. */
+/*
+ * Connect to @ep (blocking) and start a client connection.  @timeout_ms
+ * bounds connecting and the handshake together: unless @o sets
+ * handshake_ms, the handshake gets what the connect left of it.
+ */
 int qt_conn_connect(struct qt_loop *l, const struct qt_endpoint *ep, int timeout_ms,
 		    const struct qt_conn_opts *o, const struct qt_conn_ops *ops, void *user,
 		    struct qt_conn **out);

@@ -176,6 +176,26 @@ check_rc "sync_mounts= with a relative path is refused" 125 \
 	"$REXEC" --config "$T/sync.conf" -H "unix:$T/h.sock" --key-file "$KEY" true
 check "... in one line naming it" sh -c "[ \$(wc -l <'$T/err') -eq 1 ] && grep -q 'relative/dir' '$T/err'"
 
+# connect_timeout bounds connecting and authenticating together: a socket
+# whose listener takes the connection (its backlog) and never speaks ends
+# rexec with 255 after connect_timeout, not after the 10 s default.
+/usr/bin/python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(8)
+time.sleep(30)' "$T/mute.sock" >/dev/null 2>&1 &
+mute=$!
+BG_PIDS="$BG_PIDS $mute"
+wait_until 5 test -S "$T/mute.sock"
+printf '[rexec]\nconnect_timeout=1s\n' >"$T/mute.conf"
+t0=$(date +%s)
+check_rc "a host that never answers the handshake" 255 \
+	"$REXEC" --config "$T/mute.conf" -H "unix:$T/mute.sock" --key-file "$KEY" true
+t1=$(date +%s)
+check "... ends rexec after connect_timeout=1s (took $((t1 - t0)) s)" [ $((t1 - t0)) -le 4 ]
+check "... saying why" grep -q "authentication with .* timed out" "$T/err"
+kill "$mute" 2>/dev/null
+
 # rexecd raises its own soft limit on open files to the hard one, for its
 # sessions; the commands get back the limit rexecd was started with.
 soft=$(ulimit -Sn)

@@ -624,6 +624,47 @@ static struct qt_conn *tcp_connect(struct tcp_env *e, struct cli *k, struct qt_p
 	return c;
 }
 
+/*
+ * qt_conn_connect's deadline covers the handshake too: a listener whose
+ * backlog takes the connection but which never speaks ends it after the
+ * caller's 300 ms, not the default 10 s.
+ */
+START_TEST(test_connect_deadline_covers_handshake)
+{
+	struct qt_loop *l = new_loop(_i);
+	struct cli *k = g_new0(struct cli, 1);
+	struct qt_conn_opts co = {.role = QT_CONN_CLIENT, .name = "mute-test"};
+	g_autofree char *msg = NULL, *uri = NULL;
+	struct qt_endpoint *lep = NULL, *ep = NULL;
+	struct qt_psk *psk = key((const char *)test_key);
+	struct qt_conn *c = NULL;
+	gint64 t0;
+	int fd;
+
+	co.psk = psk;
+	ck_assert_int_eq(qt_endpoint_parse("tcp://127.0.0.1:0", &lep, &msg), 0);
+	ck_assert_int_eq(qt_endpoint_listen(lep, 16, &fd), 0);
+	uri = g_strdup_printf("tcp://127.0.0.1:%d", qt_socket_local_port(fd));
+	ck_assert_int_eq(qt_endpoint_parse(uri, &ep, &msg), 0);
+	t0 = g_get_monotonic_time();
+	ck_assert_int_eq(qt_conn_connect(l, ep, 300, &co, &cli_ops, k, &c), 0);
+	for (int i = 0; i < 300 && !k->closed; i++)
+		qt_loop_run_once(l, 10);
+	ck_assert_uint_eq(k->closed, 1);
+	ck_assert_int_eq(k->close_err, -ETIMEDOUT);
+	ck_assert_uint_eq(k->ready, 0);
+	ck_assert_int_lt(g_get_monotonic_time() - t0, 2 * G_USEC_PER_SEC);
+	ck_assert_int_ge(g_get_monotonic_time() - t0, 250 * 1000);
+	run_for(l, 10);
+	close(fd);
+	qt_psk_free(psk);
+	qt_endpoint_free(lep);
+	qt_endpoint_free(ep);
+	cli_free(k);
+	qt_loop_free(l);
+}
+END_TEST
+
 START_TEST(test_tcp_psk_echo)
 {
 	struct tcp_env e;
@@ -1783,6 +1824,7 @@ static Suite *loop_suite(void)
 	tcase_add_loop_test(c, test_pipelining_out_of_order, 0, 2);
 	tcase_add_loop_test(c, test_echo_pipes, 0, 2);
 	tcase_add_loop_test(c, test_tcp_psk_echo, 0, 2);
+	tcase_add_loop_test(c, test_connect_deadline_covers_handshake, 0, 2);
 	tcase_add_loop_test(c, test_psk_early_calls, 0, 2);
 	tcase_add_loop_test(c, test_tcp6_echo, 0, 2);
 	tcase_add_loop_test(c, test_tcp_wrong_key, 0, 2);
