@@ -3966,6 +3966,12 @@ enum qtfs_run qtfs_fs_where(struct qtfs_fs *fs, const void *buf, size_t len)
 	}
 }
 
+void qtfs_fs_stopping(struct qtfs_fs *fs)
+{
+	if (fs)
+		g_atomic_int_set(&fs->watch_stop, 1);
+}
+
 void qtfs_fs_stop(struct qtfs_fs *fs)
 {
 	GThreadPool *pool;

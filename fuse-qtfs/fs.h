@@ -44,6 +44,11 @@ struct qtfs_fs;
 struct qtfs_fs *qtfs_fs_new(const struct qtfs_fs_opts *o, struct qtfs_client *cl,
 			    const struct qtfs_attr *root);
 /*
+ * Before the client shuts down: the calls it fails from then on (the
+ * host's name watch) are the shutdown's, not news to log or retry.
+ */
+void qtfs_fs_stopping(struct qtfs_fs *fs);
+/*
  * Before the client goes: finish the operations waiting to be redone
  * synchronously (after a reconnection); later ones fail with EIO.
  */

@@ -599,6 +599,7 @@ out:
 	 */
 	if (sess)
 		qtfs_session_stop_reading(sess);
+	qtfs_fs_stopping(fs);
 	qtfs_client_shutdown(cl);
 	if (sess)
 		qtfs_session_drain(sess);

@@ -16,14 +16,21 @@ mkdir -p "$T/exp" "$T/native" "$T/exp2" "$T/native2"
 
 # -- unix socket, one connection ---------------------------------------------
 start_server "$T/server.log" --listen "unix:$T/sock" --export "$T/exp" --export "$T/exp2" || exit 1
-check "mount over unix" mount_qtfs "unix:$T/sock:$T/exp" "$T/mnt" -o allow_other
+check "mount over unix" mount_qtfs "unix:$T/sock:$T/exp" "$T/mnt" -o allow_other 2>"$T/client1.log"
 # Locks are kept on the host, which cannot always tell which DPU process
 # holds one (docs/fuse-qtfs.md, "Locks"): F_GETLK's pid is not compared.
 check "fsdiff (unix, as root and as nobody)" \
 	"$FSDIFF" --user 65534:65534 --no-lock-pid "$T/native" "$T/mnt"
 check "fsx 100000 ops with mmap (unix)" "$FSX" -N 100000 -m "$T/mnt"
 check "large reads (unix)" big_reads "$T/exp" "$T/mnt"
+cpid=$(pgrep -f "^$FUSE_QTFS .* $T/mnt\$")
 check "unmount" umount_qtfs "$T/mnt"
+# A clean unmount is quiet: the client ends at once, and says only that
+# it mounted and was unmounted (no failed call of its shutdown, no
+# connection "lost").
+check "... the client ends" wait_until 10 sh -c "[ -n '$cpid' ] && ! kill -0 $cpid 2>/dev/null"
+check "... and logged only its mount and unmount: $(tr '\n' '|' <"$T/client1.log")" \
+	sh -c "[ \$(grep -c -v -e ': mounted ' -e ' was unmounted\$' '$T/client1.log') -eq 0 ]"
 
 # -- /etc/fstab style: mount(8) -> mount.fuse3 -> fuse-qtfs, then SIGTERM ------------
 mkdir -p "$T/fstab"
