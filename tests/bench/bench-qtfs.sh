@@ -35,6 +35,13 @@ PIDS=
 MOUNTS=
 cleanup() {
 	for m in $MOUNTS; do fusermount3 -u "$m" 2>/dev/null || umount -l "$m" 2>/dev/null; done
+	# The clients end on their own once unmounted; the server goes after
+	# them, so that none of them logs its connections lost on the way out.
+	_w=0
+	while [ $_w -lt 50 ] && pgrep -f "^$FUSE_QTFS .*$T" >/dev/null; do
+		sleep 0.1
+		_w=$((_w + 1))
+	done
 	for p in $PIDS; do kill "$p" 2>/dev/null; done
 	rm -rf "$T"
 }

@@ -23,9 +23,21 @@ ssh-keygen -q -t ed25519 -N '' -f "$T/id" || exit 1
 ssh-keygen -q -t ed25519 -N '' -f "$T/other_host_key" || exit 1
 cp "$T/id.pub" "$T/authorized_keys"
 
+# A mount made before sshd starts: the test sshd's private mount
+# namespace (clean-sshd.sh) must not hold it, or it would outlive its
+# unmount, its client with it, until sshd ends.
+mkdir -p "$T/early-exp"
+start_server "$T/early-server.log" --listen "unix:$T/early.sock" --export "$T/early-exp" || exit 1
+check "a mount made before sshd starts" mount_qtfs "unix:$T/early.sock:$T/early-exp" "$T/early"
+early=$(pgrep -f "^$FUSE_QTFS .* $T/early\$")
+
 . "$(dirname "$0")/../sshd-env.sh"
 start_test_sshd "$T/sshd" "HostKey $T/host_key" "AuthorizedKeysFile $T/authorized_keys" || exit 1
 QTFS_PIDS="$QTFS_PIDS $SSHD_PID"
+check "... is not in sshd's mount namespace" \
+	sh -c "! grep -q ' $T/early ' /proc/$SSHD_PID/mountinfo"
+check "... and once unmounted, its client ends while sshd runs" umount_qtfs "$T/early"
+check "... (client gone)" wait_until 5 sh -c "[ -n '$early' ] && ! kill -0 $early 2>/dev/null"
 port=$SSHD_PORT
 printf '[127.0.0.1]:%s %s\n' "$port" "$(cut -d' ' -f1,2 "$T/host_key.pub")" >"$T/known_hosts"
 printf '[127.0.0.1]:%s %s\n' "$port" "$(cut -d' ' -f1,2 "$T/other_host_key.pub")" >"$T/bad_known_hosts"
