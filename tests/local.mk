@@ -45,7 +45,7 @@ tests_fuzz_replay_frame_LDADD = $(QT_LIBS)
 TESTS += $(UNIT_TESTS) tests/fuzz/test-corpus.sh tests/cli/test-help.sh
 
 EXTRA_DIST += tests/clean-sshd.sh tests/cli-env.sh tests/sshd-env.sh tests/check-env.sh \
-	tests/deadline.sh
+	tests/deadline.sh tests/detach-fuse.sh
 EXTRA_DIST += tests/fuzz/test-corpus.sh tests/fuzz/make-corpus.sh tests/fuzz/corpus tests/cli/test-help.sh
 
 FUZZ_SRCS = $(top_srcdir)/tests/fuzz/fuzz-frame.c $(lib_libqt_a_SOURCES:%=$(top_srcdir)/%)

@@ -41,8 +41,10 @@ for t in ip nsenter unshare runc busybox python3; do
 	fi
 done
 if [ -z "${CS_E2E_IN_NS:-}" ]; then
-	CS_E2E_IN_NS=1 exec unshare -m --propagation private sh "$0" "$@"
+	CS_E2E_IN_NS=$(readlink /proc/self/ns/mnt) exec unshare -m --propagation private sh "$0" "$@"
 fi
+# Other tests' FUSE mounts must not live on in this namespace.
+sh "$(dirname "$0")/../detach-fuse.sh" "$CS_E2E_IN_NS"
 
 CS=$top/chroot-setup/chroot-setup
 export FUSE_QTFS="$top/fuse-qtfs/fuse-qtfs" REXEC="$top/rexec/rexec"

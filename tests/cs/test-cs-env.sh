@@ -24,8 +24,10 @@ if [ "$(id -u)" -ne 0 ] || [ ! -c /dev/fuse ]; then
 	exit 77
 fi
 if [ -z "${CS_TEST_IN_NS:-}" ]; then
-	CS_TEST_IN_NS=1 exec unshare -m --propagation private sh "$0" "$@"
+	CS_TEST_IN_NS=$(readlink /proc/self/ns/mnt) exec unshare -m --propagation private sh "$0" "$@"
 fi
+# Other tests' FUSE mounts must not live on in this namespace.
+sh "$(dirname "$0")/../detach-fuse.sh" "$CS_TEST_IN_NS"
 
 CS=$top/chroot-setup/chroot-setup
 T=$(mktemp -d /tmp/cs-test.XXXXXX)

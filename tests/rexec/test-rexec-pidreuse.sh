@@ -17,8 +17,11 @@ if [ -z "${REXEC_TEST_PIDNS:-}" ]; then
 		echo "SKIP: needs root (pid namespace, ns_last_pid)"
 		exit 77
 	fi
-	exec env REXEC_TEST_PIDNS=1 unshare --pid --fork --mount-proc "$0" "$@"
+	exec env REXEC_TEST_PIDNS="$(readlink /proc/self/ns/mnt)" unshare --pid --fork --mount-proc "$0" "$@"
 fi
+# --mount-proc made a private mount namespace: other tests' FUSE mounts
+# must not live on in it.
+sh "$(dirname "$0")/../detach-fuse.sh" "$REXEC_TEST_PIDNS"
 
 . "${top_srcdir:-.}/tests/rexec/rexec-env.sh"
 
