@@ -3,6 +3,7 @@
 # Sourced by the shell tests: what they report with, and the two "hosts"
 # of the network tests.
 #
+# cleanup_more: see below.
 # ok DESC / fail DESC: print one result line ("ok: ..." on stdout, "FAIL:
 #   ..." on stderr); fail counts in $failures, which the test's exit status
 #   comes from.
@@ -28,6 +29,13 @@
 #   -f) to end, and KILL what is left: for the reports (sanitizer_found).
 
 failures=${failures:-0}
+
+# cleanup_more: a test's own teardown (its network namespaces), which the
+# cleanup traps of qtfs-env.sh and rexec-env.sh run once the test's
+# daemons are gone, before they exit.  A test redefines it.
+cleanup_more() {
+	:
+}
 
 ok() {
 	echo "ok: $*"

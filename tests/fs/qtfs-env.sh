@@ -45,6 +45,7 @@ qtfs_cleanup() {
 	# every daemon of the test (the unmounted ones exit on their own) must
 	# be gone before the reports are read.
 	stop_daemons "fuse-qtfs.* $T/" $QTFS_PIDS
+	cleanup_more
 	sanitizer_found "$T/sanitizer" && rc=1
 	rm -rf "$T"
 	exit $rc

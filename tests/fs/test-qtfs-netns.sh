@@ -17,12 +17,11 @@ if ! command -v ip >/dev/null || ! command -v nsenter >/dev/null; then
 fi
 nh=qtfs-h-$$
 nd=qtfs-d-$$
-cleanup_ns() {
-	qtfs_cleanup
+# Run by the cleanup trap once the daemons are gone (it exits after).
+cleanup_more() {
 	ip netns del "$nh" 2>/dev/null
 	ip netns del "$nd" 2>/dev/null
 }
-trap cleanup_ns EXIT
 netns_pair "$nh" "$nd" "qh$$" "qd$$" 10.251.0.1/24 10.251.0.2/24 || exit 1
 
 mkdir -p "$T/exp" "$T/native"

@@ -74,6 +74,7 @@ rexec_cleanup() {
 	if [ -n "${MARK:-}" ]; then
 		pkill -9 -f "$MARK" 2>/dev/null
 	fi
+	cleanup_more
 	sanitizer_found "$T/sanitizer" && rc=1
 	rm -rf "$T"
 	exit $rc

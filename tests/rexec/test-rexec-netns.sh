@@ -19,12 +19,11 @@ if ! command -v ip >/dev/null || ! command -v nsenter >/dev/null; then
 fi
 nh=rexec-h-$$
 nd=rexec-d-$$
-cleanup_ns() {
-	rexec_cleanup
+# Run by the cleanup trap once the daemons are gone (it exits after).
+cleanup_more() {
 	ip netns del "$nh" 2>/dev/null
 	ip netns del "$nd" 2>/dev/null
 }
-trap cleanup_ns EXIT
 netns_pair "$nh" "$nd" "rh$$" "rd$$" 10.252.0.1/24 10.252.0.2/24 || exit 1
 
 SERVER_WRAP="nsenter --net=/run/netns/$nh"
