@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glib.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/inotify.h>
@@ -155,6 +156,13 @@ static bool read_events(struct qtfs_dirwatch *w, unsigned reads)
 			break;
 		}
 		any = true;
+		/*
+		 * A read takes every queued event that fits: with room left for
+		 * one of the largest, the queue was empty (no read for EAGAIN;
+		 * one that comes later makes the descriptor readable again).
+		 */
+		if ((size_t)n <= sizeof(buf) - (sizeof(struct inotify_event) + NAME_MAX + 1))
+			empty = true;
 		for (ssize_t pos = 0; pos + (ssize_t)sizeof(struct inotify_event) <= n;) {
 			const struct inotify_event *ev = (const struct inotify_event *)(buf + pos);
 

@@ -446,6 +446,15 @@ struct at {
 	bool own;
 	const char *name;
 	char *path; /* owned copy, cut at the last '/' */
+	/*
+	 * The directory's attributes and inode_gen() as first looked at for
+	 * this request (at_dir_stat(), at_dir_gen()): what a request asks
+	 * of them more than once is its identity, file system and mode,
+	 * which a change of its names leaves as they were.
+	 */
+	bool dir_st_ok, dir_gen_ok;
+	struct stat dir_st;
+	uint64_t dir_gen;
 };
 
 static void at_clear(struct at *a)
@@ -478,6 +487,25 @@ static int at_resolve(struct session *sess, const char *path, struct at *a)
 	a->dirfd = fd;
 	a->own = true;
 	return 0;
+}
+
+static uint64_t inode_gen(int fd, const char *name);
+
+/* The directory's attributes as first looked at (see struct at); NULL on error. */
+static const struct stat *at_dir_stat(struct at *a)
+{
+	if (!a->dir_st_ok && fstat(a->dirfd, &a->dir_st) == 0)
+		a->dir_st_ok = true;
+	return a->dir_st_ok ? &a->dir_st : NULL;
+}
+
+static uint64_t at_dir_gen(struct at *a)
+{
+	if (!a->dir_gen_ok) {
+		a->dir_gen = inode_gen(a->dirfd, "");
+		a->dir_gen_ok = true;
+	}
+	return a->dir_gen;
 }
 
 static int at_stat(const struct at *a, struct stat *st)
@@ -677,8 +705,8 @@ static uint64_t inode_gen(int fd, const char *name)
  * itself), with @flags (QTFS_AF_WATCHED or 0) among its flags.  Returns
  * the kind of file system it is on.
  */
-static enum dev_kind put_attr_flags(struct session *sess, struct qt_msg *rep, const struct stat *st,
-				    int fd, const char *name, uint32_t flags)
+static enum dev_kind put_attr_gen(struct session *sess, struct qt_msg *rep, const struct stat *st,
+				  int fd, const char *name, uint32_t flags, const uint64_t *gen)
 {
 	enum dev_kind kind = dev_kind(sess->srv, st->st_dev, fd, name);
 	bool pseudo = kind_pseudo(kind);
@@ -686,9 +714,15 @@ static enum dev_kind put_attr_flags(struct session *sess, struct qt_msg *rep, co
 
 	/* Pseudo files are never cached by the client: no need to tell them apart. */
 	qtfs_attr_from_stat(&a, st, flags | (pseudo ? QTFS_AF_PSEUDO : 0),
-			    pseudo ? 0 : inode_gen(fd, name));
+			    pseudo ? 0 : gen ? *gen : inode_gen(fd, name));
 	qtfs_put_attr(rep, &a);
 	return kind;
+}
+
+static enum dev_kind put_attr_flags(struct session *sess, struct qt_msg *rep, const struct stat *st,
+				    int fd, const char *name, uint32_t flags)
+{
+	return put_attr_gen(sess, rep, st, fd, name, flags, NULL);
 }
 
 static enum dev_kind put_attr_of(struct session *sess, struct qt_msg *rep, const struct stat *st,
@@ -729,26 +763,33 @@ struct linux_dirent64 {
 	char d_name[];
 };
 
+static bool watching(struct session *sess)
+{
+	return sess->sub && g_atomic_int_get(&sess->sub->started);
+}
+
 /*
- * Watch the directory @dirfd for this session's client, if the client
- * subscribed (see "Name caching"): for names that go (@what DIR_NAMES),
- * or for new names too (DIR_NEW).  QTFS_AF_WATCHED, or 0.
+ * Watch the directory @dirfd, of attributes @st, for this session's
+ * client, if the client subscribed (see "Name caching"): for names that
+ * go (@what DIR_NAMES), or for new names too (DIR_NEW).  @a, if not NULL,
+ * is what @dirfd came from (its inode_gen() may be known).
+ * QTFS_AF_WATCHED, or 0.
  */
-static uint32_t watch_fd(struct session *sess, int dirfd, int what)
+static uint32_t watch_stat(struct session *sess, int dirfd, const struct stat *st, struct at *a,
+			   int what)
 {
 	struct qtfs_srv *srv = sess->srv;
 	struct watch_sub *sub = sess->sub;
 	struct sub_dir probe, *d;
 	enum dev_kind kind;
-	struct stat st;
 	bool mine;
 
-	if (!sub || !g_atomic_int_get(&sub->started) || dirfd < 0 || fstat(dirfd, &st) < 0)
-		return 0;
-	kind = dev_kind(srv, st.st_dev, dirfd, "");
+	kind = dev_kind(srv, st->st_dev, dirfd, "");
 	if (kind != DEV_PLAIN && kind != DEV_MEMORY)
 		return 0;
-	probe.id = (struct qtfs_dirid){.dev = st.st_dev, .ino = st.st_ino, .gen = inode_gen(dirfd, "")};
+	probe.id = (struct qtfs_dirid){.dev = st->st_dev,
+				       .ino = st->st_ino,
+				       .gen = a ? at_dir_gen(a) : inode_gen(dirfd, "")};
 	g_mutex_lock(&srv->sub_lock);
 	d = g_hash_table_lookup(sub->dirs, &probe);
 	mine = d || g_hash_table_size(sub->dirs) < srv->client_watches;
@@ -776,14 +817,28 @@ static uint32_t watch_fd(struct session *sess, int dirfd, int what)
 										      : 0;
 }
 
+/* watch_stat() of the directory @dirfd. */
+static uint32_t watch_fd(struct session *sess, int dirfd, int what)
+{
+	struct stat st;
+
+	if (!watching(sess) || dirfd < 0 || fstat(dirfd, &st) < 0)
+		return 0;
+	return watch_stat(sess, dirfd, &st, NULL, what);
+}
+
 /*
- * Before a name in the directory @dirfd is looked at for a reply that
- * names it: watch the directory for this session's client.
+ * Before a name in the directory @a resolved to is looked at for a reply
+ * that names it: watch the directory for this session's client.
  * QTFS_AF_WATCHED, or 0.
  */
-static uint32_t watch_dir(struct session *sess, int dirfd)
+static uint32_t watch_dir(struct session *sess, struct at *a)
 {
-	return watch_fd(sess, dirfd, DIR_NAMES);
+	const struct stat *st;
+
+	if (!watching(sess) || a->dirfd < 0 || !(st = at_dir_stat(a)))
+		return 0;
+	return watch_stat(sess, a->dirfd, st, a, DIR_NAMES);
 }
 
 /*
@@ -803,7 +858,7 @@ static bool watch_new_dir(struct session *sess, const struct at *a, const struct
 	if (fd < 0)
 		return false;
 	if (fstat(fd, &fst) < 0 || fst.st_dev != st->st_dev || fst.st_ino != st->st_ino ||
-	    !watch_fd(sess, fd, DIR_NEW)) {
+	    !watching(sess) || !watch_stat(sess, fd, &fst, NULL, DIR_NEW)) {
 		close(fd);
 		return false;
 	}
@@ -844,18 +899,20 @@ static int put_at_attr(struct session *sess, const struct at *a, uint32_t wflags
  * change, and its next permission check in that directory would otherwise
  * be a GETATTR round trip; NFS's post-operation attributes do the same.
  */
-static void put_dir_attr(struct session *sess, struct qt_msg *rep, int dirfd)
+static void put_dir_attr(struct session *sess, struct qt_msg *rep, struct at *a)
 {
 	struct stat st;
+	uint64_t gen;
 
 	if (!sess->dir_attrs)
 		return;
-	if (dirfd < 0 || fstat(dirfd, &st) < 0) {
+	if (!a || a->dirfd < 0 || fstat(a->dirfd, &st) < 0) {
 		qt_msg_put_u8(rep, 0);
 		return;
 	}
 	qt_msg_put_u8(rep, 1);
-	put_attr_of(sess, rep, &st, dirfd, "");
+	gen = at_dir_gen(a);
+	put_attr_gen(sess, rep, &st, a->dirfd, "", 0, &gen);
 }
 
 static int put_fd_attr(struct session *sess, int fd, struct qt_msg *rep)
@@ -1208,7 +1265,7 @@ static int op_lookup(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		return err;
 	if ((err = at_resolve(sess, path, &a)) < 0)
 		return err;
-	err = put_at_attr(sess, &a, *a.name ? watch_dir(sess, a.dirfd) : 0, rep);
+	err = put_at_attr(sess, &a, *a.name ? watch_dir(sess, &a) : 0, rep);
 	at_clear(&a);
 	return err;
 }
@@ -1382,34 +1439,39 @@ static int op_readlink(struct session *sess, struct qt_rd *r, struct qt_msg *rep
  * directory, of the directory.  @fd is the file if it is open (a CREATE),
  * else -1.  Everything goes through a descriptor of the file, never its
  * name again: the client may rename something else, a symlink out of the
- * export for one, over the name meanwhile.
+ * export for one, over the name meanwhile.  1 when it had them already:
+ * *@st is then the file's attributes; 0 when they were changed (stat it
+ * again), or -errno.
  */
-static int own_new(const struct at *a, int fd, uint32_t uid, uint32_t gid)
+static int own_new(struct at *a, int fd, uint32_t uid, uint32_t gid, struct stat *st)
 {
 	int pfd = fd >= 0 ? fd : openat(a->dirfd, a->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	struct stat dst, st;
+	const struct stat *dst = at_dir_stat(a);
 	char proc[64];
 	int err = 0;
 
 	if (pfd < 0)
 		return -errno;
-	if (fstat(a->dirfd, &dst) < 0 || fstat(pfd, &st) < 0) {
+	if (!dst || fstat(pfd, st) < 0) {
 		err = -errno;
 		goto out;
 	}
-	if (dst.st_mode & S_ISGID)
-		gid = dst.st_gid;
-	if (st.st_uid == uid && st.st_gid == gid)
+	/* (The directory as it was before the name was made: the same mode and group.) */
+	if (dst->st_mode & S_ISGID)
+		gid = dst->st_gid;
+	if (st->st_uid == uid && st->st_gid == gid) {
+		err = 1;
 		goto out;
+	}
 	if (fchownat(pfd, "", uid, gid, AT_EMPTY_PATH) < 0) {
 		err = -errno;
 		goto out;
 	}
 	/* chown cleared set-id bits of a non-directory: put back what was asked. */
-	if (!S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode) && (st.st_mode & 06000)) {
+	if (!S_ISDIR(st->st_mode) && !S_ISLNK(st->st_mode) && (st->st_mode & 06000)) {
 		/* An O_PATH descriptor takes no fchmod(); its /proc link is the inode itself. */
 		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
-		if ((fd >= 0 ? fchmod(fd, st.st_mode & 07777) : chmod(proc, st.st_mode & 07777)) < 0)
+		if ((fd >= 0 ? fchmod(fd, st->st_mode & 07777) : chmod(proc, st->st_mode & 07777)) < 0)
 			qt_debug("restoring the set-id bits of a new file: %s", g_strerror(errno));
 	}
 out:
@@ -1422,13 +1484,13 @@ out:
  * A name we just made: the caller's ownership, then the reply is its
  * attributes (@wflags: watch_dir() before the name was made).
  */
-static int answer_made(struct session *sess, const struct at *a, uint32_t uid, uint32_t gid,
+static int answer_made(struct session *sess, struct at *a, uint32_t uid, uint32_t gid,
 		       uint32_t wflags, struct qt_msg *rep)
 {
 	struct stat st;
-	int err = own_new(a, -1, uid, gid);
+	int err = own_new(a, -1, uid, gid, &st);
 
-	if (err < 0 || (err = at_stat(a, &st)) < 0)
+	if (err < 0 || (err == 0 && (err = at_stat(a, &st)) < 0))
 		return err;
 	if (S_ISDIR(st.st_mode) && (wflags & QTFS_AF_WATCHED) && watch_new_dir(sess, a, &st))
 		wflags |= QTFS_AF_LISTED;
@@ -1455,7 +1517,7 @@ static int make_at(struct session *sess, enum make_kind kind, const char *path, 
 	if ((err = at_resolve_wl(sess, path, kind == MAKE_DIR ? QTFS_WL_MKDIR : QTFS_WL_CREATE,
 				 &a)) < 0)
 		return err;
-	wflags = watch_dir(sess, a.dirfd);
+	wflags = watch_dir(sess, &a);
 	if (kind == MAKE_DIR)
 		r = mkdirat(a.dirfd, a.name, mode & 07777);
 	else if (kind == MAKE_SYMLINK)
@@ -1464,7 +1526,7 @@ static int make_at(struct session *sess, enum make_kind kind, const char *path, 
 		r = mknodat(a.dirfd, a.name, mode, (dev_t)rdev);
 	err = r < 0 ? -errno : answer_made(sess, &a, uid, gid, wflags, rep);
 	if (err == 0)
-		put_dir_attr(sess, rep, a.dirfd);
+		put_dir_attr(sess, rep, &a);
 	at_clear(&a);
 	return err;
 }
@@ -1517,7 +1579,7 @@ static int op_remove(struct session *sess, struct qt_rd *r, struct qt_msg *rep, 
 		return err;
 	err = unlinkat(a.dirfd, a.name, dir ? AT_REMOVEDIR : 0) < 0 ? -errno : 0;
 	if (err == 0)
-		put_dir_attr(sess, rep, a.dirfd);
+		put_dir_attr(sess, rep, &a);
 	at_clear(&a);
 	return err;
 }
@@ -1570,13 +1632,13 @@ static int op_rename(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		return err;
 	if ((err = wl_check_pair(sess, false, &a, &b)) == 0) {
 		/* The client's kernel moves its cached names: both must stay watched. */
-		watch_dir(sess, a.dirfd);
-		watch_dir(sess, b.dirfd);
+		watch_dir(sess, &a);
+		watch_dir(sess, &b);
 		err = renameat2(a.dirfd, a.name, b.dirfd, b.name, flags) < 0 ? -errno : 0;
 	}
 	if (err == 0) {
-		put_dir_attr(sess, rep, a.dirfd);
-		put_dir_attr(sess, rep, b.dirfd);
+		put_dir_attr(sess, rep, &a);
+		put_dir_attr(sess, rep, &b);
 	}
 	at_clear(&a);
 	at_clear(&b);
@@ -1606,11 +1668,11 @@ static int op_link(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	 * an allowed directory.
 	 */
 	if ((err = wl_check_pair(sess, true, &a, &b)) == 0) {
-		wflags = watch_dir(sess, b.dirfd);
+		wflags = watch_dir(sess, &b);
 		if (linkat(a.dirfd, a.name, b.dirfd, b.name, 0) < 0)
 			err = -errno;
 		else if ((err = put_at_attr(sess, &b, wflags, rep)) == 0)
-			put_dir_attr(sess, rep, b.dirfd);
+			put_dir_attr(sess, rep, &b);
 	}
 	at_clear(&a);
 	at_clear(&b);
@@ -1732,8 +1794,14 @@ static bool pseudo_waits(int fd, const struct stat *st, const char *path)
 	}
 }
 
-static int put_new_handle(struct session *sess, int fd, bool dir, const char *path, int flags,
-			  const uint32_t *prefetch, uint32_t wflags, struct qt_msg *rep)
+/*
+ * Make @fd, just opened, a handle of this session and answer with its id
+ * and attributes (@known, if the caller has them, else fstat()).  On
+ * error @fd is closed.
+ */
+static int put_new_handle(struct session *sess, int fd, const struct stat *known, bool dir,
+			  const char *path, int flags, const uint32_t *prefetch, uint32_t wflags,
+			  struct qt_msg *rep)
 {
 	g_autoptr(handle) h = NULL;
 	struct stat st;
@@ -1742,7 +1810,9 @@ static int put_new_handle(struct session *sess, int fd, bool dir, const char *pa
 	bool waits;
 	int err;
 
-	if (fstat(fd, &st) < 0) {
+	if (known) {
+		st = *known;
+	} else if (fstat(fd, &st) < 0) {
 		err = -errno;
 		close(fd);
 		return err;
@@ -1821,7 +1891,7 @@ static int open_existing(struct session *sess, const char *path, uint32_t flags,
 		goto out;
 	}
 	close(pfd);
-	return put_new_handle(sess, fd, false, path, (int)flags, prefetch, 0, rep);
+	return put_new_handle(sess, fd, NULL, false, path, (int)flags, prefetch, 0, rep);
 out:
 	close(pfd);
 	return err;
@@ -1847,17 +1917,18 @@ static int op_open(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
  * the reply is its new handle.  Consumes @fd; the file goes again if its
  * ownership cannot be set.  @wflags: watch_dir() before the create.
  */
-static int answer_created(struct session *sess, const struct at *a, int fd, uint32_t uid,
-			  uint32_t gid, int flags, uint32_t wflags, struct qt_msg *rep)
+static int answer_created(struct session *sess, struct at *a, int fd, uint32_t uid, uint32_t gid,
+			  int flags, uint32_t wflags, struct qt_msg *rep)
 {
-	int err = own_new(a, fd, uid, gid);
+	struct stat st;
+	int err = own_new(a, fd, uid, gid, &st);
 
 	if (err < 0) {
 		unlinkat(a->dirfd, a->name, 0);
 		close(fd);
 		return err;
 	}
-	return put_new_handle(sess, fd, false, "", flags, NULL, wflags, rep);
+	return put_new_handle(sess, fd, err == 1 ? &st : NULL, false, "", flags, NULL, wflags, rep);
 }
 
 static int op_create(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
@@ -1882,7 +1953,7 @@ static int op_create(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 
 		if ((err = at_resolve_wl(sess, path, QTFS_WL_CREATE, &a)) < 0)
 			return err;
-		wflags = watch_dir(sess, a.dirfd);
+		wflags = watch_dir(sess, &a);
 		/*
 		 * Always exclusive here, so that "did we create it" (and must
 		 * give it the caller's ownership) has one answer; without
@@ -1895,7 +1966,7 @@ static int op_create(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		if (fd >= 0) {
 			err = answer_created(sess, &a, fd, uid, gid, (int)flags, wflags, rep);
 			if (err == 0)
-				put_dir_attr(sess, rep, a.dirfd);
+				put_dir_attr(sess, rep, &a);
 			at_clear(&a);
 			return err;
 		}
@@ -1905,7 +1976,7 @@ static int op_create(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 			return err;
 		err = open_existing(sess, path, flags, NULL, rep);
 		if (err == 0)
-			put_dir_attr(sess, rep, -1); /* the directory did not change */
+			put_dir_attr(sess, rep, NULL); /* the directory did not change */
 		if (err != -ENOENT)
 			return err;
 		/* Removed between the two opens: try to create it again. */
@@ -2293,7 +2364,7 @@ static int op_opendir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		close(fd);
 		return err;
 	}
-	return put_new_handle(sess, fd, true, path, O_RDONLY | O_DIRECTORY, NULL, 0, rep);
+	return put_new_handle(sess, fd, NULL, true, path, O_RDONLY | O_DIRECTORY, NULL, 0, rep);
 }
 
 /* What an entry costs in the client's FUSE buffer (struct fuse_dirent[plus]). */
@@ -2335,7 +2406,7 @@ static int op_readdir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		return -ENOTDIR;
 
 	if (plus)
-		wflags = watch_dir(sess, h->fd);
+		wflags = watch_fd(sess, h->fd, DIR_NAMES);
 	count_at = qt_msg_payload_len(rep);
 	qt_msg_put_u32(rep, 0);
 	buf = g_malloc(32768);
@@ -3318,18 +3389,18 @@ static void ring_end(struct ring_job *rj, int err)
 	if (err == 0) {
 		switch (type) {
 		case QTFS_RENAME:
-			put_dir_attr(j->sess, rj->rep, rj->at.dirfd);
-			put_dir_attr(j->sess, rj->rep, rj->at2.dirfd);
+			put_dir_attr(j->sess, rj->rep, &rj->at);
+			put_dir_attr(j->sess, rj->rep, &rj->at2);
 			break;
 		case QTFS_LINK:
-			put_dir_attr(j->sess, rj->rep, rj->at2.dirfd);
+			put_dir_attr(j->sess, rj->rep, &rj->at2);
 			break;
 		case QTFS_UNLINK:
 		case QTFS_RMDIR:
 		case QTFS_MKDIR:
 		case QTFS_SYMLINK:
 		case QTFS_CREATE:
-			put_dir_attr(j->sess, rj->rep, rj->at.dirfd);
+			put_dir_attr(j->sess, rj->rep, &rj->at);
 			break;
 		default:
 			break;
@@ -3441,11 +3512,11 @@ static int ring_link_finish(struct ring_job *rj, int res)
  * workers, a thread wake-up more: the loop thread makes such system calls
  * itself.
  */
-static bool in_memory(struct session *sess, int dirfd)
+static bool in_memory(struct session *sess, struct at *a)
 {
-	struct stat st;
+	const struct stat *st = at_dir_stat(a);
 
-	return fstat(dirfd, &st) == 0 && dev_kind(sess->srv, st.st_dev, dirfd, "") == DEV_MEMORY;
+	return st && dev_kind(sess->srv, st->st_dev, a->dirfd, "") == DEV_MEMORY;
 }
 
 /*
@@ -3560,7 +3631,7 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 			return false;
 		if ((err = ring_at(sess, rj, path, dir ? QTFS_WL_RMDIR : QTFS_WL_UNLINK)) == DEFER)
 			return false;
-		if (err == 0 && in_memory(sess, rj->at.dirfd) &&
+		if (err == 0 && in_memory(sess, &rj->at) &&
 		    (dir || !unlink_frees_much(rj->at.dirfd, rj->at.name)))
 			ring_done(rj, unlinkat(rj->at.dirfd, rj->at.name, dir ? AT_REMOVEDIR : 0) < 0 ? -errno
 												   : 0);
@@ -3590,8 +3661,8 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 		if ((err = ring_at(sess, rj, path, dir ? QTFS_WL_MKDIR : QTFS_WL_CREATE)) == DEFER)
 			return false;
 		if (err == 0)
-			rj->wflags = watch_dir(sess, rj->at.dirfd);
-		if (err == 0 && in_memory(sess, rj->at.dirfd))
+			rj->wflags = watch_dir(sess, &rj->at);
+		if (err == 0 && in_memory(sess, &rj->at))
 			ring_done(rj, (dir ? mkdirat(rj->at.dirfd, rj->at.name, u & 07777)
 					   : symlinkat(rj->target, rj->at.dirfd, rj->at.name)) < 0
 					      ? -errno
@@ -3625,8 +3696,8 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 		if ((err = ring_at(sess, rj, path, QTFS_WL_CREATE)) == DEFER)
 			return false;
 		if (err == 0)
-			rj->wflags = watch_dir(sess, rj->at.dirfd);
-		if (err == 0 && in_memory(sess, rj->at.dirfd)) {
+			rj->wflags = watch_dir(sess, &rj->at);
+		if (err == 0 && in_memory(sess, &rj->at)) {
 			long fd = syscall(SYS_openat2, rj->at.dirfd, rj->at.name, &rj->how, sizeof(rj->how));
 
 			ring_create_done(rj, fd < 0 ? -errno : (int)fd);
@@ -3658,11 +3729,11 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 		if (err == 0) {
 			/* LINK names the new file; RENAME moves cached names (see op_rename()). */
 			if (!link)
-				watch_dir(sess, rj->at.dirfd);
-			rj->wflags = watch_dir(sess, rj->at2.dirfd);
+				watch_dir(sess, &rj->at);
+			rj->wflags = watch_dir(sess, &rj->at2);
 			rj->finish = link ? ring_link_finish : NULL;
 			/* A rename over a large file frees it, as an unlink would. */
-			if (in_memory(sess, rj->at.dirfd) && in_memory(sess, rj->at2.dirfd) &&
+			if (in_memory(sess, &rj->at) && in_memory(sess, &rj->at2) &&
 			    (link || (u & RENAME_EXCHANGE) ||
 			     !unlink_frees_much(rj->at2.dirfd, rj->at2.name))) {
 				int rc = link ? linkat(rj->at.dirfd, rj->at.name, rj->at2.dirfd, rj->at2.name, 0)
