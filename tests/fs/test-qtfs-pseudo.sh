@@ -173,46 +173,12 @@ print("before", before, "after", after, "data", os.read(fd, 10))
 PY
 check "poll on a relayed FIFO: idle, then woken by a host writer" \
 	grep -q "^before \[\] after \[(.*, 1)\] data b'x'" "$T/fpoll.out"
-# A signal to a DPU process blocked on a relayed FIFO interrupts the open,
-# and then the read, as on a local FIFO (the handler raises, so Python does
-# not restart the call).  Without that, both would wait for the host side.
+# A signal to a DPU process blocked on a relayed FIFO interrupts the read,
+# and then the open, as on a local FIFO (tests/fs/interrupt.py).  Without
+# that, both would wait for the host side.
 sleep 30 >"$T/exp/fifos/io" 2>/dev/null &
 holder=$!
-python3 - "$T/mnt/fifos/io" "$T/exp/fifos/io" "$holder" >"$T/fintr.out" 2>&1 <<'PY'
-import os, signal, sys, threading, time
-
-class Intr(Exception):
-    pass
-
-def handler(sig, frame):
-    raise Intr()
-
-signal.signal(signal.SIGUSR1, handler)
-signal.signal(signal.SIGALRM, lambda s, f: (print("timeout"), os._exit(1)))
-signal.alarm(10)
-main = threading.get_ident()
-
-def interrupt_after(secs):
-    threading.Timer(secs, lambda: signal.pthread_kill(main, signal.SIGUSR1)).start()
-
-def attempt(what, fn):
-    interrupt_after(0.5)
-    t = time.monotonic()
-    try:
-        fn()
-        print(what, "returned")
-    except Intr:
-        print(what, "interrupted", "fast" if time.monotonic() - t < 3 else "slow")
-
-# 1. the read: a host writer holds the FIFO open and writes nothing
-fd = os.open(sys.argv[1], os.O_RDONLY)
-attempt("read", lambda: os.read(fd, 10))
-os.close(fd)
-os.kill(int(sys.argv[3]), signal.SIGTERM)
-time.sleep(0.3)
-# 2. the open: no writer at all
-attempt("open", lambda: os.open(sys.argv[1], os.O_RDONLY))
-PY
+python3 "$top_srcdir/tests/fs/interrupt.py" fifo "$T/mnt/fifos/io" "$holder" >"$T/fintr.out" 2>&1
 check "a signal interrupts a read blocked on a relayed FIFO" grep -qx "read interrupted fast" "$T/fintr.out"
 check "a signal interrupts an open blocked on a relayed FIFO" grep -qx "open interrupted fast" "$T/fintr.out"
 kill "$holder" 2>/dev/null
@@ -270,28 +236,7 @@ check "mount for the server's shutdown" mount_qtfs "unix:$T/sock:$T/exp" "$T/mnt
 mkdir -p "$T/exp/tracing"
 if mount -t tracefs nodev "$T/exp/tracing" 2>/dev/null; then
 	QTFS_MOUNTS="$QTFS_MOUNTS $T/exp/tracing"
-	python3 - "$T/mnt3/tracing/trace_pipe" >"$T/trintr.out" 2>&1 <<'PY'
-import os, signal, sys, threading, time
-
-class Intr(Exception):
-    pass
-
-def handler(sig, frame):
-    raise Intr()
-
-signal.signal(signal.SIGUSR1, handler)
-signal.signal(signal.SIGALRM, lambda s, f: (print("timeout"), os._exit(1)))
-signal.alarm(10)
-main = threading.get_ident()
-fd = os.open(sys.argv[1], os.O_RDONLY)
-threading.Timer(0.5, lambda: signal.pthread_kill(main, signal.SIGUSR1)).start()
-t = time.monotonic()
-try:
-    os.read(fd, 4096)
-    print("read returned")
-except Intr:
-    print("read interrupted", "fast" if time.monotonic() - t < 3 else "slow")
-PY
+	python3 "$top_srcdir/tests/fs/interrupt.py" read "$T/mnt3/tracing/trace_pipe" >"$T/trintr.out" 2>&1
 	check "a signal interrupts a read blocked on trace_pipe" grep -qx "read interrupted fast" "$T/trintr.out"
 	timeout 20 cat "$T/mnt3/tracing/trace_pipe" >/dev/null 2>&1 &
 	r3=$!
