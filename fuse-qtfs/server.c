@@ -702,11 +702,13 @@ static uint64_t inode_gen(int fd, const char *name)
 
 /*
  * Put the attribute record of @st, the file at @fd/@name (name "" for @fd
- * itself), with @flags (QTFS_AF_WATCHED or 0) among its flags.  Returns
- * the kind of file system it is on.
+ * itself), with @flags (QTFS_AF_WATCHED or 0) among its flags.  @dir, if
+ * not NULL, is the request's directory and the file is that directory
+ * itself (its inode_gen() is kept there).  Returns the kind of file
+ * system it is on.
  */
 static enum dev_kind put_attr_gen(struct session *sess, struct qt_msg *rep, const struct stat *st,
-				  int fd, const char *name, uint32_t flags, const uint64_t *gen)
+				  int fd, const char *name, uint32_t flags, struct at *dir)
 {
 	enum dev_kind kind = dev_kind(sess->srv, st->st_dev, fd, name);
 	bool pseudo = kind_pseudo(kind);
@@ -714,7 +716,7 @@ static enum dev_kind put_attr_gen(struct session *sess, struct qt_msg *rep, cons
 
 	/* Pseudo files are never cached by the client: no need to tell them apart. */
 	qtfs_attr_from_stat(&a, st, flags | (pseudo ? QTFS_AF_PSEUDO : 0),
-			    pseudo ? 0 : gen ? *gen : inode_gen(fd, name));
+			    pseudo ? 0 : dir ? at_dir_gen(dir) : inode_gen(fd, name));
 	qtfs_put_attr(rep, &a);
 	return kind;
 }
@@ -902,7 +904,6 @@ static int put_at_attr(struct session *sess, const struct at *a, uint32_t wflags
 static void put_dir_attr(struct session *sess, struct qt_msg *rep, struct at *a)
 {
 	struct stat st;
-	uint64_t gen;
 
 	if (!sess->dir_attrs)
 		return;
@@ -911,8 +912,7 @@ static void put_dir_attr(struct session *sess, struct qt_msg *rep, struct at *a)
 		return;
 	}
 	qt_msg_put_u8(rep, 1);
-	gen = at_dir_gen(a);
-	put_attr_gen(sess, rep, &st, a->dirfd, "", 0, &gen);
+	put_attr_gen(sess, rep, &st, a->dirfd, "", 0, a);
 }
 
 static int put_fd_attr(struct session *sess, int fd, struct qt_msg *rep)
