@@ -423,13 +423,12 @@ static gint cmp_strp(gconstpointer a, gconstpointer b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* The names of the cached nodes, sorted, each followed by a space (a static buffer). */
-static const char *node_names(struct as_kube *k)
+/* The names of the cached nodes, sorted, each followed by a space. */
+static char *node_names(struct as_kube *k)
 {
-	static char buf[256];
 	GPtrArray *objs[AS_KUBE_N_KINDS];
 	g_autoptr(GPtrArray) names = g_ptr_array_new();
-	g_autoptr(GString) s = g_string_new(NULL);
+	GString *s = g_string_new(NULL);
 
 	as_kube_snapshot(k, objs);
 	for (guint i = 0; i < objs[AS_KUBE_NODES]->len; i++) {
@@ -442,10 +441,9 @@ static const char *node_names(struct as_kube *k)
 	g_ptr_array_sort(names, cmp_strp);
 	for (guint i = 0; i < names->len; i++)
 		g_string_append_printf(s, "%s ", (const char *)names->pdata[i]);
-	g_strlcpy(buf, s->str, sizeof(buf));
 	for (int i = 0; i < AS_KUBE_N_KINDS; i++)
 		g_ptr_array_unref(objs[i]);
-	return buf;
+	return g_string_free(s, FALSE);
 }
 
 START_TEST(client_against_stub)
@@ -490,8 +488,12 @@ START_TEST(client_against_stub)
 		g_mutex_lock(&stub.lock);
 		done = stub.node_lists >= 4 && stub.pod_lists >= 2 && bad >= 1;
 		g_mutex_unlock(&stub.lock);
-		if (done && node_names(k) && !strcmp(node_names(k), "n1 n2 "))
-			break;
+		if (done) {
+			g_autofree char *names = node_names(k);
+
+			if (!strcmp(names, "n1 n2 "))
+				break;
+		}
 		g_usleep(20000);
 	}
 	as_kube_stats(k, &relists, &werr, &bad);
@@ -501,7 +503,11 @@ START_TEST(client_against_stub)
 	ck_assert_int_ge(stub.pod_lists, 2); /* the broken body was retried */
 	g_mutex_unlock(&stub.lock);
 	/* The re-listed state is n1 + n2 again; before the 410 it was n2 + n3. */
-	ck_assert_str_eq(node_names(k), "n1 n2 ");
+	{
+		g_autofree char *names = node_names(k);
+
+		ck_assert_str_eq(names, "n1 n2 ");
+	}
 
 	ck_assert_int_eq(as_kube_taint_node(k, "n2", "K", "v", "NoSchedule", &m), 0);
 	ck_assert_int_eq(stub.node_gets, 2); /* the 409 made it read again */
