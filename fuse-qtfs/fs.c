@@ -2231,7 +2231,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 
 	conn->max_write = QTFS_IO_MAX;
 	conn->max_read = QTFS_IO_MAX;
-	conn->max_readahead = QTFS_IO_MAX;
+	conn->max_readahead = fs->o.readahead;
 	/* Readahead and async direct I/O may keep this many requests in flight. */
 	conn->max_background = 64;
 	conn->congestion_threshold = 48;

@@ -14,6 +14,9 @@
 
 #include "client.h"
 
+/* -o readahead_kb's default, bytes: see docs/benchmarks.md. */
+#define QTFS_READAHEAD_DEFAULT (16u << 20)
+
 struct qtfs_fs_opts {
 	double attr_timeout;  /* seconds; files on pseudo file systems always get 0 */
 	double entry_timeout;
@@ -27,6 +30,11 @@ struct qtfs_fs_opts {
 	 * (fs.c "Listed directories"); 0: keep no lists.
 	 */
 	unsigned listed_names;
+	/*
+	 * Sequential readahead, bytes.  The kernel takes the smaller of what
+	 * INIT's reply says and the mount's read_ahead_kb, so both are set.
+	 */
+	uint32_t readahead;
 	bool proc;	      /* the mount is the host's /proc: see fs.c "Proc mode" */
 	const char *local_proc;		/* proc mode: where the local procfs is; borrowed */
 	const char *const *local_comms; /* proc mode: comms whose /proc/PID is local */

@@ -91,7 +91,7 @@ static void usage(void)
 	      "  peer_timeout=SEC   tcp://, ssh://: a server host silent this long (power\n"
 	      "                     lost, link cut) breaks the connection, and the client\n"
 	      "                     reconnects (default 30; 0: the kernel's hours)\n"
-	      "  readahead_kb=N     sequential readahead (default 1024)\n"
+	      "  readahead_kb=N     readahead in KiB (default 16384)\n"
 	      "  key_file=FILE      same as --key-file (for /etc/fstab)\n"
 	      "  identity=FILE      same as --identity\n"
 	      "  known_hosts=FILE   ssh://: host keys to trust (default ~/.ssh/known_hosts)\n"
@@ -125,7 +125,6 @@ struct settings {
 	unsigned conns;
 	uint64_t timeout_ms;
 	int64_t peer_timeout_s;
-	int64_t readahead_kb;
 };
 
 static void settings_clear(struct settings *s)
@@ -228,7 +227,7 @@ static int parse_o(struct settings *s, const char *arg)
 		} else if (!strcmp(key, "readahead_kb") && val) {
 			if (qt_parse_int(val, 0, 65536, &n) < 0)
 				return qt_cli_usage_error("-o readahead_kb: \"%s\" is not a number from 0 to 65536", val), -EINVAL;
-			s->readahead_kb = n;
+			s->fs.readahead = (uint32_t)n * 1024;
 		} else if (!strcmp(key, "key_file") && val) {
 			g_free(s->key_file);
 			s->key_file = g_strdup(val);
@@ -342,11 +341,13 @@ static int dial_ssh(void *arg, int *rfd, int *wfd, char **msg)
 }
 
 /*
- * The kernel caps a FUSE mount's readahead at the default 128 KiB whatever
- * max_readahead says; only the mount's backing device info can raise it.
- * Without this, sequential reads go out as 128 KiB requests.
+ * A FUSE mount's readahead is the smaller of its backing device's
+ * read_ahead_kb (128 KiB when the mount is made) and the max_readahead of
+ * INIT's reply (op_init() says @kb).  This sets the first before the
+ * session answers INIT.  Without it sequential reads go out as 128 KiB
+ * requests; with 1 MiB, at most two 1 MiB READs are in flight.
  */
-static void set_readahead(const char *mountpoint, int64_t kb)
+static void set_readahead(const char *mountpoint, uint32_t kb)
 {
 	g_autofree char *info = NULL, *path = NULL, *val = NULL, *dev = NULL;
 	g_auto(GStrv) lines = NULL;
@@ -355,7 +356,7 @@ static void set_readahead(const char *mountpoint, int64_t kb)
 	 * The device comes from mountinfo, not stat(): the session loop is
 	 * not running yet, and a stat of our own mount would wait for us.
 	 */
-	if (kb < 0 || !g_file_get_contents("/proc/self/mountinfo", &info, NULL, NULL))
+	if (!g_file_get_contents("/proc/self/mountinfo", &info, NULL, NULL))
 		return;
 	lines = g_strsplit(info, "\n", -1);
 	for (char **l = lines; *l; l++) {
@@ -370,7 +371,7 @@ static void set_readahead(const char *mountpoint, int64_t kb)
 	if (!dev)
 		return;
 	path = g_strdup_printf("/sys/class/bdi/%s/read_ahead_kb", dev);
-	val = g_strdup_printf("%" G_GINT64_FORMAT "\n", kb);
+	val = g_strdup_printf("%u\n", (unsigned)kb);
 	{
 		/* Not g_file_set_contents: sysfs attributes cannot be replaced by a rename. */
 		int fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -568,7 +569,7 @@ static int run(struct settings *s)
 	{
 		g_autofree char *abs = g_canonicalize_filename(s->mountpoint, NULL);
 
-		set_readahead(abs, s->readahead_kb);
+		set_readahead(abs, s->fs.readahead / 1024);
 	}
 	qt_notice("mounted %s on %s (%u connection%s%s)", s->source, s->mountpoint,
 		  s->conns ? s->conns : 1, s->conns > 1 ? "s" : "", s->fs.rdonly ? ", read-only" : "");
@@ -640,7 +641,7 @@ int main(int argc, char **argv)
 	s.timeout_ms = 30000;
 	s.peer_timeout_s = QT_CONN_DEFAULT_PEER_TIMEOUT_S;
 	s.conns = 1;
-	s.readahead_kb = 1024;
+	s.fs.readahead = QTFS_READAHEAD_DEFAULT;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":" SHORT_OPTS, long_opts, NULL)) != -1) {
 		switch (c) {

@@ -125,9 +125,10 @@ umount_qtfs() {
 # big_reads HOST-DIR MOUNT-DIR: large reads (the server splices such reads
 # of the file's pages straight into the socket): files of several sizes
 # read through the mount at once must equal the host's, and so must a read
-# from an offset inside a page.
+# from an offset inside a page.  The largest spans several readahead
+# windows, so many READs are in flight at once, on every connection.
 big_reads() {
-	sizes="3000000 2097153 196608 100000"
+	sizes="40000000 3000000 2097153 196608 100000"
 	for s in $sizes; do
 		head -c "$s" /dev/urandom >"$1/big$s" || return 1
 	done
@@ -146,6 +147,13 @@ big_reads() {
 		tail -c +4098 "$1/big3000000" >"$T/want-off" && cmp -s "$T/want-off" "$T/got-off" ||
 		{ echo "read from offset 4097 differs" >&2; return 1; }
 	rm -f "$1"/big* "$T"/got* "$T/want-off"
+}
+
+# readahead_kb MOUNTPOINT: the kernel's readahead for the mount, in KiB
+# (what its backing device info says once INIT is answered).
+readahead_kb() {
+	_dev=$(awk -v m="$1" '$5 == m { print $3 }' /proc/self/mountinfo | tail -n 1)
+	cat "/sys/class/bdi/$_dev/read_ahead_kb"
 }
 
 finish() {

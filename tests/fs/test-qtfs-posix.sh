@@ -23,6 +23,10 @@ check "fsdiff (unix, as root and as nobody)" \
 	"$FSDIFF" --user 65534:65534 --no-lock-pid "$T/native" "$T/mnt"
 check "fsx 100000 ops with mmap (unix)" "$FSX" -N 100000 -m "$T/mnt"
 check "large reads (unix)" big_reads "$T/exp" "$T/mnt"
+# The kernel takes the smaller of the mount's read_ahead_kb and INIT's
+# max_readahead: both must say -o readahead_kb's (here the default).
+ra=$(readahead_kb "$T/mnt")
+check "the mount's readahead is the default 16 MiB (got $ra KiB)" [ "$ra" = 16384 ]
 cpid=$(pgrep -f "^$FUSE_QTFS .* $T/mnt\$")
 check "unmount" umount_qtfs "$T/mnt"
 # A clean unmount is quiet: the client ends at once, and says only that
@@ -57,10 +61,12 @@ port=$(free_port)
 start_server "$T/server-tcp.log" --listen "tcp://127.0.0.1:$port" --export "$T/exp2" \
 	--key-file "$KEY" || exit 1
 check "mount over tcp with conns=4" mount_qtfs "tcp://127.0.0.1:$port:$T/exp2" "$T/mnt2" \
-	--key-file "$KEY" -o allow_other,conns=4
+	--key-file "$KEY" -o allow_other,conns=4,readahead_kb=4096
 check "fsdiff (tcp, conns=4)" "$FSDIFF" --user 65534:65534 --no-lock-pid "$T/native2" "$T/mnt2"
 check "fsx 20000 ops, another seed (tcp)" "$FSX" -S 7 -N 20000 "$T/mnt2"
 check "large reads (tcp, conns=4)" big_reads "$T/exp2" "$T/mnt2"
+ra=$(readahead_kb "$T/mnt2")
+check "the mount's readahead is -o readahead_kb=4096's (got $ra KiB)" [ "$ra" = 4096 ]
 # On a memory file system (tmpfs, as /run is) the server's loop makes the
 # namespace calls and closes itself instead of handing them to io_uring's
 # workers or its pool: the same scenarios again there.
