@@ -83,7 +83,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
@@ -212,6 +214,7 @@ struct session {
 	bool ro;
 	bool root_pseudo;    /* the root is on procfs, sysfs...: see tl_cached_only */
 	bool dir_attrs;	     /* QTFS_MNT_DIR_ATTRS: see put_dir_attr() */
+	bool splice;	     /* READ replies may be spliced: see SPLICE_MIN */
 	GHashTable *handles; /* u64 -> struct handle* */
 	uint64_t next_handle;
 	GMutex owners_lock;
@@ -1991,14 +1994,31 @@ static int op_create(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
  * lib/loop.h): the data never passes through this process.  Below it,
  * moving page references and the extra system calls cost more than the
  * copy saves.  Pseudo files are always copied (they are generated at each
- * read).
+ * read).  So are replies on TCP connections (session.splice): TCP makes a
+ * spliced page cache page a fragment of its own in a socket buffer, and
+ * takes and drops a reference on each as it sends and as the peer
+ * acknowledges; sequential reads over loopback TCP were slower spliced
+ * than copied into TCP's own large buffers (docs/benchmarks.md).  Unix
+ * sockets and pipes (--stdio) move the pages whole and splice.
  */
 #define SPLICE_MIN (64u * 1024)
 G_STATIC_ASSERT(QTFS_IO_MAX <= QT_PIPE_DATA_MAX);
 
-static bool read_splices(const struct handle *h, uint64_t off, uint32_t size)
+static bool read_splices(const struct session *sess, const struct handle *h, uint64_t off,
+			 uint32_t size)
 {
-	return size >= SPLICE_MIN && h->splice && off % (uint64_t)sysconf(_SC_PAGESIZE) == 0;
+	return size >= SPLICE_MIN && sess->splice && h->splice &&
+	       off % (uint64_t)sysconf(_SC_PAGESIZE) == 0;
+}
+
+/* Whether replies on @c may carry spliced pages: not on TCP (see SPLICE_MIN). */
+static bool conn_splices(struct qt_conn *c)
+{
+	int proto = 0;
+	socklen_t len = sizeof(proto);
+
+	return getsockopt(qt_conn_fd(c), SOL_SOCKET, SO_PROTOCOL, &proto, &len) < 0 ||
+	       proto != IPPROTO_TCP;
 }
 
 /* READ into a pipe on a worker: the reply carries the count, the pipe the data. */
@@ -2044,7 +2064,7 @@ static int op_read(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		return -EISDIR;
 	if (h->stream && !tl_blocking_ok)
 		return DEFER;
-	if (read_splices(h, off, size) && (pipe = qt_pipe_get()))
+	if (read_splices(sess, h, off, size) && (pipe = qt_pipe_get()))
 		return read_spliced(h, off, size, pipe, rep);
 	len_at = qt_msg_payload_len(rep);
 	p = qt_msg_reserve(rep, 4 + (size_t)size);
@@ -3585,7 +3605,7 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 			return false;
 		rj->size = u;
 		rj->len_at = qt_msg_payload_len(rj->rep);
-		if (read_splices(rj->h, off, u) && (rj->pipe = qt_pipe_get())) {
+		if (read_splices(sess, rj->h, off, u) && (rj->pipe = qt_pipe_get())) {
 			qt_msg_put_u32(rj->rep, 0);
 			rj->off = off;
 			return qt_fop_splice(l, rj->h->fd, off, rj->pipe, u, ring_splice_done, rj) == 0;
@@ -3847,6 +3867,7 @@ static void srv_conn_ready(struct qt_conn *c, void *user)
 	sess->tag = TAG_SESS;
 	sess->srv = srv;
 	sess->conn = qt_conn_ref(c);
+	sess->splice = conn_splices(c);
 	sess->refs = 1;
 	sess->root_fd = -1;
 	g_mutex_init(&sess->lock);

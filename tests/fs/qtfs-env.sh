@@ -122,7 +122,7 @@ umount_qtfs() {
 	done
 }
 
-# big_reads HOST-DIR MOUNT-DIR: large reads (the server splices such reads
+# big_reads HOST-DIR MOUNT-DIR: large reads (over a unix socket the server splices such reads
 # of the file's pages straight into the socket): files of several sizes
 # read through the mount at once must equal the host's, and so must a read
 # from an offset inside a page.  The largest spans several readahead
