@@ -9,6 +9,7 @@
 # Usage: sh tests/bench/bench-qtfs.sh [SIZE-MIB]   (default 1024)
 # Workloads:
 #   seq write / seq read   SIZE MiB in 1 MiB blocks (write ends with fsync;
+#                          the read is run three times, the median reported;
 #                          the read's host side is in the page cache)
 #   rand read qd1          4 KiB preads at random offsets of a 64 MiB file,
 #                          readahead off: p50 / p99 latency in microseconds
@@ -222,8 +223,9 @@ head -c $((64 << 20)) /dev/urandom >"$T/exp/rand"
 cp "$T/exp/rand" "$T/native/rand"
 
 echo "== raw loopback TCP"
-tcp=$(b tcp "$size")
-echo "   $tcp MB/s"
+tcps=$(for i in 1 2 3; do b tcp "$size"; done)
+tcp=$(echo "$tcps" | sort -n | sed -n 2p)
+echo "   $tcp MB/s (median of $(echo "$tcps" | tr '\n' / | sed 's|/$||'))"
 
 results=""
 for target in native m-tcp m-unix m-sshfs; do
@@ -238,7 +240,13 @@ for target in native m-tcp m-unix m-sshfs; do
 	m-tcp | m-unix) host=$SERVER_PID dpu=$(pgrep -f "fuse-qtfs.* $d\$" | tr '\n' ,) ;;
 	m-sshfs) host=$SSHD_PID dpu=$(pgrep -f "sshfs.* $d\$" | tr '\n' ,) ;;
 	esac
-	set -- $(b read "$d" "$size" "$host" "$dpu")
+	# Three reads; the median is reported.  The first read of a mount is
+	# often the slowest by far: the DPU's page cache takes pages that this
+	# virtual machine's host has not backed yet (first touch of fresh guest
+	# memory here: about 330 MB/s), and the copy into them pays for it.
+	reads=$(for i in 1 2 3; do b read "$d" "$size" "$host" "$dpu"; done)
+	all=$(echo "$reads" | cut -d' ' -f1 | tr '\n' / | sed 's|/$||')
+	set -- $(echo "$reads" | sort -n | sed -n 2p)
 	r=$1 rhost=$2 rdpu=$3
 	set -- $(b rand "$d")
 	p50=$1 p99=$2
@@ -260,7 +268,7 @@ for target in native m-tcp m-unix m-sshfs; do
 	[ "$target" = native ] || MOUNTS="$MOUNTS $T/nc-$target"
 	set -- $(b meta "$T/nc-$target")
 	s=$2
-	echo "   seq write $w MB/s, seq read $r MB/s (CPU ms/GiB: host $rhost, DPU $rdpu), rand 4k p50 ${p50}us p99 ${p99}us"
+	echo "   seq write $w MB/s, seq read $r MB/s (of $all; CPU ms/GiB: host $rhost, DPU $rdpu), rand 4k p50 ${p50}us p99 ${p99}us"
 	echo "   create $c/s, stat $s/s, readdir(10k) $rd/s, unlink $u/s"
 	results="$results
 $target $w $r $p50 $p99 $c $s $rd $u $rhost $rdpu"
