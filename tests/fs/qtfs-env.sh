@@ -108,18 +108,39 @@ mount_qtfs() {
 }
 
 # umount_qtfs MOUNTPOINT: unmount; a process touching every mount of the
-# machine at that moment (a rexec of another test, taking its barrier)
-# makes it busy for a moment: try again for a second.
+# machine at that moment (a rexec of another test, taking its barrier on
+# each fuse-qtfs mount it sees) makes it busy for a moment, longer under a
+# burst of them on a slow transport (a barrier over ssh): try again for
+# 10 s, then say which processes hold it.
 umount_qtfs() {
 	_i=0
 	while ! fusermount3 -u "$1" 2>"$T/umount.err"; do
 		_i=$((_i + 1))
-		if [ $_i -ge 20 ] || ! grep -q busy "$T/umount.err"; then
+		if [ $_i -ge 200 ] || ! grep -q busy "$T/umount.err"; then
 			cat "$T/umount.err" >&2
+			grep -q busy "$T/umount.err" && mount_holders "$1" >&2
 			return 1
 		fi
 		sleep 0.05
 	done
+}
+
+# mount_holders MOUNTPOINT: the processes whose working directory, root or
+# open files lie beneath MOUNTPOINT, one line each.
+mount_holders() {
+	_held=
+	for _p in /proc/[0-9]*; do
+		for _l in "$_p/cwd" "$_p/root" "$_p"/fd/*; do
+			case $(readlink "$_l" 2>/dev/null) in
+			"$1" | "$1"/*)
+				echo "held by pid ${_p#/proc/} ($(cat "$_p/comm" 2>/dev/null)): $_l"
+				_held=yes
+				break
+				;;
+			esac
+		done
+	done
+	[ -n "$_held" ] || echo "no process has a directory or file open there (a system call in the mount, such as a barrier, holds it)"
 }
 
 # big_reads HOST-DIR MOUNT-DIR: large reads (over a unix socket the server splices such reads
