@@ -77,7 +77,6 @@
 #include <linux/fs.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -85,7 +84,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
@@ -214,7 +212,7 @@ struct session {
 	bool ro;
 	bool root_pseudo;    /* the root is on procfs, sysfs...: see tl_cached_only */
 	bool dir_attrs;	     /* QTFS_MNT_DIR_ATTRS: see put_dir_attr() */
-	bool splice;	     /* READ replies may be spliced: see SPLICE_MIN */
+	bool splice;	     /* large READ replies may be spliced: see SPLICE_MIN */
 	GHashTable *handles; /* u64 -> struct handle* */
 	uint64_t next_handle;
 	GMutex owners_lock;
@@ -1994,12 +1992,14 @@ static int op_create(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
  * lib/loop.h): the data never passes through this process.  Below it,
  * moving page references and the extra system calls cost more than the
  * copy saves.  Pseudo files are always copied (they are generated at each
- * read).  So are replies on TCP connections (session.splice): TCP makes a
- * spliced page cache page a fragment of its own in a socket buffer, and
- * takes and drops a reference on each as it sends and as the peer
- * acknowledges; sequential reads over loopback TCP were slower spliced
- * than copied into TCP's own large buffers (docs/benchmarks.md).  Unix
- * sockets and pipes (--stdio) move the pages whole and splice.
+ * read).  So are replies on a TCP connection from this same host
+ * (session.splice): TCP makes each spliced page cache page a fragment of
+ * its own, and over loopback the receiving side runs on this host too,
+ * walking those fragments, so sequential reads were slower spliced than
+ * copied into TCP's own larger chunks (docs/benchmarks.md).  Across a real
+ * link the network card sends the spliced pages without the host copying
+ * them, which is what the splice is for.  Unix sockets and pipes
+ * (--stdio) move the pages whole and splice.
  */
 #define SPLICE_MIN (64u * 1024)
 G_STATIC_ASSERT(QTFS_IO_MAX <= QT_PIPE_DATA_MAX);
@@ -2011,15 +2011,7 @@ static bool read_splices(const struct session *sess, const struct handle *h, uin
 	       off % (uint64_t)sysconf(_SC_PAGESIZE) == 0;
 }
 
-/* Whether replies on @c may carry spliced pages: not on TCP (see SPLICE_MIN). */
-static bool conn_splices(struct qt_conn *c)
-{
-	int proto = 0;
-	socklen_t len = sizeof(proto);
 
-	return getsockopt(qt_conn_fd(c), SOL_SOCKET, SO_PROTOCOL, &proto, &len) < 0 ||
-	       proto != IPPROTO_TCP;
-}
 
 /* READ into a pipe on a worker: the reply carries the count, the pipe the data. */
 static int read_spliced(struct handle *h, uint64_t off, uint32_t size, struct qt_pipe *pipe,
@@ -3867,7 +3859,7 @@ static void srv_conn_ready(struct qt_conn *c, void *user)
 	sess->tag = TAG_SESS;
 	sess->srv = srv;
 	sess->conn = qt_conn_ref(c);
-	sess->splice = conn_splices(c);
+	sess->splice = !qt_socket_tcp_same_host(qt_conn_fd(c));
 	sess->refs = 1;
 	sess->root_fd = -1;
 	g_mutex_init(&sess->lock);
@@ -3880,7 +3872,8 @@ static void srv_conn_ready(struct qt_conn *c, void *user)
 	srv->sessions++;
 	g_atomic_int_inc(&srv->live);
 	qt_conn_set_user(c, sess);
-	qt_info("peer %s (%s): connected", qt_conn_peer(c), qt_conn_peer_name(c));
+	qt_info("peer %s (%s): connected%s", qt_conn_peer(c), qt_conn_peer_name(c),
+		sess->splice ? "" : " (TCP from this host: large reads are copied, not spliced)");
 }
 
 static void srv_conn_request(struct qt_conn *c, struct qt_msg *m, void *user)

@@ -480,6 +480,37 @@ int qt_socket_peer_uid(int fd, uint32_t *uid)
 	return 0;
 }
 
+static bool v4_loopback(const struct in_addr *a)
+{
+	return (ntohl(a->s_addr) >> 24) == 127;
+}
+
+bool qt_socket_tcp_same_host(int fd)
+{
+	struct sockaddr_storage me, peer;
+	socklen_t ml = sizeof(me), pl = sizeof(peer), len = sizeof(int);
+	int proto = 0;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len) < 0 || proto != IPPROTO_TCP ||
+	    getsockname(fd, (struct sockaddr *)&me, &ml) < 0 ||
+	    getpeername(fd, (struct sockaddr *)&peer, &pl) < 0 || me.ss_family != peer.ss_family)
+		return false;
+	if (peer.ss_family == AF_INET) {
+		const struct in_addr *m = &((struct sockaddr_in *)&me)->sin_addr;
+		const struct in_addr *p = &((struct sockaddr_in *)&peer)->sin_addr;
+
+		return v4_loopback(p) || m->s_addr == p->s_addr;
+	}
+	if (peer.ss_family == AF_INET6) {
+		const struct in6_addr *m = &((struct sockaddr_in6 *)&me)->sin6_addr;
+		const struct in6_addr *p = &((struct sockaddr_in6 *)&peer)->sin6_addr;
+
+		return IN6_IS_ADDR_LOOPBACK(p) || IN6_ARE_ADDR_EQUAL(m, p) ||
+		       (IN6_IS_ADDR_V4MAPPED(p) && v4_loopback((const struct in_addr *)&p->s6_addr32[3]));
+	}
+	return false;
+}
+
 char *qt_socket_peer_name(int fd)
 {
 	struct sockaddr_storage ss;

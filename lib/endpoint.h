@@ -74,3 +74,9 @@ int qt_socket_local_port(int fd);
 char *qt_socket_peer_name(int fd);
 /* Unix socket peer credentials.  0, or -errno (e.g. -ENOTSOCK / -EOPNOTSUPP). */
 int qt_socket_peer_uid(int fd, uint32_t *uid);
+/*
+ * Whether @fd is a TCP connection to this same host: the peer's address
+ * is a loopback one (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104) or the
+ * socket's own.  False for anything else, and for what is not a socket.
+ */
+bool qt_socket_tcp_same_host(int fd);

@@ -40,6 +40,9 @@ head -c 8000000 /dev/urandom >"$T/big"
 cp "$T/big" "$T/mnt/big"
 check "8 MB written across hosts arrives intact" cmp -s "$T/big" "$T/exp/big"
 check "and reads back intact" cmp -s "$T/big" "$T/mnt/big"
+# Across a link (not this host) the server splices large reads into TCP.
+check "large reads across hosts" big_reads "$T/exp" "$T/mnt"
+check "... spliced, not copied, by the server" sh -c '! grep -q "large reads are copied" "$1"' sh "$T/server.log"
 check "unmount" umount_qtfs "$T/mnt"
 
 # A DPU that loses power or its link sends nothing more, not even a reset.

@@ -11,7 +11,10 @@
 
 #include <check.h>
 #include <errno.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -204,6 +207,9 @@ static void tcp_round_trip(bool v6)
 	want = g_strdup_printf(v6 ? "[::1]:%d" : "127.0.0.1:%d", port);
 	ck_assert_str_eq(peer, want);
 	ck_assert_int_eq(qt_socket_peer_uid(cfd, &uid), -EOPNOTSUPP);
+	ck_assert(qt_socket_tcp_same_host(cfd));
+	ck_assert(qt_socket_tcp_same_host(afd));
+	ck_assert(!qt_socket_tcp_same_host(lfd)); /* no peer */
 	close3(lfd, cfd, afd);
 }
 
@@ -225,6 +231,45 @@ START_TEST(test_tcp6)
 }
 END_TEST
 
+/*
+ * A TCP connection to one of this host's own non-loopback addresses is
+ * from this host too; a pipe is not a TCP connection at all.
+ */
+START_TEST(test_tcp_same_host_own_address)
+{
+	struct ifaddrs *ifs = NULL;
+	char addr[INET_ADDRSTRLEN] = "";
+	int p[2];
+
+	ck_assert_int_eq(pipe(p), 0);
+	ck_assert(!qt_socket_tcp_same_host(p[0]));
+	ck_assert(!qt_socket_tcp_same_host(-1));
+	ck_assert_int_eq(close(p[0]), 0);
+	ck_assert_int_eq(close(p[1]), 0);
+	ck_assert_int_eq(getifaddrs(&ifs), 0);
+	for (struct ifaddrs *i = ifs; i && !addr[0]; i = i->ifa_next) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)i->ifa_addr;
+
+		if (a && a->sin_family == AF_INET && (ntohl(a->sin_addr.s_addr) >> 24) != 127 &&
+		    (i->ifa_flags & IFF_UP))
+			inet_ntop(AF_INET, &a->sin_addr, addr, sizeof(addr));
+	}
+	freeifaddrs(ifs);
+	if (addr[0]) {
+		g_autofree char *uri = g_strdup_printf("tcp://%s:0", addr), *target = NULL;
+		g_autoptr(qt_endpoint) lep = ep_new(uri);
+		int lfd, cfd, afd;
+
+		ck_assert_int_eq(qt_endpoint_listen(lep, 8, &lfd), 0);
+		target = g_strdup_printf("tcp://%s:%d", addr, qt_socket_local_port(lfd));
+		connect_accept(lfd, target, &cfd, &afd);
+		ck_assert_msg(qt_socket_tcp_same_host(cfd), "connection to %s", target);
+		ck_assert_msg(qt_socket_tcp_same_host(afd), "connection from %s", target);
+		close3(lfd, cfd, afd);
+	}
+}
+END_TEST
+
 START_TEST(test_unix_socket)
 {
 	g_autofree char *dir = g_dir_make_tmp("test-endpoint-XXXXXX", NULL);
@@ -242,6 +287,8 @@ START_TEST(test_unix_socket)
 	ck_assert_uint_eq(uid, getuid());
 	peer = qt_socket_peer_name(cfd);
 	ck_assert_msg(g_str_has_prefix(peer, "unix(uid="), "peer name %s", peer);
+	ck_assert(!qt_socket_tcp_same_host(cfd));
+	ck_assert(!qt_socket_tcp_same_host(afd));
 	close3(lfd, cfd, afd);
 	ck_assert_int_eq(unlink(sock), 0);
 	ck_assert_int_eq(rmdir(dir), 0);
@@ -491,6 +538,7 @@ int main(void)
 	tcase_add_checked_fixture(sock, fd_setup, fd_teardown);
 	tcase_add_test(sock, test_tcp4);
 	tcase_add_test(sock, test_tcp6);
+	tcase_add_test(sock, test_tcp_same_host_own_address);
 	tcase_add_test(sock, test_unix_socket);
 	tcase_add_test(sock, test_unix_backlog_full_waits);
 	tcase_add_test(sock, test_unix_in_use_and_stale);
