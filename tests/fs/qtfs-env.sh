@@ -107,11 +107,13 @@ mount_qtfs() {
 	$CLIENT_WRAP "$FUSE_QTFS" "$@" "$src" "$mnt"
 }
 
-# umount_qtfs MOUNTPOINT: unmount; a process touching every mount of the
-# machine at that moment (a rexec of another test, taking its barrier on
-# each fuse-qtfs mount it sees) makes it busy for a moment, longer under a
-# burst of them on a slow transport (a barrier over ssh): try again for
-# 10 s, then say which processes hold it.
+# umount_qtfs MOUNTPOINT: unmount; another test running beside this one
+# may hold the mount for a moment (a rexec taking its barrier on every
+# fuse-qtfs mount it sees, where REXEC_NO_SYNC is not set; a namespace
+# holding a copy of it): try again for 10 s, then say which processes
+# hold it.  Once seen: test-qtfs-ssh's mount busy for over a second in a
+# distcheck run, beside test-rexec-netns and test-rexec-ssh, cause not
+# found (those run rexec with REXEC_NO_SYNC=1).
 umount_qtfs() {
 	_i=0
 	while ! fusermount3 -u "$1" 2>"$T/umount.err"; do
