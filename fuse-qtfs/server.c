@@ -2011,8 +2011,6 @@ static bool read_splices(const struct session *sess, const struct handle *h, uin
 	       off % (uint64_t)sysconf(_SC_PAGESIZE) == 0;
 }
 
-
-
 /* READ into a pipe on a worker: the reply carries the count, the pipe the data. */
 static int read_spliced(struct handle *h, uint64_t off, uint32_t size, struct qt_pipe *pipe,
 			struct qt_msg *rep)

@@ -482,7 +482,7 @@ int qt_socket_peer_uid(int fd, uint32_t *uid)
 
 static bool v4_loopback(const struct in_addr *a)
 {
-	return (ntohl(a->s_addr) >> 24) == 127;
+	return (ntohl(a->s_addr) >> IN_CLASSA_NSHIFT) == IN_LOOPBACKNET;
 }
 
 bool qt_socket_tcp_same_host(int fd)

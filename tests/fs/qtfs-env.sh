@@ -145,8 +145,9 @@ mount_holders() {
 	[ -n "$_held" ] || echo "no process has a directory or file open there (a system call in the mount, such as a barrier, holds it)"
 }
 
-# big_reads HOST-DIR MOUNT-DIR: large reads (over a unix socket the server splices such reads
-# of the file's pages straight into the socket): files of several sizes
+# big_reads HOST-DIR MOUNT-DIR: large reads (the server splices such reads
+# of the file's pages straight into the socket, or copies them for a TCP
+# client on its own host): files of several sizes
 # read through the mount at once must equal the host's, and so must a read
 # from an offset inside a page.  The largest spans several readahead
 # windows, so many READs are in flight at once, on every connection.
