@@ -61,10 +61,14 @@ endif
 CLEANFILES += tests/fuzz/fuzz-frame
 
 # Benchmarks: built and run by `make bench`, never by `make check`.
-EXTRA_PROGRAMS = tests/bench/bench-transport
+EXTRA_PROGRAMS = tests/bench/bench-transport tests/bench/fuse-null
 tests_bench_bench_transport_SOURCES = tests/bench/bench-transport.c
 tests_bench_bench_transport_CFLAGS = $(AM_CFLAGS) $(URING_CFLAGS)
 tests_bench_bench_transport_LDADD = $(QT_LIBS)
+# A FUSE file system that does no work: the ceiling bench-qtfs measures beside fuse-qtfs.
+tests_bench_fuse_null_SOURCES = tests/bench/fuse-null.c
+tests_bench_fuse_null_CFLAGS = $(AM_CFLAGS) $(URING_CFLAGS)
+tests_bench_fuse_null_LDADD = $(URING_LIBS) $(GLIB_LIBS)
 CLEANFILES += $(EXTRA_PROGRAMS)
 
 BENCH_SECONDS = 2
@@ -74,7 +78,7 @@ bench: tests/bench/bench-transport
 # fuse-qtfs against native, sshfs and raw TCP (root; starts its own sshd).
 EXTRA_DIST += tests/bench/bench-qtfs.sh
 BENCH_QTFS_MIB = 1024
-bench-qtfs: fuse-qtfs/qtfs-server fuse-qtfs/fuse-qtfs
+bench-qtfs: fuse-qtfs/qtfs-server fuse-qtfs/fuse-qtfs tests/bench/fuse-null
 	top_builddir=$(abs_top_builddir) sh $(top_srcdir)/tests/bench/bench-qtfs.sh $(BENCH_QTFS_MIB)
 .PHONY: bench-qtfs
 

@@ -19,6 +19,11 @@
 #   readdir                a 10k-entry directory, listings per second
 #                          (also the median of three)
 #   /proc/meminfo          whole-file reads per second (host /proc mounted)
+#   the FUSE ceiling       the sequential read and the creates on fuse-null,
+#                          a FUSE file system that answers every request at
+#                          once from memory (no host, no network): what any
+#                          FUSE file system can reach on this machine; with
+#                          FUSE over io_uring too, where the kernel has it on
 # The sequential read also reports the CPU time each side spent per GiB:
 # the host's (qtfs-server; sshd and its children) and the DPU's (the
 # fuse-qtfs daemon; sshfs and its ssh), from /proc/PID/stat of the
@@ -29,6 +34,7 @@ top_builddir=$(cd "${top_builddir:-.}" && pwd)
 size=${1:-1024}
 QTFS_SERVER=$top_builddir/fuse-qtfs/qtfs-server
 FUSE_QTFS=$top_builddir/fuse-qtfs/fuse-qtfs
+FUSE_NULL=$top_builddir/tests/bench/fuse-null
 PY=${PYTHON:-python3}
 
 [ "$(id -u)" -eq 0 ] || { echo "bench-qtfs: needs root" >&2; exit 1; }
@@ -118,10 +124,10 @@ def tree_ticks(roots):
             q = procs.get(q, (0, 0))[0]
     return total
 
-def seq_read(d, mib, host=(), dpu=()):
+def seq_read(path, mib, host=(), dpu=()):
     h0, c0 = tree_ticks(host), tree_ticks(dpu)
     t = time.perf_counter()
-    fd = os.open(os.path.join(d, "big"), os.O_RDONLY)
+    fd = os.open(path, os.O_RDONLY)
     n = 0
     while True:
         b = os.read(fd, 1 << 20)
@@ -173,6 +179,18 @@ def meta(d, n=10000):
     os.rmdir(sub)
     return c, s, r, u
 
+def creates3(d, n=10000):
+    """Only the creates of meta(), into a new directory each time: the median of three."""
+    runs = []
+    for i in range(3):
+        sub = os.path.join(d, "c%d" % i)
+        os.mkdir(sub)
+        t = time.perf_counter()
+        for j in range(n):
+            os.close(os.open(os.path.join(sub, "f%05d" % j), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+        runs.append(n / (time.perf_counter() - t))
+    return sorted(runs)[1]
+
 def meta3(d):
     """meta() three times: the median of each figure."""
     runs = [meta(d) for _ in range(3)]
@@ -219,6 +237,8 @@ elif cmd == "rand":
     print("%.0f %.0f" % rand_read(sys.argv[2]))
 elif cmd == "meta":
     print("%.0f %.0f %.1f %.0f" % meta3(sys.argv[2]))
+elif cmd == "creates":
+    print("%.0f" % creates3(sys.argv[2]))
 elif cmd == "meminfo":
     print("%.0f" % meminfo(sys.argv[2]))
 elif cmd == "tcp":
@@ -251,7 +271,7 @@ for target in native m-tcp m-unix m-sshfs; do
 	# often the slowest by far: the DPU's page cache takes pages that this
 	# virtual machine's host has not backed yet (first touch of fresh guest
 	# memory here: about 330 MB/s), and the copy into them pays for it.
-	reads=$(for i in 1 2 3; do b read "$d" "$size" "$host" "$dpu"; done)
+	reads=$(for i in 1 2 3; do b read "$d/big" "$size" "$host" "$dpu"; done)
 	all=$(echo "$reads" | cut -d' ' -f1 | tr '\n' / | sed 's|/$||')
 	set -- $(echo "$reads" | sort -n | sed -n 2p)
 	r=$1 rhost=$2 rdpu=$3
@@ -306,6 +326,31 @@ for target in native m-tcp m-unix m-sshfs; do
 	echo "   $target: create $1/s, unlink $4/s"
 done
 
+# The ceiling: fuse-null answers every request at once from memory, mounted
+# as fuse-qtfs is (1 MiB requests, 16 MiB of readahead, 1 s timeouts), so
+# the kernel sends it the requests it sends fuse-qtfs.  It is what fuse-qtfs
+# would reach here if the host, the link and its own work cost nothing.
+ceiling() {
+	mkdir -p "$T/null"
+	"$FUSE_NULL" "$@" --size $((size << 20)) "$T/null" >>"$T/null.log" 2>&1 || return 1
+	reads=$(for i in 1 2 3; do b read "$T/null/data" "$size" "" ""; done)
+	nr=$(echo "$reads" | cut -d' ' -f1 | sort -n | sed -n 2p)
+	nc=$(b creates "$T/null")
+	echo "   seq read $nr MB/s (median of $(echo "$reads" | cut -d' ' -f1 | tr '\n' / | sed 's|/$||')), create $nc/s"
+	fusermount3 -u "$T/null"
+}
+echo "== the FUSE ceiling: fuse-null, through /dev/fuse"
+ceiling || exit 1
+null="$nr $nc"
+if [ "$(cat /sys/module/fuse/parameters/enable_uring 2>/dev/null)" = Y ]; then
+	echo "== the FUSE ceiling: fuse-null, through FUSE over io_uring"
+	ceiling --uring || exit 1
+	null="$null $nr $nc"
+else
+	echo "== (FUSE over io_uring: off in this kernel, fuse.enable_uring=N; not measured)"
+	null="$null - -"
+fi
+
 echo "== /proc/meminfo reads per second"
 mi_native=$(b meminfo /proc/meminfo)
 mi_qtfs=$(b meminfo "$T/p-qtfs/meminfo")
@@ -317,6 +362,7 @@ echo "$results" | $PY -c '
 import sys
 tcp, mn, mq, ms, cnw, unw = [float(x) for x in sys.argv[1:7]]
 tm = [float(x) for x in sys.argv[7:15]]  # create, unlink on tmpfs: native, tcp, unix, sshfs
+null = [None if x == "-" else float(x) for x in sys.argv[15:19]]  # read, create; again over io_uring
 rows = {}
 for line in sys.stdin.read().split("\n"):
     if line.strip():
@@ -347,4 +393,14 @@ for k, label in ((0, "create/s"), (1, "unlink/s")):
 print()
 print("raw loopback TCP: %.0f MB/s; seq read over tcp = %.0f%% of it, over unix = %.0f%%" %
       (tcp, 100 * rows["m-tcp"][1] / tcp, 100 * rows["m-unix"][1] / tcp))
-' "$tcp" "$mi_native" "$mi_qtfs" "$mi_sshfs" "$cnw" "$unw" $tmpfs
+sc = rows["m-sshfs"][4]
+for label, nr, nc in (("through /dev/fuse", null[0], null[1]), ("through FUSE over io_uring", null[2], null[3])):
+    if nr is None:
+        continue
+    print("FUSE ceiling (fuse-null, no host, no work), %s: seq read %.0f MB/s = %.0f%% of raw TCP; "
+          "create %.0f/s = %.1fx sshfs" % (label, nr, 100 * nr / tcp, nc, nc / sc if sc else 0))
+print("fuse-qtfs against that ceiling (/dev/fuse): seq read %.0f%% over tcp, %.0f%% over unix; "
+      "create %.0f%% over tcp, %.0f%% over unix" %
+      (100 * rows["m-tcp"][1] / null[0], 100 * rows["m-unix"][1] / null[0],
+       100 * rows["m-tcp"][4] / null[1], 100 * rows["m-unix"][4] / null[1]))
+' "$tcp" "$mi_native" "$mi_qtfs" "$mi_sshfs" "$cnw" "$unw" $tmpfs $null
