@@ -2140,6 +2140,34 @@ static int release_handle(struct session *sess, uint64_t hid)
 	return 0;
 }
 
+/*
+ * A RELEASE on the loop thread: take handle @hid, for which the caller
+ * holds the reference @h, out of the session.  Returns its descriptor for
+ * the caller to close when that reference was the last; -1 when a request
+ * still running holds another (the last of them closes it).
+ */
+static int release_take_fd(struct session *sess, uint64_t hid, struct handle *h)
+{
+	struct handle *in = NULL;
+	gpointer key = NULL;
+	int fd;
+
+	g_mutex_lock(&sess->lock);
+	if (g_hash_table_steal_extended(sess->handles, &hid, &key, (gpointer *)&in) && in == h)
+		g_atomic_int_add(&h->refs, -1); /* the session's reference; ours remains */
+	g_mutex_unlock(&sess->lock);
+	g_free(key);
+	/* Out of the table, no one takes a new reference: ours is last if the count is 1. */
+	if (!g_atomic_int_compare_and_exchange(&h->refs, 1, 0)) {
+		handle_unref(h);
+		return -1;
+	}
+	fd = h->fd;
+	g_mutex_clear(&h->lock);
+	g_free(h);
+	return fd;
+}
+
 static int op_release(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 {
 	uint64_t hid;
@@ -3765,19 +3793,37 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 	case QTFS_RELEASE: {
 		/*
 		 * Closing a file on a memory or pseudo file system never
-		 * waits (elsewhere a close may write back, or ask a network
-		 * file system): done right here, as io_uring's close would.
+		 * waits: done right here.  Elsewhere a close may write back
+		 * or ask a network file system: io_uring's close does it here
+		 * too unless the file has a flush method, and then its worker
+		 * does (a disk file's close, the common case, costs no thread
+		 * wake-up either way).  Relayed FIFOs and sockets (streams),
+		 * and the close that frees a large unlinked file, go to the
+		 * pool.
 		 */
-		bool quick;
+		bool quick, frees;
+		int fd;
 
 		qt_rd_u64(r, &hid);
 		if (qt_rd_end(r) < 0 || !(rj->h = handle_get(sess, hid)))
 			return false;
-		quick = rj->h->quick_close && !close_frees_much(rj->h->fd);
-		g_clear_pointer(&rj->h, handle_unref);
-		if (!quick)
+		frees = close_frees_much(rj->h->fd);
+		quick = rj->h->quick_close && !frees;
+		if (!quick && (rj->h->stream || frees)) {
+			g_clear_pointer(&rj->h, handle_unref);
 			return false;
-		ring_end(rj, release_handle(sess, hid));
+		}
+		if (quick) {
+			g_clear_pointer(&rj->h, handle_unref);
+			ring_end(rj, release_handle(sess, hid));
+			return true;
+		}
+		fd = release_take_fd(sess, hid, g_steal_pointer(&rj->h));
+		if (fd < 0 || qt_fop_close(l, fd, ring_done, rj) < 0) {
+			if (fd >= 0)
+				close(fd);
+			ring_end(rj, 0);
+		}
 		return true;
 	}
 	default:
