@@ -10,8 +10,10 @@
  * the root; one read-only file, "data", of --size bytes, whose READs are
  * answered from a buffer of zeros; and the directories and empty files
  * made in it, which exist only as inode numbers: a LOOKUP of any other
- * name says ENOENT, so every create is new.  Replies carry the 1 s
- * attribute and entry timeouts fuse-qtfs uses by default, and INIT asks
+ * name says ENOENT, so every create is new (and the entries of the
+ * directories it makes never time out, for want of a name to look up
+ * again).  Replies carry the 1 s attribute and entry timeouts fuse-qtfs
+ * uses by default, and INIT asks
  * for what fuse-qtfs asks (1 MiB requests, 16 MiB of readahead), so the
  * kernel sends both the same requests for the same workload.
  *
@@ -50,6 +52,7 @@
 #define IO_MAX (1u << 20)       /* max_write and max_pages, as fuse-qtfs */
 #define READAHEAD (16u << 20)   /* fuse-qtfs's default readahead_kb */
 #define TIMEOUT_S 1             /* fuse-qtfs's default attr and entry timeouts */
+#define DIR_ENTRY_TIMEOUT_S (7 * 24 * 3600)
 #define ENTRIES_PER_QUEUE 8
 #define NO_REPLY INT32_MIN
 
@@ -123,7 +126,8 @@ static size_t entry_out(void *out, uint64_t ino)
 	memset(e, 0, sizeof(*e));
 	e->nodeid = ino;
 	e->generation = 1;
-	e->entry_valid = TIMEOUT_S;
+	/* Names are not kept: a made directory's must never need a LOOKUP. */
+	e->entry_valid = (ino & DIR_BIT) ? DIR_ENTRY_TIMEOUT_S : TIMEOUT_S;
 	e->attr_valid = TIMEOUT_S;
 	fill_attr(&e->attr, ino);
 	return sizeof(*e);
