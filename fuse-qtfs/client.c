@@ -606,6 +606,7 @@ struct async_call {
 	uint64_t gen;
 	struct qt_msg *req;
 	uint64_t timeout_ms;
+	bool lazy; /* nobody waits for it: see qtfs_client_call_async() */
 	qtfs_done_fn done;
 	void *arg;
 };
@@ -642,19 +643,20 @@ static void async_start(void *arg)
 		async_done(NULL, -ESTALE, NULL, a);
 		return;
 	}
-	err = qt_conn_call(c, g_steal_pointer(&a->req), a->timeout_ms, async_done, a);
+	err = a->lazy ? qt_conn_call_lazy(c, g_steal_pointer(&a->req), a->timeout_ms, async_done, a)
+		      : qt_conn_call(c, g_steal_pointer(&a->req), a->timeout_ms, async_done, a);
 	if (err < 0)
 		async_done(c, err, NULL, a);
 }
 
-void qtfs_client_call_cb(struct qtfs_client *cl, unsigned slot, uint64_t gen, struct qt_msg *req,
-			 uint64_t timeout_ms, qtfs_done_fn done, void *arg)
+static void call_on_slot(struct qtfs_client *cl, unsigned slot, uint64_t gen, struct qt_msg *req,
+			 uint64_t timeout_ms, bool lazy, qtfs_done_fn done, void *arg)
 {
 	struct async_call *a = g_new0(struct async_call, 1);
 
 	*a = (struct async_call){
 		.cl = cl, .slot = slot, .gen = gen, .req = req, .timeout_ms = timeout_ms,
-		.done = done, .arg = arg,
+		.lazy = lazy, .done = done, .arg = arg,
 	};
 	if (qt_loop_in_thread(cl->loop))
 		async_start(a);
@@ -662,9 +664,15 @@ void qtfs_client_call_cb(struct qtfs_client *cl, unsigned slot, uint64_t gen, st
 		qt_loop_post(cl->loop, async_start, a);
 }
 
+void qtfs_client_call_cb(struct qtfs_client *cl, unsigned slot, uint64_t gen, struct qt_msg *req,
+			 uint64_t timeout_ms, qtfs_done_fn done, void *arg)
+{
+	call_on_slot(cl, slot, gen, req, timeout_ms, false, done, arg);
+}
+
 void qtfs_client_call_async(struct qtfs_client *cl, unsigned slot, uint64_t gen, struct qt_msg *req)
 {
-	qtfs_client_call_cb(cl, slot, gen, req, cl->o.timeout_ms, NULL, NULL);
+	call_on_slot(cl, slot, gen, req, cl->o.timeout_ms, true, NULL, NULL);
 }
 
 /*

@@ -115,7 +115,11 @@ int qtfs_client_call_on(struct qtfs_client *cl, unsigned slot, uint64_t gen, str
  * server then ends the request with EINTR).  NULL clears it.
  */
 void qtfs_client_set_interrupt(struct qt_call_ctl *ctl);
-/* Fire-and-forget call on a slot (RELEASE): errors are ignored. */
+/*
+ * Fire-and-forget call on a slot (RELEASE): errors are ignored.  The frame
+ * may wait a moment for the next one to that host to go out with it
+ * (qt_stream_send_lazy()), so that the host's loop wakes once for both.
+ */
 void qtfs_client_call_async(struct qtfs_client *cl, unsigned slot, uint64_t gen, struct qt_msg *req);
 
 /*

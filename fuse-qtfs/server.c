@@ -232,6 +232,7 @@ struct job {
 	struct session *sess;
 	struct qt_msg *req;
 	struct qt_msg *reply;
+	bool lazy; /* the reply may wait for company (a RELEASE's: see qt_conn_reply_lazy()) */
 };
 
 /* ---- exports ----------------------------------------------------------- */
@@ -2978,7 +2979,10 @@ static void deliver(void *arg)
 {
 	struct job *j = arg;
 
-	qt_conn_reply(j->sess->conn, j->reply);
+	if (j->lazy)
+		qt_conn_reply_lazy(j->sess->conn, j->reply);
+	else
+		qt_conn_reply(j->sess->conn, j->reply);
 	session_unref(j->sess);
 	g_free(j);
 }
@@ -3453,6 +3457,8 @@ static void ring_end(struct ring_job *rj, int err)
 	qt_msg_free(j->req);
 	j->req = NULL;
 	j->reply = rj->rep;
+	/* The client waits for no RELEASE: its answer can go out with the next. */
+	j->lazy = type == QTFS_RELEASE;
 	if (rj->h)
 		handle_unref(rj->h);
 	qt_pipe_put(rj->pipe);

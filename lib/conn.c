@@ -37,6 +37,7 @@ struct call {
 	struct qt_timer *timer;
 	struct qt_msg *req; /* while waiting for a slot; NULL once sent */
 	GList link;	    /* in one of conn->waitq while waiting */
+	bool lazy;	    /* sent with qt_stream_send_lazy() */
 };
 
 struct qt_conn {
@@ -199,7 +200,10 @@ static void call_put_on_wire(struct qt_conn *c, struct call *k)
 	g_hash_table_insert(c->pending, &k->id, k);
 	if (call_is_long(k))
 		c->pending_long++;
-	qt_stream_send(c->stream, req);
+	if (k->lazy)
+		qt_stream_send_lazy(c->stream, req);
+	else
+		qt_stream_send(c->stream, req);
 	/* Its reply must get in even if the peer's requests are held back (conn_update_reading). */
 	if (c->state == CONN_READY && !qt_stream_reading(c->stream))
 		conn_update_reading(c);
@@ -212,8 +216,8 @@ static void conn_issue_waiting(struct qt_conn *c)
 			call_put_on_wire(c, g_queue_pop_head_link(&c->waitq[lng])->data);
 }
 
-int qt_conn_call(struct qt_conn *c, struct qt_msg *req, uint64_t timeout_ms, qt_reply_fn cb,
-		 void *arg)
+static int conn_call(struct qt_conn *c, struct qt_msg *req, uint64_t timeout_ms, bool lazy,
+		     qt_reply_fn cb, void *arg)
 {
 	GQueue *waitq = &c->waitq[timeout_ms == 0];
 	struct call *k;
@@ -241,6 +245,7 @@ int qt_conn_call(struct qt_conn *c, struct qt_msg *req, uint64_t timeout_ms, qt_
 	k->cb = cb;
 	k->arg = arg;
 	k->req = req;
+	k->lazy = lazy;
 	k->link.data = k;
 	if (timeout_ms)
 		k->timer = qt_timer_add(c->loop, timeout_ms, call_timeout, k);
@@ -249,6 +254,18 @@ int qt_conn_call(struct qt_conn *c, struct qt_msg *req, uint64_t timeout_ms, qt_
 	else
 		g_queue_push_tail_link(waitq, &k->link);
 	return 0;
+}
+
+int qt_conn_call(struct qt_conn *c, struct qt_msg *req, uint64_t timeout_ms, qt_reply_fn cb,
+		 void *arg)
+{
+	return conn_call(c, req, timeout_ms, false, cb, arg);
+}
+
+int qt_conn_call_lazy(struct qt_conn *c, struct qt_msg *req, uint64_t timeout_ms, qt_reply_fn cb,
+		      void *arg)
+{
+	return conn_call(c, req, timeout_ms, true, cb, arg);
 }
 
 /* Fail every call, sent or waiting, with @err. */
@@ -559,7 +576,7 @@ static void conn_update_reading(struct qt_conn *c)
 	qt_stream_set_reading(c->stream, on);
 }
 
-int qt_conn_reply(struct qt_conn *c, struct qt_msg *reply)
+static int conn_reply(struct qt_conn *c, struct qt_msg *reply, bool lazy)
 {
 	uint64_t id = qt_msg_id(reply);
 	uint8_t flags = qt_msg_flags(reply) | QT_FLAG_REPLY;
@@ -589,9 +606,22 @@ int qt_conn_reply(struct qt_conn *c, struct qt_msg *reply)
 		g_hash_table_remove(c->parked, &id);
 		g_hash_table_remove(c->serving, &id);
 	}
-	qt_stream_send(c->stream, reply);
+	if (lazy)
+		qt_stream_send_lazy(c->stream, reply);
+	else
+		qt_stream_send(c->stream, reply);
 	drain_backlog(c);
 	return 0;
+}
+
+int qt_conn_reply(struct qt_conn *c, struct qt_msg *reply)
+{
+	return conn_reply(c, reply, false);
+}
+
+int qt_conn_reply_lazy(struct qt_conn *c, struct qt_msg *reply)
+{
+	return conn_reply(c, reply, true);
 }
 
 int qt_conn_peer_timeout_opt(uint64_t ms)

@@ -130,6 +130,9 @@ void qt_conn_unref(struct qt_conn *c);
  */
 int qt_conn_call(struct qt_conn *c, struct qt_msg *req, uint64_t timeout_ms, qt_reply_fn cb,
 		 void *arg);
+/* qt_conn_call() for a call nobody waits for: sent as qt_stream_send_lazy() sends. */
+int qt_conn_call_lazy(struct qt_conn *c, struct qt_msg *req, uint64_t timeout_ms, qt_reply_fn cb,
+		      void *arg);
 /*
  * From a thread other than the loop's: issue a call and wait for its
  * reply.  0 with *@reply, or -errno.  Streamed (MORE) replies are not
@@ -164,6 +167,8 @@ void qt_call_interrupt(struct qt_call_ctl *ctl);
 bool qt_conn_park(struct qt_conn *c, uint64_t id);
 /* Answer the peer's request @m with @reply (built with qt_msg_new_reply / _error).  Takes ownership. */
 int qt_conn_reply(struct qt_conn *c, struct qt_msg *reply);
+/* qt_conn_reply() for an answer nobody waits for: sent as qt_stream_send_lazy() sends. */
+int qt_conn_reply_lazy(struct qt_conn *c, struct qt_msg *reply);
 /* Send a one-way message (id 0).  Takes ownership.  -ENOTCONN before READY or when closing. */
 int qt_conn_send(struct qt_conn *c, struct qt_msg *m);
 /* Begin closing: fail outstanding calls with -ECONNABORTED, flush, close.  Idempotent. */

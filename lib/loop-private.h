@@ -76,6 +76,7 @@ struct qt_stream {
 	size_t queued;
 	bool write_pending; /* on loop->flush list */
 	bool write_failed;
+	struct qt_timer *lazy_timer; /* lazy frames wait in sendq (qt_stream_send_lazy) */
 
 	/* io_uring backend */
 	bool recv_armed;

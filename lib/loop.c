@@ -575,6 +575,18 @@ static size_t frame_len(const struct qt_msg *m)
 	return m->len + m->tail_len;
 }
 
+static void stream_want_flush(struct qt_stream *s)
+{
+	if (s->lazy_timer) { /* the lazy frames go with this flush */
+		qt_timer_cancel(s->lazy_timer);
+		s->lazy_timer = NULL;
+	}
+	if (!s->write_pending) {
+		s->write_pending = true;
+		g_queue_push_tail_link(&s->loop->flush, &s->flush_link);
+	}
+}
+
 void qt_stream_send(struct qt_stream *s, struct qt_msg *m)
 {
 	if (s->dead || s->write_failed) {
@@ -583,10 +595,31 @@ void qt_stream_send(struct qt_stream *s, struct qt_msg *m)
 	}
 	g_queue_push_tail(&s->sendq, m);
 	s->queued += frame_len(m);
-	if (!s->write_pending) {
-		s->write_pending = true;
-		g_queue_push_tail_link(&s->loop->flush, &s->flush_link);
+	stream_want_flush(s);
+}
+
+static void lazy_due(void *arg)
+{
+	struct qt_stream *s = arg;
+
+	s->lazy_timer = NULL;
+	stream_want_flush(s);
+}
+
+void qt_stream_send_lazy(struct qt_stream *s, struct qt_msg *m)
+{
+	if (s->dead || s->write_failed) {
+		qt_msg_free(m);
+		return;
 	}
+	g_queue_push_tail(&s->sendq, m);
+	s->queued += frame_len(m);
+	/*
+	 * A flush already due, or a send in flight (whose completion sends
+	 * what follows in the queue), takes it along; otherwise the timer.
+	 */
+	if (!s->write_pending && !s->send_armed && !s->lazy_timer)
+		s->lazy_timer = qt_timer_add(s->loop, QT_STREAM_LAZY_MS, lazy_due, s);
 }
 
 void qt_stream_close(struct qt_stream *s)
@@ -597,6 +630,10 @@ void qt_stream_close(struct qt_stream *s)
 		return;
 	s->dead = true;
 	s->reading = false;
+	if (s->lazy_timer) {
+		qt_timer_cancel(s->lazy_timer);
+		s->lazy_timer = NULL;
+	}
 	if (s->write_pending) {
 		g_queue_unlink(&s->loop->flush, &s->flush_link);
 		s->write_pending = false;

@@ -205,6 +205,14 @@ struct qt_stream *qt_stream_new(struct qt_loop *l, int rfd, int wfd,
 void qt_stream_set_reading(struct qt_stream *s, bool on);
 /* Queue a finished frame for sending (its pipe tail too); takes ownership. */
 void qt_stream_send(struct qt_stream *s, struct qt_msg *m);
+/*
+ * Queue a frame that nobody waits for (a close, or the answer to one):
+ * it goes out with the next frame queued on @s, or with a send already in
+ * flight, or after QT_STREAM_LAZY_MS, whichever comes first, so that it
+ * costs the peer no wake-up of its own.  Frames keep their order.
+ */
+#define QT_STREAM_LAZY_MS 2
+void qt_stream_send_lazy(struct qt_stream *s, struct qt_msg *m);
 /* Bytes queued and not yet written. */
 size_t qt_stream_queued(const struct qt_stream *s);
 bool qt_stream_reading(const struct qt_stream *s);

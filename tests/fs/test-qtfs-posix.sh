@@ -60,6 +60,7 @@ check "SIGTERM unmounts cleanly and the daemon ends (state '$gone_state')" [ $? 
 port=$(free_port)
 start_server "$T/server-tcp.log" --listen "tcp://127.0.0.1:$port" --export "$T/exp2" \
 	--key-file "$KEY" || exit 1
+server2=$SERVER_PID
 check "mount over tcp with conns=4" mount_qtfs "tcp://127.0.0.1:$port:$T/exp2" "$T/mnt2" \
 	--key-file "$KEY" -o allow_other,conns=4,readahead_kb=4096
 check "fsdiff (tcp, conns=4)" "$FSDIFF" --user 65534:65534 --no-lock-pid "$T/native2" "$T/mnt2"
@@ -224,6 +225,25 @@ echo 2 >/proc/sys/vm/drop_caches
 printf 'more\n' >>"$T/mnt2/cold/a/b/c/file"
 check "cold: append reaches the host" [ "$(tail -n 1 "$T/exp2/cold/a/b/c/file")" = more ]
 check "cold: a missing name is ENOENT" sh -c '! stat "$1" 2>/dev/null' sh "$T/mnt2/cold/a/nothing"
+# Closes: nobody waits for a RELEASE, which leaves with the next request on
+# its connection or after 2 ms; each must still reach the host.  A DPU
+# process holds a file open, then exits with nothing sent after it; then
+# 200 files are created, read and closed in a row.  The server keeps none
+# of them open.
+mkdir -p "$T/exp2/closes"
+echo held >"$T/exp2/closes/held"
+host_holds() { ls -l "/proc/$server2/fd" 2>/dev/null | grep -q "$T/exp2/closes/$1"; }
+host_holds_none() { ! host_holds "$1"; }
+sh -c 'exec 9<"$1" && exec sleep 1000' sh "$T/mnt2/closes/held" >/dev/null 2>&1 &
+holder=$!
+QTFS_PIDS="$QTFS_PIDS $holder"
+check "the host holds a file open while a DPU process does" wait_until 10 host_holds held
+kill "$holder"
+check "... and closes it once that process exits" wait_until 5 host_holds_none held
+for i in $(seq 200); do
+	echo "$i" >"$T/mnt2/closes/f$i" && cat "$T/mnt2/closes/f$i" >/dev/null
+done
+check "200 files made and read: the host holds none of them open" wait_until 5 host_holds_none f
 check "unmount (tcp)" umount_qtfs "$T/mnt2"
 
 # -- the epoll loop on both sides (kernels without io_uring) ------------------

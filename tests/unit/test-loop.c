@@ -1866,6 +1866,98 @@ START_TEST(test_pipe_tails)
 }
 END_TEST
 
+/* A small frame carrying @i, finished; its bytes appended to @want. */
+static struct qt_msg *lazy_frame(uint32_t i, GByteArray *want)
+{
+	struct qt_msg *m = qt_msg_new(QT_MSG_USER_MIN + 3, 0, i);
+
+	qt_msg_put_u32(m, i);
+	ck_assert_int_eq(qt_msg_finish(m), 0);
+	g_byte_array_append(want, m->data, (guint)m->len);
+	return m;
+}
+
+/* Iterate until @st has sent all it holds, or 2 s pass. */
+static void drain_stream(struct qt_loop *l, struct qt_stream *st)
+{
+	for (int i = 0; i < 200 && qt_stream_queued(st); i++)
+		qt_loop_run_once(l, 10);
+	ck_assert_uint_eq(qt_stream_queued(st), 0);
+}
+
+/* Read what has arrived on @fd (non-blocking) into @got. */
+static void read_all(int fd, GByteArray *got)
+{
+	uint8_t buf[4096];
+	ssize_t n;
+
+	while ((n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+		g_byte_array_append(got, buf, (guint)n);
+}
+
+/*
+ * A lazy frame waits in the queue for company: it leaves with the next
+ * ordinary frame, in order, or on its own once QT_STREAM_LAZY_MS passed;
+ * a stream closed with one waiting frees it.
+ */
+START_TEST(test_lazy_send)
+{
+	struct qt_loop *l = new_loop(_i);
+	GByteArray *want = g_byte_array_new(), *got = g_byte_array_new();
+	struct qt_stream *st;
+	bool closed = false, held = false;
+	uint32_t i = 0;
+	int sv[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	st = qt_stream_new(l, sv[0], sv[0], &tail_ops, &closed);
+	/*
+	 * Held through a loop iteration: only an iteration that took less
+	 * than a millisecond shows it (a slower one may see the timer due),
+	 * so try until one does.
+	 */
+	for (int attempt = 0; attempt < 50 && !held; attempt++) {
+		gint64 t0 = g_get_monotonic_time();
+		bool queued;
+
+		qt_stream_send_lazy(st, lazy_frame(i++, want));
+		qt_loop_run_once(l, 0);
+		queued = qt_stream_queued(st) > 0;
+		if (g_get_monotonic_time() - t0 < 1000) {
+			ck_assert_msg(queued, "a lazy frame went out alone at once");
+			held = true;
+		}
+	}
+	ck_assert(held);
+	/* An ordinary frame takes it along, in order. */
+	qt_stream_send(st, lazy_frame(i++, want));
+	drain_stream(l, st);
+	g_usleep(10 * 1000);
+	read_all(sv[1], got);
+	ck_assert_uint_eq(got->len, want->len);
+	ck_assert(memcmp(got->data, want->data, want->len) == 0);
+
+	/* Alone, it leaves when its time is up. */
+	qt_stream_send_lazy(st, lazy_frame(i++, want));
+	qt_stream_send_lazy(st, lazy_frame(i++, want));
+	drain_stream(l, st);
+	g_usleep(10 * 1000);
+	read_all(sv[1], got);
+	ck_assert_uint_eq(got->len, want->len);
+	ck_assert(memcmp(got->data, want->data, want->len) == 0);
+
+	/* Closed with one waiting: freed, and its timer with it. */
+	qt_stream_send_lazy(st, lazy_frame(i++, want));
+	qt_stream_close(st);
+	ck_assert(run_until(l, &closed, 2000));
+	run_for(l, 2 * QT_STREAM_LAZY_MS + 5);
+	close(sv[1]);
+	g_byte_array_unref(want);
+	g_byte_array_unref(got);
+	qt_loop_free(l);
+}
+END_TEST
+
 static Suite *loop_suite(void)
 {
 	Suite *s = suite_create("loop");
@@ -1886,6 +1978,7 @@ static Suite *loop_suite(void)
 	tcase_add_loop_test(t, test_fops, 0, 2);
 	tcase_add_loop_test(c, test_echo_socketpair, 0, 2);
 	tcase_add_loop_test(c, test_pipe_tails, 0, 2);
+	tcase_add_loop_test(c, test_lazy_send, 0, 2);
 	tcase_add_test(c, test_pipe_pool);
 	tcase_add_loop_test(c, test_pipelining_out_of_order, 0, 2);
 	tcase_add_loop_test(c, test_echo_pipes, 0, 2);
