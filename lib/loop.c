@@ -587,15 +587,22 @@ static void stream_want_flush(struct qt_stream *s)
 	}
 }
 
-void qt_stream_send(struct qt_stream *s, struct qt_msg *m)
+/* Queue @m on @s; false if @s can send no more (@m is freed). */
+static bool stream_enqueue(struct qt_stream *s, struct qt_msg *m)
 {
 	if (s->dead || s->write_failed) {
 		qt_msg_free(m);
-		return;
+		return false;
 	}
 	g_queue_push_tail(&s->sendq, m);
 	s->queued += frame_len(m);
-	stream_want_flush(s);
+	return true;
+}
+
+void qt_stream_send(struct qt_stream *s, struct qt_msg *m)
+{
+	if (stream_enqueue(s, m))
+		stream_want_flush(s);
 }
 
 static void lazy_due(void *arg)
@@ -608,12 +615,8 @@ static void lazy_due(void *arg)
 
 void qt_stream_send_lazy(struct qt_stream *s, struct qt_msg *m)
 {
-	if (s->dead || s->write_failed) {
-		qt_msg_free(m);
+	if (!stream_enqueue(s, m))
 		return;
-	}
-	g_queue_push_tail(&s->sendq, m);
-	s->queued += frame_len(m);
 	/*
 	 * A flush already due, or a send in flight (whose completion sends
 	 * what follows in the queue), takes it along; otherwise the timer.

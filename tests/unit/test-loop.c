@@ -1885,14 +1885,19 @@ static void drain_stream(struct qt_loop *l, struct qt_stream *st)
 	ck_assert_uint_eq(qt_stream_queued(st), 0);
 }
 
-/* Read what has arrived on @fd (non-blocking) into @got. */
-static void read_all(int fd, GByteArray *got)
+/* Once @st has sent all it holds, the bytes read from @fd (into @got) are @want's. */
+static void expect_sent(struct qt_loop *l, struct qt_stream *st, int fd, GByteArray *got,
+			const GByteArray *want)
 {
 	uint8_t buf[4096];
 	ssize_t n;
 
+	drain_stream(l, st);
+	g_usleep(10 * 1000);
 	while ((n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
 		g_byte_array_append(got, buf, (guint)n);
+	ck_assert_uint_eq(got->len, want->len);
+	ck_assert(memcmp(got->data, want->data, want->len) == 0);
 }
 
 /*
@@ -1931,20 +1936,12 @@ START_TEST(test_lazy_send)
 	ck_assert(held);
 	/* An ordinary frame takes it along, in order. */
 	qt_stream_send(st, lazy_frame(i++, want));
-	drain_stream(l, st);
-	g_usleep(10 * 1000);
-	read_all(sv[1], got);
-	ck_assert_uint_eq(got->len, want->len);
-	ck_assert(memcmp(got->data, want->data, want->len) == 0);
+	expect_sent(l, st, sv[1], got, want);
 
 	/* Alone, it leaves when its time is up. */
 	qt_stream_send_lazy(st, lazy_frame(i++, want));
 	qt_stream_send_lazy(st, lazy_frame(i++, want));
-	drain_stream(l, st);
-	g_usleep(10 * 1000);
-	read_all(sv[1], got);
-	ck_assert_uint_eq(got->len, want->len);
-	ck_assert(memcmp(got->data, want->data, want->len) == 0);
+	expect_sent(l, st, sv[1], got, want);
 
 	/* Closed with one waiting: freed, and its timer with it. */
 	qt_stream_send_lazy(st, lazy_frame(i++, want));
