@@ -180,6 +180,15 @@ check "the session's close waits for the stopped daemon" wait_until 5 in_flush
 check "... and the other client is served meanwhile" reaches4
 kill -CONT "$inner"
 check "the inner daemon runs again: the close ends" wait_until 10 no_flush
+# A close by a live client of a file whose file system has a flush method
+# (this inner FUSE mount): io_uring's close hands it to its worker, and
+# the file is closed on the host all the same.
+echo written-through >"$T/m4b/in/g"
+check "a file written into the inner mount through the client arrives" \
+	[ "$(cat "$T/inner/g" 2>/dev/null)" = written-through ]
+server_has_g() { ls -l "/proc/$server4/fd" 2>/dev/null | grep -q "$T/exp4/in/g\$"; }
+server_has_no_g() { ! server_has_g; }
+check "... and the server closed it" wait_until 5 server_has_no_g
 kill "$holder" 2>/dev/null
 umount -l "$T/m4a" 2>/dev/null
 check "unmount the one that stayed" umount_qtfs "$T/m4b"
