@@ -519,13 +519,19 @@ static int at_stat(const struct at *a, struct stat *st)
 
 /* ---- handles ------------------------------------------------------------- */
 
+/* Free @h, whose last reference is gone, but not its descriptor. */
+static void handle_free(struct handle *h)
+{
+	g_mutex_clear(&h->lock);
+	g_free(h);
+}
+
 static void handle_unref(struct handle *h)
 {
 	if (!h || !g_atomic_int_dec_and_test(&h->refs))
 		return;
 	close(h->fd);
-	g_mutex_clear(&h->lock);
-	g_free(h);
+	handle_free(h);
 }
 
 /*
@@ -2125,8 +2131,8 @@ static int op_write(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	return 0;
 }
 
-/* Forget handle @hid; its file closes with the last call using it. */
-static int release_handle(struct session *sess, uint64_t hid)
+/* Take handle @hid out of the session: the session's reference to it, or NULL. */
+static struct handle *handle_steal(struct session *sess, uint64_t hid)
 {
 	struct handle *h = NULL;
 	gpointer key = NULL;
@@ -2135,6 +2141,14 @@ static int release_handle(struct session *sess, uint64_t hid)
 	g_hash_table_steal_extended(sess->handles, &hid, &key, (gpointer *)&h);
 	g_mutex_unlock(&sess->lock);
 	g_free(key);
+	return h;
+}
+
+/* Forget handle @hid; its file closes with the last call using it. */
+static int release_handle(struct session *sess, uint64_t hid)
+{
+	struct handle *h = handle_steal(sess, hid);
+
 	if (!h)
 		return -EBADF;
 	handle_unref(h);
@@ -2149,23 +2163,16 @@ static int release_handle(struct session *sess, uint64_t hid)
  */
 static int release_take_fd(struct session *sess, uint64_t hid, struct handle *h)
 {
-	struct handle *in = NULL;
-	gpointer key = NULL;
 	int fd;
 
-	g_mutex_lock(&sess->lock);
-	if (g_hash_table_steal_extended(sess->handles, &hid, &key, (gpointer *)&in) && in == h)
-		g_atomic_int_add(&h->refs, -1); /* the session's reference; ours remains */
-	g_mutex_unlock(&sess->lock);
-	g_free(key);
+	handle_unref(handle_steal(sess, hid)); /* the session's reference; ours remains */
 	/* Out of the table, no one takes a new reference: ours is last if the count is 1. */
 	if (!g_atomic_int_compare_and_exchange(&h->refs, 1, 0)) {
 		handle_unref(h);
 		return -1;
 	}
 	fd = h->fd;
-	g_mutex_clear(&h->lock);
-	g_free(h);
+	handle_free(h);
 	return fd;
 }
 
@@ -3807,29 +3814,23 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 		 * and the close that frees a large unlinked file, go to the
 		 * pool.
 		 */
-		bool quick, frees;
+		bool quick;
 		int fd;
 
 		qt_rd_u64(r, &hid);
 		if (qt_rd_end(r) < 0 || !(rj->h = handle_get(sess, hid)))
 			return false;
-		frees = close_frees_much(rj->h->fd);
-		quick = rj->h->quick_close && !frees;
-		if (!quick && (rj->h->stream || frees)) {
+		if (rj->h->stream || close_frees_much(rj->h->fd)) {
 			g_clear_pointer(&rj->h, handle_unref);
 			return false;
 		}
-		if (quick) {
-			g_clear_pointer(&rj->h, handle_unref);
-			ring_end(rj, release_handle(sess, hid));
-			return true;
-		}
+		quick = rj->h->quick_close;
 		fd = release_take_fd(sess, hid, g_steal_pointer(&rj->h));
-		if (fd < 0 || qt_fop_close(l, fd, ring_done, rj) < 0) {
-			if (fd >= 0)
-				close(fd);
-			ring_end(rj, 0);
-		}
+		if (fd >= 0 && !quick && qt_fop_close(l, fd, ring_done, rj) == 0)
+			return true;
+		if (fd >= 0)
+			close(fd);
+		ring_end(rj, 0);
 		return true;
 	}
 	default:
