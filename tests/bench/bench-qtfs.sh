@@ -246,13 +246,16 @@ elif cmd == "tcp":
 EOF
 
 b() { $PY "$T/bench.py" "$@"; }
+# Of three numbers, one per line: the median; all three as "a/b/c".
+median3() { sort -n | sed -n 2p; }
+slashed() { tr '\n' / | sed 's|/$||'; }
 head -c $((64 << 20)) /dev/urandom >"$T/exp/rand"
 cp "$T/exp/rand" "$T/native/rand"
 
 echo "== raw loopback TCP"
 tcps=$(for i in 1 2 3; do b tcp "$size"; done)
-tcp=$(echo "$tcps" | sort -n | sed -n 2p)
-echo "   $tcp MB/s (median of $(echo "$tcps" | tr '\n' / | sed 's|/$||'))"
+tcp=$(echo "$tcps" | median3)
+echo "   $tcp MB/s (median of $(echo "$tcps" | slashed))"
 
 results=""
 for target in native m-tcp m-unix m-sshfs; do
@@ -272,8 +275,8 @@ for target in native m-tcp m-unix m-sshfs; do
 	# virtual machine's host has not backed yet (first touch of fresh guest
 	# memory here: about 330 MB/s), and the copy into them pays for it.
 	reads=$(for i in 1 2 3; do b read "$d/big" "$size" "$host" "$dpu"; done)
-	all=$(echo "$reads" | cut -d' ' -f1 | tr '\n' / | sed 's|/$||')
-	set -- $(echo "$reads" | sort -n | sed -n 2p)
+	all=$(echo "$reads" | cut -d' ' -f1 | slashed)
+	set -- $(echo "$reads" | median3)
 	r=$1 rhost=$2 rdpu=$3
 	set -- $(b rand "$d")
 	p50=$1 p99=$2
@@ -334,9 +337,9 @@ ceiling() {
 	mkdir -p "$T/null"
 	"$FUSE_NULL" "$@" --size $((size << 20)) "$T/null" >>"$T/null.log" 2>&1 || return 1
 	reads=$(for i in 1 2 3; do b read "$T/null/data" "$size" "" ""; done)
-	nr=$(echo "$reads" | cut -d' ' -f1 | sort -n | sed -n 2p)
+	nr=$(echo "$reads" | cut -d' ' -f1 | median3)
 	nc=$(b creates "$T/null")
-	echo "   seq read $nr MB/s (median of $(echo "$reads" | cut -d' ' -f1 | tr '\n' / | sed 's|/$||')), create $nc/s"
+	echo "   seq read $nr MB/s (median of $(echo "$reads" | cut -d' ' -f1 | slashed)), create $nc/s"
 	fusermount3 -u "$T/null"
 }
 echo "== the FUSE ceiling: fuse-null, through /dev/fuse"
