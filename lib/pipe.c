@@ -79,8 +79,8 @@ struct qt_pipe *qt_pipe_get(void)
 				QT_PIPE_DATA_MAX >> 10, g_strerror(err));
 		g_mutex_lock(&pool_lock);
 		refused_until = now + REFUSED_US;
+		pipes--; /* as pipe_gone(), in the same hold of the lock */
 		g_mutex_unlock(&pool_lock);
-		pipe_gone();
 		close(fds[0]);
 		close(fds[1]);
 		return NULL;
