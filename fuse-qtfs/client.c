@@ -338,7 +338,9 @@ int qtfs_client_new(const struct qtfs_client_opts *o, struct qtfs_client **out,
 		g_free(cl);
 		return err;
 	}
-	qt_info("event loop: %s", qt_loop_backend_name(cl->loop));
+	qt_loop_set_poll(cl->loop, o->poll_us);
+	qt_info("event loop: %s, polling %u us before it sleeps", qt_loop_backend_name(cl->loop),
+		o->poll_us);
 	cl->slots = g_new0(struct slot, cl->n_slots);
 	cl->loop_thread = g_thread_new("qtfs-loop", loop_main, cl);
 	for (unsigned i = 0; i < cl->n_slots; i++) {

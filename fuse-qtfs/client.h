@@ -41,7 +41,11 @@ struct qtfs_client_opts {
 	uint64_t connect_timeout_ms; /* first connection; 0: timeout_ms */
 	int peer_timeout_s;	     /* see struct qt_conn_opts */
 	bool watch;		     /* MOUNT with QTFS_MNT_WATCH (see fs.c "Name caching") */
+	unsigned poll_us;	     /* the loop's busy polling: qt_loop_set_poll() */
 };
+
+/* The default poll_us (fuse-qtfs -o poll_us=): see docs/fuse-qtfs.md "Busy polling". */
+#define QTFS_POLL_US_DEFAULT 50
 
 struct qtfs_client;
 

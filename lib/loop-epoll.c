@@ -412,6 +412,7 @@ static int ep_wait(struct qt_loop *l, int timeout_ms)
 	 */
 	for (int i = 0; i < n; i++)
 		dispatch(l, &evs[i]);
+	l->events += (uint64_t)n;
 	return 0;
 }
 

@@ -120,6 +120,9 @@ struct qt_loop {
 	enum qt_loop_backend kind;
 	void *be_data;
 	GThread *thread; /* set while running */
+	unsigned poll_us; /* qt_loop_set_poll() */
+	uint64_t events;  /* completions or events the backend has dispatched, ever */
+	bool busy;	  /* the last wait found events: poll before sleeping */
 	gint stop;	 /* atomic */
 	uint64_t now_ms;
 

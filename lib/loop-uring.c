@@ -692,7 +692,8 @@ static int ur_wait(struct qt_loop *l, int timeout_ms)
 	int r;
 
 	if (timeout_ms == 0) {
-		r = io_uring_submit(ring);
+		/* Into the kernel even with nothing to submit: completions may be waiting there. */
+		r = io_uring_submit_and_get_events(ring);
 	} else {
 		struct __kernel_timespec ts = {.tv_sec = timeout_ms / 1000,
 					       .tv_nsec = (long long)(timeout_ms % 1000) * 1000000};
@@ -707,6 +708,7 @@ static int ur_wait(struct qt_loop *l, int timeout_ms)
 		n++;
 	}
 	io_uring_cq_advance(ring, n);
+	l->events += n;
 	return 0;
 }
 

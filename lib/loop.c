@@ -373,12 +373,47 @@ void qt_loop_flush(struct qt_loop *l)
 		l->be->submit(l);
 }
 
+void qt_loop_set_poll(struct qt_loop *l, unsigned us)
+{
+	l->poll_us = MIN(us, QT_LOOP_POLL_MAX_US);
+}
+
+/*
+ * The backend's wait for events, with busy polling first (see
+ * qt_loop_set_poll()) when the last wait found some: looks that do not
+ * sleep, until one finds events, the poll time is over, or @timeout_ms
+ * (the next timer) is.
+ */
+static int loop_wait(struct qt_loop *l, int timeout_ms)
+{
+	uint64_t seen = l->events;
+	int r;
+
+	if (l->poll_us && l->busy && timeout_ms != 0) {
+		gint64 start = g_get_monotonic_time(), spent;
+		gint64 limit = timeout_ms < 0 ? l->poll_us : MIN(l->poll_us, (gint64)timeout_ms * 1000);
+
+		do {
+			r = l->be->wait(l, 0);
+			spent = g_get_monotonic_time() - start;
+			if (r < 0 || l->events != seen)
+				goto out;
+		} while (spent < limit);
+		if (timeout_ms > 0)
+			timeout_ms = (int)MAX(0, timeout_ms - spent / 1000);
+	}
+	r = l->be->wait(l, timeout_ms);
+out:
+	l->busy = l->events != seen;
+	return r;
+}
+
 int qt_loop_run_once(struct qt_loop *l, int timeout_ms)
 {
 	int r;
 
 	flush_streams(l);
-	r = l->be->wait(l, next_timeout(l, timeout_ms));
+	r = loop_wait(l, next_timeout(l, timeout_ms));
 	l->now_ms = mono_ms();
 	run_timers(l);
 	qt__loop_run_posted(l);

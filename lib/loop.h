@@ -67,6 +67,19 @@ int qt_loop_run(struct qt_loop *l);
 /* Run one iteration, waiting at most @timeout_ms (-1: until something happens). */
 int qt_loop_run_once(struct qt_loop *l, int timeout_ms);
 /*
+ * Busy polling: after an iteration that had events, look for the next
+ * ones without sleeping for up to @us microseconds (0, the default: go to
+ * sleep at once).  A sleeping thread must be woken, which in a virtual
+ * machine means waking a halted virtual CPU through the hypervisor, and
+ * that can cost more than the event's own work (a FUSE request answered
+ * from a cache, say); polling keeps the thread on its CPU while events
+ * come close together, for at most @us of CPU time after the last of
+ * them, and none while there are none.  Timers still run on time.  At
+ * most QT_LOOP_POLL_MAX_US.  Before qt_loop_run(), or on the loop thread.
+ */
+#define QT_LOOP_POLL_MAX_US 10000
+void qt_loop_set_poll(struct qt_loop *l, unsigned us);
+/*
  * Loop thread: start sending what the streams have queued now, rather
  * than at the end of this turn of the loop (before the process stops
  * itself, for one).  What does not fit in the socket is sent later.

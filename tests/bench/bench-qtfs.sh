@@ -30,8 +30,11 @@
 #   the FUSE ceiling       the sequential read and the creates on fuse-null,
 #                          a FUSE file system that answers every request at
 #                          once from memory (no host, no network): what any
-#                          FUSE file system can reach on this machine; with
-#                          FUSE over io_uring too, where the kernel has it on
+#                          FUSE file system can reach on this machine; once
+#                          sleeping between requests, once polling for 50 us
+#                          first as fuse-qtfs does by default (-o poll_us=),
+#                          and through FUSE over io_uring where the kernel has
+#                          it on
 # The sequential read also reports the CPU time each side spent per GiB:
 # the host's (qtfs-server; sshd and its children) and the DPU's (the
 # fuse-qtfs daemon; sshfs and its ssh), from /proc/PID/stat of the
@@ -372,6 +375,9 @@ ceiling() {
 echo "== the FUSE ceiling: fuse-null, through /dev/fuse"
 ceiling || exit 1
 null="$nr $nc"
+echo "== the FUSE ceiling: fuse-null, through /dev/fuse, polling for 50 us as fuse-qtfs does"
+ceiling --poll-us 50 || exit 1
+null="$null $nr $nc"
 if [ "$(cat /sys/module/fuse/parameters/enable_uring 2>/dev/null)" = Y ]; then
 	echo "== the FUSE ceiling: fuse-null, through FUSE over io_uring"
 	ceiling --uring || exit 1
@@ -392,7 +398,8 @@ echo "$results" | $PY -c '
 import sys
 tcp, mn, mq, ms, cnw, unw = [float(x) for x in sys.argv[1:7]]
 tm = [float(x) for x in sys.argv[7:15]]  # create, unlink on tmpfs: native, tcp, unix, sshfs
-null = [None if x == "-" else float(x) for x in sys.argv[15:19]]  # read, create; again over io_uring
+# read, create: through /dev/fuse, sleeping; polling (as fuse-qtfs); over io_uring
+null = [None if x == "-" else float(x) for x in sys.argv[15:21]]
 rows = {}
 for line in sys.stdin.read().split("\n"):
     if line.strip():
@@ -424,14 +431,17 @@ print()
 print("raw loopback TCP: %.0f MB/s; seq read over tcp = %.0f%% of it, over unix = %.0f%%" %
       (tcp, 100 * rows["m-tcp"][1] / tcp, 100 * rows["m-unix"][1] / tcp))
 sc = rows["m-sshfs"][4]
-for label, nr, nc in (("through /dev/fuse", null[0], null[1]), ("through FUSE over io_uring", null[2], null[3])):
+for label, nr, nc in (("through /dev/fuse", null[0], null[1]),
+                      ("through /dev/fuse polling 50 us", null[2], null[3]),
+                      ("through FUSE over io_uring", null[4], null[5])):
     if nr is None:
         continue
     print("FUSE ceiling (fuse-null, no host, no work), %s: seq read %.0f MB/s = %.0f%% of raw TCP; "
           "create %.0f/s = %.1fx sshfs" % (label, nr, 100 * nr / tcp, nc, nc / sc if sc else 0))
-# Creates against the export on tmpfs: fuse-null has no disk under it either.
-print("fuse-qtfs against that ceiling (/dev/fuse): seq read %.0f%% over tcp, %.0f%% over unix; "
+# Creates against the export on tmpfs: fuse-null has no disk under it
+# either; against the ceiling that polls as fuse-qtfs does.
+print("fuse-qtfs against that ceiling (/dev/fuse, polling): seq read %.0f%% over tcp, %.0f%% over unix; "
       "create (export on tmpfs) %.0f%% over tcp, %.0f%% over unix" %
-      (100 * rows["m-tcp"][1] / null[0], 100 * rows["m-unix"][1] / null[0],
-       100 * tm[2] / null[1], 100 * tm[4] / null[1]))
+      (100 * rows["m-tcp"][1] / null[2], 100 * rows["m-unix"][1] / null[2],
+       100 * tm[2] / null[3], 100 * tm[4] / null[3]))
 ' "$tcp" "$mi_native" "$mi_qtfs" "$mi_sshfs" "$cnw" "$unw" $tmpfs $null

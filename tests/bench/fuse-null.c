@@ -24,7 +24,11 @@
  * next.  FORGET and INTERRUPT still come through /dev/fuse, as do the
  * requests sent before every queue has its entries.
  *
- * Usage: fuse-null [--size BYTES] [--uring] MOUNTPOINT
+ * With --poll-us US, after each request it looks for the next one without
+ * sleeping for up to US microseconds, as fuse-qtfs's loop does by default
+ * (-o poll_us=): the ceiling for a file system that polls.
+ *
+ * Usage: fuse-null [--size BYTES] [--uring | --poll-us US] MOUNTPOINT
  * Needs root (it calls mount(2) itself).  It mounts, goes to the
  * background and serves until the mount goes away (fusermount3 -u).
  */
@@ -33,6 +37,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
 #include <glib.h>
 #include <liburing.h>
 #include <linux/fuse.h>
@@ -100,6 +105,7 @@ static uint64_t data_size = 1ULL << 30;
 static uint64_t next_ino = DATA_INO + 1;
 static time_t born;
 static int dev_fd = -1;
+static unsigned poll_us; /* --poll-us */
 static const char zeros[IO_MAX];
 
 static void fill_attr(struct fuse_attr *a, uint64_t ino)
@@ -274,15 +280,40 @@ static int serve_dev(char *buf, size_t len, void *out, bool uring)
 	return reply_dev(ih->unique, n, data);
 }
 
+/*
+ * With --poll-us, /dev/fuse is non-blocking: after a request, reads that
+ * find nothing go on for up to poll_us before a poll(2) that sleeps.
+ */
+static void wait_dev(gint64 *idle_since)
+{
+	struct pollfd p = {.fd = dev_fd, .events = POLLIN};
+	gint64 now = g_get_monotonic_time();
+
+	if (!*idle_since)
+		*idle_since = now;
+	if (now - *idle_since < (gint64)poll_us)
+		return;
+	poll(&p, 1, -1);
+	*idle_since = 0;
+}
+
 static int loop_dev(void)
 {
 	g_autofree char *buf = g_malloc(IO_MAX + 4096);
 	g_autofree char *out = g_malloc(IO_MAX);
+	gint64 idle_since = 0;
 
+	if (poll_us && fcntl(dev_fd, F_SETFL, O_NONBLOCK) < 0)
+		return -errno;
 	for (;;) {
 		ssize_t len = read(dev_fd, buf, IO_MAX + 4096);
 		int err;
 
+		if (len < 0 && errno == EAGAIN && poll_us) {
+			wait_dev(&idle_since);
+			continue;
+		}
+		idle_since = 0;
 		if (len < 0) {
 			if (errno == EINTR || errno == ENOENT || errno == EAGAIN)
 				continue;
@@ -466,10 +497,11 @@ static bool uring_enabled(void)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: fuse-null [--size BYTES] [--uring] MOUNTPOINT\n"
+	fprintf(f, "Usage: fuse-null [--size BYTES] [--uring | --poll-us US] MOUNTPOINT\n"
 		   "A FUSE file system that does no work, for benchmarks: the ceiling of FUSE here.\n"
 		   "  --size BYTES  size of the file \"data\" (zeros), default 1073741824\n"
-		   "  --uring       take requests through FUSE-over-io-uring (fuse.enable_uring=1)\n");
+		   "  --uring       take requests through FUSE-over-io-uring (fuse.enable_uring=1)\n"
+		   "  --poll-us US  look for the next request this long before sleeping (default 0)\n");
 }
 
 int main(int argc, char **argv)
@@ -477,6 +509,7 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{"size", required_argument, NULL, 's'},
 		{"uring", no_argument, NULL, 'u'},
+		{"poll-us", required_argument, NULL, 'p'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -500,6 +533,16 @@ int main(int argc, char **argv)
 		case 'u':
 			uring = true;
 			break;
+		case 'p': {
+			guint64 v;
+
+			if (!g_ascii_string_to_unsigned(optarg, 10, 0, 1000000, &v, NULL)) {
+				fprintf(stderr, "fuse-null: bad --poll-us '%s'\n", optarg);
+				return 2;
+			}
+			poll_us = (unsigned)v;
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -510,6 +553,10 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc - 1) {
 		usage(stderr);
+		return 2;
+	}
+	if (uring && poll_us) {
+		fprintf(stderr, "fuse-null: --poll-us is for /dev/fuse, not --uring\n");
 		return 2;
 	}
 	if (uring && !uring_enabled()) {

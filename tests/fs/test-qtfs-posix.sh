@@ -56,13 +56,17 @@ kill -TERM "$pid" 2>/dev/null
 wait_gone 100 "$pid" "$T/fstab"
 check "SIGTERM unmounts cleanly and the daemon ends (state '$gone_state')" [ $? -eq 0 ]
 
-# -- tcp with a key, four connections -----------------------------------------
+# -- tcp with a key, four connections, no busy polling --------------------------
+# (the other mounts poll for the default 50 us, -o poll_us=, before sleeping)
+check "-o poll_us: a value past 10000 is a usage error (exit 2) that names it" \
+	sh -c "'$FUSE_QTFS' -o poll_us=10001 unix:$T/none:/x $T/mnt2 2>'$T/poll.err'; [ \$? -eq 2 ] &&
+		head -n 1 '$T/poll.err' | grep -q 'poll_us'"
 port=$(free_port)
 start_server "$T/server-tcp.log" --listen "tcp://127.0.0.1:$port" --export "$T/exp2" \
 	--key-file "$KEY" || exit 1
 server2=$SERVER_PID
 check "mount over tcp with conns=4" mount_qtfs "tcp://127.0.0.1:$port:$T/exp2" "$T/mnt2" \
-	--key-file "$KEY" -o allow_other,conns=4,readahead_kb=4096
+	--key-file "$KEY" -o allow_other,conns=4,readahead_kb=4096,poll_us=0
 check "fsdiff (tcp, conns=4)" "$FSDIFF" --user 65534:65534 --no-lock-pid "$T/native2" "$T/mnt2"
 check "fsx 20000 ops, another seed (tcp)" "$FSX" -S 7 -N 20000 "$T/mnt2"
 check "large reads (tcp, conns=4)" big_reads "$T/exp2" "$T/mnt2"

@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "conn.h"
@@ -189,6 +190,115 @@ START_TEST(test_watch)
 	ck_assert_int_eq(write(p[1], "s", 1), 1);
 	run_for(l, 30);
 	ck_assert_int_eq(wc.fires, 4);
+	close(p[0]);
+	close(p[1]);
+	qt_loop_free(l);
+}
+END_TEST
+
+/* ---- busy polling ----------------------------------------------------------- */
+
+struct late_byte {
+	int fd;
+	int delay_ms;
+};
+
+static gpointer late_byte_writer(gpointer arg)
+{
+	struct late_byte *lb = arg;
+
+	g_usleep((gulong)lb->delay_ms * 1000);
+	ck_assert_int_eq(write(lb->fd, "l", 1), 1);
+	return NULL;
+}
+
+static double thread_cpu_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/*
+ * The loop thread's CPU time while it waits for a byte written @delay_ms
+ * later, the iteration before having had an event (@busy) or not.
+ */
+static double cpu_of_wait(struct qt_loop *l, struct watch_ctx *wc, int wfd, bool busy, int delay_ms)
+{
+	struct late_byte lb = {wfd, delay_ms};
+	GThread *t;
+	double c0;
+	int fires;
+
+	if (busy) {
+		fires = wc->fires;
+		ck_assert_int_eq(write(wfd, "b", 1), 1);
+		while (wc->fires == fires)
+			qt_loop_run_once(l, 1000);
+	} else {
+		qt_loop_run_once(l, 1); /* nothing happens */
+	}
+	fires = wc->fires;
+	t = g_thread_new("late-byte", late_byte_writer, &lb);
+	c0 = thread_cpu_ms();
+	while (wc->fires == fires)
+		qt_loop_run_once(l, 1000);
+	c0 = thread_cpu_ms() - c0;
+	g_thread_join(t);
+	return c0;
+}
+
+static void timer_fired(void *arg)
+{
+	*(bool *)arg = true;
+}
+
+/*
+ * qt_loop_set_poll(): after an iteration with events the loop spends CPU
+ * looking for the next (at most the poll time), after one without it
+ * sleeps at once, and with no polling set it never spins; a timer due
+ * during the poll runs on time.  CPU times are of the loop's thread; a
+ * machine busy enough to take the CPU away can make one attempt miss, so
+ * each bound needs one attempt of five.
+ */
+START_TEST(test_poll)
+{
+	struct qt_loop *l = new_loop(_i);
+	struct watch_ctx wc = {0};
+	struct qt_watch *w;
+	double spun = 0, idle = 1e9, never = 1e9, late = 1e9;
+	int p[2];
+
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+	w = qt_watch_add(l, p[0], QT_EV_IN, watch_cb, &wc);
+	/* The default: no polling, busy or not. */
+	for (int i = 0; i < 5; i++)
+		never = MIN(never, cpu_of_wait(l, &wc, p[1], true, 30));
+	ck_assert_msg(never < 3, "spun %.1f ms without polling set", never);
+	qt_loop_set_poll(l, 1000 * 1000); /* capped at QT_LOOP_POLL_MAX_US, 10 ms */
+	for (int i = 0; i < 5 && spun < 5; i++)
+		spun = MAX(spun, cpu_of_wait(l, &wc, p[1], true, 40));
+	ck_assert_msg(spun >= 5, "polled only %.1f ms of CPU after an event", spun);
+	ck_assert_msg(spun < 30, "polled %.1f ms, past the 10 ms cap", spun);
+	for (int i = 0; i < 5; i++)
+		idle = MIN(idle, cpu_of_wait(l, &wc, p[1], false, 30));
+	ck_assert_msg(idle < 3, "spun %.1f ms after an iteration with nothing", idle);
+	/* A timer due 2 ms into the poll fires then, not when the poll ends. */
+	for (int i = 0; i < 5; i++) {
+		bool fired = false;
+		gint64 t0;
+
+		ck_assert_int_eq(write(p[1], "t", 1), 1);
+		qt_loop_run_once(l, 1000);
+		qt_timer_add(l, 2, timer_fired, &fired);
+		t0 = g_get_monotonic_time();
+		while (!fired)
+			qt_loop_run_once(l, 1000);
+		late = MIN(late, (double)(g_get_monotonic_time() - t0) / 1000);
+	}
+	ck_assert_msg(late < 8, "a timer due in 2 ms fired after %.1f ms of polling", late);
+	qt_watch_remove(w);
 	close(p[0]);
 	close(p[1]);
 	qt_loop_free(l);
@@ -1970,6 +2080,7 @@ static Suite *loop_suite(void)
 	tcase_add_loop_test(t, test_timers, 0, 2);
 	tcase_add_loop_test(t, test_post_and_stop, 0, 2);
 	tcase_add_loop_test(t, test_watch, 0, 2);
+	tcase_add_loop_test(t, test_poll, 0, 2);
 	tcase_add_test(t, test_backend_env_override);
 	tcase_add_test(t, test_auto_fallback_under_seccomp);
 	tcase_add_loop_test(t, test_fops, 0, 2);
