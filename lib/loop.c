@@ -65,7 +65,11 @@ static int loop_init_backend(struct qt_loop *l, enum qt_loop_backend kind)
  * high rate.  With glibc's defaults each one is a fresh mmap (or a heap
  * trimmed and regrown), so every page is faulted in and zeroed again: the
  * transport benchmark ran 15x slower for it.  Keeping such blocks in the
- * heap makes them reusable.  Environment settings (MALLOC_*_) still win.
+ * heap makes them reusable.  The trim threshold is twice what one client's
+ * burst of reads keeps in flight (64 background READs of 1 MiB, the FUSE
+ * mount's limit), so that the end of a burst does not hand the memory
+ * back just before the next one needs it.  Environment settings
+ * (MALLOC_*_) still win.
  */
 static void tune_malloc_once(void)
 {
@@ -75,7 +79,7 @@ static void tune_malloc_once(void)
 		if (!g_getenv("MALLOC_MMAP_THRESHOLD_"))
 			mallopt(M_MMAP_THRESHOLD, 16 * 1024 * 1024);
 		if (!g_getenv("MALLOC_TRIM_THRESHOLD_"))
-			mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
+			mallopt(M_TRIM_THRESHOLD, 128 * 1024 * 1024);
 		g_once_init_leave(&done, 1);
 	}
 }

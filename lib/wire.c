@@ -141,6 +141,17 @@ uint64_t qt_msg_id(const struct qt_msg *m) { return be64_get(m->data + 8); }
 void qt_msg_set_id(struct qt_msg *m, uint64_t id) { be64_put(m->data + 8, id); }
 void qt_msg_set_flags(struct qt_msg *m, uint8_t flags) { m->data[5] = flags; }
 
+/*
+ * A message grows by doubling while it is built from small pieces, so
+ * that a long run of puts costs few copies; a single piece of at least
+ * this size (file data: a READ's reply reserves its bytes at once) grows
+ * it to the size it needs instead.  Doubling there would give a 1 MiB
+ * read a 2 MiB buffer, twice the memory in flight, enough to push the
+ * heap past the trim threshold (see lib/loop.c) at every burst of reads,
+ * and then each buffer's pages were faulted in and zeroed anew.
+ */
+#define QT_MSG_EXACT_MIN (64u * 1024)
+
 uint8_t *qt_msg_reserve(struct qt_msg *m, size_t n)
 {
 	uint8_t *p;
@@ -156,6 +167,8 @@ uint8_t *qt_msg_reserve(struct qt_msg *m, size_t n)
 
 		while (cap < m->len + n)
 			cap *= 2;
+		if (n >= QT_MSG_EXACT_MIN)
+			cap = m->len + n;
 		m->data = g_realloc(m->data, cap);
 		m->cap = cap;
 	}

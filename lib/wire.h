@@ -129,7 +129,11 @@ void qt_msg_put_bytes(struct qt_msg *m, const void *p, size_t n);
 void qt_msg_put_str(struct qt_msg *m, const char *s);
 /* Raw bytes, no length prefix. */
 void qt_msg_put_raw(struct qt_msg *m, const void *p, size_t n);
-/* Reserve @n raw bytes and return a pointer to them (NULL after an error). */
+/*
+ * Reserve @n raw bytes and return a pointer to them (NULL after an error).
+ * Small reservations leave room to grow; one of 64 KiB or more makes the
+ * buffer exactly as large as the message then is.
+ */
 uint8_t *qt_msg_reserve(struct qt_msg *m, size_t n);
 /*
  * Overwrite the u32 at payload offset @off, written earlier (a count or a

@@ -365,6 +365,34 @@ START_TEST(test_msg_grows)
 }
 END_TEST
 
+/*
+ * Growth: doubling for small pieces (a run of puts costs few copies), the
+ * size needed for one large piece (a 1 MiB read gets 1 MiB, not 2).
+ */
+START_TEST(test_msg_growth_policy)
+{
+	g_autoptr(qt_msg) small = qt_msg_new(1, 0, 1);
+	g_autoptr(qt_msg) big = qt_msg_new(1, 0, 1);
+	size_t caps = 0, last = small->cap;
+
+	for (uint32_t i = 0; i < 50000; i++) {
+		qt_msg_put_u32(small, i);
+		if (small->cap != last) {
+			ck_assert_uint_eq(small->cap, 2 * last);
+			last = small->cap;
+			caps++;
+		}
+	}
+	ck_assert_uint_le(caps, 12); /* 256 B to 256 KiB */
+	qt_msg_put_u32(big, 1 << 20);
+	ck_assert_ptr_nonnull(qt_msg_reserve(big, 1 << 20));
+	ck_assert_uint_eq(big->cap, QT_WIRE_HDR_SIZE + 4 + (1 << 20));
+	/* A small put after it doubles again. */
+	qt_msg_put_u8(big, 1);
+	ck_assert_uint_eq(big->cap, 2 * (QT_WIRE_HDR_SIZE + 4 + (1 << 20)));
+}
+END_TEST
+
 START_TEST(test_msg_patch_u32)
 {
 	g_autoptr(qt_msg) m = qt_msg_new(1, 0, 0);
@@ -1298,6 +1326,7 @@ static Suite *wire_suite(void)
 	tcase_add_test(msg, test_msg_golden_empty_and_raw);
 	tcase_add_test(msg, test_msg_new_header);
 	tcase_add_test(msg, test_msg_grows);
+	tcase_add_test(msg, test_msg_growth_policy);
 	tcase_add_test(msg, test_msg_reserve);
 	tcase_add_test(msg, test_msg_patch_u32);
 	tcase_add_test(msg, test_msg_overflow_sticky);
