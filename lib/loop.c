@@ -616,10 +616,7 @@ static size_t frame_len(const struct qt_msg *m)
 
 static void stream_want_flush(struct qt_stream *s)
 {
-	if (s->lazy_timer) { /* the lazy frames go with this flush */
-		qt_timer_cancel(s->lazy_timer);
-		s->lazy_timer = NULL;
-	}
+	g_clear_pointer(&s->lazy_timer, qt_timer_cancel); /* the lazy frames go with this flush */
 	if (!s->write_pending) {
 		s->write_pending = true;
 		g_queue_push_tail_link(&s->loop->flush, &s->flush_link);
@@ -672,10 +669,7 @@ void qt_stream_close(struct qt_stream *s)
 		return;
 	s->dead = true;
 	s->reading = false;
-	if (s->lazy_timer) {
-		qt_timer_cancel(s->lazy_timer);
-		s->lazy_timer = NULL;
-	}
+	g_clear_pointer(&s->lazy_timer, qt_timer_cancel);
 	if (s->write_pending) {
 		g_queue_unlink(&s->loop->flush, &s->flush_link);
 		s->write_pending = false;

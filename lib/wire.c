@@ -163,12 +163,10 @@ uint8_t *qt_msg_reserve(struct qt_msg *m, size_t n)
 		return NULL;
 	}
 	if (m->len + n > m->cap) {
-		size_t cap = m->cap;
+		size_t need = m->len + n, cap = n >= QT_MSG_EXACT_MIN ? need : m->cap;
 
-		while (cap < m->len + n)
+		while (cap < need)
 			cap *= 2;
-		if (n >= QT_MSG_EXACT_MIN)
-			cap = m->len + n;
 		m->data = g_realloc(m->data, cap);
 		m->cap = cap;
 	}
