@@ -18,11 +18,14 @@ libcurl4-openssl-dev libssh2-1-dev check libmicrohttpd-dev libsqlite3-dev libyam
 clang libclang-rt-14-dev
 runc busybox-static
 iproute2 openssh-server openssh-client sshfs procps psmisc python3 python3-jsonschema util-linux
+mount e2fsprogs
 ca-certificates openssl time"
 # kubectl for tests/kube/test-fake-kubectl.sh.  A kubectl already installed
 # (Google's `kubectl` package, which conflicts with Debian's) does as well.
 command -v kubectl >/dev/null 2>&1 || packages="$packages kubernetes-client"
 # libclang-rt-14-dev holds libFuzzer's runtime; clang only recommends it.
+# mount and e2fsprogs: make bench-qtfs's ext4 on a loop device (both are
+# of priority required, so already there on most installs).
 
 die() {
 	echo "setup-debian.sh: $*" >&2
