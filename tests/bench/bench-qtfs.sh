@@ -41,8 +41,20 @@
 # process trees, while the reader itself is not counted.
 
 set -u
+case ${1:-} in
+-h | --help)
+	echo "Usage: sh tests/bench/bench-qtfs.sh [SIZE-MIB]   (as root; default 1024; see the script's header)"
+	exit 0
+	;;
+esac
 top_builddir=$(cd "${top_builddir:-.}" && pwd)
 size=${1:-1024}
+case $size in
+'' | *[!0-9]* | 0*)
+	echo "bench-qtfs: SIZE-MIB must be a whole number of MiB from 1, not '$size'" >&2
+	exit 2
+	;;
+esac
 QTFS_SERVER=$top_builddir/fuse-qtfs/qtfs-server
 FUSE_QTFS=$top_builddir/fuse-qtfs/fuse-qtfs
 FUSE_NULL=$top_builddir/tests/bench/fuse-null
