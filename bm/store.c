@@ -168,8 +168,6 @@ int bm_sqlite_errno(int rc)
 		return -EEXIST;
 	case SQLITE_FULL:
 		return -ENOSPC;
-	case SQLITE_CANTOPEN:
-		return -ENOENT;
 	case SQLITE_TOOBIG:
 		return -E2BIG;
 	case SQLITE_CORRUPT:
@@ -178,6 +176,19 @@ int bm_sqlite_errno(int rc)
 	default:
 		return -EIO;
 	}
+}
+
+/*
+ * The errno for a failed sqlite3_step() of @s (not yet finalized), logged
+ * with SQLite's own message: a constraint is an answer (a duplicate id),
+ * anything else is the database failing under us and worth a line.
+ */
+static int step_errno(sqlite3_stmt *s, int rc)
+{
+	if ((rc & 0xff) != SQLITE_CONSTRAINT)
+		g_warning("bm store: %s (in \"%.80s\")", sqlite3_errmsg(sqlite3_db_handle(s)),
+			  sqlite3_sql(s));
+	return bm_sqlite_errno(rc);
 }
 
 /* Bind @fmt ('s' string or NULL, 'i' int64_t, 'd' int) to @s from 1. */
@@ -253,7 +264,7 @@ static int exec(struct bm_store *st, const char *sql, const char *fmt, ...)
 	do
 		rc = sqlite3_step(s);
 	while (rc == SQLITE_ROW);
-	rc = rc == SQLITE_DONE ? sqlite3_changes(st->db) : bm_sqlite_errno(rc);
+	rc = rc == SQLITE_DONE ? sqlite3_changes(st->db) : step_errno(s, rc);
 	sqlite3_finalize(s);
 	return rc;
 }
@@ -314,10 +325,11 @@ static int query_array(struct bm_store *st, json_object **out, const char *sql, 
 	arr = json_object_new_array();
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
 		json_object_array_add(arr, row_json(s));
+	rc = rc == SQLITE_DONE ? 0 : step_errno(s, rc);
 	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE) {
+	if (rc < 0) {
 		json_object_put(arr);
-		return bm_sqlite_errno(rc);
+		return rc;
 	}
 	*out = arr;
 	return 0;
@@ -331,7 +343,7 @@ static int first_row(sqlite3_stmt *s)
 {
 	int rc = sqlite3_step(s);
 
-	return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : bm_sqlite_errno(rc);
+	return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : step_errno(s, rc);
 }
 
 /* The first row as an object; -ENOENT without one. */
@@ -469,7 +481,7 @@ int bm_store_open_version(const char *path, int version, struct bm_store **out, 
 	if (rc != SQLITE_OK) {
 		*msg = g_strdup_printf("cannot open database \"%s\": %s", path,
 				       st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
-		return bm_sqlite_errno(rc);
+		return (rc & 0xff) == SQLITE_CANTOPEN ? -ENOENT : bm_sqlite_errno(rc);
 	}
 	sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS);
 	if (query_text(st, &mode, "PRAGMA journal_mode = WAL", NULL) < 0 ||
@@ -1265,7 +1277,7 @@ int bm_instance_create(struct bm_store *st, json_object *req, json_object **out,
 		int src = sqlite3_step(s);
 
 		if (src != SQLITE_ROW) {
-			rc = src == SQLITE_DONE ? 0 : bm_sqlite_errno(src);
+			rc = src == SQLITE_DONE ? 0 : step_errno(s, src);
 			break;
 		}
 		m = row_json(s);
@@ -1311,7 +1323,13 @@ int bm_instance_create(struct bm_store *st, json_object *req, json_object **out,
 	if (rc < 0)
 		return rc;
 	*op = o;
-	return bm_instance_get(st, id, out);
+	/* Committed: a failing read-back must not pass for a missing pool. */
+	rc = bm_instance_get(st, id, out);
+	if (rc == -ENOENT) {
+		g_warning("bm store: instance %s was committed but cannot be read back", id);
+		rc = -EIO;
+	}
+	return rc;
 }
 
 int bm_instance_get(struct bm_store *st, const char *id, json_object **out)

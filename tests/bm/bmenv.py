@@ -97,12 +97,12 @@ class Env:
         setattr(self, key + "_url", url)
         return url
 
-    def start_api(self, key="api"):
+    def start_api(self, key="api", extra=()):
         port = free_port()
         self.start(key, [os.path.join(self.bin, "bm-api"), "--config",
                          os.path.join(self.dir, "api.conf"), "--db", self.db,
                          "--token-file", os.path.join(self.dir, "token"),
-                         "--listen", "127.0.0.1:%d" % port], key + ".log")
+                         "--listen", "127.0.0.1:%d" % port] + list(extra), key + ".log")
         url = "http://127.0.0.1:%d" % port
         self.wait_http(url + "/healthz")
         if key == "api":
@@ -122,17 +122,20 @@ class Env:
             p.wait(10)
         return p
 
+    def log_tail(self, key, lines=40):
+        try:
+            with open(os.path.join(self.dir, key + ".log"), errors="replace") as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError:
+            return "(no log)\n"
+
     def stop(self, key):
         """SIGTERM and check a clean exit (ASan leak checks run at exit and
         abort: a leak is a non-zero exit, and its report is in the log)."""
         p = self.kill(key, signal.SIGTERM)
         if p.returncode != 0:
-            try:
-                with open(os.path.join(self.dir, key + ".log"), errors="replace") as f:
-                    tail = "".join(f.readlines()[-40:])
-            except OSError:
-                tail = "(no log)\n"
-            raise Failure("%s exited with %s; the end of %s.log:\n%s" % (key, p.returncode, key, tail))
+            raise Failure("%s exited with %s; the end of %s.log:\n%s"
+                          % (key, p.returncode, key, self.log_tail(key)))
 
     def cleanup(self):
         for key in list(self.procs):

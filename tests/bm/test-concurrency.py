@@ -19,8 +19,9 @@ REQUESTS = 100
 def main():
     e = Env("concurrency")
     e.start_handler(extra=["--boot-ms", "0"])
-    e.start_api()
-    url2 = e.start_api("api2")
+    # -vv: each request's answer is logged, for the failure message below.
+    e.start_api(extra=["-vv"])
+    url2 = e.start_api("api2", extra=["-vv"])
     e.start_controller()
     for i in range(MACHINES):
         e.enroll("c%02d" % i)
@@ -28,7 +29,8 @@ def main():
         e.wait_state("c%02d" % i, "available")
     # Hold the controller back so the claimed machines stay put for the checks.
     e.stop("controller")
-    e.api("POST", "/v1/pools", {"name": "p", "match": {"model": "m1"}})
+    s, b = e.api("POST", "/v1/pools", {"name": "p", "match": {"model": "m1"}})
+    check(s == 201, "creating the pool: %s %s" % (s, b))
 
     barrier = threading.Barrier(REQUESTS)
     results = [None] * REQUESTS
@@ -47,7 +49,12 @@ def main():
     ok = [b for s, b in results if s == 202]
     conflicts = [b for s, b in results if s == 409]
     others = [(s, b) for s, b in results if s not in (202, 409)]
-    check(not others, "unexpected answers: %s" % others[:5])
+    if others:
+        lines = [l for key in ("api", "api2") for l in e.log_tail(key, 400).splitlines()
+                 if "POST /v1/instances -> 202" not in l
+                 and "POST /v1/instances -> 409" not in l]
+        check(False, "unexpected answers: %s\nthe APIs' logs, less the expected answers:\n%s"
+              % (others[:5], "\n".join(lines[-60:])))
     check(len(ok) == MACHINES, "%d provisions succeeded, expected %d" % (len(ok), MACHINES))
     check(all(b["code"] == "no_capacity" and b["message"] for b in conflicts),
           "409 bodies: %s" % conflicts[:3])

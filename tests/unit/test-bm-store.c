@@ -249,6 +249,28 @@ START_TEST(test_newer_schema_refused)
 }
 END_TEST
 
+/*
+ * "Cannot open" means "no such database" only when opening one; a
+ * statement that meets it later (a journal or temporary file it could not
+ * make) is the database failing, and must not pass for a missing row:
+ * the API answers a missing row with 404.
+ */
+START_TEST(test_cantopen_mapping)
+{
+	g_autofree char *nodir = g_build_filename(tmpdir, "none", "bm.db", NULL);
+	struct bm_store *st = NULL;
+	g_autofree char *msg = NULL;
+
+	ck_assert_int_eq(bm_sqlite_errno(SQLITE_CANTOPEN), -EIO);
+	ck_assert_int_eq(bm_sqlite_errno(SQLITE_CANTOPEN_ISDIR), -EIO);
+	ck_assert_int_eq(bm_sqlite_errno(SQLITE_CONSTRAINT_PRIMARYKEY), -EEXIST);
+	ck_assert_int_eq(bm_sqlite_errno(SQLITE_BUSY_SNAPSHOT), -EBUSY);
+	ck_assert_int_eq(bm_store_open(nodir, &st, &msg), -ENOENT);
+	ck_assert_ptr_null(st);
+	ck_assert_ptr_nonnull(strstr(msg, nodir));
+}
+END_TEST
+
 START_TEST(test_enroll_and_delete)
 {
 	g_autoptr(bm_store) st = open_db();
@@ -485,6 +507,7 @@ static Suite *suite(void)
 	tcase_add_test(db, test_schema_version);
 	tcase_add_test(db, test_migration_keeps_rows);
 	tcase_add_test(db, test_newer_schema_refused);
+	tcase_add_test(db, test_cantopen_mapping);
 	tcase_add_test(db, test_enroll_and_delete);
 	tcase_add_test(db, test_last_free_machine);
 	tcase_add_test(db, test_walk_and_fencing);
