@@ -126,6 +126,7 @@ struct qtfs_srv {
 	void *conn_closed_arg;
 	unsigned sessions;
 	int live; /* atomic: sessions not freed yet (their requests, timers and replies hold them) */
+	gint64 ns_here_after; /* loop thread: see ns_here() */
 
 	GMutex dev_lock;
 	GHashTable *dev_pseudo; /* st_dev -> GINT_TO_POINTER(1 + is_pseudo) */
@@ -3557,17 +3558,46 @@ static int ring_link_finish(struct ring_job *rj, int res)
 }
 
 /*
- * Is the directory @dirfd on a memory file system (tmpfs, ramfs: the
- * container runtimes' state under /run)?  Nothing there waits for a disk,
- * and io_uring would still hand a namespace operation to one of its kernel
- * workers, a thread wake-up more: the loop thread makes such system calls
- * itself.
+ * Namespace changes (create, unlink, rmdir, mkdir, symlink, rename, link):
+ * io_uring makes each on one of its kernel workers, a thread wake-up each
+ * way that costs more than the change itself on a 2-vCPU VM (creates on
+ * an ext4 export, one after another: a tenth of their time).  So the loop
+ * thread makes them itself:
+ *   - on a memory file system (tmpfs, ramfs: the container runtimes'
+ *     state under /run), where nothing waits for a disk;
+ *   - on a local disk (a file system neither pseudo, memory nor shared)
+ *     with inline_metadata on.  A change there may wait for the disk (an
+ *     inode table block to read, a full journal) while every connection
+ *     waits for the loop: one that took longer than NS_HERE_SLOW_US
+ *     sends all of them to the workers for NS_HERE_PAUSE_US.  (Wall
+ *     time: a loop thread preempted that long on a busy host counts too,
+ *     and pauses a while for nothing.)
+ * Never on a network or cluster file system, whose server may not answer.
  */
-static bool in_memory(struct session *sess, struct at *a)
-{
-	const struct stat *st = at_dir_stat(a);
+#define NS_HERE_SLOW_US 20000
+#define NS_HERE_PAUSE_US G_USEC_PER_SEC
 
-	return st && dev_kind(sess->srv, st->st_dev, a->dirfd, "") == DEV_MEMORY;
+static bool ns_here(struct session *sess, struct at *a)
+{
+	struct qtfs_srv *srv = sess->srv;
+	const struct stat *st = at_dir_stat(a);
+	enum dev_kind kind = st ? dev_kind(srv, st->st_dev, a->dirfd, "") : DEV_SHARED;
+
+	return kind == DEV_MEMORY || (kind == DEV_PLAIN && srv->inline_meta &&
+				      g_get_monotonic_time() >= srv->ns_here_after);
+}
+
+/* The loop made a namespace change, begun at @t0: was it slow? */
+static void ns_here_took(struct session *sess, uint16_t type, gint64 t0)
+{
+	gint64 now = g_get_monotonic_time();
+
+	if (now - t0 <= NS_HERE_SLOW_US)
+		return;
+	sess->srv->ns_here_after = now + NS_HERE_PAUSE_US;
+	qt_info("a %s took %.1f ms on the event loop: namespace changes on disks go to "
+		"io_uring's workers for %d s",
+		qtfs_op_name(type), (double)(now - t0) / 1000.0, NS_HERE_PAUSE_US / G_USEC_PER_SEC);
 }
 
 /*
@@ -3682,14 +3712,18 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 			return false;
 		if ((err = ring_at(sess, rj, path, dir ? QTFS_WL_RMDIR : QTFS_WL_UNLINK)) == DEFER)
 			return false;
-		if (err == 0 && in_memory(sess, &rj->at) &&
-		    (dir || !unlink_frees_much(rj->at.dirfd, rj->at.name)))
-			ring_done(rj, unlinkat(rj->at.dirfd, rj->at.name, dir ? AT_REMOVEDIR : 0) < 0 ? -errno
-												   : 0);
-		else if (err < 0 ||
-			 (err = qt_fop_unlinkat(l, rj->at.dirfd, rj->at.name, dir ? AT_REMOVEDIR : 0,
-						ring_done, rj)) < 0)
+		if (err == 0 && ns_here(sess, &rj->at) &&
+		    (dir || !unlink_frees_much(rj->at.dirfd, rj->at.name))) {
+			gint64 t0 = g_get_monotonic_time();
+			int rc = unlinkat(rj->at.dirfd, rj->at.name, dir ? AT_REMOVEDIR : 0) < 0 ? -errno : 0;
+
+			ns_here_took(sess, type, t0);
+			ring_done(rj, rc);
+		} else if (err < 0 ||
+			   (err = qt_fop_unlinkat(l, rj->at.dirfd, rj->at.name, dir ? AT_REMOVEDIR : 0,
+						  ring_done, rj)) < 0) {
 			ring_end(rj, err);
+		}
 		return true;
 	}
 	case QTFS_MKDIR:
@@ -3713,16 +3747,22 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 			return false;
 		if (err == 0)
 			rj->wflags = watch_dir(sess, &rj->at);
-		if (err == 0 && in_memory(sess, &rj->at))
-			ring_done(rj, (dir ? mkdirat(rj->at.dirfd, rj->at.name, u & 07777)
-					   : symlinkat(rj->target, rj->at.dirfd, rj->at.name)) < 0
-					      ? -errno
-					      : 0);
-		else if (err < 0 ||
-			 (err = dir ? qt_fop_mkdirat(l, rj->at.dirfd, rj->at.name, u & 07777, ring_done, rj)
-				    : qt_fop_symlinkat(l, rj->target, rj->at.dirfd, rj->at.name, ring_done,
-						       rj)) < 0)
+		if (err == 0 && ns_here(sess, &rj->at)) {
+			gint64 t0 = g_get_monotonic_time();
+			int rc = (dir ? mkdirat(rj->at.dirfd, rj->at.name, u & 07777)
+				      : symlinkat(rj->target, rj->at.dirfd, rj->at.name)) < 0
+					 ? -errno
+					 : 0;
+
+			ns_here_took(sess, type, t0);
+			ring_done(rj, rc);
+		} else if (err < 0 ||
+			   (err = dir ? qt_fop_mkdirat(l, rj->at.dirfd, rj->at.name, u & 07777, ring_done,
+						       rj)
+				      : qt_fop_symlinkat(l, rj->target, rj->at.dirfd, rj->at.name,
+							 ring_done, rj)) < 0) {
 			ring_end(rj, err);
+		}
 		return true;
 	}
 	case QTFS_CREATE: {
@@ -3748,10 +3788,13 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 			return false;
 		if (err == 0)
 			rj->wflags = watch_dir(sess, &rj->at);
-		if (err == 0 && in_memory(sess, &rj->at)) {
+		if (err == 0 && ns_here(sess, &rj->at)) {
+			gint64 t0 = g_get_monotonic_time();
 			long fd = syscall(SYS_openat2, rj->at.dirfd, rj->at.name, &rj->how, sizeof(rj->how));
+			int rc = fd < 0 ? -errno : (int)fd;
 
-			ring_create_done(rj, fd < 0 ? -errno : (int)fd);
+			ns_here_took(sess, type, t0);
+			ring_create_done(rj, rc);
 		} else if (err < 0 ||
 			   (err = qt_fop_openat2(l, rj->at.dirfd, rj->at.name, &rj->how, ring_create_done,
 						 rj)) < 0) {
@@ -3784,14 +3827,17 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 			rj->wflags = watch_dir(sess, &rj->at2);
 			rj->finish = link ? ring_link_finish : NULL;
 			/* A rename over a large file frees it, as an unlink would. */
-			if (in_memory(sess, &rj->at) && in_memory(sess, &rj->at2) &&
+			if (ns_here(sess, &rj->at) && ns_here(sess, &rj->at2) &&
 			    (link || (u & RENAME_EXCHANGE) ||
 			     !unlink_frees_much(rj->at2.dirfd, rj->at2.name))) {
+				gint64 t0 = g_get_monotonic_time();
 				int rc = link ? linkat(rj->at.dirfd, rj->at.name, rj->at2.dirfd, rj->at2.name, 0)
 					      : renameat2(rj->at.dirfd, rj->at.name, rj->at2.dirfd,
 							  rj->at2.name, u);
 
-				ring_done(rj, rc < 0 ? -errno : 0);
+				rc = rc < 0 ? -errno : 0;
+				ns_here_took(sess, type, t0);
+				ring_done(rj, rc);
 				return true;
 			}
 			err = link ? qt_fop_linkat(l, rj->at.dirfd, rj->at.name, rj->at2.dirfd,

@@ -111,6 +111,78 @@ while [ $i -lt 8 ]; do
 done
 check "8 parallel 3 MB copies arrive intact" [ $good = yes ]
 
+# Namespace changes on a disk (the export is on the host's /tmp): io_uring
+# would make each on one of its kernel workers (the server's "iou-wrk-"
+# threads), so the server's loop makes them itself (server.c, ns_here()).
+# Eight processes at once: every change is made and the tree is what they
+# made.  Then one process: the workers do not run once (their schedstat
+# run counts stay put; a change that took 20 ms, as a preempted loop
+# thread's may on a busy machine, sends them all to the workers for a
+# second: up to three tries).
+ns=$(python3 - "$T/exp2" "$T/mnt2" "$server2" <<'PY'
+import glob, os, sys, time
+host, mnt, pid = sys.argv[1], sys.argv[2], sys.argv[3]
+
+def worker_runs():
+    n = 0
+    for comm in glob.glob("/proc/%s/task/*/comm" % pid):
+        try:
+            if open(comm).read().startswith("iou-wrk"):
+                n += int(open(os.path.dirname(comm) + "/schedstat").read().split()[2])
+        except OSError:
+            pass
+    return n
+
+def changes(d, tag, n):
+    os.mkdir(d)
+    for i in range(n):
+        f, g = os.path.join(d, "f%d" % i), os.path.join(d, "g%d" % i)
+        os.close(os.open(f, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+        os.rename(f, g)
+        os.link(g, os.path.join(d, "h%d" % i))
+        os.unlink(g)
+        os.mkdir(os.path.join(d, "d%d" % i))
+        os.rmdir(os.path.join(d, "d%d" % i))
+        os.symlink("h%d" % i, os.path.join(d, "s%d" % i))
+
+def tree_ok(d, n):
+    want = {"h%d" % i for i in range(n)} | {"s%d" % i for i in range(n)}
+    return set(os.listdir(d)) == want
+
+kids = []
+for k in range(8):
+    p = os.fork()
+    if p == 0:
+        try:
+            changes(os.path.join(mnt, "ns%d" % k), k, 60)
+            os._exit(0)
+        except Exception as e:
+            print("parallel worker %d: %s" % (k, e))
+            os._exit(1)
+    kids.append(p)
+bad = [k for k in kids if os.waitpid(k, 0)[1] != 0]
+if bad or not all(tree_ok(os.path.join(host, "ns%d" % k), 60) for k in range(8)):
+    print("parallel: %d workers failed or left another tree" % len(bad))
+    sys.exit(0)
+for attempt in range(3):
+    d = "ns-seq%d" % attempt
+    before = worker_runs()
+    changes(os.path.join(mnt, d), 0, 100)
+    ran = worker_runs() - before
+    if not tree_ok(os.path.join(host, d), 100):
+        print("sequential: another tree")
+        break
+    if ran == 0:
+        print("ok")
+        break
+    time.sleep(1.1)
+else:
+    print("sequential: io_uring's workers ran %d times" % ran)
+PY
+)
+check "namespace changes on a disk, 8 processes at once then one at a time on the loop ($ns)" \
+	[ "$ns" = ok ]
+
 # A host inode number reused by another file (ext4 hands a deleted file's
 # number to the next new one at once): a DPU that still has the old name
 # cached must not reach the new file through it.  Prints "ok", "noreuse"
