@@ -94,6 +94,14 @@ struct dir_key {
 #define UNLISTED_RING 256
 enum { SYNTH_SELF = 1, SYNTH_THREAD_SELF = 2, SYNTH_PID_BASE = 16 };
 
+/* A regular file's data as of an open: its host attributes then (see open_keeps_cache()). */
+struct data_ver {
+	int64_t size, mtime_sec, ctime_sec;
+	uint32_t mtime_nsec, ctime_nsec;
+	bool known;    /* an open recorded it */
+	bool settled;  /* and the attributes had QTFS_AF_SETTLED */
+};
+
 struct node {
 	fuse_ino_t id;
 	uint64_t dev, ino, gen; /* the host inode and its incarnation (qtfs_attr.gen) */
@@ -108,6 +116,7 @@ struct node {
 	struct post_attr *post; /* a directory's attributes after our last change in it */
 	GHashTable *names; /* a directory we know every name of (see "Listed directories"), or NULL */
 	GSList *aliases;   /* struct alias*: other names the kernel looked this file up by */
+	struct data_ver ver; /* a regular file: what its cached pages come from (open_keeps_cache()) */
 };
 
 /* A name of a node other than its current one (parent, name). */
@@ -2772,10 +2781,59 @@ static void intr_end(fuse_req_t req, struct qt_call_ctl *ctl)
 	qt_call_ctl_unref(ctl);
 }
 
-static void set_open_flags(struct fuse_file_info *fi, bool pseudo)
+/*
+ * Pages kept across opens.  The kernel drops a file's cached pages at each
+ * open unless the reply says keep_cache: close-to-open consistency, as NFS
+ * gives, since the host may have changed the file meanwhile.  But a file
+ * read again unchanged (a binary run again, a configuration file, a
+ * container image's layer) then crosses the link again.  So each open
+ * notes the host's mtime, ctime and size of the file (every open reply
+ * carries them), and the next open keeps the pages when they are still the
+ * same, and when the host said the file had not changed for a while then
+ * (QTFS_AF_SETTLED): a change within the same tick of a coarse clock as
+ * the one before can leave mtime, ctime and size alone, but not a change
+ * after the clock has moved on.  The pages in the cache were all read
+ * after that earlier open, from the data those attributes describe; a
+ * change made from here updates them and is a change of ctime on the host
+ * too (the next open drops them, needlessly but safely).  Pseudo files,
+ * relayed FIFOs and files on network file systems (never SETTLED) never
+ * keep pages; -o auto_cache=0 keeps none.
+ */
+static bool ver_same(const struct data_ver *v, const struct qtfs_attr *a)
 {
-	/* Close-to-open consistency: the host may have changed the file. */
-	fi->keep_cache = 0;
+	return v->size == a->size && v->mtime_sec == a->mtime_sec && v->mtime_nsec == a->mtime_nsec &&
+	       v->ctime_sec == a->ctime_sec && v->ctime_nsec == a->ctime_nsec;
+}
+
+/* May this open of @ino, of host attributes @a, keep its cached pages?  Notes @a. */
+static bool open_keeps_cache(struct qtfs_fs *fs, fuse_ino_t ino, const struct qtfs_attr *a)
+{
+	struct node *n;
+	bool keep = false;
+
+	if (!S_ISREG(a->mode) || (a->flags & (QTFS_AF_PSEUDO | QTFS_AF_RELAY)))
+		return false;
+	g_mutex_lock(&fs->lock);
+	n = node_by_id(fs, ino);
+	if (n && n->dev == a->dev && n->ino == a->ino && n->gen == a->gen) {
+		keep = fs->o.auto_cache && n->ver.known && n->ver.settled && ver_same(&n->ver, a);
+		n->ver = (struct data_ver){
+			.size = a->size,
+			.mtime_sec = a->mtime_sec,
+			.ctime_sec = a->ctime_sec,
+			.mtime_nsec = a->mtime_nsec,
+			.ctime_nsec = a->ctime_nsec,
+			.known = true,
+			.settled = (a->flags & QTFS_AF_SETTLED) != 0,
+		};
+	}
+	g_mutex_unlock(&fs->lock);
+	return keep;
+}
+
+static void set_open_flags(struct fuse_file_info *fi, bool pseudo, bool keep)
+{
+	fi->keep_cache = keep;
 	/* Pseudo files' sizes mean nothing: every read goes to the host. */
 	fi->direct_io = pseudo;
 }
@@ -2796,7 +2854,7 @@ static void finish_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	/* A relayed FIFO, or a pseudo file whose reads wait for events (QTFS_AF_STREAM). */
 	h->stream = relay || (a->flags & QTFS_AF_STREAM);
 	fi->fh = (uintptr_t)h;
-	set_open_flags(fi, h->pseudo);
+	set_open_flags(fi, h->pseudo, !h->pseudo && open_keeps_cache(fs, ino, a));
 	if (h->stream)
 		fi->nonseekable = 1;
 	fh_attach(fs, h);
@@ -2965,7 +3023,9 @@ static void create_done(void *arg, int err, struct qt_msg *rep)
 	g_mutex_unlock(&fs->lock);
 	h = fh_new(n->id, cp->fi.flags, false, cp->slot, cp->gen, sh, a.flags & QTFS_AF_PSEUDO);
 	cp->fi.fh = (uintptr_t)h;
-	set_open_flags(&cp->fi, h->pseudo);
+	/* A new file: nothing cached, but its attributes are noted. */
+	open_keeps_cache(fs, n->id, &a);
+	set_open_flags(&cp->fi, h->pseudo, false);
 	fh_attach(fs, h);
 	if (fuse_reply_create(cp->req, &e, &cp->fi) != 0) {
 		fh_close(fs, h);

@@ -35,6 +35,12 @@ struct qtfs_fs_opts {
 	 * INIT's reply says and the mount's read_ahead_kb, so both are set.
 	 */
 	uint32_t readahead;
+	/*
+	 * An open keeps the kernel's cached pages of a file while the host's
+	 * copy is unchanged (fs.c, "Pages kept across opens"); false: every
+	 * open drops them.
+	 */
+	bool auto_cache;
 	bool proc;	      /* the mount is the host's /proc: see fs.c "Proc mode" */
 	const char *local_proc;		/* proc mode: where the local procfs is; borrowed */
 	const char *const *local_comms; /* proc mode: comms whose /proc/PID is local */

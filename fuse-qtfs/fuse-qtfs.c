@@ -92,6 +92,9 @@ static void usage(void)
 	      "                     lost, link cut) breaks the connection, and the client\n"
 	      "                     reconnects (default 30; 0: the kernel's hours)\n"
 	      "  readahead_kb=N     readahead in KiB (default 16384)\n"
+	      "  auto_cache=0|1     an open keeps the file's cached pages while the host's\n"
+	      "                     copy is unchanged: same mtime, ctime and size (default 1;\n"
+	      "                     0: every open drops them)\n"
 	      "  poll_us=N          after a burst of requests, the client looks for more\n"
 	      "                     this long before it sleeps: lower latency for more\n"
 	      "                     CPU time (default 50; 0: sleep at once; max 10000)\n"
@@ -233,6 +236,10 @@ static int parse_o(struct settings *s, const char *arg)
 				return qt_cli_usage_error("-o poll_us: \"%s\" is not a number from 0 to %d", val,
 							  QT_LOOP_POLL_MAX_US), -EINVAL;
 			s->poll_us = (unsigned)n;
+		} else if (!strcmp(key, "auto_cache")) {
+			if (val && strcmp(val, "0") != 0 && strcmp(val, "1") != 0)
+				return qt_cli_usage_error("-o auto_cache: \"%s\" is not 0 or 1", val), -EINVAL;
+			s->fs.auto_cache = !val || strcmp(val, "1") == 0;
 		} else if (!strcmp(key, "readahead_kb") && val) {
 			if (qt_parse_int(val, 0, 65536, &n) < 0)
 				return qt_cli_usage_error("-o readahead_kb: \"%s\" is not a number from 0 to 65536", val), -EINVAL;
@@ -653,6 +660,7 @@ int main(int argc, char **argv)
 	s.conns = 1;
 	s.poll_us = QTFS_POLL_US_DEFAULT;
 	s.fs.readahead = QTFS_READAHEAD_DEFAULT;
+	s.fs.auto_cache = true;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":" SHORT_OPTS, long_opts, NULL)) != -1) {
 		switch (c) {

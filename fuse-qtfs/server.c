@@ -709,6 +709,15 @@ static uint64_t inode_gen(int fd, const char *name)
 	return hash ? hash : 1;
 }
 
+/* Was @st's last change QTFS_SETTLED_S or more ago (QTFS_AF_SETTLED)? */
+static bool settled(const struct stat *st)
+{
+	struct timespec now;
+
+	return clock_gettime(CLOCK_REALTIME, &now) == 0 &&
+	       now.tv_sec - st->st_ctim.tv_sec > QTFS_SETTLED_S;
+}
+
 /*
  * Put the attribute record of @st, the file at @fd/@name (name "" for @fd
  * itself), with @flags (QTFS_AF_WATCHED or 0) among its flags.  @dir, if
@@ -723,6 +732,8 @@ static enum dev_kind put_attr_gen(struct session *sess, struct qt_msg *rep, cons
 	bool pseudo = kind_pseudo(kind);
 	struct qtfs_attr a;
 
+	if (S_ISREG(st->st_mode) && (kind == DEV_PLAIN || kind == DEV_MEMORY) && settled(st))
+		flags |= QTFS_AF_SETTLED;
 	/* Pseudo files are never cached by the client: no need to tell them apart. */
 	qtfs_attr_from_stat(&a, st, flags | (pseudo ? QTFS_AF_PSEUDO : 0),
 			    pseudo ? 0 : dir ? at_dir_gen(dir) : inode_gen(fd, name));

@@ -1,0 +1,119 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# The DPU's page cache across opens (docs/fuse-qtfs.md, "Page cache"): an
+# open keeps a file's cached pages while the host's copy is unchanged (same
+# mtime, ctime and size, and no change for a while before the open that
+# read them), and drops them otherwise.  Residency is what fincore(1) sees
+# (it opens the file too); content is compared with the host's copy after
+# every kind of change a stale cache would hide: rewritten in place with
+# the same size, with its mtime set back, changed twice within moments,
+# renamed over by another file of the same size and times, and written from
+# the DPU.  On a disk and on tmpfs; -o auto_cache=0 drops pages at every
+# open.
+
+. "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
+
+if ! command -v fincore >/dev/null; then
+	echo "SKIP: no fincore (util-linux)"
+	exit 77
+fi
+
+mkdir -p "$T/exp/disk" "$T/exp/mem"
+mount -t tmpfs tmpfs "$T/exp/mem" || exit 1
+QTFS_MOUNTS="$T/exp/mem"
+start_server "$T/server.log" --listen "unix:$T/sock" --export "$T/exp" || exit 1
+check "mount" mount_qtfs "unix:$T/sock:$T/exp" "$T/mnt" -o timeout=5
+check "mount with auto_cache=0" mount_qtfs "unix:$T/sock:$T/exp" "$T/nokeep" \
+	-o auto_cache=0,timeout=5
+
+# resident FILE: the bytes of FILE in the DPU's page cache, after an open.
+resident() {
+	fincore --bytes --noheadings --output RES "$1" | tr -d ' '
+}
+
+# within TRIES CMD...: CMD succeeds within TRIES x 20 ms (the host's report
+# of a name renamed over reaches the DPU a few milliseconds later).
+within() {
+	n=$1
+	shift
+	i=0
+	while [ $i -lt "$n" ]; do
+		"$@" && return 0
+		sleep 0.02
+		i=$((i + 1))
+	done
+	return 1
+}
+
+# same HOSTFILE DPUFILE: the DPU reads what the host has.
+same() {
+	cmp -s "$1" "$2"
+}
+
+# fill FILE SEED: 4 MiB of bytes that depend on SEED (all files the same size).
+fill() {
+	python3 -c 'import random, sys; sys.stdout.buffer.write(random.Random(sys.argv[1]).randbytes(4 << 20))' "$2" >"$1"
+}
+
+size=$((4 << 20))
+for fs in disk mem; do
+	h=$T/exp/$fs
+	for f in keep inplace mtime rename other dpuw nokeep; do
+		fill "$h/$f" "$fs$f"
+	done
+	touch -r "$h/rename" "$h/other"
+done
+# The host reports a file as unchanged for a while once its ctime is more
+# than QTFS_SETTLED_S (2) seconds old.
+sleep 3.1
+
+for fs in disk mem; do
+	h=$T/exp/$fs
+	d=$T/mnt/$fs
+	for f in keep inplace mtime rename dpuw; do
+		cat "$d/$f" >/dev/null
+	done
+	check "$fs: an unchanged file keeps its pages across opens" [ "$(resident "$d/keep")" = $size ]
+	check "$fs: ... and reads the same" same "$h/keep" "$d/keep"
+
+	printf 'X' | dd of="$h/inplace" bs=1 seek=12345 conv=notrunc 2>/dev/null
+	check "$fs: rewritten in place on the host, same size: the next open drops the pages" \
+		[ "$(resident "$d/inplace")" = 0 ]
+	check "$fs: ... and reads the host's bytes" same "$h/inplace" "$d/inplace"
+
+	touch -r "$h/mtime" "$T/mtime.ref"
+	printf 'Y' | dd of="$h/mtime" bs=1 seek=4321 conv=notrunc 2>/dev/null
+	touch -r "$T/mtime.ref" "$h/mtime"
+	check "$fs: rewritten with its mtime set back: the host's bytes (ctime moved)" \
+		same "$h/mtime" "$d/mtime"
+
+	# Changed twice within moments (a coarse clock may give both changes
+	# one timestamp): the open between them saw an unsettled file.
+	fill "$h/twice" "$fs-twice-1"
+	cat "$d/twice" >/dev/null
+	fill "$h/twice" "$fs-twice-2"
+	check "$fs: changed twice within moments: the second change is read" same "$h/twice" "$d/twice"
+
+	mv "$h/other" "$h/rename"
+	check "$fs: renamed over by a file of the same size and mtime: the new file is read" \
+		within 150 same "$h/rename" "$d/rename"
+
+	fill "$T/dpuw.new" "$fs-dpu"
+	cp "$T/dpuw.new" "$d/dpuw"
+	check "$fs: written from the DPU: the host has it" same "$T/dpuw.new" "$h/dpuw"
+	check "$fs: ... and the DPU reads it again" same "$T/dpuw.new" "$d/dpuw"
+
+	cat "$T/nokeep/$fs/nokeep" >/dev/null
+	check "$fs: auto_cache=0: an open drops the pages" [ "$(resident "$T/nokeep/$fs/nokeep")" = 0 ]
+	check "$fs: ... and reads the same" same "$h/nokeep" "$T/nokeep/$fs/nokeep"
+done
+
+check "-o auto_cache=2 is a usage error (exit 2) that names it" \
+	sh -c "'$FUSE_QTFS' -o auto_cache=2 unix:$T/sock:$T/exp $T/none 2>'$T/ac.err'; [ \$? -eq 2 ] &&
+		head -n 1 '$T/ac.err' | grep -q 'auto_cache'"
+
+check "unmount" umount_qtfs "$T/mnt"
+check "unmount the auto_cache=0 mount" umount_qtfs "$T/nokeep"
+umount -l "$T/exp/mem"
+finish
