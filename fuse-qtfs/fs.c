@@ -117,6 +117,8 @@ struct node {
 	GHashTable *names; /* a directory we know every name of (see "Listed directories"), or NULL */
 	GSList *aliases;   /* struct alias*: other names the kernel looked this file up by */
 	struct data_ver ver; /* a regular file: what its cached pages come from (open_keeps_cache()) */
+	gint64 nocaps_until; /* a regular file: no file capabilities until then ("File capabilities") */
+	unsigned xattr_gen;  /* SETXATTRs and REMOVEXATTRs made from here */
 };
 
 /* A name of a node other than its current one (parent, name). */
@@ -3524,6 +3526,64 @@ static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 	fuse_reply_err(req, -call_void(fs, m, true));
 }
 
+/*
+ * File capabilities before a write.  The kernel asks before every write(2)
+ * to a file whether it has file capabilities to drop (GETXATTR
+ * security.capability): a local file system marks an inode that has none
+ * (S_NOSEC) and is not asked again, FUSE never does, so each write was two
+ * round trips to the host.  An answer of "none" is kept attr_timeout
+ * seconds per regular file, as its attributes are (never for pseudo
+ * files); a SETXATTR or REMOVEXATTR of the file from here ends it at once.
+ * A capability set on the host meanwhile is seen after attr_timeout, as a
+ * chmod there is, and is dropped by the write all the same: the host's own
+ * kernel drops file capabilities at every write, the server's included.
+ */
+#define XATTR_CAPS "security.capability"
+
+/* How many xattr changes of @ino went out; and whether it is known to have no capabilities. */
+static unsigned xattr_gen(struct qtfs_fs *fs, fuse_ino_t ino, bool *nocaps)
+{
+	struct node *n;
+	unsigned gen = 0;
+
+	g_mutex_lock(&fs->lock);
+	n = node_by_id(fs, ino);
+	if (n) {
+		gen = n->xattr_gen;
+		*nocaps = n->nocaps_until && g_get_monotonic_time() < n->nocaps_until;
+	}
+	g_mutex_unlock(&fs->lock);
+	return gen;
+}
+
+/* The host said @ino has no capabilities, and nothing changed its xattrs since @gen. */
+static void nocaps_note(struct qtfs_fs *fs, fuse_ino_t ino, unsigned gen)
+{
+	struct node *n;
+
+	if (fs->o.attr_timeout <= 0)
+		return;
+	g_mutex_lock(&fs->lock);
+	n = node_by_id(fs, ino);
+	if (n && n->type == S_IFREG && !n->pseudo && !n->relay && n->xattr_gen == gen)
+		n->nocaps_until = g_get_monotonic_time() + (gint64)(fs->o.attr_timeout * G_USEC_PER_SEC);
+	g_mutex_unlock(&fs->lock);
+}
+
+/* A SETXATTR or REMOVEXATTR of @ino goes out. */
+static void xattr_changing(struct qtfs_fs *fs, fuse_ino_t ino)
+{
+	struct node *n;
+
+	g_mutex_lock(&fs->lock);
+	n = node_by_id(fs, ino);
+	if (n) {
+		n->xattr_gen++;
+		n->nocaps_until = 0;
+	}
+	g_mutex_unlock(&fs->lock);
+}
+
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 			size_t size, int flags)
 {
@@ -3543,11 +3603,12 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	qt_msg_put_str(m, name);
 	qt_msg_put_bytes(m, value, size);
 	qt_msg_put_u32(m, (uint32_t)flags);
+	xattr_changing(fs, ino);
 	fuse_reply_err(req, -call_void(fs, m, true));
 }
 
-/* getxattr and listxattr answer alike: a size probe, or the bytes. */
-static void reply_xattr(fuse_req_t req, struct qtfs_fs *fs, struct qt_msg *m, size_t size)
+/* getxattr and listxattr answer alike: a size probe, or the bytes.  Returns the error. */
+static int reply_xattr(fuse_req_t req, struct qtfs_fs *fs, struct qt_msg *m, size_t size)
 {
 	g_autoptr(qt_msg) rep = NULL;
 	const uint8_t *p;
@@ -3571,13 +3632,16 @@ static void reply_xattr(fuse_req_t req, struct qtfs_fs *fs, struct qt_msg *m, si
 		fuse_reply_err(req, ERANGE);
 	else
 		fuse_reply_buf(req, (const char *)p, len);
+	return err;
 }
 
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	struct qtfs_fs *fs = FS(req);
 	g_autofree char *path = path_of(fs, ino, NULL);
+	bool caps, nocaps = false;
 	struct qt_msg *m;
+	unsigned gen;
 
 	if (!path) {
 		fuse_reply_err(req, ESTALE);
@@ -3587,10 +3651,17 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 		watch_sync(req, fs, size);
 		return;
 	}
+	caps = !strcmp(name, XATTR_CAPS);
+	gen = xattr_gen(fs, ino, &nocaps);
+	if (caps && nocaps) {
+		fuse_reply_err(req, ENODATA);
+		return;
+	}
 	m = req_path(QTFS_GETXATTR, path);
 	qt_msg_put_str(m, name);
 	qt_msg_put_u32(m, (uint32_t)MIN(size, QTFS_XATTR_SIZE_MAX));
-	reply_xattr(req, fs, m, size);
+	if (reply_xattr(req, fs, m, size) == -ENODATA && caps)
+		nocaps_note(fs, ino, gen);
 }
 
 static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
@@ -3620,6 +3691,7 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	}
 	m = req_path(QTFS_REMOVEXATTR, path);
 	qt_msg_put_str(m, name);
+	xattr_changing(fs, ino);
 	fuse_reply_err(req, -call_void(fs, m, true));
 }
 

@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
 #
-# The DPU's page cache across opens (docs/fuse-qtfs.md, "Page cache"): an
+# What the DPU keeps of a file's data between requests.  First its page
+# cache across opens (docs/fuse-qtfs.md, "Page cache"): an
 # open keeps a file's cached pages while the host's copy is unchanged (same
 # mtime, ctime and size, and no change for a while before the open that
 # read them), and drops them otherwise.  Residency is what fincore(1) sees
@@ -10,7 +11,12 @@
 # the same size, with its mtime set back, changed twice within moments,
 # renamed over by another file of the same size and times, and written from
 # the DPU.  On a disk and on tmpfs; -o auto_cache=0 drops pages at every
-# open.
+# open.  Then file capabilities (fs.c, "File capabilities before a write"):
+# the kernel asks before every write whether the file has any to drop; an
+# answer of none is kept attr_timeout seconds, so writes stop costing two
+# round trips each, but a capability set from the DPU is seen at once, one
+# set on the host at once with attr_timeout=0, and a write from the DPU
+# drops the host's either way, as a write on the host would.
 
 . "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
 
@@ -22,10 +28,12 @@ fi
 mkdir -p "$T/exp/disk" "$T/exp/mem"
 mount -t tmpfs tmpfs "$T/exp/mem" || exit 1
 QTFS_MOUNTS="$T/exp/mem"
-start_server "$T/server.log" --listen "unix:$T/sock" --export "$T/exp" || exit 1
+# -vv: the server logs each request that fails (a GETXATTR of no such
+# attribute among them), which the capability checks count.
+start_server "$T/server.log" --listen "unix:$T/sock" --export "$T/exp" -vv || exit 1
 check "mount" mount_qtfs "unix:$T/sock:$T/exp" "$T/mnt" -o timeout=5
-check "mount with auto_cache=0" mount_qtfs "unix:$T/sock:$T/exp" "$T/nokeep" \
-	-o auto_cache=0,timeout=5
+check "mount with auto_cache=0,attr_timeout=0" mount_qtfs "unix:$T/sock:$T/exp" "$T/nokeep" \
+	-o auto_cache=0,attr_timeout=0,timeout=5
 
 # resident FILE: the bytes of FILE in the DPU's page cache, after an open.
 resident() {
@@ -108,6 +116,60 @@ for fs in disk mem; do
 	check "$fs: auto_cache=0: an open drops the pages" [ "$(resident "$T/nokeep/$fs/nokeep")" = 0 ]
 	check "$fs: ... and reads the same" same "$h/nokeep" "$T/nokeep/$fs/nokeep"
 done
+
+# File capabilities.  caps FILE [HEX]: set FILE's security.capability to a
+# version 2 record permitting CAP_NET_BIND_SERVICE, or print "none" or the
+# record's hex.
+caps() {
+	python3 - "$@" <<'PY'
+import errno, os, struct, sys
+path = sys.argv[1]
+if len(sys.argv) > 2:
+    os.setxattr(path, "security.capability", struct.pack("<5I", 0x02000000, 1 << 10, 0, 0, 0))
+    sys.exit(0)
+try:
+    print(os.getxattr(path, "security.capability").hex())
+except OSError as e:
+    if e.errno != errno.ENODATA:
+        raise
+    print("none")
+PY
+}
+
+# writes FILE N: N separate 100-byte writes, appended.
+writes() {
+	python3 -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+for _ in range(int(sys.argv[2])):
+    os.write(fd, b"x" * 100)
+os.close(fd)' "$1" "$2"
+}
+
+# asked: the GETXATTRs of a missing attribute that reached the server.
+asked() {
+	grep -c "GETXATTR: No data available" "$T/server.log"
+}
+
+h=$T/exp/disk
+d=$T/mnt/disk
+: >"$h/capw"
+before=$(asked)
+writes "$d/capw" 200
+after=$(asked)
+check "200 writes from the DPU: the host was asked for the file's capabilities $((after - before)) times (at most 10)" \
+	[ $((after - before)) -le 10 ]
+check "... and every byte is there" [ "$(stat -c %s "$h/capw")" = 20000 ]
+cap_set=$(caps "$h/capw" set && caps "$h/capw")
+check "capabilities set on the host ($cap_set)" [ "$cap_set" != none ]
+check "... are seen at once through an attr_timeout=0 mount" [ "$(caps "$T/nokeep/disk/capw")" = "$cap_set" ]
+writes "$d/capw" 1
+check "... and a write from the DPU drops them, as on the host" [ "$(caps "$h/capw")" = none ]
+caps "$d/capw" set
+check "capabilities set from the DPU are seen there at once" [ "$(caps "$d/capw")" = "$cap_set" ]
+check "... and on the host" [ "$(caps "$h/capw")" = "$cap_set" ]
+writes "$d/capw" 1
+check "... and a write from the DPU drops them" [ "$(caps "$h/capw")" = none ]
+check "... which the DPU sees at once" [ "$(caps "$d/capw")" = none ]
 
 check "-o auto_cache=2 is a usage error (exit 2) that names it" \
 	sh -c "'$FUSE_QTFS' -o auto_cache=2 unix:$T/sock:$T/exp $T/none 2>'$T/ac.err'; [ \$? -eq 2 ] &&
