@@ -3635,6 +3635,42 @@ static int reply_xattr(fuse_req_t req, struct qtfs_fs *fs, struct qt_msg *m, siz
 	return err;
 }
 
+struct getxattr_later {
+	fuse_req_t req;
+	fuse_ino_t ino;
+	size_t size;
+	char name[];
+};
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
+
+static void getxattr_later(void *arg, bool run)
+{
+	struct getxattr_later *x = arg;
+
+	if (run)
+		op_getxattr(x->req, x->ino, x->name, x->size);
+	else
+		fuse_reply_err(x->req, EIO);
+	g_free(x);
+}
+
+/*
+ * A GETXATTR of security.capability for a file known to have none, from
+ * the kernel's request buffer (fuse_getxattr_in, then the name): answered
+ * by the loop thread, a thread hand-off less before each write.
+ */
+static bool getxattr_caps_known(struct qtfs_fs *fs, fuse_ino_t ino, const uint8_t *arg, size_t alen)
+{
+	size_t off = sizeof(struct fuse_getxattr_in);
+	bool nocaps = false;
+
+	if (alen < off + sizeof(XATTR_CAPS) || memcmp(arg + off, XATTR_CAPS, sizeof(XATTR_CAPS)) != 0)
+		return false;
+	xattr_gen(fs, ino, &nocaps);
+	return nocaps;
+}
+
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	struct qtfs_fs *fs = FS(req);
@@ -3655,6 +3691,16 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	gen = xattr_gen(fs, ino, &nocaps);
 	if (caps && nocaps) {
 		fuse_reply_err(req, ENODATA);
+		return;
+	}
+	/* Sent to the loop thread for that answer (qtfs_fs_where), which has just lapsed. */
+	if (qt_loop_in_thread(qtfs_client_loop(fs->cl))) {
+		size_t len = strlen(name) + 1;
+		struct getxattr_later *x = g_malloc(sizeof(*x) + len);
+
+		*x = (struct getxattr_later){.req = req, .ino = ino, .size = size};
+		memcpy(x->name, name, len);
+		slow_push(fs, getxattr_later, x);
 		return;
 	}
 	m = req_path(QTFS_GETXATTR, path);
@@ -4073,6 +4119,8 @@ enum qtfs_run qtfs_fs_where(struct qtfs_fs *fs, const void *buf, size_t len)
 		return node_is_relay(fs, in.nodeid) ? QTFS_RUN_BLOCKER : QTFS_RUN_LOOP;
 	case FUSE_SETLKW:
 		return QTFS_RUN_BLOCKER;
+	case FUSE_GETXATTR:
+		return getxattr_caps_known(fs, in.nodeid, arg, alen) ? QTFS_RUN_LOOP : QTFS_RUN_WORKER;
 	case FUSE_READ:
 	case FUSE_WRITE:
 		/* fh comes first in both fuse_read_in and fuse_write_in. */
