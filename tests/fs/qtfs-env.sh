@@ -173,6 +173,20 @@ big_reads() {
 	rm -f "$1"/big* "$T"/got* "$T/want-off"
 }
 
+# within TRIES CMD...: CMD succeeds within TRIES x 20 ms (what the host
+# reports reaches the DPU some milliseconds later).
+within() {
+	n=$1
+	shift
+	i=0
+	while [ $i -lt "$n" ]; do
+		"$@" && return 0
+		sleep 0.02
+		i=$((i + 1))
+	done
+	return 1
+}
+
 # readahead_kb MOUNTPOINT: the kernel's readahead for the mount, in KiB
 # (what its backing device info says once INIT is answered).
 readahead_kb() {

@@ -27,19 +27,6 @@ check "mount with the default name cache times" mount_qtfs "unix:$T/sock:$T/exp"
 check "mount with listed_names=100" mount_qtfs "unix:$T/sock:$T/exp" "$T/lim" \
 	-o listed_names=100,attr_timeout=30,timeout=3
 
-# within TRIES CMD...: CMD succeeds within TRIES x 20 ms.
-within() {
-	n=$1
-	shift
-	i=0
-	while [ $i -lt "$n" ]; do
-		"$@" && return 0
-		sleep 0.02
-		i=$((i + 1))
-	done
-	return 1
-}
-
 absent() {
 	[ ! -e "$1" ]
 }

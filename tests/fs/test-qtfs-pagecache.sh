@@ -40,20 +40,6 @@ resident() {
 	fincore --bytes --noheadings --output RES "$1" | tr -d ' '
 }
 
-# within TRIES CMD...: CMD succeeds within TRIES x 20 ms (the host's report
-# of a name renamed over reaches the DPU a few milliseconds later).
-within() {
-	n=$1
-	shift
-	i=0
-	while [ $i -lt "$n" ]; do
-		"$@" && return 0
-		sleep 0.02
-		i=$((i + 1))
-	done
-	return 1
-}
-
 # same HOSTFILE DPUFILE: the DPU reads what the host has.
 same() {
 	cmp -s "$1" "$2"
