@@ -182,6 +182,78 @@ PY
 )
 check "namespace changes on a disk, 8 processes at once then one at a time on the loop ($ns)" \
 	[ "$ns" = ok ]
+# One that stalls the loop (here: the server stopped for 30 ms while it
+# makes one) sends them to io_uring's workers for a second, and the server
+# says so; the next ones are the workers' (they run), and every change
+# succeeds all the same.  The stops land where they land: up to 300 of
+# them, until one falls inside a change (three tries).
+stall=$(python3 - "$T/mnt2" "$server2" "$T/server-tcp.log" <<'PY'
+import os, signal, sys, threading, time
+mnt, pid, log = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+d = os.path.join(mnt, "stall")
+os.mkdir(d)
+errors = []
+SAID = "on the event loop: namespace changes on disks go to io_uring's workers"
+
+def said():
+    with open(log) as f:
+        return f.read().count(SAID)
+
+def changes(n=None, done=None):
+    i = 0
+    try:
+        while (done is None or not done.is_set()) and (n is None or i < n):
+            p = os.path.join(d, "f%d" % i)
+            os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+            os.unlink(p)
+            i += 1
+    except OSError as e:
+        errors.append(str(e))
+
+def worker_runs():
+    n = 0
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                if f.read().startswith("iou-wrk"):
+                    with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as g:
+                        n += int(g.read().split()[2])
+        except OSError:
+            pass
+    return n
+
+# Up to three tries: stops until one lands inside a change (the server
+# says so), then 50 changes within the second that follows.
+result = "no stop landed inside a change"
+for attempt in range(3):
+    base = said()
+    done = threading.Event()
+    t = threading.Thread(target=changes, kwargs={"done": done})
+    t.start()
+    for _ in range(300):
+        time.sleep(0.003)
+        os.kill(pid, signal.SIGSTOP)
+        time.sleep(0.03)
+        os.kill(pid, signal.SIGCONT)
+        if said() > base:
+            break
+    done.set()
+    t.join()
+    if said() == base:
+        continue
+    before = worker_runs()
+    changes(50)
+    ran = worker_runs() - before
+    result = "ok" if ran > 0 else "io_uring's workers did not run after it"
+    if ran > 0:
+        break
+if errors or os.listdir(d):
+    result = "errors: %s, left: %d" % (errors[:1], len(os.listdir(d)))
+print(result)
+PY
+)
+check "a namespace change that stalls the loop sends them to the workers for a while ($stall)" \
+	[ "$stall" = ok ]
 
 # A host inode number reused by another file (ext4 hands a deleted file's
 # number to the next new one at once): a DPU that still has the old name
