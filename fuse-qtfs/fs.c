@@ -3570,7 +3570,7 @@ static void nocaps_note(struct qtfs_fs *fs, fuse_ino_t ino, unsigned gen)
 	g_mutex_unlock(&fs->lock);
 }
 
-/* A SETXATTR or REMOVEXATTR of @ino goes out. */
+/* A SETXATTR or REMOVEXATTR of @ino goes out, or came back. */
 static void xattr_changing(struct qtfs_fs *fs, fuse_ino_t ino)
 {
 	struct node *n;
@@ -3590,6 +3590,7 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	struct qtfs_fs *fs = FS(req);
 	g_autofree char *path = path_of(fs, ino, NULL);
 	struct qt_msg *m;
+	int err;
 
 	if (!path) {
 		fuse_reply_err(req, ESTALE);
@@ -3604,7 +3605,10 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	qt_msg_put_bytes(m, value, size);
 	qt_msg_put_u32(m, (uint32_t)flags);
 	xattr_changing(fs, ino);
-	fuse_reply_err(req, -call_void(fs, m, true));
+	err = call_void(fs, m, true);
+	/* Again: a GETXATTR that crossed this one may have read the old value. */
+	xattr_changing(fs, ino);
+	fuse_reply_err(req, -err);
 }
 
 /* getxattr and listxattr answer alike: a size probe, or the bytes.  Returns the error. */
@@ -3730,6 +3734,7 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	struct qtfs_fs *fs = FS(req);
 	g_autofree char *path = path_of(fs, ino, NULL);
 	struct qt_msg *m;
+	int err;
 
 	if (!path) {
 		fuse_reply_err(req, ESTALE);
@@ -3738,7 +3743,9 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	m = req_path(QTFS_REMOVEXATTR, path);
 	qt_msg_put_str(m, name);
 	xattr_changing(fs, ino);
-	fuse_reply_err(req, -call_void(fs, m, true));
+	err = call_void(fs, m, true);
+	xattr_changing(fs, ino);
+	fuse_reply_err(req, -err);
 }
 
 struct falloc_ctx {

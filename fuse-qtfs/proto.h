@@ -109,7 +109,7 @@ enum {
 	QTFS_AF_STREAM = 0x10,
 	/*
 	 * A regular file on a local file system whose last change (ctime) was
-	 * at least QTFS_SETTLED_S seconds ago by the host's clock when these
+	 * more than QTFS_SETTLED_S seconds ago by the host's clock when these
 	 * attributes were read.  Any later change of its data gets another
 	 * ctime, whatever the granularity of the file system's timestamps:
 	 * the same mtime, ctime and size later mean the same data.

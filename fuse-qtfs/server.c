@@ -709,7 +709,7 @@ static uint64_t inode_gen(int fd, const char *name)
 	return hash ? hash : 1;
 }
 
-/* Was @st's last change QTFS_SETTLED_S or more ago (QTFS_AF_SETTLED)? */
+/* Was @st's last change more than QTFS_SETTLED_S seconds ago (QTFS_AF_SETTLED)? */
 static bool settled(const struct stat *st)
 {
 	struct timespec now;
