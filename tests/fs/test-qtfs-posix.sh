@@ -187,7 +187,9 @@ check "namespace changes on a disk, 8 processes at once then one at a time on th
 # says so; the next ones are the workers' (they run), and every change
 # succeeds all the same.  The stops land where they land: up to 300 of
 # them, until one falls inside a change (three tries).
-stall=$(python3 - "$T/mnt2" "$server2" "$T/server-tcp.log" <<'PY'
+# (Only with the io_uring loop: with epoll the pool makes them all.)
+stall="n/a: the server runs the epoll loop here"
+grep -q "event loop: io_uring" "$T/server-tcp.log" && stall=$(python3 - "$T/mnt2" "$server2" "$T/server-tcp.log" <<'PY'
 import os, signal, sys, threading, time
 mnt, pid, log = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 d = os.path.join(mnt, "stall")
@@ -253,7 +255,7 @@ print(result)
 PY
 )
 check "a namespace change that stalls the loop sends them to the workers for a while ($stall)" \
-	[ "$stall" = ok ]
+	[ "$stall" = ok ] || [ "${stall#n/a}" != "$stall" ]
 
 # A host inode number reused by another file (ext4 hands a deleted file's
 # number to the next new one at once): a DPU that still has the old name
