@@ -98,8 +98,7 @@ enum { SYNTH_SELF = 1, SYNTH_THREAD_SELF = 2, SYNTH_PID_BASE = 16 };
 struct data_ver {
 	int64_t size, mtime_sec, ctime_sec;
 	uint32_t mtime_nsec, ctime_nsec;
-	bool known;    /* an open recorded it */
-	bool settled;  /* and the attributes had QTFS_AF_SETTLED */
+	bool settled; /* an open recorded it, and the attributes had QTFS_AF_SETTLED */
 };
 
 struct node {
@@ -2818,14 +2817,13 @@ static bool open_keeps_cache(struct qtfs_fs *fs, fuse_ino_t ino, const struct qt
 	g_mutex_lock(&fs->lock);
 	n = node_by_id(fs, ino);
 	if (n && n->dev == a->dev && n->ino == a->ino && n->gen == a->gen) {
-		keep = fs->o.auto_cache && n->ver.known && n->ver.settled && ver_same(&n->ver, a);
+		keep = fs->o.auto_cache && n->ver.settled && ver_same(&n->ver, a);
 		n->ver = (struct data_ver){
 			.size = a->size,
 			.mtime_sec = a->mtime_sec,
 			.ctime_sec = a->ctime_sec,
 			.mtime_nsec = a->mtime_nsec,
 			.ctime_nsec = a->ctime_nsec,
-			.known = true,
 			.settled = (a->flags & QTFS_AF_SETTLED) != 0,
 		};
 	}

@@ -3612,10 +3612,11 @@ static void ns_here_took(struct session *sess, uint16_t type, gint64 t0)
 }
 
 /*
- * Except where the call frees a large file's pages: the unlink (or the
- * close, once unlinked) that drops a tmpfs file takes time with its size
- * (2 GiB: about 90 ms here), which every connection would wait for.  Past
- * this size the loop thread leaves it to io_uring or the pool.
+ * Except where the call frees a large file's pages or blocks: the unlink
+ * (or the close, once unlinked) that drops a tmpfs file takes time with
+ * its size (2 GiB: about 90 ms here), and so does freeing a large file's
+ * extents on a disk, which every connection would wait for.  Past this
+ * size the loop thread leaves it to io_uring or the pool.
  */
 #define MEMORY_FREE_MAX_BLOCKS ((64u << 20) / 512)
 

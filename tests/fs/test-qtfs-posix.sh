@@ -119,21 +119,13 @@ check "8 parallel 3 MB copies arrive intact" [ $good = yes ]
 # run counts stay put; a change that took 20 ms, as a preempted loop
 # thread's may on a busy machine, sends them all to the workers for a
 # second: up to three tries).
-ns=$(python3 - "$T/exp2" "$T/mnt2" "$server2" <<'PY'
-import glob, os, sys, time
-host, mnt, pid = sys.argv[1], sys.argv[2], sys.argv[3]
+ns=$(python3 - "$top_srcdir/tests/fs" "$T/exp2" "$T/mnt2" "$server2" <<'PY'
+import os, sys, time
+sys.path.insert(0, sys.argv[1])
+from uring_workers import worker_runs
+host, mnt, pid = sys.argv[2], sys.argv[3], int(sys.argv[4])
 
-def worker_runs():
-    n = 0
-    for comm in glob.glob("/proc/%s/task/*/comm" % pid):
-        try:
-            if open(comm).read().startswith("iou-wrk"):
-                n += int(open(os.path.dirname(comm) + "/schedstat").read().split()[2])
-        except OSError:
-            pass
-    return n
-
-def changes(d, tag, n):
+def changes(d, n):
     os.mkdir(d)
     for i in range(n):
         f, g = os.path.join(d, "f%d" % i), os.path.join(d, "g%d" % i)
@@ -154,7 +146,7 @@ for k in range(8):
     p = os.fork()
     if p == 0:
         try:
-            changes(os.path.join(mnt, "ns%d" % k), k, 60)
+            changes(os.path.join(mnt, "ns%d" % k), 60)
             os._exit(0)
         except Exception as e:
             print("parallel worker %d: %s" % (k, e))
@@ -166,9 +158,9 @@ if bad or not all(tree_ok(os.path.join(host, "ns%d" % k), 60) for k in range(8))
     sys.exit(0)
 for attempt in range(3):
     d = "ns-seq%d" % attempt
-    before = worker_runs()
-    changes(os.path.join(mnt, d), 0, 100)
-    ran = worker_runs() - before
+    before = worker_runs(pid)
+    changes(os.path.join(mnt, d), 100)
+    ran = worker_runs(pid) - before
     if not tree_ok(os.path.join(host, d), 100):
         print("sequential: another tree")
         break
@@ -189,9 +181,12 @@ check "namespace changes on a disk, 8 processes at once then one at a time on th
 # them, until one falls inside a change (three tries).
 # (Only with the io_uring loop: with epoll the pool makes them all.)
 stall="n/a: the server runs the epoll loop here"
-grep -q "event loop: io_uring" "$T/server-tcp.log" && stall=$(python3 - "$T/mnt2" "$server2" "$T/server-tcp.log" <<'PY'
+grep -q "event loop: io_uring" "$T/server-tcp.log" &&
+	stall=$(python3 - "$top_srcdir/tests/fs" "$T/mnt2" "$server2" "$T/server-tcp.log" <<'PY'
 import os, signal, sys, threading, time
-mnt, pid, log = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+sys.path.insert(0, sys.argv[1])
+from uring_workers import worker_runs
+mnt, pid, log = sys.argv[2], int(sys.argv[3]), sys.argv[4]
 d = os.path.join(mnt, "stall")
 os.mkdir(d)
 errors = []
@@ -212,18 +207,6 @@ def changes(n=None, done=None):
     except OSError as e:
         errors.append(str(e))
 
-def worker_runs():
-    n = 0
-    for tid in os.listdir("/proc/%d/task" % pid):
-        try:
-            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
-                if f.read().startswith("iou-wrk"):
-                    with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as g:
-                        n += int(g.read().split()[2])
-        except OSError:
-            pass
-    return n
-
 # Up to three tries: stops until one lands inside a change (the server
 # says so), then 50 changes within the second that follows.
 result = "no stop landed inside a change"
@@ -243,9 +226,9 @@ for attempt in range(3):
     t.join()
     if said() == base:
         continue
-    before = worker_runs()
+    before = worker_runs(pid)
     changes(50)
-    ran = worker_runs() - before
+    ran = worker_runs(pid) - before
     result = "ok" if ran > 0 else "io_uring's workers did not run after it"
     if ran > 0:
         break
