@@ -14,6 +14,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -236,11 +238,45 @@ static void vsock_addr(const struct qt_endpoint *ep, struct sockaddr_vm *svm)
 	svm->svm_port = ep->vport;
 }
 
-/* Remove a stale socket file: one that exists, is a socket, and refuses connections. */
+/* Has the process @pid ended (gone, or a zombie)?  Unknown (0: not in our namespace) is no. */
+static bool process_ended(pid_t pid)
+{
+	char path[64], buf[512];
+	const char *paren;
+	ssize_t n;
+	int fd;
+
+	if (pid <= 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* "pid (comm) S ...": the state follows the last ')'; comm may hold any byte. */
+	paren = strrchr(buf, ')');
+	return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
+/*
+ * Remove a stale socket file: one that exists, is a socket, and refuses
+ * connections, or whose listener belongs to a process that has ended.
+ * The second happens just after a server using io_uring was killed: the
+ * kernel tears the ring down after the process, and until then the
+ * ring's pending accept holds the listening socket open, so connections
+ * are taken (into a backlog nobody accepts) for a moment.  A restart then
+ * (systemd's Restart=, a supervisor, a test) must not fail with "in use".
+ */
 static int unix_clear_stale(const struct qt_endpoint *ep)
 {
 	struct sockaddr_un sun;
 	socklen_t len = unix_addr(ep, &sun);
+	struct ucred cred = {0};
+	socklen_t clen = sizeof(cred);
 	struct stat st;
 	int fd, r;
 
@@ -253,6 +289,10 @@ static int unix_clear_stale(const struct qt_endpoint *ep)
 	if (fd < 0)
 		return -errno;
 	r = connect(fd, (struct sockaddr *)&sun, len) == 0 ? 0 : errno;
+	/* The listener's process, as it was at listen(). */
+	if (r == 0 && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0 &&
+	    process_ended(cred.pid))
+		r = ECONNREFUSED;
 	close(fd);
 	if (r == 0)
 		return -EADDRINUSE;

@@ -20,6 +20,8 @@
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "endpoint.h"
@@ -378,6 +380,47 @@ START_TEST(test_unix_in_use_and_stale)
 }
 END_TEST
 
+/*
+ * A listener still open but whose process has ended (as when a killed
+ * server's io_uring ring, torn down after it, still holds the socket):
+ * the file is stale, and a new listener takes its place.  Here a child
+ * calls listen() on a socket the test also holds, and exits.
+ */
+START_TEST(test_unix_listener_of_ended_process)
+{
+	g_autofree char *dir = g_dir_make_tmp("test-endpoint-XXXXXX", NULL);
+	g_autofree char *sock = NULL, *uri = NULL;
+	g_autoptr(qt_endpoint) ep = NULL;
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	int old, lfd, cfd, afd, status;
+	pid_t pid;
+
+	ck_assert_ptr_nonnull(dir);
+	sock = g_build_filename(dir, "s.sock", NULL);
+	uri = g_strconcat("unix:", sock, NULL);
+	ep = ep_new(uri);
+	g_strlcpy(sun.sun_path, sock, sizeof(sun.sun_path));
+	old = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(old, 0);
+	ck_assert_int_eq(bind(old, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(listen(old, 8) == 0 ? 0 : 1);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/* Its listener still takes connections, for nobody. */
+	cfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_eq(connect(cfd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	close(cfd);
+	pair(uri, &lfd, &cfd, &afd);
+	close3(lfd, cfd, afd);
+	close(old);
+	ck_assert_int_eq(unlink(sock), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 START_TEST(test_unix_regular_file)
 {
 	g_autofree char *dir = g_dir_make_tmp("test-endpoint-XXXXXX", NULL);
@@ -542,6 +585,7 @@ int main(void)
 	tcase_add_test(sock, test_unix_socket);
 	tcase_add_test(sock, test_unix_backlog_full_waits);
 	tcase_add_test(sock, test_unix_in_use_and_stale);
+	tcase_add_test(sock, test_unix_listener_of_ended_process);
 	tcase_add_test(sock, test_unix_regular_file);
 	tcase_add_test(sock, test_unix_abstract);
 	tcase_add_test(sock, test_connect_refused);
