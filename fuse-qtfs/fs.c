@@ -1083,6 +1083,7 @@ struct io_ctx {
 	size_t size;
 	const void *data;
 	uint32_t wflags, gid;
+	bool reply_tail; /* read: answered on the loop thread, the bytes may come in a pipe */
 };
 
 /*
@@ -1112,7 +1113,10 @@ static void fh_redo(void *arg, bool run)
 {
 	struct fh_pending *p = arg;
 	struct qt_msg *rep = NULL;
-	int err = run ? call_fh(FS(p->req), p->h, p->build, &p->c, &rep) : -EIO;
+	int err;
+
+	p->c.reply_tail = false; /* not on the loop thread: see op_read() */
+	err = run ? call_fh(FS(p->req), p->h, p->build, &p->c, &rep) : -EIO;
 
 	p->answer(p, err, rep);
 }
@@ -2240,7 +2244,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	struct qtfs_fs *fs = userdata;
 
 	conn->max_write = QTFS_IO_MAX;
-	conn->max_read = QTFS_IO_MAX;
+	conn->max_read = QTFS_FUSE_READ_MAX;
 	conn->max_readahead = fs->o.readahead;
 	/* Readahead and async direct I/O may keep this many requests in flight. */
 	conn->max_background = 64;
@@ -2248,6 +2252,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want |= conn->capable & (FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO |
 				       FUSE_CAP_AUTO_INVAL_DATA | FUSE_CAP_PARALLEL_DIROPS |
 				       FUSE_CAP_ASYNC_READ | FUSE_CAP_ATOMIC_O_TRUNC);
+	/* READ replies from a pipe go to the kernel by splice (reply_read()). */
+	conn->want |= conn->capable & FUSE_CAP_SPLICE_WRITE;
 	/* Data changes on the host: no writeback cache. */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 	if (fs->se && !(conn->capable & FUSE_CAP_EXPIRE_ONLY)) {
@@ -3098,6 +3104,8 @@ static struct qt_msg *build_read(uint64_t sh, void *arg)
 	qt_msg_put_u64(m, sh);
 	qt_msg_put_u64(m, c->off);
 	qt_msg_put_u32(m, (uint32_t)c->size);
+	/* A large answer may come into a pipe and go on to the kernel by splice (reply_read()). */
+	m->reply_tail_ok = c->reply_tail && c->size >= QT_CONN_TAIL_MIN;
 	return m;
 }
 
@@ -3142,6 +3150,21 @@ static void reply_read(fuse_req_t req, int err, struct qt_msg *rep)
 	struct qt_rd r;
 	size_t n = 0;
 
+	if (err == 0 && rep->tail) {
+		/*
+		 * The bytes are in a pipe, spliced there from the socket: they
+		 * go on to the kernel by splice too (libfuse's, when it can
+		 * have a pipe of the size; else it reads them and writes),
+		 * so that the DPU copies them once, into the page cache.
+		 */
+		struct fuse_bufvec bv = FUSE_BUFVEC_INIT(rep->tail_len);
+
+		bv.buf[0].flags = FUSE_BUF_IS_FD;
+		bv.buf[0].fd = qt_pipe_rfd(rep->tail);
+		fuse_reply_data(req, &bv, 0);
+		qt_msg_free(rep);
+		return;
+	}
 	if (err == 0) {
 		qt_rd_init_msg(&r, rep);
 		if (qt_rd_bytes(&r, QTFS_IO_MAX, &d, &n) < 0 || qt_rd_end(&r) < 0)
@@ -3173,6 +3196,12 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (!fh_of(fi)->stream) {
 		struct fh_pending *fp = g_new0(struct fh_pending, 1);
 
+		/*
+		 * Answered on the loop thread, whose libfuse pipe is the one
+		 * a reply from a pipe takes; a FUSE worker would need one
+		 * of its own (1 MiB each, against the user's pipe quota).
+		 */
+		c.reply_tail = true;
 		g_atomic_int_inc(&fh_of(fi)->refs);
 		*fp = (struct fh_pending){.req = req, .h = fh_of(fi), .ino = ino, .c = c,
 					  .build = build_read, .answer = read_answer};

@@ -16,6 +16,14 @@
 
 /* -o readahead_kb's default, bytes: see docs/benchmarks.md. */
 #define QTFS_READAHEAD_DEFAULT (16u << 20)
+/*
+ * The largest READ the kernel sends the mount (max_read): 16 KiB short of
+ * QTFS_IO_MAX, so that libfuse can splice a reply whose bytes came into a
+ * pipe on to the kernel through a pipe of its own, which it sizes as the
+ * reply plus three pages and cannot grow past 1 MiB (fs.pipe-max-size,
+ * without CAP_SYS_RESOURCE); a reply of 1 MiB it would copy.
+ */
+#define QTFS_FUSE_READ_MAX (QTFS_IO_MAX - 16u * 1024)
 
 struct qtfs_fs_opts {
 	double attr_timeout;  /* seconds; files on pseudo file systems always get 0 */

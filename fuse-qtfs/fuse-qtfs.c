@@ -559,7 +559,7 @@ static int run(struct settings *s)
 	fs = qtfs_fs_new(&s->fs, cl, &root);
 
 	fsname = escape_opt(s->source);
-	optstr = g_strdup_printf("fsname=%s,subtype=fuse-qtfs,default_permissions,max_read=%u%s%s", fsname, QTFS_IO_MAX,
+	optstr = g_strdup_printf("fsname=%s,subtype=fuse-qtfs,default_permissions,max_read=%u%s%s", fsname, QTFS_FUSE_READ_MAX,
 				 s->fuse_opts->len ? "," : "", s->fuse_opts->str);
 	if (fuse_opt_add_arg(&args, qt_cli_prog()) < 0 || fuse_opt_add_arg(&args, "-o") < 0 ||
 	    fuse_opt_add_arg(&args, optstr) < 0) {

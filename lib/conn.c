@@ -38,6 +38,19 @@ struct call {
 	struct qt_msg *req; /* while waiting for a slot; NULL once sent */
 	GList link;	    /* in one of conn->waitq while waiting */
 	bool lazy;	    /* sent with qt_stream_send_lazy() */
+	bool reply_tail;    /* its reply may come into a pipe (reply_tail_ok) */
+};
+
+/* A reply whose bytes go into a pipe ("Replies into pipes" in conn.h). */
+struct sink {
+	bool active;
+	bool diverting;			    /* qt_stream_divert() in progress */
+	uint8_t head[QT_WIRE_HDR_SIZE + 4]; /* the frame's header, then the u32 length */
+	size_t head_have;
+	size_t data_len;      /* the bytes after the u32 */
+	size_t data_left;     /* of those, not yet in the pipe (or in buf) */
+	struct qt_pipe *pipe; /* NULL once copying */
+	uint8_t *buf;	      /* copying (the pipe filled): the whole frame */
 };
 
 struct qt_conn {
@@ -52,6 +65,8 @@ struct qt_conn {
 
 	struct qt_conn_opts o;
 	struct qt_frame_asm fasm;
+	struct sink sink;
+	unsigned tail_calls; /* calls on the wire whose reply may come into a pipe */
 	struct qt_auth *auth; /* during HANDSHAKE */
 	char *peer_name;
 	struct qt_timer *handshake_timer;
@@ -92,6 +107,7 @@ static void conn_update_reading(struct qt_conn *c);
 static void pending_remove(struct qt_conn *c, struct call *k);
 static void conn_issue_waiting(struct qt_conn *c);
 static void server_conn_closed(struct qt_server *srv, struct qt_conn *c);
+static void sink_clear(struct qt_conn *c);
 
 /* ---- lifetime ---------------------------------------------------------- */
 
@@ -106,6 +122,7 @@ static void conn_free(struct qt_conn *c)
 	struct qt_msg *m;
 
 	qt_frame_asm_clear(&c->fasm);
+	sink_clear(c);
 	qt_auth_free(c->auth);
 	g_hash_table_destroy(c->pending);
 	g_hash_table_destroy(c->parked);
@@ -189,8 +206,12 @@ static bool can_send_call(const struct qt_conn *c, bool long_call)
 
 static void pending_remove(struct qt_conn *c, struct call *k)
 {
-	if (g_hash_table_remove(c->pending, &k->id) && call_is_long(k))
+	if (!g_hash_table_remove(c->pending, &k->id))
+		return;
+	if (call_is_long(k))
 		c->pending_long--;
+	if (k->reply_tail)
+		c->tail_calls--;
 }
 
 static void call_put_on_wire(struct qt_conn *c, struct call *k)
@@ -200,6 +221,8 @@ static void call_put_on_wire(struct qt_conn *c, struct call *k)
 	g_hash_table_insert(c->pending, &k->id, k);
 	if (call_is_long(k))
 		c->pending_long++;
+	if (k->reply_tail)
+		c->tail_calls++;
 	if (k->lazy)
 		qt_stream_send_lazy(c->stream, req);
 	else
@@ -246,6 +269,9 @@ static int conn_call(struct qt_conn *c, struct qt_msg *req, uint64_t timeout_ms,
 	k->arg = arg;
 	k->req = req;
 	k->lazy = lazy;
+	k->reply_tail = req->reply_tail_ok;
+	if (k->reply_tail)
+		qt_stream_bound_reads(c->stream); /* see qt_stream_bound_reads() */
 	k->link.data = k;
 	if (timeout_ms)
 		k->timer = qt_timer_add(c->loop, timeout_ms, call_timeout, k);
@@ -281,6 +307,7 @@ static void fail_calls(struct qt_conn *c, int err)
 		g_ptr_array_add(all, v);
 	g_hash_table_remove_all(c->pending);
 	c->pending_long = 0;
+	c->tail_calls = 0;
 	for (int lng = 0; lng < 2; lng++)
 		while ((l = g_queue_pop_head_link(&c->waitq[lng])))
 			g_ptr_array_add(all, l->data);
@@ -780,21 +807,193 @@ static void handle_frame(struct qt_conn *c, struct qt_msg *m)
 	}
 }
 
+/* ---- replies into pipes -------------------------------------------------- */
+
+static void sink_clear(struct qt_conn *c)
+{
+	if (c->sink.pipe)
+		qt_pipe_put(c->sink.pipe); /* closed, not pooled, unless empty */
+	g_free(c->sink.buf);
+	memset(&c->sink, 0, sizeof(c->sink));
+}
+
+/*
+ * The header of a reply is in, its payload not begun: does it go into a
+ * pipe?  If so the sink takes the payload from the assembler.
+ */
+static bool sink_start(struct qt_conn *c, const struct qt_frame_header *h)
+{
+	struct call *k;
+	struct qt_pipe *p;
+
+	if (c->state != CONN_READY ||
+	    (h->flags & (QT_FLAG_REPLY | QT_FLAG_ERROR | QT_FLAG_MORE)) != QT_FLAG_REPLY ||
+	    h->length < 4 + QT_CONN_TAIL_MIN || h->length > 4 + QT_PIPE_DATA_MAX)
+		return false;
+	k = g_hash_table_lookup(c->pending, &h->id);
+	if (!k || !k->reply_tail || !(p = qt_pipe_get()))
+		return false;
+	memcpy(c->sink.head, c->fasm.hdr, QT_WIRE_HDR_SIZE);
+	qt_frame_asm_take(&c->fasm);
+	c->sink.active = true;
+	c->sink.head_have = QT_WIRE_HDR_SIZE;
+	c->sink.data_len = c->sink.data_left = h->length - 4;
+	c->sink.pipe = p;
+	return true;
+}
+
+/* The pipe filled first: the frame is assembled by copy, starting with what the pipe holds. */
+static int sink_copy(struct qt_conn *c)
+{
+	struct sink *k = &c->sink;
+	size_t in_pipe = k->data_len - k->data_left, got = 0;
+
+	k->buf = g_malloc(sizeof(k->head) + k->data_len);
+	memcpy(k->buf, k->head, sizeof(k->head));
+	while (got < in_pipe) {
+		ssize_t r = read(qt_pipe_rfd(k->pipe), k->buf + sizeof(k->head) + got, in_pipe - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -EIO;
+		got += (size_t)r;
+	}
+	qt_pipe_put(g_steal_pointer(&k->pipe));
+	return 0;
+}
+
+/* All of the payload is in: the reply goes to its call. */
+static void sink_done(struct qt_conn *c)
+{
+	struct sink *k = &c->sink;
+	struct qt_msg *m;
+
+	if (k->buf) {
+		m = qt_msg_adopt(g_steal_pointer(&k->buf), sizeof(k->head) + k->data_len);
+	} else {
+		m = qt_msg_adopt(g_memdup2(k->head, sizeof(k->head)), sizeof(k->head));
+		qt_msg_set_pipe_tail(m, g_steal_pointer(&k->pipe), k->data_len);
+	}
+	sink_clear(c);
+	handle_frame(c, m);
+}
+
+static void sink_failed(struct qt_conn *c, int err)
+{
+	g_autofree char *why = g_strdup_printf(
+		"protocol error from %s: %s", c->peer,
+		err == -EPROTO ? "a reply's length does not match its frame"
+			       : "cannot take a reply out of its pipe");
+
+	conn_begin_close(c, err, why, false);
+}
+
+static void sink_diverted(struct qt_stream *s, size_t left, void *arg)
+{
+	struct qt_conn *c = arg;
+
+	(void)s;
+	c->sink.diverting = false;
+	c->sink.data_left = left;
+	if (c->state >= CONN_CLOSING)
+		return;
+	if (!left)
+		sink_done(c);
+	else if (sink_copy(c) < 0)
+		sink_failed(c, -EIO);
+	/* else the rest comes through on_data(). */
+}
+
+/* Payload bytes of the sink's frame: the count taken, or -errno (the connection must end). */
+static ssize_t sink_feed(struct qt_conn *c, const uint8_t *p, size_t n)
+{
+	struct sink *k = &c->sink;
+	size_t used = 0, want;
+
+	if (k->head_have < sizeof(k->head)) {
+		used = MIN(n, sizeof(k->head) - k->head_have);
+		memcpy(k->head + k->head_have, p, used);
+		k->head_have += used;
+		if (k->head_have < sizeof(k->head))
+			return (ssize_t)used;
+		struct qt_rd r;
+		uint32_t len = 0;
+
+		qt_rd_init(&r, k->head + QT_WIRE_HDR_SIZE, 4);
+		if (qt_rd_u32(&r, &len) < 0 || len != k->data_len)
+			return -EPROTO;
+	}
+	want = MIN(n - used, k->data_left);
+	if (k->buf) {
+		memcpy(k->buf + sizeof(k->head) + (k->data_len - k->data_left), p + used, want);
+		k->data_left -= want;
+		used += want;
+	} else {
+		size_t in = qt_pipe_write_some(qt_pipe_wfd(k->pipe), p + used, want);
+
+		k->data_left -= in;
+		used += in;
+		if (in < want)
+			return sink_copy(c) < 0 ? -EIO : (ssize_t)used;
+	}
+	if (!k->data_left) {
+		sink_done(c);
+	} else if (!k->buf) {
+		/* The chunk is used up: the rest goes from the socket into the pipe. */
+		k->diverting = true;
+		qt_stream_divert(c->stream, qt_pipe_wfd(k->pipe), k->data_left, sink_diverted, c);
+	}
+	return (ssize_t)used;
+}
+
+static void frame_error(struct qt_conn *c, ssize_t err)
+{
+	g_autofree char *why = g_strdup_printf("protocol error from %s: %s", c->peer,
+					       err == -EMSGSIZE ? "frame too large"
+					       : err == -EPROTONOSUPPORT ? "unsupported protocol version"
+					       : "malformed frame header");
+
+	conn_begin_close(c, (int)err, why, false);
+}
+
 static void on_data(struct qt_stream *s, const uint8_t *p, size_t n, void *arg)
 {
 	struct qt_conn *c = arg;
 
 	while (n && c->state < CONN_CLOSING) {
 		struct qt_msg *m = NULL;
-		ssize_t used = qt_frame_asm_feed(&c->fasm, p, n, &m);
+		ssize_t used;
 
+		if (c->sink.active) {
+			if ((used = sink_feed(c, p, n)) < 0) {
+				sink_failed(c, (int)used);
+				return;
+			}
+			p += used;
+			n -= (size_t)used;
+			continue;
+		}
+		/* With a call on the wire whose reply may go into a pipe, a frame's header comes first. */
+		if (c->tail_calls && qt_frame_asm_in_header(&c->fasm)) {
+			struct qt_frame_header h;
+			bool complete;
+
+			used = qt_frame_asm_feed_header(&c->fasm, p, n, &h, &complete);
+			if (used < 0) {
+				frame_error(c, used);
+				return;
+			}
+			p += used;
+			n -= (size_t)used;
+			if (complete && sink_start(c, &h))
+				continue;
+			if (!complete && !n)
+				break;
+		}
+		used = qt_frame_asm_feed(&c->fasm, p, n, &m);
 		if (used < 0) {
-			g_autofree char *why = g_strdup_printf("protocol error from %s: %s", c->peer,
-							       used == -EMSGSIZE ? "frame too large"
-							       : used == -EPROTONOSUPPORT ? "unsupported protocol version"
-							       : "malformed frame header");
-
-			conn_begin_close(c, (int)used, why, false);
+			frame_error(c, used);
 			return;
 		}
 		p += used;
@@ -810,6 +1009,7 @@ static void on_eof(struct qt_stream *s, int err, void *arg)
 {
 	struct qt_conn *c = arg;
 	g_autofree char *why = NULL;
+	bool mid_frame = !qt_frame_asm_idle(&c->fasm) || c->sink.active;
 
 	if (c->state >= CONN_CLOSING) {
 		/* Already closing: a failed write means there is nothing more to flush. */
@@ -826,13 +1026,13 @@ static void on_eof(struct qt_stream *s, int err, void *arg)
 		why = g_strdup_printf("connection to %s failed: %s", c->peer, g_strerror(-err));
 	else if (c->state == CONN_HANDSHAKE)
 		why = g_strdup_printf("%s closed the connection during the handshake", c->peer);
-	else if (!qt_frame_asm_idle(&c->fasm))
+	else if (mid_frame)
 		why = g_strdup_printf("%s closed the connection in the middle of a frame", c->peer);
 	else
 		why = g_strdup_printf("%s closed the connection", c->peer);
 	if (!err && c->state == CONN_HANDSHAKE)
 		err = -ECONNRESET;
-	else if (!err && !qt_frame_asm_idle(&c->fasm))
+	else if (!err && mid_frame)
 		err = -EPROTO;
 	/* After a clean EOF the replies already queued may still reach the peer. */
 	conn_begin_close(c, err, why, !err);
@@ -860,6 +1060,7 @@ static void on_closed(struct qt_stream *s, void *arg)
 	struct qt_conn *c = arg;
 
 	c->state = CONN_CLOSED;
+	sink_clear(c); /* the stream is gone: nothing writes into its pipe any more */
 	g_clear_pointer(&c->linger_timer, qt_timer_cancel);
 	g_clear_pointer(&c->handshake_timer, qt_timer_cancel);
 	c->stream = NULL;

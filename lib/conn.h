@@ -130,6 +130,19 @@ void qt_conn_unref(struct qt_conn *c);
  */
 int qt_conn_call(struct qt_conn *c, struct qt_msg *req, uint64_t timeout_ms, qt_reply_fn cb,
 		 void *arg);
+/*
+ * Replies into pipes.  A call whose request has reply_tail_ok set (see
+ * wire.h) may get its reply with the payload's bytes in a pipe: when the
+ * reply is a plain one (no ERROR, no MORE) whose payload is a u32 length
+ * n followed by exactly n bytes, QT_CONN_TAIL_MIN <= n <=
+ * QT_PIPE_DATA_MAX, and a pipe is to be had (qt_pipe_get()), the n bytes
+ * go from the socket into the pipe by splice (qt_stream_divert()): the
+ * reply's data then holds the header and the u32 only, and its tail the n
+ * bytes (tail->rfd, tail_len).  Whoever frees the reply gives the pipe
+ * back, emptied or not.  A reply whose u32 is not the rest of the payload
+ * ends the connection (EPROTO).  Any other reply comes as usual.
+ */
+#define QT_CONN_TAIL_MIN (64u * 1024)
 /* qt_conn_call() for a call nobody waits for: sent as qt_stream_send_lazy() sends. */
 int qt_conn_call_lazy(struct qt_conn *c, struct qt_msg *req, uint64_t timeout_ms, qt_reply_fn cb,
 		      void *arg);

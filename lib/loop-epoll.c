@@ -2,7 +2,7 @@
 /*
  * epoll backend of the event loop: level-triggered readiness, read(2) into
  * one shared buffer, writev(2) straight from the send queues (splice(2)
- * for a frame's pipe tail).  Used when
+ * for a frame's pipe tail, and from the input while a divert lasts).  Used when
  * io_uring is unavailable and forced in tests so both backends stay
  * honest.
  *
@@ -246,7 +246,7 @@ static void ep_stream_add(struct qt_stream *s)
 static void ep_stream_update(struct qt_stream *s)
 {
 	struct ep_stream *es = ep_stream_of(s);
-	bool want_r = s->reading && !s->eof && !s->dead;
+	bool want_r = (s->reading || s->dv_left) && !s->eof && !s->dead;
 	bool want_w = s->sendq.length && !s->write_failed && !s->dead && s->send_armed;
 
 	if (s->rfd == s->wfd) {
@@ -260,6 +260,12 @@ static void ep_stream_update(struct qt_stream *s)
 }
 
 static void ep_stream_reading(struct qt_stream *s)
+{
+	ep_stream_update(s);
+}
+
+/* Input is watched as long as the divert lasts; the next event splices. */
+static void ep_stream_divert(struct qt_stream *s)
 {
 	ep_stream_update(s);
 }
@@ -319,8 +325,19 @@ static void ep_stream_read(struct qt_stream *s)
 {
 	uint8_t *buf = EP(s->loop)->buf;
 
-	for (int i = 0; i < READS_PER_WAKE && s->reading && !s->eof && !s->dead; i++) {
-		ssize_t n = read(s->rfd, buf, QT_READ_CHUNK);
+	for (int i = 0; i < READS_PER_WAKE && !s->eof && !s->dead; i++) {
+		ssize_t n;
+
+		/* A divert splices (see qt_stream_divert); level-triggered input brings it back. */
+		if (s->dv_left) {
+			if (qt__stream_divert_splice(s) != QT_DIVERT_DONE)
+				return;
+			ep_stream_update(s); /* it may not be reading */
+			continue;
+		}
+		if (!s->reading)
+			break;
+		n = read(s->rfd, buf, QT_READ_CHUNK);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -428,6 +445,7 @@ const struct qt_backend_ops qt__epoll_backend = {
 	.listener_remove = ep_listener_remove,
 	.stream_add = ep_stream_add,
 	.stream_reading = ep_stream_reading,
+	.stream_divert = ep_stream_divert,
 	.stream_flush = ep_stream_flush,
 	.stream_close = ep_stream_close,
 };

@@ -78,8 +78,17 @@ struct qt_stream {
 	bool write_failed;
 	struct qt_timer *lazy_timer; /* lazy frames wait in sendq (qt_stream_send_lazy) */
 
+	/* a divert in progress (qt_stream_divert): dv_left > 0 */
+	int dv_fd;
+	size_t dv_left;
+	qt_stream_divert_fn dv_done;
+	void *dv_arg;
+	bool dv_polling; /* io_uring: a poll for input in flight */
+	bool bounded;	 /* qt_stream_bound_reads() */
+
 	/* io_uring backend */
 	bool recv_armed;
+	bool recv_multishot; /* the receive armed is a multishot one */
 	bool send_armed;
 	bool send_polling; /* the send in flight is a poll for room (a pipe tail is next) */
 	bool cancel_sent;
@@ -108,6 +117,8 @@ struct qt_backend_ops {
 	void (*listener_remove)(struct qt_listener *ls);
 	void (*stream_add)(struct qt_stream *s);
 	void (*stream_reading)(struct qt_stream *s); /* s->reading changed */
+	/* A divert began: stop buffered reads and splice into s->dv_fd when input comes. */
+	void (*stream_divert)(struct qt_stream *s);
 	/* Write as much of the send queue as possible, or start doing so. */
 	void (*stream_flush)(struct qt_stream *s);
 	void (*stream_close)(struct qt_stream *s);
@@ -157,8 +168,17 @@ int qt__stream_fill_iov(struct qt_stream *s, bool *more);
 bool qt__stream_tail(const struct qt_stream *s, int *pipe_fd, size_t *left);
 /* @n bytes of the queue were written: free finished frames and tell the owner. */
 void qt__stream_consumed(struct qt_stream *s, size_t n);
-/* Deliver received bytes to the owner. */
+/* Deliver received bytes to the owner (into the divert's pipe first, while one is in progress). */
 void qt__stream_data(struct qt_stream *s, const uint8_t *p, size_t n);
+/*
+ * A divert's step for a backend: splice what input there is into the
+ * pipe, without waiting.  Returns QT_DIVERT_DONE when the divert ended
+ * (all in, or the pipe full: the owner was told), QT_DIVERT_WAIT when
+ * the input is empty for now, or QT_DIVERT_FAILED when the stream ended
+ * or failed (the owner was told through ops->eof).
+ */
+enum qt_divert_step { QT_DIVERT_DONE, QT_DIVERT_WAIT, QT_DIVERT_FAILED };
+enum qt_divert_step qt__stream_divert_splice(struct qt_stream *s);
 /* Input ended (0) or failed (-errno). */
 void qt__stream_eof(struct qt_stream *s, int err);
 /* The backend is done with the stream: close fds, schedule ops->closed. */

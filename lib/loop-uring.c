@@ -5,8 +5,13 @@
  *
  *   accept   one multishot accept per listener
  *   recv     one multishot recv per socket stream, buffers picked by the
- *            kernel from a provided-buffer ring shared by the loop; pipes
- *            (stdio) use a plain read into the stream's own buffer
+ *            kernel from a provided-buffer ring shared by the loop (a
+ *            single-shot one, re-armed after each, on a stream whose
+ *            reads are bounded); pipes (stdio) use a plain read into the
+ *            stream's own buffer
+ *   divert   (qt_stream_divert) the receive is cancelled, then the loop
+ *            thread splices into the pipe itself, with a POLLIN poll in
+ *            flight instead while the input is empty
  *   send     one sendmsg/writev in flight per stream, carrying up to
  *            QT_STREAM_IOV_MAX queued frames; a frame's pipe tail is
  *            spliced by the loop thread, with a POLLOUT poll in flight
@@ -54,6 +59,7 @@ enum ur_kind {
 	K_RECV = 4,
 	K_SEND = 5,
 	K_FOP = 6,
+	K_DIVERT = 7, /* a stream's poll for input to splice (qt_stream_divert) */
 };
 
 /* A file operation in flight (qt_fop_*()). */
@@ -339,18 +345,30 @@ static void ur_stream_add(struct qt_stream *s)
 		s->rbuf = g_malloc(QT_READ_CHUNK);
 }
 
+static void divert_step(struct qt_stream *s);
+static void stream_maybe_release(struct qt_stream *s);
+
 static void recv_arm(struct qt_stream *s)
 {
 	struct qt_loop *l = s->loop;
 	struct io_uring_sqe *sqe;
 
-	if (s->recv_armed || !s->reading || s->eof || s->dead)
+	if (s->recv_armed || s->eof || s->dead)
+		return;
+	/* A divert splices once no receive is in flight (the one before it was cancelled). */
+	if (s->dv_left) {
+		if (!s->dv_polling)
+			divert_step(s);
+		return;
+	}
+	if (!s->reading)
 		return;
 	sqe = get_sqe(l);
 	if (!s->is_socket) {
 		io_uring_prep_read(sqe, s->rfd, s->rbuf, QT_READ_CHUNK, (uint64_t)-1);
 	} else {
-		if (UR(l)->multishot_recv)
+		s->recv_multishot = UR(l)->multishot_recv && !s->bounded;
+		if (s->recv_multishot)
 			io_uring_prep_recv_multishot(sqe, s->rfd, NULL, 0, 0);
 		else
 			io_uring_prep_recv(sqe, s->rfd, NULL, 0, 0);
@@ -365,12 +383,59 @@ static void recv_arm(struct qt_stream *s)
 
 static void ur_stream_reading(struct qt_stream *s)
 {
-	if (s->reading) {
+	if (s->reading && !(s->bounded && s->recv_armed && s->recv_multishot)) {
 		recv_arm(s);
 	} else if (s->recv_armed && !s->cancel_sent) {
+		/* Paused, or bounded now: the multishot receive ends (and is armed again single). */
 		cancel_ud(s->loop, ud(s, K_RECV));
 		s->cancel_sent = true;
 	}
+}
+
+/*
+ * A divert: the multishot receive is cancelled first (what it still
+ * delivers goes into the pipe by copy, in qt__stream_data()); once it has
+ * ended, the loop thread splices from the socket itself, without waiting,
+ * and a poll for input stands in for it while the socket is empty.
+ * io_uring's own splice would run on one of its kernel workers.
+ */
+static void divert_step(struct qt_stream *s)
+{
+	struct io_uring_sqe *sqe;
+
+	if (qt__stream_divert_splice(s) != QT_DIVERT_WAIT) {
+		recv_arm(s); /* the divert is over: back to receiving (if it still reads) */
+		return;
+	}
+	sqe = get_sqe(s->loop);
+	io_uring_prep_poll_add(sqe, s->rfd, POLLIN);
+	io_uring_sqe_set_data64(sqe, ud(s, K_DIVERT));
+	s->dv_polling = true;
+	s->ops_inflight++;
+}
+
+static void ur_stream_divert(struct qt_stream *s)
+{
+	if (s->recv_armed) {
+		if (!s->cancel_sent) {
+			cancel_ud(s->loop, ud(s, K_RECV));
+			s->cancel_sent = true;
+		}
+		return;
+	}
+	recv_arm(s);
+}
+
+static void divert_cqe(struct qt_stream *s, int res)
+{
+	(void)res; /* the splice finds out what the poll saw, errors included */
+	s->dv_polling = false;
+	s->ops_inflight--;
+	if (s->dead) {
+		stream_maybe_release(s);
+		return;
+	}
+	recv_arm(s);
 }
 
 /*
@@ -676,6 +741,9 @@ static void dispatch(struct qt_loop *l, uint64_t data, int res, unsigned flags)
 	case K_SEND:
 		send_cqe(obj, res);
 		break;
+	case K_DIVERT:
+		divert_cqe(obj, res);
+		break;
 	case K_FOP:
 		fop_cqe(l, obj, res);
 		break;
@@ -729,6 +797,7 @@ const struct qt_backend_ops qt__uring_backend = {
 	.listener_remove = ur_listener_remove,
 	.stream_add = ur_stream_add,
 	.stream_reading = ur_stream_reading,
+	.stream_divert = ur_stream_divert,
 	.stream_flush = ur_stream_flush,
 	.stream_close = ur_stream_close,
 	.submit = ur_submit,

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -736,10 +737,104 @@ void qt__stream_consumed(struct qt_stream *s, size_t n)
 		s->ops->sent(s, s->arg);
 }
 
+/* ---- diverts ----------------------------------------------------------- */
+
+void qt_stream_divert(struct qt_stream *s, int pipe_wfd, size_t n, qt_stream_divert_fn done,
+		      void *arg)
+{
+	g_assert(!s->dv_left && n);
+	if (s->dead || s->eof)
+		return;
+	s->dv_fd = pipe_wfd;
+	s->dv_left = n;
+	s->dv_done = done;
+	s->dv_arg = arg;
+	s->loop->be->stream_divert(s);
+}
+
+void qt_stream_bound_reads(struct qt_stream *s)
+{
+	if (s->bounded || s->dead)
+		return;
+	s->bounded = true;
+	s->loop->be->stream_reading(s); /* the backend re-arms its receive if it must */
+}
+
+/* The divert is over (all in, or the pipe is full): tell its owner. */
+static void divert_end(struct qt_stream *s)
+{
+	qt_stream_divert_fn done = s->dv_done;
+	size_t left = s->dv_left;
+
+	s->dv_left = 0;
+	s->dv_done = NULL;
+	done(s, left, s->dv_arg);
+}
+
+/* Is input waiting on @s's read side now? */
+static bool input_ready(const struct qt_stream *s)
+{
+	struct pollfd pfd = {.fd = s->rfd, .events = POLLIN};
+
+	return poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN);
+}
+
+enum qt_divert_step qt__stream_divert_splice(struct qt_stream *s)
+{
+	while (s->dv_left && !s->dead && !s->eof) {
+		ssize_t w = splice(s->rfd, NULL, s->dv_fd, NULL, s->dv_left, SPLICE_F_NONBLOCK);
+
+		if (w > 0) {
+			s->dv_left -= (size_t)w;
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		/*
+		 * Nothing moved: no input, or no room in the pipe.  Input
+		 * waiting says which; the pipe full ends the divert.  So does
+		 * a pair of descriptors splice cannot join (EINVAL): the rest
+		 * comes as data.
+		 */
+		if (w < 0 && errno == EAGAIN && !input_ready(s))
+			return QT_DIVERT_WAIT;
+		if (w < 0 && errno != EAGAIN && errno != EINVAL) {
+			qt__stream_eof(s, -errno);
+			return QT_DIVERT_FAILED;
+		}
+		if (w == 0) {
+			qt__stream_eof(s, 0);
+			return QT_DIVERT_FAILED;
+		}
+		break;
+	}
+	if (s->dead || s->eof)
+		return QT_DIVERT_FAILED;
+	divert_end(s);
+	return QT_DIVERT_DONE;
+}
+
 void qt__stream_data(struct qt_stream *s, const uint8_t *p, size_t n)
 {
-	if (!s->dead && !s->eof)
-		s->ops->data(s, p, n, s->arg);
+	if (s->dead || s->eof)
+		return;
+	/* Bytes the backend took in before the divert began: written into the pipe. */
+	if (s->dv_left) {
+		size_t want = MIN(n, s->dv_left), in = qt_pipe_write_some(s->dv_fd, p, want);
+
+		s->dv_left -= in;
+		p += in;
+		n -= in;
+		if (in < want || !s->dv_left)
+			divert_end(s);
+		if (!n || s->dead || s->eof)
+			return;
+		if (s->dv_left) { /* a new divert, begun by the owner just now */
+			qt__stream_data(s, p, n);
+			return;
+		}
+	}
+	s->ops->data(s, p, n, s->arg);
 }
 
 void qt__stream_eof(struct qt_stream *s, int err)

@@ -191,6 +191,14 @@ void qt_pipe_put(struct qt_pipe *p);
  * the loop thread (qt_fop_splice() is).
  */
 ssize_t qt_pipe_fill(struct qt_pipe *p, int fd, uint64_t off, size_t len);
+/*
+ * Write up to @n bytes into the non-blocking pipe @wfd: the count that
+ * went in, less than @n when the pipe filled (or failed).
+ */
+size_t qt_pipe_write_some(int wfd, const void *p, size_t n);
+/* The read and write ends of @p (non-blocking). */
+int qt_pipe_rfd(const struct qt_pipe *p);
+int qt_pipe_wfd(const struct qt_pipe *p);
 /* What @p holds: the tail of @m from now on (@m owns @p). */
 void qt_msg_set_pipe_tail(struct qt_msg *m, struct qt_pipe *p, size_t len);
 /* qt_pipe_fill() as a file operation (see qt_fop_read()). */
@@ -236,3 +244,28 @@ bool qt_stream_reading(const struct qt_stream *s);
 void qt_stream_close(struct qt_stream *s);
 int qt_stream_fd(const struct qt_stream *s);
 struct qt_loop *qt_stream_loop(const struct qt_stream *s);
+
+/*
+ * Received bytes into a pipe (the receiving side of the pipes above): the
+ * next @n bytes of @s's input go into the pipe whose (non-blocking) write
+ * end is @pipe_wfd, not to ops->data.  Spliced from the socket or pipe
+ * the stream reads, so that the kernel moves references to its buffers and
+ * copies nothing; bytes the stream had already taken in are written.
+ * A divert goes on while the owner is not reading (it is the rest of
+ * something begun).  @done runs once, on the loop thread: with 0 when all
+ * @n bytes are in the pipe, or with the count that did not go in because
+ * the pipe filled first (a pipe slot per buffer fragment, however small),
+ * which then arrives through ops->data as usual.  Call it from ops->data
+ * or ops->... of @s, or anywhere on the loop thread; never while a divert
+ * is in progress.  Nothing runs if the stream ends or is closed first.
+ */
+typedef void (*qt_stream_divert_fn)(struct qt_stream *s, size_t left, void *arg);
+void qt_stream_divert(struct qt_stream *s, int pipe_wfd, size_t n, qt_stream_divert_fn done,
+		      void *arg);
+/*
+ * Take input one buffer (64 KiB) at a time, the next only once the owner
+ * has seen the last: for a stream that diverts.  io_uring's multishot
+ * receive takes in whatever arrives, megabytes ahead of the owner, all of
+ * it then copied into a divert's pipe.  Costs a submission per buffer.
+ */
+void qt_stream_bound_reads(struct qt_stream *s);

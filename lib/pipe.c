@@ -123,6 +123,32 @@ ssize_t qt_pipe_fill(struct qt_pipe *p, int fd, uint64_t off, size_t len)
 	return n < 0 ? -errno : n;
 }
 
+size_t qt_pipe_write_some(int wfd, const void *p, size_t n)
+{
+	size_t in = 0;
+
+	while (in < n) {
+		ssize_t w = write(wfd, (const uint8_t *)p + in, n - in);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		in += (size_t)w;
+	}
+	return in;
+}
+
+int qt_pipe_rfd(const struct qt_pipe *p)
+{
+	return p->rfd;
+}
+
+int qt_pipe_wfd(const struct qt_pipe *p)
+{
+	return p->wfd;
+}
+
 void qt_msg_set_pipe_tail(struct qt_msg *m, struct qt_pipe *p, size_t len)
 {
 	g_assert(!m->tail);

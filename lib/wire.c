@@ -413,6 +413,36 @@ bool qt_frame_asm_idle(const struct qt_frame_asm *a)
 	return a->hdr_have == 0 && a->buf == NULL;
 }
 
+ssize_t qt_frame_asm_feed_header(struct qt_frame_asm *a, const uint8_t *p, size_t len,
+				 struct qt_frame_header *h, bool *complete)
+{
+	size_t n = a->buf ? 0 : MIN(len, QT_WIRE_HDR_SIZE - a->hdr_have);
+	int r;
+
+	*complete = false;
+	if (n)
+		memcpy(a->hdr + a->hdr_have, p, n);
+	a->hdr_have += n;
+	if (a->buf || a->hdr_have < QT_WIRE_HDR_SIZE)
+		return (ssize_t)n;
+	r = qt_frame_header_decode(a->hdr, a->hdr_have, a->max_payload, h);
+	if (r < 0)
+		return r;
+	*complete = true;
+	return (ssize_t)n;
+}
+
+void qt_frame_asm_take(struct qt_frame_asm *a)
+{
+	g_assert(!a->buf && a->hdr_have == QT_WIRE_HDR_SIZE);
+	a->hdr_have = 0;
+}
+
+bool qt_frame_asm_in_header(const struct qt_frame_asm *a)
+{
+	return !a->buf;
+}
+
 ssize_t qt_frame_asm_feed(struct qt_frame_asm *a, const uint8_t *p, size_t len, struct qt_msg **out)
 {
 	size_t used = 0, n;

@@ -94,6 +94,12 @@ struct qt_msg {
 	struct qt_pipe *tail;
 	size_t tail_len;
 	void (*tail_free)(struct qt_pipe *tail);
+	/*
+	 * On a call (request): the caller takes a reply whose payload is a
+	 * u32 length and that many bytes with the bytes in a pipe, as the
+	 * reply's tail (see "Replies into pipes" in conn.h).
+	 */
+	bool reply_tail_ok;
 };
 
 struct qt_msg *qt_msg_new(uint16_t type, uint8_t flags, uint64_t id);
@@ -207,3 +213,18 @@ bool qt_frame_asm_idle(const struct qt_frame_asm *a);
  * error from qt_frame_header_decode() on a bad header.
  */
 ssize_t qt_frame_asm_feed(struct qt_frame_asm *a, const uint8_t *p, size_t len, struct qt_msg **out);
+/*
+ * For a reader that may take a frame's payload itself: before the payload
+ * begins, consume header bytes only (at most @len, at most what the header
+ * still lacks).  Returns the count consumed, or an error as
+ * qt_frame_asm_feed() does; *@complete is then true when the header is in
+ * and valid, and *@h holds it.  The frame goes on with qt_frame_asm_feed()
+ * (called at once, even with no bytes: a frame without payload is
+ * complete then), or the caller takes the payload with qt_frame_asm_take().
+ */
+ssize_t qt_frame_asm_feed_header(struct qt_frame_asm *a, const uint8_t *p, size_t len,
+				 struct qt_frame_header *h, bool *complete);
+/* After a complete header: its payload is the caller's; the assembler waits for the next frame. */
+void qt_frame_asm_take(struct qt_frame_asm *a);
+/* True until a frame's first payload byte is taken: qt_frame_asm_feed_header() may be used. */
+bool qt_frame_asm_in_header(const struct qt_frame_asm *a);

@@ -16,7 +16,11 @@
 # answer of none is kept attr_timeout seconds, so writes stop costing two
 # round trips each, but a capability set from the DPU is seen at once, one
 # set on the host at once with attr_timeout=0, and a write from the DPU
-# drops the host's either way, as a write on the host would.
+# drops the host's either way, as a write on the host would.  Last, how a
+# large read's bytes come in (docs/fuse-qtfs.md, "Replies into pipes"):
+# from the socket into a pipe and on into the kernel, never through the
+# client's memory; on a mount of its own, the client holds pipes after
+# one read that it did not before (and never did).
 
 . "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
 
@@ -161,7 +165,23 @@ check "-o auto_cache=2 is a usage error (exit 2) that names it" \
 	sh -c "'$FUSE_QTFS' -o auto_cache=2 unix:$T/sock:$T/exp $T/none 2>'$T/ac.err'; [ \$? -eq 2 ] &&
 		head -n 1 '$T/ac.err' | grep -q 'auto_cache'"
 
+# -- a large read's bytes, through pipes ------------------------------------------
+check "mount for the reads through pipes" mount_qtfs "unix:$T/sock:$T/exp" "$T/pipes" -o timeout=5
+client=$(pgrep -f -- "$FUSE_QTFS .*$T/pipes\$")
+check "... its daemon is found ($client)" [ -n "$client" ]
+pipes() {
+	ls -l "/proc/$client/fd" | grep -c 'pipe:'
+}
+fill "$T/exp/disk/spliced" spliced
+before=$(pipes)
+cat "$T/pipes/disk/spliced" >/dev/null
+after=$(pipes)
+check "a 4 MiB read went through pipes on the DPU (the client's pipe descriptors: $before before, $after after)" \
+	[ "$after" -gt "$before" ]
+check "... and brought the host's bytes" same "$T/exp/disk/spliced" "$T/pipes/disk/spliced"
+
 check "unmount" umount_qtfs "$T/mnt"
 check "unmount the auto_cache=0 mount" umount_qtfs "$T/nokeep"
+check "unmount the mount of the reads through pipes" umount_qtfs "$T/pipes"
 umount -l "$T/exp/mem"
 finish

@@ -17,6 +17,12 @@
  * re-encoded with the qt_msg_put_* writers from what the getters returned is
  * byte for byte the part of the payload they consumed.
  *
+ * The same stream goes through a second assembler the way a connection
+ * reads when a reply may go into a pipe (lib/conn.c): header first
+ * (qt_frame_asm_feed_header), and the payload of every plain reply with
+ * an odd id taken by the caller (qt_frame_asm_take) and counted off by
+ * hand; it must see the same frames, payload bytes and error as the first.
+ *
  * Every frame is also fed to a server-side and a client-side handshake
  * (PSK mode, one fixed key), the state machines a peer reaches before it
  * has proved anything; whatever they answer must itself be a valid frame.
@@ -28,6 +34,7 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,10 +43,13 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(cond)              \
-	do {                     \
-		if (!(cond))     \
-			abort(); \
+#define CHECK(cond)                                                                   \
+	do {                                                                          \
+		if (!(cond)) {                                                        \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
+				#cond);                                               \
+			abort();                                                      \
+		}                                                                     \
 	} while (0)
 
 /* A length limit for bytes/strdup chosen by the op byte; 0 means "no limit". */
@@ -186,8 +196,88 @@ static void feed_auth(struct qt_auth *a, const struct qt_msg *m)
 	}
 }
 
+/*
+ * The stream again, header first, taking the payloads of plain replies
+ * with odd ids: each frame (taken or not) is appended to @frames as its
+ * header and payload bytes.  Returns 0 or the assembler's error.
+ */
+static int feed_header_first(const uint8_t *data, size_t size, size_t chunk, uint32_t max_payload,
+			     GPtrArray *frames)
+{
+	struct qt_frame_asm b;
+	GByteArray *taking = NULL; /* the frame whose payload is ours */
+	size_t taking_left = 0;
+	int err = 0;
+
+	qt_frame_asm_init(&b, max_payload);
+	while (size > 0 && !err) {
+		size_t n = MIN(chunk, size), off = 0;
+
+		while (off < n && !err) {
+			struct qt_frame_header h;
+			struct qt_msg *m = NULL;
+			bool complete = false;
+			ssize_t r;
+
+			if (taking) {
+				size_t k = MIN(taking_left, n - off);
+
+				g_byte_array_append(taking, data + off, (guint)k);
+				off += k;
+				taking_left -= k;
+				if (!taking_left)
+					g_ptr_array_add(frames, g_steal_pointer(&taking));
+				continue;
+			}
+			if (qt_frame_asm_in_header(&b)) {
+				r = qt_frame_asm_feed_header(&b, data + off, n - off, &h, &complete);
+				if (r < 0) {
+					CHECK(b.buf == NULL);
+					err = (int)r;
+					break;
+				}
+				CHECK((size_t)r <= n - off && (r > 0 || complete));
+				off += (size_t)r;
+				if (!complete)
+					continue;
+				CHECK(qt_frame_asm_in_header(&b) && b.hdr_have == QT_WIRE_HDR_SIZE);
+				if (h.flags == QT_FLAG_REPLY && (h.id & 1) && h.length > 0) {
+					taking = g_byte_array_new();
+					g_byte_array_append(taking, b.hdr, QT_WIRE_HDR_SIZE);
+					taking_left = h.length;
+					qt_frame_asm_take(&b);
+					CHECK(qt_frame_asm_idle(&b));
+					continue;
+				}
+			}
+			/* Even with no bytes left: a frame without payload is complete now. */
+			r = qt_frame_asm_feed(&b, data + off, n - off, &m);
+			CHECK(r >= 0); /* the header was checked already */
+			off += (size_t)r;
+			if (m) {
+				GByteArray *f = g_byte_array_new();
+
+				g_byte_array_append(f, m->data, (guint)m->len);
+				g_ptr_array_add(frames, f);
+				qt_msg_free(m);
+			}
+		}
+		data += n;
+		size -= n;
+	}
+	if (taking)
+		g_byte_array_unref(taking);
+	qt_frame_asm_clear(&b);
+	return err;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	g_autoptr(GPtrArray) frames = g_ptr_array_new_with_free_func((GDestroyNotify)g_byte_array_unref);
+	const uint8_t *stream;
+	size_t stream_size;
+	guint seen = 0;
+	int err_b;
 	g_autoptr(qt_psk) psk = NULL;
 	g_autoptr(qt_auth) srv = NULL;
 	g_autoptr(qt_auth) cli = NULL;
@@ -210,6 +300,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	chunk = (data[0] & 0x80) ? SIZE_MAX : (size_t)(data[0] & 0x3f) + 1;
 	data++;
 	size--;
+	stream = data;
+	stream_size = size;
+	err_b = feed_header_first(stream, stream_size, chunk, max_payload, frames);
 
 	qt_frame_asm_init(&a, max_payload);
 	while (size > 0 && !err) {
@@ -232,6 +325,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (m) {
 				CHECK(qt_frame_asm_idle(&a));
 				check_frame(m, max_payload);
+				/* The header-first pass saw this frame, byte for byte. */
+				CHECK(seen < frames->len);
+				CHECK(((GByteArray *)frames->pdata[seen])->len == m->len);
+				CHECK(!memcmp(((GByteArray *)frames->pdata[seen])->data, m->data, m->len));
+				seen++;
 				feed_auth(srv, m);
 				feed_auth(cli, m);
 				qt_msg_free(m);
@@ -242,6 +340,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (err)
 		CHECK(err == -EPROTONOSUPPORT || err == -EPROTO || err == -EMSGSIZE);
+	CHECK(err == err_b);
+	/* A frame cut short by the end of the input is complete in neither pass. */
+	CHECK(seen == frames->len);
 	qt_frame_asm_clear(&a);
 	CHECK(qt_frame_asm_idle(&a));
 	qt_nonce_cache_free(nonces);

@@ -315,6 +315,9 @@ enum srv_mode {
 	SRV_PARK,	  /* hold requests, each parked (qt_conn_park); echo ECHO_TYPE */
 };
 
+/* Any mode: answered at once with a u32 length and that many bytes (see tail_request()). */
+#define TAIL_TYPE (QT_MSG_USER_MIN + 0x79)
+
 #define INTR_TYPE (QT_MSG_USER_MIN + 0x77)
 /* SRV_PARK: requests of this type are echoed at once, not held. */
 #define ECHO_TYPE (QT_MSG_USER_MIN + 0x78)
@@ -346,11 +349,52 @@ static void srv_ready(struct qt_conn *c, void *user)
 	s->conn = c;
 }
 
+/* The bytes of a TAIL_TYPE reply: @n of them from @seed. */
+static void tail_fill(uint8_t *p, size_t n, uint32_t seed)
+{
+	GRand *rnd = g_rand_new_with_seed(seed);
+
+	for (size_t j = 0; j < n; j++)
+		p[j] = (uint8_t)g_rand_int(rnd);
+	g_rand_free(rnd);
+}
+
+enum tail_how { TAIL_GOOD, TAIL_BAD_LENGTH, TAIL_ERROR };
+
+/* A TAIL_TYPE request: u32 n, u32 seed, u8 how. */
+static void tail_request(struct qt_conn *c, struct qt_msg *m)
+{
+	uint32_t n = 0, seed = 0;
+	uint8_t how = 0;
+	struct qt_msg *r;
+	struct qt_rd rd;
+
+	qt_rd_init_msg(&rd, m);
+	qt_rd_u32(&rd, &n);
+	qt_rd_u32(&rd, &seed);
+	qt_rd_u8(&rd, &how);
+	if (how == TAIL_ERROR) {
+		r = qt_msg_new_error(m, ENOSPC);
+	} else {
+		r = qt_msg_new_reply(m, TAIL_TYPE);
+		/* TAIL_BAD_LENGTH: the length says one byte less than follows. */
+		qt_msg_put_u32(r, how == TAIL_BAD_LENGTH ? n - 1 : n);
+		tail_fill(qt_msg_reserve(r, n), n, seed);
+	}
+	qt_msg_free(m);
+	qt_conn_reply(c, r);
+}
+
 static void srv_request(struct qt_conn *c, struct qt_msg *m, void *user)
 {
 	struct srv *s = user;
 	struct qt_msg *r;
 	struct held *h;
+
+	if (qt_msg_type(m) == TAIL_TYPE) {
+		tail_request(c, m);
+		return;
+	}
 
 	if (s->mode == SRV_PARK && qt_msg_type(m) == ECHO_TYPE) {
 		/* Not counted in requests. */
@@ -675,6 +719,158 @@ START_TEST(test_big_frames_intact)
 	}
 	g_rand_free(rnd);
 	close_both(l, cc, s, k);
+	srv_free(s);
+	cli_free(k);
+	qt_loop_free(l);
+}
+END_TEST
+
+/* ---- replies into pipes ------------------------------------------------- */
+
+struct tail_call {
+	uint32_t n, seed;
+	bool done, ok, tail, leave; /* leave: free the reply without reading its pipe */
+	int err;
+};
+
+static void tail_reply(struct qt_conn *c, int err, struct qt_msg *reply, void *arg)
+{
+	struct tail_call *t = arg;
+	g_autofree uint8_t *want = g_malloc(t->n + 1), *got = g_malloc(t->n + 1);
+	size_t have = 0;
+
+	(void)c;
+	t->done = true;
+	t->err = err;
+	if (err)
+		return;
+	tail_fill(want, t->n, t->seed);
+	t->tail = reply->tail != NULL;
+	if (reply->tail) {
+		/* The header and the u32 in the message, the bytes in the pipe. */
+		ck_assert_uint_eq(qt_msg_payload_len(reply), 4);
+		ck_assert_uint_eq(reply->tail_len, t->n);
+		while (!t->leave && have < t->n) {
+			ssize_t r = read(qt_pipe_rfd(reply->tail), got + have, t->n - have);
+
+			ck_assert_int_gt(r, 0);
+			have += (size_t)r;
+		}
+		t->ok = t->leave || !memcmp(got, want, t->n);
+	} else {
+		const uint8_t *p = NULL;
+		size_t n = 0;
+		struct qt_rd r;
+
+		qt_rd_init_msg(&r, reply);
+		t->ok = qt_rd_bytes(&r, UINT32_MAX, &p, &n) == 0 && qt_rd_end(&r) == 0 && n == t->n &&
+			!memcmp(p, want, n);
+	}
+	qt_msg_free(reply);
+}
+
+static void tail_call(struct qt_conn *c, struct tail_call *t, uint8_t how)
+{
+	struct qt_msg *m = qt_msg_new(TAIL_TYPE, 0, 0);
+
+	qt_msg_put_u32(m, t->n);
+	qt_msg_put_u32(m, t->seed);
+	qt_msg_put_u8(m, how);
+	m->reply_tail_ok = true;
+	ck_assert_int_eq(qt_conn_call(c, m, 10000, tail_reply, t), 0);
+}
+
+/*
+ * Replies whose bytes the caller takes in a pipe: those of QT_CONN_TAIL_MIN
+ * bytes and more arrive in one, intact, smaller ones and errors as usual,
+ * among ordinary calls in flight at the same time.  Then again with the
+ * server's socket sending in small pieces: the pipe (a slot per piece)
+ * fills before a 1 MiB reply is in, and the rest of it is copied.
+ */
+START_TEST(test_reply_tails)
+{
+	static const uint32_t sizes[] = {QT_CONN_TAIL_MIN - 1, QT_CONN_TAIL_MIN, 200001, 1u << 20,
+					 70000, 1u << 20, 5, 300000};
+
+	for (int small_pieces = 0; small_pieces < 2; small_pieces++) {
+		struct qt_loop *l = new_loop(_i);
+		struct srv *s = srv_new(SRV_ECHO);
+		struct cli *k = g_new0(struct cli, 1);
+		struct tail_call calls[3 * G_N_ELEMENTS(sizes)] = {0}, failing = {.n = 100000};
+		/* A few KiB a loop iteration in small pieces: one round of sizes then. */
+		size_t ncalls = small_pieces ? G_N_ELEMENTS(sizes) : G_N_ELEMENTS(calls);
+		gint64 end = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+		unsigned tails = 0, copied = 0;
+		struct qt_conn *cc, *sc;
+		bool all = false;
+
+		pair(l, s, k, &insecure_client, &insecure_server, &cc, &sc);
+		/* The smallest send buffer there is: a socket buffer of 2 KiB or so per piece. */
+		if (small_pieces)
+			ck_assert_int_eq(setsockopt(qt_conn_fd(sc), SOL_SOCKET, SO_SNDBUF, &(int){1},
+						    sizeof(int)), 0);
+		for (size_t i = 0; i < ncalls; i++) {
+			calls[i].n = sizes[i % G_N_ELEMENTS(sizes)];
+			calls[i].seed = (uint32_t)i;
+			calls[i].leave = i % 7 == 3;
+			tail_call(cc, &calls[i], TAIL_GOOD);
+			ck_assert_int_eq(call_index(cc, (uint32_t)i, 10000), 0);
+		}
+		tail_call(cc, &failing, TAIL_ERROR);
+		while (!all && g_get_monotonic_time() < end) {
+			qt_loop_run_once(l, 10);
+			all = failing.done && k->replies == ncalls;
+			for (size_t i = 0; i < ncalls; i++)
+				all = all && calls[i].done;
+		}
+		for (size_t i = 0; i < ncalls; i++) {
+			ck_assert_msg(calls[i].done && !calls[i].err && calls[i].ok,
+				      "call %zu (%u bytes, small pieces %d): %s", i, calls[i].n, small_pieces,
+				      !calls[i].done ? "no reply" : calls[i].err ? "failed" : "bytes differ");
+			if (calls[i].n < QT_CONN_TAIL_MIN)
+				ck_assert(!calls[i].tail);
+			tails += calls[i].tail;
+			copied += calls[i].n >= QT_CONN_TAIL_MIN && !calls[i].tail;
+		}
+		ck_assert_uint_eq(k->replies, ncalls);
+		ck_assert(!k->mismatch);
+		ck_assert_int_eq(failing.err, -ENOSPC);
+		if (small_pieces)
+			ck_assert_uint_gt(copied, 0);
+		else
+			ck_assert_uint_eq(copied, 0);
+		ck_assert_uint_gt(tails, 0);
+		close_both(l, cc, s, k);
+		ck_assert_int_eq(k->close_err, 0);
+		srv_free(s);
+		cli_free(k);
+		qt_loop_free(l);
+	}
+}
+END_TEST
+
+/* A reply whose length prefix is not the rest of its payload ends the connection. */
+START_TEST(test_reply_tail_bad_length)
+{
+	struct qt_loop *l = new_loop(_i);
+	struct srv *s = srv_new(SRV_ECHO);
+	struct cli *k = g_new0(struct cli, 1);
+	struct tail_call bad = {.n = 100000};
+	struct qt_conn *cc, *sc;
+
+	pair(l, s, k, &insecure_client, &insecure_server, &cc, &sc);
+	qt_conn_ref(cc);
+	tail_call(cc, &bad, TAIL_BAD_LENGTH);
+	for (int t = 0; t < 500 && !k->closed; t++)
+		qt_loop_run_once(l, 10);
+	ck_assert_uint_eq(k->closed, 1);
+	ck_assert_int_eq(k->close_err, -EPROTO);
+	ck_assert_ptr_nonnull(strstr(k->close_reason, "length does not match"));
+	ck_assert(bad.done);
+	ck_assert_int_eq(bad.err, -EPROTO);
+	for (int t = 0; t < 200 && !s->closed; t++)
+		qt_loop_run_once(l, 10);
+	qt_conn_unref(cc);
 	srv_free(s);
 	cli_free(k);
 	qt_loop_free(l);
@@ -2092,6 +2288,8 @@ static Suite *loop_suite(void)
 	tcase_add_loop_test(c, test_echo_pipes, 0, 2);
 	tcase_add_loop_test(c, test_tcp_psk_echo, 0, 2);
 	tcase_add_loop_test(c, test_big_frames_intact, 0, 2);
+	tcase_add_loop_test(c, test_reply_tails, 0, 2);
+	tcase_add_loop_test(c, test_reply_tail_bad_length, 0, 2);
 	tcase_add_loop_test(c, test_connect_deadline_covers_handshake, 0, 2);
 	tcase_add_loop_test(c, test_psk_early_calls, 0, 2);
 	tcase_add_loop_test(c, test_tcp6_echo, 0, 2);
