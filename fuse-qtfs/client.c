@@ -152,7 +152,7 @@ static void conn_ready(struct qt_conn *c, void *user)
 	int err;
 
 	qt_msg_put_str(m, cl->remote_path);
-	qt_msg_put_u32(m, QTFS_MNT_DIR_ATTRS | (cl->o.watch ? QTFS_MNT_WATCH : 0));
+	qt_msg_put_u32(m, QTFS_MNT_DIR_ATTRS | QTFS_MNT_PIPE_READS | (cl->o.watch ? QTFS_MNT_WATCH : 0));
 	if (cl->o.watch)
 		qt_msg_put_u64(m, cl->id);
 	g_mutex_lock(&cl->lock);

@@ -128,6 +128,12 @@ enum {
 	 * one subscription to WATCH events (any of them may carry the WATCH)
 	 */
 	QTFS_MNT_WATCH = 0x2,
+	/*
+	 * the client takes the bytes of large READ replies into pipes
+	 * (lib/conn.h, "Replies into pipes"): the server splices them on a TCP
+	 * connection from its own host too
+	 */
+	QTFS_MNT_PIPE_READS = 0x4,
 };
 
 /* MOUNT reply flags. */

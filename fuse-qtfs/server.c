@@ -2015,7 +2015,10 @@ static int op_create(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
  * (session.splice): TCP makes each spliced page cache page a fragment of
  * its own, and over loopback the receiving side runs on this host too,
  * walking those fragments, so sequential reads were slower spliced than
- * copied into TCP's own larger chunks (docs/benchmarks.md).  Across a real
+ * copied into TCP's own larger chunks (docs/benchmarks.md), unless the
+ * client splices them on from the socket, moving the fragments without
+ * walking their bytes (QTFS_MNT_PIPE_READS): then they are faster spliced
+ * and cost this host a sixth of the CPU time.  Across a real
  * link the network card sends the spliced pages without the host copying
  * them, which is what the splice is for.  Unix sockets and pipes
  * (--stdio) move the pages whole and splice.
@@ -2945,11 +2948,14 @@ static int op_mount(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	sess->ro = best->ro;
 	sess->root_pseudo = kind_pseudo(dev_kind(sess->srv, st.st_dev, fd, ""));
 	sess->dir_attrs = flags & QTFS_MNT_DIR_ATTRS;
+	if (flags & QTFS_MNT_PIPE_READS)
+		sess->splice = true; /* see read_splices() */
 	if ((flags & QTFS_MNT_WATCH) && srv->dw && !sess->root_pseudo)
 		sess->sub = sub_get(srv, client);
 	g_mutex_unlock(&sess->lock);
-	qt_info("peer %s (%s): mounted \"%s\"%s", qt_conn_peer(sess->conn), qt_conn_peer_name(sess->conn),
-		sess->root_path, sess->ro ? " read-only" : "");
+	qt_info("peer %s (%s): mounted \"%s\"%s%s", qt_conn_peer(sess->conn),
+		qt_conn_peer_name(sess->conn), sess->root_path, sess->ro ? " read-only" : "",
+		sess->splice ? "" : " (TCP from this host: large reads are copied, not spliced)");
 	qt_msg_put_u32(rep, (sess->ro ? QTFS_MF_RDONLY : 0) | (sess->dir_attrs ? QTFS_MF_DIR_ATTRS : 0) |
 				    (sess->sub ? QTFS_MF_WATCH : 0));
 	put_attr_of(sess, rep, &st, fd, "");
@@ -3981,8 +3987,7 @@ static void srv_conn_ready(struct qt_conn *c, void *user)
 	srv->sessions++;
 	g_atomic_int_inc(&srv->live);
 	qt_conn_set_user(c, sess);
-	qt_info("peer %s (%s): connected%s", qt_conn_peer(c), qt_conn_peer_name(c),
-		sess->splice ? "" : " (TCP from this host: large reads are copied, not spliced)");
+	qt_info("peer %s (%s): connected", qt_conn_peer(c), qt_conn_peer_name(c));
 }
 
 static void srv_conn_request(struct qt_conn *c, struct qt_msg *m, void *user)

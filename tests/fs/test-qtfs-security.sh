@@ -95,6 +95,10 @@ check "unix server survived the attacks" server_alive "$UNIX_PID"
 check "qtfs-raw attacks over tcp with a key refused" \
 	raw "$T/raw-tcp.log" --key-file "$KEY" --canary "$H/canary" "tcp://127.0.0.1:$port" "$H/exp"
 check "tcp server survived the attacks" server_alive "$TCP_PID"
+# qtfs-raw's MOUNT does not say it takes large reads into pipes
+# (QTFS_MNT_PIPE_READS): over TCP from this host they are copied for it.
+check "large reads are copied for a TCP client on this host that does not take them into pipes" \
+	grep -q "mounted .*(TCP from this host: large reads are copied" "$T/server-tcp.log"
 check "canary and host tree unchanged after the raw attacks" host_unchanged
 
 # -- symlinks through a real mount: resolved on the client -------------------
