@@ -17,13 +17,19 @@
 /* -o readahead_kb's default, bytes: see docs/benchmarks.md. */
 #define QTFS_READAHEAD_DEFAULT (16u << 20)
 /*
- * The largest READ the kernel sends the mount (max_read): 16 KiB short of
- * QTFS_IO_MAX, so that libfuse can splice a reply whose bytes came into a
- * pipe on to the kernel through a pipe of its own, which it sizes as the
- * reply plus three pages and cannot grow past 1 MiB (fs.pipe-max-size,
- * without CAP_SYS_RESOURCE); a reply of 1 MiB it would copy.
+ * The largest READ the kernel sends the mount (max_read): 832 KiB, so that
+ * a reply whose bytes come into a pipe (lib/conn.h, "Replies into pipes")
+ * fits it, and libfuse's own pipe after it.  A pipe may not be over 1 MiB
+ * (fs.pipe-max-size, without CAP_SYS_RESOURCE) and holds 256 buffers,
+ * one per socket buffer fragment however small: a reply spliced by the
+ * server over TCP is a fragment per page (208 for 832 KiB), plus one
+ * more wherever TCP's segments split a page and the pages of the first
+ * bytes, received before the splice began.  At 1008 KiB (the most
+ * libfuse's reckoning of the reply plus three pages allows) nearly every
+ * such reply overflowed and was copied; at 896 KiB none did here, 832
+ * leaves a margin.  libfuse copies a reply it cannot splice.
  */
-#define QTFS_FUSE_READ_MAX (QTFS_IO_MAX - 16u * 1024)
+#define QTFS_FUSE_READ_MAX (832u * 1024)
 
 struct qtfs_fs_opts {
 	double attr_timeout;  /* seconds; files on pseudo file systems always get 0 */
