@@ -2244,7 +2244,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	struct qtfs_fs *fs = userdata;
 
 	conn->max_write = QTFS_IO_MAX;
-	conn->max_read = QTFS_FUSE_READ_MAX;
+	conn->max_read = fs->o.max_read;
 	conn->max_readahead = fs->o.readahead;
 	/* Readahead and async direct I/O may keep this many requests in flight. */
 	conn->max_background = 64;

@@ -17,18 +17,21 @@
 /* -o readahead_kb's default, bytes: see docs/benchmarks.md. */
 #define QTFS_READAHEAD_DEFAULT (16u << 20)
 /*
- * The largest READ the kernel sends the mount (max_read): 832 KiB, so that
+ * The largest READ the kernel sends the mount (max_read), chosen so that
  * a reply whose bytes come into a pipe (lib/conn.h, "Replies into pipes")
  * fits it, and libfuse's own pipe after it.  A pipe may not be over 1 MiB
  * (fs.pipe-max-size, without CAP_SYS_RESOURCE) and holds 256 buffers,
- * one per socket buffer fragment however small: a reply spliced by the
- * server over TCP is a fragment per page (208 for 832 KiB), plus one
- * more wherever TCP's segments split a page and the pages of the first
- * bytes, received before the splice began.  At 1008 KiB (the most
- * libfuse's reckoning of the reply plus three pages allows) nearly every
- * such reply overflowed and was copied; at 896 KiB none did here, 832
- * leaves a margin.  libfuse copies a reply it cannot splice.
+ * one per socket buffer fragment however small, and libfuse sizes its own
+ * as the reply plus three pages: 1008 KiB at most.  Over a unix socket a
+ * reply the server spliced is a fragment per page (252 for 1008 KiB),
+ * and it fits.  Over TCP there is one more wherever TCP's segments split
+ * a page, and the pages of the first bytes, received before the splice
+ * began: at 1008 KiB nearly every such reply overflowed and was copied,
+ * at 896 KiB none did here, and 832 KiB leaves a margin.  (A smaller READ
+ * costs requests: over unix 832 KiB read 15% slower than 1008.)  libfuse
+ * copies a reply it cannot splice.
  */
+#define QTFS_FUSE_READ_MAX_UNIX (1008u * 1024)
 #define QTFS_FUSE_READ_MAX (832u * 1024)
 
 struct qtfs_fs_opts {
@@ -49,6 +52,7 @@ struct qtfs_fs_opts {
 	 * INIT's reply says and the mount's read_ahead_kb, so both are set.
 	 */
 	uint32_t readahead;
+	uint32_t max_read; /* bytes: QTFS_FUSE_READ_MAX, or _UNIX for a unix socket */
 	/*
 	 * An open keeps the kernel's cached pages of a file while the host's
 	 * copy is unchanged (fs.c, "Pages kept across opens"); false: every

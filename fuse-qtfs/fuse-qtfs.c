@@ -513,6 +513,8 @@ static int run(struct settings *s)
 		if (ep->kind == QT_EP_STDIO)
 			return qt_cli_usage_error("\"stdio\" is for qtfs-server, not a mount source");
 		sd.ep = ep;
+		if (ep->kind == QT_EP_UNIX)
+			s->fs.max_read = QTFS_FUSE_READ_MAX_UNIX; /* see fs.h */
 		sd.timeout_ms = (int)MIN(s->timeout_ms, 60000);
 		co.dial = dial_socket;
 		co.dial_arg = &sd;
@@ -559,7 +561,7 @@ static int run(struct settings *s)
 	fs = qtfs_fs_new(&s->fs, cl, &root);
 
 	fsname = escape_opt(s->source);
-	optstr = g_strdup_printf("fsname=%s,subtype=fuse-qtfs,default_permissions,max_read=%u%s%s", fsname, QTFS_FUSE_READ_MAX,
+	optstr = g_strdup_printf("fsname=%s,subtype=fuse-qtfs,default_permissions,max_read=%u%s%s", fsname, s->fs.max_read,
 				 s->fuse_opts->len ? "," : "", s->fuse_opts->str);
 	if (fuse_opt_add_arg(&args, qt_cli_prog()) < 0 || fuse_opt_add_arg(&args, "-o") < 0 ||
 	    fuse_opt_add_arg(&args, optstr) < 0) {
@@ -660,6 +662,7 @@ int main(int argc, char **argv)
 	s.conns = 1;
 	s.poll_us = QTFS_POLL_US_DEFAULT;
 	s.fs.readahead = QTFS_READAHEAD_DEFAULT;
+	s.fs.max_read = QTFS_FUSE_READ_MAX;
 	s.fs.auto_cache = true;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":" SHORT_OPTS, long_opts, NULL)) != -1) {

@@ -27,6 +27,8 @@ check "large reads (unix)" big_reads "$T/exp" "$T/mnt"
 # max_readahead: both must say -o readahead_kb's (here the default).
 ra=$(readahead_kb "$T/mnt")
 check "the mount's readahead is the default 16 MiB (got $ra KiB)" [ "$ra" = 16384 ]
+# READs as large as a 1 MiB pipe holds spliced (fs.h, QTFS_FUSE_READ_MAX*).
+check "max_read is 1008 KiB over a unix socket" grep -q " $T/mnt fuse.fuse-qtfs .*max_read=1032192" /proc/mounts
 cpid=$(pgrep -f "^$FUSE_QTFS .* $T/mnt\$")
 check "unmount" umount_qtfs "$T/mnt"
 # A clean unmount is quiet: the client ends at once, and says only that
@@ -72,6 +74,8 @@ check "fsx 20000 ops, another seed (tcp)" "$FSX" -S 7 -N 20000 "$T/mnt2"
 check "large reads (tcp, conns=4)" big_reads "$T/exp2" "$T/mnt2"
 ra=$(readahead_kb "$T/mnt2")
 check "the mount's readahead is -o readahead_kb=4096's (got $ra KiB)" [ "$ra" = 4096 ]
+# READs as large as a 1 MiB pipe holds spliced (fs.h, QTFS_FUSE_READ_MAX).
+check "max_read is 832 KiB over tcp" grep -q " $T/mnt2 fuse.fuse-qtfs .*max_read=851968" /proc/mounts
 # Large reads are spliced into the socket for fuse-qtfs, which takes them
 # into pipes (QTFS_MNT_PIPE_READS), over TCP from this same host too
 # (server.c, SPLICE_MIN; test-qtfs-security sees a client that does not
