@@ -301,7 +301,18 @@ static int unix_clear_stale(const struct qt_endpoint *ep)
 	return 0;
 }
 
-static int listen_fd(int family, const struct sockaddr *sa, socklen_t len, int backlog, int *out)
+/*
+ * A TCP or vsock address in use is tried again for this long: right after
+ * a server using io_uring was killed, the kernel still holds its
+ * listening socket until it has torn the ring down (tens of ms), and a
+ * restart at once (a supervisor, a script) failed with "Address already
+ * in use".  A unix socket's listener is checked instead (unix_clear_stale).
+ */
+#define ADDR_BUSY_WAIT_MS 500
+#define ADDR_BUSY_STEP_MS 20
+
+static int listen_fd_once(int family, const struct sockaddr *sa, socklen_t len, int backlog,
+			  int *out)
 {
 	int fd, one = 1, r;
 
@@ -323,6 +334,18 @@ static int listen_fd(int family, const struct sockaddr *sa, socklen_t len, int b
 	}
 	*out = fd;
 	return 0;
+}
+
+static int listen_fd(int family, const struct sockaddr *sa, socklen_t len, int backlog, int *out)
+{
+	int r = listen_fd_once(family, sa, len, backlog, out);
+
+	for (int waited = 0; r == -EADDRINUSE && family != AF_UNIX && waited < ADDR_BUSY_WAIT_MS;
+	     waited += ADDR_BUSY_STEP_MS) {
+		g_usleep(ADDR_BUSY_STEP_MS * 1000);
+		r = listen_fd_once(family, sa, len, backlog, out);
+	}
+	return r;
 }
 
 int qt_endpoint_listen(const struct qt_endpoint *ep, int backlog, int *fd)

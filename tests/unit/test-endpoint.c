@@ -233,6 +233,39 @@ START_TEST(test_tcp6)
 }
 END_TEST
 
+static gpointer close_later(gpointer arg)
+{
+	g_usleep(100 * 1000);
+	close(GPOINTER_TO_INT(arg));
+	return NULL;
+}
+
+/*
+ * A TCP address in use is tried again for a while (as after a killed
+ * server whose io_uring ring still holds its socket): one freed 100 ms
+ * later is had; one that stays in use is refused.
+ */
+START_TEST(test_tcp_in_use_briefly)
+{
+	g_autoptr(qt_endpoint) first = ep_new("tcp://127.0.0.1:0");
+	g_autoptr(qt_endpoint) again = NULL;
+	g_autofree char *uri = NULL;
+	int lfd, lfd2 = -1, cfd, afd;
+	GThread *t;
+
+	ck_assert_int_eq(qt_endpoint_listen(first, 8, &lfd), 0);
+	uri = g_strdup_printf("tcp://127.0.0.1:%d", qt_socket_local_port(lfd));
+	again = ep_new(uri);
+	ck_assert_int_eq(qt_endpoint_listen(again, 8, &lfd2), -EADDRINUSE);
+	ck_assert_int_eq(lfd2, -1);
+	t = g_thread_new("close-later", close_later, GINT_TO_POINTER(lfd));
+	ck_assert_int_eq(qt_endpoint_listen(again, 8, &lfd2), 0);
+	g_thread_join(t);
+	connect_accept(lfd2, uri, &cfd, &afd);
+	close3(lfd2, cfd, afd);
+}
+END_TEST
+
 /*
  * A TCP connection to one of this host's own non-loopback addresses is
  * from this host too; a pipe is not a TCP connection at all.
@@ -586,6 +619,7 @@ int main(void)
 	tcase_add_test(sock, test_unix_backlog_full_waits);
 	tcase_add_test(sock, test_unix_in_use_and_stale);
 	tcase_add_test(sock, test_unix_listener_of_ended_process);
+	tcase_add_test(sock, test_tcp_in_use_briefly);
 	tcase_add_test(sock, test_unix_regular_file);
 	tcase_add_test(sock, test_unix_abstract);
 	tcase_add_test(sock, test_connect_refused);
