@@ -44,7 +44,6 @@ struct call {
 /* A reply whose bytes go into a pipe ("Replies into pipes" in conn.h). */
 struct sink {
 	bool active;
-	bool diverting;			    /* qt_stream_divert() in progress */
 	uint8_t head[QT_WIRE_HDR_SIZE + 4]; /* the frame's header, then the u32 length */
 	size_t head_have;
 	size_t data_len;      /* the bytes after the u32 */
@@ -894,7 +893,6 @@ static void sink_diverted(struct qt_stream *s, size_t left, void *arg)
 	struct qt_conn *c = arg;
 
 	(void)s;
-	c->sink.diverting = false;
 	c->sink.data_left = left;
 	if (c->state >= CONN_CLOSING)
 		return;
@@ -912,14 +910,14 @@ static ssize_t sink_feed(struct qt_conn *c, const uint8_t *p, size_t n)
 	size_t used = 0, want;
 
 	if (k->head_have < sizeof(k->head)) {
+		struct qt_rd r;
+		uint32_t len = 0;
+
 		used = MIN(n, sizeof(k->head) - k->head_have);
 		memcpy(k->head + k->head_have, p, used);
 		k->head_have += used;
 		if (k->head_have < sizeof(k->head))
 			return (ssize_t)used;
-		struct qt_rd r;
-		uint32_t len = 0;
-
 		qt_rd_init(&r, k->head + QT_WIRE_HDR_SIZE, 4);
 		if (qt_rd_u32(&r, &len) < 0 || len != k->data_len)
 			return -EPROTO;
@@ -941,7 +939,6 @@ static ssize_t sink_feed(struct qt_conn *c, const uint8_t *p, size_t n)
 		sink_done(c);
 	} else if (!k->buf) {
 		/* The chunk is used up: the rest goes from the socket into the pipe. */
-		k->diverting = true;
 		qt_stream_divert(c->stream, qt_pipe_wfd(k->pipe), k->data_left, sink_diverted, c);
 	}
 	return (ssize_t)used;
