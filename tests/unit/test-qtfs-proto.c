@@ -208,6 +208,25 @@ START_TEST(test_path_random)
 }
 END_TEST
 
+/* Wire values of the flags (docs/protocol.md): a change here breaks peers. */
+START_TEST(test_flag_values)
+{
+	ck_assert_int_eq(QTFS_AF_PSEUDO, 0x1);
+	ck_assert_int_eq(QTFS_AF_RELAY, 0x2);
+	ck_assert_int_eq(QTFS_AF_WATCHED, 0x4);
+	ck_assert_int_eq(QTFS_AF_LISTED, 0x8);
+	ck_assert_int_eq(QTFS_AF_STREAM, 0x10);
+	ck_assert_int_eq(QTFS_AF_SETTLED, 0x20);
+	ck_assert_int_eq(QTFS_SETTLED_S, 2);
+	ck_assert_int_eq(QTFS_MNT_DIR_ATTRS, 0x1);
+	ck_assert_int_eq(QTFS_MNT_WATCH, 0x2);
+	ck_assert_int_eq(QTFS_MNT_PIPE_READS, 0x4);
+	ck_assert_int_eq(QTFS_MF_RDONLY, 0x1);
+	ck_assert_int_eq(QTFS_MF_DIR_ATTRS, 0x2);
+	ck_assert_int_eq(QTFS_MF_WATCH, 0x4);
+}
+END_TEST
+
 START_TEST(test_op_names)
 {
 	ck_assert_str_eq(qtfs_op_name(QTFS_LOOKUP), "LOOKUP");
@@ -445,6 +464,7 @@ int main(void)
 	int failed;
 
 	tcase_add_test(tc, test_attr_golden);
+	tcase_add_test(tc, test_flag_values);
 	tcase_add_test(tc, test_attr_short_and_bad_nsec);
 	tcase_add_test(tc, test_stat_roundtrip);
 	tcase_add_test(tc, test_path_good);
