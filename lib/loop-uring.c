@@ -381,15 +381,21 @@ static void recv_arm(struct qt_stream *s)
 	s->ops_inflight++;
 }
 
-static void ur_stream_reading(struct qt_stream *s)
+/* End the receive in flight (its completion re-arms what is wanted then). */
+static void recv_cancel(struct qt_stream *s)
 {
-	if (s->reading && !(s->bounded && s->recv_armed && s->recv_multishot)) {
-		recv_arm(s);
-	} else if (s->recv_armed && !s->cancel_sent) {
-		/* Paused, or bounded now: the multishot receive ends (and is armed again single). */
+	if (s->recv_armed && !s->cancel_sent) {
 		cancel_ud(s->loop, ud(s, K_RECV));
 		s->cancel_sent = true;
 	}
+}
+
+static void ur_stream_reading(struct qt_stream *s)
+{
+	if (s->reading && !(s->bounded && s->recv_armed && s->recv_multishot))
+		recv_arm(s);
+	else
+		recv_cancel(s); /* paused, or bounded now: re-armed single */
 }
 
 /*
@@ -416,14 +422,10 @@ static void divert_step(struct qt_stream *s)
 
 static void ur_stream_divert(struct qt_stream *s)
 {
-	if (s->recv_armed) {
-		if (!s->cancel_sent) {
-			cancel_ud(s->loop, ud(s, K_RECV));
-			s->cancel_sent = true;
-		}
-		return;
-	}
-	recv_arm(s);
+	if (s->recv_armed)
+		recv_cancel(s);
+	else
+		recv_arm(s);
 }
 
 static void divert_cqe(struct qt_stream *s, int res)
