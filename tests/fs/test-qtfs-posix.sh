@@ -329,15 +329,25 @@ os.stat(M); os.stat(M2)
 time.sleep(0.02)
 os.rename(M + "/f", M2 + "/f")
 same("rename across directories", (M, H), (M2, H2))
-# The kept attributes answer the next GETATTR.
-before = stat.S_IMODE(os.stat(M).st_mode)
-after = 0o750 if before == 0o700 else 0o700
-t = time.monotonic()
-os.close(os.open(M + "/g", os.O_CREAT | os.O_WRONLY, 0o644))
-os.chmod(H, after)
-mode = stat.S_IMODE(os.stat(M).st_mode)
-if time.monotonic() - t < 0.8 and mode != before:
-    bad.append("the stat after a create asked the host (mode %o)" % mode)
+# The kept attributes answer the next GETATTR.  A report of the host's
+# watch about this directory drops them (correctly), and the reports of
+# the renames and removals above may still be on their way under load:
+# three tries, each with a fresh name.
+kept = []
+for i in range(3):
+    before = stat.S_IMODE(os.stat(M).st_mode)
+    after = 0o750 if before == 0o700 else 0o700
+    t = time.monotonic()
+    os.close(os.open(M + "/g%d" % i, os.O_CREAT | os.O_WRONLY, 0o644))
+    os.chmod(H, after)
+    mode = stat.S_IMODE(os.stat(M).st_mode)
+    if time.monotonic() - t >= 0.8 or mode == before:  # too slow to tell, or kept
+        kept = []
+        break
+    kept.append("%o" % mode)
+    time.sleep(0.2)
+if kept:
+    bad.append("the stat after a create asked the host (modes %s)" % ",".join(kept))
 time.sleep(1.1)
 mode = stat.S_IMODE(os.stat(M).st_mode)
 if mode != after:
