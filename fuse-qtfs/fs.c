@@ -112,6 +112,8 @@ struct node {
 	bool pseudo;
 	bool relay; /* a host FIFO shown as a regular file */
 	GList *fhs; /* struct fh* open on this node, for files without a name */
+	GList *dirfhs; /* struct fh* of the directory open on this node */
+	struct listing *listing; /* a directory's names as last read (see "Listings kept") */
 	struct post_attr *post; /* a directory's attributes after our last change in it */
 	GHashTable *names; /* a directory we know every name of (see "Listed directories"), or NULL */
 	GSList *aliases;   /* struct alias*: other names the kernel looked this file up by */
@@ -166,6 +168,8 @@ struct qtfs_fs {
 	int watch_stop;	      /* atomic */
 	unsigned list_epoch;  /* atomic: bumped when every list is dropped */
 	size_t listed_total;  /* names in every node->names; fs->lock */
+	GQueue listings;      /* struct listing*, least recently used first; fs->lock */
+	size_t listing_names; /* entries in all of them; fs->lock */
 	/* The directories of the last reports that found no list there, and their count; fs->lock. */
 	struct dir_key unlisted[UNLISTED_RING];
 	uint32_t unlisted_seq;
@@ -220,6 +224,10 @@ struct fh {
 	/* The start of a pseudo file as read at open (see read_prefetched()); lock. */
 	struct prefetched pre;
 	size_t pre_pos; /* where the next sequential read starts */
+	/* A directory (see "Listings kept across opens"); lock. */
+	struct listing *listing; /* answers its READDIRs, or NULL */
+	struct listing *reading; /* being filled by its READDIRs from offset 0 on, or NULL */
+	guint reading_last;	 /* where the entries of the last READDIR begin in it */
 };
 
 /* ---- node table --------------------------------------------------------- */
@@ -271,17 +279,23 @@ static void node_unname(struct qtfs_fs *fs, struct node *n)
 		node_free(fs, p);
 }
 
+static void listing_unref(struct listing *l);
+
 /* @n's memory, once it is in no table. */
 static void node_destroy(struct node *n)
 {
+	listing_unref(n->listing);
 	g_slist_free_full(n->aliases, g_free);
 	g_free(n->name);
 	g_list_free(n->fhs);
+	g_list_free(n->dirfhs);
 	g_free(n->post);
 	if (n->names)
 		g_hash_table_destroy(n->names);
 	g_free(n);
 }
+
+static void listing_drop_locked(struct qtfs_fs *fs, struct node *n);
 
 static void node_free(struct qtfs_fs *fs, struct node *n)
 {
@@ -289,6 +303,7 @@ static void node_free(struct qtfs_fs *fs, struct node *n)
 	g_hash_table_remove(fs->by_key, n);
 	g_hash_table_remove(fs->by_id, &n->id);
 	listed_drop_locked(fs, n);
+	listing_drop_locked(fs, n);
 	node_destroy(n);
 }
 
@@ -814,6 +829,56 @@ static struct qt_msg *req_path(uint16_t op, const char *path)
 	return m;
 }
 
+/* ---- listings ---------------------------------------------------------------- */
+
+/* An entry of a listing: what a READDIR reply carries of it. */
+struct listing_ent {
+	uint64_t ino;	  /* d_ino */
+	uint64_t next;	  /* the host's offset of the entry after it (d_off) */
+	const char *name; /* in the listing's names */
+	uint8_t type;	  /* d_type */
+};
+
+/*
+ * The names of a directory as read through one open of it, from offset 0
+ * to the end (see "Listings kept across opens").  Immutable once complete;
+ * the node and the open directories answered from it hold references.
+ */
+struct listing {
+	int refs;	     /* atomic */
+	uint64_t dev, ino, gen; /* the directory */
+	struct data_ver ver; /* its attributes at that open */
+	GArray *ents;	     /* struct listing_ent */
+	GStringChunk *names;
+	GHashTable *by_next; /* complete: &ent.next -> index of the entry after it */
+	struct node *owner;  /* the node holding it, or NULL; fs->lock */
+	GList lru;	     /* in fs->listings while a node holds it; fs->lock */
+};
+
+static void listing_unref(struct listing *l)
+{
+	if (!l || !g_atomic_int_dec_and_test(&l->refs))
+		return;
+	if (l->by_next)
+		g_hash_table_destroy(l->by_next);
+	g_array_free(l->ents, TRUE);
+	g_string_chunk_free(l->names);
+	g_free(l);
+}
+
+/* @n's listing goes.  fs->lock held. */
+static void listing_drop_locked(struct qtfs_fs *fs, struct node *n)
+{
+	struct listing *l = g_steal_pointer(&n->listing);
+
+	if (!l)
+		return;
+	g_queue_unlink(&fs->listings, &l->lru);
+	fs->listing_names -= l->ents->len;
+	l->owner = NULL;
+	listing_unref(l);
+}
+
 /* ---- handles ---------------------------------------------------------------- */
 
 static struct fh *fh_of(struct fuse_file_info *fi)
@@ -928,6 +993,8 @@ static void fh_unref(struct fh *h)
 {
 	if (!g_atomic_int_dec_and_test(&h->refs))
 		return;
+	listing_unref(h->listing);
+	listing_unref(h->reading);
 	g_free(h->pre.data);
 	g_mutex_clear(&h->lock);
 	g_mutex_clear(&h->reopen_lock);
@@ -941,7 +1008,9 @@ static void fh_attach(struct qtfs_fs *fs, struct fh *h)
 
 	g_mutex_lock(&fs->lock);
 	n = node_by_id(fs, h->ino);
-	if (n)
+	if (n && h->dir)
+		n->dirfhs = g_list_prepend(n->dirfhs, h);
+	else if (n)
 		n->fhs = g_list_prepend(n->fhs, h);
 	g_mutex_unlock(&fs->lock);
 }
@@ -952,7 +1021,9 @@ static void fh_detach(struct qtfs_fs *fs, struct fh *h)
 
 	g_mutex_lock(&fs->lock);
 	n = node_by_id(fs, h->ino);
-	if (n)
+	if (n && h->dir)
+		n->dirfhs = g_list_remove(n->dirfhs, h);
+	else if (n)
 		n->fhs = g_list_remove(n->fhs, h);
 	g_mutex_unlock(&fs->lock);
 }
@@ -2812,6 +2883,18 @@ static bool ver_same(const struct data_ver *v, const struct qtfs_attr *a)
 	       v->ctime_sec == a->ctime_sec && v->ctime_nsec == a->ctime_nsec;
 }
 
+static struct data_ver data_ver_of(const struct qtfs_attr *a)
+{
+	return (struct data_ver){
+		.size = a->size,
+		.mtime_sec = a->mtime_sec,
+		.ctime_sec = a->ctime_sec,
+		.mtime_nsec = a->mtime_nsec,
+		.ctime_nsec = a->ctime_nsec,
+		.settled = (a->flags & QTFS_AF_SETTLED) != 0,
+	};
+}
+
 /* May this open of @ino, of host attributes @a, keep its cached pages?  Notes @a. */
 static bool open_keeps_cache(struct qtfs_fs *fs, fuse_ino_t ino, const struct qtfs_attr *a)
 {
@@ -2824,14 +2907,7 @@ static bool open_keeps_cache(struct qtfs_fs *fs, fuse_ino_t ino, const struct qt
 	n = node_by_id(fs, ino);
 	if (n && n->dev == a->dev && n->ino == a->ino && n->gen == a->gen) {
 		keep = fs->o.auto_cache && n->ver.settled && ver_same(&n->ver, a);
-		n->ver = (struct data_ver){
-			.size = a->size,
-			.mtime_sec = a->mtime_sec,
-			.ctime_sec = a->ctime_sec,
-			.mtime_nsec = a->mtime_nsec,
-			.ctime_nsec = a->ctime_nsec,
-			.settled = (a->flags & QTFS_AF_SETTLED) != 0,
-		};
+		n->ver = data_ver_of(a);
 	}
 	g_mutex_unlock(&fs->lock);
 	return keep;
@@ -3348,11 +3424,190 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 	fuse_reply_err(req, -err);
 }
 
+/*
+ * Listings kept across opens.  A listing of a directory costs a READDIR
+ * round trip per 100 KiB or so of names, and the host's getdents: a
+ * directory listed again and again (a management plane polls its state
+ * directories) crosses the link every time.  So the names an open read
+ * from offset 0 to the end are kept on the node, with the directory's
+ * host attributes in the OPENDIR reply that began it, and a later OPENDIR
+ * whose reply has the same mtime, ctime and size answers its plain
+ * READDIRs from them, when those attributes said the directory had not
+ * changed for a while (QTFS_AF_SETTLED): every change of a directory's
+ * names is a change of its ctime on the host, and a change after the
+ * clock moved on from the last one gets another ctime (as for "Pages kept
+ * across opens").  All of the names were read after that OPENDIR, so they
+ * are the directory's as of then or later; which holds whatever else
+ * lists the directory meanwhile, since nothing but the open that read
+ * them adds to them.
+ *
+ * Only plain READDIRs are answered so: a READDIRPLUS brings the entries'
+ * attributes, which the listing does not keep, and still goes to the host
+ * (with the kernel's default, the first READDIR of a listing is a
+ * READDIRPLUS, the rest plain unless names of the directory were looked
+ * up since).  The offsets are the host's, so the two mix within one open
+ * directory, and seekdir() works as on the host.  Pseudo file systems
+ * (whose directories change without a ctime, as /proc), network file
+ * systems (never SETTLED) and listings of more than LISTING_MAX names are
+ * never kept; the dir_cache= option bounds the names kept in all, the
+ * least recently used listings going first.
+ */
+#define LISTING_MAX 65536
+
+/* Is a listing of the directory of host attributes @a worth reading into? */
+static bool listing_wanted(const struct qtfs_fs *fs, const struct qtfs_attr *a)
+{
+	return fs->o.dir_cache && S_ISDIR(a->mode) && (a->flags & QTFS_AF_SETTLED) &&
+	       !(a->flags & QTFS_AF_PSEUDO);
+}
+
+/* The listing that may answer an open of @ino, of host attributes @a (a reference), or NULL. */
+static struct listing *listing_for_open(struct qtfs_fs *fs, fuse_ino_t ino, const struct qtfs_attr *a)
+{
+	struct listing *l = NULL;
+	struct node *n;
+
+	g_mutex_lock(&fs->lock);
+	n = node_by_id(fs, ino);
+	if (n && n->listing) {
+		l = n->listing;
+		if (l->dev == a->dev && l->ino == a->ino && l->gen == a->gen && ver_same(&l->ver, a)) {
+			g_queue_unlink(&fs->listings, &l->lru);
+			g_queue_push_tail_link(&fs->listings, &l->lru);
+			g_atomic_int_inc(&l->refs);
+		} else {
+			listing_drop_locked(fs, n);
+			l = NULL;
+		}
+	}
+	g_mutex_unlock(&fs->lock);
+	return l;
+}
+
+static struct listing *listing_new(const struct qtfs_attr *a)
+{
+	struct listing *l = g_new0(struct listing, 1);
+
+	l->refs = 1;
+	l->dev = a->dev;
+	l->ino = a->ino;
+	l->gen = a->gen;
+	l->ver = data_ver_of(a);
+	l->ents = g_array_new(FALSE, FALSE, sizeof(struct listing_ent));
+	l->names = g_string_chunk_new(4096);
+	l->lru.data = l;
+	return l;
+}
+
+/*
+ * Does a READDIR from @off go on with the listing @l being read, whose
+ * last READDIR's entries begin at index @last?  Where the caller's buffer
+ * filled, the kernel keeps what it did not pass on of a reply and asks
+ * again from the last entry it did: the entries after that one go.  From
+ * offset 0, all go (rewinddir()).
+ */
+static bool listing_goes_on(struct listing *l, guint last, uint64_t off)
+{
+	if (off == 0) {
+		g_array_set_size(l->ents, 0);
+		return true;
+	}
+	/* From the offset the last READDIR began at, on. */
+	for (guint i = l->ents->len, lo = last ? last - 1 : 0; i-- > lo;) {
+		if (g_array_index(l->ents, struct listing_ent, i).next == off) {
+			g_array_set_size(l->ents, i + 1);
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool listing_add(struct listing *l, uint64_t ino, uint64_t next, uint8_t type, const char *name)
+{
+	struct listing_ent e = {.ino = ino, .next = next, .type = type};
+
+	if (l->ents->len >= LISTING_MAX)
+		return false;
+	e.name = g_string_chunk_insert(l->names, name);
+	g_array_append_val(l->ents, e);
+	return true;
+}
+
+/*
+ * @l, complete, becomes the listing of node @ino, in place of any other
+ * (the latest read is the one most likely to be asked for).  Takes @l's
+ * reference.
+ */
+static void listing_install(struct qtfs_fs *fs, fuse_ino_t ino, struct listing *l)
+{
+	struct node *n;
+
+	l->by_next = g_hash_table_new(g_int64_hash, g_int64_equal);
+	for (guint i = 0; i < l->ents->len; i++) {
+		struct listing_ent *e = &g_array_index(l->ents, struct listing_ent, i);
+
+		/* Offsets that do not tell one place from another: not to be answered from. */
+		if (e->next == 0 || !g_hash_table_insert(l->by_next, &e->next, GUINT_TO_POINTER(i + 1))) {
+			listing_unref(l);
+			return;
+		}
+	}
+	g_mutex_lock(&fs->lock);
+	n = node_by_id(fs, ino);
+	if (!n || n->dev != l->dev || n->ino != l->ino || n->gen != l->gen ||
+	    l->ents->len > fs->o.dir_cache) {
+		g_mutex_unlock(&fs->lock);
+		listing_unref(l);
+		return;
+	}
+	listing_drop_locked(fs, n);
+	while (fs->listing_names + l->ents->len > fs->o.dir_cache)
+		listing_drop_locked(fs, ((struct listing *)fs->listings.head->data)->owner);
+	n->listing = l;
+	l->owner = n;
+	g_queue_push_tail_link(&fs->listings, &l->lru);
+	fs->listing_names += l->ents->len;
+	g_mutex_unlock(&fs->lock);
+}
+
+/*
+ * Answer a plain READDIR of @size bytes from @off from @l.  False, with
+ * nothing answered, if @off is none of its offsets.
+ */
+static bool reply_listing(fuse_req_t req, const struct listing *l, off_t off, size_t size)
+{
+	g_autofree char *buf = NULL;
+	size_t used = 0;
+	guint i = 0;
+
+	if (off != 0) {
+		uint64_t key = (uint64_t)off;
+		gpointer v = g_hash_table_lookup(l->by_next, &key);
+
+		if (!v)
+			return false;
+		i = GPOINTER_TO_UINT(v);
+	}
+	buf = g_malloc(size);
+	for (; i < l->ents->len; i++) {
+		const struct listing_ent *e = &g_array_index(l->ents, struct listing_ent, i);
+		struct stat st = {.st_ino = e->ino, .st_mode = (mode_t)e->type << 12};
+		size_t need = fuse_add_direntry(req, buf + used, size - used, e->name, &st, (off_t)e->next);
+
+		if (need > size - used)
+			break;
+		used += need;
+	}
+	fuse_reply_buf(req, buf, used);
+	return true;
+}
+
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct qtfs_fs *fs = FS(req);
 	g_autofree char *path = path_of(fs, ino, NULL);
 	struct qtfs_attr a;
+	struct fh *h;
 	unsigned slot;
 	uint64_t gen, sh;
 	int err;
@@ -3366,13 +3621,17 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_err(req, -err);
 		return;
 	}
-	fi->fh = (uintptr_t)fh_new(ino, O_RDONLY | O_DIRECTORY, true, slot, gen, sh,
-				   a.flags & QTFS_AF_PSEUDO);
-	/* Directory contents change on the host: never cache them. */
+	h = fh_new(ino, O_RDONLY | O_DIRECTORY, true, slot, gen, sh, a.flags & QTFS_AF_PSEUDO);
+	h->listing = listing_for_open(fs, ino, &a);
+	if (!h->listing && listing_wanted(fs, &a))
+		h->reading = listing_new(&a);
+	fi->fh = (uintptr_t)h;
+	/* Not the kernel's cache of listings: see "Listings kept across opens". */
 	fi->cache_readdir = 0;
 	fi->keep_cache = 0;
+	fh_attach(fs, h);
 	if (fuse_reply_open(req, fi) != 0)
-		fh_close(fs, fh_of(fi));
+		fh_close(fs, h);
 }
 
 struct readdir_ctx {
@@ -3405,15 +3664,33 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	uint32_t count;
 	struct qt_rd r;
 	unsigned epoch = watch_epoch(fs);
-	int err = call_fh(fs, fh_of(fi), build_readdir, &c, &rep);
+	struct fh *h = fh_of(fi);
+	struct listing *reading;
+	guint reading_last;
+	int err;
 
+	/* h->listing is set before the kernel has the open directory, and stays. */
+	if (!plus && h->listing && reply_listing(req, h->listing, off, c.size))
+		return;
+	g_mutex_lock(&h->lock);
+	reading = g_steal_pointer(&h->reading);
+	reading_last = h->reading_last;
+	g_mutex_unlock(&h->lock);
+	/* Only a READDIR that goes on from where the last one ended adds to a listing. */
+	if (reading && !listing_goes_on(reading, reading_last, c.off))
+		g_clear_pointer(&reading, listing_unref);
+	if (reading)
+		reading_last = reading->ents->len;
+	err = call_fh(fs, h, build_readdir, &c, &rep);
 	if (err < 0) {
+		listing_unref(reading);
 		fuse_reply_err(req, -err);
 		return;
 	}
 	buf = g_malloc(c.size);
 	qt_rd_init_msg(&r, rep);
 	if (qt_rd_u32(&r, &count) < 0) {
+		listing_unref(reading);
 		fuse_reply_err(req, EIO);
 		return;
 	}
@@ -3433,6 +3710,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		if (plus && qt_rd_u8(&r, &has_attr) == 0 && has_attr)
 			qtfs_rd_attr(&r, &a);
 		if (r.err || nl == 0 || memchr(nm, '\0', nl) || memchr(nm, '/', nl)) {
+			listing_unref(reading);
 			fuse_reply_err(req, EIO);
 			return;
 		}
@@ -3445,11 +3723,15 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			if (need > c.size - used)
 				break;
 			used += need;
+			if (reading && !listing_add(reading, d_ino, next, type, name))
+				g_clear_pointer(&reading, listing_unref);
 			continue;
 		}
 		need = fuse_add_direntry_plus(req, NULL, 0, name, NULL, 0);
 		if (need > c.size - used)
 			break;
+		if (reading && !listing_add(reading, d_ino, next, type, name))
+			g_clear_pointer(&reading, listing_unref);
 		{
 			struct fuse_entry_param e = {.attr = st};
 
@@ -3473,7 +3755,26 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			used += fuse_add_direntry_plus(req, buf + used, c.size - used, name, &e, (off_t)next);
 		}
 	}
-	if (fuse_reply_buf(req, buf, used) != 0 && learned->len) {
+	/*
+	 * Before the reply: the caller's next getdents() may send the next
+	 * READDIR as soon as it is written.  Should the kernel not take this
+	 * one, it asks again from the same offset, which listing_goes_on()
+	 * takes back to.
+	 */
+	if (reading && count == 0) {
+		/* The end: every name from offset 0 on is in it. */
+		listing_install(fs, h->ino, reading);
+	} else if (reading) {
+		g_mutex_lock(&h->lock);
+		if (!h->reading) {
+			h->reading = reading;
+			h->reading_last = reading_last;
+			reading = NULL;
+		}
+		g_mutex_unlock(&h->lock);
+		listing_unref(reading);
+	}
+	if (fuse_reply_buf(req, buf, used) != 0) {
 		/* The kernel took none of the entries: give their lookups back. */
 		g_mutex_lock(&fs->lock);
 		for (guint i = 0; i < learned->len; i++)
@@ -4234,8 +4535,14 @@ void qtfs_fs_free(struct qtfs_fs *fs)
 	}
 	g_mutex_clear(&fs->slow_lock);
 	g_hash_table_iter_init(&it, fs->by_id);
-	while (g_hash_table_iter_next(&it, NULL, &v))
-		node_destroy(v);
+	while (g_hash_table_iter_next(&it, NULL, &v)) {
+		struct node *n = v;
+
+		/* Files still open when the session ended: the kernel's references. */
+		g_list_free_full(g_steal_pointer(&n->fhs), (GDestroyNotify)fh_unref);
+		g_list_free_full(g_steal_pointer(&n->dirfhs), (GDestroyNotify)fh_unref);
+		node_destroy(n);
+	}
 	g_hash_table_destroy(fs->by_id);
 	g_hash_table_destroy(fs->by_key);
 	g_hash_table_destroy(fs->by_name);

@@ -48,6 +48,11 @@ struct qtfs_fs_opts {
 	 */
 	unsigned listed_names;
 	/*
+	 * At most this many names in all the listings kept across opens of
+	 * directories (fs.c "Listings kept across opens"); 0: keep none.
+	 */
+	unsigned dir_cache;
+	/*
 	 * Sequential readahead, bytes.  The kernel takes the smaller of what
 	 * INIT's reply says and the mount's read_ahead_kb, so both are set.
 	 */

@@ -86,6 +86,9 @@ static void usage(void)
 	      "  listed_names=N     names kept, in all, for directories made through the\n"
 	      "                     mount, whose missing names need no lookup on the host\n"
 	      "                     (default 1048576; 0: none)\n"
+	      "  dir_cache=N        names kept, in all, of directories listed before, to\n"
+	      "                     list them again while the host's copy is unchanged\n"
+	      "                     (default 262144; 0: none)\n"
 	      "  conns=N            parallel connections to the server (default 1, max 64)\n"
 	      "  timeout=SEC        per-request deadline (default 30)\n"
 	      "  peer_timeout=SEC   tcp://, ssh://: a server host silent this long (power\n"
@@ -216,6 +219,11 @@ static int parse_o(struct settings *s, const char *arg)
 				return qt_cli_usage_error("-o listed_names: \"%s\" is not a number from 0 to %d",
 							  val, 1 << 26), -EINVAL;
 			s->fs.listed_names = (unsigned)n;
+		} else if (!strcmp(key, "dir_cache") && val) {
+			if (qt_parse_int(val, 0, 1 << 26, &n) < 0)
+				return qt_cli_usage_error("-o dir_cache: \"%s\" is not a number from 0 to %d",
+							  val, 1 << 26), -EINVAL;
+			s->fs.dir_cache = (unsigned)n;
 		} else if (!strcmp(key, "timeout") && val) {
 			if (parse_seconds(key, val, &d) < 0)
 				return -EINVAL;
@@ -657,6 +665,7 @@ int main(int argc, char **argv)
 	s.fs.entry_timeout = 1.0;
 	s.fs.watch_timeout = 30.0;
 	s.fs.listed_names = 1u << 20;
+	s.fs.dir_cache = 1u << 18;
 	s.timeout_ms = 30000;
 	s.peer_timeout_s = QT_CONN_DEFAULT_PEER_TIMEOUT_S;
 	s.conns = 1;

@@ -108,16 +108,19 @@ enum {
 	 */
 	QTFS_AF_STREAM = 0x10,
 	/*
-	 * A regular file on a local file system whose last change (ctime) was
-	 * more than QTFS_SETTLED_S seconds ago by the host's clock when these
-	 * attributes were read.  Any later change of its data gets another
-	 * ctime, whatever the granularity of the file system's timestamps:
-	 * the same mtime, ctime and size later mean the same data.
+	 * A regular file or a directory on a local file system whose last
+	 * change (ctime) was, by the host's coarse clock when these attributes
+	 * were read, more than QTFS_SETTLED_FINE_MS milliseconds ago if the
+	 * ctime has nanoseconds, else more than QTFS_SETTLED_S seconds ago.
+	 * Any later change of its data (a directory's: its names) gets another
+	 * ctime, whatever the granularity of the file system's timestamps: the
+	 * same mtime, ctime and size later mean the same data.
 	 */
 	QTFS_AF_SETTLED = 0x20,
 };
 
 #define QTFS_SETTLED_S 2
+#define QTFS_SETTLED_FINE_MS 50
 
 /* MOUNT request flags: what the client asks of the session. */
 enum {

@@ -190,14 +190,20 @@ static int load_config(struct settings *s, bool explicit_config)
 
 static struct qt_loop *the_loop;
 
+/* SIGUSR1: log the requests taken in so far; the others: shut down. */
 static void on_signal(struct qt_watch *w, int fd, uint32_t revents, void *arg)
 {
+	const struct qtfs_srv *srv = arg;
 	struct signalfd_siginfo si;
 
-	if (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-		qt_notice("signal %s: shutting down", strsignal((int)si.ssi_signo));
-		qt_loop_stop(the_loop);
+	if (read(fd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+		return;
+	if (si.ssi_signo == SIGUSR1) {
+		qtfs_srv_log_counts(srv);
+		return;
 	}
+	qt_notice("signal %s: shutting down", strsignal((int)si.ssi_signo));
+	qt_loop_stop(the_loop);
 }
 
 /*
@@ -328,10 +334,11 @@ static int run(struct settings *s)
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd >= 0)
-		sigw = qt_watch_add(loop, sfd, QT_EV_IN, on_signal, NULL);
+		sigw = qt_watch_add(loop, sfd, QT_EV_IN, on_signal, srv);
 
 	if ((err = qt_loop_run(loop)) < 0) {
 		rc = qt_cli_fail("event loop failed: %s", g_strerror(-err));

@@ -136,6 +136,9 @@ struct qtfs_srv {
 	unsigned client_watches;  /* directories, per client (subscription) */
 	GMutex sub_lock;
 	GHashTable *subs; /* client id (u64*) -> struct watch_sub*; sub_lock */
+
+	/* Requests taken in since the start, by operation (qtfs_srv_log_counts()); atomic. */
+	uint64_t op_count[QTFS_OP_MAX - QTFS_MOUNT];
 };
 
 /*
@@ -709,13 +712,30 @@ static uint64_t inode_gen(int fd, const char *name)
 	return hash ? hash : 1;
 }
 
-/* Was @st's last change more than QTFS_SETTLED_S seconds ago (QTFS_AF_SETTLED)? */
+/*
+ * Was @st's last change long enough ago that any later one gets another
+ * ctime (QTFS_AF_SETTLED)?  A change is stamped with the coarse clock (a
+ * tick of 1-10 ms) cut to the file system's granularity: a later change,
+ * whose stamp is at least the coarse clock now less that granularity,
+ * stamps another ctime once the last one is older than the granularity.
+ * A ctime with nanoseconds comes from a file system that keeps them (1 ns,
+ * or 100 ns, 1 us, 10 ms for the coarsest, FAT's): QTFS_SETTLED_FINE_MS
+ * by the coarse clock is enough.  One without may come from one that
+ * keeps seconds, or two: QTFS_SETTLED_S.
+ */
 static bool settled(const struct stat *st)
 {
 	struct timespec now;
+	int64_t ns;
 
-	return clock_gettime(CLOCK_REALTIME, &now) == 0 &&
-	       now.tv_sec - st->st_ctim.tv_sec > QTFS_SETTLED_S;
+	if (clock_gettime(CLOCK_REALTIME_COARSE, &now) < 0)
+		return false;
+	if (now.tv_sec - st->st_ctim.tv_sec > QTFS_SETTLED_S)
+		return true;
+	if (st->st_ctim.tv_nsec == 0)
+		return false;
+	ns = (int64_t)(now.tv_sec - st->st_ctim.tv_sec) * 1000000000 + (now.tv_nsec - st->st_ctim.tv_nsec);
+	return ns > (int64_t)QTFS_SETTLED_FINE_MS * 1000000;
 }
 
 /*
@@ -732,7 +752,8 @@ static enum dev_kind put_attr_gen(struct session *sess, struct qt_msg *rep, cons
 	bool pseudo = kind_pseudo(kind);
 	struct qtfs_attr a;
 
-	if (S_ISREG(st->st_mode) && (kind == DEV_PLAIN || kind == DEV_MEMORY) && settled(st))
+	if ((S_ISREG(st->st_mode) || S_ISDIR(st->st_mode)) && (kind == DEV_PLAIN || kind == DEV_MEMORY) &&
+	    settled(st))
 		flags |= QTFS_AF_SETTLED;
 	/* Pseudo files are never cached by the client: no need to tell them apart. */
 	qtfs_attr_from_stat(&a, st, flags | (pseudo ? QTFS_AF_PSEUDO : 0),
@@ -4008,6 +4029,8 @@ static void srv_conn_request(struct qt_conn *c, struct qt_msg *m, void *user)
 		qt_msg_free(m);
 		return;
 	}
+	if (qt_msg_type(m) >= QTFS_MOUNT && qt_msg_type(m) < QTFS_OP_MAX)
+		__atomic_fetch_add(&sess->srv->op_count[qt_msg_type(m) - QTFS_MOUNT], 1, __ATOMIC_RELAXED);
 	j = g_new0(struct job, 1);
 	j->sess = session_ref(sess);
 	j->req = m;
@@ -4170,4 +4193,22 @@ unsigned qtfs_srv_sessions(const struct qtfs_srv *srv)
 unsigned qtfs_srv_busy(const struct qtfs_srv *srv)
 {
 	return (unsigned)g_atomic_int_get(&srv->live);
+}
+
+void qtfs_srv_log_counts(const struct qtfs_srv *srv)
+{
+	g_autoptr(GString) line = g_string_new("requests since the start:");
+	uint64_t total = 0;
+
+	for (unsigned i = 0; i < G_N_ELEMENTS(srv->op_count); i++) {
+		uint64_t n = __atomic_load_n(&srv->op_count[i], __ATOMIC_RELAXED);
+
+		if (n) {
+			g_string_append_printf(line, " %s %" G_GUINT64_FORMAT, qtfs_op_name((uint16_t)(QTFS_MOUNT + i)), n);
+			total += n;
+		}
+	}
+	if (!total)
+		g_string_append(line, " none");
+	qt_notice("%s", line->str);
 }

@@ -70,3 +70,9 @@ unsigned qtfs_srv_sessions(const struct qtfs_srv *s);
  * loop.  Any thread; 0 means no worker touches the server any more.
  */
 unsigned qtfs_srv_busy(const struct qtfs_srv *s);
+/*
+ * Log one line of the requests taken in since the start, by operation
+ * ("requests since the start: LOOKUP 12 GETATTR 3 ..."), in the order of
+ * their codes.  Any thread.
+ */
+void qtfs_srv_log_counts(const struct qtfs_srv *s);

@@ -32,7 +32,7 @@ tests_fs_qtfs_raw_LDADD = fuse-qtfs/libqtfsproto.a $(QT_LIBS)
 QTFS_TESTS = tests/fs/test-qtfs-posix.sh tests/fs/test-qtfs-pseudo.sh \
 	tests/fs/test-qtfs-recover.sh tests/fs/test-qtfs-netns.sh \
 	tests/fs/test-qtfs-security.sh tests/fs/test-qtfs-ssh.sh tests/fs/test-qtfs-locks.sh \
-	tests/fs/test-qtfs-cache.sh tests/fs/test-qtfs-pagecache.sh
+	tests/fs/test-qtfs-cache.sh tests/fs/test-qtfs-pagecache.sh tests/fs/test-qtfs-dircache.sh
 TESTS += $(QTFS_TESTS)
 EXTRA_DIST += tests/fs/qtfs-env.sh tests/fs/locks.py tests/fs/interrupt.py tests/fs/uring_workers.py \
 	$(QTFS_TESTS)
