@@ -850,7 +850,7 @@ struct listing {
 	struct data_ver ver; /* its attributes at that open */
 	GArray *ents;	     /* struct listing_ent */
 	GStringChunk *names;
-	GHashTable *by_next; /* complete: &ent.next -> index of the entry after it */
+	GHashTable *by_next; /* complete: &ent.next -> 1 + the index of the entry after it */
 	struct node *owner;  /* the node holding it, or NULL; fs->lock */
 	GList lru;	     /* in fs->listings while a node holds it; fs->lock */
 };
@@ -2980,7 +2980,12 @@ struct open_pending {
 	char *path;
 	unsigned slot;
 	uint64_t gen;
+	bool dir; /* an OPENDIR */
 };
+
+static void opendir_sync(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, const char *path);
+static void finish_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, unsigned slot,
+			   uint64_t gen, uint64_t sh, const struct qtfs_attr *a);
 
 static void open_pending_free(struct open_pending *p)
 {
@@ -2992,7 +2997,9 @@ static void open_redo(void *arg, bool run)
 {
 	struct open_pending *p = arg;
 
-	if (run)
+	if (run && p->dir)
+		opendir_sync(p->req, p->ino, &p->fi, p->path);
+	else if (run)
 		open_sync(p->req, p->ino, &p->fi, p->path);
 	else
 		fuse_reply_err(p->req, EIO);
@@ -3013,26 +3020,51 @@ static void open_done(void *arg, int err, struct qt_msg *rep)
 		return;
 	}
 	if (err == 0)
-		err = rd_handle_reply(rep, &sh, &a, true, want ? &pre : NULL, NULL);
+		err = rd_handle_reply(rep, &sh, &a, !p->dir, want && !p->dir ? &pre : NULL, NULL);
 	qt_msg_free(rep);
 	if (err < 0) {
 		g_free(pre.data);
 		fuse_reply_err(p->req, -err);
+	} else if (p->dir) {
+		finish_opendir(p->req, p->ino, &p->fi, p->slot, p->gen, sh, &a);
 	} else {
 		finish_open(p->req, p->ino, &p->fi, false, p->slot, p->gen, sh, &a, &pre);
 	}
 	open_pending_free(p);
 }
 
-static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/* OPEN (@dir false) or OPENDIR of @ino, at @path, from the loop thread: see struct open_pending. */
+static void open_async(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, char *path, bool dir)
 {
 	struct qtfs_fs *fs = FS(req);
-	g_autofree char *path = path_of(fs, ino, NULL);
 	struct open_pending *p;
 	struct qt_msg *m;
 	unsigned slot = 0;
 	uint64_t gen = 0;
 	int err;
+
+	err = qtfs_client_pick(fs->cl, &slot, &gen);
+	if (err < 0 && err != -EAGAIN) {
+		g_free(path);
+		fuse_reply_err(req, -err);
+		return;
+	}
+	p = g_new0(struct open_pending, 1);
+	*p = (struct open_pending){.req = req, .ino = ino, .fi = *fi, .path = path, .slot = slot,
+				   .gen = gen, .dir = dir};
+	/* On the loop thread with no connection ready: wait for one elsewhere. */
+	if (err == -EAGAIN) {
+		slow_push(fs, open_redo, p);
+		return;
+	}
+	m = dir ? req_path(QTFS_OPENDIR, p->path) : req_open(p->path, fi->flags, (fi->flags & O_ACCMODE) == O_RDONLY);
+	qtfs_client_call_cb(fs->cl, slot, gen, m, qtfs_client_timeout_ms(fs->cl), open_done, p);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct qtfs_fs *fs = FS(req);
+	g_autofree char *path = path_of(fs, ino, NULL);
 
 	if (!path) {
 		fuse_reply_err(req, ESTALE);
@@ -3043,21 +3075,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		open_sync(req, ino, fi, path);
 		return;
 	}
-	err = qtfs_client_pick(fs->cl, &slot, &gen);
-	if (err < 0 && err != -EAGAIN) {
-		fuse_reply_err(req, -err);
-		return;
-	}
-	p = g_new0(struct open_pending, 1);
-	*p = (struct open_pending){.req = req, .ino = ino, .fi = *fi, .path = g_steal_pointer(&path),
-				   .slot = slot, .gen = gen};
-	/* On the loop thread with no connection ready: wait for one elsewhere. */
-	if (err == -EAGAIN) {
-		slow_push(fs, open_redo, p);
-		return;
-	}
-	m = req_open(p->path, fi->flags, (fi->flags & O_ACCMODE) == O_RDONLY);
-	qtfs_client_call_cb(fs->cl, slot, gen, m, qtfs_client_timeout_ms(fs->cl), open_done, p);
+	open_async(req, ino, fi, g_steal_pointer(&path), false);
 }
 
 /*
@@ -3426,7 +3444,7 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 
 /*
  * Listings kept across opens.  A listing of a directory costs a READDIR
- * round trip per 100 KiB or so of names, and the host's getdents: a
+ * round trip per 32-128 KiB of names, and the host's getdents: a
  * directory listed again and again (a management plane polls its state
  * directories) crosses the link every time.  So the names an open read
  * from offset 0 to the end are kept on the node, with the directory's
@@ -3547,7 +3565,7 @@ static void listing_install(struct qtfs_fs *fs, fuse_ino_t ino, struct listing *
 		struct listing_ent *e = &g_array_index(l->ents, struct listing_ent, i);
 
 		/* Offsets that do not tell one place from another: not to be answered from. */
-		if (e->next == 0 || !g_hash_table_insert(l->by_next, &e->next, GUINT_TO_POINTER(i + 1))) {
+		if (e->next == 0 || !g_hash_table_insert(l->by_next, &e->next, GUINT_TO_POINTER(i + 2))) {
 			listing_unref(l);
 			return;
 		}
@@ -3570,6 +3588,17 @@ static void listing_install(struct qtfs_fs *fs, fuse_ino_t ino, struct listing *
 	g_mutex_unlock(&fs->lock);
 }
 
+/* Where in @l a READDIR from @off begins: 1 + the index, or 0 if @off is none of its offsets. */
+static guint listing_find(const struct listing *l, uint64_t off)
+{
+	return off == 0 ? 1 : GPOINTER_TO_UINT(g_hash_table_lookup(l->by_next, &off));
+}
+
+static bool listing_has(const struct listing *l, uint64_t off)
+{
+	return listing_find(l, off) != 0;
+}
+
 /*
  * Answer a plain READDIR of @size bytes from @off from @l.  False, with
  * nothing answered, if @off is none of its offsets.
@@ -3578,16 +3607,10 @@ static bool reply_listing(fuse_req_t req, const struct listing *l, off_t off, si
 {
 	g_autofree char *buf = NULL;
 	size_t used = 0;
-	guint i = 0;
+	guint i = listing_find(l, (uint64_t)off);
 
-	if (off != 0) {
-		uint64_t key = (uint64_t)off;
-		gpointer v = g_hash_table_lookup(l->by_next, &key);
-
-		if (!v)
-			return false;
-		i = GPOINTER_TO_UINT(v);
-	}
+	if (i-- == 0)
+		return false;
 	buf = g_malloc(size);
 	for (; i < l->ents->len; i++) {
 		const struct listing_ent *e = &g_array_index(l->ents, struct listing_ent, i);
@@ -3602,29 +3625,16 @@ static bool reply_listing(fuse_req_t req, const struct listing *l, off_t off, si
 	return true;
 }
 
-static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/* The kernel's new open directory: the handle @slot/@gen/@sh of @ino, of host attributes @a. */
+static void finish_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, unsigned slot,
+			   uint64_t gen, uint64_t sh, const struct qtfs_attr *a)
 {
 	struct qtfs_fs *fs = FS(req);
-	g_autofree char *path = path_of(fs, ino, NULL);
-	struct qtfs_attr a;
-	struct fh *h;
-	unsigned slot;
-	uint64_t gen, sh;
-	int err;
+	struct fh *h = fh_new(ino, O_RDONLY | O_DIRECTORY, true, slot, gen, sh, a->flags & QTFS_AF_PSEUDO);
 
-	if (!path) {
-		fuse_reply_err(req, ESTALE);
-		return;
-	}
-	err = open_remote(fs, path, O_RDONLY | O_DIRECTORY, true, false, &slot, &gen, &sh, &a, NULL);
-	if (err < 0) {
-		fuse_reply_err(req, -err);
-		return;
-	}
-	h = fh_new(ino, O_RDONLY | O_DIRECTORY, true, slot, gen, sh, a.flags & QTFS_AF_PSEUDO);
-	h->listing = listing_for_open(fs, ino, &a);
-	if (!h->listing && listing_wanted(fs, &a))
-		h->reading = listing_new(&a);
+	h->listing = listing_for_open(fs, ino, a);
+	if (!h->listing && listing_wanted(fs, a))
+		h->reading = listing_new(a);
 	fi->fh = (uintptr_t)h;
 	/* Not the kernel's cache of listings: see "Listings kept across opens". */
 	fi->cache_readdir = 0;
@@ -3632,6 +3642,31 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fh_attach(fs, h);
 	if (fuse_reply_open(req, fi) != 0)
 		fh_close(fs, h);
+}
+
+static void opendir_sync(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, const char *path)
+{
+	struct qtfs_attr a;
+	unsigned slot;
+	uint64_t gen, sh;
+	int err = open_remote(FS(req), path, O_RDONLY | O_DIRECTORY, true, false, &slot, &gen, &sh, &a, NULL);
+
+	if (err < 0)
+		fuse_reply_err(req, -err);
+	else
+		finish_opendir(req, ino, fi, slot, gen, sh, &a);
+}
+
+/* On the loop thread (qtfs_fs_where()). */
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	char *path = path_of(FS(req), ino, NULL);
+
+	if (!path) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	open_async(req, ino, fi, path, true);
 }
 
 struct readdir_ctx {
@@ -4467,6 +4502,20 @@ enum qtfs_run qtfs_fs_where(struct qtfs_fs *fs, const void *buf, size_t len)
 		/* A read of a regular file waits for nothing but its reply. */
 		return in.opcode == FUSE_READ && fh && alen >= sizeof(struct fuse_read_in) ? QTFS_RUN_LOOP
 											   : QTFS_RUN_WORKER;
+	case FUSE_OPENDIR:
+	case FUSE_RELEASEDIR:
+		return QTFS_RUN_LOOP;
+	case FUSE_READDIR: {
+		struct fuse_read_in r;
+		const struct fh *h;
+
+		/* Answered from a listing kept (see "Listings kept across opens"), or from the host. */
+		if (alen < sizeof(r))
+			return QTFS_RUN_WORKER;
+		memcpy(&r, arg, sizeof(r));
+		h = (const struct fh *)(uintptr_t)r.fh;
+		return h && h->listing && listing_has(h->listing, r.offset) ? QTFS_RUN_LOOP : QTFS_RUN_WORKER;
+	}
 	case FUSE_RELEASE: {
 		struct fuse_release_in r;
 
