@@ -1157,6 +1157,12 @@ struct io_ctx {
 	bool reply_tail; /* read: answered on the loop thread, the bytes may come in a pipe */
 };
 
+struct readdir_ctx {
+	uint64_t off;
+	uint32_t size;
+	bool plus;
+};
+
 /*
  * A call on an open file answered from the loop thread, like struct
  * pending for path calls, with the client's deadline.  Reads of relayed
@@ -1169,13 +1175,20 @@ struct fh_pending {
 	fuse_ino_t ino;
 	char *path;	  /* getattr: the node's path or NULL */
 	struct io_ctx c;  /* read */
+	/* readdir: the request, and the listing its entries go on (see do_readdir()) */
+	struct readdir_ctx rd;
+	struct listing *reading;
+	guint reading_last;
+	unsigned epoch;
 	build_fn build;	  /* the request, from the handle's current server handle */
+	void *arg;	  /* what build takes: &c when NULL */
 	void (*answer)(struct fh_pending *p, int err, struct qt_msg *rep); /* frees p */
 };
 
 static void fh_pending_free(struct fh_pending *p)
 {
 	fh_unref(p->h);
+	listing_unref(p->reading);
 	g_free(p->path);
 	g_free(p);
 }
@@ -1187,7 +1200,7 @@ static void fh_redo(void *arg, bool run)
 	int err;
 
 	p->c.reply_tail = false; /* not on the loop thread: see op_read() */
-	err = run ? call_fh(FS(p->req), p->h, p->build, &p->c, &rep) : -EIO;
+	err = run ? call_fh(FS(p->req), p->h, p->build, p->arg ? p->arg : &p->c, &rep) : -EIO;
 
 	p->answer(p, err, rep);
 }
@@ -1215,8 +1228,8 @@ static void call_fh_async(struct qtfs_fs *fs, struct fh_pending *p)
 	gen = p->h->gen;
 	sh = p->h->sh;
 	g_mutex_unlock(&p->h->lock);
-	qtfs_client_call_cb(fs->cl, slot, gen, p->build(sh, &p->c), qtfs_client_timeout_ms(fs->cl),
-			    fh_done, p);
+	qtfs_client_call_cb(fs->cl, slot, gen, p->build(sh, p->arg ? p->arg : &p->c),
+			    qtfs_client_timeout_ms(fs->cl), fh_done, p);
 }
 
 /* ---- file locks -------------------------------------------------------------- */
@@ -3594,11 +3607,6 @@ static guint listing_find(const struct listing *l, uint64_t off)
 	return off == 0 ? 1 : GPOINTER_TO_UINT(g_hash_table_lookup(l->by_next, &off));
 }
 
-static bool listing_has(const struct listing *l, uint64_t off)
-{
-	return listing_find(l, off) != 0;
-}
-
 /*
  * Answer a plain READDIR of @size bytes from @off from @l.  False, with
  * nothing answered, if @off is none of its offsets.
@@ -3669,12 +3677,6 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	open_async(req, ino, fi, path, true);
 }
 
-struct readdir_ctx {
-	uint64_t off;
-	uint32_t size;
-	bool plus;
-};
-
 static struct qt_msg *build_readdir(uint64_t sh, void *arg)
 {
 	struct readdir_ctx *c = arg;
@@ -3687,47 +3689,27 @@ static struct qt_msg *build_readdir(uint64_t sh, void *arg)
 	return m;
 }
 
-static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		       struct fuse_file_info *fi, bool plus)
+/* A READDIR's reply, on the loop thread (or the slow pool's, after a lost connection). */
+static void readdir_answer(struct fh_pending *p, int err, struct qt_msg *rep)
 {
+	fuse_req_t req = p->req;
 	struct qtfs_fs *fs = FS(req);
-	struct readdir_ctx c = {.off = (uint64_t)off, .size = (uint32_t)MIN(size, QTFS_IO_MAX), .plus = plus};
-	g_autoptr(qt_msg) rep = NULL;
+	const struct readdir_ctx *c = &p->rd;
 	g_autofree char *buf = NULL;
 	g_autoptr(GArray) learned = g_array_new(FALSE, FALSE, sizeof(fuse_ino_t));
 	size_t used = 0;
 	uint32_t count;
 	struct qt_rd r;
-	unsigned epoch = watch_epoch(fs);
-	struct fh *h = fh_of(fi);
-	struct listing *reading;
-	guint reading_last;
-	int err;
 
-	/* h->listing is set before the kernel has the open directory, and stays. */
-	if (!plus && h->listing && reply_listing(req, h->listing, off, c.size))
-		return;
-	g_mutex_lock(&h->lock);
-	reading = g_steal_pointer(&h->reading);
-	reading_last = h->reading_last;
-	g_mutex_unlock(&h->lock);
-	/* Only a READDIR that goes on from where the last one ended adds to a listing. */
-	if (reading && !listing_goes_on(reading, reading_last, c.off))
-		g_clear_pointer(&reading, listing_unref);
-	if (reading)
-		reading_last = reading->ents->len;
-	err = call_fh(fs, h, build_readdir, &c, &rep);
 	if (err < 0) {
-		listing_unref(reading);
 		fuse_reply_err(req, -err);
-		return;
+		goto out;
 	}
-	buf = g_malloc(c.size);
+	buf = g_malloc(c->size);
 	qt_rd_init_msg(&r, rep);
 	if (qt_rd_u32(&r, &count) < 0) {
-		listing_unref(reading);
 		fuse_reply_err(req, EIO);
-		return;
+		goto out;
 	}
 	for (uint32_t i = 0; i < count; i++) {
 		uint64_t d_ino, next;
@@ -3742,52 +3724,51 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		qt_rd_u64(&r, &next);
 		qt_rd_u8(&r, &type);
 		qt_rd_bytes(&r, QTFS_NAME_MAX, &nm, &nl);
-		if (plus && qt_rd_u8(&r, &has_attr) == 0 && has_attr)
+		if (c->plus && qt_rd_u8(&r, &has_attr) == 0 && has_attr)
 			qtfs_rd_attr(&r, &a);
 		if (r.err || nl == 0 || memchr(nm, '\0', nl) || memchr(nm, '/', nl)) {
-			listing_unref(reading);
 			fuse_reply_err(req, EIO);
-			return;
+			goto out;
 		}
 		memcpy(name, nm, nl);
 		name[nl] = '\0';
 		st.st_ino = d_ino;
 		st.st_mode = (mode_t)type << 12;
-		if (!plus) {
-			need = fuse_add_direntry(req, buf + used, c.size - used, name, &st, (off_t)next);
-			if (need > c.size - used)
+		if (!c->plus) {
+			need = fuse_add_direntry(req, buf + used, c->size - used, name, &st, (off_t)next);
+			if (need > c->size - used)
 				break;
 			used += need;
-			if (reading && !listing_add(reading, d_ino, next, type, name))
-				g_clear_pointer(&reading, listing_unref);
+			if (p->reading && !listing_add(p->reading, d_ino, next, type, name))
+				g_clear_pointer(&p->reading, listing_unref);
 			continue;
 		}
 		need = fuse_add_direntry_plus(req, NULL, 0, name, NULL, 0);
-		if (need > c.size - used)
+		if (need > c->size - used)
 			break;
-		if (reading && !listing_add(reading, d_ino, next, type, name))
-			g_clear_pointer(&reading, listing_unref);
+		if (p->reading && !listing_add(p->reading, d_ino, next, type, name))
+			g_clear_pointer(&p->reading, listing_unref);
 		{
 			struct fuse_entry_param e = {.attr = st};
 
 			if (has_attr && S_ISFIFO(a.mode) && fs->relay) {
-				g_autofree char *cp = path_of(fs, ino, name);
+				g_autofree char *cp = path_of(fs, p->ino, name);
 
 				fix_attr(fs, cp, false, &a);
 			}
-			if (has_attr && !(fs->o.proc && ino == FUSE_ROOT_ID &&
+			if (has_attr && !(fs->o.proc && p->ino == FUSE_ROOT_ID &&
 					  (!strcmp(name, "self") || !strcmp(name, "thread-self") ||
 					   all_digits(name)))) {
-				struct node *n, *p;
+				struct node *n, *dir;
 
 				g_mutex_lock(&fs->lock);
-				p = node_by_id(fs, ino);
-				n = node_learn_locked(fs, p, name, &a);
-				fill_entry(fs, n, &a, epoch, &e);
+				dir = node_by_id(fs, p->ino);
+				n = node_learn_locked(fs, dir, name, &a);
+				fill_entry(fs, n, &a, p->epoch, &e);
 				g_mutex_unlock(&fs->lock);
 				g_array_append_val(learned, n->id);
 			}
-			used += fuse_add_direntry_plus(req, buf + used, c.size - used, name, &e, (off_t)next);
+			used += fuse_add_direntry_plus(req, buf + used, c->size - used, name, &e, (off_t)next);
 		}
 	}
 	/*
@@ -3796,18 +3777,16 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	 * one, it asks again from the same offset, which listing_goes_on()
 	 * takes back to.
 	 */
-	if (reading && count == 0) {
+	if (p->reading && count == 0) {
 		/* The end: every name from offset 0 on is in it. */
-		listing_install(fs, h->ino, reading);
-	} else if (reading) {
-		g_mutex_lock(&h->lock);
-		if (!h->reading) {
-			h->reading = reading;
-			h->reading_last = reading_last;
-			reading = NULL;
+		listing_install(fs, p->h->ino, g_steal_pointer(&p->reading));
+	} else if (p->reading) {
+		g_mutex_lock(&p->h->lock);
+		if (!p->h->reading) {
+			p->h->reading = g_steal_pointer(&p->reading);
+			p->h->reading_last = p->reading_last;
 		}
-		g_mutex_unlock(&h->lock);
-		listing_unref(reading);
+		g_mutex_unlock(&p->h->lock);
 	}
 	if (fuse_reply_buf(req, buf, used) != 0) {
 		/* The kernel took none of the entries: give their lookups back. */
@@ -3816,6 +3795,43 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			forget_one(fs, g_array_index(learned, fuse_ino_t, i), 1);
 		g_mutex_unlock(&fs->lock);
 	}
+out:
+	qt_msg_free(rep);
+	fh_pending_free(p);
+}
+
+/*
+ * READDIR and READDIRPLUS, on the loop thread (qtfs_fs_where()): a plain
+ * one from a listing kept when it can, else from the host, the reply
+ * taken in by readdir_answer().
+ */
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi, bool plus)
+{
+	struct qtfs_fs *fs = FS(req);
+	struct fh *h = fh_of(fi);
+	struct fh_pending *p;
+	guint last;
+
+	/* h->listing is set before the kernel has the open directory, and stays. */
+	if (!plus && h->listing && reply_listing(req, h->listing, off, MIN(size, QTFS_IO_MAX)))
+		return;
+	p = g_new0(struct fh_pending, 1);
+	g_atomic_int_inc(&h->refs);
+	*p = (struct fh_pending){.req = req, .h = h, .ino = ino, .build = build_readdir,
+				 .answer = readdir_answer, .epoch = watch_epoch(fs),
+				 .rd = {.off = (uint64_t)off, .size = (uint32_t)MIN(size, QTFS_IO_MAX), .plus = plus}};
+	p->arg = &p->rd;
+	g_mutex_lock(&h->lock);
+	p->reading = g_steal_pointer(&h->reading);
+	last = h->reading_last;
+	g_mutex_unlock(&h->lock);
+	/* Only a READDIR that goes on from where the last one ended adds to a listing. */
+	if (p->reading && !listing_goes_on(p->reading, last, p->rd.off))
+		g_clear_pointer(&p->reading, listing_unref);
+	if (p->reading)
+		p->reading_last = p->reading->ents->len;
+	call_fh_async(fs, p);
 }
 
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -4505,17 +4521,9 @@ enum qtfs_run qtfs_fs_where(struct qtfs_fs *fs, const void *buf, size_t len)
 	case FUSE_OPENDIR:
 	case FUSE_RELEASEDIR:
 		return QTFS_RUN_LOOP;
-	case FUSE_READDIR: {
-		struct fuse_read_in r;
-		const struct fh *h;
-
-		/* Answered from a listing kept (see "Listings kept across opens"), or from the host. */
-		if (alen < sizeof(r))
-			return QTFS_RUN_WORKER;
-		memcpy(&r, arg, sizeof(r));
-		h = (const struct fh *)(uintptr_t)r.fh;
-		return h && h->listing && listing_has(h->listing, r.offset) ? QTFS_RUN_LOOP : QTFS_RUN_WORKER;
-	}
+	case FUSE_READDIR:
+	case FUSE_READDIRPLUS:
+		return QTFS_RUN_LOOP;
 	case FUSE_RELEASE: {
 		struct fuse_release_in r;
 

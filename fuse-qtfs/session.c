@@ -9,9 +9,9 @@
  * reads /dev/fuse itself, through a watch on the session's descriptor
  * (made non-blocking), and runs at once the requests that never wait
  * (qtfs_fs_where() says QTFS_RUN_LOOP: lookup, getattr, open, create, read, unlink,
- * rmdir, flush, release, forget, interrupt, opendir, releasedir, a readdir
- * answered from a listing kept, and the check for file capabilities before
- * a write when its answer is known), whose operations
+ * rmdir, flush, release, forget, interrupt, opendir, readdir, readdirplus,
+ * releasedir, and the check for file capabilities before a write when its
+ * answer is known), whose operations
  * only send their call; the loop answers the kernel when the reply comes.  Every
  * other request goes to a pool of worker threads, each running it to the
  * end as libfuse's loop would, synchronous calls included.  Those that may

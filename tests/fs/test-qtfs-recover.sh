@@ -5,7 +5,8 @@
 # middle of a workload; callers get an error within their deadline
 # (-o timeout=3), data written and fsynced before the kill is on the host,
 # and once the server is back the client reconnects by itself and a file
-# that was open across the restart keeps working (reopened by path).  A
+# that was open across the restart keeps working (reopened by path), as
+# does a directory being listed (its listing goes on from where it was).  A
 # client that vanishes with a file open whose close blocks does not stall
 # the server for the others.
 
@@ -18,9 +19,14 @@ check "mount with timeout=3" mount_qtfs "tcp://127.0.0.1:$port:$T/exp" "$T/mnt" 
 	--key-file "$KEY" -o timeout=3
 
 # A process that keeps a file open across the restart, driven by flag files.
+mkdir "$T/exp/dir"
+python3 -c 'import sys; [open("%s/n%04d" % (sys.argv[1], i), "w").close() for i in range(2000)]' "$T/exp/dir"
 python3 - "$T/mnt/held" "$T" >"$T/held.out" 2>&1 <<'PY' &
 import os, sys, time
 path, t = sys.argv[1], sys.argv[2]
+# A directory listed in part before the restart and the rest after.
+it = os.scandir(os.path.join(os.path.dirname(path), "dir"))
+names = [next(it).name for _ in range(300)]
 fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
 os.write(fd, b"before;")
 os.fsync(fd)
@@ -33,6 +39,8 @@ open(t + "/held.ready", "w").close()
 deadline = time.time() + 60
 while not os.path.exists(t + "/held.go") and time.time() < deadline:
     time.sleep(0.05)
+names += [e.name for e in it]
+print("dir:", len(names), len(set(names)))
 print("fstat2:", os.fstat(fd2).st_size)
 print("read2:", os.pread(fd2, 64, 0).decode())
 os.close(fd2)
@@ -99,6 +107,8 @@ touch "$T/held.go"
 wait "$held"
 check "a file open across the restart keeps working" grep -q "read back: before;after" "$T/held.out"
 check "... and one only read: fstat" grep -q "^fstat2: 14$" "$T/held.out"
+check "... and a listing of 2000 names begun before it ends after it, each name once" \
+	grep -q "^dir: 2000 2000$" "$T/held.out"
 check "... and read" grep -q "^read2: read-only file$" "$T/held.out"
 check "the host file has both writes" grep -q "before;after" "$T/exp/held"
 echo new >"$T/mnt/new"
