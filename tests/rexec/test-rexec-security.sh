@@ -216,13 +216,18 @@ check "the sleep whose client vanished was killed" wait_until 3 sh -c "! pgrep -
 check "the sleep of the closed session was killed" wait_until 3 sh -c "! pgrep -f '^sleep ${MARK}7\$' >/dev/null"
 check "the truncated EXEC started nothing" sh -c "! pgrep -f '^sleep ${MARK}9\$' >/dev/null"
 check "no children left behind" wait_until 3 sh -c "[ \$(ps --ppid $RAWPID -o pid= | wc -l) -eq 0 ]"
-# A leak never comes back; 10 s leaves room for lingering closes and the
+# A leak never comes back; 20 s leaves room for lingering closes and the
 # grace period of the vanished sessions on a loaded machine (make distcheck
-# runs the suites two at a time).
-check "rexecd's descriptor count is back to $fd0 (now $(fd_count "$RAWPID"))" \
-	wait_until 10 sh -c "[ \$(ls /proc/$RAWPID/fd | wc -l) -eq $fd0 ]"
+# runs the suites two at a time).  At most as many as before: the count
+# before may still hold the first session's (seen in a distcheck run: 12
+# before, 9 after).
+fd_back() {
+	[ "$(fd_count "$RAWPID")" -le "$fd0" ]
+}
+wait_until 20 fd_back
+check "rexecd holds no more descriptors than before the attacks ($fd0; now $(fd_count "$RAWPID"))" fd_back
 # If not, which they are (seen once, in a distcheck run: 18 against 12).
-[ "$(fd_count "$RAWPID")" -eq "$fd0" ] || ls -l "/proc/$RAWPID/fd" >&2
+fd_back || ls -l "/proc/$RAWPID/fd" >&2
 
 # -- pass_fds_allow against file references a raw client makes up ---------------------------------
 # The real client sends the path the kernel resolved; a raw one sends any.
