@@ -330,8 +330,14 @@ static void handle_reply(struct qt_conn *c, struct qt_msg *m)
 		struct qt_rd r;
 		uint32_t e = EIO;
 
+		/*
+		 * A userspace errno, or EPROTO: from 512 on the numbers are the
+		 * kernel's own (ERESTARTSYS...), which no system call returns,
+		 * and which the kernel refuses in a FUSE reply (the request
+		 * would then never be answered).
+		 */
 		qt_rd_init_msg(&r, m);
-		if (qt_rd_u32(&r, &e) < 0 || e == 0 || e > 4095)
+		if (qt_rd_u32(&r, &e) < 0 || e == 0 || e >= 512)
 			e = EPROTO;
 		qt_msg_free(m);
 		pending_remove(c, k);

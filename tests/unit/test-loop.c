@@ -359,7 +359,8 @@ static void tail_fill(uint8_t *p, size_t n, uint32_t seed)
 	g_rand_free(rnd);
 }
 
-enum tail_how { TAIL_GOOD, TAIL_BAD_LENGTH, TAIL_ERROR };
+/* TAIL_ERRNO: an error reply carrying the request's seed as its errno. */
+enum tail_how { TAIL_GOOD, TAIL_BAD_LENGTH, TAIL_ERROR, TAIL_ERRNO };
 
 /* A TAIL_TYPE request: u32 n, u32 seed, u8 how. */
 static void tail_request(struct qt_conn *c, struct qt_msg *m)
@@ -375,6 +376,8 @@ static void tail_request(struct qt_conn *c, struct qt_msg *m)
 	qt_rd_u8(&rd, &how);
 	if (how == TAIL_ERROR) {
 		r = qt_msg_new_error(m, ENOSPC);
+	} else if (how == TAIL_ERRNO) {
+		r = qt_msg_new_error(m, (int)seed);
 	} else {
 		r = qt_msg_new_reply(m, TAIL_TYPE);
 		/* TAIL_BAD_LENGTH: the length says one byte less than follows. */
@@ -871,6 +874,48 @@ START_TEST(test_reply_tail_bad_length)
 	for (int t = 0; t < 200 && !s->closed; t++)
 		qt_loop_run_once(l, 10);
 	qt_conn_unref(cc);
+	srv_free(s);
+	cli_free(k);
+	qt_loop_free(l);
+}
+END_TEST
+
+/*
+ * An error reply's errno as the caller gets it: a userspace errno as it
+ * came, anything else (0, the kernel's own from 512 on, which no system
+ * call returns and a FUSE reply may not carry) as EPROTO.
+ */
+START_TEST(test_error_reply_errnos)
+{
+	static const struct {
+		uint32_t sent;
+		int got;
+	} cases[] = {{ENOENT, -ENOENT}, {1, -1}, {511, -511}, {0, -EPROTO}, {512, -EPROTO},
+		     {999, -EPROTO}, {4095, -EPROTO}, {4096, -EPROTO}, {0x7fffffffu, -EPROTO}};
+	struct qt_loop *l = new_loop(_i);
+	struct srv *s = srv_new(SRV_ECHO);
+	struct cli *k = g_new0(struct cli, 1);
+	struct tail_call calls[G_N_ELEMENTS(cases)] = {0};
+	struct qt_conn *cc, *sc;
+	bool all = false;
+
+	pair(l, s, k, &insecure_client, &insecure_server, &cc, &sc);
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		calls[i].seed = cases[i].sent;
+		tail_call(cc, &calls[i], TAIL_ERRNO);
+	}
+	for (int t = 0; t < 500 && !all; t++) {
+		qt_loop_run_once(l, 10);
+		all = true;
+		for (size_t i = 0; i < G_N_ELEMENTS(cases); i++)
+			all = all && calls[i].done;
+	}
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		ck_assert_msg(calls[i].done, "errno %u: no reply", cases[i].sent);
+		ck_assert_msg(calls[i].err == cases[i].got, "errno %u: got %d, want %d", cases[i].sent,
+			      calls[i].err, cases[i].got);
+	}
+	close_both(l, cc, s, k);
 	srv_free(s);
 	cli_free(k);
 	qt_loop_free(l);
@@ -2290,6 +2335,7 @@ static Suite *loop_suite(void)
 	tcase_add_loop_test(c, test_big_frames_intact, 0, 2);
 	tcase_add_loop_test(c, test_reply_tails, 0, 2);
 	tcase_add_loop_test(c, test_reply_tail_bad_length, 0, 2);
+	tcase_add_loop_test(c, test_error_reply_errnos, 0, 2);
 	tcase_add_loop_test(c, test_connect_deadline_covers_handshake, 0, 2);
 	tcase_add_loop_test(c, test_psk_early_calls, 0, 2);
 	tcase_add_loop_test(c, test_tcp6_echo, 0, 2);

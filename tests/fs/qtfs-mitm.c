@@ -1,0 +1,381 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * qtfs-mitm: a hostile qtfs server for fuse-qtfs, made of a real one.  It
+ * takes fuse-qtfs's connections (with the key), opens one of its own to
+ * the real server for each, passes every request on unchanged and every
+ * reply back, and mangles one reply in --rate: bytes flipped, the payload
+ * cut short, lengthened or replaced, an error reply's errno made up.  The
+ * first reply on each connection (the MOUNT's) passes untouched, so that
+ * mounts and reconnections go through and every later reply parser on the
+ * client gets its share.  SIGUSR1 stops the mangling for good (the test
+ * then checks that the mount works); SIGTERM or SIGINT ends it, printing
+ * how many replies went through and how many were mangled.
+ *
+ * One-way messages from the client (interrupts) are dropped: their ids
+ * name requests by the client's numbering, which the upstream connection
+ * does not share.  Not installed; for tests/fs/test-qtfs-hostile.sh.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <glib.h>
+
+#include "auth.h"
+#include "conn.h"
+#include "endpoint.h"
+#include "loop.h"
+#include "proto.h"
+#include "wire.h"
+
+struct mitm {
+	struct qt_loop *loop;
+	struct qt_endpoint *up_ep;
+	struct qt_psk *psk;
+	GRand *rng;
+	unsigned rate;	/* mangle one reply in this many; 0: none */
+	bool mangling;
+	unsigned ups; /* connections to the real server not closed yet */
+	uint64_t replies, mangled;
+};
+
+/* A client's connection and ours to the real server for it. */
+struct pair {
+	int refs;
+	struct mitm *m;
+	struct qt_conn *down, *up; /* references; NULL once closed */
+	uint64_t replies;	   /* sent back on this pair */
+};
+
+/* A request on its way to the real server. */
+struct fwd {
+	struct pair *p;
+	struct qt_msg *req; /* the client's, answered with the same id */
+};
+
+static struct pair *pair_ref(struct pair *p)
+{
+	p->refs++;
+	return p;
+}
+
+static void pair_unref(struct pair *p)
+{
+	if (--p->refs)
+		return;
+	if (p->down)
+		qt_conn_unref(p->down);
+	if (p->up)
+		qt_conn_unref(p->up);
+	g_free(p);
+}
+
+/* End both halves of @p. */
+static void pair_close(struct pair *p, const char *why)
+{
+	struct qt_conn *down = g_steal_pointer(&p->down), *up = g_steal_pointer(&p->up);
+
+	if (down) {
+		qt_conn_close(down, -ECONNRESET, why);
+		qt_conn_unref(down);
+	}
+	if (up) {
+		qt_conn_close(up, -ECONNRESET, why);
+		qt_conn_unref(up);
+	}
+}
+
+static uint32_t rnd(struct mitm *m, uint32_t n)
+{
+	return n ? (uint32_t)g_rand_int_range(m->rng, 0, (gint32)MIN(n, (uint32_t)G_MAXINT32)) : 0;
+}
+
+/* The payload @p (@len bytes) as a mangled copy in @out. */
+static void mangle_payload(struct mitm *m, const uint8_t *p, size_t len, struct qt_msg *out)
+{
+	g_autofree uint8_t *b = g_malloc(len + 1);
+	size_t n = len;
+
+	memcpy(b, p, len);
+
+	switch (rnd(m, 4)) {
+	case 0: /* flip 1-4 bytes */
+		for (uint32_t i = 0, k = 1 + rnd(m, 4); len && i < k; i++)
+			b[rnd(m, (uint32_t)len)] ^= (uint8_t)(1 + rnd(m, 255));
+		break;
+	case 1: /* cut short */
+		n = rnd(m, (uint32_t)len);
+		break;
+	case 2: /* lengthened with junk */
+		qt_msg_put_raw(out, b, len);
+		for (uint32_t i = 0, k = 1 + rnd(m, 32); i < k; i++)
+			qt_msg_put_u8(out, (uint8_t)rnd(m, 256));
+		return;
+	default: /* replaced: junk, or the lengths a parser trusts made huge */
+		n = 0;
+		for (uint32_t i = 0, k = rnd(m, 64); i < k; i++)
+			qt_msg_put_u8(out, (uint8_t)rnd(m, 256));
+		if (rnd(m, 2))
+			qt_msg_put_u32(out, 0xffffffffu - rnd(m, 16));
+		return;
+	}
+	qt_msg_put_raw(out, b, n);
+}
+
+/* 512-4095: the kernel's own numbers, which a FUSE reply may not carry. */
+static const int weird_errnos[] = {0, 512, 530, 999, 4095, 4096, 65536, 0x7fffffff, EIO, ESTALE, EAGAIN, EINTR};
+
+static void up_reply(struct qt_conn *c, int err, struct qt_msg *reply, void *arg)
+{
+	struct fwd *f = arg;
+	struct pair *p = f->p;
+	struct mitm *m = p->m;
+	bool more = reply && (qt_msg_flags(reply) & QT_FLAG_MORE);
+	bool mangle = m->mangling && m->rate && p->replies > 0 && rnd(m, m->rate) == 0;
+	struct qt_msg *out;
+
+	if (!p->down) {
+		/* The client is gone. */
+	} else if (err < 0 && !p->up) {
+		/* Our connection to the server went: so goes the client's. */
+	} else if (err < 0 && (err == -ECONNABORTED || err == -ECONNRESET || err == -ETIMEDOUT)) {
+		pair_close(p, "the real server's connection failed");
+	} else {
+		if (err < 0) {
+			int e = mangle ? weird_errnos[rnd(m, G_N_ELEMENTS(weird_errnos))] : -err;
+
+			out = qt_msg_new_error(f->req, e);
+		} else {
+			out = qt_msg_new_reply(f->req, qt_msg_type(reply));
+			if (mangle)
+				mangle_payload(m, qt_msg_payload(reply), qt_msg_payload_len(reply), out);
+			else
+				qt_msg_put_raw(out, qt_msg_payload(reply), qt_msg_payload_len(reply));
+			if (more)
+				qt_msg_set_flags(out, qt_msg_flags(out) | QT_FLAG_MORE);
+		}
+		m->replies++;
+		m->mangled += mangle;
+		p->replies++;
+		qt_conn_reply(p->down, out);
+	}
+	qt_msg_free(reply);
+	if (more)
+		return;
+	qt_msg_free(f->req);
+	pair_unref(p);
+	g_free(f);
+}
+
+static void down_request(struct qt_conn *c, struct qt_msg *req, void *user)
+{
+	struct pair *p = user;
+	struct qt_msg *copy;
+	struct fwd *f;
+
+	if (!qt_msg_id(req) || !p->up) {
+		qt_msg_free(req);
+		return;
+	}
+	/* A WATCH waits on the server until names change: it must not hold a request slot. */
+	if (qt_msg_type(req) == QTFS_WATCH)
+		qt_conn_park(c, qt_msg_id(req));
+	copy = qt_msg_new(qt_msg_type(req), 0, 0);
+	qt_msg_put_raw(copy, qt_msg_payload(req), qt_msg_payload_len(req));
+	f = g_new0(struct fwd, 1);
+	f->p = pair_ref(p);
+	f->req = req;
+	if (qt_conn_call(p->up, copy, 0, up_reply, f) < 0) {
+		qt_conn_reply(c, qt_msg_new_error(req, EIO));
+		qt_msg_free(req);
+		pair_unref(p);
+		g_free(f);
+	}
+}
+
+static void down_closed(struct qt_conn *c, int err, const char *reason, void *user)
+{
+	struct pair *p = user;
+
+	if (p->down == c)
+		pair_close(p, "the client went");
+	pair_unref(p);
+}
+
+static void up_closed(struct qt_conn *c, int err, const char *reason, void *user)
+{
+	struct pair *p = user;
+
+	p->m->ups--;
+	if (p->up == c)
+		pair_close(p, reason);
+	pair_unref(p);
+}
+
+static const struct qt_conn_ops up_ops = {.closed = up_closed};
+
+static void down_ready(struct qt_conn *c, void *user)
+{
+	struct mitm *m = user;
+	struct qt_conn_opts o = {.role = QT_CONN_CLIENT, .psk = m->psk, .name = "qtfs-mitm"};
+	struct pair *p = g_new0(struct pair, 1);
+	struct qt_conn *up = NULL;
+	int err;
+
+	p->refs = 1; /* the down connection's */
+	p->m = m;
+	p->down = qt_conn_ref(c);
+	qt_conn_set_user(c, p);
+	err = qt_conn_connect(m->loop, m->up_ep, 5000, &o, &up_ops, p, &up);
+	if (err < 0) {
+		fprintf(stderr, "qtfs-mitm: cannot reach %s: %s\n", m->up_ep->uri, g_strerror(-err));
+		pair_close(p, "the real server is not there");
+		return;
+	}
+	pair_ref(p); /* the up connection's */
+	p->up = qt_conn_ref(up);
+	m->ups++;
+}
+
+/* Before READY a client's connection has the server's user data, &the_mitm; from then on its pair. */
+static struct mitm the_mitm = {.rate = 8, .mangling = true};
+
+static void srv_request(struct qt_conn *c, struct qt_msg *req, void *user)
+{
+	if (user == &the_mitm)
+		qt_msg_free(req);
+	else
+		down_request(c, req, user);
+}
+
+static void srv_closed(struct qt_conn *c, int err, const char *reason, void *user)
+{
+	if (user != &the_mitm)
+		down_closed(c, err, reason, user);
+}
+
+static const struct qt_conn_ops down_ops = {
+	.ready = down_ready,
+	.request = srv_request,
+	.closed = srv_closed,
+};
+
+struct sig {
+	struct mitm *m;
+	bool stop;
+};
+
+static void on_signal(struct qt_watch *w, int fd, uint32_t revents, void *arg)
+{
+	struct sig *s = arg;
+	struct signalfd_siginfo si;
+
+	if (read(fd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+		return;
+	if (si.ssi_signo == SIGUSR1) {
+		s->m->mangling = false;
+		fprintf(stderr, "qtfs-mitm: mangling stopped after %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+			" replies\n", s->m->mangled, s->m->replies);
+		return;
+	}
+	s->stop = true;
+	qt_loop_stop(s->m->loop);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: qtfs-mitm --key-file FILE --listen URI --upstream URI [--rate N] [--seed N]\n"
+		   "Pass fuse-qtfs's requests to a real qtfs-server and mangle one reply in N\n"
+		   "(default 8) on the way back; SIGUSR1 stops the mangling.\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"key-file", required_argument, NULL, 'k'}, {"listen", required_argument, NULL, 'l'},
+		{"upstream", required_argument, NULL, 'u'}, {"rate", required_argument, NULL, 'r'},
+		{"seed", required_argument, NULL, 's'},	    {"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct mitm *mp = &the_mitm;
+	const char *key = NULL, *listen_uri = NULL, *up_uri = NULL;
+	struct qt_endpoint *ep = NULL;
+	struct qt_server *srv = NULL;
+	struct qt_watch *sw = NULL;
+	struct sig s = {.m = mp};
+	char *msg = NULL;
+	guint32 seed = 1;
+	sigset_t mask;
+	int c, sfd = -1, rc = 1;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'k': key = optarg; break;
+		case 'l': listen_uri = optarg; break;
+		case 'u': up_uri = optarg; break;
+		case 'r': mp->rate = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 's': seed = (guint32)strtoul(optarg, NULL, 10); break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (!key || !listen_uri || !up_uri || optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	mp->rng = g_rand_new_with_seed(seed);
+	if (qt_psk_load(key, &mp->psk, &msg) < 0 || qt_endpoint_parse(up_uri, &mp->up_ep, &msg) < 0 ||
+	    qt_endpoint_parse(listen_uri, &ep, &msg) < 0) {
+		fprintf(stderr, "qtfs-mitm: %s\n", msg);
+		goto out;
+	}
+	if (qt_loop_new(QT_LOOP_AUTO, &mp->loop) < 0) {
+		fprintf(stderr, "qtfs-mitm: no event loop\n");
+		goto out;
+	}
+	{
+		struct qt_conn_opts o = {.role = QT_CONN_SERVER, .psk = mp->psk};
+
+		srv = qt_server_new(mp->loop, &o, 0, &down_ops, mp);
+	}
+	if (qt_server_listen(srv, ep, &msg) < 0) {
+		fprintf(stderr, "qtfs-mitm: %s\n", msg);
+		goto out;
+	}
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	sw = qt_watch_add(mp->loop, sfd, QT_EV_IN, on_signal, &s);
+	fprintf(stderr, "qtfs-mitm: listening on %s for %s, mangling one reply in %u (seed %u)\n",
+		ep->uri, mp->up_ep->uri, mp->rate, seed);
+	qt_loop_run(mp->loop);
+	qt_server_shutdown(srv);
+	for (int i = 0; i < 200 && (qt_server_conn_count(srv) || mp->ups); i++)
+		qt_loop_run_once(mp->loop, 10);
+	fprintf(stderr, "qtfs-mitm: %" G_GUINT64_FORMAT " replies, %" G_GUINT64_FORMAT " mangled\n",
+		mp->replies, mp->mangled);
+	rc = 0;
+out:
+	qt_watch_remove(sw);
+	if (sfd >= 0)
+		close(sfd);
+	if (srv && !qt_server_conn_count(srv))
+		qt_server_free(srv);
+	qt_loop_free(mp->loop);
+	qt_endpoint_free(ep);
+	qt_endpoint_free(mp->up_ep);
+	qt_psk_free(mp->psk);
+	g_free(msg);
+	g_rand_free(mp->rng);
+	return rc;
+}

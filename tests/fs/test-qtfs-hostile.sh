@@ -1,0 +1,182 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# A hostile server must not take fuse-qtfs down.  qtfs-mitm stands between
+# the client and a real qtfs-server, passes every request on and mangles
+# one reply in six on the way back (bytes flipped, payloads cut short,
+# lengthened or replaced by junk with huge length prefixes, made-up errnos
+# in error replies), so that every reply parser of the client sees broken
+# input in the middle of real traffic: mounts, lookups, attributes,
+# opens, reads and writes, listings (kept or not), links, extended
+# attributes, statfs, locks, the host watch.  Through it, a workload of
+# every kind of call: each call must end (an error is fine, a hang past the
+# deadline is not), the client must stay up, with no sanitizer report.
+# Then the mangling stops and the same mount must work again: the client
+# reconnects by itself where a broken reply ended a connection.
+
+. "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
+
+MITM=${top_builddir:-.}/tests/fs/qtfs-mitm
+mkdir -p "$T/exp"
+start_server "$T/server.log" --listen "unix:$T/sock" --export "$T/exp" --key-file "$KEY" || exit 1
+"$MITM" --key-file "$KEY" --listen "unix:$T/mitm.sock" --upstream "unix:$T/sock" --rate 6 \
+	--seed "${QTFS_HOSTILE_SEED:-$$}" 2>"$T/mitm.log" &
+mitm=$!
+QTFS_PIDS="$QTFS_PIDS $mitm"
+check "qtfs-mitm listens" wait_until 5 grep -q "listening on" "$T/mitm.log"
+grep "listening on" "$T/mitm.log"
+
+# The host side: files, a directory of names, a symlink, an attribute.
+python3 - "$T/exp" <<'PY'
+import os, sys
+h = sys.argv[1]
+os.mkdir(os.path.join(h, "d"))
+for i in range(400):
+    with open(os.path.join(h, "d", "n%03d" % i), "w") as f:
+        f.write("x" * i)
+with open(os.path.join(h, "big"), "wb") as f:
+    f.write(os.urandom(3 << 20))
+os.symlink("big", os.path.join(h, "link"))
+os.setxattr(os.path.join(h, "big"), "user.k", b"v")
+PY
+
+check "mount through qtfs-mitm" mount_qtfs "unix:$T/mitm.sock:$T/exp" "$T/mnt" --key-file "$KEY" -o timeout=3
+client=$(pgrep -f -- "$FUSE_QTFS .*$T/mnt\$")
+check "... its daemon is found ($client)" [ -n "$client" ]
+
+# The workload: 3000 calls of every kind, each bounded by an alarm well
+# past the deadline (3 s; a call that lost its connection is retried on
+# another, so twice that and a margin), and all of them by a SIGKILL (a
+# FUSE request the daemon never answers outlasts any other signal).
+timeout -s KILL 300 python3 - "$T/mnt" "$mitm" >"$T/work.out" 2>&1 <<'PY'
+import errno, fcntl, os, random, signal, sys, time
+m, mitm = sys.argv[1], int(sys.argv[2])
+rng = random.Random(7)
+
+class Hung(Exception):
+    pass
+
+def alarm(*_):
+    raise Hung()
+
+signal.signal(signal.SIGALRM, alarm)
+hung, errors, done = [], {}, 0
+
+def op_stat():
+    os.stat(os.path.join(m, "d", "n%03d" % rng.randrange(400)))
+def op_list():
+    os.listdir(os.path.join(m, "d"))
+def op_ls_l():
+    for e in os.scandir(os.path.join(m, "d")):
+        if rng.random() < 0.05:
+            e.stat()
+def op_read():
+    with open(os.path.join(m, "big"), "rb") as f:
+        f.seek(rng.randrange(3 << 20))
+        f.read(rng.choice((100, 4096, 200000)))
+def op_write():
+    p = os.path.join(m, "w%d" % rng.randrange(20))
+    with open(p, "ab") as f:
+        f.write(b"y" * rng.randrange(1, 70000))
+def op_create_unlink():
+    p = os.path.join(m, "c%d" % rng.randrange(50))
+    fd = os.open(p, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+    os.close(fd)
+    if rng.random() < 0.5:
+        os.unlink(p)
+def op_mkdir_rmdir():
+    p = os.path.join(m, "dd%d" % rng.randrange(10))
+    os.mkdir(p)
+    os.rmdir(p)
+def op_rename():
+    os.rename(os.path.join(m, "w%d" % rng.randrange(20)), os.path.join(m, "w%d" % rng.randrange(20)))
+def op_link_symlink():
+    p = os.path.join(m, "l%d" % rng.randrange(10))
+    if rng.random() < 0.5:
+        os.symlink("big", p)
+    else:
+        os.link(os.path.join(m, "big"), p)
+def op_readlink():
+    os.readlink(os.path.join(m, "link"))
+def op_xattr():
+    p = os.path.join(m, "big")
+    os.getxattr(p, "user.k")
+    os.listxattr(p)
+    if rng.random() < 0.2:
+        os.setxattr(p, "user.k", b"v")
+def op_statfs():
+    os.statvfs(m)
+def op_chmod_truncate():
+    p = os.path.join(m, "w%d" % rng.randrange(20))
+    os.chmod(p, 0o600 | rng.randrange(0o100))
+    os.truncate(p, rng.randrange(10000))
+def op_lock():
+    with open(os.path.join(m, "big"), "rb") as f:
+        fcntl.lockf(f, fcntl.LOCK_SH | fcntl.LOCK_NB, 10, 0)
+        fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+def op_fsync_seek():
+    fd = os.open(os.path.join(m, "big"), os.O_RDONLY)
+    try:
+        os.lseek(fd, 0, os.SEEK_DATA)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+ops = [op_stat, op_list, op_ls_l, op_read, op_write, op_create_unlink, op_mkdir_rmdir, op_rename,
+       op_link_symlink, op_readlink, op_xattr, op_statfs, op_chmod_truncate, op_lock, op_fsync_seek]
+t0 = time.monotonic()
+def mitm_alive():
+    try:
+        return open("/proc/%d/stat" % mitm).read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+for i in range(3000):
+    if i % 100 == 0 and not mitm_alive():
+        print("qtfs-mitm is gone")
+        break
+    op = rng.choice(ops)
+    signal.alarm(15)
+    try:
+        op()
+    except Hung:
+        hung.append(op.__name__)
+    except OSError as e:
+        errors[e.errno] = errors.get(e.errno, 0) + 1
+    except Exception as e:
+        # what a mangled attribute makes of Python's own checks (a huge st_blksize)
+        errors[type(e).__name__] = errors.get(type(e).__name__, 0) + 1
+    finally:
+        signal.alarm(0)
+    done += 1
+print("calls: %d in %.0f s" % (done, time.monotonic() - t0))
+print("errors: %s" % ", ".join("%s %d" % (errno.errorcode.get(k, k), v) for k, v in
+                               sorted(errors.items(), key=lambda kv: str(kv[0]))))
+print("hung: %d %s" % (len(hung), " ".join(hung[:10])))
+PY
+cat "$T/work.out"
+check "3000 calls through the hostile server all ended" grep -q "^calls: 3000 " "$T/work.out"
+check "... none past its deadline" grep -q "^hung: 0" "$T/work.out"
+check "... and the client is still up" kill -0 "$client"
+kill -USR1 "$mitm"
+check "qtfs-mitm mangled replies ($(grep -o 'after [0-9]* of [0-9]*' "$T/mitm.log" | tail -n 1))" \
+	wait_until 5 sh -c "grep 'stopped after' '$T/mitm.log' | grep -qv 'after 0 of'"
+
+# Honest replies again: what a broken reply left in the kernel's caches
+# (attributes, names) lapses within attr_timeout and entry_timeout (1 s);
+# names the host watch covers are dropped when the watch reconnects.
+sleep 1.5
+works() {
+	echo fresh >"$T/mnt/after" && [ "$(cat "$T/exp/after")" = fresh ] &&
+		[ "$(cat "$T/mnt/after")" = fresh ] &&
+		cmp -s "$T/exp/big" "$T/mnt/big" &&
+		mkdir -p "$T/mnt/newdir" && touch "$T/exp/newdir/a" "$T/exp/newdir/b" &&
+		[ "$(ls "$T/mnt/newdir" | tr '\n' ' ')" = "a b " ]
+}
+check "the mount works again once the replies are honest" wait_until 10 works
+check "... the client is the same process" kill -0 "$client"
+check "unmount" umount_qtfs "$T/mnt"
+kill "$mitm"
+wait "$mitm"
+tail -n 1 "$T/mitm.log"
+finish
