@@ -162,18 +162,25 @@ kill -USR1 "$mitm"
 check "qtfs-mitm mangled replies ($(grep -o 'after [0-9]* of [0-9]*' "$T/mitm.log" | tail -n 1))" \
 	wait_until 5 sh -c "grep 'stopped after' '$T/mitm.log' | grep -qv 'after 0 of'"
 
-# Honest replies again: what a broken reply left in the kernel's caches
-# (attributes, names) lapses within attr_timeout and entry_timeout (1 s);
-# names the host watch covers are dropped when the watch reconnects.
+# Honest replies again.  What a broken reply put in the DPU's caches stays
+# there as long as it would have: attributes and names until they lapse
+# (1 s), a file's pages and a directory's listing while the host's copy is
+# unchanged (a cache cannot tell a broken reply from a good one), so the
+# checks use files and directories made from now on.
 sleep 1.5
+head -c 1000000 /dev/urandom >"$T/exp/big2"
 works() {
-	echo fresh >"$T/mnt/after" && [ "$(cat "$T/exp/after")" = fresh ] &&
-		[ "$(cat "$T/mnt/after")" = fresh ] &&
-		cmp -s "$T/exp/big" "$T/mnt/big" &&
-		mkdir -p "$T/mnt/newdir" && touch "$T/exp/newdir/a" "$T/exp/newdir/b" &&
-		[ "$(ls "$T/mnt/newdir" | tr '\n' ' ')" = "a b " ]
+	: >"$T/works.step"
+	echo write >"$T/works.step" && echo fresh >"$T/mnt/after" &&
+		echo host-has-it >"$T/works.step" && [ "$(cat "$T/exp/after")" = fresh ] &&
+		echo read-back >"$T/works.step" && [ "$(cat "$T/mnt/after")" = fresh ] &&
+		echo host-file >"$T/works.step" && cmp -s "$T/exp/big2" "$T/mnt/big2" &&
+		echo mkdir >"$T/works.step" && mkdir -p "$T/mnt/newdir" &&
+		touch "$T/exp/newdir/a" "$T/exp/newdir/b" &&
+		echo list >"$T/works.step" && [ "$(ls "$T/mnt/newdir" | tr '\n' ' ')" = "a b " ]
 }
-check "the mount works again once the replies are honest" wait_until 10 works
+wait_until 10 works
+check "the mount works again once the replies are honest (last step tried: $(cat "$T/works.step"))" works
 check "... the client is the same process" kill -0 "$client"
 check "unmount" umount_qtfs "$T/mnt"
 kill "$mitm"
