@@ -600,6 +600,26 @@ static void reply_entry(fuse_req_t req, struct qtfs_fs *fs, fuse_ino_t parent, c
 	reply_entry_of(req, fs, parent, name, a, epoch, NULL);
 }
 
+/*
+ * May attributes of file type @mode (as the host sent them, or @shown as
+ * the kernel is to see them) go to the kernel for node @ino?  The kernel
+ * takes a changed file type for a broken inode and fails everything on it
+ * with EIO from then on (the mount itself, for the root): a name that now
+ * names a file of another type is a new node, found by the next lookup,
+ * and a GETATTR or SETATTR of the old one gets ESTALE instead.
+ */
+static bool attr_type_ok(struct qtfs_fs *fs, fuse_ino_t ino, uint32_t mode, uint32_t shown)
+{
+	struct node *n;
+	bool ok;
+
+	g_mutex_lock(&fs->lock);
+	n = node_by_id(fs, ino);
+	ok = !n || !n->type || n->type == (mode & S_IFMT) || n->type == (shown & S_IFMT);
+	g_mutex_unlock(&fs->lock);
+	return ok;
+}
+
 static void reply_attr(fuse_req_t req, struct qtfs_fs *fs, const struct qtfs_attr *a)
 {
 	struct stat st;
@@ -2460,13 +2480,19 @@ static void answer_getattr(fuse_req_t req, fuse_ino_t ino, const char *path, int
 	struct qtfs_fs *fs = FS(req);
 	struct qtfs_attr a;
 
+	uint32_t mode;
+
 	err = async_attr(err, rep, &a);
 	if (err < 0) {
 		fuse_reply_err(req, -err);
-	} else {
-		fix_attr(fs, path, node_is_relay(fs, ino), &a);
-		reply_attr(req, fs, &a);
+		return;
 	}
+	mode = a.mode;
+	fix_attr(fs, path, node_is_relay(fs, ino), &a);
+	if (!attr_type_ok(fs, ino, mode, a.mode))
+		fuse_reply_err(req, ESTALE);
+	else
+		reply_attr(req, fs, &a);
 }
 
 static void getattr_done(void *arg, int err, struct qt_msg *rep)
@@ -2499,7 +2525,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_attr(req, &st, 0);
 		return;
 	}
-	if (post_attr_take(fs, ino, &post, &valid)) {
+	if (post_attr_take(fs, ino, &post, &valid) && attr_type_ok(fs, ino, post.mode, post.mode)) {
 		struct stat st;
 
 		to_stat(&post, &st);
@@ -2579,7 +2605,15 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		fuse_reply_err(req, -err);
 		return;
 	}
-	fix_attr(fs, path, node_is_relay(fs, ino), &a);
+	{
+		uint32_t mode = a.mode;
+
+		fix_attr(fs, path, node_is_relay(fs, ino), &a);
+		if (!attr_type_ok(fs, ino, mode, a.mode)) {
+			fuse_reply_err(req, ESTALE);
+			return;
+		}
+	}
 	g_mutex_lock(&fs->lock);
 	if ((n = node_by_id(fs, ino)))
 		post_attr_drop_locked(n);
