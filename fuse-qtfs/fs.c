@@ -620,6 +620,15 @@ static bool attr_type_ok(struct qtfs_fs *fs, fuse_ino_t ino, uint32_t mode, uint
 	return ok;
 }
 
+/* @a, the host's attributes of node @ino at @path, as the kernel is to see them; false if they may not go. */
+static bool attr_for_kernel(struct qtfs_fs *fs, fuse_ino_t ino, const char *path, struct qtfs_attr *a)
+{
+	uint32_t mode = a->mode;
+
+	fix_attr(fs, path, node_is_relay(fs, ino), a);
+	return attr_type_ok(fs, ino, mode, a->mode);
+}
+
 static void reply_attr(fuse_req_t req, struct qtfs_fs *fs, const struct qtfs_attr *a)
 {
 	struct stat st;
@@ -2480,16 +2489,12 @@ static void answer_getattr(fuse_req_t req, fuse_ino_t ino, const char *path, int
 	struct qtfs_fs *fs = FS(req);
 	struct qtfs_attr a;
 
-	uint32_t mode;
-
 	err = async_attr(err, rep, &a);
 	if (err < 0) {
 		fuse_reply_err(req, -err);
 		return;
 	}
-	mode = a.mode;
-	fix_attr(fs, path, node_is_relay(fs, ino), &a);
-	if (!attr_type_ok(fs, ino, mode, a.mode))
+	if (!attr_for_kernel(fs, ino, path, &a))
 		fuse_reply_err(req, ESTALE);
 	else
 		reply_attr(req, fs, &a);
@@ -2605,14 +2610,9 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		fuse_reply_err(req, -err);
 		return;
 	}
-	{
-		uint32_t mode = a.mode;
-
-		fix_attr(fs, path, node_is_relay(fs, ino), &a);
-		if (!attr_type_ok(fs, ino, mode, a.mode)) {
-			fuse_reply_err(req, ESTALE);
-			return;
-		}
+	if (!attr_for_kernel(fs, ino, path, &a)) {
+		fuse_reply_err(req, ESTALE);
+		return;
 	}
 	g_mutex_lock(&fs->lock);
 	if ((n = node_by_id(fs, ino)))
