@@ -24,7 +24,7 @@ ca-certificates openssl time"
 # (Google's `kubectl` package, which conflicts with Debian's) does as well.
 command -v kubectl >/dev/null 2>&1 || packages="$packages kubernetes-client"
 # libclang-rt-14-dev holds libFuzzer's runtime; clang only recommends it.
-# mount and e2fsprogs: make bench-qtfs's ext4 on a loop device (both are
+# mount and e2fsprogs: make bench-qtfs's and test-qtfs-dircache's ext4 on a loop device (both are
 # of priority required, so already there on most installs).
 
 die() {
