@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void qtfs_attr_from_stat(struct qtfs_attr *a, const struct stat *st, uint32_t flags, uint64_t gen)
 {
@@ -79,6 +80,22 @@ void qtfs_put_attr(struct qt_msg *m, const struct qtfs_attr *a)
 	qt_msg_put_u64(m, a->gen);
 }
 
+bool qtfs_mode_type_ok(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG:
+	case S_IFDIR:
+	case S_IFLNK:
+	case S_IFCHR:
+	case S_IFBLK:
+	case S_IFIFO:
+	case S_IFSOCK:
+		return true;
+	default:
+		return false;
+	}
+}
+
 int qtfs_rd_attr(struct qt_rd *r, struct qtfs_attr *out)
 {
 	struct qtfs_attr a;
@@ -104,6 +121,13 @@ int qtfs_rd_attr(struct qt_rd *r, struct qtfs_attr *out)
 	if (r->err)
 		return r->err;
 	if (a.atime_nsec >= 1000000000u || a.mtime_nsec >= 1000000000u || a.ctime_nsec >= 1000000000u)
+		return r->err = -EBADMSG;
+	/*
+	 * No host file has these; and the kernel takes them, in a GETATTR or
+	 * SETATTR answer, for a broken inode that fails everything with EIO
+	 * until it is forgotten, which the mount's root never is.
+	 */
+	if (!qtfs_mode_type_ok(a.mode) || a.size < 0 || a.blocks < 0)
 		return r->err = -EBADMSG;
 	*out = a;
 	return 0;

@@ -254,11 +254,15 @@ struct qtfs_attr {
 };
 
 #define QTFS_ATTR_WIRE_SIZE 108
+/* Where mode and size lie in the record (docs/protocol.md). */
+#define QTFS_ATTR_MODE_OFFSET 16
+#define QTFS_ATTR_SIZE_OFFSET 40
 
 void qtfs_attr_from_stat(struct qtfs_attr *a, const struct stat *st, uint32_t flags, uint64_t gen);
 void qtfs_attr_to_stat(const struct qtfs_attr *a, struct stat *st);
 void qtfs_put_attr(struct qt_msg *m, const struct qtfs_attr *a);
-int qtfs_rd_attr(struct qt_rd *r, struct qtfs_attr *a);
+int qtfs_rd_attr(struct qt_rd *r, struct qtfs_attr *a); /* -EBADMSG: short, or no file could have them */
+bool qtfs_mode_type_ok(uint32_t mode); /* one of the seven file types */
 
 /*
  * Check a relative path from the wire: "" (the mount root) or components

@@ -7,9 +7,16 @@
  * cut short, lengthened or replaced, an error reply's errno made up.  The
  * first reply on each connection (the MOUNT's) passes untouched, so that
  * mounts and reconnections go through and every later reply parser on the
- * client gets its share.  SIGUSR1 stops the mangling for good (the test
- * then checks that the mount works); SIGTERM or SIGINT ends it, printing
- * how many replies went through and how many were mangled.
+ * client gets its share.  SIGUSR1 stops the mangling (the test then
+ * checks that the mount works), SIGUSR2 starts it again (or for the first
+ * time, with --paused); SIGTERM or SIGINT ends it, printing how many
+ * replies went through and how many were mangled.
+ *
+ * --bad-getattr=size or =type mangles one thing instead, every time, in
+ * each GETATTR reply: the size gets its top bit set, so that it reads as
+ * negative (as larger than any size the kernel takes), or the file type
+ * becomes another (a directory a regular file, anything else a
+ * directory).  The kernel would take either for a broken inode.
  *
  * One-way messages from the client (interrupts) are dropped: their ids
  * name requests by the client's numbering, which the upstream connection
@@ -24,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <glib.h>
@@ -42,6 +50,7 @@ struct mitm {
 	GRand *rng;
 	unsigned rate;	/* mangle one reply in this many; 0: none */
 	bool mangling;
+	char bad_getattr; /* instead, in every GETATTR reply: 's' a negative size, 't' another file type */
 	unsigned ups; /* connections to the real server not closed yet */
 	uint64_t replies, mangled;
 };
@@ -129,6 +138,20 @@ static void mangle_payload(struct mitm *m, const uint8_t *p, size_t len, struct 
 	qt_msg_put_raw(out, b, n);
 }
 
+/* The attributes at the start of @p (@len bytes) with @what ('s' size, 't' type) made bad, into @out. */
+static void bad_getattr(char what, const uint8_t *p, size_t len, struct qt_msg *out)
+{
+	g_autofree uint8_t *b = g_memdup2(p, len);
+	/* big-endian u32: bits 12-15 (S_IFMT) are the high half of the third byte */
+	uint8_t *type = &b[QTFS_ATTR_MODE_OFFSET + 2];
+
+	if (what == 's')
+		b[QTFS_ATTR_SIZE_OFFSET] |= 0x80; /* the sign bit */
+	else
+		*type = (uint8_t)((*type & 0x0f) | ((*type & 0xf0) == (S_IFDIR >> 8) ? S_IFREG >> 8 : S_IFDIR >> 8));
+	qt_msg_put_raw(out, b, len);
+}
+
 /* 512-4095: the kernel's own numbers, which a FUSE reply may not carry. */
 static const int weird_errnos[] = {0, 512, 530, 999, 4095, 4096, 65536, 0x7fffffff, EIO, ESTALE, EAGAIN, EINTR};
 
@@ -138,7 +161,8 @@ static void up_reply(struct qt_conn *c, int err, struct qt_msg *reply, void *arg
 	struct pair *p = f->p;
 	struct mitm *m = p->m;
 	bool more = reply && (qt_msg_flags(reply) & QT_FLAG_MORE);
-	bool mangle = m->mangling && m->rate && p->replies > 0 && rnd(m, m->rate) == 0;
+	bool attr = err == 0 && qt_msg_type(f->req) == QTFS_GETATTR && qt_msg_payload_len(reply) >= QTFS_ATTR_WIRE_SIZE;
+	bool mangle = m->mangling && (m->bad_getattr ? attr : m->rate && p->replies > 0 && rnd(m, m->rate) == 0);
 	struct qt_msg *out;
 
 	if (!p->down) {
@@ -154,7 +178,9 @@ static void up_reply(struct qt_conn *c, int err, struct qt_msg *reply, void *arg
 			out = qt_msg_new_error(f->req, e);
 		} else {
 			out = qt_msg_new_reply(f->req, qt_msg_type(reply));
-			if (mangle)
+			if (mangle && m->bad_getattr)
+				bad_getattr(m->bad_getattr, qt_msg_payload(reply), qt_msg_payload_len(reply), out);
+			else if (mangle)
 				mangle_payload(m, qt_msg_payload(reply), qt_msg_payload_len(reply), out);
 			else
 				qt_msg_put_raw(out, qt_msg_payload(reply), qt_msg_payload_len(reply));
@@ -285,6 +311,11 @@ static void on_signal(struct qt_watch *w, int fd, uint32_t revents, void *arg)
 			" replies\n", s->m->mangled, s->m->replies);
 		return;
 	}
+	if (si.ssi_signo == SIGUSR2) {
+		s->m->mangling = true;
+		fprintf(stderr, "qtfs-mitm: mangling (again) after %" G_GUINT64_FORMAT " replies\n", s->m->replies);
+		return;
+	}
 	s->stop = true;
 	qt_loop_stop(s->m->loop);
 }
@@ -292,8 +323,11 @@ static void on_signal(struct qt_watch *w, int fd, uint32_t revents, void *arg)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: qtfs-mitm --key-file FILE --listen URI --upstream URI [--rate N] [--seed N]\n"
+		   "                 [--bad-getattr=size|type] [--paused]\n"
 		   "Pass fuse-qtfs's requests to a real qtfs-server and mangle one reply in N\n"
-		   "(default 8) on the way back; SIGUSR1 stops the mangling.\n");
+		   "(default 8) on the way back, or with --bad-getattr the size (made negative)\n"
+		   "or the file type (made another) in every GETATTR reply; --paused: not until\n"
+		   "SIGUSR2.  SIGUSR1 stops the mangling, SIGUSR2 starts it again.\n");
 }
 
 int main(int argc, char **argv)
@@ -302,6 +336,7 @@ int main(int argc, char **argv)
 		{"key-file", required_argument, NULL, 'k'}, {"listen", required_argument, NULL, 'l'},
 		{"upstream", required_argument, NULL, 'u'}, {"rate", required_argument, NULL, 'r'},
 		{"seed", required_argument, NULL, 's'},	    {"help", no_argument, NULL, 'h'},
+		{"bad-getattr", required_argument, NULL, 'b'}, {"paused", no_argument, NULL, 'p'},
 		{NULL, 0, NULL, 0},
 	};
 	struct mitm *mp = &the_mitm;
@@ -322,6 +357,14 @@ int main(int argc, char **argv)
 		case 'u': up_uri = optarg; break;
 		case 'r': mp->rate = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 's': seed = (guint32)strtoul(optarg, NULL, 10); break;
+		case 'b':
+			if (strcmp(optarg, "size") && strcmp(optarg, "type")) {
+				usage(stderr);
+				return 2;
+			}
+			mp->bad_getattr = optarg[0];
+			break;
+		case 'p': mp->mangling = false; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -353,11 +396,17 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGUSR1);
+	sigaddset(&mask, SIGUSR2);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	sw = qt_watch_add(mp->loop, sfd, QT_EV_IN, on_signal, &s);
-	fprintf(stderr, "qtfs-mitm: listening on %s for %s, mangling one reply in %u (seed %u)\n",
-		ep->uri, mp->up_ep->uri, mp->rate, seed);
+	if (mp->bad_getattr)
+		fprintf(stderr, "qtfs-mitm: listening on %s for %s, making every GETATTR reply's %s bad%s\n",
+			ep->uri, mp->up_ep->uri, mp->bad_getattr == 's' ? "size" : "file type",
+			mp->mangling ? "" : " from SIGUSR2 on");
+	else
+		fprintf(stderr, "qtfs-mitm: listening on %s for %s, mangling one reply in %u (seed %u)%s\n",
+			ep->uri, mp->up_ep->uri, mp->rate, seed, mp->mangling ? "" : " from SIGUSR2 on");
 	qt_loop_run(mp->loop);
 	qt_server_shutdown(srv);
 	for (int i = 0; i < 200 && (qt_server_conn_count(srv) || mp->ups); i++)

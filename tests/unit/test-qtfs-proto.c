@@ -15,7 +15,11 @@
 
 #include <check.h>
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#include <glib.h>
 
 #include "proto.h"
 #include "qtfs-sync.h"
@@ -82,6 +86,21 @@ static void assert_attr_eq(const struct qtfs_attr *a, const struct qtfs_attr *b)
 	ck_assert_uint_eq(a->gen, b->gen);
 }
 
+/* @a through the wire format into @out; qtfs_rd_attr()'s result. */
+static int roundtrip_attr(const struct qtfs_attr *a, struct qtfs_attr *out)
+{
+	struct qt_msg *m = qt_msg_new(QTFS_GETATTR, 0, 1);
+	struct qt_rd r;
+	int err;
+
+	qtfs_put_attr(m, a);
+	ck_assert_int_eq(qt_msg_finish(m), 0);
+	qt_rd_init_msg(&r, m);
+	err = qtfs_rd_attr(&r, out);
+	qt_msg_free(m);
+	return err;
+}
+
 START_TEST(test_attr_golden)
 {
 	struct qtfs_attr a = sample(), b;
@@ -118,6 +137,62 @@ START_TEST(test_attr_short_and_bad_nsec)
 	bad[QTFS_ATTR_WIRE_SIZE - 8 - 12 - 1] = 0x00;
 	qt_rd_init(&r, bad, sizeof(bad));
 	ck_assert_int_eq(qtfs_rd_attr(&r, &out), -EBADMSG);
+}
+END_TEST
+
+/* Attributes no host file has, which the kernel would take for a broken inode, are refused. */
+START_TEST(test_attr_impossible)
+{
+	static const uint32_t types[] = {S_IFREG, S_IFDIR, S_IFLNK, S_IFCHR, S_IFBLK, S_IFIFO, S_IFSOCK};
+	static const uint32_t bad_modes[] = {0644, 0030644, 0050644, 0070644, 0110644, 0130644,
+					     0150644, 0160644, 0170644};
+	struct qtfs_attr a, out;
+
+	for (size_t i = 0; i < G_N_ELEMENTS(types); i++) {
+		a = sample();
+		a.mode = types[i] | 0755;
+		ck_assert_int_eq(roundtrip_attr(&a, &out), 0);
+		ck_assert_uint_eq(out.mode, a.mode);
+	}
+	for (size_t i = 0; i < G_N_ELEMENTS(bad_modes); i++) {
+		a = sample();
+		a.mode = bad_modes[i];
+		ck_assert_int_eq(roundtrip_attr(&a, &out), -EBADMSG);
+	}
+	a = sample();
+	a.size = INT64_MAX;
+	ck_assert_int_eq(roundtrip_attr(&a, &out), 0);
+	a.size = -1;
+	ck_assert_int_eq(roundtrip_attr(&a, &out), -EBADMSG);
+	a.size = INT64_MIN;
+	ck_assert_int_eq(roundtrip_attr(&a, &out), -EBADMSG);
+	a = sample();
+	a.blocks = -8;
+	ck_assert_int_eq(roundtrip_attr(&a, &out), -EBADMSG);
+	/* qtfs-mitm --bad-getattr=size sets this bit at this offset ... */
+	a = sample();
+	{
+		struct qt_msg *m = qt_msg_new(QTFS_GETATTR, 0, 1);
+		uint8_t b[QTFS_ATTR_WIRE_SIZE];
+		struct qt_rd r;
+
+		qtfs_put_attr(m, &a);
+		ck_assert_int_eq(qt_msg_finish(m), 0);
+		memcpy(b, qt_msg_payload(m), sizeof(b));
+		qt_msg_free(m);
+		b[QTFS_ATTR_SIZE_OFFSET] |= 0x80;
+		qt_rd_init(&r, b, sizeof(b));
+		ck_assert_int_eq(qtfs_rd_attr(&r, &out), -EBADMSG);
+		b[QTFS_ATTR_SIZE_OFFSET] &= 0x7f;
+		qt_rd_init(&r, b, sizeof(b));
+		ck_assert_int_eq(qtfs_rd_attr(&r, &out), 0);
+		ck_assert_int_eq(out.size, a.size);
+		/* ... and --bad-getattr=type this half byte */
+		b[QTFS_ATTR_MODE_OFFSET + 2] = (uint8_t)((b[QTFS_ATTR_MODE_OFFSET + 2] & 0x0f) | (S_IFDIR >> 8));
+		qt_rd_init(&r, b, sizeof(b));
+		ck_assert_int_eq(qtfs_rd_attr(&r, &out), 0);
+		ck_assert_uint_eq(out.mode, S_IFDIR | (a.mode & 07777));
+	}
 }
 END_TEST
 
@@ -466,6 +541,7 @@ int main(void)
 	tcase_add_test(tc, test_attr_golden);
 	tcase_add_test(tc, test_flag_values);
 	tcase_add_test(tc, test_attr_short_and_bad_nsec);
+	tcase_add_test(tc, test_attr_impossible);
 	tcase_add_test(tc, test_stat_roundtrip);
 	tcase_add_test(tc, test_path_good);
 	tcase_add_test(tc, test_path_bad);
