@@ -63,6 +63,7 @@ struct qtfs_client {
 	bool stopping;
 	bool shut; /* qtfs_client_shutdown() ran; main thread only */
 	unsigned any_waiting; /* loop thread: async calls waiting for a ready connection */
+	gint64 stop_by;	      /* monotonic us: stop_loop() waits no longer for closes */
 	/* The first MOUNT's outcome, for qtfs_client_new. */
 	bool first_done;
 	int first_err;
@@ -392,15 +393,22 @@ static void close_all(void *arg)
 }
 
 /*
- * Stop once no asynchronous call waits for a connection: with
- * cl->stopping set, each one ends (and answers its caller) at its next
- * look, within RETRY_MS.
+ * Stop once no asynchronous call waits for a connection (with
+ * cl->stopping set, each one ends, and answers its caller, at its next
+ * look, within RETRY_MS) and the connections close_all() closed are
+ * closed (conn_closed() has run: a connection holds itself until then),
+ * or at cl->stop_by.
  */
 static void stop_loop(void *arg)
 {
 	struct qtfs_client *cl = arg;
+	bool open = false;
 
-	if (cl->any_waiting)
+	g_mutex_lock(&cl->lock);
+	for (unsigned i = 0; i < cl->n_slots; i++)
+		open |= cl->slots[i].conn != NULL;
+	g_mutex_unlock(&cl->lock);
+	if (cl->any_waiting || (open && g_get_monotonic_time() < cl->stop_by))
 		qt_timer_add(cl->loop, RETRY_MS, stop_loop, cl);
 	else
 		qt_loop_stop(cl->loop);
@@ -428,6 +436,8 @@ void qtfs_client_free(struct qtfs_client *cl)
 	if (!cl)
 		return;
 	qtfs_client_shutdown(cl);
+	/* A connection's close waits at most LINGER_MS (lib/conn.c) for its output to go. */
+	cl->stop_by = g_get_monotonic_time() + 2 * G_USEC_PER_SEC;
 	qt_loop_post(cl->loop, stop_loop, cl);
 	g_thread_join(cl->loop_thread);
 	for (unsigned i = 0; i < cl->n_slots; i++)
