@@ -168,7 +168,11 @@ static int ssh_fail(struct qt_ssh *s, int rc, char **msg, const char *what)
 
 	if (err == 0 || err == -EAGAIN)
 		err = -EPROTO;
-	*msg = g_strdup_printf("%s on %s failed: %s", what, s->t->uri, last_error(s->sess));
+	/* Said as bridge_fail() says it: the peer may go at any step. */
+	if (err == -ECONNRESET)
+		*msg = g_strdup_printf("connection to %s lost (%s: %s)", s->t->uri, what, last_error(s->sess));
+	else
+		*msg = g_strdup_printf("%s on %s failed: %s", what, s->t->uri, last_error(s->sess));
 	return err;
 }
 
