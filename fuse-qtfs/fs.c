@@ -506,6 +506,22 @@ static void fix_attr(const struct qtfs_fs *fs, const char *path, bool known_rela
 
 /* ---- replies -------------------------------------------------------------- */
 
+/*
+ * Answer @req with the error @err (positive), which is the host's errno
+ * unchanged but for one: ENOSYS from a FUSE daemon tells the kernel that
+ * the operation is not implemented, and it never sends that operation on
+ * this mount again: OPEN (every open file then has no handle), FLUSH (a
+ * close then drops no POSIX lock), LOCK (locks then stay local), the
+ * xattr calls, FSYNC (fsync then succeeds without asking), ACCESS, CREATE,
+ * POLL, FALLOCATE, LSEEK, COPY_FILE_RANGE, RENAME with flags.  A host
+ * call's ENOSYS, or a server that does not know a request, concerns that
+ * one call: EOPNOTSUPP says so.
+ */
+static int reply_err(fuse_req_t req, int err)
+{
+	return fuse_reply_err(req, err == ENOSYS ? EOPNOTSUPP : err);
+}
+
 static double attr_timeout(const struct qtfs_fs *fs, bool pseudo)
 {
 	return pseudo ? 0.0 : fs->o.attr_timeout;
@@ -1406,7 +1422,7 @@ static void op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, 
 	if (err == 0 && lock->l_type != F_UNLCK)
 		lk_record(fs, ino, fi->lock_owner, h);
 	fh_unref(h);
-	fuse_reply_err(req, -err);
+	reply_err(req, -err);
 }
 
 static void op_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock)
@@ -1432,7 +1448,7 @@ static void op_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, 
 			err = -EIO;
 	}
 	if (err < 0) {
-		fuse_reply_err(req, -err);
+		reply_err(req, -err);
 		return;
 	}
 	lock->l_type = (short)type;
@@ -1537,7 +1553,7 @@ static void op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, 
 		h->flock_pid = fuse_req_ctx(req)->pid;
 		g_mutex_unlock(&fs->lk_lock);
 	}
-	fuse_reply_err(req, -err);
+	reply_err(req, -err);
 }
 
 /* ---- proc mode -------------------------------------------------------------- */
@@ -2038,7 +2054,7 @@ static void sync_unref(struct sync_waiter *w)
 static void sync_answer(struct sync_waiter *w)
 {
 	if (w->err)
-		fuse_reply_err(w->req, w->err);
+		reply_err(w->req, w->err);
 	else if (w->size)
 		fuse_reply_buf(w->req, "", 0);
 	else
@@ -2395,7 +2411,7 @@ static void lookup_done(void *arg, int err, struct qt_msg *rep)
 
 	err = async_attr(err, rep, &a);
 	if (err < 0) {
-		fuse_reply_err(p->req, -err);
+		reply_err(p->req, -err);
 	} else {
 		fix_attr(fs, p->path, false, &a);
 		reply_entry(p->req, fs, p->ino, p->name, &a, p->epoch);
@@ -2412,12 +2428,12 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (fs->o.proc && parent == FUSE_ROOT_ID && proc_lookup(req, fs, name))
 		return;
 	if (listed_absent(fs, parent, name)) {
-		fuse_reply_err(req, ENOENT);
+		reply_err(req, ENOENT);
 		return;
 	}
 	path = path_of(fs, parent, name);
 	if (!path) {
-		fuse_reply_err(req, ESTALE);
+		reply_err(req, ESTALE);
 		return;
 	}
 	m = req_path(QTFS_LOOKUP, path);
@@ -2491,11 +2507,11 @@ static void answer_getattr(fuse_req_t req, fuse_ino_t ino, const char *path, int
 
 	err = async_attr(err, rep, &a);
 	if (err < 0) {
-		fuse_reply_err(req, -err);
+		reply_err(req, -err);
 		return;
 	}
 	if (!attr_for_kernel(fs, ino, path, &a))
-		fuse_reply_err(req, ESTALE);
+		reply_err(req, ESTALE);
 	else
 		reply_attr(req, fs, &a);
 }
@@ -2550,7 +2566,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	if (h && fi && fi->fh)
 		g_atomic_int_inc(&h->refs);
 	if (!h) {
-		fuse_reply_err(req, ESTALE);
+		reply_err(req, ESTALE);
 		return;
 	}
 	p = g_new0(struct fh_pending, 1);
@@ -2607,11 +2623,11 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	if (err == 0)
 		err = rd_attr_reply(rep, &a);
 	if (err < 0) {
-		fuse_reply_err(req, -err);
+		reply_err(req, -err);
 		return;
 	}
 	if (!attr_for_kernel(fs, ino, path, &a)) {
-		fuse_reply_err(req, ESTALE);
+		reply_err(req, ESTALE);
 		return;
 	}
 	g_mutex_lock(&fs->lock);
@@ -2637,7 +2653,7 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	}
 	path = path_of(fs, ino, NULL);
 	if (!path) {
-		fuse_reply_err(req, ESTALE);
+		reply_err(req, ESTALE);
 		return;
 	}
 	err = call(fs, req_path(QTFS_READLINK, path), true, &rep);
@@ -2647,7 +2663,7 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 			err = -EIO;
 	}
 	if (err < 0)
-		fuse_reply_err(req, -err);
+		reply_err(req, -err);
 	else
 		fuse_reply_readlink(req, target);
 }
@@ -2680,7 +2696,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, const
 	if (err == 0)
 		err = rd_entry_reply(rep, &a, &d);
 	if (err < 0) {
-		fuse_reply_err(req, -err);
+		reply_err(req, -err);
 		return;
 	}
 	post_attr_keep(fs, parent, &d);
@@ -2696,7 +2712,7 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	struct qt_msg *m;
 
 	if (!path) {
-		fuse_reply_err(req, ESTALE);
+		reply_err(req, ESTALE);
 		return;
 	}
 	m = req_path(QTFS_MKNOD, path);
@@ -2712,7 +2728,7 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	struct qt_msg *m;
 
 	if (!path) {
-		fuse_reply_err(req, ESTALE);
+		reply_err(req, ESTALE);
 		return;
 	}
 	m = req_path(QTFS_MKDIR, path);
@@ -2727,7 +2743,7 @@ static void op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, co
 	struct qt_msg *m;
 
 	if (!path) {
-		fuse_reply_err(req, ESTALE);
+		reply_err(req, ESTALE);
 		return;
 	}
 	m = req_path(QTFS_SYMLINK, path);
@@ -2768,7 +2784,7 @@ static void remove_done(void *arg, int err, struct qt_msg *rep)
 			post_attr_keep(FS(p->req), p->ino, &d);
 	}
 	qt_msg_free(rep);
-	fuse_reply_err(p->req, -err);
+	reply_err(p->req, -err);
 	pending_free(p);
 }
 
@@ -2778,7 +2794,7 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, uin
 	char *path = path_of(fs, parent, name);
 
 	if (!path) {
-		fuse_reply_err(req, ESTALE);
+		reply_err(req, ESTALE);
 		return;
 	}
 	call_async(fs, req_path(op, path), false, remove_done, pending_new(req, parent, path, name));
@@ -2806,7 +2822,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	int err;
 
 	if (!from || !to) {
-		fuse_reply_err(req, ESTALE);
+		reply_err(req, ESTALE);
 		return;
 	}
 	m = req_path(QTFS_RENAME, from);
@@ -2856,7 +2872,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 		}
 		g_mutex_unlock(&fs->lock);
 	}
-	fuse_reply_err(req, bad ? EIO : -err);
+	reply_err(req, bad ? EIO : -err);
 }
 
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
@@ -2867,7 +2883,7 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	struct qt_msg *m;
 
 	if (!from || !to) {
-		fuse_reply_err(req, ESTALE);
+		reply_err(req, ESTALE);
 		return;
 	}
 	m = req_path(QTFS_LINK, from);
@@ -3008,7 +3024,7 @@ static void open_sync(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	intr_end(req, ctl);
 	if (err < 0) {
 		g_free(pre.data);
-		fuse_reply_err(req, -err);
+		reply_err(req, -err);
 		return;
 	}
 	finish_open(req, ino, fi, relay, slot, gen, sh, &a, &pre);
@@ -3049,7 +3065,7 @@ static void open_redo(void *arg, bool run)
 	else if (run)
 		open_sync(p->req, p->ino, &p->fi, p->path);
 	else
-		fuse_reply_err(p->req, EIO);
+		reply_err(p->req, EIO);
 	open_pending_free(p);
 }
 
@@ -3071,7 +3087,7 @@ static void open_done(void *arg, int err, struct qt_msg *rep)
 	qt_msg_free(rep);
 	if (err < 0) {
 		g_free(pre.data);
-		fuse_reply_err(p->req, -err);
+		reply_err(p->req, -err);
 	} else if (p->dir) {
 		finish_opendir(p->req, p->ino, &p->fi, p->slot, p->gen, sh, &a);
 	} else {
@@ -3093,7 +3109,7 @@ static void open_async(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	err = qtfs_client_pick(fs->cl, &slot, &gen);
 	if (err < 0 && err != -EAGAIN) {
 		g_free(path);
-		fuse_reply_err(req, -err);
+		reply_err(req, -err);
 		return;
 	}
 	p = g_new0(struct open_pending, 1);
@@ -3114,7 +3130,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	g_autofree char *path = path_of(fs, ino, NULL);
 
 	if (!path) {
-		fuse_reply_err(req, ESTALE);
+		reply_err(req, ESTALE);
 		return;
 	}
 	/* A relayed FIFO's open waits without a deadline and can be interrupted. */
@@ -3158,7 +3174,7 @@ static void create_done(void *arg, int err, struct qt_msg *rep)
 		err = rd_handle_reply(rep, &sh, &a, false, NULL, &d);
 	qt_msg_free(rep);
 	if (err < 0) {
-		fuse_reply_err(cp->req, -err);
+		reply_err(cp->req, -err);
 		g_free(cp);
 		return;
 	}
@@ -3191,7 +3207,7 @@ static void create_later(void *arg, bool run)
 
 	if (err < 0) {
 		qt_msg_free(m);
-		fuse_reply_err(cp->req, -err);
+		reply_err(cp->req, -err);
 		g_free(cp);
 		return;
 	}
@@ -3211,12 +3227,12 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	int err;
 
 	if (!path) {
-		fuse_reply_err(req, ESTALE);
+		reply_err(req, ESTALE);
 		return;
 	}
 	err = qtfs_client_pick(fs->cl, &slot, &gen);
 	if (err < 0 && err != -EAGAIN) {
-		fuse_reply_err(req, -err);
+		reply_err(req, -err);
 		return;
 	}
 	m = req_path(QTFS_CREATE, path);
@@ -3312,7 +3328,7 @@ static void reply_read(fuse_req_t req, int err, struct qt_msg *rep)
 			err = -EIO;
 	}
 	if (err < 0)
-		fuse_reply_err(req, -err);
+		reply_err(req, -err);
 	else
 		fuse_reply_buf(req, (const char *)d, n);
 	qt_msg_free(rep);
@@ -3394,7 +3410,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 			err = -EIO;
 	}
 	if (err < 0)
-		fuse_reply_err(req, -err);
+		reply_err(req, -err);
 	else
 		fuse_reply_write(req, n);
 }
@@ -3415,7 +3431,7 @@ static void flush_unlock(void *arg, bool run)
 	if (run)
 		call_fh(FS(f->req), f->h, build_setlk, &c, &rep);
 	fh_unref(f->h);
-	fuse_reply_err(f->req, 0);
+	reply_err(f->req, 0);
 	g_free(f);
 }
 
@@ -3428,7 +3444,7 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct flush_unlock *f;
 
 	if (!h) {
-		fuse_reply_err(req, 0);
+		reply_err(req, 0);
 		return;
 	}
 	f = g_new(struct flush_unlock, 1);
@@ -3443,7 +3459,7 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void release_fh(fuse_req_t req, struct fuse_file_info *fi)
 {
 	fh_close(FS(req), fh_of(fi));
-	fuse_reply_err(req, 0);
+	reply_err(req, 0);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -3463,7 +3479,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	g_mutex_lock(&fs->lk_lock);
 	fs->lk_releasing++;
 	g_mutex_unlock(&fs->lk_lock);
-	fuse_reply_err(req, 0);
+	reply_err(req, 0);
 	fh_close_wait(fs, fh_of(fi), true);
 	g_mutex_lock(&fs->lk_lock);
 	fs->lk_releasing--;
@@ -3486,7 +3502,7 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 	g_autoptr(qt_msg) rep = NULL;
 	int err = call_fh(FS(req), fh_of(fi), build_fsync, GINT_TO_POINTER(datasync), &rep);
 
-	fuse_reply_err(req, -err);
+	reply_err(req, -err);
 }
 
 /*
@@ -3694,7 +3710,7 @@ static void opendir_sync(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *
 	int err = open_remote(FS(req), path, O_RDONLY | O_DIRECTORY, true, false, &slot, &gen, &sh, &a, NULL);
 
 	if (err < 0)
-		fuse_reply_err(req, -err);
+		reply_err(req, -err);
 	else
 		finish_opendir(req, ino, fi, slot, gen, sh, &a);
 }
@@ -3705,7 +3721,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	char *path = path_of(FS(req), ino, NULL);
 
 	if (!path) {
-		fuse_reply_err(req, ESTALE);
+		reply_err(req, ESTALE);
 		return;
 	}
 	open_async(req, ino, fi, path, true);
@@ -3736,13 +3752,13 @@ static void readdir_answer(struct fh_pending *p, int err, struct qt_msg *rep)
 	struct qt_rd r;
 
 	if (err < 0) {
-		fuse_reply_err(req, -err);
+		reply_err(req, -err);
 		goto out;
 	}
 	buf = g_malloc(c->size);
 	qt_rd_init_msg(&r, rep);
 	if (qt_rd_u32(&r, &count) < 0) {
-		fuse_reply_err(req, EIO);
+		reply_err(req, EIO);
 		goto out;
 	}
 	for (uint32_t i = 0; i < count; i++) {
@@ -3761,7 +3777,7 @@ static void readdir_answer(struct fh_pending *p, int err, struct qt_msg *rep)
 		if (c->plus && qt_rd_u8(&r, &has_attr) == 0 && has_attr)
 			qtfs_rd_attr(&r, &a);
 		if (r.err || nl == 0 || memchr(nm, '\0', nl) || memchr(nm, '/', nl)) {
-			fuse_reply_err(req, EIO);
+			reply_err(req, EIO);
 			goto out;
 		}
 		memcpy(name, nm, nl);
@@ -3907,7 +3923,7 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 			err = -EIO;
 	}
 	if (err < 0) {
-		fuse_reply_err(req, -err);
+		reply_err(req, -err);
 		return;
 	}
 	sv.f_bsize = v[0];
@@ -3931,12 +3947,12 @@ static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 	struct qt_msg *m;
 
 	if (!path) {
-		fuse_reply_err(req, ESTALE);
+		reply_err(req, ESTALE);
 		return;
 	}
 	m = req_path(QTFS_ACCESS, path);
 	qt_msg_put_u32(m, (uint32_t)mask);
-	fuse_reply_err(req, -call_void(fs, m, true));
+	reply_err(req, -call_void(fs, m, true));
 }
 
 /*
@@ -4006,11 +4022,11 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	int err;
 
 	if (!path) {
-		fuse_reply_err(req, ESTALE);
+		reply_err(req, ESTALE);
 		return;
 	}
 	if (size > QTFS_XATTR_SIZE_MAX) {
-		fuse_reply_err(req, E2BIG);
+		reply_err(req, E2BIG);
 		return;
 	}
 	m = req_path(QTFS_SETXATTR, path);
@@ -4021,7 +4037,7 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	err = call_void(fs, m, true);
 	/* Again: a GETXATTR that crossed this one may have read the old value. */
 	xattr_changing(fs, ino);
-	fuse_reply_err(req, -err);
+	reply_err(req, -err);
 }
 
 /* getxattr and listxattr answer alike: a size probe, or the bytes.  Returns the error. */
@@ -4042,11 +4058,11 @@ static int reply_xattr(fuse_req_t req, struct qtfs_fs *fs, struct qt_msg *m, siz
 			err = -EIO;
 	}
 	if (err < 0)
-		fuse_reply_err(req, -err);
+		reply_err(req, -err);
 	else if (size == 0)
 		fuse_reply_xattr(req, n);
 	else if (len > size)
-		fuse_reply_err(req, ERANGE);
+		reply_err(req, ERANGE);
 	else
 		fuse_reply_buf(req, (const char *)p, len);
 	return err;
@@ -4068,7 +4084,7 @@ static void getxattr_later(void *arg, bool run)
 	if (run)
 		op_getxattr(x->req, x->ino, x->name, x->size);
 	else
-		fuse_reply_err(x->req, EIO);
+		reply_err(x->req, EIO);
 	g_free(x);
 }
 
@@ -4097,7 +4113,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	unsigned gen;
 
 	if (!path) {
-		fuse_reply_err(req, ESTALE);
+		reply_err(req, ESTALE);
 		return;
 	}
 	if (!strcmp(name, QTFS_SYNC_XATTR)) {
@@ -4107,7 +4123,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	caps = !strcmp(name, XATTR_CAPS);
 	gen = xattr_gen(fs, ino, &nocaps);
 	if (caps && nocaps) {
-		fuse_reply_err(req, ENODATA);
+		reply_err(req, ENODATA);
 		return;
 	}
 	/* Sent to the loop thread for that answer (qtfs_fs_where), which has just lapsed. */
@@ -4134,7 +4150,7 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	struct qt_msg *m;
 
 	if (!path) {
-		fuse_reply_err(req, ESTALE);
+		reply_err(req, ESTALE);
 		return;
 	}
 	m = req_path(QTFS_LISTXATTR, path);
@@ -4150,7 +4166,7 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	int err;
 
 	if (!path) {
-		fuse_reply_err(req, ESTALE);
+		reply_err(req, ESTALE);
 		return;
 	}
 	m = req_path(QTFS_REMOVEXATTR, path);
@@ -4158,7 +4174,7 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	xattr_changing(fs, ino);
 	err = call_void(fs, m, true);
 	xattr_changing(fs, ino);
-	fuse_reply_err(req, -err);
+	reply_err(req, -err);
 }
 
 struct falloc_ctx {
@@ -4184,7 +4200,7 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 	struct falloc_ctx c = {.mode = mode, .off = offset, .len = length};
 	g_autoptr(qt_msg) rep = NULL;
 
-	fuse_reply_err(req, -call_fh(FS(req), fh_of(fi), build_fallocate, &c, &rep));
+	reply_err(req, -call_fh(FS(req), fh_of(fi), build_fallocate, &c, &rep));
 }
 
 struct lseek_ctx {
@@ -4218,7 +4234,7 @@ static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 			err = -EIO;
 	}
 	if (err < 0)
-		fuse_reply_err(req, -err);
+		reply_err(req, -err);
 	else
 		fuse_reply_lseek(req, (off_t)res);
 }
@@ -4273,7 +4289,7 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 	if (err == -ESTALE)
 		err = -EXDEV;
 	if (err < 0)
-		fuse_reply_err(req, -err);
+		reply_err(req, -err);
 	else
 		fuse_reply_write(req, (size_t)n);
 }
@@ -4389,7 +4405,7 @@ static void op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	if (err < 0) {
 		if (ph)
 			fuse_pollhandle_destroy(ph);
-		fuse_reply_err(req, -err);
+		reply_err(req, -err);
 		return;
 	}
 	if (ph) {

@@ -25,7 +25,8 @@ tests_fs_qtfs_raw_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/fuse-qtfs
 tests_fs_qtfs_raw_LDADD = fuse-qtfs/libqtfsproto.a $(QT_LIBS)
 
 # qtfs-mitm: a hostile server made of a real one: passes fuse-qtfs's
-# requests on and mangles some of the replies (test-qtfs-hostile.sh).
+# requests on and mangles some of the replies (test-qtfs-hostile.sh), or
+# some of the requests (test-qtfs-hostile-client.sh).
 check_PROGRAMS += tests/fs/qtfs-mitm
 tests_fs_qtfs_mitm_SOURCES = tests/fs/qtfs-mitm.c
 tests_fs_qtfs_mitm_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/fuse-qtfs
@@ -40,7 +41,7 @@ QTFS_TESTS = tests/fs/test-qtfs-posix.sh tests/fs/test-qtfs-pseudo.sh \
 	tests/fs/test-qtfs-recover.sh tests/fs/test-qtfs-netns.sh \
 	tests/fs/test-qtfs-security.sh tests/fs/test-qtfs-ssh.sh tests/fs/test-qtfs-locks.sh \
 	tests/fs/test-qtfs-cache.sh tests/fs/test-qtfs-pagecache.sh tests/fs/test-qtfs-dircache.sh \
-	tests/fs/test-qtfs-hostile.sh
+	tests/fs/test-qtfs-hostile.sh tests/fs/test-qtfs-hostile-client.sh
 TESTS += $(QTFS_TESTS)
 EXTRA_DIST += tests/fs/qtfs-env.sh tests/fs/locks.py tests/fs/interrupt.py tests/fs/uring_workers.py \
-	$(QTFS_TESTS)
+	tests/fs/hostile-workload.py $(QTFS_TESTS)

@@ -12,6 +12,12 @@
  * time, with --paused); SIGTERM or SIGINT ends it, printing how many
  * replies went through and how many were mangled.
  *
+ * --requests mangles one request in --rate on its way to the server
+ * instead of the replies (the payload as above; one in eight of them
+ * also gets another operation's type), for the server's side of the
+ * same question: nothing a client sends may take it down or out of its
+ * export.
+ *
  * --bad-getattr=size or =type mangles one thing instead, every time, in
  * each GETATTR reply: the size gets its top bit set, so that it reads as
  * negative (as larger than any size the kernel takes), or the file type
@@ -51,6 +57,7 @@ struct mitm {
 	unsigned rate;	/* mangle one reply in this many; 0: none */
 	bool mangling;
 	char bad_getattr; /* instead, in every GETATTR reply: 's' a negative size, 't' another file type */
+	bool requests;	  /* instead, one request in rate */
 	unsigned ups; /* connections to the real server not closed yet */
 	uint64_t replies, mangled;
 };
@@ -61,6 +68,7 @@ struct pair {
 	struct mitm *m;
 	struct qt_conn *down, *up; /* references; NULL once closed */
 	uint64_t replies;	   /* sent back on this pair */
+	uint64_t requests;	   /* passed on */
 };
 
 /* A request on its way to the real server. */
@@ -152,8 +160,9 @@ static void bad_getattr(char what, const uint8_t *p, size_t len, struct qt_msg *
 	qt_msg_put_raw(out, b, len);
 }
 
-/* 512-4095: the kernel's own numbers, which a FUSE reply may not carry. */
-static const int weird_errnos[] = {0, 512, 530, 999, 4095, 4096, 65536, 0x7fffffff, EIO, ESTALE, EAGAIN, EINTR};
+/* 512-4095: the kernel's own numbers, which a FUSE reply may not carry; ENOSYS, which a FUSE reply must not. */
+static const int weird_errnos[] = {0, 512, 530, 999, 4095, 4096, 65536, 0x7fffffff,
+				   EIO, ESTALE, EAGAIN, EINTR, ENOSYS};
 
 static void up_reply(struct qt_conn *c, int err, struct qt_msg *reply, void *arg)
 {
@@ -162,7 +171,8 @@ static void up_reply(struct qt_conn *c, int err, struct qt_msg *reply, void *arg
 	struct mitm *m = p->m;
 	bool more = reply && (qt_msg_flags(reply) & QT_FLAG_MORE);
 	bool attr = err == 0 && qt_msg_type(f->req) == QTFS_GETATTR && qt_msg_payload_len(reply) >= QTFS_ATTR_WIRE_SIZE;
-	bool mangle = m->mangling && (m->bad_getattr ? attr : m->rate && p->replies > 0 && rnd(m, m->rate) == 0);
+	bool mangle = m->mangling && !m->requests &&
+		      (m->bad_getattr ? attr : m->rate && p->replies > 0 && rnd(m, m->rate) == 0);
 	struct qt_msg *out;
 
 	if (!p->down) {
@@ -203,6 +213,9 @@ static void up_reply(struct qt_conn *c, int err, struct qt_msg *reply, void *arg
 static void down_request(struct qt_conn *c, struct qt_msg *req, void *user)
 {
 	struct pair *p = user;
+	struct mitm *m = p->m;
+	bool mangle = m->requests && m->mangling && m->rate && p->requests++ > 0 && rnd(m, m->rate) == 0;
+	uint16_t type = qt_msg_type(req);
 	struct qt_msg *copy;
 	struct fwd *f;
 
@@ -213,8 +226,14 @@ static void down_request(struct qt_conn *c, struct qt_msg *req, void *user)
 	/* A WATCH waits on the server until names change: it must not hold a request slot. */
 	if (qt_msg_type(req) == QTFS_WATCH)
 		qt_conn_park(c, qt_msg_id(req));
-	copy = qt_msg_new(qt_msg_type(req), 0, 0);
-	qt_msg_put_raw(copy, qt_msg_payload(req), qt_msg_payload_len(req));
+	if (mangle && rnd(m, 8) == 0)
+		type = (uint16_t)(QTFS_MOUNT + 1 + rnd(m, QTFS_OP_MAX - QTFS_MOUNT));
+	copy = qt_msg_new(type, 0, 0);
+	if (mangle)
+		mangle_payload(m, qt_msg_payload(req), qt_msg_payload_len(req), copy);
+	else
+		qt_msg_put_raw(copy, qt_msg_payload(req), qt_msg_payload_len(req));
+	m->mangled += mangle;
 	f = g_new0(struct fwd, 1);
 	f->p = pair_ref(p);
 	f->req = req;
@@ -323,9 +342,10 @@ static void on_signal(struct qt_watch *w, int fd, uint32_t revents, void *arg)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: qtfs-mitm --key-file FILE --listen URI --upstream URI [--rate N] [--seed N]\n"
-		   "                 [--bad-getattr=size|type] [--paused]\n"
+		   "                 [--requests | --bad-getattr=size|type] [--paused]\n"
 		   "Pass fuse-qtfs's requests to a real qtfs-server and mangle one reply in N\n"
-		   "(default 8) on the way back, or with --bad-getattr the size (made negative)\n"
+		   "(default 8) on the way back, or with --requests one request in N on the way\n"
+		   "there, or with --bad-getattr the size (made negative)\n"
 		   "or the file type (made another) in every GETATTR reply; --paused: not until\n"
 		   "SIGUSR2.  SIGUSR1 stops the mangling, SIGUSR2 starts it again.\n");
 }
@@ -337,6 +357,7 @@ int main(int argc, char **argv)
 		{"upstream", required_argument, NULL, 'u'}, {"rate", required_argument, NULL, 'r'},
 		{"seed", required_argument, NULL, 's'},	    {"help", no_argument, NULL, 'h'},
 		{"bad-getattr", required_argument, NULL, 'b'}, {"paused", no_argument, NULL, 'p'},
+		{"requests", no_argument, NULL, 'q'},
 		{NULL, 0, NULL, 0},
 	};
 	struct mitm *mp = &the_mitm;
@@ -365,6 +386,7 @@ int main(int argc, char **argv)
 			mp->bad_getattr = optarg[0];
 			break;
 		case 'p': mp->mangling = false; break;
+		case 'q': mp->requests = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -405,8 +427,9 @@ int main(int argc, char **argv)
 			ep->uri, mp->up_ep->uri, mp->bad_getattr == 's' ? "size" : "file type",
 			mp->mangling ? "" : " from SIGUSR2 on");
 	else
-		fprintf(stderr, "qtfs-mitm: listening on %s for %s, mangling one reply in %u (seed %u)%s\n",
-			ep->uri, mp->up_ep->uri, mp->rate, seed, mp->mangling ? "" : " from SIGUSR2 on");
+		fprintf(stderr, "qtfs-mitm: listening on %s for %s, mangling one %s in %u (seed %u)%s\n",
+			ep->uri, mp->up_ep->uri, mp->requests ? "request" : "reply", mp->rate, seed,
+			mp->mangling ? "" : " from SIGUSR2 on");
 	qt_loop_run(mp->loop);
 	qt_server_shutdown(srv);
 	for (int i = 0; i < 200 && (qt_server_conn_count(srv) || mp->ups); i++)
