@@ -1390,6 +1390,14 @@ static int setlk_wait(fuse_req_t req, struct fh *h, struct lk_ctx *c, bool sleep
 		g_autoptr(qt_msg) rep = NULL;
 		int err = call_fh(FS(req), h, build_setlk, c, &rep);
 
+		/*
+		 * The host never waits for a lock (waiting is this loop), so it
+		 * has no EINTR to give; and the kernel makes an EINTR to a lock
+		 * request a restart, which, with no signal to restart it,
+		 * reaches the program as errno 512.
+		 */
+		if (err == -EINTR)
+			return -EIO;
 		if (err != -EAGAIN || !sleep)
 			return err;
 		if (fuse_req_interrupted(req))

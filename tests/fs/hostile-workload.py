@@ -128,3 +128,5 @@ print("calls: %d in %.0f s" % (done, time.monotonic() - t0))
 print("errors: %s" % ", ".join("%s %d" % (errno.errorcode.get(k, k), v) for k, v in
                                sorted(errors.items(), key=lambda kv: str(kv[0]))))
 print("hung: %d %s" % (len(hung), " ".join(hung[:10])))
+# 512 and up are the kernel's own (ERESTARTSYS...), which no program may see
+print("kernel-internal errnos: %d" % sum(v for k, v in errors.items() if isinstance(k, int) and k >= 512))

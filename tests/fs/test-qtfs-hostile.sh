@@ -44,6 +44,7 @@ timeout -s KILL 300 python3 "${top_srcdir:-.}/tests/fs/hostile-workload.py" "$T/
 cat "$T/work.out"
 check "3000 calls through the hostile server all ended" grep -q "^calls: 3000 " "$T/work.out"
 check "... none past its deadline" grep -q "^hung: 0" "$T/work.out"
+check "... none with an errno of the kernel's own (512 and up)" grep -q "^kernel-internal errnos: 0" "$T/work.out"
 check "... and the client is still up" kill -0 "$client"
 kill -USR1 "$mitm"
 check "qtfs-mitm mangled replies ($(grep -o 'after [0-9]* of [0-9]*' "$T/mitm.log" | tail -n 1))" \
