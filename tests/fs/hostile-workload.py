@@ -4,9 +4,10 @@
 # fuse-qtfs mount whose server side is hostile or mangled (qtfs-mitm,
 # pid MITM_PID): stats, listings, reads, writes, creates, unlinks, mkdir,
 # rename, links, readlink, extended attributes, statfs, chmod, truncate,
-# locks, fsync, lseek.  Each call is bounded by an alarm well past the
-# mount's deadline; it prints the number of calls, the errors by errno
-# and the calls that hung.
+# locks, fsync, lseek, copy_file_range.  Each call is bounded by an alarm
+# well past the mount's deadline; it prints the number of calls, the
+# errors by errno, the calls that hung, the copies that claimed more
+# bytes than asked and the errnos of the kernel's own that got through.
 # hostile-workload.py --setup DIR: make the tree the calls expect in the
 # export DIR: d/n000 to d/n399, big (3 MiB), link -> big, user.k on big.
 # Used by test-qtfs-hostile.sh (the replies mangled) and
@@ -89,6 +90,21 @@ def op_lock():
     with open(os.path.join(m, "big"), "rb") as f:
         fcntl.lockf(f, fcntl.LOCK_SH | fcntl.LOCK_NB, 10, 0)
         fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+overcounts, copies = 0, 0
+def op_copy_range():
+    global overcounts, copies
+    a = os.open(os.path.join(m, "big"), os.O_RDONLY)
+    try:
+        b = os.open(os.path.join(m, "w%d" % rng.randrange(20)), os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            n = rng.randrange(1, 200000)
+            if os.copy_file_range(a, b, n, rng.randrange(3 << 20), rng.randrange(100000)) > n:
+                overcounts += 1
+            copies += 1
+        finally:
+            os.close(b)
+    finally:
+        os.close(a)
 def op_fsync_seek():
     fd = os.open(os.path.join(m, "big"), os.O_RDONLY)
     try:
@@ -98,7 +114,8 @@ def op_fsync_seek():
         os.close(fd)
 
 ops = [op_stat, op_list, op_ls_l, op_read, op_write, op_create_unlink, op_mkdir_rmdir, op_rename,
-       op_link_symlink, op_readlink, op_xattr, op_statfs, op_chmod_truncate, op_lock, op_fsync_seek]
+       op_link_symlink, op_readlink, op_xattr, op_statfs, op_chmod_truncate, op_lock, op_fsync_seek,
+       op_copy_range]
 t0 = time.monotonic()
 def mitm_alive():
     try:
@@ -128,5 +145,7 @@ print("calls: %d in %.0f s" % (done, time.monotonic() - t0))
 print("errors: %s" % ", ".join("%s %d" % (errno.errorcode.get(k, k), v) for k, v in
                                sorted(errors.items(), key=lambda kv: str(kv[0]))))
 print("hung: %d %s" % (len(hung), " ".join(hung[:10])))
+# a copy_file_range() that says it copied more than it was asked to
+print("overcounted copies: %d (of %d that succeeded)" % (overcounts, copies))
 # 512 and up are the kernel's own (ERESTARTSYS...), which no program may see
 print("kernel-internal errnos: %d" % sum(v for k, v in errors.items() if isinstance(k, int) and k >= 512))

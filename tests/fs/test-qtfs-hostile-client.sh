@@ -97,6 +97,7 @@ cat "$T/work.out"
 check "3000 calls through the mangling proxy all ended" grep -q "^calls: 3000 " "$T/work.out"
 check "... none past its deadline" grep -q "^hung: 0" "$T/work.out"
 check "... none with an errno of the kernel's own (512 and up)" grep -q "^kernel-internal errnos: 0" "$T/work.out"
+check "... no copy_file_range() said it copied more than asked" grep -q "^overcounted copies: 0 " "$T/work.out"
 check "... and the ways out were tried" grep -q "^ways out tried: 900" "$T/work.out"
 kill -USR1 "$mitm"
 check "qtfs-mitm mangled requests ($(grep -o 'after [0-9]* of [0-9]*' "$T/mitm.log" | tail -n 1))" \

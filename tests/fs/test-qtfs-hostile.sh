@@ -45,6 +45,7 @@ cat "$T/work.out"
 check "3000 calls through the hostile server all ended" grep -q "^calls: 3000 " "$T/work.out"
 check "... none past its deadline" grep -q "^hung: 0" "$T/work.out"
 check "... none with an errno of the kernel's own (512 and up)" grep -q "^kernel-internal errnos: 0" "$T/work.out"
+check "... no copy_file_range() said it copied more than asked" grep -q "^overcounted copies: 0 " "$T/work.out"
 check "... and the client is still up" kill -0 "$client"
 kill -USR1 "$mitm"
 check "qtfs-mitm mangled replies ($(grep -o 'after [0-9]* of [0-9]*' "$T/mitm.log" | tail -n 1))" \
