@@ -3,24 +3,25 @@
 #
 # Nothing a client sends may take qtfs-server down or out of its export.
 # qtfs-raw (test-qtfs-security.sh) sends crafted requests one by one; here
-# qtfs-mitm stands between a real fuse-qtfs mount and the server and
-# mangles one request in four on its way there (bytes flipped, payloads
-# cut short, lengthened or replaced by junk with huge length prefixes, one
-# in eight of them with another operation's type), in the middle of real
-# traffic of every kind: paths of files and of symlinks that lead out of
-# the export (relative and absolute), and handles of open files.  While it
-# runs, a second mount of the same export straight to the server writes
-# and reads files.  Then: the server is still up, with no sanitizer
-# report; the honest mount never saw a wrong byte or an error; nothing
-# outside the export changed (a directory beside it, and the test's own
-# directory); the client is up too (the server's answers to mangled
-# requests are errors of every kind, ENOSYS among them, which the client
-# must not pass on: see docs/fuse-qtfs.md); and once the requests are
-# honest the mangled mount works.
+# qtfs-mitm stands between a real fuse-qtfs mount (over tcp, on four
+# connections; test-qtfs-hostile.sh has one unix socket) and the server
+# and mangles one request in four on its way there (bytes flipped,
+# payloads cut short, lengthened or replaced by junk with huge length
+# prefixes, one in eight of them with another operation's type), in the
+# middle of real traffic of every kind: paths of files and of symlinks
+# that lead out of the export (relative and absolute), and handles of open
+# files.  While it runs, a second mount of the same export straight to
+# the server writes and reads files.  Then: the server is still up, with
+# no sanitizer report; the honest mount never saw a wrong byte or an
+# error; nothing beside the export changed; the client is up too (the
+# server's answers to mangled requests are errors of every kind, ENOSYS
+# among them, which the client must not pass on: see docs/fuse-qtfs.md);
+# and once the requests are honest the mangled mount works.
 
 . "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
 
 MITM=${top_builddir:-.}/tests/fs/qtfs-mitm
+MPORT=$(free_port)
 # The export is $B/exp; beside it, in $B, what a request that escaped
 # would touch (the test's own files are in $T, out of the way).
 B=$T/box
@@ -41,13 +42,14 @@ outside_state() {
 outside_state >"$T/outside.before"
 
 start_server "$T/server.log" --listen "unix:$T/sock" --export "$B/exp" --key-file "$KEY" || exit 1
-"$MITM" --key-file "$KEY" --listen "unix:$T/mitm.sock" --upstream "unix:$T/sock" --requests --rate 4 \
+"$MITM" --key-file "$KEY" --listen "tcp://127.0.0.1:$MPORT" --upstream "unix:$T/sock" --requests --rate 4 \
 	--seed "${QTFS_HOSTILE_SEED:-$$}" 2>"$T/mitm.log" &
 mitm=$!
 QTFS_PIDS="$QTFS_PIDS $mitm"
 check "qtfs-mitm listens" wait_until 5 grep -q "listening on" "$T/mitm.log"
 grep "listening on" "$T/mitm.log"
-check "mount through qtfs-mitm" mount_qtfs "unix:$T/mitm.sock:$B/exp" "$T/mnt" --key-file "$KEY" -o timeout=3
+check "mount through qtfs-mitm (tcp, 4 connections)" mount_qtfs "tcp://127.0.0.1:$MPORT:$B/exp" "$T/mnt" \
+	--key-file "$KEY" -o timeout=3,conns=4
 client=$(pgrep -f -- "$FUSE_QTFS .*$T/mnt\$")
 check "... its daemon is found ($client)" [ -n "$client" ]
 check "mount straight to the server" mount_qtfs "unix:$T/sock:$B/exp" "$T/honest" --key-file "$KEY"
