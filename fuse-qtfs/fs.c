@@ -3308,13 +3308,19 @@ static bool read_prefetched(fuse_req_t req, struct fh *h, size_t size, off_t off
 	return answered;
 }
 
-/* Answer a READ from its reply (freed here) or error. */
-static void reply_read(fuse_req_t req, int err, struct qt_msg *rep)
+/*
+ * Answer a READ of @size bytes from its reply (freed here) or error.  More
+ * bytes than asked is no answer a host gives, and the kernel would refuse
+ * the reply (and fail the read with EIO): EIO here, without that.
+ */
+static void reply_read(fuse_req_t req, size_t size, int err, struct qt_msg *rep)
 {
 	const uint8_t *d = NULL;
 	struct qt_rd r;
 	size_t n = 0;
 
+	if (err == 0 && rep->tail && rep->tail_len > size)
+		err = -EIO;
 	if (err == 0 && rep->tail) {
 		/*
 		 * The bytes are in a pipe, spliced there from the socket: they
@@ -3332,7 +3338,7 @@ static void reply_read(fuse_req_t req, int err, struct qt_msg *rep)
 	}
 	if (err == 0) {
 		qt_rd_init_msg(&r, rep);
-		if (qt_rd_bytes(&r, QTFS_IO_MAX, &d, &n) < 0 || qt_rd_end(&r) < 0)
+		if (qt_rd_bytes(&r, size, &d, &n) < 0 || qt_rd_end(&r) < 0)
 			err = -EIO;
 	}
 	if (err < 0)
@@ -3344,7 +3350,7 @@ static void reply_read(fuse_req_t req, int err, struct qt_msg *rep)
 
 static void read_answer(struct fh_pending *p, int err, struct qt_msg *rep)
 {
-	reply_read(p->req, err, rep);
+	reply_read(p->req, p->c.size, err, rep);
 	fh_pending_free(p);
 }
 
@@ -3377,7 +3383,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	ctl = intr_begin(req);
 	err = call_fh(FS(req), fh_of(fi), build_read, &c, &rep);
 	intr_end(req, ctl);
-	reply_read(req, err, rep);
+	reply_read(req, c.size, err, rep);
 }
 
 static struct qt_msg *build_write(uint64_t sh, void *arg)

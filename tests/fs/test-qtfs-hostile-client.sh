@@ -49,7 +49,7 @@ QTFS_PIDS="$QTFS_PIDS $mitm"
 check "qtfs-mitm listens" wait_until 5 grep -q "listening on" "$T/mitm.log"
 grep "listening on" "$T/mitm.log"
 check "mount through qtfs-mitm (tcp, 4 connections)" mount_qtfs "tcp://127.0.0.1:$MPORT:$B/exp" "$T/mnt" \
-	--key-file "$KEY" -o timeout=3,conns=4
+	--key-file "$KEY" -o timeout=3,conns=4 2>"$T/client.log"
 client=$(pgrep -f -- "$FUSE_QTFS .*$T/mnt\$")
 check "... its daemon is found ($client)" [ -n "$client" ]
 check "mount straight to the server" mount_qtfs "unix:$T/sock:$B/exp" "$T/honest" --key-file "$KEY"
@@ -99,6 +99,7 @@ cat "$T/work.out"
 check "3000 calls through the mangling proxy all ended" grep -q "^calls: 3000 " "$T/work.out"
 check "... none past its deadline" grep -q "^hung: 0" "$T/work.out"
 check "... none with an errno of the kernel's own (512 and up)" grep -q "^kernel-internal errnos: 0" "$T/work.out"
+check "... and the kernel took every reply the client wrote" sh -c "! grep 'writing device' '$T/client.log'"
 check "... no copy_file_range() said it copied more than asked" grep -q "^overcounted copies: 0 " "$T/work.out"
 check "... and the ways out were tried" grep -q "^ways out tried: 900" "$T/work.out"
 kill -USR1 "$mitm"

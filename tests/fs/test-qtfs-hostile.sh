@@ -32,7 +32,7 @@ grep "listening on" "$T/mitm.log"
 # The host side: files, a directory of names, a symlink, an attribute.
 python3 "${top_srcdir:-.}/tests/fs/hostile-workload.py" --setup "$T/exp"
 
-check "mount through qtfs-mitm" mount_qtfs "unix:$T/mitm.sock:$T/exp" "$T/mnt" --key-file "$KEY" -o timeout=3
+check "mount through qtfs-mitm" mount_qtfs "unix:$T/mitm.sock:$T/exp" "$T/mnt" --key-file "$KEY" -o timeout=3 2>"$T/client.log"
 client=$(pgrep -f -- "$FUSE_QTFS .*$T/mnt\$")
 check "... its daemon is found ($client)" [ -n "$client" ]
 
@@ -45,6 +45,7 @@ cat "$T/work.out"
 check "3000 calls through the hostile server all ended" grep -q "^calls: 3000 " "$T/work.out"
 check "... none past its deadline" grep -q "^hung: 0" "$T/work.out"
 check "... none with an errno of the kernel's own (512 and up)" grep -q "^kernel-internal errnos: 0" "$T/work.out"
+check "... and the kernel took every reply the client wrote" sh -c "! grep 'writing device' '$T/client.log'"
 check "... no copy_file_range() said it copied more than asked" grep -q "^overcounted copies: 0 " "$T/work.out"
 check "... and the client is still up" kill -0 "$client"
 kill -USR1 "$mitm"
