@@ -44,4 +44,4 @@ QTFS_TESTS = tests/fs/test-qtfs-posix.sh tests/fs/test-qtfs-pseudo.sh \
 	tests/fs/test-qtfs-hostile.sh tests/fs/test-qtfs-hostile-client.sh
 TESTS += $(QTFS_TESTS)
 EXTRA_DIST += tests/fs/qtfs-env.sh tests/fs/locks.py tests/fs/interrupt.py tests/fs/uring_workers.py \
-	tests/fs/hostile-workload.py $(QTFS_TESTS)
+	tests/fs/hostile-env.sh tests/fs/hostile-workload.py $(QTFS_TESTS)

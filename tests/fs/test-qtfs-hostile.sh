@@ -18,16 +18,12 @@
 # file type; the calls fail while they last, and the mount works after.
 
 . "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
+. "${top_srcdir:-.}/tests/fs/hostile-env.sh"
 
-MITM=${top_builddir:-.}/tests/fs/qtfs-mitm
 mkdir -p "$T/exp"
 start_server "$T/server.log" --listen "unix:$T/sock" --export "$T/exp" --key-file "$KEY" || exit 1
-"$MITM" --key-file "$KEY" --listen "unix:$T/mitm.sock" --upstream "unix:$T/sock" --rate 6 \
-	--seed "${QTFS_HOSTILE_SEED:-$$}" 2>"$T/mitm.log" &
-mitm=$!
-QTFS_PIDS="$QTFS_PIDS $mitm"
-check "qtfs-mitm listens" wait_until 5 grep -q "listening on" "$T/mitm.log"
-grep "listening on" "$T/mitm.log"
+start_mitm "$T/mitm.log" --listen "unix:$T/mitm.sock" --upstream "unix:$T/sock" --rate 6 \
+	--seed "${QTFS_HOSTILE_SEED:-$$}"
 
 # The host side: files, a directory of names, a symlink, an attribute.
 python3 "${top_srcdir:-.}/tests/fs/hostile-workload.py" --setup "$T/exp"
@@ -36,21 +32,10 @@ check "mount through qtfs-mitm" mount_qtfs "unix:$T/mitm.sock:$T/exp" "$T/mnt" -
 client=$(pgrep -f -- "$FUSE_QTFS .*$T/mnt\$")
 check "... its daemon is found ($client)" [ -n "$client" ]
 
-# The workload: 3000 calls of every kind, each bounded by an alarm well
-# past the deadline (3 s; a call that lost its connection is retried on
-# another, so twice that and a margin), and all of them by a SIGKILL (a
-# FUSE request the daemon never answers outlasts any other signal).
-timeout -s KILL 300 python3 "${top_srcdir:-.}/tests/fs/hostile-workload.py" "$T/mnt" "$mitm" >"$T/work.out" 2>&1
-cat "$T/work.out"
-check "3000 calls through the hostile server all ended" grep -q "^calls: 3000 " "$T/work.out"
-check "... none past its deadline" grep -q "^hung: 0" "$T/work.out"
-check "... none with an errno of the kernel's own (512 and up)" grep -q "^kernel-internal errnos: 0" "$T/work.out"
-check "... and the kernel took every reply the client wrote" sh -c "! grep 'writing device' '$T/client.log'"
-check "... no copy_file_range() said it copied more than asked" grep -q "^overcounted copies: 0 " "$T/work.out"
+# The workload: 3000 calls of every kind (hostile-env.sh, run_workload).
+run_workload "$T/mnt" "the hostile server"
 check "... and the client is still up" kill -0 "$client"
-kill -USR1 "$mitm"
-check "qtfs-mitm mangled replies ($(grep -o 'after [0-9]* of [0-9]*' "$T/mitm.log" | tail -n 1))" \
-	wait_until 5 sh -c "grep 'stopped after' '$T/mitm.log' | grep -qv 'after 0 of'"
+mangling_stopped "$T/mitm.log" replies
 
 # Honest replies again.  What a broken reply put in the DPU's caches stays
 # there as long as it would have: attributes and names until they lapse
@@ -74,9 +59,7 @@ wait_until 10 works || again="no (last step tried: $(cat "$T/works.step"))"
 check "the mount works again once the replies are honest: $again" [ "$again" = yes ]
 check "... the client is the same process" kill -0 "$client"
 check "unmount" umount_qtfs "$T/mnt"
-kill "$mitm"
-wait "$mitm"
-tail -n 1 "$T/mitm.log"
+stop_mitm "$T/mitm.log"
 
 # One mangling on purpose, every time, in the answers to GETATTR: sizes
 # no file has (negative, which the kernel reads as past the largest size
@@ -84,11 +67,8 @@ tail -n 1 "$T/mitm.log"
 # kernel, which would take the root for a broken inode and fail every
 # call on the mount with EIO until it is unmounted.
 for what in size type; do
-	"$MITM" --key-file "$KEY" --listen "unix:$T/mitm-$what.sock" --upstream "unix:$T/sock" \
-		--bad-getattr=$what --paused 2>"$T/mitm-$what.log" &
-	mitm=$!
-	QTFS_PIDS="$QTFS_PIDS $mitm"
-	check "qtfs-mitm --bad-getattr=$what listens" wait_until 5 grep -q "listening on" "$T/mitm-$what.log"
+	start_mitm "$T/mitm-$what.log" --listen "unix:$T/mitm-$what.sock" --upstream "unix:$T/sock" \
+		--bad-getattr=$what --paused
 	check "mount through it" mount_qtfs "unix:$T/mitm-$what.sock:$T/exp" "$T/mnt-$what" --key-file "$KEY" \
 		-o attr_timeout=0
 	check "the root's attributes come through" stat "$T/mnt-$what"
@@ -103,7 +83,6 @@ for what in size type; do
 	check "... calls on the mount work" sh -c "echo $what >'$T/mnt-$what/again' && [ \"\$(cat '$T/exp/again')\" = $what ]"
 	check "... and a file's attributes and data are the host's" cmp -s "$T/exp/big" "$T/mnt-$what/big"
 	check "unmount" umount_qtfs "$T/mnt-$what"
-	kill "$mitm"
-	wait "$mitm"
+	stop_mitm "$T/mitm-$what.log"
 done
 finish
