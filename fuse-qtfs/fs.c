@@ -4292,7 +4292,7 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 	}
 	if (err == 0) {
 		qt_rd_init_msg(&r, rep);
-		/* More than asked is no count a host gives; nor does the kernel check. */
+		/* More than asked is no count a host gives. */
 		if (qt_rd_u64(&r, &n) < 0 || qt_rd_end(&r) < 0 || n > len)
 			err = -EIO;
 	}
