@@ -34,7 +34,6 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -345,9 +344,9 @@ static void usage(FILE *f)
 		   "                 [--requests | --bad-getattr=size|type] [--paused]\n"
 		   "Pass fuse-qtfs's requests to a real qtfs-server and mangle one reply in N\n"
 		   "(default 8) on the way back, or with --requests one request in N on the way\n"
-		   "there, or with --bad-getattr the size (made negative)\n"
-		   "or the file type (made another) in every GETATTR reply; --paused: not until\n"
-		   "SIGUSR2.  SIGUSR1 stops the mangling, SIGUSR2 starts it again.\n");
+		   "there, or with --bad-getattr the size (made negative) or the file type (made\n"
+		   "another) in every GETATTR reply; --paused: not until SIGUSR2.  SIGUSR1 stops\n"
+		   "the mangling, SIGUSR2 starts it again.\n");
 }
 
 int main(int argc, char **argv)
@@ -376,11 +375,24 @@ int main(int argc, char **argv)
 		case 'k': key = optarg; break;
 		case 'l': listen_uri = optarg; break;
 		case 'u': up_uri = optarg; break;
-		case 'r': mp->rate = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 's': seed = (guint32)strtoul(optarg, NULL, 10); break;
+		case 'r':
+		case 's': {
+			guint64 v;
+
+			if (!g_ascii_string_to_unsigned(optarg, 10, 0, G_MAXUINT32, &v, NULL)) {
+				fprintf(stderr, "qtfs-mitm: --%s: \"%s\" is not a number\n", c == 'r' ? "rate" : "seed",
+					optarg);
+				return 2;
+			}
+			if (c == 'r')
+				mp->rate = (unsigned)v;
+			else
+				seed = (guint32)v;
+			break;
+		}
 		case 'b':
 			if (strcmp(optarg, "size") && strcmp(optarg, "type")) {
-				usage(stderr);
+				fprintf(stderr, "qtfs-mitm: --bad-getattr: \"%s\" is neither size nor type\n", optarg);
 				return 2;
 			}
 			mp->bad_getattr = optarg[0];
@@ -393,6 +405,10 @@ int main(int argc, char **argv)
 	}
 	if (!key || !listen_uri || !up_uri || optind != argc) {
 		usage(stderr);
+		return 2;
+	}
+	if (mp->requests && mp->bad_getattr) {
+		fprintf(stderr, "qtfs-mitm: --requests and --bad-getattr do not go together\n");
 		return 2;
 	}
 	mp->rng = g_rand_new_with_seed(seed);
