@@ -2667,7 +2667,7 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	err = call(fs, req_path(QTFS_READLINK, path), true, &rep);
 	if (err == 0) {
 		qt_rd_init_msg(&r, rep);
-		if (qt_rd_strdup(&r, QTFS_SYMLINK_MAX, &target) < 0 || qt_rd_end(&r) < 0)
+		if (qt_rd_strdup(&r, QTFS_READLINK_MAX, &target) < 0 || qt_rd_end(&r) < 0)
 			err = -EIO;
 	}
 	if (err < 0)

@@ -69,6 +69,8 @@ enum qtfs_op {
 #define QTFS_PATH_MAX 4096
 #define QTFS_NAME_MAX 1024 /* above NAME_MAX so the host's ENAMETOOLONG shows */
 #define QTFS_SYMLINK_MAX 4096
+/* Longest READLINK answer the kernel takes (its buffer is a page less the NUL; PATH_MAX less the NUL). */
+#define QTFS_READLINK_MAX 4095
 #define QTFS_XATTR_NAME_MAX 255
 #define QTFS_XATTR_SIZE_MAX 65536
 /* Largest READ or WRITE; the FUSE side asks for at most 1 MiB. */

@@ -23,6 +23,8 @@
  * negative (as larger than any size the kernel takes), or the file type
  * becomes another (a directory a regular file, anything else a
  * directory).  The kernel would take either for a broken inode.
+ * --bad-readlink makes every READLINK reply's target 4096 bytes long, one
+ * more than the kernel takes.
  *
  * One-way messages from the client (interrupts) are dropped: their ids
  * name requests by the client's numbering, which the upstream connection
@@ -55,7 +57,9 @@ struct mitm {
 	GRand *rng;
 	unsigned rate;	/* mangle one reply in this many; 0: none */
 	bool mangling;
-	char bad_getattr; /* instead, in every GETATTR reply: 's' a negative size, 't' another file type */
+	/* Instead: in every GETATTR reply 's' a negative size, 't' another file type;
+	 * 'l' every READLINK reply's target too long. */
+	char bad;
 	bool requests;	  /* instead, one request in rate */
 	unsigned ups; /* connections to the real server not closed yet */
 	uint64_t replies, mangled;
@@ -159,6 +163,15 @@ static void bad_getattr(char what, const uint8_t *p, size_t len, struct qt_msg *
 	qt_msg_put_raw(out, b, len);
 }
 
+/* A symlink target of 4096 bytes, into @out: a valid string, one byte longer than any Linux has. */
+static void long_target(struct qt_msg *out)
+{
+	char t[QTFS_READLINK_MAX + 1];
+
+	memset(t, 'x', sizeof(t));
+	qt_msg_put_bytes(out, t, sizeof(t));
+}
+
 /* 512-4095: the kernel's own numbers, which a FUSE reply may not carry; ENOSYS, which a FUSE reply must not. */
 static const int weird_errnos[] = {0, 512, 530, 999, 4095, 4096, 65536, 0x7fffffff,
 				   EIO, ESTALE, EAGAIN, EINTR, ENOSYS};
@@ -170,8 +183,11 @@ static void up_reply(struct qt_conn *c, int err, struct qt_msg *reply, void *arg
 	struct mitm *m = p->m;
 	bool more = reply && (qt_msg_flags(reply) & QT_FLAG_MORE);
 	bool attr = err == 0 && qt_msg_type(f->req) == QTFS_GETATTR && qt_msg_payload_len(reply) >= QTFS_ATTR_WIRE_SIZE;
+	bool link = err == 0 && qt_msg_type(f->req) == QTFS_READLINK;
 	bool mangle = m->mangling && !m->requests &&
-		      (m->bad_getattr ? attr : m->rate && p->replies > 0 && rnd(m, m->rate) == 0);
+		      (m->bad == 'l'  ? link
+		       : m->bad ? attr
+				: m->rate && p->replies > 0 && rnd(m, m->rate) == 0);
 	struct qt_msg *out;
 
 	if (!p->down) {
@@ -187,8 +203,10 @@ static void up_reply(struct qt_conn *c, int err, struct qt_msg *reply, void *arg
 			out = qt_msg_new_error(f->req, e);
 		} else {
 			out = qt_msg_new_reply(f->req, qt_msg_type(reply));
-			if (mangle && m->bad_getattr)
-				bad_getattr(m->bad_getattr, qt_msg_payload(reply), qt_msg_payload_len(reply), out);
+			if (mangle && m->bad == 'l')
+				long_target(out);
+			else if (mangle && m->bad)
+				bad_getattr(m->bad, qt_msg_payload(reply), qt_msg_payload_len(reply), out);
 			else if (mangle)
 				mangle_payload(m, qt_msg_payload(reply), qt_msg_payload_len(reply), out);
 			else
@@ -341,12 +359,14 @@ static void on_signal(struct qt_watch *w, int fd, uint32_t revents, void *arg)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: qtfs-mitm --key-file FILE --listen URI --upstream URI [--rate N] [--seed N]\n"
-		   "                 [--requests | --bad-getattr=size|type] [--paused]\n"
+		   "                 [--requests | --bad-getattr=size|type | --bad-readlink]\n"
+		   "                 [--paused]\n"
 		   "Pass fuse-qtfs's requests to a real qtfs-server and mangle one reply in N\n"
 		   "(default 8) on the way back, or with --requests one request in N on the way\n"
 		   "there, or with --bad-getattr the size (made negative) or the file type (made\n"
-		   "another) in every GETATTR reply; --paused: not until SIGUSR2.  SIGUSR1 stops\n"
-		   "the mangling, SIGUSR2 starts it again.\n");
+		   "another) in every GETATTR reply, or with --bad-readlink every READLINK\n"
+		   "reply's target (made 4096 bytes long); --paused: not until SIGUSR2.  SIGUSR1\n"
+		   "stops the mangling, SIGUSR2 starts it again.\n");
 }
 
 int main(int argc, char **argv)
@@ -356,7 +376,7 @@ int main(int argc, char **argv)
 		{"upstream", required_argument, NULL, 'u'}, {"rate", required_argument, NULL, 'r'},
 		{"seed", required_argument, NULL, 's'},	    {"help", no_argument, NULL, 'h'},
 		{"bad-getattr", required_argument, NULL, 'b'}, {"paused", no_argument, NULL, 'p'},
-		{"requests", no_argument, NULL, 'q'},
+		{"requests", no_argument, NULL, 'q'}, {"bad-readlink", no_argument, NULL, 'L'},
 		{NULL, 0, NULL, 0},
 	};
 	struct mitm *mp = &the_mitm;
@@ -367,6 +387,8 @@ int main(int argc, char **argv)
 	struct sig s = {.m = mp};
 	char *msg = NULL;
 	guint32 seed = 1;
+	char bad_getattr = 0;
+	bool bad_readlink = false;
 	sigset_t mask;
 	int c, sfd = -1, rc = 1;
 
@@ -395,8 +417,9 @@ int main(int argc, char **argv)
 				fprintf(stderr, "qtfs-mitm: --bad-getattr: \"%s\" is neither size nor type\n", optarg);
 				return 2;
 			}
-			mp->bad_getattr = optarg[0];
+			bad_getattr = optarg[0];
 			break;
+		case 'L': bad_readlink = true; break;
 		case 'p': mp->mangling = false; break;
 		case 'q': mp->requests = true; break;
 		case 'h': usage(stdout); return 0;
@@ -407,10 +430,11 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (mp->requests && mp->bad_getattr) {
-		fprintf(stderr, "qtfs-mitm: --requests and --bad-getattr do not go together\n");
+	if (mp->requests + !!bad_getattr + bad_readlink > 1) {
+		fprintf(stderr, "qtfs-mitm: --requests, --bad-getattr and --bad-readlink exclude each other\n");
 		return 2;
 	}
+	mp->bad = bad_readlink ? 'l' : bad_getattr;
 	mp->rng = g_rand_new_with_seed(seed);
 	if (qt_psk_load(key, &mp->psk, &msg) < 0 || qt_endpoint_parse(up_uri, &mp->up_ep, &msg) < 0 ||
 	    qt_endpoint_parse(listen_uri, &ep, &msg) < 0) {
@@ -438,9 +462,12 @@ int main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	sw = qt_watch_add(mp->loop, sfd, QT_EV_IN, on_signal, &s);
-	if (mp->bad_getattr)
-		fprintf(stderr, "qtfs-mitm: listening on %s for %s, making every GETATTR reply's %s bad%s\n",
-			ep->uri, mp->up_ep->uri, mp->bad_getattr == 's' ? "size" : "file type",
+	if (mp->bad)
+		fprintf(stderr, "qtfs-mitm: listening on %s for %s, making every %s bad%s\n", ep->uri,
+			mp->up_ep->uri,
+			mp->bad == 'l'	 ? "READLINK reply's target"
+			: mp->bad == 's' ? "GETATTR reply's size"
+					 : "GETATTR reply's file type",
 			mp->mangling ? "" : " from SIGUSR2 on");
 	else
 		fprintf(stderr, "qtfs-mitm: listening on %s for %s, mangling one %s in %u (seed %u)%s\n",

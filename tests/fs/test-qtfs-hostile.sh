@@ -16,6 +16,7 @@
 # two manglings on purpose, in every answer to GETATTR, that the kernel
 # would take for a broken root (the mount's end): a negative size, another
 # file type; the calls fail while they last, and the mount works after.
+# And a READLINK answer one byte longer than the kernel takes.
 
 . "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
 . "${top_srcdir:-.}/tests/fs/hostile-env.sh"
@@ -85,4 +86,25 @@ for what in size type; do
 	check "unmount" umount_qtfs "$T/mnt-$what"
 	stop_mitm "$T/mitm-$what.log"
 done
+
+# A READLINK answer of 4096 bytes, one more than the kernel takes (and
+# than any Linux host has): the client answers EIO itself, where passing
+# it on would have the kernel refuse the reply (the same EIO for the
+# program, and "writing device" in the client's log).
+start_mitm "$T/mitm-link.log" --listen "unix:$T/mitm-link.sock" --upstream "unix:$T/sock" --bad-readlink
+check "mount through it" mount_qtfs "unix:$T/mitm-link.sock:$T/exp" "$T/mnt-link" --key-file "$KEY" \
+	2>"$T/client-link.log"
+check "readlink of a 4096-byte target fails with EIO" python3 -c '
+import errno, os, sys
+try:
+    os.readlink(sys.argv[1])
+except OSError as e:
+    sys.exit(e.errno != errno.EIO)
+sys.exit(1)' "$T/mnt-link/link"
+check "... the client's own: the kernel took every reply" sh -c "! grep 'writing device' '$T/client-link.log'"
+kill -USR1 "$mitm"
+check "qtfs-mitm stops mangling" wait_until 5 grep -q "mangling stopped" "$T/mitm-link.log"
+check "then readlink gives the host's target" [ "$(readlink "$T/mnt-link/link")" = big ]
+check "unmount" umount_qtfs "$T/mnt-link"
+stop_mitm "$T/mitm-link.log"
 finish
