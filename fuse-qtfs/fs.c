@@ -508,18 +508,25 @@ static void fix_attr(const struct qtfs_fs *fs, const char *path, bool known_rela
 
 /*
  * Answer @req with the error @err (positive), which is the host's errno
- * unchanged but for one: ENOSYS from a FUSE daemon tells the kernel that
+ * unchanged but for two.  ENOSYS from a FUSE daemon tells the kernel that
  * the operation is not implemented, and it never sends that operation on
  * this mount again: OPEN (every open file then has no handle), FLUSH (a
  * close then drops no POSIX lock), LOCK (locks then stay local), the
  * xattr calls, FSYNC (fsync then succeeds without asking), ACCESS, CREATE,
  * POLL, FALLOCATE, LSEEK, COPY_FILE_RANGE, RENAME with flags.  A host
  * call's ENOSYS, or a server that does not know a request, concerns that
- * one call: EOPNOTSUPP says so.
+ * one call: EOPNOTSUPP says so.  And EINTR tells the program that a
+ * signal of its own cut the call short: the host ends a call with it only
+ * when the client passed on the kernel's INTERRUPT, so one for a request
+ * nobody interrupted comes from a broken server, and is EIO.
  */
 static int reply_err(fuse_req_t req, int err)
 {
-	return fuse_reply_err(req, err == ENOSYS ? EOPNOTSUPP : err);
+	if (err == ENOSYS)
+		err = EOPNOTSUPP;
+	else if (err == EINTR && !fuse_req_interrupted(req))
+		err = EIO;
+	return fuse_reply_err(req, err);
 }
 
 static double attr_timeout(const struct qtfs_fs *fs, bool pseudo)

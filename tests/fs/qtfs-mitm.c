@@ -18,13 +18,14 @@
  * same question: nothing a client sends may take it down or out of its
  * export.
  *
- * --bad-getattr=size or =type mangles one thing instead, every time, in
- * each GETATTR reply: the size gets its top bit set, so that it reads as
- * negative (as larger than any size the kernel takes), or the file type
- * becomes another (a directory a regular file, anything else a
- * directory).  The kernel would take either for a broken inode.
- * --bad-readlink makes every READLINK reply's target 4096 bytes long, one
- * more than the kernel takes.
+ * --bad=WHAT mangles one thing instead, every time, in each reply to one
+ * operation (struct bad below): getattr-size sets the size's top bit, so
+ * that it reads as negative (as larger than any size the kernel takes);
+ * getattr-type makes the file type another (a directory a regular file,
+ * anything else a directory), the kernel would take either for a broken
+ * inode; readlink-long makes the target 4096 bytes long, one more than the
+ * kernel takes; read-eintr makes a READ's data an EINTR, which the host
+ * gives only to a call the client interrupted.
  *
  * One-way messages from the client (interrupts) are dropped: their ids
  * name requests by the client's numbering, which the upstream connection
@@ -50,6 +51,22 @@
 #include "proto.h"
 #include "wire.h"
 
+/* What --bad= can make of every successful reply to one operation. */
+struct bad {
+	const char *name;
+	uint16_t op;
+	const char *what; /* for the listening message */
+};
+
+enum { BAD_GETATTR_SIZE, BAD_GETATTR_TYPE, BAD_READLINK_LONG, BAD_READ_EINTR };
+
+static const struct bad bads[] = {
+	[BAD_GETATTR_SIZE] = {"getattr-size", QTFS_GETATTR, "every GETATTR reply's size negative"},
+	[BAD_GETATTR_TYPE] = {"getattr-type", QTFS_GETATTR, "every GETATTR reply's file type another"},
+	[BAD_READLINK_LONG] = {"readlink-long", QTFS_READLINK, "every READLINK reply's target 4096 bytes long"},
+	[BAD_READ_EINTR] = {"read-eintr", QTFS_READ, "every READ reply an EINTR"},
+};
+
 struct mitm {
 	struct qt_loop *loop;
 	struct qt_endpoint *up_ep;
@@ -57,9 +74,7 @@ struct mitm {
 	GRand *rng;
 	unsigned rate;	/* mangle one reply in this many; 0: none */
 	bool mangling;
-	/* Instead: in every GETATTR reply 's' a negative size, 't' another file type;
-	 * 'l' every READLINK reply's target too long. */
-	char bad;
+	const struct bad *bad; /* instead: --bad= */
 	bool requests;	  /* instead, one request in rate */
 	unsigned ups; /* connections to the real server not closed yet */
 	uint64_t replies, mangled;
@@ -149,14 +164,14 @@ static void mangle_payload(struct mitm *m, const uint8_t *p, size_t len, struct 
 	qt_msg_put_raw(out, b, n);
 }
 
-/* The attributes at the start of @p (@len bytes) with @what ('s' size, 't' type) made bad, into @out. */
-static void bad_getattr(char what, const uint8_t *p, size_t len, struct qt_msg *out)
+/* The attributes at the start of @p (@len bytes) with the size or type made bad (@b), into @out. */
+static void bad_getattr(const struct bad *bad, const uint8_t *p, size_t len, struct qt_msg *out)
 {
 	g_autofree uint8_t *b = g_memdup2(p, len);
 	/* big-endian u32: bits 12-15 (S_IFMT) are the high half of the third byte */
 	uint8_t *type = &b[QTFS_ATTR_MODE_OFFSET + 2];
 
-	if (what == 's')
+	if (bad == &bads[BAD_GETATTR_SIZE])
 		b[QTFS_ATTR_SIZE_OFFSET] |= 0x80; /* the sign bit */
 	else
 		*type = (uint8_t)((*type & 0x0f) | ((*type & 0xf0) == (S_IFDIR >> 8) ? S_IFREG >> 8 : S_IFDIR >> 8));
@@ -182,12 +197,12 @@ static void up_reply(struct qt_conn *c, int err, struct qt_msg *reply, void *arg
 	struct pair *p = f->p;
 	struct mitm *m = p->m;
 	bool more = reply && (qt_msg_flags(reply) & QT_FLAG_MORE);
-	bool attr = err == 0 && qt_msg_type(f->req) == QTFS_GETATTR && qt_msg_payload_len(reply) >= QTFS_ATTR_WIRE_SIZE;
-	bool link = err == 0 && qt_msg_type(f->req) == QTFS_READLINK;
+	const struct bad *bad = m->bad;
+	/* --bad=: a whole successful reply to its operation (attributes, for GETATTR's) */
+	bool bad_one = bad && err == 0 && !more && qt_msg_type(f->req) == bad->op &&
+		       (bad->op != QTFS_GETATTR || qt_msg_payload_len(reply) >= QTFS_ATTR_WIRE_SIZE);
 	bool mangle = m->mangling && !m->requests &&
-		      (m->bad == 'l'  ? link
-		       : m->bad ? attr
-				: m->rate && p->replies > 0 && rnd(m, m->rate) == 0);
+		      (bad ? bad_one : m->rate && p->replies > 0 && rnd(m, m->rate) == 0);
 	struct qt_msg *out;
 
 	if (!p->down) {
@@ -201,12 +216,14 @@ static void up_reply(struct qt_conn *c, int err, struct qt_msg *reply, void *arg
 			int e = mangle ? weird_errnos[rnd(m, G_N_ELEMENTS(weird_errnos))] : -err;
 
 			out = qt_msg_new_error(f->req, e);
+		} else if (mangle && bad == &bads[BAD_READ_EINTR]) {
+			out = qt_msg_new_error(f->req, EINTR);
 		} else {
 			out = qt_msg_new_reply(f->req, qt_msg_type(reply));
-			if (mangle && m->bad == 'l')
+			if (mangle && bad == &bads[BAD_READLINK_LONG])
 				long_target(out);
-			else if (mangle && m->bad)
-				bad_getattr(m->bad, qt_msg_payload(reply), qt_msg_payload_len(reply), out);
+			else if (mangle && bad)
+				bad_getattr(bad, qt_msg_payload(reply), qt_msg_payload_len(reply), out);
 			else if (mangle)
 				mangle_payload(m, qt_msg_payload(reply), qt_msg_payload_len(reply), out);
 			else
@@ -359,14 +376,13 @@ static void on_signal(struct qt_watch *w, int fd, uint32_t revents, void *arg)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: qtfs-mitm --key-file FILE --listen URI --upstream URI [--rate N] [--seed N]\n"
-		   "                 [--requests | --bad-getattr=size|type | --bad-readlink]\n"
-		   "                 [--paused]\n"
+		   "                 [--requests | --bad=WHAT] [--paused]\n"
 		   "Pass fuse-qtfs's requests to a real qtfs-server and mangle one reply in N\n"
 		   "(default 8) on the way back, or with --requests one request in N on the way\n"
-		   "there, or with --bad-getattr the size (made negative) or the file type (made\n"
-		   "another) in every GETATTR reply, or with --bad-readlink every READLINK\n"
-		   "reply's target (made 4096 bytes long); --paused: not until SIGUSR2.  SIGUSR1\n"
-		   "stops the mangling, SIGUSR2 starts it again.\n");
+		   "there, or with --bad one thing in every successful reply to one operation:\n"
+		   "getattr-size (made negative), getattr-type (made another), readlink-long\n"
+		   "(a target of 4096 bytes), read-eintr (an EINTR instead).  --paused: not\n"
+		   "until SIGUSR2.  SIGUSR1 stops the mangling, SIGUSR2 starts it again.\n");
 }
 
 int main(int argc, char **argv)
@@ -375,8 +391,8 @@ int main(int argc, char **argv)
 		{"key-file", required_argument, NULL, 'k'}, {"listen", required_argument, NULL, 'l'},
 		{"upstream", required_argument, NULL, 'u'}, {"rate", required_argument, NULL, 'r'},
 		{"seed", required_argument, NULL, 's'},	    {"help", no_argument, NULL, 'h'},
-		{"bad-getattr", required_argument, NULL, 'b'}, {"paused", no_argument, NULL, 'p'},
-		{"requests", no_argument, NULL, 'q'}, {"bad-readlink", no_argument, NULL, 'L'},
+		{"bad", required_argument, NULL, 'b'},	    {"paused", no_argument, NULL, 'p'},
+		{"requests", no_argument, NULL, 'q'},
 		{NULL, 0, NULL, 0},
 	};
 	struct mitm *mp = &the_mitm;
@@ -387,8 +403,6 @@ int main(int argc, char **argv)
 	struct sig s = {.m = mp};
 	char *msg = NULL;
 	guint32 seed = 1;
-	char bad_getattr = 0;
-	bool bad_readlink = false;
 	sigset_t mask;
 	int c, sfd = -1, rc = 1;
 
@@ -413,13 +427,15 @@ int main(int argc, char **argv)
 			break;
 		}
 		case 'b':
-			if (strcmp(optarg, "size") && strcmp(optarg, "type")) {
-				fprintf(stderr, "qtfs-mitm: --bad-getattr: \"%s\" is neither size nor type\n", optarg);
+			mp->bad = NULL;
+			for (size_t i = 0; i < G_N_ELEMENTS(bads); i++)
+				if (!strcmp(optarg, bads[i].name))
+					mp->bad = &bads[i];
+			if (!mp->bad) {
+				fprintf(stderr, "qtfs-mitm: --bad: unknown \"%s\" (see --help)\n", optarg);
 				return 2;
 			}
-			bad_getattr = optarg[0];
 			break;
-		case 'L': bad_readlink = true; break;
 		case 'p': mp->mangling = false; break;
 		case 'q': mp->requests = true; break;
 		case 'h': usage(stdout); return 0;
@@ -430,11 +446,10 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (mp->requests + !!bad_getattr + bad_readlink > 1) {
-		fprintf(stderr, "qtfs-mitm: --requests, --bad-getattr and --bad-readlink exclude each other\n");
+	if (mp->requests && mp->bad) {
+		fprintf(stderr, "qtfs-mitm: --requests and --bad do not go together\n");
 		return 2;
 	}
-	mp->bad = bad_readlink ? 'l' : bad_getattr;
 	mp->rng = g_rand_new_with_seed(seed);
 	if (qt_psk_load(key, &mp->psk, &msg) < 0 || qt_endpoint_parse(up_uri, &mp->up_ep, &msg) < 0 ||
 	    qt_endpoint_parse(listen_uri, &ep, &msg) < 0) {
@@ -463,12 +478,8 @@ int main(int argc, char **argv)
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	sw = qt_watch_add(mp->loop, sfd, QT_EV_IN, on_signal, &s);
 	if (mp->bad)
-		fprintf(stderr, "qtfs-mitm: listening on %s for %s, making every %s bad%s\n", ep->uri,
-			mp->up_ep->uri,
-			mp->bad == 'l'	 ? "READLINK reply's target"
-			: mp->bad == 's' ? "GETATTR reply's size"
-					 : "GETATTR reply's file type",
-			mp->mangling ? "" : " from SIGUSR2 on");
+		fprintf(stderr, "qtfs-mitm: listening on %s for %s, making %s%s\n", ep->uri, mp->up_ep->uri,
+			mp->bad->what, mp->mangling ? "" : " from SIGUSR2 on");
 	else
 		fprintf(stderr, "qtfs-mitm: listening on %s for %s, mangling one %s in %u (seed %u)%s\n",
 			ep->uri, mp->up_ep->uri, mp->requests ? "request" : "reply", mp->rate, seed,

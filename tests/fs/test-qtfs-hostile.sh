@@ -16,7 +16,8 @@
 # two manglings on purpose, in every answer to GETATTR, that the kernel
 # would take for a broken root (the mount's end): a negative size, another
 # file type; the calls fail while they last, and the mount works after.
-# And a READLINK answer one byte longer than the kernel takes.
+# And a READLINK answer one byte longer than the kernel takes, and a READ
+# answered EINTR when nothing was interrupted.
 
 . "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
 . "${top_srcdir:-.}/tests/fs/hostile-env.sh"
@@ -69,7 +70,7 @@ stop_mitm "$T/mitm.log"
 # call on the mount with EIO until it is unmounted.
 for what in size type; do
 	start_mitm "$T/mitm-$what.log" --listen "unix:$T/mitm-$what.sock" --upstream "unix:$T/sock" \
-		--bad-getattr=$what --paused
+		--bad=getattr-$what --paused
 	check "mount through it" mount_qtfs "unix:$T/mitm-$what.sock:$T/exp" "$T/mnt-$what" --key-file "$KEY" \
 		-o attr_timeout=0
 	check "the root's attributes come through" stat "$T/mnt-$what"
@@ -91,7 +92,7 @@ done
 # than any Linux host has): the client answers EIO itself, where passing
 # it on would have the kernel refuse the reply (the same EIO for the
 # program, and "writing device" in the client's log).
-start_mitm "$T/mitm-link.log" --listen "unix:$T/mitm-link.sock" --upstream "unix:$T/sock" --bad-readlink
+start_mitm "$T/mitm-link.log" --listen "unix:$T/mitm-link.sock" --upstream "unix:$T/sock" --bad=readlink-long
 check "mount through it" mount_qtfs "unix:$T/mitm-link.sock:$T/exp" "$T/mnt-link" --key-file "$KEY" \
 	2>"$T/client-link.log"
 check "readlink of a 4096-byte target fails with EIO" python3 -c '
@@ -107,4 +108,29 @@ check "qtfs-mitm stops mangling" wait_until 5 grep -q "mangling stopped" "$T/mit
 check "then readlink gives the host's target" [ "$(readlink "$T/mnt-link/link")" = big ]
 check "unmount" umount_qtfs "$T/mnt-link"
 stop_mitm "$T/mitm-link.log"
+
+# A READ the host answers with EINTR, which it gives only to a call the
+# client interrupted, when nothing was interrupted: the program got no
+# signal, so it gets EIO (an EINTR would be a signal that never came; a
+# program would retry the read, or fail with a wrong reason).  The read
+# goes past what the OPEN brought along, so that it is a READ.
+head -c 3000000 /dev/urandom >"$T/exp/eintr"
+start_mitm "$T/mitm-eintr.log" --listen "unix:$T/mitm-eintr.sock" --upstream "unix:$T/sock" --bad=read-eintr
+check "mount through it" mount_qtfs "unix:$T/mitm-eintr.sock:$T/exp" "$T/mnt-eintr" --key-file "$KEY"
+check "an EINTR to a read nobody interrupted is an EIO" python3 -c '
+import ctypes, errno, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.pread.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_long]
+libc.pread.restype = ctypes.c_ssize_t
+fd = os.open(sys.argv[1], os.O_RDONLY)
+buf = ctypes.create_string_buffer(65536)
+n = libc.pread(fd, buf, 65536, 2000000)
+e = ctypes.get_errno() if n < 0 else 0
+print("pread:", n, errno.errorcode.get(e, e))
+sys.exit(not (n < 0 and e == errno.EIO))' "$T/mnt-eintr/eintr"
+kill -USR1 "$mitm"
+check "qtfs-mitm stops mangling" wait_until 5 grep -q "mangling stopped" "$T/mitm-eintr.log"
+check "then the file reads as the host's" cmp -s "$T/exp/eintr" "$T/mnt-eintr/eintr"
+check "unmount" umount_qtfs "$T/mnt-eintr"
+stop_mitm "$T/mitm-eintr.log"
 finish
