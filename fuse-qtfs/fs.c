@@ -539,6 +539,13 @@ static void to_stat(const struct qtfs_attr *a, struct stat *st)
 	qtfs_attr_to_stat(a, st);
 	/* Different host file systems may share inode numbers; the kernel keys on node ids. */
 	st->st_dev = 0;
+	/*
+	 * The preferred I/O size, which the kernel also makes the inode's
+	 * block size (its power of two, up to 2 GiB from a broken server's
+	 * 4 GiB, and programs size their buffers by it): at most one
+	 * request's worth, more is no better through this mount.
+	 */
+	st->st_blksize = MIN(st->st_blksize, (blksize_t)QTFS_IO_MAX);
 }
 
 static unsigned watch_epoch(struct qtfs_fs *fs)

@@ -256,9 +256,10 @@ struct qtfs_attr {
 };
 
 #define QTFS_ATTR_WIRE_SIZE 108
-/* Where mode and size lie in the record (docs/protocol.md). */
+/* Where mode, size and blksize lie in the record (docs/protocol.md). */
 #define QTFS_ATTR_MODE_OFFSET 16
 #define QTFS_ATTR_SIZE_OFFSET 40
+#define QTFS_ATTR_BLKSIZE_OFFSET 56
 
 void qtfs_attr_from_stat(struct qtfs_attr *a, const struct stat *st, uint32_t flags, uint64_t gen);
 void qtfs_attr_to_stat(const struct qtfs_attr *a, struct stat *st);

@@ -23,7 +23,8 @@
  * that it reads as negative (as larger than any size the kernel takes);
  * getattr-type makes the file type another (a directory a regular file,
  * anything else a directory), the kernel would take either for a broken
- * inode; readlink-long makes the target 4096 bytes long, one more than the
+ * inode; getattr-blksize makes the preferred I/O size 4 GiB less one
+ * byte, which the kernel would make 2 GiB; readlink-long makes the target 4096 bytes long, one more than the
  * kernel takes; read-eintr makes a READ's data an EINTR, which the host
  * gives only to a call the client interrupted.
  *
@@ -58,11 +59,12 @@ struct bad {
 	const char *what; /* for the listening message */
 };
 
-enum { BAD_GETATTR_SIZE, BAD_GETATTR_TYPE, BAD_READLINK_LONG, BAD_READ_EINTR };
+enum { BAD_GETATTR_SIZE, BAD_GETATTR_TYPE, BAD_GETATTR_BLKSIZE, BAD_READLINK_LONG, BAD_READ_EINTR };
 
 static const struct bad bads[] = {
 	[BAD_GETATTR_SIZE] = {"getattr-size", QTFS_GETATTR, "every GETATTR reply's size negative"},
 	[BAD_GETATTR_TYPE] = {"getattr-type", QTFS_GETATTR, "every GETATTR reply's file type another"},
+	[BAD_GETATTR_BLKSIZE] = {"getattr-blksize", QTFS_GETATTR, "every GETATTR reply's blksize 4 GiB"},
 	[BAD_READLINK_LONG] = {"readlink-long", QTFS_READLINK, "every READLINK reply's target 4096 bytes long"},
 	[BAD_READ_EINTR] = {"read-eintr", QTFS_READ, "every READ reply an EINTR"},
 };
@@ -164,14 +166,16 @@ static void mangle_payload(struct mitm *m, const uint8_t *p, size_t len, struct 
 	qt_msg_put_raw(out, b, n);
 }
 
-/* The attributes at the start of @p (@len bytes) with the size or type made bad (@b), into @out. */
+/* The attributes at the start of @p (@len bytes) with the size, type or blksize made bad (@bad), into @out. */
 static void bad_getattr(const struct bad *bad, const uint8_t *p, size_t len, struct qt_msg *out)
 {
 	g_autofree uint8_t *b = g_memdup2(p, len);
 	/* big-endian u32: bits 12-15 (S_IFMT) are the high half of the third byte */
 	uint8_t *type = &b[QTFS_ATTR_MODE_OFFSET + 2];
 
-	if (bad == &bads[BAD_GETATTR_SIZE])
+	if (bad == &bads[BAD_GETATTR_BLKSIZE])
+		memset(&b[QTFS_ATTR_BLKSIZE_OFFSET], 0xff, 4);
+	else if (bad == &bads[BAD_GETATTR_SIZE])
 		b[QTFS_ATTR_SIZE_OFFSET] |= 0x80; /* the sign bit */
 	else
 		*type = (uint8_t)((*type & 0x0f) | ((*type & 0xf0) == (S_IFDIR >> 8) ? S_IFREG >> 8 : S_IFDIR >> 8));
@@ -380,9 +384,10 @@ static void usage(FILE *f)
 		   "Pass fuse-qtfs's requests to a real qtfs-server and mangle one reply in N\n"
 		   "(default 8) on the way back, or with --requests one request in N on the way\n"
 		   "there, or with --bad one thing in every successful reply to one operation:\n"
-		   "getattr-size (made negative), getattr-type (made another), readlink-long\n"
-		   "(a target of 4096 bytes), read-eintr (an EINTR instead).  --paused: not\n"
-		   "until SIGUSR2.  SIGUSR1 stops the mangling, SIGUSR2 starts it again.\n");
+		   "getattr-size (made negative), getattr-type (made another), getattr-blksize\n"
+		   "(made 4 GiB), readlink-long (a target of 4096 bytes), read-eintr (an EINTR\n"
+		   "instead).  --paused: not until SIGUSR2.  SIGUSR1 stops the mangling,\n"
+		   "SIGUSR2 starts it again.\n");
 }
 
 int main(int argc, char **argv)

@@ -16,8 +16,8 @@
 # two manglings on purpose, in every answer to GETATTR, that the kernel
 # would take for a broken root (the mount's end): a negative size, another
 # file type; the calls fail while they last, and the mount works after.
-# And a READLINK answer one byte longer than the kernel takes, and a READ
-# answered EINTR when nothing was interrupted.
+# And a block size of 4 GiB, a READLINK answer one byte longer than the
+# kernel takes, and a READ answered EINTR when nothing was interrupted.
 
 . "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
 . "${top_srcdir:-.}/tests/fs/hostile-env.sh"
@@ -87,6 +87,21 @@ for what in size type; do
 	check "unmount" umount_qtfs "$T/mnt-$what"
 	stop_mitm "$T/mitm-$what.log"
 done
+
+# A preferred I/O size of 4 GiB less one byte in every GETATTR answer.
+# The kernel would make it 2 GiB (the power of two below) and the
+# inode's block size, and programs size their buffers by it (Python's
+# open() refuses a file whose size is past its limits): the client gives
+# at most 1 MiB, one request's worth.
+start_mitm "$T/mitm-blk.log" --listen "unix:$T/mitm-blk.sock" --upstream "unix:$T/sock" --bad=getattr-blksize
+check "mount through it" mount_qtfs "unix:$T/mitm-blk.sock:$T/exp" "$T/mnt-blk" --key-file "$KEY" -o attr_timeout=0
+blk=$(python3 -c 'import os, sys; print(os.stat(sys.argv[1]).st_blksize)' "$T/mnt-blk/big")
+check "a block size of 4 GiB from the host is 1 MiB at most ($blk)" [ "${blk:-0}" -le 1048576 ]
+check "... and the file reads as the host's" python3 -c '
+import sys
+sys.exit(open(sys.argv[1], "rb").read() != open(sys.argv[2], "rb").read())' "$T/exp/big" "$T/mnt-blk/big"
+check "unmount" umount_qtfs "$T/mnt-blk"
+stop_mitm "$T/mitm-blk.log"
 
 # A READLINK answer of 4096 bytes, one more than the kernel takes (and
 # than any Linux host has): the client answers EIO itself, where passing

@@ -169,7 +169,7 @@ START_TEST(test_attr_impossible)
 	a = sample();
 	a.blocks = -8;
 	ck_assert_int_eq(roundtrip_attr(&a, &out), -EBADMSG);
-	/* qtfs-mitm --bad-getattr=size sets this bit at this offset ... */
+	/* qtfs-mitm --bad=getattr-size sets this bit at this offset ... */
 	a = sample();
 	{
 		struct qt_msg *m = qt_msg_new(QTFS_GETATTR, 0, 1);
@@ -187,11 +187,18 @@ START_TEST(test_attr_impossible)
 		qt_rd_init(&r, b, sizeof(b));
 		ck_assert_int_eq(qtfs_rd_attr(&r, &out), 0);
 		ck_assert_int_eq(out.size, a.size);
-		/* ... and --bad-getattr=type this half byte */
+		/* ... --bad=getattr-type this half byte ... */
 		b[QTFS_ATTR_MODE_OFFSET + 2] = (uint8_t)((b[QTFS_ATTR_MODE_OFFSET + 2] & 0x0f) | (S_IFDIR >> 8));
 		qt_rd_init(&r, b, sizeof(b));
 		ck_assert_int_eq(qtfs_rd_attr(&r, &out), 0);
 		ck_assert_uint_eq(out.mode, S_IFDIR | (a.mode & 07777));
+		/* ... and --bad=getattr-blksize these four bytes */
+		memset(&b[QTFS_ATTR_BLKSIZE_OFFSET], 0xff, 4);
+		qt_rd_init(&r, b, sizeof(b));
+		ck_assert_int_eq(qtfs_rd_attr(&r, &out), 0);
+		ck_assert_uint_eq(out.blksize, UINT32_MAX);
+		ck_assert_int_eq(out.size, a.size);
+		ck_assert_uint_eq(out.flags, a.flags);
 	}
 }
 END_TEST
