@@ -307,13 +307,31 @@ static void node_free(struct qtfs_fs *fs, struct node *n)
 	node_destroy(n);
 }
 
-/* Give @n the name @name in @parent, displacing whoever had it.  fs->lock held. */
+/* Is @n @d or one of @d's ancestors?  fs->lock held. */
+static bool node_above(const struct node *n, const struct node *d)
+{
+	for (; d; d = d->parent)
+		if (d == n)
+			return true;
+	return false;
+}
+
+/*
+ * Give @n the name @name in @parent, displacing whoever had it.  Not
+ * beneath itself: the host can show a directory there (a bind mount of
+ * it inside itself), and its node would then be its own ancestor, which
+ * every walk up the names (node_path_locked()) would follow forever.  It
+ * keeps its name instead; the kernel, which holds one name per directory
+ * too, answers such a lookup with ELOOP itself.  fs->lock held.
+ */
 static void node_name(struct qtfs_fs *fs, struct node *n, struct node *parent, const char *name)
 {
 	struct node probe = {.parent = parent, .name = (char *)name};
 	struct node *old;
 
 	if (n->parent == parent && n->name && !strcmp(n->name, name))
+		return;
+	if (n->children && node_above(n, parent))
 		return;
 	old = g_hash_table_lookup(fs->by_name, &probe);
 	if (old && old != n)

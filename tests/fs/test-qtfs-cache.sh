@@ -401,4 +401,30 @@ check "client_watches: ... and one past the limit is still cached" [ -e "$T/cw/d
 check "client_watches: the server said so, once" \
 	[ "$(grep -c 'its limit (client_watches)' "$T/server-cw.log")" -eq 1 ]
 
+# A directory the host shows beneath itself (a bind mount of it inside
+# itself).  The kernel keeps one name per directory and answers a lookup
+# there with ELOOP; the client must not make the directory's node its own
+# ancestor either, which had sent its next walk up the names round the
+# loop for good (the client died out of memory).  Both the lookup and a
+# listing with attributes (ls -l) meet it; the rest of the tree works.
+mkdir -p "$T/exp/disk/loopy/a/b/in"
+echo here >"$T/exp/disk/loopy/a/f"
+mount --bind "$T/exp/disk/loopy/a" "$T/exp/disk/loopy/a/b/in" || exit 1
+QTFS_MOUNTS="$QTFS_MOUNTS $T/exp/disk/loopy/a/b/in"
+client=$(pgrep -f -- "$FUSE_QTFS .*$T/def\$")
+L=$T/def/disk/loopy/a
+check "a directory beneath itself on the host: ELOOP there" python3 -c '
+import errno, os, sys
+try:
+    os.stat(sys.argv[1])
+except OSError as e:
+    sys.exit(e.errno != errno.ELOOP)
+sys.exit(1)' "$L/b/in"
+check "... and for a name beneath it" sh -c "! stat '$L/b/in/f' 2>/dev/null"
+check "... a listing with attributes of its parent works" sh -c "ls -l '$L/b' | grep -q ' in\$'"
+check "... the directory's own path still works" [ "$(cat "$L/f")" = here ]
+check "... and a name made beside it since" sh -c "echo new >'$L/b/new' && [ \"\$(cat '$T/exp/disk/loopy/a/b/new')\" = new ]"
+check "... the client is still up" kill -0 "$client"
+umount "$T/exp/disk/loopy/a/b/in"
+
 finish
