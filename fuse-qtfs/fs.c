@@ -634,6 +634,18 @@ static void reply_entry_of(fuse_req_t req, struct qtfs_fs *fs, fuse_ino_t parent
 	g_mutex_lock(&fs->lock);
 	p = node_by_id(fs, parent);
 	n = node_learn_locked(fs, p, name, a);
+	if (n == fs->root) {
+		/*
+		 * The mount's root beneath itself (bind-mounted inside itself
+		 * on the host).  The kernel fails a lookup answered with the
+		 * root with EIO; a directory that would be its own ancestor is
+		 * ELOOP everywhere else (node_name()).
+		 */
+		n->nlookup--;
+		g_mutex_unlock(&fs->lock);
+		reply_err(req, ELOOP);
+		return;
+	}
 	fill_entry(fs, n, a, epoch, &e);
 	/* Before the kernel has it: a create in it must find the list. */
 	listed_start_locked(fs, n, a, epoch, lmark);

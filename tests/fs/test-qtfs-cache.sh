@@ -424,7 +424,22 @@ check "... and for a name beneath it" sh -c "! stat '$L/b/in/f' 2>/dev/null"
 check "... a listing with attributes of its parent works" sh -c "ls -l '$L/b' | grep -q ' in\$'"
 check "... the directory's own path still works" [ "$(cat "$L/f")" = here ]
 check "... and a name made beside it since" sh -c "echo new >'$L/b/new' && [ \"\$(cat '$T/exp/disk/loopy/a/b/new')\" = new ]"
+# The mount's root beneath itself: ELOOP too (the kernel's own answer
+# to a lookup answered with the root would be EIO).
+mkdir "$T/exp/disk/loopy/root"
+mount --bind "$T/exp" "$T/exp/disk/loopy/root" || exit 1
+QTFS_MOUNTS="$QTFS_MOUNTS $T/exp/disk/loopy/root"
+check "the mount's root beneath itself: ELOOP there" python3 -c '
+import errno, os, sys
+try:
+    os.stat(sys.argv[1])
+except OSError as e:
+    print(errno.errorcode.get(e.errno, e.errno))
+    sys.exit(e.errno != errno.ELOOP)
+sys.exit(1)' "$T/def/disk/loopy/root"
+check "... a listing with attributes of its parent works" sh -c "ls -l '$T/def/disk/loopy' | grep -q ' root\$'"
+check "... and the root's own names are there" [ -d "$T/def/disk/loopy/a" ]
 check "... the client is still up" kill -0 "$client"
-umount "$T/exp/disk/loopy/a/b/in"
+umount "$T/exp/disk/loopy/a/b/in" "$T/exp/disk/loopy/root"
 
 finish
