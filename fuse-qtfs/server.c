@@ -2494,7 +2494,16 @@ static int op_readdir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	buf = g_malloc(32768);
 	g_mutex_lock(&h->lock);
 	if (lseek(h->fd, (off_t)off, SEEK_SET) < 0) {
+		struct stat st;
+
 		err = -errno;
+		/*
+		 * A directory removed meanwhile.  ext4 then seeks in it as in
+		 * a plain file, and its end-of-listing cookie lies past where
+		 * one may (EINVAL); the host's getdents would have said ENOENT.
+		 */
+		if (err == -EINVAL && fstat(h->fd, &st) == 0 && st.st_nlink == 0)
+			err = -ENOENT;
 		goto out;
 	}
 	while (!full) {
