@@ -1155,8 +1155,7 @@ static void fh_close(struct qtfs_fs *fs, struct fh *h)
 
 /*
  * Some open handle of node @ino (a reference), for requests the kernel
- * sends without one on a file that has lost its name: fstat or fchmod of
- * an unlinked open file.  NULL when none is open.
+ * sends without one (see attr_fh()).  NULL when none is open.
  */
 static struct fh *node_fh(struct qtfs_fs *fs, fuse_ino_t ino)
 {
@@ -1165,11 +1164,36 @@ static struct fh *node_fh(struct qtfs_fs *fs, fuse_ino_t ino)
 
 	g_mutex_lock(&fs->lock);
 	n = node_by_id(fs, ino);
-	if (n && n->fhs) {
-		h = n->fhs->data;
-		g_atomic_int_inc(&h->refs);
+	/* Not a relayed FIFO's if there is another: calls on it wait behind its blocking ones. */
+	for (GList *l = n ? n->fhs : NULL; l; l = l->next) {
+		h = l->data;
+		if (!h->stream)
+			break;
 	}
+	if (h)
+		g_atomic_int_inc(&h->refs);
 	g_mutex_unlock(&fs->lock);
+	return h;
+}
+
+/*
+ * The handle a GETATTR or SETATTR of @ino goes through, or NULL for its
+ * path (@path, NULL if it has none left): the kernel's when it names one
+ * (@fi), else one the file is open by here.  An open file is the node
+ * wherever the host has moved it since: by path, an fstat() or fchmod()
+ * of a file that the host renamed, unlinked or replaced meanwhile would
+ * fail with ENOENT or reach the other file.  A relayed FIFO's handle only
+ * when there is no path (see node_fh()).  A reference, unless @fi's.
+ */
+static struct fh *attr_fh(struct qtfs_fs *fs, fuse_ino_t ino, struct fuse_file_info *fi, const char *path)
+{
+	struct fh *h;
+
+	if (fi && fi->fh)
+		return fh_of(fi);
+	h = node_fh(fs, ino);
+	if (h && h->stream && path)
+		g_clear_pointer(&h, fh_unref);
 	return h;
 }
 
@@ -2606,21 +2630,20 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	}
 	path = path_of(fs, ino, NULL);
-	if (!(fi && fi->fh) && path) {
+	h = attr_fh(fs, ino, fi, path);
+	if (!h && path) {
 		struct qt_msg *m = req_path(QTFS_GETATTR, path);
 
 		qt_msg_put_u64(m, 0);
 		call_async(fs, m, true, getattr_done, pending_new(req, ino, g_steal_pointer(&path), NULL));
 		return;
 	}
-	/* By handle when the kernel names one, or when the file has no name left. */
-	h = fi && fi->fh ? fh_of(fi) : node_fh(fs, ino);
-	if (h && fi && fi->fh)
-		g_atomic_int_inc(&h->refs);
 	if (!h) {
 		reply_err(req, ESTALE);
 		return;
 	}
+	if (fi && fi->fh)
+		g_atomic_int_inc(&h->refs);
 	p = g_new0(struct fh_pending, 1);
 	*p = (struct fh_pending){.req = req, .h = h, .ino = ino, .path = g_steal_pointer(&path),
 				 .build = build_getattr, .answer = getattr_fh_answer};
@@ -2660,17 +2683,16 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	g_autoptr(qt_msg) rep = NULL;
 	struct qtfs_attr a;
 	struct node *n;
+	struct fh *h;
 	int err;
 
-	/* By handle when the kernel names one, or when the file has no name left. */
-	if ((fi && fi->fh) || !path) {
-		struct fh *h = fi && fi->fh ? fh_of(fi) : node_fh(fs, ino);
-
-		err = h ? call_fh(fs, h, build_setattr, &c, &rep) : -ESTALE;
-		if (h && !(fi && fi->fh))
+	h = attr_fh(fs, ino, fi, path);
+	if (h) {
+		err = call_fh(fs, h, build_setattr, &c, &rep);
+		if (!(fi && fi->fh))
 			fh_unref(h);
 	} else {
-		err = call(fs, build_setattr(0, &c), true, &rep);
+		err = path ? call(fs, build_setattr(0, &c), true, &rep) : -ESTALE;
 	}
 	if (err == 0)
 		err = rd_attr_reply(rep, &a);

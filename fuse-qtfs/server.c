@@ -1400,7 +1400,10 @@ static int op_setattr(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		}
 	}
 	if (valid & QTFS_SA_SIZE) {
-		if (h && !h->dir) {
+		/* A handle open for reading only (the client's choice for any SETATTR of an open file) cannot. */
+		int fl = h && !h->dir ? fcntl(fd, F_GETFL) : -1;
+
+		if (fl >= 0 && (fl & O_ACCMODE) != O_RDONLY) {
 			err = ftruncate(fd, size) < 0 ? -errno : 0;
 		} else {
 			int wfd;

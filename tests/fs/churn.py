@@ -13,7 +13,10 @@
 # links, symlinks, chmod.  Meanwhile, on each MOUNT (the export mounted on
 # the DPU), two threads walk the tree (lstat of every name, listings with
 # attributes, reads of whole files, readlink) and one makes the same kind
-# of changes through the mount.  Files in HOST/still never change: every
+# of changes through the mount, and one keeps files it made open while
+# the others move, link and unlink them: what it writes through an open
+# file must read back through it, its size follow, and no call on it
+# fail.  Files in HOST/still never change: every
 # read of them through a mount, in the middle of the churn, must give the
 # host's bytes.
 #
@@ -104,6 +107,8 @@ class Changer:
         root = r.choice(ROOTS)
         dirs = [x for x in dirs if x.split("/")[0] == root]
         files = [o for o in others if os.path.basename(o).startswith("f") and o.split("/")[0] == root]
+        # Files a holder (below) has open: moved, linked and unlinked, never written.
+        held = [o for o in others if os.path.basename(o).startswith("h") and o.split("/")[0] == root]
         op = r.choice(("create", "create", "rewrite", "inplace", "append", "truncate", "unlink",
                        "rename_file", "rename_file", "mkdir", "rmdir", "rename_dir", "link",
                        "symlink", "chmod"))
@@ -130,8 +135,11 @@ class Changer:
         elif op == "truncate":
             os.truncate(self.p(f), r.choice((0, 1, 4095, 10000)))
         elif op == "unlink":
-            os.unlink(self.p(f))
+            os.unlink(self.p(r.choice(files + held)))
         elif op == "rename_file":
+            if held and r.random() < 0.3:
+                os.rename(self.p(r.choice(held)), self.p(os.path.join(d, self.name("h"))))
+                return op
             to = r.choice(files) if r.random() < 0.3 else os.path.join(d, self.name("f"))
             os.rename(self.p(f), self.p(to))
         elif op == "mkdir":
@@ -158,7 +166,8 @@ class Changer:
             if to.count("/") < 5:
                 os.rename(self.p(d), self.p(os.path.join(to, self.name("d"))))
         elif op == "link":
-            os.link(self.p(f), self.p(os.path.join(d, self.name("f"))))
+            src = r.choice(files + held)
+            os.link(self.p(src), self.p(os.path.join(d, self.name(os.path.basename(src)[0]))))
         elif op == "symlink":
             target = r.choice(files) if files and r.random() < 0.5 else "fnowhere"
             os.symlink(os.path.relpath(target, d) if "/" in target else target,
@@ -243,6 +252,60 @@ def walker(m, rng):
                     call("readlink", os.readlink, p)
 
 
+def holder(m, rng, tag):
+    """Files made on the mount and kept open while the others move them
+    around (renames, links, unlinks, rmdir of their directory): what is
+    written through the open file reads back through it, its size
+    follows, and no call on it fails."""
+    side, n = "dpu-hold", 0
+
+    def fail(what, path, e):
+        with lock:
+            bad.append((m, what, path, e))
+
+    while not stop.is_set():
+        dirs, _ = tree(host)
+        n += 1
+        path = os.path.join(m, rng.choice(dirs), "h%s%d" % (tag, n))
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        except OSError as e:
+            count(side, errno.errorcode.get(e.errno, str(e.errno)))
+            if e.errno in BAD or e.errno >= 512 or e.errno == errno.EINVAL:
+                fail("create", path, e.errno)
+            continue
+        model = bytearray()
+        what = "pwrite"
+        try:
+            for _ in range(rng.randrange(5, 40)):
+                what = "pwrite"
+                off = rng.randrange(len(model) + 1) if rng.random() < 0.8 else rng.randrange(300000)
+                b = os.urandom(rng.choice((1, 100, 4096, 10000)))
+                if os.pwrite(fd, b, off) != len(b):
+                    fail("pwrite short", path, 0)
+                model.extend(b"\0" * max(0, off + len(b) - len(model)))
+                model[off:off + len(b)] = b
+                what = "pread"
+                if rng.random() < 0.5 and os.pread(fd, len(b), off) != b:
+                    fail("pread after pwrite", path, 0)
+                what = "fstat"
+                if os.fstat(fd).st_size != len(model):
+                    fail("fstat size", path, 0)
+                what = "fsync"
+                if rng.random() < 0.1:
+                    os.fsync(fd)
+                count(side, "ok")
+                time.sleep(0.001)
+            what = "pread"
+            if os.pread(fd, len(model) + 10, 0) != bytes(model):
+                fail("pread of the whole file", path, 0)
+        except OSError as e:
+            count(side, errno.errorcode.get(e.errno, str(e.errno)))
+            fail(what + " on an open file", path, e.errno)
+        finally:
+            os.close(fd)
+
+
 def snapshot(base, with_attrs):
     out = {}
     for r in ROOTS:
@@ -288,6 +351,7 @@ if __name__ == "__main__":
                                         args=(m, "dpu-change", "m%d" % i, random.Random(seed + 100 + i), 0.0005)))
         for j in range(2):
             threads.append(threading.Thread(target=walker, args=(m, random.Random(seed + 200 + 10 * i + j))))
+        threads.append(threading.Thread(target=holder, args=(m, random.Random(seed + 300 + i), "m%d" % i)))
     for t in threads:
         t.start()
     time.sleep(seconds)
@@ -297,7 +361,7 @@ if __name__ == "__main__":
     for (side, what), n in sorted(stats.items()):
         print("%s %s: %d" % (side, what, n))
     for m, what, path, e in bad[:20]:
-        print("  bad: %s %s %s" % (what, path, errno.errorcode.get(e, e)))
+        print("  bad: %s %s %s" % (what, path, errno.errorcode.get(e, e) if e else "wrong"))
     print("bad errnos: %d" % len(bad))
     print("still mismatches: %d" % len(still_bad))
 

@@ -50,6 +50,45 @@ done
 check "a listing of a directory removed meanwhile: $(cat "$T/gone.m1") (host: $(cat "$T/gone.exp"))" \
 	cmp -s "$T/gone.exp" "$T/gone.m1"
 
+# And an open file that the host renames away, replaces by another and
+# then unlinks: fstat() and fchmod() of it go to the open file, as on the
+# host (by path they had reached the other file, or failed with ENOENT).
+open_moved() {
+	python3 -c '
+import os, sys, time
+p, h = sys.argv[1], sys.argv[2]
+fd = os.open(p, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(fd, b"open!")
+os.rename(h, h + ".moved")
+with open(h, "wb") as f:
+    f.write(b"the other")
+time.sleep(1.2)  # past attr_timeout
+st = os.fstat(fd)
+os.fchmod(fd, 0o600)
+print("fstat size %d, fchmod: open file %o, other %o" % (st.st_size, os.stat(h + ".moved").st_mode & 0o777,
+                                                         os.stat(h).st_mode & 0o777), end="")
+os.unlink(h + ".moved")
+time.sleep(1.2)
+st = os.fstat(fd)
+print("; unlinked: size %d, nlink %d" % (st.st_size, st.st_nlink))
+os.unlink(h)' "$1" "$2"
+}
+open_moved "$T/exp/disk/held" "$T/exp/disk/held" >"$T/moved.exp"
+open_moved "$T/m1/disk/held" "$T/exp/disk/held" >"$T/moved.m1"
+check "an open file renamed, replaced, unlinked on the host: $(cat "$T/moved.m1") (host: $(cat "$T/moved.exp"))" \
+	cmp -s "$T/moved.exp" "$T/moved.m1"
+
+# A SETATTR goes through a handle the file is open by, even one open
+# for reading only: a truncate by path then still works.
+check "truncate(2) of a file open for reading only" python3 -c '
+import os, sys
+p = sys.argv[1]
+with open(p, "wb") as f:
+    f.write(b"12345")
+fd = os.open(p, os.O_RDONLY)
+os.truncate(p, 2)
+sys.exit(os.stat(p).st_size != 2 or os.fstat(fd).st_size != 2)' "$T/m1/disk/ro"
+
 seed=${QTFS_CHURN_SEED:-$$}
 echo "seed $seed (QTFS_CHURN_SEED)"
 timeout -s KILL 240 python3 "${top_srcdir:-.}/tests/fs/churn.py" "$T/exp" "${QTFS_CHURN_SECONDS:-20}" "$seed" \
