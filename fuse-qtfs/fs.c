@@ -23,7 +23,8 @@
  * opened it (struct fh).  When that connection is replaced (link loss,
  * server restart) the next operation reopens the file by its current path,
  * without O_CREAT/O_EXCL/O_TRUNC, on any live connection, and goes on; a
- * file whose name is gone (unlinked while open) then fails with ESTALE.
+ * file whose name is gone (unlinked while open), or names another file
+ * now (replaced meanwhile), then fails with ESTALE.
  * fh->reopen_lock serializes reopening; fh->lock is only ever held for a
  * moment, since the loop thread takes it (session.c).
  *
@@ -1198,6 +1199,23 @@ static struct fh *attr_fh(struct qtfs_fs *fs, fuse_ino_t ino, struct fuse_file_i
 }
 
 /* The connection of @h is gone: open the file again by path (see the top). */
+/*
+ * Is the host file of attributes @a the one node @ino stands for?  Not
+ * asked of pseudo files: procfs numbers an inode afresh each time it is
+ * made, so the same file can come back under another number.
+ */
+static bool node_is(struct qtfs_fs *fs, fuse_ino_t ino, const struct qtfs_attr *a)
+{
+	struct node *n;
+	bool same;
+
+	g_mutex_lock(&fs->lock);
+	n = node_by_id(fs, ino);
+	same = n && (n->pseudo || (n->dev == a->dev && n->ino == a->ino && n->gen == a->gen));
+	g_mutex_unlock(&fs->lock);
+	return same;
+}
+
 static int fh_reopen(struct qtfs_fs *fs, struct fh *h, uint64_t stale_gen, unsigned stale_slot)
 {
 	g_autofree char *path = NULL;
@@ -1222,6 +1240,16 @@ static int fh_reopen(struct qtfs_fs *fs, struct fh *h, uint64_t stale_gen, unsig
 	}
 	err = open_remote(fs, path, h->flags & ~(O_CREAT | O_EXCL | O_TRUNC), h->dir, h->stream, &slot,
 			  &gen, &sh, &a, NULL);
+	if (err == 0 && !node_is(fs, h->ino, &a)) {
+		/* Another file at the name now: its writes must not land there. */
+		struct qt_msg *m = qt_msg_new(QTFS_RELEASE, 0, 0);
+
+		qt_msg_put_u64(m, sh);
+		qtfs_client_call_async(fs->cl, slot, gen, m);
+		qt_notice("cannot reopen \"%s\" after reconnecting: another file has its name now", path);
+		g_mutex_unlock(&h->reopen_lock);
+		return -ESTALE;
+	}
 	if (err == 0) {
 		g_mutex_lock(&h->lock);
 		h->slot = slot;

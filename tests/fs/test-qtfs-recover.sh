@@ -5,8 +5,9 @@
 # middle of a workload; callers get an error within their deadline
 # (-o timeout=3), data written and fsynced before the kill is on the host,
 # and once the server is back the client reconnects by itself and a file
-# that was open across the restart keeps working (reopened by path), as
-# does a directory being listed (its listing goes on from where it was).  A
+# that was open across the restart keeps working (reopened by path, unless
+# the host put another file at its name meanwhile: ESTALE), as does a
+# directory being listed (its listing goes on from where it was).  A
 # client that vanishes with a file open whose close blocks does not stall
 # the server for the others.
 
@@ -19,10 +20,10 @@ check "mount with timeout=3" mount_qtfs "tcp://127.0.0.1:$port:$T/exp" "$T/mnt" 
 	--key-file "$KEY" -o timeout=3
 
 # A process that keeps a file open across the restart, driven by flag files.
-mkdir "$T/exp/dir"
+mkdir "$T/exp/dir" "$T/exp/h3"
 python3 -c 'import sys; [open("%s/n%04d" % (sys.argv[1], i), "w").close() for i in range(2000)]' "$T/exp/dir"
 python3 - "$T/mnt/held" "$T" >"$T/held.out" 2>&1 <<'PY' &
-import os, sys, time
+import errno, os, sys, time
 path, t = sys.argv[1], sys.argv[2]
 # A directory listed in part before the restart and the rest after.
 it = os.scandir(os.path.join(os.path.dirname(path), "dir"))
@@ -35,6 +36,14 @@ os.fsync(fd)
 with open(path + "2", "wb") as f:
     f.write(b"read-only file")
 fd2 = os.open(path + "2", os.O_RDONLY)
+# A third, which the host unlinks and replaces by another file while the
+# server is down: reopened by path, the handle would write into the other
+# file (on ext4, likely with the same inode number, another generation).
+# In a directory of its own, which nothing on the DPU lists meanwhile (a
+# listing would tell the client of the new file, and the old one's name
+# would be gone).
+fd3 = os.open(os.path.join(os.path.dirname(path), "h3", "held3"), os.O_RDWR | os.O_CREAT, 0o644)
+os.write(fd3, b"third")
 open(t + "/held.ready", "w").close()
 deadline = time.time() + 60
 while not os.path.exists(t + "/held.go") and time.time() < deadline:
@@ -47,6 +56,12 @@ os.close(fd2)
 os.pwrite(fd, b"after", 7)
 print("read back:", os.pread(fd, 64, 0).decode())
 os.close(fd)
+try:
+    os.pwrite(fd3, b"after", 5)
+    print("write3: done")
+except OSError as e:
+    print("write3:", errno.errorcode.get(e.errno, e.errno))
+os.close(fd3)
 PY
 held=$!
 
@@ -78,6 +93,8 @@ sleep 0.5
 kill -9 "$SERVER_PID"
 wait "$SERVER_PID" 2>/dev/null
 check "fsynced data is on the host after kill -9" cmp -s "$T/synced.src" "$T/exp/synced"
+rm "$T/exp/h3/held3"
+echo other >"$T/exp/h3/held3"
 
 # While the server is down, calls fail within the deadline instead of hanging.
 start=$(date +%s)
@@ -110,6 +127,8 @@ check "... and one only read: fstat" grep -q "^fstat2: 14$" "$T/held.out"
 check "... and a listing of 2000 names begun before it ends after it, each name once" \
 	grep -q "^dir: 2000 2000$" "$T/held.out"
 check "... and read" grep -q "^read2: read-only file$" "$T/held.out"
+check "one the host replaced meanwhile is stale: $(grep write3 "$T/held.out")" grep -q "^write3: ESTALE$" "$T/held.out"
+check "... and the other file is untouched" grep -qx other "$T/exp/h3/held3"
 check "the host file has both writes" grep -q "before;after" "$T/exp/held"
 echo new >"$T/mnt/new"
 check "new files after the restart" grep -qx new "$T/exp/new"
