@@ -343,6 +343,17 @@ def diff(a, b):
     return lines
 
 
+def compare(label, with_attrs):
+    """Each mount's tree against the host's; prints the differences."""
+    want = snapshot(host, with_attrs)
+    total = 0
+    for m in mounts:
+        d = diff(want, snapshot(m, with_attrs))
+        total += len(d)
+        print("\n".join(["%s:" % m] + d) if d else "%s: the same %d entries" % (m, len(want)))
+    print("%s: %d differences" % (label, total))
+
+
 if __name__ == "__main__":
     setup()
     threads = [threading.Thread(target=changer, args=(host, "host", "h", random.Random(seed), 0.0005))]
@@ -367,20 +378,6 @@ if __name__ == "__main__":
 
     for m in mounts:
         os.getxattr(m, "user.qtfs.sync")
-    names = snapshot(host, False)
-    total = 0
-    for m in mounts:
-        d = diff(names, snapshot(m, False))
-        total += len(d)
-        print("\n".join(["%s:" % m] + d) if d else "%s: same names" % m)
-    print("names after the barrier: %d differences" % total)
-
+    compare("names after the barrier", False)
     time.sleep(1.2)
-    full = snapshot(host, True)
-    total = 0
-    for m in mounts:
-        d = diff(full, snapshot(m, True))
-        total += len(d)
-        print("\n".join(["%s:" % m] + d) if d else "%s: same tree" % m)
-    print("entries: %d" % len(full))
-    print("after attr_timeout: %d differences" % total)
+    compare("after attr_timeout", True)

@@ -194,6 +194,20 @@ readahead_kb() {
 	cat "/sys/class/bdi/$_dev/read_ahead_kb"
 }
 
+# fails_with ERRNO CALL PATH: Python's os.CALL(PATH) fails with ERRNO (a
+# name: ELOOP, EIO...); prints the errno it got, or "no error".
+fails_with() {
+	python3 -c '
+import errno, os, sys
+try:
+    getattr(os, sys.argv[2])(sys.argv[3])
+except OSError as e:
+    print(errno.errorcode.get(e.errno, e.errno))
+    sys.exit(errno.errorcode.get(e.errno) != sys.argv[1])
+print("no error")
+sys.exit(1)' "$@"
+}
+
 finish() {
 	if [ "$failures" -ne 0 ]; then
 		echo "$failures check(s) failed"
