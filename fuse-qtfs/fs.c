@@ -4697,6 +4697,36 @@ enum qtfs_run qtfs_fs_where(struct qtfs_fs *fs, const void *buf, size_t len)
 	}
 }
 
+void qtfs_fs_log_state(struct qtfs_fs *fs)
+{
+	guint nodes, named = 0, files = 0, dirs = 0, aliases = 0, listings;
+	size_t listing_names, listed_names;
+	uint64_t lookups = 0;
+	GHashTableIter it;
+	gpointer v;
+
+	g_mutex_lock(&fs->lock);
+	nodes = g_hash_table_size(fs->by_id);
+	g_hash_table_iter_init(&it, fs->by_id);
+	while (g_hash_table_iter_next(&it, NULL, &v)) {
+		const struct node *n = v;
+
+		named += n->parent != NULL;
+		lookups += n->nlookup;
+		files += g_list_length(n->fhs);
+		dirs += g_list_length(n->dirfhs);
+		aliases += g_slist_length(n->aliases);
+	}
+	listings = fs->listings.length;
+	listing_names = fs->listing_names;
+	listed_names = fs->listed_total;
+	g_mutex_unlock(&fs->lock);
+	qt_notice("state: %u nodes (%u named, %u other names, %" G_GUINT64_FORMAT
+		  " lookups by the kernel), %u open files, %u open directories, %u listings kept (%zu "
+		  "names), %zu names of directories listed",
+		  nodes, named, aliases, lookups, files, dirs, listings, listing_names, listed_names);
+}
+
 void qtfs_fs_stopping(struct qtfs_fs *fs)
 {
 	if (fs)

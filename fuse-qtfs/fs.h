@@ -116,4 +116,10 @@ void qtfs_fs_free(struct qtfs_fs *fs);
  * session's INIT.
  */
 void qtfs_fs_set_session(struct qtfs_fs *fs, struct fuse_session *se);
+
+/*
+ * Log one line of what the client holds (SIGUSR1): nodes, the kernel's
+ * lookups of them, open files and directories, names kept.  Any thread.
+ */
+void qtfs_fs_log_state(struct qtfs_fs *fs);
 extern const struct fuse_lowlevel_ops qtfs_fs_ops;

@@ -538,14 +538,16 @@ static int run(struct settings *s)
 	co.timeout_ms = s->timeout_ms;
 	co.watch = s->fs.watch_timeout > 0 && !s->fs.proc;
 	/*
-	 * The termination signals stay blocked in every thread (the client's
-	 * loop, dialers and SSH bridges, the FUSE workers inherit the mask);
-	 * the main thread takes them in qtfs_session_wait().
+	 * The termination signals, and SIGUSR1 (log the state), stay blocked
+	 * in every thread (the client's loop, dialers and SSH bridges, the
+	 * FUSE workers inherit the mask); the main thread takes them in
+	 * qtfs_session_wait().
 	 */
 	sigemptyset(&term);
 	sigaddset(&term, SIGTERM);
 	sigaddset(&term, SIGINT);
 	sigaddset(&term, SIGHUP);
+	sigaddset(&term, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &term, NULL);
 	err = qtfs_client_new(&co, &cl, &root, &mflags, &msg);
 	if (err < 0) {

@@ -29,7 +29,8 @@
  * Ending: the kernel says ENODEV once the file system is unmounted
  * (fusermount3 -u, umount); the loop thread then tells the main thread
  * through an eventfd.  The termination signals arrive on the main thread
- * through a signalfd.  Either way fuse-qtfs.c then stops reading
+ * through a signalfd (as does SIGUSR1, which only logs the state).
+ * Either way fuse-qtfs.c then stops reading
  * (qtfs_session_stop_reading), fails the client's calls
  * (qtfs_client_shutdown), lets the workers finish (qtfs_session_drain),
  * and only then stops the loop and destroys the session.
@@ -182,6 +183,7 @@ int qtfs_session_start(struct fuse_session *se, struct qt_loop *loop, struct qtf
 	sigaddset(&term, SIGTERM);
 	sigaddset(&term, SIGINT);
 	sigaddset(&term, SIGHUP);
+	sigaddset(&term, SIGUSR1);
 	s = g_new0(struct qtfs_session, 1);
 	s->se = se;
 	s->loop = loop;
@@ -223,8 +225,11 @@ int qtfs_session_wait(struct qtfs_session *s)
 		}
 		if (p[0].revents)
 			return 0;
-		if ((p[1].revents & POLLIN) && read(s->sig_fd, &si, sizeof(si)) == sizeof(si))
-			return (int)si.ssi_signo;
+		if ((p[1].revents & POLLIN) && read(s->sig_fd, &si, sizeof(si)) == sizeof(si)) {
+			if (si.ssi_signo != SIGUSR1)
+				return (int)si.ssi_signo;
+			qtfs_fs_log_state(s->fs);
+		}
 	}
 }
 

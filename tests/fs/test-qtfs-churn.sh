@@ -21,8 +21,9 @@ QTFS_MOUNTS="$T/exp/mem"
 port=$(free_port)
 start_server "$T/server.log" --listen "unix:$T/sock" --listen "tcp://127.0.0.1:$port" --key-file "$KEY" \
 	--export "$T/exp" || exit 1
-check "mount over unix" mount_qtfs "unix:$T/sock:$T/exp" "$T/m1" --key-file "$KEY"
-check "mount over tcp, 2 connections" mount_qtfs "tcp://127.0.0.1:$port:$T/exp" "$T/m2" --key-file "$KEY" -o conns=2
+check "mount over unix" mount_qtfs "unix:$T/sock:$T/exp" "$T/m1" --key-file "$KEY" 2>"$T/c1.log"
+check "mount over tcp, 2 connections" mount_qtfs "tcp://127.0.0.1:$port:$T/exp" "$T/m2" --key-file "$KEY" \
+	-o conns=2 2>"$T/c2.log"
 c1=$(pgrep -f -- "$FUSE_QTFS .*$T/m1\$")
 c2=$(pgrep -f -- "$FUSE_QTFS .*$T/m2\$")
 
@@ -104,6 +105,25 @@ check "after the barrier, every mount has the host's names" \
 	grep -q "^names after the barrier: 0 differences\$" "$T/churn.out"
 check "after attr_timeout, the host's attributes and bytes" grep -q "^after attr_timeout: 0 differences\$" "$T/churn.out"
 check "both clients are still up" kill -0 "$c1" "$c2"
+
+# Lookup counts kept exactly through all of it: once the DPU's kernel
+# drops its unused names and inodes, each forgotten node goes, and the
+# client holds the root alone (SIGUSR1 logs what it holds).
+sync
+echo 2 >/proc/sys/vm/drop_caches
+only_root() {
+	: >"$T/state.step"
+	for c in "1 $c1" "2 $c2"; do
+		# shellcheck disable=SC2086 # split on purpose: the log's number, the pid
+		set -- $c
+		kill -USR1 "$2"
+		sleep 0.2
+		tail -n 1 "$T/c$1.log" >>"$T/state.step"
+		tail -n 1 "$T/c$1.log" | grep -q "state: 1 nodes (0 named, 0 other names, 1 lookups" || return 1
+	done
+}
+wait_until 2 only_root
+check "after the kernel forgot them, no node left but the root: $(tr '\n' ' ' <"$T/state.step")" only_root
 check "unmount" umount_qtfs "$T/m1"
 check "unmount" umount_qtfs "$T/m2"
 finish
