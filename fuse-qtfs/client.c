@@ -153,7 +153,8 @@ static void conn_ready(struct qt_conn *c, void *user)
 	int err;
 
 	qt_msg_put_str(m, cl->remote_path);
-	qt_msg_put_u32(m, QTFS_MNT_DIR_ATTRS | QTFS_MNT_PIPE_READS | (cl->o.watch ? QTFS_MNT_WATCH : 0));
+	qt_msg_put_u32(m, QTFS_MNT_DIR_ATTRS | QTFS_MNT_PIPE_READS | QTFS_MNT_XATTR_FH |
+			      (cl->o.watch ? QTFS_MNT_WATCH : 0));
 	if (cl->o.watch)
 		qt_msg_put_u64(m, cl->id);
 	g_mutex_lock(&cl->lock);

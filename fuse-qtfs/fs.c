@@ -4121,42 +4121,86 @@ static void xattr_changing(struct qtfs_fs *fs, fuse_ino_t ino)
 	g_mutex_unlock(&fs->lock);
 }
 
+/* One of the four extended attribute requests, for build_xattr(). */
+struct xattr_ctx {
+	uint16_t type;
+	const char *path; /* NULL: none left */
+	const char *name; /* not for LISTXATTR */
+	const void *value; /* SETXATTR */
+	size_t vsize;
+	uint32_t size;	/* GETXATTR, LISTXATTR: the caller's buffer */
+	uint32_t flags; /* SETXATTR */
+	bool fh;	/* the server takes a handle after the path */
+};
+
+static struct qt_msg *build_xattr(uint64_t sh, void *arg)
+{
+	const struct xattr_ctx *c = arg;
+	struct qt_msg *m = req_path(c->type, c->path ? c->path : "");
+
+	if (c->fh)
+		qt_msg_put_u64(m, sh);
+	if (c->type != QTFS_LISTXATTR)
+		qt_msg_put_str(m, c->name);
+	if (c->type == QTFS_SETXATTR) {
+		qt_msg_put_bytes(m, c->value, c->vsize);
+		qt_msg_put_u32(m, c->flags);
+	} else if (c->type != QTFS_REMOVEXATTR) {
+		qt_msg_put_u32(m, c->size);
+	}
+	return m;
+}
+
+/*
+ * An extended attribute request of node @ino: through a handle it is open
+ * by (attr_fh(): the kernel names none for these) where the server takes
+ * one, so that an fgetxattr() or fsetxattr() reaches the open file
+ * wherever the host has moved it; else by path.
+ */
+static int xattr_call(struct qtfs_fs *fs, fuse_ino_t ino, struct xattr_ctx *c, struct qt_msg **rep)
+{
+	struct fh *h = fs->o.xattr_fh ? attr_fh(fs, ino, NULL, c->path) : NULL;
+	int err;
+
+	c->fh = fs->o.xattr_fh;
+	if (h) {
+		err = call_fh(fs, h, build_xattr, c, rep);
+		fh_unref(h);
+		return err;
+	}
+	return c->path ? call(fs, build_xattr(0, c), true, rep) : -ESTALE;
+}
+
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 			size_t size, int flags)
 {
 	struct qtfs_fs *fs = FS(req);
 	g_autofree char *path = path_of(fs, ino, NULL);
-	struct qt_msg *m;
+	struct xattr_ctx c = {.type = QTFS_SETXATTR, .path = path, .name = name, .value = value,
+			      .vsize = size, .flags = (uint32_t)flags};
+	g_autoptr(qt_msg) rep = NULL;
 	int err;
 
-	if (!path) {
-		reply_err(req, ESTALE);
-		return;
-	}
 	if (size > QTFS_XATTR_SIZE_MAX) {
 		reply_err(req, E2BIG);
 		return;
 	}
-	m = req_path(QTFS_SETXATTR, path);
-	qt_msg_put_str(m, name);
-	qt_msg_put_bytes(m, value, size);
-	qt_msg_put_u32(m, (uint32_t)flags);
 	xattr_changing(fs, ino);
-	err = call_void(fs, m, true);
+	err = xattr_call(fs, ino, &c, &rep);
 	/* Again: a GETXATTR that crossed this one may have read the old value. */
 	xattr_changing(fs, ino);
 	reply_err(req, -err);
 }
 
 /* getxattr and listxattr answer alike: a size probe, or the bytes.  Returns the error. */
-static int reply_xattr(fuse_req_t req, struct qtfs_fs *fs, struct qt_msg *m, size_t size)
+static int reply_xattr(fuse_req_t req, struct qtfs_fs *fs, fuse_ino_t ino, struct xattr_ctx *c, size_t size)
 {
 	g_autoptr(qt_msg) rep = NULL;
 	const uint8_t *p;
 	uint32_t n;
 	size_t len;
 	struct qt_rd r;
-	int err = call(fs, m, true, &rep);
+	int err = xattr_call(fs, ino, c, &rep);
 
 	if (err == 0) {
 		qt_rd_init_msg(&r, rep);
@@ -4216,14 +4260,11 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 {
 	struct qtfs_fs *fs = FS(req);
 	g_autofree char *path = path_of(fs, ino, NULL);
+	struct xattr_ctx c = {.type = QTFS_GETXATTR, .path = path, .name = name,
+			      .size = (uint32_t)MIN(size, QTFS_XATTR_SIZE_MAX)};
 	bool caps, nocaps = false;
-	struct qt_msg *m;
 	unsigned gen;
 
-	if (!path) {
-		reply_err(req, ESTALE);
-		return;
-	}
 	if (!strcmp(name, QTFS_SYNC_XATTR)) {
 		watch_sync(req, fs, size);
 		return;
@@ -4244,10 +4285,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 		slow_push(fs, getxattr_later, x);
 		return;
 	}
-	m = req_path(QTFS_GETXATTR, path);
-	qt_msg_put_str(m, name);
-	qt_msg_put_u32(m, (uint32_t)MIN(size, QTFS_XATTR_SIZE_MAX));
-	if (reply_xattr(req, fs, m, size) == -ENODATA && caps)
+	if (reply_xattr(req, fs, ino, &c, size) == -ENODATA && caps)
 		nocaps_note(fs, ino, gen);
 }
 
@@ -4255,32 +4293,21 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	struct qtfs_fs *fs = FS(req);
 	g_autofree char *path = path_of(fs, ino, NULL);
-	struct qt_msg *m;
+	struct xattr_ctx c = {.type = QTFS_LISTXATTR, .path = path, .size = (uint32_t)MIN(size, QTFS_XATTR_SIZE_MAX)};
 
-	if (!path) {
-		reply_err(req, ESTALE);
-		return;
-	}
-	m = req_path(QTFS_LISTXATTR, path);
-	qt_msg_put_u32(m, (uint32_t)MIN(size, QTFS_XATTR_SIZE_MAX));
-	reply_xattr(req, fs, m, size);
+	reply_xattr(req, fs, ino, &c, size);
 }
 
 static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	struct qtfs_fs *fs = FS(req);
 	g_autofree char *path = path_of(fs, ino, NULL);
-	struct qt_msg *m;
+	struct xattr_ctx c = {.type = QTFS_REMOVEXATTR, .path = path, .name = name};
+	g_autoptr(qt_msg) rep = NULL;
 	int err;
 
-	if (!path) {
-		reply_err(req, ESTALE);
-		return;
-	}
-	m = req_path(QTFS_REMOVEXATTR, path);
-	qt_msg_put_str(m, name);
 	xattr_changing(fs, ino);
-	err = call_void(fs, m, true);
+	err = xattr_call(fs, ino, &c, &rep);
 	xattr_changing(fs, ino);
 	reply_err(req, -err);
 }

@@ -64,6 +64,11 @@ struct qtfs_fs_opts {
 	 * open drops them.
 	 */
 	bool auto_cache;
+	/*
+	 * The server takes a handle in extended attribute requests
+	 * (QTFS_MF_XATTR_FH): those of an open file go through it.
+	 */
+	bool xattr_fh;
 	bool proc;	      /* the mount is the host's /proc: see fs.c "Proc mode" */
 	const char *local_proc;		/* proc mode: where the local procfs is; borrowed */
 	const char *const *local_comms; /* proc mode: comms whose /proc/PID is local */

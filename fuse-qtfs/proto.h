@@ -139,6 +139,12 @@ enum {
 	 * connection from its own host too
 	 */
 	QTFS_MNT_PIPE_READS = 0x4,
+	/*
+	 * the extended attribute requests carry a u64 handle after the path
+	 * (0: by path), so that those of an open file reach it wherever the
+	 * host has moved it
+	 */
+	QTFS_MNT_XATTR_FH = 0x8,
 };
 
 /* MOUNT reply flags. */
@@ -146,6 +152,7 @@ enum {
 	QTFS_MF_RDONLY = 0x1,	 /* the export is read-only */
 	QTFS_MF_DIR_ATTRS = 0x2, /* QTFS_MNT_DIR_ATTRS granted */
 	QTFS_MF_WATCH = 0x4,	 /* QTFS_MNT_WATCH granted */
+	QTFS_MF_XATTR_FH = 0x8,	 /* QTFS_MNT_XATTR_FH granted */
 };
 
 /*

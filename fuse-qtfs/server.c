@@ -216,6 +216,7 @@ struct session {
 	bool ro;
 	bool root_pseudo;    /* the root is on procfs, sysfs...: see tl_cached_only */
 	bool dir_attrs;	     /* QTFS_MNT_DIR_ATTRS: see put_dir_attr() */
+	bool xattr_fh;	     /* QTFS_MNT_XATTR_FH: see xattr_open() */
 	bool splice;	     /* large READ replies may be spliced: see SPLICE_MIN */
 	GHashTable *handles; /* u64 -> struct handle* */
 	uint64_t next_handle;
@@ -2585,13 +2586,27 @@ static int op_access(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
  * through /proc/self/fd/N of an O_PATH descriptor opened beneath the root.
  * That link cannot be used on a symlink without reaching its target, so
  * symlinks have no extended attributes here (user.* ones cannot exist on
- * symlinks anyway; security.* labels are not shown).
+ * symlinks anyway; security.* labels are not shown).  On a session with
+ * QTFS_MNT_XATTR_FH a u64 handle follows the request's path
+ * (rd_xattr_path()): when it is not 0 the call goes to that open file (a
+ * copy of its descriptor) instead, wherever its name is now.
  */
-static int xattr_open(struct session *sess, const char *path, char pfd[64], bool *is_link)
+static int xattr_open(struct session *sess, const char *path, uint64_t hid, char pfd[64], bool *is_link)
 {
 	struct stat st;
-	int fd = openat2_beneath(sess->root_fd, path, O_PATH | O_NOFOLLOW, 0);
+	int fd;
 
+	if (hid) {
+		g_autoptr(handle) h = handle_get(sess, hid);
+
+		if (!h)
+			return -EBADF;
+		fd = fcntl(h->fd, F_DUPFD_CLOEXEC, 0);
+		if (fd < 0)
+			return -errno;
+	} else {
+		fd = openat2_beneath(sess->root_fd, path, O_PATH | O_NOFOLLOW, 0);
+	}
 	if (fd < 0)
 		return fd;
 	if (fstat(fd, &st) < 0 || proc_fd_path(fd, pfd) < 0) {
@@ -2602,23 +2617,36 @@ static int xattr_open(struct session *sess, const char *path, char pfd[64], bool
 	return fd;
 }
 
+/* An xattr request's path, and its handle on a session with QTFS_MNT_XATTR_FH (else 0). */
+static int rd_xattr_path(struct session *sess, struct qt_rd *r, char **path, uint64_t *hid)
+{
+	int err = rd_path(r, path);
+
+	*hid = 0;
+	if (err == 0 && sess->xattr_fh)
+		qt_rd_u64(r, hid);
+	return err;
+}
+
 static int op_getxattr(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 {
 	g_autofree char *path = NULL, *name = NULL;
 	uint32_t size;
+	uint64_t hid;
 	char pfd[64];
 	bool link;
 	ssize_t n;
 	int fd, err;
 
-	if ((err = rd_path(r, &path)) < 0 || (err = qt_rd_strdup(r, QTFS_XATTR_NAME_MAX, &name)) < 0)
+	if ((err = rd_xattr_path(sess, r, &path, &hid)) < 0 ||
+	    (err = qt_rd_strdup(r, QTFS_XATTR_NAME_MAX, &name)) < 0)
 		return err;
 	qt_rd_u32(r, &size);
 	if ((err = qt_rd_end(r)) < 0)
 		return err;
 	if (size > QTFS_XATTR_SIZE_MAX)
 		size = QTFS_XATTR_SIZE_MAX;
-	if ((fd = xattr_open(sess, path, pfd, &link)) < 0)
+	if ((fd = xattr_open(sess, path, hid, pfd, &link)) < 0)
 		return fd;
 	if (link) {
 		close(fd);
@@ -2649,19 +2677,20 @@ static int op_listxattr(struct session *sess, struct qt_rd *r, struct qt_msg *re
 {
 	g_autofree char *path = NULL;
 	uint32_t size;
+	uint64_t hid;
 	char pfd[64];
 	bool link;
 	ssize_t n;
 	int fd, err;
 
-	if ((err = rd_path(r, &path)) < 0)
+	if ((err = rd_xattr_path(sess, r, &path, &hid)) < 0)
 		return err;
 	qt_rd_u32(r, &size);
 	if ((err = qt_rd_end(r)) < 0)
 		return err;
 	if (size > QTFS_XATTR_SIZE_MAX)
 		size = QTFS_XATTR_SIZE_MAX;
-	if ((fd = xattr_open(sess, path, pfd, &link)) < 0)
+	if ((fd = xattr_open(sess, path, hid, pfd, &link)) < 0)
 		return fd;
 	if (link) {
 		close(fd);
@@ -2689,17 +2718,19 @@ static int op_setxattr(struct session *sess, struct qt_rd *r, struct qt_msg *rep
 	const uint8_t *val;
 	size_t len;
 	uint32_t flags;
+	uint64_t hid;
 	char pfd[64];
 	bool link;
 	int fd, err;
 
-	if ((err = rd_path(r, &path)) < 0 || (err = qt_rd_strdup(r, QTFS_XATTR_NAME_MAX, &name)) < 0)
+	if ((err = rd_xattr_path(sess, r, &path, &hid)) < 0 ||
+	    (err = qt_rd_strdup(r, QTFS_XATTR_NAME_MAX, &name)) < 0)
 		return err;
 	qt_rd_bytes(r, QTFS_XATTR_SIZE_MAX, &val, &len);
 	qt_rd_u32(r, &flags);
 	if ((err = qt_rd_end(r)) < 0)
 		return err;
-	if ((fd = xattr_open(sess, path, pfd, &link)) < 0)
+	if ((fd = xattr_open(sess, path, hid, pfd, &link)) < 0)
 		return fd;
 	if ((err = wl_check_fd(sess, QTFS_WL_SETXATTR, fd, NULL)) < 0)
 		;
@@ -2714,14 +2745,15 @@ static int op_setxattr(struct session *sess, struct qt_rd *r, struct qt_msg *rep
 static int op_removexattr(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 {
 	g_autofree char *path = NULL, *name = NULL;
+	uint64_t hid;
 	char pfd[64];
 	bool link;
 	int fd, err;
 
-	if ((err = rd_path(r, &path)) < 0 || (err = qt_rd_strdup(r, QTFS_XATTR_NAME_MAX, &name)) < 0 ||
-	    (err = qt_rd_end(r)) < 0)
+	if ((err = rd_xattr_path(sess, r, &path, &hid)) < 0 ||
+	    (err = qt_rd_strdup(r, QTFS_XATTR_NAME_MAX, &name)) < 0 || (err = qt_rd_end(r)) < 0)
 		return err;
-	if ((fd = xattr_open(sess, path, pfd, &link)) < 0)
+	if ((fd = xattr_open(sess, path, hid, pfd, &link)) < 0)
 		return fd;
 	err = wl_check_fd(sess, QTFS_WL_SETXATTR, fd, NULL);
 	if (err == 0)
@@ -2981,6 +3013,7 @@ static int op_mount(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	sess->ro = best->ro;
 	sess->root_pseudo = kind_pseudo(dev_kind(sess->srv, st.st_dev, fd, ""));
 	sess->dir_attrs = flags & QTFS_MNT_DIR_ATTRS;
+	sess->xattr_fh = flags & QTFS_MNT_XATTR_FH;
 	if (flags & QTFS_MNT_PIPE_READS)
 		sess->splice = true; /* see read_splices() */
 	if ((flags & QTFS_MNT_WATCH) && srv->dw && !sess->root_pseudo)
@@ -2990,7 +3023,7 @@ static int op_mount(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		qt_conn_peer_name(sess->conn), sess->root_path, sess->ro ? " read-only" : "",
 		sess->splice ? "" : " (TCP from this host: large reads are copied, not spliced)");
 	qt_msg_put_u32(rep, (sess->ro ? QTFS_MF_RDONLY : 0) | (sess->dir_attrs ? QTFS_MF_DIR_ATTRS : 0) |
-				    (sess->sub ? QTFS_MF_WATCH : 0));
+				    (sess->sub ? QTFS_MF_WATCH : 0) | (sess->xattr_fh ? QTFS_MF_XATTR_FH : 0));
 	put_attr_of(sess, rep, &st, fd, "");
 	return 0;
 }

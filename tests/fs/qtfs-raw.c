@@ -1319,6 +1319,22 @@ static void attacks_garbage(struct ctx *x)
 	expect(x, "MKNOD with mode 0xffffffff", build_mknod(ESCAPED, 0xffffffff, 0), EINVAL);
 }
 
+/* An extended attribute request through handle @hid, for a session with QTFS_MNT_XATTR_FH. */
+static struct qt_msg *build_xattr_fh(uint16_t op, uint64_t hid)
+{
+	struct qt_msg *m = qt_msg_new(op, 0, 0);
+
+	qt_msg_put_str(m, "");
+	qt_msg_put_u64(m, hid);
+	if (op != QTFS_LISTXATTR)
+		qt_msg_put_str(m, "user.qtfs-raw");
+	if (op == QTFS_SETXATTR)
+		qt_msg_put_bytes(m, "v", 1);
+	if (op != QTFS_REMOVEXATTR)
+		qt_msg_put_u32(m, op == QTFS_SETXATTR ? 0 : 64);
+	return m;
+}
+
 /* Handles the session never opened, closed, or of the wrong kind. */
 static void attacks_handles(struct ctx *x)
 {
@@ -1371,12 +1387,31 @@ static void attacks_handles(struct ctx *x)
 		printf("FAIL second session: %s\n", msg);
 		x->failures++;
 	} else {
-		m = build_mount(x->remote, strlen(x->remote));
+		/* With handles in the extended attribute requests (QTFS_MNT_XATTR_FH). */
+		m = qt_msg_new(QTFS_MOUNT, 0, 0);
+		qt_msg_put_str(m, x->remote);
+		qt_msg_put_u32(m, QTFS_MNT_XATTR_FH);
 		if (expect_on(x, b, "MOUNT (second session)", m, 0) == 0) {
+			static const uint16_t xops[] = {QTFS_GETXATTR, QTFS_LISTXATTR, QTFS_SETXATTR,
+							QTFS_REMOVEXATTR};
+
 			expect_on(x, b, "READ of the first session's file handle", build_read(hf, 0, 16),
 				  EBADF);
 			expect_on(x, b, "RELEASE of the first session's file handle",
 				  build_hid(QTFS_RELEASE, hf), EBADF);
+			for (size_t i = 0; i < G_N_ELEMENTS(xops); i++) {
+				g_snprintf(what, sizeof(what), "%s through the first session's file handle",
+					   qtfs_op_name(xops[i]));
+				expect_on(x, b, what, build_xattr_fh(xops[i], hf), EBADF);
+				g_snprintf(what, sizeof(what), "%s through bogus handle 0xdeadbeef",
+					   qtfs_op_name(xops[i]));
+				expect_on(x, b, what, build_xattr_fh(xops[i], BOGUS_HANDLE), EBADF);
+			}
+			m = qt_msg_new(QTFS_GETXATTR, 0, 0);
+			qt_msg_put_str(m, FILE_NAME);
+			qt_msg_put_str(m, "user.qtfs-raw");
+			qt_msg_put_u32(m, 64);
+			expect_on(x, b, "GETXATTR without its handle (QTFS_MNT_XATTR_FH)", m, EBADMSG);
 		}
 		session_free(b);
 	}

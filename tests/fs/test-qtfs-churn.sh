@@ -52,8 +52,9 @@ check "a listing of a directory removed meanwhile: $(cat "$T/gone.m1") (host: $(
 	cmp -s "$T/gone.exp" "$T/gone.m1"
 
 # And an open file that the host renames away, replaces by another and
-# then unlinks: fstat() and fchmod() of it go to the open file, as on the
-# host (by path they had reached the other file, or failed with ENOENT).
+# then unlinks: fstat(), fchmod() and the f*xattr() calls on it go to the
+# open file, as on the host (by path they had reached the other file, or
+# failed with ENOENT).
 open_moved() {
 	python3 -c '
 import os, sys, time
@@ -68,6 +69,11 @@ st = os.fstat(fd)
 os.fchmod(fd, 0o600)
 print("fstat size %d, fchmod: open file %o, other %o" % (st.st_size, os.stat(h + ".moved").st_mode & 0o777,
                                                          os.stat(h).st_mode & 0o777), end="")
+os.setxattr(fd, "user.k", b"v")
+os.setxattr(fd, "user.gone", b"x")
+os.removexattr(fd, "user.gone")
+print("; fsetxattr: open file %s, other %s; fgetxattr %s, flistxattr %s" % (
+    os.listxattr(h + ".moved"), os.listxattr(h), os.getxattr(fd, "user.k"), os.listxattr(fd)), end="")
 os.unlink(h + ".moved")
 time.sleep(1.2)
 st = os.fstat(fd)

@@ -303,9 +303,11 @@ START_TEST(test_flag_values)
 	ck_assert_int_eq(QTFS_MNT_DIR_ATTRS, 0x1);
 	ck_assert_int_eq(QTFS_MNT_WATCH, 0x2);
 	ck_assert_int_eq(QTFS_MNT_PIPE_READS, 0x4);
+	ck_assert_int_eq(QTFS_MNT_XATTR_FH, 0x8);
 	ck_assert_int_eq(QTFS_MF_RDONLY, 0x1);
 	ck_assert_int_eq(QTFS_MF_DIR_ATTRS, 0x2);
 	ck_assert_int_eq(QTFS_MF_WATCH, 0x4);
+	ck_assert_int_eq(QTFS_MF_XATTR_FH, 0x8);
 }
 END_TEST
 
