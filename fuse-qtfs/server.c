@@ -673,9 +673,22 @@ typedef int (*op_fn)(struct session *sess, struct qt_rd *r, struct qt_msg *rep);
 
 static int rd_path(struct qt_rd *r, char **path)
 {
+	struct qt_rd peek = *r;
+	uint32_t len;
 	char *p = NULL;
-	int err = qt_rd_strdup(r, QTFS_PATH_MAX, &p);
+	int err;
 
+	/*
+	 * A whole path longer than the protocol carries, in a request that
+	 * holds it: a directory tree deeper than that on the host, which a
+	 * local program could still walk relative to a directory.  The
+	 * DPU's programs get ENAMETOOLONG, as for a path too long there.
+	 */
+	if (qt_rd_u32(&peek, &len) == 0 && len > QTFS_PATH_MAX && len <= peek.left) {
+		r->err = -ENAMETOOLONG;
+		return -ENAMETOOLONG;
+	}
+	err = qt_rd_strdup(r, QTFS_PATH_MAX, &p);
 	if (err < 0)
 		return err;
 	if (qtfs_path_check(p, strlen(p)) < 0) {

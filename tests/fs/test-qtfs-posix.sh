@@ -393,6 +393,31 @@ for i in $(seq 200); do
 	echo "$i" >"$T/mnt2/closes/f$i" && cat "$T/mnt2/closes/f$i" >/dev/null
 done
 check "200 files made and read: the host holds none of them open" wait_until 5 host_holds_none f
+# A tree on the host deeper than a whole path may be (4096 bytes): a local
+# program walks it relative to its working directory; through the mount,
+# whose requests carry whole paths, the names past that depth are
+# ENAMETOOLONG (as a path too long is on the DPU), and the rest works.
+deep=$(python3 -c '
+import errno, os, sys
+os.chdir(sys.argv[1])
+for i in range(20):
+    n = "d%02d" % i + "x" * 240
+    os.mkdir(n)
+    os.chdir(n)
+with open("leaf", "w") as f:
+    f.write("deep")
+os.chdir(sys.argv[2])
+depth = 0
+try:
+    for i in range(20):
+        os.chdir("d%02d" % i + "x" * 240)
+        depth += 1
+    print("leaf read")
+except OSError as e:
+    print("%s at depth %d (%d bytes)" % (errno.errorcode.get(e.errno, e.errno), depth,
+                                         len(os.getcwd()) - len(sys.argv[2])))' "$T/exp2" "$T/mnt2")
+check "a tree deeper than 4096 bytes: $deep" sh -c 'echo "$1" | grep -q "^ENAMETOOLONG at depth 1[5-6] "' sh "$deep"
+check "... and the mount still answers" [ "$(cat "$T/mnt2/closes/f1")" = 1 ]
 check "unmount (tcp)" umount_qtfs "$T/mnt2"
 
 # -- the epoll loop on both sides (kernels without io_uring) ------------------
