@@ -3,9 +3,11 @@
 # churn.py HOST SECONDS SEED MOUNT...: the host's tree and the DPU's view
 # of it while both change it at once, then compared.
 #
-# HOST is an export; its subdirectories "disk" and "mem" (a tmpfs, so that
-# inode numbers are reused on one and not on the other, and renames between
-# them fail with EXDEV) hold the tree that changes.  For SECONDS, one thread
+# HOST is an export; its subdirectories named in $CHURN_ROOTS hold the
+# tree that changes (default "disk mem": the disk's file system and a
+# tmpfs, so that inode numbers are reused on one and not on the other,
+# and renames between them fail with EXDEV; test-qtfs-churn.sh adds an
+# overlayfs, "ovl").  For SECONDS, one thread
 # changes that tree on the host: creates, rewrites (same size or not),
 # writes in place, appends, truncates, unlinks, renames of files and of
 # directories (across directories, over existing names, a directory under
@@ -36,7 +38,7 @@ import errno, hashlib, os, random, shutil, stat, sys, threading, time
 
 host, seconds, seed = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
 mounts = sys.argv[4:]
-ROOTS = ("disk", "mem")
+ROOTS = tuple(os.environ.get("CHURN_ROOTS", "disk mem").split())
 BAD = {errno.EIO, errno.ENOTCONN, errno.ETIMEDOUT, errno.ELOOP, errno.EPROTO, errno.EBADMSG,
        errno.ENOSYS}
 STILL = 12

@@ -4,7 +4,7 @@
 # The host and the DPU change one tree at once (tests/fs/churn.py): on the
 # host, creates, rewrites, renames of files and directories (a directory
 # moved under what was its own child), rmdir of subtrees, hard links and
-# symlinks, on an ext4 and a tmpfs; through two mounts (a unix socket; TCP
+# symlinks, on an ext4, a tmpfs and an overlayfs; through two mounts (a unix socket; TCP
 # with two connections and a key), walks, listings, reads and the same
 # kind of changes.  Nothing may fail with an errno the changes do not
 # explain, and files that never change must always read as the host's.
@@ -15,9 +15,28 @@
 
 . "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
 
-mkdir -p "$T/exp/disk" "$T/exp/mem"
+mkdir -p "$T/exp/disk" "$T/exp/mem" "$T/exp/ovl" "$T/layers"
 mount -t tmpfs tmpfs "$T/exp/mem" || exit 1
 QTFS_MOUNTS="$T/exp/mem"
+# And an overlayfs, as a container's root file system is on the host: its
+# lower layer's files are copied up when changed, its directories are
+# renamed only where the kernel allows (EXDEV otherwise).
+CHURN_ROOTS="disk mem"
+mount -t tmpfs tmpfs "$T/layers" || exit 1
+QTFS_MOUNTS="$QTFS_MOUNTS $T/layers"
+mkdir -p "$T/layers/lower/d0" "$T/layers/lower/d1/d2" "$T/layers/upper" "$T/layers/work"
+for i in 1 2 3 4 5 6; do
+	echo "lower $i" >"$T/layers/lower/d0/flower$i"
+	head -c $((i * 3000)) /dev/urandom >"$T/layers/lower/d1/d2/flower$i"
+done
+if mount -t overlay overlay -o "lowerdir=$T/layers/lower,upperdir=$T/layers/upper,workdir=$T/layers/work" \
+	"$T/exp/ovl"; then
+	QTFS_MOUNTS="$QTFS_MOUNTS $T/exp/ovl"
+	CHURN_ROOTS="$CHURN_ROOTS ovl"
+else
+	echo "no overlayfs here: the churn leaves it out"
+fi
+export CHURN_ROOTS
 port=$(free_port)
 start_server "$T/server.log" --listen "unix:$T/sock" --listen "tcp://127.0.0.1:$port" --key-file "$KEY" \
 	--export "$T/exp" || exit 1
