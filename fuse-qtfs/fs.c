@@ -1198,7 +1198,6 @@ static struct fh *attr_fh(struct qtfs_fs *fs, fuse_ino_t ino, struct fuse_file_i
 	return h;
 }
 
-/* The connection of @h is gone: open the file again by path (see the top). */
 /*
  * Is the host file of attributes @a the one node @ino stands for?  Not
  * asked of pseudo files: procfs numbers an inode afresh each time it is
@@ -1216,6 +1215,7 @@ static bool node_is(struct qtfs_fs *fs, fuse_ino_t ino, const struct qtfs_attr *
 	return same;
 }
 
+/* The connection of @h is gone: open the file again by path (see the top). */
 static int fh_reopen(struct qtfs_fs *fs, struct fh *h, uint64_t stale_gen, unsigned stale_slot)
 {
 	g_autofree char *path = NULL;
