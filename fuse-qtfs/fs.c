@@ -1155,8 +1155,9 @@ static void fh_close(struct qtfs_fs *fs, struct fh *h)
 }
 
 /*
- * Some open handle of node @ino (a reference), for requests the kernel
- * sends without one (see attr_fh()).  NULL when none is open.
+ * Some open handle of node @ino (a reference), a directory's for a
+ * directory, for requests the kernel sends without one (see attr_fh()).
+ * NULL when none is open.
  */
 static struct fh *node_fh(struct qtfs_fs *fs, fuse_ino_t ino)
 {
@@ -1166,7 +1167,7 @@ static struct fh *node_fh(struct qtfs_fs *fs, fuse_ino_t ino)
 	g_mutex_lock(&fs->lock);
 	n = node_by_id(fs, ino);
 	/* Not a relayed FIFO's if there is another: calls on it wait behind its blocking ones. */
-	for (GList *l = n ? n->fhs : NULL; l; l = l->next) {
+	for (GList *l = !n ? NULL : n->type == S_IFDIR ? n->dirfhs : n->fhs; l; l = l->next) {
 		h = l->data;
 		if (!h->stream)
 			break;

@@ -104,6 +104,31 @@ open_moved "$T/m1/disk/held" "$T/exp/disk/held" >"$T/moved.m1"
 check "an open file renamed, replaced, unlinked on the host: $(cat "$T/moved.m1") (host: $(cat "$T/moved.exp"))" \
 	cmp -s "$T/moved.exp" "$T/moved.m1"
 
+# The same of an open directory that the host renames: fstat() (which
+# fdopendir() makes), a listing, fchmod() and fsetxattr() through it.
+open_dir_moved() {
+	python3 -c '
+import os, sys, time
+p, h = sys.argv[1], sys.argv[2]
+os.makedirs(h + "/sub")
+fd = os.open(p, os.O_RDONLY | os.O_DIRECTORY)
+os.rename(h, h + ".moved")
+time.sleep(1.2)  # past attr_timeout
+os.fstat(fd)
+names = os.listdir(fd)
+os.chmod(fd, 0o700)
+os.setxattr(fd, "user.d", b"1")
+print("names %s, mode %o, xattrs %s" % (names, os.stat(h + ".moved").st_mode & 0o777,
+                                        os.listxattr(h + ".moved")))
+os.close(fd)
+os.rmdir(h + ".moved/sub")
+os.rmdir(h + ".moved")' "$1" "$2"
+}
+open_dir_moved "$T/exp/disk/dheld" "$T/exp/disk/dheld" >"$T/dmoved.exp" 2>&1
+open_dir_moved "$T/m1/disk/dheld" "$T/exp/disk/dheld" >"$T/dmoved.m1" 2>&1
+check "an open directory renamed on the host: $(tail -n 1 "$T/dmoved.m1") (host: $(cat "$T/dmoved.exp"))" \
+	cmp -s "$T/dmoved.exp" "$T/dmoved.m1"
+
 # A SETATTR goes through a handle the file is open by, even one open
 # for reading only: a truncate by path then still works.
 check "truncate(2) of a file open for reading only" python3 -c '
