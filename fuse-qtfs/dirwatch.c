@@ -18,6 +18,16 @@
  * bounds that.  When a directory goes, the kernel ends its watch
  * (IN_IGNORED) and the entry goes too.
  *
+ * Moves.  A directory renamed from one watched directory into another,
+ * itself watched, gives three events in a row: IN_MOVED_FROM in the old
+ * parent, IN_MOVED_TO in the new one (the same cookie), IN_MOVE_SELF on
+ * the directory.  Put together they say which directory went where, and
+ * the client moves its node there, so that names relative to it (a
+ * process's working directory in it) follow.  Events of other changes
+ * may come between them (another rename at the same moment); then each
+ * is handed on alone, as before, and the client learns the new place by
+ * its next lookup.  struct dw_move holds a move being put together.
+ *
  * Locking: one mutex over both tables; qtfs_dirwatch_add() runs on any
  * thread, the events are read on the loop thread.
  */
@@ -36,7 +46,7 @@
 
 #include "log.h"
 
-#define DW_MASK (IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ONLYDIR)
+#define DW_MASK (IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_MOVE_SELF | IN_ONLYDIR)
 /* Reads per wake-up before the loop gets to run something else. */
 #define DW_READS_MAX 16
 /*
@@ -53,8 +63,17 @@ struct dw_entry {
 	struct qtfs_dirid id;
 };
 
+/* A directory's move being put together from its events (see the top); loop thread. */
+struct dw_move {
+	int stage; /* 0: nothing held; 1: an IN_MOVED_FROM; 2: and its IN_MOVED_TO */
+	uint32_t cookie;
+	struct qtfs_dirid from, to;
+	char from_name[NAME_MAX + 1], to_name[NAME_MAX + 1];
+};
+
 struct qtfs_dirwatch {
 	int fd;
+	struct dw_move move;
 	struct qt_watch *watch;
 	unsigned max;
 	qtfs_dirwatch_fn fn;
@@ -101,11 +120,58 @@ static bool forget_wd(struct qtfs_dirwatch *w, int wd, struct qtfs_dirid *gone)
 	return last;
 }
 
+/* A directory's name left or changed: @dir/@name. */
+static void emit_dir_name(struct qtfs_dirwatch *w, const struct qtfs_dirid *dir, const char *name)
+{
+	struct qtfs_dirwatch_event out = {
+		.kind = QTFS_DW_NAME, .dir = *dir, .name = name, .len = strlen(name), .is_dir = true};
+
+	w->fn(w->arg, &out);
+}
+
+/* Hand on what is held of a move as the plain names it is. */
+static void move_flush(struct qtfs_dirwatch *w)
+{
+	struct dw_move *m = &w->move;
+
+	if (m->stage >= 1)
+		emit_dir_name(w, &m->from, m->from_name);
+	if (m->stage >= 2)
+		emit_dir_name(w, &m->to, m->to_name);
+	m->stage = 0;
+}
+
+/* The move held is whole: directory @self went from @from/@from_name to @to/@to_name. */
+static void move_emit(struct qtfs_dirwatch *w, const struct qtfs_dirid *self)
+{
+	struct dw_move *m = &w->move;
+	struct qtfs_dirwatch_event out = {
+		.kind = QTFS_DW_NAME,
+		.dir = m->from,
+		.name = m->from_name,
+		.len = strlen(m->from_name),
+		.is_dir = true,
+		.moved = true,
+		.to_dir = m->to,
+		.self = *self,
+		.to_name = m->to_name,
+	};
+
+	w->fn(w->arg, &out);
+	emit_dir_name(w, &m->to, m->to_name);
+	m->stage = 0;
+}
+
 static void dispatch(struct qtfs_dirwatch *w, const struct inotify_event *ev)
 {
 	struct qtfs_dirwatch_event out = {.kind = QTFS_DW_NAME};
+	uint32_t dir_mask = ev->mask & (IN_MOVED_FROM | IN_MOVED_TO | IN_ISDIR);
+	struct dw_move *m = &w->move;
 	struct dw_entry *e;
+	size_t len;
 
+	if (ev->mask & (IN_Q_OVERFLOW | IN_IGNORED))
+		move_flush(w);
 	if (ev->mask & IN_Q_OVERFLOW) {
 		qt_warn("directory watch: the kernel's event queue overflowed; clients drop their "
 			"cached names");
@@ -128,10 +194,35 @@ static void dispatch(struct qtfs_dirwatch *w, const struct inotify_event *ev)
 	if (e)
 		out.dir = e->id;
 	g_mutex_unlock(&w->lock);
-	if (!e || !ev->len || !(ev->mask & (IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE)))
+	len = ev->len ? strnlen(ev->name, ev->len) : 0;
+	if (ev->mask & IN_MOVE_SELF) {
+		if (m->stage == 2 && e)
+			move_emit(w, &out.dir);
+		else
+			move_flush(w);
 		return;
+	}
+	if (m->stage == 1 && e && len && len <= NAME_MAX && dir_mask == (IN_MOVED_TO | IN_ISDIR) &&
+	    ev->cookie == m->cookie) {
+		m->to = out.dir;
+		memcpy(m->to_name, ev->name, len);
+		m->to_name[len] = '\0';
+		m->stage = 2;
+		return;
+	}
+	move_flush(w);
+	if (!e || !len || !(ev->mask & (IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE)))
+		return;
+	if (dir_mask == (IN_MOVED_FROM | IN_ISDIR) && len <= NAME_MAX) {
+		m->from = out.dir;
+		memcpy(m->from_name, ev->name, len);
+		m->from_name[len] = '\0';
+		m->cookie = ev->cookie;
+		m->stage = 1;
+		return;
+	}
 	out.name = ev->name;
-	out.len = strnlen(ev->name, ev->len);
+	out.len = len;
 	out.is_dir = ev->mask & IN_ISDIR;
 	out.is_new = ev->mask & IN_CREATE;
 	if (out.len)
@@ -172,6 +263,8 @@ static bool read_events(struct qtfs_dirwatch *w, unsigned reads)
 			pos += (ssize_t)sizeof(*ev) + ev->len;
 		}
 	}
+	/* A move cut short by the end of what was read goes as plain names. */
+	move_flush(w);
 	if (any)
 		w->fn(w->arg, &end);
 	return empty;

@@ -36,6 +36,16 @@ struct qtfs_dirwatch_event {
 	size_t len;
 	bool is_dir;	       /* QTFS_DW_NAME: the name is (was) a directory's */
 	bool is_new;	       /* QTFS_DW_NAME: created (IN_CREATE) */
+	/*
+	 * QTFS_DW_NAME of a watched directory renamed away from @dir/@name
+	 * into another watched directory: where it went, and which directory
+	 * it is (@self), when inotify told all three (IN_MOVED_FROM,
+	 * IN_MOVED_TO, IN_MOVE_SELF) in a row.  The IN_MOVED_TO comes as a
+	 * QTFS_DW_NAME of its own too.
+	 */
+	bool moved;
+	struct qtfs_dirid to_dir, self;
+	const char *to_name; /* NUL-terminated */
 };
 
 typedef void (*qtfs_dirwatch_fn)(void *arg, const struct qtfs_dirwatch_event *ev);

@@ -2393,6 +2393,28 @@ static void watch_missed(struct qtfs_fs *fs)
 	qt_timer_add(qtfs_client_loop(fs->cl), 1000, expire_again, fs);
 }
 
+/*
+ * A directory the host moved (QTFS_WN_MOVED): its node goes to its new
+ * place at once, where the client knows the new parent, so that names
+ * looked up relative to it (a DPU process's working directory in it)
+ * reach the host's.  The kernel's old name of it is dropped as for any
+ * other name that left; a walk through the new name finds the same node.
+ * Reports come in order, so a later move moves it on.
+ */
+static void watch_moved(struct qtfs_fs *fs, const struct qtfs_watch_name *w)
+{
+	struct node probe = {.dev = w->self_dev, .ino = w->self_ino};
+	g_autofree char *name = g_strndup(w->to_name, w->to_len);
+	struct node *n, *to;
+
+	g_mutex_lock(&fs->lock);
+	n = g_hash_table_lookup(fs->by_key, &probe);
+	to = dir_node_locked(fs, w->to_dev, w->to_ino, w->to_gen);
+	if (n && to && n != fs->root && n->type == S_IFDIR && n->gen == w->self_gen)
+		node_name(fs, n, to, name);
+	g_mutex_unlock(&fs->lock);
+}
+
 /* A WATCH reply: queue its names for the notifier.  0, or -EIO if malformed. */
 static int watch_take_reply(struct qtfs_fs *fs, const struct qt_msg *rep)
 {
@@ -2408,6 +2430,8 @@ static int watch_take_reply(struct qtfs_fs *fs, const struct qt_msg *rep)
 	for (guint i = 0; i < names->len; i++) {
 		const struct qtfs_watch_name *n = &g_array_index(names, struct qtfs_watch_name, i);
 
+		if (n->moved)
+			watch_moved(fs, n);
 		/* A new name makes nothing the kernel holds wrong. */
 		if (!n->is_new)
 			inval_push_name(fs, n->dev, n->ino, n->gen, n->is_dir, n->name, n->len);

@@ -166,12 +166,28 @@ int qtfs_watch_reply_read(const struct qt_msg *rep, uint32_t *flags, uint64_t *s
 		qt_rd_u64(&r, &n.gen);
 		qt_rd_u8(&r, &nflags);
 		qt_rd_bytes(&r, QTFS_NAME_MAX, &p, &n.len);
-		if (r.err || (nflags & ~(QTFS_WN_DIR | QTFS_WN_NEW)) ||
+		if (r.err || (nflags & ~(QTFS_WN_DIR | QTFS_WN_NEW | QTFS_WN_MOVED)) ||
 		    qtfs_name_check((const char *)p, n.len) < 0)
 			return -EBADMSG;
 		n.is_dir = nflags & QTFS_WN_DIR;
 		n.is_new = nflags & QTFS_WN_NEW;
+		n.moved = nflags & QTFS_WN_MOVED;
 		n.name = (const char *)p;
+		if (n.moved) {
+			const uint8_t *q = NULL;
+
+			qt_rd_u64(&r, &n.to_dev);
+			qt_rd_u64(&r, &n.to_ino);
+			qt_rd_u64(&r, &n.to_gen);
+			qt_rd_bytes(&r, QTFS_NAME_MAX, &q, &n.to_len);
+			qt_rd_u64(&r, &n.self_dev);
+			qt_rd_u64(&r, &n.self_ino);
+			qt_rd_u64(&r, &n.self_gen);
+			/* Only a directory moves so, and it cannot have been made. */
+			if (r.err || !n.is_dir || n.is_new || qtfs_name_check((const char *)q, n.to_len) < 0)
+				return -EBADMSG;
+			n.to_name = (const char *)q;
+		}
 		g_array_append_val(names, n);
 	}
 	return qt_rd_end(&r) < 0 ? -EBADMSG : 0;

@@ -145,6 +145,8 @@ enum {
 	 * host has moved it
 	 */
 	QTFS_MNT_XATTR_FH = 0x8,
+	/* with WATCH: a directory's move may come as one name (QTFS_WN_MOVED) */
+	QTFS_MNT_WATCH_MOVES = 0x10,
 };
 
 /* MOUNT reply flags. */
@@ -153,6 +155,7 @@ enum {
 	QTFS_MF_DIR_ATTRS = 0x2, /* QTFS_MNT_DIR_ATTRS granted */
 	QTFS_MF_WATCH = 0x4,	 /* QTFS_MNT_WATCH granted */
 	QTFS_MF_XATTR_FH = 0x8,	 /* QTFS_MNT_XATTR_FH granted */
+	QTFS_MF_WATCH_MOVES = 0x10, /* QTFS_MNT_WATCH_MOVES granted */
 };
 
 /*
@@ -180,6 +183,12 @@ enum {
 	 * renamed in comes without it, since it may replace a cached one.
 	 */
 	QTFS_WN_NEW = 0x2,
+	/*
+	 * (QTFS_MNT_WATCH_MOVES only) a directory renamed away from this name
+	 * into a watched directory: then follow u64 dev, ino, gen of the new
+	 * parent, bytes new name, u64 dev, ino, gen of the directory moved
+	 */
+	QTFS_WN_MOVED = 0x4,
 };
 #define QTFS_WATCH_WAIT_MAX_MS 60000
 #define QTFS_WATCH_BATCH_MAX 4096
@@ -191,6 +200,11 @@ struct qtfs_watch_name {
 	bool is_new; /* QTFS_WN_NEW */
 	const char *name; /* into the reply's buffer; not NUL-terminated */
 	size_t len;
+	bool moved; /* QTFS_WN_MOVED: the rest is set */
+	uint64_t to_dev, to_ino, to_gen; /* the new parent */
+	const char *to_name;		  /* into the reply's buffer; not NUL-terminated */
+	size_t to_len;
+	uint64_t self_dev, self_ino, self_gen; /* the directory moved */
 };
 
 /*

@@ -162,6 +162,7 @@ struct watch_sub {
 	bool sync;		/* a WATCH_SYNC waits for the queue: answer without delay */
 	uint64_t seq;		/* of the last WATCH reply */
 	bool full_logged;	/* client_watches reached: said once */
+	bool moves;		/* QTFS_MNT_WATCH_MOVES: moves go as one name (QTFS_WN_MOVED) */
 };
 
 /* What a subscription hears of a directory: names that go, or those that appear too. */
@@ -191,6 +192,10 @@ struct watch_ev {
 	bool is_new;
 	char *name;
 	bool is_dir;
+	/* a directory's move (dirwatch.h); sent as one where the client asked (QTFS_MNT_WATCH_MOVES) */
+	bool moved;
+	struct qtfs_dirid to_dir, self;
+	char *to_name;
 };
 
 struct handle {
@@ -2919,8 +2924,10 @@ static int op_poll(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 
 static void sub_clear_queue(struct watch_sub *sub)
 {
-	for (guint i = 0; i < sub->queue->len; i++)
+	for (guint i = 0; i < sub->queue->len; i++) {
 		g_free(g_array_index(sub->queue, struct watch_ev, i).name);
+		g_free(g_array_index(sub->queue, struct watch_ev, i).to_name);
+	}
 	g_array_set_size(sub->queue, 0);
 }
 
@@ -3029,14 +3036,21 @@ static int op_mount(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	sess->xattr_fh = flags & QTFS_MNT_XATTR_FH;
 	if (flags & QTFS_MNT_PIPE_READS)
 		sess->splice = true; /* see read_splices() */
-	if ((flags & QTFS_MNT_WATCH) && srv->dw && !sess->root_pseudo)
+	if ((flags & QTFS_MNT_WATCH) && srv->dw && !sess->root_pseudo) {
 		sess->sub = sub_get(srv, client);
+		if (flags & QTFS_MNT_WATCH_MOVES) {
+			g_mutex_lock(&srv->sub_lock);
+			sess->sub->moves = true;
+			g_mutex_unlock(&srv->sub_lock);
+		}
+	}
 	g_mutex_unlock(&sess->lock);
 	qt_info("peer %s (%s): mounted \"%s\"%s%s", qt_conn_peer(sess->conn),
 		qt_conn_peer_name(sess->conn), sess->root_path, sess->ro ? " read-only" : "",
 		sess->splice ? "" : " (TCP from this host: large reads are copied, not spliced)");
 	qt_msg_put_u32(rep, (sess->ro ? QTFS_MF_RDONLY : 0) | (sess->dir_attrs ? QTFS_MF_DIR_ATTRS : 0) |
-				    (sess->sub ? QTFS_MF_WATCH : 0) | (sess->xattr_fh ? QTFS_MF_XATTR_FH : 0));
+				    (sess->sub ? QTFS_MF_WATCH : 0) | (sess->xattr_fh ? QTFS_MF_XATTR_FH : 0) |
+				    (sess->sub && (flags & QTFS_MNT_WATCH_MOVES) ? QTFS_MF_WATCH_MOVES : 0));
 	put_attr_of(sess, rep, &st, fd, "");
 	return 0;
 }
@@ -3119,8 +3133,18 @@ static void watch_answer(struct watch_sub *sub, struct job *j, uint32_t flags, b
 		qt_msg_put_u64(rep, ev->dir.dev);
 		qt_msg_put_u64(rep, ev->dir.ino);
 		qt_msg_put_u64(rep, ev->dir.gen);
-		qt_msg_put_u8(rep, (ev->is_dir ? QTFS_WN_DIR : 0) | (ev->is_new ? QTFS_WN_NEW : 0));
+		qt_msg_put_u8(rep, (ev->is_dir ? QTFS_WN_DIR : 0) | (ev->is_new ? QTFS_WN_NEW : 0) |
+					   (ev->moved ? QTFS_WN_MOVED : 0));
 		qt_msg_put_bytes(rep, ev->name, strlen(ev->name));
+		if (ev->moved) {
+			qt_msg_put_u64(rep, ev->to_dir.dev);
+			qt_msg_put_u64(rep, ev->to_dir.ino);
+			qt_msg_put_u64(rep, ev->to_dir.gen);
+			qt_msg_put_bytes(rep, ev->to_name, strlen(ev->to_name));
+			qt_msg_put_u64(rep, ev->self.dev);
+			qt_msg_put_u64(rep, ev->self.ino);
+			qt_msg_put_u64(rep, ev->self.gen);
+		}
 	}
 	if (events) {
 		sub_clear_queue(sub);
@@ -3334,6 +3358,10 @@ static void watch_event(void *arg, const struct qtfs_dirwatch_event *ev)
 			e.name = g_strndup(ev->name, ev->len);
 			e.is_dir = ev->is_dir;
 			e.is_new = ev->is_new;
+			e.moved = ev->moved && sub->moves;
+			e.to_dir = ev->to_dir;
+			e.self = ev->self;
+			e.to_name = e.moved ? g_strdup(ev->to_name) : NULL;
 			g_array_append_val(sub->queue, e);
 			break;
 		}

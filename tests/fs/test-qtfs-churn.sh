@@ -129,6 +129,38 @@ open_dir_moved "$T/m1/disk/dheld" "$T/exp/disk/dheld" >"$T/dmoved.m1" 2>&1
 check "an open directory renamed on the host: $(tail -n 1 "$T/dmoved.m1") (host: $(cat "$T/dmoved.exp"))" \
 	cmp -s "$T/dmoved.exp" "$T/dmoved.m1"
 
+# A DPU process whose working directory is in a directory the host moves
+# into one the DPU has looked in: names relative to it follow the move,
+# as on the host (the server reports the move, the client moves its node;
+# before, they went by the old path and were ENOENT).
+cwd_moved() {
+	python3 -c '
+import os, shutil, sys
+base, h = sys.argv[1], sys.argv[2]
+os.makedirs(h + "/a/b")
+os.makedirs(h + "/z")
+with open(h + "/a/b/f", "w") as f:
+    f.write("here")
+os.listdir(base + "/z")
+os.chdir(base + "/a/b")
+os.stat("f")
+os.rename(h + "/a", h + "/z/a2")
+if base != h:
+    os.getxattr(base, "user.qtfs.sync")
+with open("f") as f:
+    out = [f.read()]
+with open("g", "w") as f:
+    f.write("new")
+out += [str(os.path.exists(h + "/z/a2/b/g")), str(sorted(os.listdir(".")))]
+os.chdir("/")
+shutil.rmtree(h)
+print(" ".join(out))' "$1" "$2"
+}
+cwd_moved "$T/exp/disk/cwdt" "$T/exp/disk/cwdt" >"$T/cwd.exp" 2>&1
+cwd_moved "$T/m1/disk/cwdt" "$T/exp/disk/cwdt" >"$T/cwd.m1" 2>&1
+check "a working directory the host moves: $(tail -n 1 "$T/cwd.m1") (host: $(cat "$T/cwd.exp"))" \
+	cmp -s "$T/cwd.exp" "$T/cwd.m1"
+
 # A SETATTR goes through a handle the file is open by, even one open
 # for reading only: a truncate by path then still works.
 check "truncate(2) of a file open for reading only" python3 -c '

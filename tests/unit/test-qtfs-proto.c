@@ -304,10 +304,13 @@ START_TEST(test_flag_values)
 	ck_assert_int_eq(QTFS_MNT_WATCH, 0x2);
 	ck_assert_int_eq(QTFS_MNT_PIPE_READS, 0x4);
 	ck_assert_int_eq(QTFS_MNT_XATTR_FH, 0x8);
+	ck_assert_int_eq(QTFS_MNT_WATCH_MOVES, 0x10);
 	ck_assert_int_eq(QTFS_MF_RDONLY, 0x1);
 	ck_assert_int_eq(QTFS_MF_DIR_ATTRS, 0x2);
 	ck_assert_int_eq(QTFS_MF_WATCH, 0x4);
 	ck_assert_int_eq(QTFS_MF_XATTR_FH, 0x8);
+	ck_assert_int_eq(QTFS_MF_WATCH_MOVES, 0x10);
+	ck_assert_int_eq(QTFS_WN_MOVED, 0x4);
 }
 END_TEST
 
@@ -411,6 +414,76 @@ START_TEST(test_watch_reply)
 }
 END_TEST
 
+/* The rest of a QTFS_WN_MOVED name: the new parent, the new name, the directory itself. */
+static void put_moved(struct qt_msg *m, uint64_t to_ino, const char *to_name, uint64_t self_ino)
+{
+	qt_msg_put_u64(m, 0x801);
+	qt_msg_put_u64(m, to_ino);
+	qt_msg_put_u64(m, 3);
+	qt_msg_put_bytes(m, to_name, strlen(to_name));
+	qt_msg_put_u64(m, 0x801);
+	qt_msg_put_u64(m, self_ino);
+	qt_msg_put_u64(m, 4);
+}
+
+START_TEST(test_watch_reply_moved)
+{
+	g_autoptr(GArray) names = g_array_new(FALSE, FALSE, sizeof(struct qtfs_watch_name));
+	struct qt_msg *m = watch_reply(0, 2);
+	const struct qtfs_watch_name *n;
+	uint32_t flags = 0;
+	uint64_t seq = 0;
+	guint k;
+
+	put_name(m, 0x801, 42, 2, QTFS_WN_DIR | QTFS_WN_MOVED, "old", 3);
+	put_moved(m, 50, "new", 60);
+	put_name(m, 0x801, 50, 3, QTFS_WN_DIR, "new", 3);
+	ck_assert_int_eq(qtfs_watch_reply_read(m, &flags, &seq, names), 0);
+	ck_assert_uint_eq(names->len, 2);
+	n = &g_array_index(names, struct qtfs_watch_name, 0);
+	ck_assert(n->moved && n->is_dir && n->ino == 42 && n->len == 3 && !memcmp(n->name, "old", 3));
+	ck_assert(n->to_dev == 0x801 && n->to_ino == 50 && n->to_gen == 3 && n->to_len == 3 &&
+		  !memcmp(n->to_name, "new", 3));
+	ck_assert(n->self_dev == 0x801 && n->self_ino == 60 && n->self_gen == 4);
+	n = &g_array_index(names, struct qtfs_watch_name, 1);
+	ck_assert(!n->moved && n->ino == 50);
+	for (size_t len = 0; len < qt_msg_payload_len(m); len++) {
+		struct qt_msg *p = payload_prefix(m, len);
+
+		ck_assert_int_eq(read_watch(p, &flags, &k), -EBADMSG);
+		qt_msg_free(p);
+	}
+	qt_msg_free(m);
+
+	/* Only a directory moves so, it was not just made, and its new name is one component. */
+	m = watch_reply(0, 1);
+	put_name(m, 1, 2, 3, QTFS_WN_MOVED, "file", 4);
+	put_moved(m, 5, "x", 6);
+	ck_assert_int_eq(read_watch(m, &flags, &k), -EBADMSG);
+	qt_msg_free(m);
+	m = watch_reply(0, 1);
+	put_name(m, 1, 2, 3, QTFS_WN_DIR | QTFS_WN_NEW | QTFS_WN_MOVED, "d", 1);
+	put_moved(m, 5, "x", 6);
+	ck_assert_int_eq(read_watch(m, &flags, &k), -EBADMSG);
+	qt_msg_free(m);
+	m = watch_reply(0, 1);
+	put_name(m, 1, 2, 3, QTFS_WN_DIR | QTFS_WN_MOVED, "d", 1);
+	put_moved(m, 5, "..", 6);
+	ck_assert_int_eq(read_watch(m, &flags, &k), -EBADMSG);
+	qt_msg_free(m);
+	m = watch_reply(0, 1);
+	put_name(m, 1, 2, 3, QTFS_WN_DIR | QTFS_WN_MOVED, "d", 1);
+	put_moved(m, 5, "a/b", 6);
+	ck_assert_int_eq(read_watch(m, &flags, &k), -EBADMSG);
+	qt_msg_free(m);
+	/* An unknown name flag still is malformed. */
+	m = watch_reply(0, 1);
+	put_name(m, 1, 2, 3, 0x8, "d", 1);
+	ck_assert_int_eq(read_watch(m, &flags, &k), -EBADMSG);
+	qt_msg_free(m);
+}
+END_TEST
+
 START_TEST(test_watch_reply_bad)
 {
 	static const struct {
@@ -471,11 +544,13 @@ END_TEST
 START_TEST(test_watch_reply_random)
 {
 	GRand *rng = g_rand_new_with_seed(4242);
-	struct qt_msg *good = watch_reply(0, 3);
+	struct qt_msg *good = watch_reply(0, 4);
 
 	put_name(good, 5, 6, 7, 0, "alpha", 5);
 	put_name(good, 5, 8, 9, QTFS_WN_DIR, "beta", 4);
 	put_name(good, 5, 10, 11, QTFS_WN_NEW, "g", 1);
+	put_name(good, 5, 12, 13, QTFS_WN_DIR | QTFS_WN_MOVED, "m", 1);
+	put_moved(good, 14, "to", 15);
 	for (int i = 0; i < 50000; i++) {
 		g_autoptr(GArray) names = g_array_new(FALSE, FALSE, sizeof(struct qtfs_watch_name));
 		struct qt_msg *m;
@@ -506,6 +581,8 @@ START_TEST(test_watch_reply_random)
 			const struct qtfs_watch_name *n = &g_array_index(names, struct qtfs_watch_name, k);
 
 			ck_assert_int_eq(qtfs_name_check(n->name, n->len), 0);
+			ck_assert(!n->moved || (n->is_dir && !n->is_new &&
+						qtfs_name_check(n->to_name, n->to_len) == 0));
 		}
 		qt_msg_free(m);
 	}
@@ -558,6 +635,7 @@ int main(void)
 	tcase_add_test(tc, test_op_names);
 	tcase_add_test(tc, test_watch_reply);
 	tcase_add_test(tc, test_watch_reply_bad);
+	tcase_add_test(tc, test_watch_reply_moved);
 	tcase_add_test(tc, test_watch_reply_random);
 	tcase_add_test(tc, test_sync_mounts);
 	suite_add_tcase(s, tc);
