@@ -166,6 +166,7 @@ struct qtfs_fs {
 	unsigned watch_epoch; /* atomic: bumped when names may have been missed */
 	int watch_long;	      /* atomic: names were cached for watch_timeout since the last sweep */
 	int sync_count;	      /* atomic: the length of sync_waiters */
+	guint moves;	      /* atomic: directories moved by reports (watch_moved()) */
 	int watch_stop;	      /* atomic */
 	unsigned list_epoch;  /* atomic: bumped when every list is dropped */
 	size_t listed_total;  /* names in every node->names; fs->lock */
@@ -2410,8 +2411,10 @@ static void watch_moved(struct qtfs_fs *fs, const struct qtfs_watch_name *w)
 	g_mutex_lock(&fs->lock);
 	n = g_hash_table_lookup(fs->by_key, &probe);
 	to = dir_node_locked(fs, w->to_dev, w->to_ino, w->to_gen);
-	if (n && to && n != fs->root && n->type == S_IFDIR && n->gen == w->self_gen)
+	if (n && to && n != fs->root && n->type == S_IFDIR && n->gen == w->self_gen) {
 		node_name(fs, n, to, name);
+		g_atomic_int_inc(&fs->moves);
+	}
 	g_mutex_unlock(&fs->lock);
 }
 
@@ -4775,8 +4778,9 @@ void qtfs_fs_log_state(struct qtfs_fs *fs)
 	g_mutex_unlock(&fs->lock);
 	qt_notice("state: %u nodes (%u named, %u other names, %" G_GUINT64_FORMAT
 		  " lookups by the kernel), %u open files, %u open directories, %u listings kept (%zu "
-		  "names), %zu names of directories listed",
-		  nodes, named, aliases, lookups, files, dirs, listings, listing_names, listed_names);
+		  "names), %zu names of directories listed, %u directories moved as the host reported",
+		  nodes, named, aliases, lookups, files, dirs, listings, listing_names, listed_names,
+		  (guint)g_atomic_int_get(&fs->moves));
 }
 
 void qtfs_fs_stopping(struct qtfs_fs *fs)
