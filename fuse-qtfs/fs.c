@@ -333,7 +333,7 @@ static void node_name(struct qtfs_fs *fs, struct node *n, struct node *parent, c
 
 	if (n->parent == parent && n->name && !strcmp(n->name, name))
 		return;
-	if (n->children && node_above(n, parent))
+	if (node_above(n, parent))
 		return;
 	old = g_hash_table_lookup(fs->by_name, &probe);
 	if (old && old != n)

@@ -418,6 +418,15 @@ check "... and for a name beneath it" sh -c "! stat '$L/b/in/f' 2>/dev/null"
 check "... a listing with attributes of its parent works" sh -c "ls -l '$L/b' | grep -q ' in\$'"
 check "... the directory's own path still works" [ "$(cat "$L/f")" = here ]
 check "... and a name made beside it since" sh -c "echo new >'$L/b/new' && [ \"\$(cat '$T/exp/disk/loopy/a/b/new')\" = new ]"
+# One level down, in a directory none of whose names the client knows
+# yet: the lookup would make the directory its own parent.
+mkdir -p "$T/exp/disk/loopy/c/in"
+mount --bind "$T/exp/disk/loopy/c" "$T/exp/disk/loopy/c/in" || exit 1
+QTFS_MOUNTS="$QTFS_MOUNTS $T/exp/disk/loopy/c/in"
+check "a directory right inside itself: ELOOP there" fails_with ELOOP stat "$T/def/disk/loopy/c/in"
+sleep 1.1 # the directory's attributes lapse: the next calls ask the client
+check "... the directory itself still works" sh -c "ls '$T/def/disk/loopy/c' >/dev/null && touch '$T/def/disk/loopy/c/new'"
+check "... the client is still up" kill -0 "$client"
 # The mount's root beneath itself: ELOOP too (the kernel's own answer
 # to a lookup answered with the root would be EIO).
 mkdir "$T/exp/disk/loopy/root"
@@ -427,6 +436,6 @@ check "the mount's root beneath itself: ELOOP there" fails_with ELOOP stat "$T/d
 check "... a listing with attributes of its parent works" sh -c "ls -l '$T/def/disk/loopy' | grep -q ' root\$'"
 check "... and the root's own names are there" [ -d "$T/def/disk/loopy/a" ]
 check "... the client is still up" kill -0 "$client"
-umount "$T/exp/disk/loopy/a/b/in" "$T/exp/disk/loopy/root"
+umount "$T/exp/disk/loopy/a/b/in" "$T/exp/disk/loopy/root" "$T/exp/disk/loopy/c/in"
 
 finish
