@@ -2411,6 +2411,10 @@ static void watch_moved(struct qtfs_fs *fs, const struct qtfs_watch_name *w)
 	g_mutex_lock(&fs->lock);
 	n = g_hash_table_lookup(fs->by_key, &probe);
 	to = dir_node_locked(fs, w->to_dev, w->to_ino, w->to_gen);
+	/* Where the new parent has a path itself: else the node keeps the one it had. */
+	for (struct node *p = to; p && p != fs->root; p = p->parent)
+		if (!p->parent)
+			to = NULL;
 	if (n && to && n != fs->root && n->type == S_IFDIR && n->gen == w->self_gen) {
 		node_name(fs, n, to, name);
 		g_atomic_int_inc(&fs->moves);
