@@ -1780,6 +1780,8 @@ enum inval_kind {
 	INVAL_SEQ_DONE,	  /* the names of WATCH reply @mark are done with (see "Barrier") */
 	INVAL_SWEEP_DONE, /* the barrier's sweep @mark is done (queued after an INVAL_ALL) */
 	INVAL_KICK,	  /* look at the waiting barriers (see "Barrier") */
+	/* the directory (@self_*) moved to @name in the directory (@dev, @ino, @gen): watch_moved() */
+	INVAL_MOVE,
 };
 
 struct inval {
@@ -1788,12 +1790,15 @@ struct inval {
 	unsigned epoch;	    /* INVAL_SEQ_DONE: the watch_epoch when it was pushed */
 	bool is_dir;	    /* the name is a directory's */
 	uint64_t dev, ino, gen; /* the directory */
+	uint64_t self_dev, self_ino, self_gen; /* INVAL_MOVE: the directory moved */
 	fuse_ino_t parent;  /* INVAL_EXPIRE: the directory */
 	size_t len;
 	char name[];
 };
 
 static struct inval inval_stop;
+
+static void watch_moved(struct qtfs_fs *fs, const struct inval *v);
 
 /* How often the notifier looks at the barriers' deadlines while some wait. */
 #define SYNC_TICK_US (100 * 1000)
@@ -1921,6 +1926,8 @@ static gpointer notifier_main(gpointer arg)
 			sync_kick(fs);
 		} else if (v->kind == INVAL_KICK) {
 			sync_kick(fs);
+		} else if (v->kind == INVAL_MOVE) {
+			watch_moved(fs, v);
 		} else if (v->kind == INVAL_ALL) {
 			expire_all(fs);
 		} else if (v->kind == INVAL_EXPIRE) {
@@ -2395,28 +2402,30 @@ static void watch_missed(struct qtfs_fs *fs)
 }
 
 /*
- * A directory the host moved (QTFS_WN_MOVED): its node goes to its new
- * place at once, where the client knows the new parent, so that names
+ * A directory the host moved (QTFS_WN_MOVED, an INVAL_MOVE): its node goes
+ * to its new place, where the client knows the new parent, so that names
  * looked up relative to it (a DPU process's working directory in it)
- * reach the host's.  The kernel's old name of it is dropped as for any
- * other name that left; a walk through the new name finds the same node.
- * Reports come in order, so a later move moves it on.
+ * reach the host's.  The notifier does it, after it has expired the
+ * kernel's names the same report dropped (the directory's old one among
+ * them): while the kernel still held a name that nests the directories
+ * the old way, a lookup through the new place could otherwise be refused
+ * by the kernel (ELOOP).  A walk through the new name finds the same
+ * node.  Reports come in order, so a later move moves it on.
  */
-static void watch_moved(struct qtfs_fs *fs, const struct qtfs_watch_name *w)
+static void watch_moved(struct qtfs_fs *fs, const struct inval *v)
 {
-	struct node probe = {.dev = w->self_dev, .ino = w->self_ino};
-	g_autofree char *name = g_strndup(w->to_name, w->to_len);
+	struct node probe = {.dev = v->self_dev, .ino = v->self_ino};
 	struct node *n, *to;
 
 	g_mutex_lock(&fs->lock);
 	n = g_hash_table_lookup(fs->by_key, &probe);
-	to = dir_node_locked(fs, w->to_dev, w->to_ino, w->to_gen);
+	to = dir_node_locked(fs, v->dev, v->ino, v->gen);
 	/* Where the new parent has a path itself: else the node keeps the one it had. */
 	for (struct node *p = to; p && p != fs->root; p = p->parent)
 		if (!p->parent)
 			to = NULL;
-	if (n && to && n != fs->root && n->type == S_IFDIR && n->gen == w->self_gen) {
-		node_name(fs, n, to, name);
+	if (n && to && n != fs->root && n->type == S_IFDIR && n->gen == v->self_gen) {
+		node_name(fs, n, to, v->name);
 		g_atomic_int_inc(&fs->moves);
 	}
 	g_mutex_unlock(&fs->lock);
@@ -2437,11 +2446,19 @@ static int watch_take_reply(struct qtfs_fs *fs, const struct qt_msg *rep)
 	for (guint i = 0; i < names->len; i++) {
 		const struct qtfs_watch_name *n = &g_array_index(names, struct qtfs_watch_name, i);
 
-		if (n->moved)
-			watch_moved(fs, n);
+
 		/* A new name makes nothing the kernel holds wrong. */
 		if (!n->is_new)
 			inval_push_name(fs, n->dev, n->ino, n->gen, n->is_dir, n->name, n->len);
+		if (n->moved) {
+			struct inval *v = g_malloc0(sizeof(*v) + n->to_len + 1);
+
+			*v = (struct inval){.kind = INVAL_MOVE, .dev = n->to_dev, .ino = n->to_ino,
+					    .gen = n->to_gen, .self_dev = n->self_dev, .self_ino = n->self_ino,
+					    .self_gen = n->self_gen, .len = n->to_len};
+			memcpy(v->name, n->to_name, n->to_len);
+			g_async_queue_push(fs->invals, v);
+		}
 	}
 	inval_push_seq_done(fs, seq, watch_epoch(fs));
 	return 0;
