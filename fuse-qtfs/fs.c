@@ -333,7 +333,7 @@ static void node_name(struct qtfs_fs *fs, struct node *n, struct node *parent, c
 
 	if (n->parent == parent && n->name && !strcmp(n->name, name))
 		return;
-	if (node_above(n, parent))
+	if (n->type == S_IFDIR && node_above(n, parent))
 		return;
 	old = g_hash_table_lookup(fs->by_name, &probe);
 	if (old && old != n)
@@ -1124,15 +1124,23 @@ static void fh_detach(struct qtfs_fs *fs, struct fh *h)
  * reply failed): close the server's handle, fire and forget, drop any poll
  * wait, and drop the kernel's reference.
  */
-static void fh_close_wait(struct qtfs_fs *fs, struct fh *h, bool wait)
+static struct qt_msg *build_release(uint64_t sh)
 {
 	struct qt_msg *m = qt_msg_new(QTFS_RELEASE, 0, 0);
+
+	qt_msg_put_u64(m, sh);
+	return m;
+}
+
+static void fh_close_wait(struct qtfs_fs *fs, struct fh *h, bool wait)
+{
+	struct qt_msg *m;
 	unsigned slot;
 	uint64_t gen;
 
 	fh_detach(fs, h);
 	g_mutex_lock(&h->lock);
-	qt_msg_put_u64(m, h->sh);
+	m = build_release(h->sh);
 	slot = h->slot;
 	gen = h->gen;
 	if (h->ph) {
@@ -1244,10 +1252,7 @@ static int fh_reopen(struct qtfs_fs *fs, struct fh *h, uint64_t stale_gen, unsig
 			  &gen, &sh, &a, NULL);
 	if (err == 0 && !node_is(fs, h->ino, &a)) {
 		/* Another file at the name now: its writes must not land there. */
-		struct qt_msg *m = qt_msg_new(QTFS_RELEASE, 0, 0);
-
-		qt_msg_put_u64(m, sh);
-		qtfs_client_call_async(fs->cl, slot, gen, m);
+		qtfs_client_call_async(fs->cl, slot, gen, build_release(sh));
 		qt_notice("cannot reopen \"%s\" after reconnecting: another file has its name now", path);
 		g_mutex_unlock(&h->reopen_lock);
 		return -ESTALE;
@@ -1823,6 +1828,18 @@ static void inval_push_kind(struct qtfs_fs *fs, enum inval_kind kind, uint64_t m
 
 	v->kind = kind;
 	v->mark = mark;
+	g_async_queue_push(fs->invals, v);
+}
+
+/* The move of a WATCH name with QTFS_WN_MOVED. */
+static void inval_push_move(struct qtfs_fs *fs, const struct qtfs_watch_name *n)
+{
+	struct inval *v = g_malloc0(sizeof(*v) + n->to_len + 1);
+
+	*v = (struct inval){.kind = INVAL_MOVE, .dev = n->to_dev, .ino = n->to_ino, .gen = n->to_gen,
+			    .self_dev = n->self_dev, .self_ino = n->self_ino, .self_gen = n->self_gen,
+			    .len = n->to_len};
+	memcpy(v->name, n->to_name, n->to_len);
 	g_async_queue_push(fs->invals, v);
 }
 
@@ -2446,19 +2463,11 @@ static int watch_take_reply(struct qtfs_fs *fs, const struct qt_msg *rep)
 	for (guint i = 0; i < names->len; i++) {
 		const struct qtfs_watch_name *n = &g_array_index(names, struct qtfs_watch_name, i);
 
-
 		/* A new name makes nothing the kernel holds wrong. */
 		if (!n->is_new)
 			inval_push_name(fs, n->dev, n->ino, n->gen, n->is_dir, n->name, n->len);
-		if (n->moved) {
-			struct inval *v = g_malloc0(sizeof(*v) + n->to_len + 1);
-
-			*v = (struct inval){.kind = INVAL_MOVE, .dev = n->to_dev, .ino = n->to_ino,
-					    .gen = n->to_gen, .self_dev = n->self_dev, .self_ino = n->self_ino,
-					    .self_gen = n->self_gen, .len = n->to_len};
-			memcpy(v->name, n->to_name, n->to_len);
-			g_async_queue_push(fs->invals, v);
-		}
+		if (n->moved)
+			inval_push_move(fs, n);
 	}
 	inval_push_seq_done(fs, seq, watch_epoch(fs));
 	return 0;

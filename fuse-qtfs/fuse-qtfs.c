@@ -543,11 +543,7 @@ static int run(struct settings *s)
 	 * FUSE workers inherit the mask); the main thread takes them in
 	 * qtfs_session_wait().
 	 */
-	sigemptyset(&term);
-	sigaddset(&term, SIGTERM);
-	sigaddset(&term, SIGINT);
-	sigaddset(&term, SIGHUP);
-	sigaddset(&term, SIGUSR1);
+	qtfs_session_signals(&term);
 	pthread_sigmask(SIG_BLOCK, &term, NULL);
 	err = qtfs_client_new(&co, &cl, &root, &mflags, &msg);
 	if (err < 0) {

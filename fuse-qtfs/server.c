@@ -3107,6 +3107,14 @@ static void deliver(void *arg)
 
 /* ---- name caching: WATCH requests and events ---------------------------- */
 
+/* A directory's identity in a WATCH name: u64 dev, ino, gen. */
+static void put_dirid(struct qt_msg *rep, const struct qtfs_dirid *id)
+{
+	qt_msg_put_u64(rep, id->dev);
+	qt_msg_put_u64(rep, id->ino);
+	qt_msg_put_u64(rep, id->gen);
+}
+
 /*
  * Turn the held WATCH @j into its reply: @flags, and the queued names if
  * @events (a replaced request gets none: its connection may be going).
@@ -3130,20 +3138,14 @@ static void watch_answer(struct watch_sub *sub, struct job *j, uint32_t flags, b
 	for (guint i = 0; i < n; i++) {
 		const struct watch_ev *ev = &g_array_index(sub->queue, struct watch_ev, i);
 
-		qt_msg_put_u64(rep, ev->dir.dev);
-		qt_msg_put_u64(rep, ev->dir.ino);
-		qt_msg_put_u64(rep, ev->dir.gen);
+		put_dirid(rep, &ev->dir);
 		qt_msg_put_u8(rep, (ev->is_dir ? QTFS_WN_DIR : 0) | (ev->is_new ? QTFS_WN_NEW : 0) |
 					   (ev->moved ? QTFS_WN_MOVED : 0));
 		qt_msg_put_bytes(rep, ev->name, strlen(ev->name));
 		if (ev->moved) {
-			qt_msg_put_u64(rep, ev->to_dir.dev);
-			qt_msg_put_u64(rep, ev->to_dir.ino);
-			qt_msg_put_u64(rep, ev->to_dir.gen);
+			put_dirid(rep, &ev->to_dir);
 			qt_msg_put_bytes(rep, ev->to_name, strlen(ev->to_name));
-			qt_msg_put_u64(rep, ev->self.dev);
-			qt_msg_put_u64(rep, ev->self.ino);
-			qt_msg_put_u64(rep, ev->self.gen);
+			put_dirid(rep, &ev->self);
 		}
 	}
 	if (events) {

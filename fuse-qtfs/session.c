@@ -172,6 +172,15 @@ static void start_on_loop(void *arg)
 		ended(s, ENOMEM);
 }
 
+void qtfs_session_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGHUP);
+	sigaddset(set, SIGUSR1);
+}
+
 int qtfs_session_start(struct fuse_session *se, struct qt_loop *loop, struct qtfs_fs *fs,
 		       unsigned max_workers, struct qtfs_session **out)
 {
@@ -179,11 +188,7 @@ int qtfs_session_start(struct fuse_session *se, struct qt_loop *loop, struct qtf
 	sigset_t term;
 	int fl, err;
 
-	sigemptyset(&term);
-	sigaddset(&term, SIGTERM);
-	sigaddset(&term, SIGINT);
-	sigaddset(&term, SIGHUP);
-	sigaddset(&term, SIGUSR1);
+	qtfs_session_signals(&term);
 	s = g_new0(struct qtfs_session, 1);
 	s->se = se;
 	s->loop = loop;

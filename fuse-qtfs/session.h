@@ -6,15 +6,22 @@
  */
 #pragma once
 
+#include <signal.h>
+
 #include "fs.h"
 
 struct qtfs_session;
 
 /*
+ * The signals qtfs_session_wait() takes, into @set: the termination ones
+ * (SIGTERM, SIGINT, SIGHUP) and SIGUSR1 (log the state).
+ */
+void qtfs_session_signals(sigset_t *set);
+/*
  * After fuse_session_mount(), from the main thread: start reading @se's
- * requests on @loop (the client's).  The termination signals (SIGTERM,
- * SIGINT, SIGHUP) must be blocked in every thread; qtfs_session_wait()
- * takes them.  0, or -errno.
+ * requests on @loop (the client's).  The signals of qtfs_session_signals()
+ * must be blocked in every thread; qtfs_session_wait() takes them.  0, or
+ * -errno.
  */
 int qtfs_session_start(struct fuse_session *se, struct qt_loop *loop, struct qtfs_fs *fs,
 		       unsigned max_workers, struct qtfs_session **out);
