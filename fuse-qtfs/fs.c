@@ -2547,6 +2547,10 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want |= conn->capable & FUSE_CAP_SPLICE_WRITE;
 	/* Data changes on the host: no writeback cache. */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	/* The host's ACLs take part in the kernel's permission checks (see "ACLs"). */
+	conn->want |= conn->capable & FUSE_CAP_POSIX_ACL;
+	if (fs->o.umask)
+		conn->want |= conn->capable & FUSE_CAP_DONT_MASK;
 	if (fs->se && !(conn->capable & FUSE_CAP_EXPIRE_ONLY)) {
 		qt_notice("this kernel cannot expire cached names (before 6.2): names are cached "
 			  "for entry_timeout only");
@@ -2834,6 +2838,9 @@ static void put_caller(struct qt_msg *m, fuse_req_t req)
 
 	qt_msg_put_u32(m, ctx->uid);
 	qt_msg_put_u32(m, ctx->gid);
+	/* (libfuse: the umask of a MKNOD, MKDIR or CREATE, else 0) */
+	if (FS(req)->o.umask)
+		qt_msg_put_u32(m, ctx->umask & 0777);
 }
 
 /* Shared by mknod, mkdir, symlink: send @m for the new name and answer with its entry. */
@@ -4135,8 +4142,29 @@ static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
  */
 #define XATTR_CAPS "security.capability"
 
-/* How many xattr changes of @ino went out; and whether it is known to have no capabilities. */
-static unsigned xattr_gen(struct qtfs_fs *fs, fuse_ino_t ino, bool *nocaps)
+/*
+ * ACLs.  The kernel checks permissions itself (default_permissions) and,
+ * with FUSE_CAP_POSIX_ACL, against the host's POSIX ACLs too: it asks for
+ * a node's access ACL (GETXATTR system.posix_acl_access) when a caller is
+ * neither its owner nor served by the mode's "other" bits alone, and keeps
+ * it until it next refreshes the node's attributes.  Without that, the
+ * mode's group bits (an ACL's mask) stood for every ACL entry: a named
+ * user was refused what the host grants, and the owning group got what
+ * its entry withholds.  The kernel takes an EOPNOTSUPP there for an error,
+ * not for "no ACL", and refuses the access: a file system on the host
+ * without ACLs answers ENODATA here instead, and pseudo files (procfs,
+ * sysfs, cgroupfs have no ACLs) are answered here at once.  New files: the
+ * kernel leaves the umask to us (FUSE_CAP_DONT_MASK, with QTFS_MF_UMASK)
+ * and the server applies it only where the parent has no default ACL.
+ */
+#define XATTR_ACL_ACCESS "system.posix_acl_access"
+#define XATTR_ACL_DEFAULT "system.posix_acl_default"
+
+/*
+ * How many xattr changes of @ino went out; whether it is known to have no
+ * capabilities; whether it is a pseudo file.
+ */
+static unsigned xattr_gen(struct qtfs_fs *fs, fuse_ino_t ino, bool *nocaps, bool *pseudo)
 {
 	struct node *n;
 	unsigned gen = 0;
@@ -4146,6 +4174,7 @@ static unsigned xattr_gen(struct qtfs_fs *fs, fuse_ino_t ino, bool *nocaps)
 	if (n) {
 		gen = n->xattr_gen;
 		*nocaps = n->nocaps_until && g_get_monotonic_time() < n->nocaps_until;
+		*pseudo = n->pseudo;
 	}
 	g_mutex_unlock(&fs->lock);
 	return gen;
@@ -4189,6 +4218,7 @@ struct xattr_ctx {
 	uint32_t size;	/* GETXATTR, LISTXATTR: the caller's buffer */
 	uint32_t flags; /* SETXATTR */
 	bool fh;	/* the server takes a handle after the path */
+	bool acl;	/* GETXATTR of a POSIX ACL (see "ACLs") */
 };
 
 static struct qt_msg *build_xattr(uint64_t sh, void *arg)
@@ -4260,6 +4290,8 @@ static int reply_xattr(fuse_req_t req, struct qtfs_fs *fs, fuse_ino_t ino, struc
 	struct qt_rd r;
 	int err = xattr_call(fs, ino, c, &rep);
 
+	if (err == -EOPNOTSUPP && c->acl)
+		err = -ENODATA;
 	if (err == 0) {
 		qt_rd_init_msg(&r, rep);
 		qt_rd_u32(&r, &n);
@@ -4306,11 +4338,11 @@ static void getxattr_later(void *arg, bool run)
 static bool getxattr_caps_known(struct qtfs_fs *fs, fuse_ino_t ino, const uint8_t *arg, size_t alen)
 {
 	size_t off = sizeof(struct fuse_getxattr_in);
-	bool nocaps = false;
+	bool nocaps = false, pseudo;
 
 	if (alen < off + sizeof(XATTR_CAPS) || memcmp(arg + off, XATTR_CAPS, sizeof(XATTR_CAPS)) != 0)
 		return false;
-	xattr_gen(fs, ino, &nocaps);
+	xattr_gen(fs, ino, &nocaps, &pseudo);
 	return nocaps;
 }
 
@@ -4320,7 +4352,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	g_autofree char *path = path_of(fs, ino, NULL);
 	struct xattr_ctx c = {.type = QTFS_GETXATTR, .path = path, .name = name,
 			      .size = (uint32_t)MIN(size, QTFS_XATTR_SIZE_MAX)};
-	bool caps, nocaps = false;
+	bool caps, nocaps = false, pseudo = false;
 	unsigned gen;
 
 	if (!strcmp(name, QTFS_SYNC_XATTR)) {
@@ -4328,8 +4360,9 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 		return;
 	}
 	caps = !strcmp(name, XATTR_CAPS);
-	gen = xattr_gen(fs, ino, &nocaps);
-	if (caps && nocaps) {
+	c.acl = !strcmp(name, XATTR_ACL_ACCESS) || !strcmp(name, XATTR_ACL_DEFAULT);
+	gen = xattr_gen(fs, ino, &nocaps, &pseudo);
+	if ((caps && nocaps) || (c.acl && pseudo)) {
 		reply_err(req, ENODATA);
 		return;
 	}
@@ -4714,6 +4747,7 @@ struct qtfs_fs *qtfs_fs_new(const struct qtfs_fs_opts *o, struct qtfs_client *cl
 	fs->root->ino = root->ino;
 	fs->root->gen = root->gen;
 	fs->root->type = S_IFDIR;
+	fs->root->pseudo = root->flags & QTFS_AF_PSEUDO;
 	fs->root->nlookup = 1;
 	fs->next_id = FUSE_ROOT_ID;
 	g_hash_table_insert(fs->by_id, &fs->root->id, fs->root);

@@ -69,6 +69,12 @@ struct qtfs_fs_opts {
 	 * (QTFS_MF_XATTR_FH): those of an open file go through it.
 	 */
 	bool xattr_fh;
+	/*
+	 * The server applies the caller's umask (QTFS_MF_UMASK): the kernel
+	 * leaves it to us (FUSE_CAP_DONT_MASK), so that a directory's default
+	 * ACL takes its place as on the host.
+	 */
+	bool umask;
 	bool proc;	      /* the mount is the host's /proc: see fs.c "Proc mode" */
 	const char *local_proc;		/* proc mode: where the local procfs is; borrowed */
 	const char *const *local_comms; /* proc mode: comms whose /proc/PID is local */

@@ -562,6 +562,7 @@ static int run(struct settings *s)
 	if (!(mflags & QTFS_MF_WATCH))
 		s->fs.watch_timeout = 0;
 	s->fs.xattr_fh = mflags & QTFS_MF_XATTR_FH;
+	s->fs.umask = mflags & QTFS_MF_UMASK;
 	s->fs.local_proc = s->local_proc;
 	s->fs.local_comms = (const char *const *)s->comms;
 	s->fs.fifo_relay = (const char *const *)s->fifo_relay;

@@ -147,6 +147,12 @@ enum {
 	QTFS_MNT_XATTR_FH = 0x8,
 	/* with WATCH: a directory's move may come as one name (QTFS_WN_MOVED) */
 	QTFS_MNT_WATCH_MOVES = 0x10,
+	/*
+	 * the caller of MKNOD, MKDIR, SYMLINK and CREATE ends with a u32 umask,
+	 * and the request's mode is not masked yet: the server masks it unless
+	 * the parent directory has a default ACL, as the host's kernel would
+	 */
+	QTFS_MNT_UMASK = 0x20,
 };
 
 /* MOUNT reply flags. */
@@ -156,6 +162,7 @@ enum {
 	QTFS_MF_WATCH = 0x4,	 /* QTFS_MNT_WATCH granted */
 	QTFS_MF_XATTR_FH = 0x8,	 /* QTFS_MNT_XATTR_FH granted */
 	QTFS_MF_WATCH_MOVES = 0x10, /* QTFS_MNT_WATCH_MOVES granted */
+	QTFS_MF_UMASK = 0x20,	    /* QTFS_MNT_UMASK granted */
 };
 
 /*

@@ -222,6 +222,7 @@ struct session {
 	bool root_pseudo;    /* the root is on procfs, sysfs...: see tl_cached_only */
 	bool dir_attrs;	     /* QTFS_MNT_DIR_ATTRS: see put_dir_attr() */
 	bool xattr_fh;	     /* QTFS_MNT_XATTR_FH: see xattr_open() */
+	bool umask;	     /* QTFS_MNT_UMASK: see rd_caller() */
 	bool splice;	     /* large READ replies may be spliced: see SPLICE_MIN */
 	GHashTable *handles; /* u64 -> struct handle* */
 	uint64_t next_handle;
@@ -1497,6 +1498,45 @@ static int op_readlink(struct session *sess, struct qt_rd *r, struct qt_msg *rep
 }
 
 /*
+ * The caller of a request that makes a name (docs/protocol.md, "caller"):
+ * the owner the new file gets and, on a session with QTFS_MNT_UMASK, the
+ * umask its mode has not been through yet.
+ */
+struct caller {
+	uint32_t uid, gid, umask;
+};
+
+static void rd_caller(struct session *sess, struct qt_rd *r, struct caller *c)
+{
+	qt_rd_u32(r, &c->uid);
+	qt_rd_u32(r, &c->gid);
+	c->umask = 0;
+	if (sess->umask)
+		qt_rd_u32(r, &c->umask);
+}
+
+/*
+ * The mode to make a name in @a's directory with: the caller's umask taken
+ * off, unless the directory has a default ACL, which takes its place (the
+ * host's kernel then derives the mode from both, as for a local create;
+ * the server's own umask is 0).  The client's kernel cannot tell, as it
+ * does not know the host's default ACLs: it leaves the umask to us.
+ */
+static uint32_t caller_mode(const struct at *a, uint32_t mode, const struct caller *c)
+{
+	uint32_t um = c->umask & 0777;
+	char proc[64];
+
+	if (!(mode & um))
+		return mode;
+	/* An O_PATH descriptor takes no fgetxattr(); its /proc link is the directory itself. */
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", a->dirfd);
+	if (getxattr(proc, "system.posix_acl_default", NULL, 0) > 0)
+		return mode;
+	return mode & ~um;
+}
+
+/*
  * Give a new file the caller's ownership, as a local create by the caller
  * would have: uid of the caller, gid of the caller or, under a set-group-ID
  * directory, of the directory.  @fd is the file if it is open (a CREATE),
@@ -1569,7 +1609,7 @@ enum make_kind { MAKE_NODE, MAKE_DIR, MAKE_SYMLINK };
  * resolved on the client, never here.
  */
 static int make_at(struct session *sess, enum make_kind kind, const char *path, uint32_t mode,
-		   uint64_t rdev, const char *target, uint32_t uid, uint32_t gid, struct qt_msg *rep)
+		   uint64_t rdev, const char *target, const struct caller *c, struct qt_msg *rep)
 {
 	uint32_t wflags;
 	struct at a;
@@ -1582,12 +1622,12 @@ static int make_at(struct session *sess, enum make_kind kind, const char *path, 
 		return err;
 	wflags = watch_dir(sess, &a);
 	if (kind == MAKE_DIR)
-		r = mkdirat(a.dirfd, a.name, mode & 07777);
+		r = mkdirat(a.dirfd, a.name, caller_mode(&a, mode & 07777, c));
 	else if (kind == MAKE_SYMLINK)
 		r = symlinkat(target, a.dirfd, a.name);
 	else
-		r = mknodat(a.dirfd, a.name, mode, (dev_t)rdev);
-	err = r < 0 ? -errno : answer_made(sess, &a, uid, gid, wflags, rep);
+		r = mknodat(a.dirfd, a.name, caller_mode(&a, mode, c), (dev_t)rdev);
+	err = r < 0 ? -errno : answer_made(sess, &a, c->uid, c->gid, wflags, rep);
 	if (err == 0)
 		put_dir_attr(sess, rep, &a);
 	at_clear(&a);
@@ -1597,7 +1637,8 @@ static int make_at(struct session *sess, enum make_kind kind, const char *path, 
 static int op_mknod(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 {
 	g_autofree char *path = NULL;
-	uint32_t mode, uid, gid;
+	struct caller c;
+	uint32_t mode;
 	uint64_t rdev;
 	int err;
 
@@ -1605,27 +1646,26 @@ static int op_mknod(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		return err;
 	qt_rd_u32(r, &mode);
 	qt_rd_u64(r, &rdev);
-	qt_rd_u32(r, &uid);
-	qt_rd_u32(r, &gid);
+	rd_caller(sess, r, &c);
 	if ((err = qt_rd_end(r)) < 0)
 		return err;
-	return make_at(sess, MAKE_NODE, path, mode, rdev, NULL, uid, gid, rep);
+	return make_at(sess, MAKE_NODE, path, mode, rdev, NULL, &c, rep);
 }
 
 static int op_mkdir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 {
 	g_autofree char *path = NULL;
-	uint32_t mode, uid, gid;
+	struct caller c;
+	uint32_t mode;
 	int err;
 
 	if ((err = rd_path(r, &path)) < 0)
 		return err;
 	qt_rd_u32(r, &mode);
-	qt_rd_u32(r, &uid);
-	qt_rd_u32(r, &gid);
+	rd_caller(sess, r, &c);
 	if ((err = qt_rd_end(r)) < 0)
 		return err;
-	return make_at(sess, MAKE_DIR, path, mode, 0, NULL, uid, gid, rep);
+	return make_at(sess, MAKE_DIR, path, mode, 0, NULL, &c, rep);
 }
 
 static int op_remove(struct session *sess, struct qt_rd *r, struct qt_msg *rep, bool dir)
@@ -1660,16 +1700,15 @@ static int op_rmdir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 static int op_symlink(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 {
 	g_autofree char *path = NULL, *target = NULL;
-	uint32_t uid, gid;
+	struct caller c;
 	int err;
 
 	if ((err = rd_path(r, &path)) < 0 || (err = qt_rd_strdup(r, QTFS_SYMLINK_MAX, &target)) < 0)
 		return err;
-	qt_rd_u32(r, &uid);
-	qt_rd_u32(r, &gid);
+	rd_caller(sess, r, &c);
 	if ((err = qt_rd_end(r)) < 0)
 		return err;
-	return make_at(sess, MAKE_SYMLINK, path, 0, 0, target, uid, gid, rep);
+	return make_at(sess, MAKE_SYMLINK, path, 0, 0, target, &c, rep);
 }
 
 #define RENAME_FLAGS_OK (RENAME_NOREPLACE | RENAME_EXCHANGE)
@@ -1997,7 +2036,8 @@ static int answer_created(struct session *sess, struct at *a, int fd, uint32_t u
 static int op_create(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 {
 	g_autofree char *path = NULL;
-	uint32_t flags, mode, uid, gid;
+	uint32_t flags, mode;
+	struct caller c;
 	struct at a;
 	int fd, err;
 
@@ -2005,8 +2045,7 @@ static int op_create(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		return err;
 	qt_rd_u32(r, &flags);
 	qt_rd_u32(r, &mode);
-	qt_rd_u32(r, &uid);
-	qt_rd_u32(r, &gid);
+	rd_caller(sess, r, &c);
 	if ((err = qt_rd_end(r)) < 0)
 		return err;
 	if (!*path)
@@ -2025,9 +2064,9 @@ static int op_create(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		fd = openat(a.dirfd, a.name,
 			    ((int)flags & OPEN_FLAGS_OK & ~O_DIRECTORY) | O_CREAT | O_EXCL | O_NOFOLLOW |
 				    O_CLOEXEC,
-			    mode & 07777);
+			    caller_mode(&a, mode & 07777, &c));
 		if (fd >= 0) {
-			err = answer_created(sess, &a, fd, uid, gid, (int)flags, wflags, rep);
+			err = answer_created(sess, &a, fd, c.uid, c.gid, (int)flags, wflags, rep);
 			if (err == 0)
 				put_dir_attr(sess, rep, &a);
 			at_clear(&a);
@@ -3034,6 +3073,7 @@ static int op_mount(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	sess->root_pseudo = kind_pseudo(dev_kind(sess->srv, st.st_dev, fd, ""));
 	sess->dir_attrs = flags & QTFS_MNT_DIR_ATTRS;
 	sess->xattr_fh = flags & QTFS_MNT_XATTR_FH;
+	sess->umask = flags & QTFS_MNT_UMASK;
 	if (flags & QTFS_MNT_PIPE_READS)
 		sess->splice = true; /* see read_splices() */
 	if ((flags & QTFS_MNT_WATCH) && srv->dw && !sess->root_pseudo) {
@@ -3050,7 +3090,8 @@ static int op_mount(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		sess->splice ? "" : " (TCP from this host: large reads are copied, not spliced)");
 	qt_msg_put_u32(rep, (sess->ro ? QTFS_MF_RDONLY : 0) | (sess->dir_attrs ? QTFS_MF_DIR_ATTRS : 0) |
 				    (sess->sub ? QTFS_MF_WATCH : 0) | (sess->xattr_fh ? QTFS_MF_XATTR_FH : 0) |
-				    (sess->sub && (flags & QTFS_MNT_WATCH_MOVES) ? QTFS_MF_WATCH_MOVES : 0));
+				    (sess->sub && (flags & QTFS_MNT_WATCH_MOVES) ? QTFS_MF_WATCH_MOVES : 0) |
+				    (sess->umask ? QTFS_MF_UMASK : 0));
 	put_attr_of(sess, rep, &st, fd, "");
 	return 0;
 }
@@ -3780,6 +3821,7 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 	struct qt_loop *l = sess->srv->loop;
 	uint64_t hid, off, len;
 	uint32_t u, gid;
+	struct caller c;
 	const uint8_t *data;
 	size_t n;
 	uint8_t *p;
@@ -3865,15 +3907,18 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 			qt_rd_u32(r, &u);
 		else if (qt_rd_strdup(r, QTFS_SYMLINK_MAX, &rj->target) < 0)
 			return false;
-		qt_rd_u32(r, &rj->uid);
-		qt_rd_u32(r, &rj->gid);
+		rd_caller(sess, r, &c);
 		if (qt_rd_end(r) < 0 || !*path)
 			return false;
+		rj->uid = c.uid;
+		rj->gid = c.gid;
 		rj->finish = ring_made_finish;
 		if ((err = ring_at(sess, rj, path, dir ? QTFS_WL_MKDIR : QTFS_WL_CREATE)) == DEFER)
 			return false;
-		if (err == 0)
+		if (err == 0) {
 			rj->wflags = watch_dir(sess, &rj->at);
+			u = caller_mode(&rj->at, u & 07777, &c);
+		}
 		if (err == 0 && ns_here(sess, &rj->at)) {
 			gint64 t0 = g_get_monotonic_time();
 			int rc = (dir ? mkdirat(rj->at.dirfd, rj->at.name, u & 07777)
@@ -3900,10 +3945,11 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 			return false;
 		qt_rd_u32(r, &rj->flags);
 		qt_rd_u32(r, &u);
-		qt_rd_u32(r, &rj->uid);
-		qt_rd_u32(r, &rj->gid);
+		rd_caller(sess, r, &c);
 		if (qt_rd_end(r) < 0 || !*path)
 			return false;
+		rj->uid = c.uid;
+		rj->gid = c.gid;
 		/* Always exclusive, as in op_create(). */
 		rj->how = (struct open_how){
 			.flags = (uint64_t)(((int)rj->flags & OPEN_FLAGS_OK & ~O_DIRECTORY) | O_CREAT |
@@ -3913,8 +3959,10 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 		};
 		if ((err = ring_at(sess, rj, path, QTFS_WL_CREATE)) == DEFER)
 			return false;
-		if (err == 0)
+		if (err == 0) {
 			rj->wflags = watch_dir(sess, &rj->at);
+			rj->how.mode = caller_mode(&rj->at, u & 07777, &c);
+		}
 		if (err == 0 && ns_here(sess, &rj->at)) {
 			gint64 t0 = g_get_monotonic_time();
 			long fd = syscall(SYS_openat2, rj->at.dirfd, rj->at.name, &rj->how, sizeof(rj->how));

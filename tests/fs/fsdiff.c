@@ -2816,6 +2816,203 @@ static void sc_perm_suid(struct ctx *c)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Scenarios: POSIX ACLs, as an unprivileged user */
+
+/* The entry tags and the xattr form of an ACL (linux/posix_acl_xattr.h). */
+enum { A_USER_OBJ = 0x01, A_USER = 0x02, A_GROUP_OBJ = 0x04, A_GROUP = 0x08, A_MASK = 0x10, A_OTHER = 0x20 };
+#define ACL_XATTR_VERSION 2
+#define ACL_NO_ID UINT32_MAX
+#define ACL_ACCESS "system.posix_acl_access"
+#define ACL_DEFAULT "system.posix_acl_default"
+
+struct acl_ent {
+	uint16_t tag, perm;
+	uint32_t id;
+};
+
+/*
+ * Set the ACL @name of @path to @n entries (in the order the kernel wants:
+ * by tag, then id); records the step.  -1 with errno on failure.
+ */
+static int xsetacl(struct ctx *c, const char *path, const char *name, const struct acl_ent *e, size_t n)
+{
+	g_autofree guint8 *buf = g_malloc(4 + 8 * n);
+	int fd, rc, err;
+
+	buf[0] = ACL_XATTR_VERSION;
+	buf[1] = buf[2] = buf[3] = 0;
+	for (size_t i = 0; i < n; i++) {
+		guint8 *p = buf + 4 + 8 * i;
+
+		p[0] = (guint8)e[i].tag;
+		p[1] = (guint8)(e[i].tag >> 8);
+		p[2] = (guint8)e[i].perm;
+		p[3] = (guint8)(e[i].perm >> 8);
+		for (int k = 0; k < 4; k++)
+			p[4 + k] = (guint8)(e[i].id >> (8 * k));
+	}
+	fd = openat(c->dfd, path, O_RDONLY | O_CLOEXEC);
+	rc = fd < 0 ? -1 : fsetxattr(fd, name, buf, 4 + 8 * n, 0);
+	err = errno;
+	if (fd >= 0)
+		close(fd);
+	errno = err;
+	return (int)step(c, rc, "setxattr(%s, %s, %zu entries)", path, name, n);
+}
+
+/*
+ * The ACL @name of @path, as getfacl would list it.  By path (through the
+ * scenario directory's /proc link): the caller may not be able to open it.
+ */
+static void xgetacl(struct ctx *c, const char *path, const char *name)
+{
+	static const char *const tags[] = {[A_USER_OBJ] = "user:", [A_USER] = "user", [A_GROUP_OBJ] = "group:",
+					   [A_GROUP] = "group", [A_MASK] = "mask:", [A_OTHER] = "other:"};
+	g_autofree char *p = g_strdup_printf("/proc/self/fd/%d/%s", c->dfd, path);
+	g_autoptr(GString) s = g_string_new(NULL);
+	guint8 buf[4 + 8 * 32];
+	ssize_t n = getxattr(p, name, buf, sizeof buf);
+
+	if (n < 0) {
+		rec(c, "getxattr(%s, %s) = -1 %s", path, name, errname(errno));
+		return;
+	}
+	if (n < 4 || (n - 4) % 8 || buf[0] != ACL_XATTR_VERSION) {
+		rec(c, "getxattr(%s, %s) = %zd bytes, not an ACL", path, name, n);
+		return;
+	}
+	for (ssize_t i = 4; i < n; i += 8) {
+		unsigned tag = buf[i] | (unsigned)buf[i + 1] << 8, perm = buf[i + 2];
+		uint32_t id = buf[i + 4] | (uint32_t)buf[i + 5] << 8 | (uint32_t)buf[i + 6] << 16 |
+			      (uint32_t)buf[i + 7] << 24;
+		const char *t = tag < G_N_ELEMENTS(tags) && tags[tag] ? tags[tag] : "?";
+
+		g_string_append_printf(s, " %s", t);
+		if (tag == A_USER || tag == A_GROUP)
+			g_string_append_printf(s, ":%u", id);
+		g_string_append_printf(s, ":%c%c%c", perm & 4 ? 'r' : '-', perm & 2 ? 'w' : '-',
+				       perm & 1 ? 'x' : '-');
+	}
+	rec(c, "getxattr(%s, %s):%s", path, name, s->str);
+}
+
+/* Remove the ACL @name of @path, by path. */
+static void xrmacl(struct ctx *c, const char *path, const char *name)
+{
+	g_autofree char *p = g_strdup_printf("/proc/self/fd/%d/%s", c->dfd, path);
+
+	step(c, removexattr(p, name), "removexattr(%s, %s)", path, name);
+}
+
+#define ACL_SET(c, path, name, ...)                                                     \
+	xsetacl(c, path, name, (const struct acl_ent[]){__VA_ARGS__},                   \
+		sizeof((const struct acl_ent[]){__VA_ARGS__}) / sizeof(struct acl_ent))
+
+#define OTHER_UID 12345
+
+static void setup_perm_acl(struct ctx *c)
+{
+	const uint32_t u = c->uid, g = c->gid;
+
+	/* the user by name may read and write */
+	put(c, "named", "n", 0640);
+	if (ACL_SET(c, "named", ACL_ACCESS, {A_USER_OBJ, 6, ACL_NO_ID}, {A_USER, 6, u},
+		    {A_GROUP_OBJ, 4, ACL_NO_ID}, {A_MASK, 6, ACL_NO_ID}, {A_OTHER, 0, ACL_NO_ID}) < 0 &&
+	    errno == EOPNOTSUPP)
+		return; /* no ACLs here: both sides say so, and the run has nothing to check */
+	/* the user's group owns it and may only read, though the mask (the mode's group bits) says rw */
+	put(c, "masked", "m", 0640);
+	xchown(c, "masked", 0, g, 0);
+	ACL_SET(c, "masked", ACL_ACCESS, {A_USER_OBJ, 6, ACL_NO_ID}, {A_USER, 6, OTHER_UID},
+		{A_GROUP_OBJ, 4, ACL_NO_ID}, {A_MASK, 6, ACL_NO_ID}, {A_OTHER, 0, ACL_NO_ID});
+	/* the user by name may do nothing, though anyone else may read */
+	put(c, "denied", "d", 0644);
+	ACL_SET(c, "denied", ACL_ACCESS, {A_USER_OBJ, 6, ACL_NO_ID}, {A_USER, 0, u},
+		{A_GROUP_OBJ, 4, ACL_NO_ID}, {A_MASK, 4, ACL_NO_ID}, {A_OTHER, 4, ACL_NO_ID});
+	/* the user's group by name may read and write */
+	put(c, "grouped", "g", 0600);
+	ACL_SET(c, "grouped", ACL_ACCESS, {A_USER_OBJ, 6, ACL_NO_ID}, {A_GROUP_OBJ, 0, ACL_NO_ID},
+		{A_GROUP, 6, g}, {A_MASK, 6, ACL_NO_ID}, {A_OTHER, 0, ACL_NO_ID});
+	/* a directory the user may change by name, one with a default ACL too */
+	xmkdir(c, "adir", 0750);
+	ACL_SET(c, "adir", ACL_ACCESS, {A_USER_OBJ, 7, ACL_NO_ID}, {A_USER, 7, u},
+		{A_GROUP_OBJ, 5, ACL_NO_ID}, {A_MASK, 7, ACL_NO_ID}, {A_OTHER, 0, ACL_NO_ID});
+	xmkdir(c, "ddir", 0750);
+	ACL_SET(c, "ddir", ACL_ACCESS, {A_USER_OBJ, 7, ACL_NO_ID}, {A_USER, 7, u},
+		{A_GROUP_OBJ, 5, ACL_NO_ID}, {A_MASK, 7, ACL_NO_ID}, {A_OTHER, 0, ACL_NO_ID});
+	ACL_SET(c, "ddir", ACL_DEFAULT, {A_USER_OBJ, 7, ACL_NO_ID}, {A_USER, 7, OTHER_UID},
+		{A_GROUP_OBJ, 5, ACL_NO_ID}, {A_MASK, 7, ACL_NO_ID}, {A_OTHER, 0, ACL_NO_ID});
+}
+
+/* Create @path with @mode; its attributes and ACL. */
+static void create_acl(struct ctx *c, const char *path, mode_t mode)
+{
+	xclose(c, xopen(c, path, O_WRONLY | O_CREAT | O_EXCL, mode));
+	xstat(c, path);
+	xgetacl(c, path, ACL_ACCESS);
+}
+
+static void sc_perm_acl(struct ctx *c)
+{
+	if (faccessat(c->dfd, "masked", F_OK, 0) < 0) {
+		rec(c, "no ACLs on this file system");
+		return;
+	}
+	xstat(c, "named");
+	xgetacl(c, "named", ACL_ACCESS);
+	topen(c, "named", O_RDWR, 0);
+	xaccess(c, "named", R_OK | W_OK);
+	xstat(c, "masked");
+	topen(c, "masked", O_RDONLY, 0);
+	topen(c, "masked", O_WRONLY, 0);
+	xaccess(c, "masked", W_OK);
+	topen(c, "denied", O_RDONLY, 0);
+	xaccess(c, "denied", R_OK);
+	topen(c, "grouped", O_RDWR, 0);
+	xaccess(c, "grouped", R_OK | W_OK);
+	/* not the owner: no changing it */
+	ACL_SET(c, "named", ACL_ACCESS, {A_USER_OBJ, 6, ACL_NO_ID}, {A_GROUP_OBJ, 6, ACL_NO_ID},
+		{A_OTHER, 6, ACL_NO_ID});
+	xgetacl(c, "adir", ACL_DEFAULT);
+	xgetacl(c, "ddir", ACL_DEFAULT);
+
+	/* a directory that grants the user by name; the umask (022) applies */
+	create_acl(c, "adir/f", 0666);
+	xmkdir(c, "adir/d", 0777);
+	xstat(c, "adir/d");
+	/* a default ACL is inherited, and takes the umask's place */
+	create_acl(c, "ddir/f", 0666);
+	create_acl(c, "ddir/g", 0640);
+	xmkdir(c, "ddir/d", 0777);
+	xstat(c, "ddir/d");
+	xgetacl(c, "ddir/d", ACL_ACCESS);
+	xgetacl(c, "ddir/d", ACL_DEFAULT);
+	step(c, mknodat(c->dfd, "ddir/p", S_IFIFO | 0666, 0), "mknod(ddir/p, fifo, 0666)");
+	xstat(c, "ddir/p");
+	xsymlink(c, "f", "ddir/l");
+	xlstat(c, "ddir/l");
+
+	/* the owner sets an ACL: the mode follows it, and a chmod the ACL's mask */
+	ACL_SET(c, "adir/f", ACL_ACCESS, {A_USER_OBJ, 6, ACL_NO_ID}, {A_USER, 4, OTHER_UID},
+		{A_GROUP_OBJ, 4, ACL_NO_ID}, {A_MASK, 4, ACL_NO_ID}, {A_OTHER, 0, ACL_NO_ID});
+	xstat(c, "adir/f");
+	xchmod(c, "adir/f", 0600);
+	xgetacl(c, "adir/f", ACL_ACCESS);
+	xrmacl(c, "adir/f", ACL_ACCESS);
+	xstat(c, "adir/f");
+	xgetacl(c, "adir/f", ACL_ACCESS);
+	/* an ACL that says no more than a mode is kept as the mode alone */
+	ACL_SET(c, "adir/f", ACL_ACCESS, {A_USER_OBJ, 6, ACL_NO_ID}, {A_GROUP_OBJ, 4, ACL_NO_ID},
+		{A_OTHER, 4, ACL_NO_ID});
+	xstat(c, "adir/f");
+	xgetacl(c, "adir/f", ACL_ACCESS);
+	/* a malformed one is refused */
+	ACL_SET(c, "adir/f", ACL_ACCESS, {A_USER_OBJ, 6, ACL_NO_ID}, {A_USER, 4, OTHER_UID},
+		{A_OTHER, 4, ACL_NO_ID});
+	xstat(c, "adir/f");
+}
+
+/* ------------------------------------------------------------------------ */
 
 static const struct scenario scenarios[] = {
 	{"open_basic", 0, NULL, sc_open_basic},
@@ -2859,6 +3056,7 @@ static const struct scenario scenarios[] = {
 	{"perm_create", SC_USER, setup_perm_create, sc_perm_create},
 	{"perm_search", SC_USER, setup_perm_search, sc_perm_search},
 	{"perm_suid", SC_USER, setup_perm_suid, sc_perm_suid},
+	{"perm_acl", SC_USER, setup_perm_acl, sc_perm_acl},
 };
 
 /* ------------------------------------------------------------------------ */

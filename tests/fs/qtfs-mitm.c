@@ -28,6 +28,11 @@
  * kernel takes; read-eintr makes a READ's data an EINTR, which the host
  * gives only to a call the client interrupted.
  *
+ * --mount-flags=MASK lets only these flags of each MOUNT request through
+ * (and the client id only with QTFS_MNT_WATCH): the server then grants no
+ * other, so the client sees a server from before those flags, as after an
+ * upgrade of the DPU alone.
+ *
  * One-way messages from the client (interrupts) are dropped: their ids
  * name requests by the client's numbering, which the upstream connection
  * does not share.  Not installed; for tests/fs/test-qtfs-hostile.sh.
@@ -78,6 +83,8 @@ struct mitm {
 	bool mangling;
 	const struct bad *bad; /* instead: --bad= */
 	bool requests;	  /* instead, one request in rate */
+	bool mount_mask_set; /* --mount-flags */
+	uint32_t mount_mask;
 	unsigned ups; /* connections to the real server not closed yet */
 	uint64_t replies, mangled;
 };
@@ -248,6 +255,31 @@ static void up_reply(struct qt_conn *c, int err, struct qt_msg *reply, void *arg
 	g_free(f);
 }
 
+/* A MOUNT request with only the flags in --mount-flags; NULL if @req is malformed. */
+static struct qt_msg *mount_masked(const struct mitm *m, const struct qt_msg *req)
+{
+	g_autofree char *path = NULL;
+	struct qt_msg *copy;
+	uint32_t flags = 0;
+	uint64_t id = 0;
+	struct qt_rd r;
+
+	qt_rd_init_msg(&r, req);
+	qt_rd_strdup(&r, 1u << 16, &path);
+	qt_rd_u32(&r, &flags);
+	if (flags & QTFS_MNT_WATCH)
+		qt_rd_u64(&r, &id);
+	if (qt_rd_end(&r) < 0)
+		return NULL;
+	flags &= m->mount_mask;
+	copy = qt_msg_new(QTFS_MOUNT, 0, 0);
+	qt_msg_put_str(copy, path);
+	qt_msg_put_u32(copy, flags);
+	if (flags & QTFS_MNT_WATCH)
+		qt_msg_put_u64(copy, id);
+	return copy;
+}
+
 static void down_request(struct qt_conn *c, struct qt_msg *req, void *user)
 {
 	struct pair *p = user;
@@ -266,11 +298,14 @@ static void down_request(struct qt_conn *c, struct qt_msg *req, void *user)
 		qt_conn_park(c, qt_msg_id(req));
 	if (mangle && rnd(m, 8) == 0)
 		type = (uint16_t)(QTFS_MOUNT + 1 + rnd(m, QTFS_OP_MAX - QTFS_MOUNT));
-	copy = qt_msg_new(type, 0, 0);
-	if (mangle)
-		mangle_payload(m, qt_msg_payload(req), qt_msg_payload_len(req), copy);
-	else
-		qt_msg_put_raw(copy, qt_msg_payload(req), qt_msg_payload_len(req));
+	copy = type == QTFS_MOUNT && m->mount_mask_set ? mount_masked(m, req) : NULL;
+	if (!copy) {
+		copy = qt_msg_new(type, 0, 0);
+		if (mangle)
+			mangle_payload(m, qt_msg_payload(req), qt_msg_payload_len(req), copy);
+		else
+			qt_msg_put_raw(copy, qt_msg_payload(req), qt_msg_payload_len(req));
+	}
 	m->mangled += mangle;
 	f = g_new0(struct fwd, 1);
 	f->p = pair_ref(p);
@@ -380,14 +415,15 @@ static void on_signal(struct qt_watch *w, int fd, uint32_t revents, void *arg)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: qtfs-mitm --key-file FILE --listen URI --upstream URI [--rate N] [--seed N]\n"
-		   "                 [--requests | --bad=WHAT] [--paused]\n"
+		   "                 [--requests | --bad=WHAT] [--paused] [--mount-flags=MASK]\n"
 		   "Pass fuse-qtfs's requests to a real qtfs-server and mangle one reply in N\n"
 		   "(default 8) on the way back, or with --requests one request in N on the way\n"
 		   "there, or with --bad one thing in every successful reply to one operation:\n"
 		   "getattr-size (made negative), getattr-type (made another), getattr-blksize\n"
 		   "(made 4 GiB), readlink-long (a target of 4096 bytes), read-eintr (an EINTR\n"
 		   "instead).  --paused: not until SIGUSR2.  SIGUSR1 stops the mangling,\n"
-		   "SIGUSR2 starts it again.\n");
+		   "SIGUSR2 starts it again.  --mount-flags: only these MOUNT flags reach the\n"
+		   "server (as from an older client; the client sees an older server).\n");
 }
 
 int main(int argc, char **argv)
@@ -398,6 +434,7 @@ int main(int argc, char **argv)
 		{"seed", required_argument, NULL, 's'},	    {"help", no_argument, NULL, 'h'},
 		{"bad", required_argument, NULL, 'b'},	    {"paused", no_argument, NULL, 'p'},
 		{"requests", no_argument, NULL, 'q'},
+		{"mount-flags", required_argument, NULL, 'f'},
 		{NULL, 0, NULL, 0},
 	};
 	struct mitm *mp = &the_mitm;
@@ -443,6 +480,20 @@ int main(int argc, char **argv)
 			break;
 		case 'p': mp->mangling = false; break;
 		case 'q': mp->requests = true; break;
+		case 'f': {
+			char *end = NULL;
+			guint64 v;
+
+			errno = 0;
+			v = g_ascii_strtoull(optarg, &end, 0);
+			if (errno || end == optarg || *end || v > G_MAXUINT32) {
+				fprintf(stderr, "qtfs-mitm: --mount-flags: \"%s\" is not a number\n", optarg);
+				return 2;
+			}
+			mp->mount_mask = (uint32_t)v;
+			mp->mount_mask_set = true;
+			break;
+		}
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}

@@ -1676,6 +1676,97 @@ static int call_attr(struct session *s, struct qt_msg *req, struct qtfs_attr *a)
 	return err;
 }
 
+/*
+ * A session with QTFS_MNT_UMASK: the caller of MKNOD, MKDIR and CREATE ends
+ * with a umask, which the server applies (the export has no default ACL).
+ * A request without it is malformed on such a session.
+ */
+static void attacks_umask(struct ctx *x)
+{
+	static const char dir[] = "qtfs-raw-umask", file[] = "qtfs-raw-umask/f", fifo[] = "qtfs-raw-umask/p";
+	g_autoptr(qt_msg) reply = NULL;
+	g_autofree char *msg = NULL;
+	struct session *b = NULL;
+	struct qtfs_attr a;
+	uint32_t mflags = 0;
+	struct qt_msg *m;
+	struct qt_rd r;
+	uint64_t hid = 0;
+	int err;
+
+	if (session_open(x, &b, &msg) < 0) {
+		printf("FAIL umask session: %s\n", msg);
+		x->failures++;
+		return;
+	}
+	m = qt_msg_new(QTFS_MOUNT, 0, 0);
+	qt_msg_put_str(m, x->remote);
+	qt_msg_put_u32(m, QTFS_MNT_UMASK);
+	err = call(b, m, &reply);
+	if (err == 0) {
+		qt_rd_init_msg(&r, reply);
+		qt_rd_u32(&r, &mflags);
+	}
+	report(x, err == 0 && (mflags & QTFS_MF_UMASK), "MOUNT with UMASK is granted UMASK", err, "0 and UMASK");
+	if (err < 0) {
+		session_free(b);
+		return;
+	}
+	call(b, build(QTFS_RMDIR, bs(dir), NULL), NULL);
+
+	m = qt_msg_new(QTFS_MKDIR, 0, 0);
+	qt_msg_put_str(m, dir);
+	qt_msg_put_u32(m, 0777);
+	qt_msg_put_u32(m, 0);
+	qt_msg_put_u32(m, 0);
+	expect_on(x, b, "MKDIR without the caller's umask (UMASK)", m, EBADMSG);
+
+	m = qt_msg_new(QTFS_MKDIR, 0, 0);
+	qt_msg_put_str(m, dir);
+	qt_msg_put_u32(m, 0777);
+	qt_msg_put_u32(m, 0);
+	qt_msg_put_u32(m, 0);
+	qt_msg_put_u32(m, 027);
+	err = call_attr(b, m, &a);
+	report(x, err == 0 && (a.mode & 07777) == 0750, "MKDIR 0777 with umask 027 makes 0750", err,
+	       "0 and mode 0750");
+
+	m = qt_msg_new(QTFS_CREATE, 0, 0);
+	qt_msg_put_str(m, file);
+	qt_msg_put_u32(m, O_WRONLY);
+	qt_msg_put_u32(m, 0666);
+	qt_msg_put_u32(m, 0);
+	qt_msg_put_u32(m, 0);
+	qt_msg_put_u32(m, 077);
+	g_clear_pointer(&reply, qt_msg_free);
+	err = call(b, m, &reply);
+	if (err == 0) {
+		qt_rd_init_msg(&r, reply);
+		qt_rd_u64(&r, &hid);
+		err = qtfs_rd_attr(&r, &a);
+	}
+	report(x, err == 0 && (a.mode & 07777) == 0600, "CREATE 0666 with umask 077 makes 0600", err,
+	       "0 and mode 0600");
+	if (hid)
+		call(b, build_hid(QTFS_RELEASE, hid), NULL);
+
+	m = qt_msg_new(QTFS_MKNOD, 0, 0);
+	qt_msg_put_str(m, fifo);
+	qt_msg_put_u32(m, S_IFIFO | 0666);
+	qt_msg_put_u64(m, 0);
+	qt_msg_put_u32(m, 0);
+	qt_msg_put_u32(m, 0);
+	qt_msg_put_u32(m, 0);
+	err = call_attr(b, m, &a);
+	report(x, err == 0 && a.mode == (S_IFIFO | 0666), "MKNOD of a FIFO 0666 with umask 0 makes 0666", err,
+	       "0 and a FIFO 0666");
+
+	call(b, build(QTFS_UNLINK, bs(fifo), NULL), NULL);
+	call(b, build(QTFS_UNLINK, bs(file), NULL), NULL);
+	call(b, build(QTFS_RMDIR, bs(dir), NULL), NULL);
+	session_free(b);
+}
+
 /* A WATCH on @s whose reply must be well formed with @want_flags and no names. */
 static void expect_watch_empty(struct ctx *x, struct session *s, const char *what, uint32_t wait_ms,
 			       uint32_t want_flags)
@@ -2006,8 +2097,10 @@ static void run_groups(struct ctx *x)
 		attacks_probe(x);
 	if (x->proc && group_on(x, "magic"))
 		attacks_magic(x);
-	if (group_on(x, "garbage"))
+	if (group_on(x, "garbage")) {
 		attacks_garbage(x);
+		attacks_umask(x);
+	}
 	if (group_on(x, "handles"))
 		attacks_handles(x);
 	if (group_on(x, "device"))
