@@ -1781,9 +1781,16 @@ static int op_link(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	return err;
 }
 
-/* Open flags a client may ask for; the rest are the server's business. */
-#define OPEN_FLAGS_OK                                                                            \
-	(O_ACCMODE | O_APPEND | O_TRUNC | O_NONBLOCK | O_DSYNC | O_SYNC | O_NOATIME | O_DIRECT | \
+/*
+ * Open flags a client may ask for; the rest are the server's business.
+ * Not O_DIRECT: the client's kernel already sends an O_DIRECT file's reads
+ * and writes to us as they come, uncached on the DPU; here they go through
+ * the host's page cache, as an NFS server's do.  The host's O_DIRECT wants
+ * the buffer, offset and size aligned to the disk's blocks, which our
+ * reply buffers are not (every READ of such a file failed with EINVAL).
+ */
+#define OPEN_FLAGS_OK                                                                 \
+	(O_ACCMODE | O_APPEND | O_TRUNC | O_NONBLOCK | O_DSYNC | O_SYNC | O_NOATIME | \
 	 O_LARGEFILE | O_DIRECTORY | O_NOCTTY)
 
 /* @fd: what is being opened (O_PATH, or already open). */
