@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=sh
 #
 # Sourced by the fuse-qtfs integration tests: a private temp dir, a key,
 # helpers to start qtfs-server and mount fuse-qtfs, and a cleanup trap that
@@ -16,7 +17,9 @@ top_builddir=$(cd "${top_builddir:-.}" && pwd)
 top_srcdir=${top_srcdir:-.}
 QTFS_SERVER=$top_builddir/fuse-qtfs/qtfs-server
 FUSE_QTFS=$top_builddir/fuse-qtfs/fuse-qtfs
+# shellcheck disable=SC2034 # for the tests that source this
 FSDIFF=$top_builddir/tests/fs/fsdiff
+# shellcheck disable=SC2034
 FSX=$top_builddir/tests/fs/fsx
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -59,6 +62,8 @@ chmod 600 "$KEY"
 
 # ok, fail, check (and netns_pair); sanitizer reports go to $T/sanitizer.
 . "$(dirname "$0")/../check-env.sh"
+# shellcheck disable=SC2034 # wait_gone's, for the checks' messages
+gone_state=
 sanitizer_to "$T/sanitizer"
 
 # A free TCP port on loopback.
@@ -200,6 +205,14 @@ assert open(host, "rb").read() == data, "the host's copy differs after the O_DIR
 assert os.pread(cached, 1 << 20, 0) == data, "a buffered read on the DPU missed the O_DIRECT writes"
 os.close(fd); os.close(cached); os.unlink(host)
 PY
+}
+
+# holds_open PID PATH: whether process PID has PATH open.
+holds_open() {
+	for _fd in "/proc/$1/fd"/*; do
+		[ "$(readlink "$_fd" 2>/dev/null)" = "$2" ] && return 0
+	done
+	return 1
 }
 
 # within TRIES CMD...: CMD succeeds within TRIES x 20 ms (what the host

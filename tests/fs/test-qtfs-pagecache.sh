@@ -170,7 +170,11 @@ check "mount for the reads through pipes" mount_qtfs "unix:$T/sock:$T/exp" "$T/p
 client=$(pgrep -f -- "$FUSE_QTFS .*$T/pipes\$")
 check "... its daemon is found ($client)" [ -n "$client" ]
 pipes() {
-	ls -l "/proc/$client/fd" | grep -c 'pipe:'
+	_n=0
+	for _fd in "/proc/$client/fd"/*; do
+		case $(readlink "$_fd") in pipe:*) _n=$((_n + 1)) ;; esac
+	done
+	echo "$_n"
 }
 fill "$T/exp/disk/spliced" spliced
 before=$(pipes)

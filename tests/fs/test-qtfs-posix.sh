@@ -385,7 +385,7 @@ check "cold: a missing name is ENOENT" sh -c '! stat "$1" 2>/dev/null' sh "$T/mn
 # of them open.
 mkdir -p "$T/exp2/closes"
 echo held >"$T/exp2/closes/held"
-host_holds() { ls -l "/proc/$server2/fd" 2>/dev/null | grep -q "$T/exp2/closes/$1"; }
+host_holds() { holds_open "$server2" "$T/exp2/closes/$1"; }
 host_holds_none() { ! host_holds "$1"; }
 sh -c 'exec 9<"$1" && exec sleep 1000' sh "$T/mnt2/closes/held" >/dev/null 2>&1 &
 holder=$!

@@ -189,7 +189,7 @@ timeout 5 cat "$T/mnt/fifos/io" >/dev/null &
 blocked=$!
 sleep 0.3
 check "other requests proceed while a FIFO open blocks" timeout 3 ls "$T/mnt/fifos"
-echo done >"$T/exp/fifos/io"
+echo "done" >"$T/exp/fifos/io"
 wait $blocked
 # SIGTERM while a DPU reader waits on a relayed FIFO (no deadline): the
 # daemon still ends at once, as its calls fail before its workers are

@@ -196,7 +196,7 @@ check "a mount that stays" mount_qtfs "unix:$T/s4:$T/exp4" "$T/m4b"
 sh -c 'exec 9<"$1" && exec sleep 1000' sh "$T/m4a/in/f" >/dev/null 2>&1 &
 holder=$!
 QTFS_PIDS="$QTFS_PIDS $holder"
-server_has_f() { ls -l "/proc/$server4/fd" 2>/dev/null | grep -q "$T/exp4/in/f\$"; }
+server_has_f() { holds_open "$server4" "$T/exp4/in/f"; }
 check "the server holds the file in the inner mount open" wait_until 10 server_has_f
 kill -STOP "$inner"
 kill -9 "$goner"
@@ -215,7 +215,7 @@ check "the inner daemon runs again: the close ends" wait_until 10 no_flush
 echo written-through >"$T/m4b/in/g"
 check "a file written into the inner mount through the client arrives" \
 	[ "$(cat "$T/inner/g" 2>/dev/null)" = written-through ]
-server_has_g() { ls -l "/proc/$server4/fd" 2>/dev/null | grep -q "$T/exp4/in/g\$"; }
+server_has_g() { holds_open "$server4" "$T/exp4/in/g"; }
 server_has_no_g() { ! server_has_g; }
 check "... and the server closed it" wait_until 5 server_has_no_g
 kill "$holder" 2>/dev/null
