@@ -2648,17 +2648,28 @@ static int op_access(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 /*
  * The xattr calls have no *at() form on the kernels we support, so they go
  * through /proc/self/fd/N of an O_PATH descriptor opened beneath the root.
- * That link cannot be used on a symlink without reaching its target, so
- * symlinks have no extended attributes here (user.* ones cannot exist on
- * symlinks anyway; security.* labels are not shown).  On a session with
- * QTFS_MNT_XATTR_FH a u64 handle follows the request's path
- * (rd_xattr_path()): when it is not 0 the call goes to that open file (a
- * copy of its descriptor) instead, wherever its name is now.
+ * That link cannot be used on a symlink without reaching its target: a
+ * symlink's own attributes (trusted.* and security.* ones; user.* cannot
+ * exist on symlinks) go through its directory's link and its name,
+ * /proc/self/fd/D/NAME, with the l*xattr() calls, which do not follow the
+ * last component.  The directory was resolved beneath the root; a name
+ * swapped meanwhile is still a name in it, and is not followed either.
+ * On a session with QTFS_MNT_XATTR_FH a u64 handle follows the request's
+ * path (rd_xattr_path()): when it is not 0 the call goes to that open file
+ * (a copy of its descriptor) instead, wherever its name is now.
  */
-static int xattr_open(struct session *sess, const char *path, uint64_t hid, char pfd[64], bool *is_link)
+struct xattr_at {
+	int fd;	  /* to close: the file (O_PATH or a handle's copy), or a symlink's directory */
+	bool link; /* a symlink: l*xattr() on @path */
+	char path[64 + NAME_MAX + 2];
+};
+
+static int xattr_open(struct session *sess, const char *path, uint64_t hid, bool change,
+		      struct xattr_at *x)
 {
 	struct stat st;
-	int fd;
+	struct at a;
+	int fd, err;
 
 	if (hid) {
 		g_autoptr(handle) h = handle_get(sess, hid);
@@ -2673,12 +2684,35 @@ static int xattr_open(struct session *sess, const char *path, uint64_t hid, char
 	}
 	if (fd < 0)
 		return fd;
-	if (fstat(fd, &st) < 0 || proc_fd_path(fd, pfd) < 0) {
-		close(fd);
-		return -EIO;
+	if (fstat(fd, &st) < 0) {
+		err = -errno;
+		goto fail;
 	}
-	*is_link = S_ISLNK(st.st_mode);
-	return fd;
+	if (change && (err = wl_check_fd(sess, QTFS_WL_SETXATTR, fd, NULL)) < 0)
+		goto fail;
+	x->link = S_ISLNK(st.st_mode);
+	if (!x->link) {
+		x->fd = fd;
+		snprintf(x->path, sizeof(x->path), "/proc/self/fd/%d", fd);
+		return 0;
+	}
+	close(fd);
+	/* (Only a name in a directory can be a symlink: never "", "." or "..".) */
+	if ((err = at_resolve(sess, path, &a)) < 0)
+		return err;
+	if (!*a.name || !strcmp(a.name, ".") || !strcmp(a.name, "..")) {
+		at_clear(&a);
+		return -EINVAL;
+	}
+	x->fd = fcntl(a.dirfd, F_DUPFD_CLOEXEC, 0);
+	err = x->fd < 0 ? -errno : 0;
+	if (err == 0)
+		snprintf(x->path, sizeof(x->path), "/proc/self/fd/%d/%s", x->fd, a.name);
+	at_clear(&a);
+	return err;
+fail:
+	close(fd);
+	return err;
 }
 
 /* An xattr request's path, and its handle on a session with QTFS_MNT_XATTR_FH (else 0). */
@@ -2694,13 +2728,12 @@ static int rd_xattr_path(struct session *sess, struct qt_rd *r, char **path, uin
 
 static int op_getxattr(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 {
-	g_autofree char *path = NULL, *name = NULL;
+	g_autofree char *path = NULL, *name = NULL, *buf = NULL;
+	struct xattr_at x;
 	uint32_t size;
 	uint64_t hid;
-	char pfd[64];
-	bool link;
 	ssize_t n;
-	int fd, err;
+	int err;
 
 	if ((err = rd_xattr_path(sess, r, &path, &hid)) < 0 ||
 	    (err = qt_rd_strdup(r, QTFS_XATTR_NAME_MAX, &name)) < 0)
@@ -2710,42 +2743,27 @@ static int op_getxattr(struct session *sess, struct qt_rd *r, struct qt_msg *rep
 		return err;
 	if (size > QTFS_XATTR_SIZE_MAX)
 		size = QTFS_XATTR_SIZE_MAX;
-	if ((fd = xattr_open(sess, path, hid, pfd, &link)) < 0)
-		return fd;
-	if (link) {
-		close(fd);
-		return -ENODATA;
+	if ((err = xattr_open(sess, path, hid, false, &x)) < 0)
+		return err;
+	buf = size ? g_malloc(size) : NULL;
+	n = x.link ? lgetxattr(x.path, name, buf, size) : getxattr(x.path, name, buf, size);
+	err = n < 0 ? -errno : 0;
+	if (!err) {
+		qt_msg_put_u32(rep, (uint32_t)n);
+		qt_msg_put_bytes(rep, buf, size ? (size_t)n : 0);
 	}
-	if (size == 0) {
-		n = getxattr(pfd, name, NULL, 0);
-		err = n < 0 ? -errno : 0;
-		if (!err) {
-			qt_msg_put_u32(rep, (uint32_t)n);
-			qt_msg_put_bytes(rep, NULL, 0);
-		}
-	} else {
-		g_autofree char *buf = g_malloc(size);
-
-		n = getxattr(pfd, name, buf, size);
-		err = n < 0 ? -errno : 0;
-		if (!err) {
-			qt_msg_put_u32(rep, (uint32_t)n);
-			qt_msg_put_bytes(rep, buf, (size_t)n);
-		}
-	}
-	close(fd);
+	close(x.fd);
 	return err;
 }
 
 static int op_listxattr(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 {
-	g_autofree char *path = NULL;
+	g_autofree char *path = NULL, *buf = NULL;
+	struct xattr_at x;
 	uint32_t size;
 	uint64_t hid;
-	char pfd[64];
-	bool link;
 	ssize_t n;
-	int fd, err;
+	int err;
 
 	if ((err = rd_xattr_path(sess, r, &path, &hid)) < 0)
 		return err;
@@ -2754,38 +2772,28 @@ static int op_listxattr(struct session *sess, struct qt_rd *r, struct qt_msg *re
 		return err;
 	if (size > QTFS_XATTR_SIZE_MAX)
 		size = QTFS_XATTR_SIZE_MAX;
-	if ((fd = xattr_open(sess, path, hid, pfd, &link)) < 0)
-		return fd;
-	if (link) {
-		close(fd);
-		qt_msg_put_u32(rep, 0);
-		qt_msg_put_bytes(rep, NULL, 0);
-		return 0;
+	if ((err = xattr_open(sess, path, hid, false, &x)) < 0)
+		return err;
+	buf = size ? g_malloc(size) : NULL;
+	n = x.link ? llistxattr(x.path, buf, size) : listxattr(x.path, buf, size);
+	err = n < 0 ? -errno : 0;
+	if (!err) {
+		qt_msg_put_u32(rep, (uint32_t)n);
+		qt_msg_put_bytes(rep, buf, size ? (size_t)n : 0);
 	}
-	{
-		g_autofree char *buf = size ? g_malloc(size) : NULL;
-
-		n = listxattr(pfd, buf, size);
-		err = n < 0 ? -errno : 0;
-		if (!err) {
-			qt_msg_put_u32(rep, (uint32_t)n);
-			qt_msg_put_bytes(rep, buf, size ? (size_t)n : 0);
-		}
-	}
-	close(fd);
+	close(x.fd);
 	return err;
 }
 
 static int op_setxattr(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 {
 	g_autofree char *path = NULL, *name = NULL;
+	struct xattr_at x;
 	const uint8_t *val;
 	size_t len;
 	uint32_t flags;
 	uint64_t hid;
-	char pfd[64];
-	bool link;
-	int fd, err;
+	int err;
 
 	if ((err = rd_xattr_path(sess, r, &path, &hid)) < 0 ||
 	    (err = qt_rd_strdup(r, QTFS_XATTR_NAME_MAX, &name)) < 0)
@@ -2794,35 +2802,30 @@ static int op_setxattr(struct session *sess, struct qt_rd *r, struct qt_msg *rep
 	qt_rd_u32(r, &flags);
 	if ((err = qt_rd_end(r)) < 0)
 		return err;
-	if ((fd = xattr_open(sess, path, hid, pfd, &link)) < 0)
-		return fd;
-	if ((err = wl_check_fd(sess, QTFS_WL_SETXATTR, fd, NULL)) < 0)
-		;
-	else if (link)
-		err = -EPERM;
-	else
-		err = setxattr(pfd, name, val, len, (int)flags) < 0 ? -errno : 0;
-	close(fd);
+	if ((err = xattr_open(sess, path, hid, true, &x)) < 0)
+		return err;
+	err = (x.link ? lsetxattr(x.path, name, val, len, (int)flags)
+		      : setxattr(x.path, name, val, len, (int)flags)) < 0
+		      ? -errno
+		      : 0;
+	close(x.fd);
 	return err;
 }
 
 static int op_removexattr(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 {
 	g_autofree char *path = NULL, *name = NULL;
+	struct xattr_at x;
 	uint64_t hid;
-	char pfd[64];
-	bool link;
-	int fd, err;
+	int err;
 
 	if ((err = rd_xattr_path(sess, r, &path, &hid)) < 0 ||
 	    (err = qt_rd_strdup(r, QTFS_XATTR_NAME_MAX, &name)) < 0 || (err = qt_rd_end(r)) < 0)
 		return err;
-	if ((fd = xattr_open(sess, path, hid, pfd, &link)) < 0)
-		return fd;
-	err = wl_check_fd(sess, QTFS_WL_SETXATTR, fd, NULL);
-	if (err == 0)
-		err = link ? -ENODATA : removexattr(pfd, name) < 0 ? -errno : 0;
-	close(fd);
+	if ((err = xattr_open(sess, path, hid, true, &x)) < 0)
+		return err;
+	err = (x.link ? lremovexattr(x.path, name) : removexattr(x.path, name)) < 0 ? -errno : 0;
+	close(x.fd);
 	return err;
 }
 

@@ -1806,6 +1806,15 @@ static void sc_readdir_300(struct ctx *c)
 /* ------------------------------------------------------------------------ */
 /* Scenarios: extended attributes */
 
+/*
+ * @path (relative to the scenario directory) as an absolute path, through
+ * the directory's /proc link: for the calls that have no *at() form.
+ */
+static char *at_path(struct ctx *c, const char *path)
+{
+	return g_strdup_printf("/proc/self/fd/%d/%s", c->dfd, path);
+}
+
 static void xsetxattr(struct ctx *c, int fd, const char *what, const char *name,
 		      const void *val, size_t len, int flags)
 {
@@ -1867,6 +1876,38 @@ static void xlistxattr(struct ctx *c, int fd, const char *what)
 	}
 }
 
+/* A symlink's own attributes: trusted.* ones (as root); user.* cannot be on one. */
+static void sc_xattr_symlink(struct ctx *c)
+{
+	g_autofree char *l = at_path(c, "l"), *f = at_path(c, "f");
+	char buf[64], names[256];
+	ssize_t n;
+
+	xsymlink(c, "f", "l");
+	step(c, lsetxattr(l, "trusted.qtfs", "tl", 2, 0), "lsetxattr(l, trusted.qtfs)");
+	n = lgetxattr(l, "trusted.qtfs", buf, sizeof buf);
+	if (n < 0)
+		rec(c, "lgetxattr(l, trusted.qtfs) = -1 %s", errname(errno));
+	else
+		rec(c, "lgetxattr(l, trusted.qtfs) = \"%.*s\"", (int)n, buf);
+	step(c, getxattr(f, "trusted.qtfs", buf, sizeof buf), "getxattr(f, trusted.qtfs) (the target)");
+	step(c, lsetxattr(l, "user.x", "u", 1, 0), "lsetxattr(l, user.x)");
+	n = llistxattr(l, names, sizeof names);
+	if (n < 0) {
+		rec(c, "llistxattr(l) = -1 %s", errname(errno));
+	} else {
+		g_autoptr(GString) s = g_string_new(NULL);
+
+		for (ssize_t i = 0; i < n; i += (ssize_t)strlen(names + i) + 1)
+			if (g_str_has_prefix(names + i, "trusted.") || g_str_has_prefix(names + i, "user."))
+				g_string_append_printf(s, " %s", names + i);
+		rec(c, "llistxattr(l): trusted and user names:%s", s->len ? s->str : " (none)");
+	}
+	step(c, lremovexattr(l, "trusted.qtfs"), "lremovexattr(l, trusted.qtfs)");
+	step(c, lgetxattr(l, "trusted.qtfs", buf, sizeof buf), "lgetxattr(l, trusted.qtfs)");
+	step(c, lremovexattr(l, "trusted.qtfs"), "lremovexattr(l, trusted.qtfs)");
+}
+
 static void sc_xattr(struct ctx *c)
 {
 	guint8 bin[1000];
@@ -1924,6 +1965,7 @@ static void sc_xattr(struct ctx *c)
 	dfd = xopen(c, "d2", O_RDONLY | O_DIRECTORY, 0);
 	xgetxattr(c, dfd, "d2", "user.dir", 64);
 	xclose(c, dfd);
+	sc_xattr_symlink(c);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -2868,7 +2910,7 @@ static void xgetacl(struct ctx *c, const char *path, const char *name)
 {
 	static const char *const tags[] = {[A_USER_OBJ] = "user:", [A_USER] = "user", [A_GROUP_OBJ] = "group:",
 					   [A_GROUP] = "group", [A_MASK] = "mask:", [A_OTHER] = "other:"};
-	g_autofree char *p = g_strdup_printf("/proc/self/fd/%d/%s", c->dfd, path);
+	g_autofree char *p = at_path(c, path);
 	g_autoptr(GString) s = g_string_new(NULL);
 	guint8 buf[4 + 8 * 32];
 	ssize_t n = getxattr(p, name, buf, sizeof buf);
@@ -2899,7 +2941,7 @@ static void xgetacl(struct ctx *c, const char *path, const char *name)
 /* Remove the ACL @name of @path, by path. */
 static void xrmacl(struct ctx *c, const char *path, const char *name)
 {
-	g_autofree char *p = g_strdup_printf("/proc/self/fd/%d/%s", c->dfd, path);
+	g_autofree char *p = at_path(c, path);
 
 	step(c, removexattr(p, name), "removexattr(%s, %s)", path, name);
 }

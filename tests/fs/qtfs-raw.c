@@ -38,6 +38,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "auth.h"
@@ -871,6 +872,53 @@ static void attacks_lexical(struct ctx *x)
  * the link points at.  @base is the host directory the link resolves to,
  * when known, so that the attacks on "link/..." can name the canary.
  */
+/*
+ * A symlink's own extended attributes: trusted.* ones are set, read and
+ * removed on the link itself (as root), never on what it names; user.*
+ * ones cannot exist on a symlink.
+ */
+static void attacks_link_xattr(struct ctx *x, const char *link)
+{
+	static const char name[] = "trusted.qtfs-raw";
+	g_autofree char *what = NULL;
+	struct qt_msg *m;
+
+	m = qt_msg_new(QTFS_SETXATTR, 0, 0);
+	qt_msg_put_str(m, link);
+	qt_msg_put_str(m, name);
+	qt_msg_put_bytes(m, "v", 1);
+	qt_msg_put_u32(m, 0);
+	what = g_strdup_printf("SETXATTR %s of the symlink \"%s\" itself", name, link);
+	expect(x, what, m, 0);
+	g_free(what);
+	m = qt_msg_new(QTFS_GETXATTR, 0, 0);
+	qt_msg_put_str(m, link);
+	qt_msg_put_str(m, name);
+	qt_msg_put_u32(m, 64);
+	what = g_strdup_printf("GETXATTR %s of the symlink \"%s\" itself", name, link);
+	expect(x, what, m, 0);
+	g_free(what);
+	if (x->canary) {
+		char v[8];
+
+		x->attacks++;
+		if (getxattr(x->canary, name, v, sizeof v) >= 0 || errno != ENODATA) {
+			x->failures++;
+			printf("FAIL the canary got the symlink's %s\n", name);
+		} else {
+			printf("ok   the canary has no %s\n", name);
+		}
+	}
+	m = qt_msg_new(QTFS_REMOVEXATTR, 0, 0);
+	qt_msg_put_str(m, link);
+	qt_msg_put_str(m, name);
+	what = g_strdup_printf("REMOVEXATTR %s of the symlink \"%s\" itself", name, link);
+	expect(x, what, m, 0);
+	g_free(what);
+	what = g_strdup_printf("SETXATTR user.* of the symlink \"%s\"", link);
+	expect(x, what, build(QTFS_SETXATTR, bs(link), NULL), EPERM);
+}
+
 static void attacks_through(struct ctx *x, const char *link, const char *base)
 {
 	g_autofree char *passwd = g_strconcat(link, "/etc/passwd", NULL);
@@ -934,6 +982,7 @@ static void attacks_through(struct ctx *x, const char *link, const char *base)
 	what = g_strdup_printf("CREATE \"%s\" O_WRONLY|O_TRUNC", victim);
 	expect(x, what, build_create(victim, O_WRONLY | O_TRUNC, 0644), EXDEV);
 	g_free(what);
+	attacks_link_xattr(x, link);
 }
 
 /* "../" once per component of the export path: a relative way to "/". */
@@ -1009,7 +1058,7 @@ static void attacks_probe(struct ctx *x)
 	} plain[] = {
 		{QTFS_LOOKUP, 0},	       {QTFS_GETATTR, 0},	 {QTFS_STATFS, EXDEV},
 		{QTFS_OPEN, ELOOP},	       {QTFS_OPENDIR, ENOTDIR},	 {QTFS_GETXATTR, ENODATA},
-		{QTFS_SETXATTR, EPERM},	       {QTFS_REMOVEXATTR, ENODATA}, {QTFS_LISTXATTR, 0},
+		{QTFS_SETXATTR, EPERM},	       {QTFS_REMOVEXATTR, EPERM},   {QTFS_LISTXATTR, 0},
 		{QTFS_CREATE, ELOOP},
 	};
 	static const struct {
