@@ -152,8 +152,8 @@ struct qtfs_fs {
 	GMutex lk_lock;
 	GHashTable *lk_owners; /* struct lk_owner*: POSIX lock owners with locks on the host */
 	GCond lk_cond;	       /* signalled when lk_releasing drops */
-	unsigned lk_releasing; /* RELEASEs carrying a flock unlock still on their way; lk_lock */
-	uint64_t lk_release_gen; /* RELEASEs with a flock unlock done so far; lk_lock */
+	unsigned lk_releasing; /* RELEASEs carrying an unlock (flock, OFD) still on their way; lk_lock */
+	uint64_t lk_release_gen; /* RELEASEs with an unlock done so far; lk_lock */
 
 	GMutex slow_lock;
 	GThreadPool *slow; /* see slow_push(); NULL once stopping; slow_lock */
@@ -223,6 +223,7 @@ struct fh {
 	bool poll_armed;	    /* a POLL wait is outstanding on the server; protected by lock */
 	bool flocked;		    /* holds a flock on the host; fs->lk_lock */
 	pid_t flock_pid;	    /* the process that took it; fs->lk_lock */
+	unsigned lk_routes;	    /* fs->lk_owners entries routed through it; fs->lk_lock */
 	/* The start of a pseudo file as read at open (see read_prefetched()); lock. */
 	struct prefetched pre;
 	size_t pre_pos; /* where the next sequential read starts */
@@ -1396,10 +1397,12 @@ static gboolean lk_equal(gconstpointer a, gconstpointer b)
 	return x->ino == y->ino && x->owner == y->owner;
 }
 
+/* (fs->lk_lock held) */
 static void lk_free(gpointer p)
 {
 	struct lk_owner *o = p;
 
+	o->fh->lk_routes--;
 	fh_unref(o->fh);
 	g_free(o);
 }
@@ -1428,6 +1431,7 @@ static void lk_record(struct qtfs_fs *fs, fuse_ino_t ino, uint64_t owner, struct
 		*o = key;
 		o->fh = fh;
 		g_atomic_int_inc(&fh->refs);
+		fh->lk_routes++;
 		g_hash_table_add(fs->lk_owners, o);
 	}
 	g_mutex_unlock(&fs->lk_lock);
@@ -1442,10 +1446,42 @@ static struct fh *lk_take(struct qtfs_fs *fs, fuse_ino_t ino, uint64_t owner)
 	g_mutex_lock(&fs->lk_lock);
 	if (g_hash_table_steal_extended(fs->lk_owners, &key, (gpointer *)&o, NULL)) {
 		h = o->fh;
+		h->lk_routes--;
 		g_free(o);
 	}
 	g_mutex_unlock(&fs->lk_lock);
 	return h;
+}
+
+/*
+ * Open file description locks (F_OFD_SETLK) belong to the open file: the
+ * kernel sends them with the file as their owner and drops them locally
+ * when the file's last reference goes, but tells the file system of that
+ * only by the file's RELEASE (a FLUSH names the closing process's owner,
+ * never the file).  A process's POSIX locks are dropped at its FLUSH,
+ * which comes at its close of any file it locked through, before that
+ * file's last close: so the owners still routed through @h at its RELEASE
+ * are its own OFD locks.  Forget them: their owners (0 terminated), or
+ * NULL when there are none.
+ */
+static uint64_t *lk_take_fh(struct qtfs_fs *fs, struct fh *h)
+{
+	g_autoptr(GArray) owners = g_array_new(TRUE, FALSE, sizeof(uint64_t));
+	GHashTableIter it;
+	gpointer k;
+
+	g_mutex_lock(&fs->lk_lock);
+	g_hash_table_iter_init(&it, fs->lk_owners);
+	while (h->lk_routes && g_hash_table_iter_next(&it, &k, NULL)) {
+		struct lk_owner *o = k;
+
+		if (o->fh != h)
+			continue;
+		g_array_append_val(owners, o->owner);
+		g_hash_table_iter_remove(&it); /* lk_free(): its reference to @h, not the last */
+	}
+	g_mutex_unlock(&fs->lk_lock);
+	return owners->len ? (uint64_t *)(void *)g_array_free(g_steal_pointer(&owners), FALSE) : NULL;
 }
 
 struct lk_ctx {
@@ -1510,6 +1546,40 @@ static int setlk_wait(fuse_req_t req, struct fh *h, struct lk_ctx *c, bool sleep
 	}
 }
 
+/* How many RELEASEs carrying an unlock are done: see lk_released_since(). */
+static uint64_t lk_release_gen(struct qtfs_fs *fs)
+{
+	uint64_t gen;
+
+	g_mutex_lock(&fs->lk_lock);
+	gen = fs->lk_release_gen;
+	g_mutex_unlock(&fs->lk_lock);
+	return gen;
+}
+
+/*
+ * A lock request met a conflict that may be a lock whose holder has just
+ * closed the file: the kernel sends the RELEASE that drops a flock or an
+ * OFD lock after close(2) returned, so a local lock would not see it any
+ * more while the host still does.  Wait (at most 1 s) for RELEASEs on
+ * their way (op_release()) and, when @gone, for one more (a holder that
+ * is gone, whose RELEASE the kernel has yet to send); whether one was
+ * done since @gen0, when the request is worth asking again.
+ */
+static bool lk_released_since(struct qtfs_fs *fs, uint64_t gen0, bool gone)
+{
+	gint64 until = g_get_monotonic_time() + G_USEC_PER_SEC;
+	bool again;
+
+	g_mutex_lock(&fs->lk_lock);
+	while ((fs->lk_releasing || (gone && fs->lk_release_gen == gen0)) &&
+	       g_cond_wait_until(&fs->lk_cond, &fs->lk_lock, until))
+		;
+	again = fs->lk_release_gen != gen0;
+	g_mutex_unlock(&fs->lk_lock);
+	return again;
+}
+
 /* A POSIX lock request of the kernel's, for the wire. */
 static struct lk_ctx lk_ctx_of(const struct fuse_file_info *fi, const struct flock *l)
 {
@@ -1528,8 +1598,12 @@ static void op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, 
 	struct qtfs_fs *fs = FS(req);
 	struct fh *h = lk_route(fs, ino, fi->lock_owner, fh_of(fi));
 	struct lk_ctx c = lk_ctx_of(fi, lock);
+	uint64_t gen0 = lk_release_gen(fs);
 	int err = setlk_wait(req, h, &c, sleep);
 
+	/* An OFD lock just closed on the DPU may be what it met (lk_released_since()). */
+	if (err == -EAGAIN && lk_released_since(fs, gen0, false))
+		err = setlk_wait(req, h, &c, false);
 	if (err == 0 && lock->l_type != F_UNLCK)
 		lk_record(fs, ino, fi->lock_owner, h);
 	fh_unref(h);
@@ -1623,41 +1697,21 @@ static void op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, 
 
 	struct qtfs_fs *fs = FS(req);
 	struct fh *h = fh_of(fi);
-	uint64_t gen0;
-	int err;
-
 	/* Releases done from here on may be what a conflict below was about. */
-	g_mutex_lock(&fs->lk_lock);
-	gen0 = fs->lk_release_gen;
-	g_mutex_unlock(&fs->lk_lock);
-	err = setlk_wait(req, h, &c, !(op & LOCK_NB));
+	uint64_t gen0 = lk_release_gen(fs);
+	int err = setlk_wait(req, h, &c, !(op & LOCK_NB));
 
 	/*
-	 * A conflict may be a flock whose holder has just closed the file: the
-	 * kernel sends that RELEASE (the only unlock) after close(2) returned,
-	 * or after the holder exited (its last fput can be deferred to a
-	 * kernel worker), so a local flock would not see the lock any more
-	 * while the host still does.  Wait (at most 1 s) for RELEASEs on
-	 * their way (op_release()), and for the RELEASE of a flock whose
-	 * holder process is gone, then ask again once one was done since the
+	 * A conflict may be a flock whose holder has just closed the file
+	 * (lk_released_since()), or exited: its last fput can be deferred to
+	 * a kernel worker, so wait for the RELEASE of a flock whose holder
+	 * process is gone too, then ask again once one was done since the
 	 * first attempt (also one that finished between that attempt's answer
 	 * and this check).  A holder that is alive is a real conflict: EAGAIN
 	 * at once.
 	 */
-	if (err == -EAGAIN) {
-		gint64 until = g_get_monotonic_time() + G_USEC_PER_SEC;
-		bool gone = flock_holder_gone(fs, ino, h);
-		bool again;
-
-		g_mutex_lock(&fs->lk_lock);
-		while ((fs->lk_releasing || (gone && fs->lk_release_gen == gen0)) &&
-		       g_cond_wait_until(&fs->lk_cond, &fs->lk_lock, until))
-			;
-		again = fs->lk_release_gen != gen0;
-		g_mutex_unlock(&fs->lk_lock);
-		if (again)
-			err = setlk_wait(req, h, &c, false);
-	}
+	if (err == -EAGAIN && lk_released_since(fs, gen0, flock_holder_gone(fs, ino, h)))
+		err = setlk_wait(req, h, &c, false);
 	if (err == 0) {
 		g_mutex_lock(&fs->lk_lock);
 		h->flocked = c.type != F_UNLCK;
@@ -3635,30 +3689,62 @@ static void release_fh(fuse_req_t req, struct fuse_file_info *fi)
 	reply_err(req, 0);
 }
 
-static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	struct qtfs_fs *fs = FS(req);
+struct release_unlock {
+	fuse_req_t req;
+	struct fh *h;
+	uint64_t *ofd_owners; /* lk_take_fh(), or NULL */
+};
 
-	if (!fi->flock_release) {
-		release_fh(req, fi);
-		return;
+/*
+ * The last close of a file with a flock or OFD locks (lk_take_fh()): the
+ * kernel unlocks them only through this RELEASE, which it sends after
+ * close(2) returned.  Drop the OFD locks' owners on the host, wait for
+ * the host's close (which drops the flock), and tell the lock requests
+ * that met a conflict meanwhile (lk_released_since()).
+ */
+static void release_unlock(void *arg, bool run)
+{
+	struct release_unlock *r = arg;
+	struct qtfs_fs *fs = FS(r->req);
+
+	reply_err(r->req, 0);
+	for (uint64_t *o = r->ofd_owners; run && o && *o; o++) {
+		struct lk_ctx c = {.owner = *o, .type = F_UNLCK, .flags = QTFS_LK_RELEASE_OWNER};
+		g_autoptr(qt_msg) rep = NULL;
+
+		call_fh(fs, r->h, build_setlk, &c, &rep);
 	}
-	/*
-	 * The last close of a file with a flock: the kernel unlocks only
-	 * through this RELEASE, which it sends after close(2) returned.  Wait
-	 * for the host's close, and let op_flock know one is on its way (see
-	 * there).
-	 */
-	g_mutex_lock(&fs->lk_lock);
-	fs->lk_releasing++;
-	g_mutex_unlock(&fs->lk_lock);
-	reply_err(req, 0);
-	fh_close_wait(fs, fh_of(fi), true);
+	fh_close_wait(fs, r->h, run);
 	g_mutex_lock(&fs->lk_lock);
 	fs->lk_releasing--;
 	fs->lk_release_gen++;
 	g_cond_broadcast(&fs->lk_cond);
 	g_mutex_unlock(&fs->lk_lock);
+	g_free(r->ofd_owners);
+	g_free(r);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct qtfs_fs *fs = FS(req);
+	uint64_t *ofd = lk_take_fh(fs, fh_of(fi));
+	struct release_unlock *r;
+
+	if (!fi->flock_release && !ofd) {
+		release_fh(req, fi);
+		return;
+	}
+	/* Counted at once: a lock request after this one must know to wait. */
+	g_mutex_lock(&fs->lk_lock);
+	fs->lk_releasing++;
+	g_mutex_unlock(&fs->lk_lock);
+	r = g_new(struct release_unlock, 1);
+	*r = (struct release_unlock){.req = req, .h = fh_of(fi), .ofd_owners = ofd};
+	/* The loop thread (session.c) must not wait for the host. */
+	if (qt_loop_in_thread(qtfs_client_loop(fs->cl)))
+		slow_push(fs, release_unlock, r);
+	else
+		release_unlock(r, true);
 }
 
 static struct qt_msg *build_fsync(uint64_t sh, void *arg)
@@ -4338,7 +4424,7 @@ static void getxattr_later(void *arg, bool run)
 static bool getxattr_caps_known(struct qtfs_fs *fs, fuse_ino_t ino, const uint8_t *arg, size_t alen)
 {
 	size_t off = sizeof(struct fuse_getxattr_in);
-	bool nocaps = false, pseudo;
+	bool nocaps = false, pseudo = false;
 
 	if (alen < off + sizeof(XATTR_CAPS) || memcmp(arg + off, XATTR_CAPS, sizeof(XATTR_CAPS)) != 0)
 		return false;

@@ -2322,7 +2322,7 @@ static int check_lock_range(uint32_t type, uint64_t start, uint64_t len)
  * NULL and *err otherwise.
  */
 static struct lock_owner *owner_fd_locked(struct session *sess, struct handle *h, uint64_t owner,
-					  bool create, int *err)
+					  bool create, bool *created, int *err)
 {
 	struct lock_owner key = {.owner = owner}, *o;
 	char path[64];
@@ -2336,6 +2336,7 @@ static struct lock_owner *owner_fd_locked(struct session *sess, struct handle *h
 	key.dev = st.st_dev;
 	key.ino = st.st_ino;
 	o = g_hash_table_lookup(sess->lock_owners, &key);
+	*created = false;
 	if (o || !create) {
 		*err = 0;
 		return o;
@@ -2355,6 +2356,7 @@ static struct lock_owner *owner_fd_locked(struct session *sess, struct handle *h
 	*o = key;
 	o->fd = fd;
 	g_hash_table_add(sess->lock_owners, o);
+	*created = true;
 	return o;
 }
 
@@ -2364,6 +2366,7 @@ static int op_setlk(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	uint32_t type, flags, pid;
 	struct lock_owner *o;
 	struct flock fl;
+	bool created;
 	int err;
 
 	rd_lock(r, &hid, &owner, &type, &start, &len);
@@ -2383,7 +2386,7 @@ static int op_setlk(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	}
 	g_mutex_lock(&sess->owners_lock);
 	o = owner_fd_locked(sess, h, owner, type != F_UNLCK && !(flags & QTFS_LK_RELEASE_OWNER),
-			    &err);
+			    &created, &err);
 	if (o && (flags & QTFS_LK_RELEASE_OWNER)) {
 		g_hash_table_remove(sess->lock_owners, o); /* closing it drops its locks */
 	} else if (o) {
@@ -2396,6 +2399,13 @@ static int op_setlk(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		err = fcntl(o->fd, F_OFD_SETLK, &fl) < 0 ? lock_errno(errno) : 0;
 		if (!err && type != F_UNLCK)
 			o->pid = pid;
+		/*
+		 * A description made for a lock that was refused holds nothing,
+		 * and the client, which records an owner only once a lock is
+		 * granted, would never release it.
+		 */
+		if (err && created)
+			g_hash_table_remove(sess->lock_owners, o);
 	}
 	g_mutex_unlock(&sess->owners_lock);
 	return err;
@@ -2437,6 +2447,7 @@ static int op_getlk(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	struct flock fl, want;
 	uint32_t type, pid = 0;
 	struct stat st;
+	bool created;
 	int err;
 
 	rd_lock(r, &hid, &owner, &type, &start, &len);
@@ -2456,7 +2467,7 @@ static int op_getlk(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	want = fl;
 	/* The owner's own locks never conflict; without any, any description will do. */
 	g_mutex_lock(&sess->owners_lock);
-	o = owner_fd_locked(sess, h, owner, false, &err);
+	o = owner_fd_locked(sess, h, owner, false, &created, &err);
 	if (!err && fcntl(o ? o->fd : h->fd, F_OFD_GETLK, &fl) < 0)
 		err = -errno;
 	/* A host process's pid means nothing on the DPU: only our owners' are told. */

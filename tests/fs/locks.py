@@ -240,4 +240,73 @@ h = Holder(D_n, "flock", fcntl.LOCK_EX)
 check("host flock: the DPU cannot flock it", not try_flock(D_m, fcntl.LOCK_EX))
 waits_for(h, D_m, "flock", "a blocking flock on the DPU waits")
 
+# 9. Open file description locks (F_OFD_SETLK) belong to the open file:
+# they conflict with another open file's, in one process too, and go with
+# the file's last close, of which the kernel tells the file system only
+# by the RELEASE (its FLUSH names the process).  Once every DPU file is
+# closed the server holds no descriptor of the host file (with
+# QTFS_SERVER_PID).
+F_OFD_GETLK, F_OFD_SETLK = 36, 37
+server = os.environ.get("QTFS_SERVER_PID")
+
+
+def ofd(fd, kind):
+    """An OFD lock of the whole file: True if granted."""
+    try:
+        fcntl.fcntl(fd, F_OFD_SETLK, struct.pack("hhqqi4x", kind, 0, 0, 0, 0))
+        return True
+    except OSError:
+        return False
+
+
+def server_holds(path):
+    """How many descriptors of the host file @path the server holds."""
+    n = 0
+    for fd in os.listdir("/proc/%s/fd" % server):
+        try:
+            n += os.readlink("/proc/%s/fd/%s" % (server, fd)) == path
+        except OSError:
+            pass
+    return n
+
+
+def held_ofd(q):
+    fd = os.open(os.path.join(mnt, "e"), os.O_RDWR)
+    q.put(ofd(fd, fcntl.F_WRLCK))
+
+
+E_m, E_n = os.path.join(mnt, "e"), os.path.join(native, "e")
+open(E_n, "w").close()
+fd1, fd2 = os.open(E_m, os.O_RDWR), os.open(E_m, os.O_RDWR)
+check("DPU OFD lock", ofd(fd1, fcntl.F_WRLCK))
+check("... another open file of the same process cannot take one", not ofd(fd2, fcntl.F_WRLCK))
+check("... the host cannot lock it", not try_posix(E_n, fcntl.LOCK_EX))
+got = struct.unpack("hhqqi4x", fcntl.fcntl(fd2, F_OFD_GETLK, struct.pack("hhqqi4x", fcntl.F_WRLCK, 0, 0, 0, 0)))
+check("... F_OFD_GETLK reports it with pid -1 (%s)" % (got,), got[0] == fcntl.F_WRLCK and got[4] == -1)
+os.close(fd1)
+check("closed: the other open file takes it at once", ofd(fd2, fcntl.F_WRLCK))
+os.close(fd2)
+check("closed too: the host can lock it", eventually(lambda: try_posix(E_n, fcntl.LOCK_EX)))
+q = mp.Queue()
+w = mp.Process(target=held_ofd, args=(q,))
+w.start()
+check("a DPU process that exits holding an OFD lock", q.get(timeout=10))
+w.join()
+check("... leaves it to the host", eventually(lambda: try_posix(E_n, fcntl.LOCK_EX)))
+if server:
+    check("the server holds no descriptor of the file any more",
+          eventually(lambda: server_holds(E_n) == 0))
+
+# 10. Refused lock requests leave nothing behind on the server: many
+# processes trying a lock the host holds (a try-lock loop) must not use up
+# its descriptors (each owner's lock gets one of its own on the host).
+if server:
+    G_m, G_n = os.path.join(mnt, "g"), os.path.join(native, "g")
+    open(G_n, "w").close()
+    h = Holder(G_n, "posix", fcntl.LOCK_EX)
+    refused = sum(not try_posix(G_m, fcntl.LOCK_EX) for _ in range(20))
+    check("20 DPU processes are refused the host's lock (%d)" % refused, refused == 20)
+    check("... and the server holds no descriptor for them", eventually(lambda: server_holds(G_n) == 0))
+    h.release()
+
 sys.exit(1 if failures else 0)

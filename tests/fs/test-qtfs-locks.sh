@@ -4,14 +4,17 @@
 # POSIX record locks and flock across a fuse-qtfs mount (tests/fs/locks.py):
 # processes on the mount and processes on the exported directory see each
 # other's locks, blocking waits end when the lock is let go or a signal
-# arrives, and closing or dying releases a process's locks.  Run over a
-# unix socket, and over tcp with two connections.
+# arrives, and closing or dying releases a process's locks; open file
+# description locks go with their file's last close, and neither they nor
+# refused requests leave descriptors on the server.  Run over a unix
+# socket, and over tcp with two connections.
 
 . "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
 
 # run_locks NAME: locks.py on $T/mnt against $T/exp, its report in $T/locks-NAME.out.
 run_locks() {
-	if python3 "$top_srcdir/tests/fs/locks.py" "$T/mnt" "$T/exp" >"$T/locks-$1.out" 2>&1; then
+	if QTFS_SERVER_PID=$SERVER_PID python3 "$top_srcdir/tests/fs/locks.py" "$T/mnt" "$T/exp" \
+		>"$T/locks-$1.out" 2>&1; then
 		ok "locks over $1 ($(grep -c '^ok' "$T/locks-$1.out") checks)"
 	else
 		cat "$T/locks-$1.out"
