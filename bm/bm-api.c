@@ -879,13 +879,6 @@ out:
 
 /* ---- main ---- */
 
-static volatile sig_atomic_t stop;
-
-static void on_signal(int sig)
-{
-	stop = sig;
-}
-
 static int read_token(const char *path, char **out, char **msg)
 {
 	g_autofree char *data = NULL;
@@ -918,9 +911,10 @@ int main(int argc, char **argv)
 	struct api a = {0};
 	uint64_t max_body = 0;
 	int64_t threads = 0, max_conns = 0;
-	struct sigaction sa = {.sa_handler = on_signal};
-	int verbose = 0, c, rc;
+	int verbose = 0, c, rc, sig;
 
+	/* Before any thread starts: see qt_cli_block_term_signals(). */
+	qt_cli_block_term_signals();
 	qt_cli_init(argv[0]);
 	qt_log_init(qt_cli_prog());
 	opterr = 0;
@@ -982,9 +976,6 @@ int main(int argc, char **argv)
 	hc.threads = (unsigned)threads;
 	hc.max_conns = (unsigned)max_conns;
 	hc.timeout_s = 30;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
 	rc = bm_httpd_start(&hc, dispatch, &a, &httpd, &msg);
 	if (rc < 0) {
 		bm_store_close(a.st);
@@ -993,9 +984,8 @@ int main(int argc, char **argv)
 	}
 	qt_notice("serving on %s, database \"%s\" (schema %d)", listen, db,
 		  bm_store_schema_version(a.st));
-	while (!stop)
-		pause();
-	qt_notice("signal %d, stopping", (int)stop);
+	sig = qt_cli_wait_term_signal(-1);
+	qt_notice("signal %d, stopping", sig);
 	bm_httpd_stop(httpd);
 	bm_store_close(a.st);
 	g_mutex_clear(&a.lock);

@@ -78,7 +78,8 @@ struct ctl {
 	gint invariant_broken; /* atomic */
 };
 
-static volatile sig_atomic_t stop;
+/* Why the main loop ends: the signal, or SIGABRT for a broken invariant; atomic. */
+static gint stop;
 
 static void close_store(gpointer p)
 {
@@ -468,7 +469,7 @@ static void work_on(struct ctl *c, char *data)
 		cl = bm_client_new(NULL);
 		g_private_set(&client_key, cl);
 	}
-	for (int i = 0; i < MAX_STEPS_PER_TURN && !stop; i++) {
+	for (int i = 0; i < MAX_STEPS_PER_TURN && !g_atomic_int_get(&stop); i++) {
 		g_autoptr(bm_machine_row) m = NULL;
 
 		if (bm_machine_load(st, id, &m) < 0)
@@ -505,11 +506,6 @@ static gpointer worker(gpointer ud)
 
 /* ---- main loop ---- */
 
-static void on_signal(int sig)
-{
-	stop = sig;
-}
-
 static void round_once(struct ctl *c, struct bm_store *st, bool *leader)
 {
 	g_auto(GStrv) due = NULL;
@@ -530,7 +526,7 @@ static void round_once(struct ctl *c, struct bm_store *st, bool *leader)
 		if (bm_store_check(st, &why) == -EPROTO) {
 			qt_err("invariant broken: %s", why);
 			g_atomic_int_set(&c->invariant_broken, 1);
-			stop = SIGABRT;
+			g_atomic_int_set(&stop, SIGABRT);
 			return;
 		}
 	}
@@ -561,10 +557,11 @@ int main(int argc, char **argv)
 	g_autoptr(qt_conf) conf = NULL;
 	g_autoptr(bm_store) st = NULL;
 	struct ctl c = {0};
-	struct sigaction sa = {.sa_handler = on_signal};
 	bool leader = false;
 	int verbose = 0, ch, rc;
 
+	/* Before any thread starts: see qt_cli_block_term_signals(). */
+	qt_cli_block_term_signals();
 	qt_cli_init(argv[0]);
 	qt_log_init(qt_cli_prog());
 	opterr = 0;
@@ -634,19 +631,18 @@ int main(int argc, char **argv)
 	c.threads = g_new0(GThread *, (gsize)c.workers);
 	for (int64_t i = 0; i < c.workers; i++)
 		c.threads[i] = g_thread_new("worker", worker, &c);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
 	qt_notice("reconciling database \"%s\" as \"%s\" (%" G_GINT64_FORMAT " workers,"
 		  " at most %" G_GINT64_FORMAT " provisioning)",
 		  c.db, c.id, c.workers, c.max_provisioning);
-	while (!stop) {
+	while (!g_atomic_int_get(&stop)) {
 		int64_t t0 = bm_now_ms(), left;
+		int sig;
 
 		round_once(&c, st, &leader);
 		left = (int64_t)c.poll_ms - (bm_now_ms() - t0);
-		if (left > 0)
-			g_usleep((gulong)left * 1000);
+		/* The pause between rounds is where a stop is taken. */
+		if ((sig = qt_cli_wait_term_signal(MAX(left, 0))))
+			g_atomic_int_compare_and_exchange(&stop, 0, sig);
 	}
 	/* Let the running steps finish their write, so the next round starts clean. */
 	for (int64_t i = 0; i < c.workers; i++)

@@ -152,6 +152,12 @@ static bool take_fault(struct handler *h, const char *action, struct fault *out)
 	return false;
 }
 
+/* In a child before it runs a command: the signals main() blocked are the command's again. */
+static void child_signals(gpointer unused)
+{
+	qt_cli_unblock_term_signals();
+}
+
 static void run_on_boot(struct handler *h, const char *host, const char *disk,
 			const char *user_data)
 {
@@ -162,7 +168,7 @@ static void run_on_boot(struct handler *h, const char *host, const char *disk,
 	env = g_environ_setenv(env, "BM_HOST", host, TRUE);
 	env = g_environ_setenv(env, "BM_BOOT_DISK", disk, TRUE);
 	env = g_environ_setenv(env, "BM_USER_DATA", user_data, TRUE);
-	if (!g_spawn_async(NULL, (char **)argv, env, G_SPAWN_DEFAULT, NULL, NULL, NULL, &err))
+	if (!g_spawn_async(NULL, (char **)argv, env, G_SPAWN_DEFAULT, child_signals, NULL, NULL, &err))
 		qt_warn("on-boot command for host \"%s\": %s", host, err->message);
 }
 
@@ -356,8 +362,8 @@ static int exec_act(struct handler *h, const char *action, json_object *req, jso
 	json_object *res = NULL;
 	GPid pid;
 
-	if (!g_spawn_async_with_pipes(NULL, (char **)argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL,
-				      &pid, &in_fd, &out_fd, &err_fd, &err)) {
+	if (!g_spawn_async_with_pipes(NULL, (char **)argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, child_signals,
+				      NULL, &pid, &in_fd, &out_fd, &err_fd, &err)) {
 		*msg = g_strdup_printf("exec driver: %s", err->message);
 		return 500;
 	}
@@ -587,13 +593,6 @@ static void dispatch(void *ud, const struct bm_http_request *req, struct bm_http
 
 /* ---- main ---- */
 
-static volatile sig_atomic_t stop;
-
-static void on_signal(int sig)
-{
-	stop = sig;
-}
-
 static void host_free(gpointer p)
 {
 	json_object_put(p);
@@ -616,11 +615,12 @@ int main(int argc, char **argv)
 	struct bm_httpd_config hc = {0};
 	struct bm_httpd *httpd = NULL;
 	struct handler h = {0};
-	struct sigaction sa = {.sa_handler = on_signal};
 	int64_t threads = 0;
 	uint64_t timeout = 0;
 	int verbose = 0, c, rc;
 
+	/* Before any thread starts: see qt_cli_block_term_signals(). */
+	qt_cli_block_term_signals();
 	qt_cli_init(argv[0]);
 	qt_log_init(qt_cli_prog());
 	opterr = 0;
@@ -716,15 +716,11 @@ int main(int argc, char **argv)
 	hc.threads = (unsigned)threads;
 	hc.max_conns = 1024;
 	hc.timeout_s = 60;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
 	rc = bm_httpd_start(&hc, dispatch, &h, &httpd, &msg);
 	if (rc < 0)
 		return qt_cli_fail("%s", msg);
 	qt_notice("serving on %s with the %s driver", listen, driver);
-	while (!stop)
-		pause();
+	qt_cli_wait_term_signal(-1);
 	bm_httpd_stop(httpd);
 	g_hash_table_unref(h.hosts);
 	g_hash_table_unref(h.faults);

@@ -5,7 +5,9 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdbool.h>
@@ -118,4 +120,41 @@ bool qt_cli_raise_nofile(struct rlimit *saved)
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	return true;
+}
+
+static void term_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+}
+
+void qt_cli_block_term_signals(void)
+{
+	sigset_t set;
+
+	term_signals(&set);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+void qt_cli_unblock_term_signals(void)
+{
+	sigset_t set;
+
+	term_signals(&set);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+}
+
+int qt_cli_wait_term_signal(int64_t timeout_ms)
+{
+	struct timespec ts = {.tv_sec = timeout_ms / 1000, .tv_nsec = (timeout_ms % 1000) * 1000000};
+	sigset_t set;
+	int sig;
+
+	term_signals(&set);
+	do
+		sig = timeout_ms < 0 ? sigwaitinfo(&set, NULL) : sigtimedwait(&set, NULL, &ts);
+	while (sig < 0 && errno == EINTR);
+	return sig < 0 ? 0 : sig;
 }

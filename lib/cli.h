@@ -9,6 +9,7 @@
 
 #include <glib.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/resource.h>
 
 enum {
@@ -52,3 +53,18 @@ bool qt_cli_raise_nofile(struct rlimit *saved);
  * after saying that the name is unknown.
  */
 int qt_cli_set_log_level(const char *level, int verbose);
+/*
+ * For daemons that stop on SIGINT or SIGTERM: block both in the calling
+ * thread, first thing, before any other thread starts (threads inherit
+ * the mask), and ignore SIGPIPE.  A stop asked for during start-up then
+ * waits for qt_cli_wait_term_signal() instead of killing the process
+ * before it can shut down cleanly, and no other thread takes it.
+ */
+void qt_cli_block_term_signals(void);
+/*
+ * Wait up to @timeout_ms (negative: for ever) for SIGINT or SIGTERM,
+ * blocked by qt_cli_block_term_signals(): its number, or 0 when none came.
+ */
+int qt_cli_wait_term_signal(int64_t timeout_ms);
+/* Unblock them again: in a child before it runs another program. */
+void qt_cli_unblock_term_signals(void);

@@ -88,23 +88,25 @@ class Env:
                 time.sleep(0.05)
         raise Failure("%s did not come up" % url)
 
-    def start_handler(self, key="handler", extra=()):
+    def start_handler(self, key="handler", extra=(), wait=True):
         port = free_port()
         self.start(key, [os.path.join(self.bin, "bm-handler"), "--driver", "fake",
                          "--listen", "127.0.0.1:%d" % port] + list(extra), key + ".log")
         url = "http://127.0.0.1:%d" % port
-        self.wait_http(url + "/healthz")
+        if wait:
+            self.wait_http(url + "/healthz")
         setattr(self, key + "_url", url)
         return url
 
-    def start_api(self, key="api", extra=()):
+    def start_api(self, key="api", extra=(), wait=True):
         port = free_port()
         self.start(key, [os.path.join(self.bin, "bm-api"), "--config",
                          os.path.join(self.dir, "api.conf"), "--db", self.db,
                          "--token-file", os.path.join(self.dir, "token"),
                          "--listen", "127.0.0.1:%d" % port] + list(extra), key + ".log")
         url = "http://127.0.0.1:%d" % port
-        self.wait_http(url + "/healthz")
+        if wait:
+            self.wait_http(url + "/healthz")
         if key == "api":
             self.api_url = url
         return url
@@ -129,9 +131,30 @@ class Env:
         except OSError:
             return "(no log)\n"
 
+    def in_main(self, key, timeout=10):
+        """Wait until the daemon's main() has blocked SIGTERM, its first
+        step (qt_cli_block_term_signals): a SIGTERM before that, while the
+        program is still being loaded, kills it as any program.  Any of its
+        threads tells (one waiting for the signal shows it unblocked)."""
+        p = self.procs[key]
+        bit = 1 << (signal.SIGTERM - 1)
+        end = time.time() + timeout
+        while time.time() < end and p.poll() is None:
+            try:
+                for t in os.listdir("/proc/%d/task" % p.pid):
+                    with open("/proc/%d/task/%s/status" % (p.pid, t)) as f:
+                        blk = [l for l in f if l.startswith("SigBlk:")]
+                    if blk and int(blk[0].split()[1], 16) & bit:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.001)
+        raise Failure("%s never blocked SIGTERM" % key)
+
     def stop(self, key):
         """SIGTERM and check a clean exit (ASan leak checks run at exit and
         abort: a leak is a non-zero exit, and its report is in the log)."""
+        self.in_main(key)
         p = self.kill(key, signal.SIGTERM)
         if p.returncode != 0:
             raise Failure("%s exited with %s; the end of %s.log:\n%s"

@@ -5,7 +5,10 @@
 # killed with SIGKILL at random moments and restarted.  At the end every
 # machine is available or active, the fake handler's inventory matches the
 # database exactly (no leaked or doubled volume, disk or NIC, free machines
-# powered off), and the controller's invariant check never fired.
+# powered off), and the controller's invariant check never fired.  Last,
+# each daemon is stopped (SIGTERM) at random moments of its start-up, once
+# its main() runs: a clean exit every time, not a death by the signal (the
+# last restart of the cycles once met the test's final stop that way).
 
 import os
 import random
@@ -116,6 +119,18 @@ def main():
     e.stop("controller")
     e.stop("api")
     e.stop("handler")
+
+    for i in range(10):
+        e.start_controller(key="early", ident="early")
+        time.sleep(random.uniform(0, 0.02))
+        e.stop("early")
+        e.start_api(key="api-early", wait=False)
+        time.sleep(random.uniform(0, 0.02))
+        e.stop("api-early")
+        e.start_handler(key="handler-early", wait=False)
+        time.sleep(random.uniform(0, 0.02))
+        e.stop("handler-early")
+    print("10 stops during start-up of each daemon: clean exits")
 
 
 run(main)
