@@ -1839,7 +1839,10 @@ enum inval_kind {
 	INVAL_SEQ_DONE,	  /* the names of WATCH reply @mark are done with (see "Barrier") */
 	INVAL_SWEEP_DONE, /* the barrier's sweep @mark is done (queued after an INVAL_ALL) */
 	INVAL_KICK,	  /* look at the waiting barriers (see "Barrier") */
-	/* the directory (@self_*) moved to @name in the directory (@dev, @ino, @gen): watch_moved() */
+	/*
+	 * the directory (@self_*) moved from @name + @from_off in the directory
+	 * (@from_*) to @name in the directory (@dev, @ino, @gen): watch_moved()
+	 */
 	INVAL_MOVE,
 };
 
@@ -1850,6 +1853,8 @@ struct inval {
 	bool is_dir;	    /* the name is a directory's */
 	uint64_t dev, ino, gen; /* the directory */
 	uint64_t self_dev, self_ino, self_gen; /* INVAL_MOVE: the directory moved */
+	uint64_t from_dev, from_ino, from_gen; /* INVAL_MOVE: its old parent */
+	size_t from_off;    /* INVAL_MOVE: where its old name is in @name */
 	fuse_ino_t parent;  /* INVAL_EXPIRE: the directory */
 	size_t len;
 	char name[];
@@ -1888,12 +1893,14 @@ static void inval_push_kind(struct qtfs_fs *fs, enum inval_kind kind, uint64_t m
 /* The move of a WATCH name with QTFS_WN_MOVED. */
 static void inval_push_move(struct qtfs_fs *fs, const struct qtfs_watch_name *n)
 {
-	struct inval *v = g_malloc0(sizeof(*v) + n->to_len + 1);
+	struct inval *v = g_malloc0(sizeof(*v) + n->to_len + 1 + n->len + 1);
 
 	*v = (struct inval){.kind = INVAL_MOVE, .dev = n->to_dev, .ino = n->to_ino, .gen = n->to_gen,
 			    .self_dev = n->self_dev, .self_ino = n->self_ino, .self_gen = n->self_gen,
-			    .len = n->to_len};
+			    .from_dev = n->dev, .from_ino = n->ino, .from_gen = n->gen,
+			    .from_off = n->to_len + 1, .len = n->to_len};
 	memcpy(v->name, n->to_name, n->to_len);
+	memcpy(v->name + v->from_off, n->name, n->len);
 	g_async_queue_push(fs->invals, v);
 }
 
@@ -2481,20 +2488,28 @@ static void watch_missed(struct qtfs_fs *fs)
  * them): while the kernel still held a name that nests the directories
  * the old way, a lookup through the new place could otherwise be refused
  * by the kernel (ELOOP).  A walk through the new name finds the same
- * node.  Reports come in order, so a later move moves it on.
+ * node.  Reports come in order, so a later move moves it on.  Only from
+ * where the node is: a report is older than what the client did since (a
+ * rename of the directory from here, whose own report follows it), and
+ * applied after that it would put the node back where it was before.
+ * Where the node is elsewhere, the client knows better, or nothing it can
+ * trust: it keeps its place.
  */
 static void watch_moved(struct qtfs_fs *fs, const struct inval *v)
 {
 	struct node probe = {.dev = v->self_dev, .ino = v->self_ino};
-	struct node *n, *to;
+	struct node *n, *to, *from;
 
 	g_mutex_lock(&fs->lock);
 	n = g_hash_table_lookup(fs->by_key, &probe);
 	to = dir_node_locked(fs, v->dev, v->ino, v->gen);
+	from = dir_node_locked(fs, v->from_dev, v->from_ino, v->from_gen);
 	/* Where the new parent has a path itself: else the node keeps the one it had. */
 	for (struct node *p = to; p && p != fs->root; p = p->parent)
 		if (!p->parent)
 			to = NULL;
+	if (n && (!from || n->parent != from || g_strcmp0(n->name, v->name + v->from_off)))
+		n = NULL;
 	if (n && to && n != fs->root && n->type == S_IFDIR && n->gen == v->self_gen) {
 		node_name(fs, n, to, v->name);
 		g_atomic_int_inc(&fs->moves);

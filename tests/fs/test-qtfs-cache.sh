@@ -438,4 +438,32 @@ check "... and the root's own names are there" [ -d "$T/def/disk/loopy/a" ]
 check "... the client is still up" kill -0 "$client"
 umount "$T/exp/disk/loopy/a/b/in" "$T/exp/disk/loopy/root" "$T/exp/disk/loopy/c/in"
 
+# A directory renamed on the DPU several times in a row: each rename is
+# reported by the host a moment later (a directory move, QTFS_WN_MOVED),
+# and a report that arrives after the next rename must not put the node
+# back where it was (every open of the new name failed with ENOENT).
+renames=$(python3 - "$T/def/disk" <<'PY'
+import os, sys
+bad = 0
+for i in range(100):
+    d = os.path.join(sys.argv[1], "mv%d" % i)
+    os.mkdir(d + "a"); os.mkdir(d + "a/x"); open(d + "a/x/f", "w").close()
+    for a, b in (("a", "b"), ("b", "c"), ("c", "d")):
+        os.rename(d + a, d + b)
+    try:
+        for _ in range(20):
+            fd = os.open(d + "d", os.O_RDONLY | os.O_DIRECTORY)
+            os.stat("x/f", dir_fd=fd)
+            os.close(fd)
+            os.listdir(d + "d/x")
+    except OSError as e:
+        bad += 1
+        if bad == 1:
+            print(e)
+print("%d of 100 failed" % bad)
+PY
+)
+check "a directory renamed three times in a row on the DPU: its new name works ($renames)" \
+	[ "$renames" = "0 of 100 failed" ]
+
 finish
