@@ -1711,7 +1711,13 @@ static int op_symlink(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	return make_at(sess, MAKE_SYMLINK, path, 0, 0, target, &c, rep);
 }
 
-#define RENAME_FLAGS_OK (RENAME_NOREPLACE | RENAME_EXCHANGE)
+/*
+ * RENAME_WHITEOUT leaves a whiteout (a character device 0:0, which opens
+ * nothing) at the old name, as overlayfs does in its upper layer; the
+ * client's kernel lets only a caller with CAP_MKNOD ask, as it lets only
+ * root make device nodes.
+ */
+#define RENAME_FLAGS_OK (RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT)
 
 static int op_rename(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 {
@@ -1725,7 +1731,6 @@ static int op_rename(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	qt_rd_u32(r, &flags);
 	if ((err = qt_rd_end(r)) < 0)
 		return err;
-	/* Not RENAME_WHITEOUT: the server would make device nodes for the client. */
 	if (flags & ~RENAME_FLAGS_OK)
 		return -EINVAL;
 	if (!*from || !*to)

@@ -1592,6 +1592,13 @@ static void sc_renameat2(struct ctx *c)
 	xstat(c, "e/z");
 	xstat(c, "e");
 	expect_text(c, "e/z/inner", "A");
+	/* a whiteout (as root: it is a device node) takes the old name */
+	put(c, "w", "W", 0644);
+	step(c, renameat2(c->dfd, "w", c->dfd, "w2", RENAME_WHITEOUT), "rename(w, w2, WHITEOUT)");
+	xlstat(c, "w");
+	expect_text(c, "w2", "W");
+	step(c, renameat2(c->dfd, "w2", c->dfd, "w", RENAME_WHITEOUT | RENAME_EXCHANGE),
+	     "rename(w2, w, WHITEOUT|EXCHANGE)");
 	rec_listing(c, ".");
 }
 

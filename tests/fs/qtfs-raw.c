@@ -1235,6 +1235,8 @@ static struct qt_msg *build_lk(uint16_t op, uint64_t hid, uint32_t type, uint64_
 	return m;
 }
 
+static int call_attr(struct session *s, struct qt_msg *req, struct qtfs_attr *a);
+
 static void attacks_garbage(struct ctx *x)
 {
 	static const uint8_t ff[7] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
@@ -1359,10 +1361,25 @@ static void attacks_garbage(struct ctx *x)
 	m->len -= 4;
 	qt_msg_put_u32(m, 0xffffffff);
 	expect(x, "RENAME with flags 0xffffffff", m, EINVAL);
+	/* RENAME_WHITEOUT leaves a character device 0:0 at the old name, and nothing else. */
 	m = build_two(QTFS_RENAME, FILE_NAME, "whiteout-made");
 	m->len -= 4;
-	qt_msg_put_u32(m, 4); /* RENAME_WHITEOUT: a device node the server would make */
-	expect(x, "RENAME with RENAME_WHITEOUT", m, EINVAL);
+	qt_msg_put_u32(m, 4);
+	if (expect(x, "RENAME with RENAME_WHITEOUT", m, 0) == 0) {
+		struct qtfs_attr a;
+		int err = call_attr(x->s, build(QTFS_LOOKUP, bs(FILE_NAME), NULL), &a);
+
+		report(x, err == 0 && S_ISCHR(a.mode) && a.rdev == 0, "... the old name is a whiteout (0:0)",
+		       err, "a character device 0:0");
+		m = build_two(QTFS_RENAME, "whiteout-made", FILE_NAME);
+		m->len -= 4;
+		qt_msg_put_u32(m, 0);
+		expect(x, "RENAME back over the whiteout", m, 0);
+	}
+	m = build_two(QTFS_RENAME, FILE_NAME, "whiteout-made");
+	m->len -= 4;
+	qt_msg_put_u32(m, 4 | 2);
+	expect(x, "RENAME with RENAME_WHITEOUT|RENAME_EXCHANGE", m, EINVAL);
 	expect(x, "OPEN with flags 0xffffffff", build_open(FILE_NAME, 0xffffffff), ENOTDIR);
 	expect(x, "MKNOD of type S_IFDIR", build_mknod(ESCAPED, S_IFDIR | 0755, 0), EPERM);
 	expect(x, "MKNOD with mode 0xffffffff", build_mknod(ESCAPED, 0xffffffff, 0), EINVAL);
