@@ -1462,15 +1462,14 @@ static struct fh *lk_take(struct qtfs_fs *fs, fuse_ino_t ino, uint64_t owner)
  * which comes at its close of any file it locked through, before that
  * file's last close: so the owners still routed through @h at its RELEASE
  * are its own OFD locks.  Forget them: their owners (0 terminated), or
- * NULL when there are none.
+ * NULL when there are none.  fs->lk_lock held.
  */
-static uint64_t *lk_take_fh(struct qtfs_fs *fs, struct fh *h)
+static uint64_t *lk_take_fh_locked(struct qtfs_fs *fs, struct fh *h)
 {
 	g_autoptr(GArray) owners = g_array_new(TRUE, FALSE, sizeof(uint64_t));
 	GHashTableIter it;
 	gpointer k;
 
-	g_mutex_lock(&fs->lk_lock);
 	g_hash_table_iter_init(&it, fs->lk_owners);
 	while (h->lk_routes && g_hash_table_iter_next(&it, &k, NULL)) {
 		struct lk_owner *o = k;
@@ -1480,7 +1479,6 @@ static uint64_t *lk_take_fh(struct qtfs_fs *fs, struct fh *h)
 		g_array_append_val(owners, o->owner);
 		g_hash_table_iter_remove(&it); /* lk_free(): its reference to @h, not the last */
 	}
-	g_mutex_unlock(&fs->lk_lock);
 	return owners->len ? (uint64_t *)(void *)g_array_free(g_steal_pointer(&owners), FALSE) : NULL;
 }
 
@@ -3742,17 +3740,19 @@ static void release_unlock(void *arg, bool run)
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct qtfs_fs *fs = FS(req);
-	uint64_t *ofd = lk_take_fh(fs, fh_of(fi));
 	struct release_unlock *r;
+	uint64_t *ofd;
 
+	/* Counted at once: a lock request after this one must know to wait. */
+	g_mutex_lock(&fs->lk_lock);
+	ofd = lk_take_fh_locked(fs, fh_of(fi));
+	if (fi->flock_release || ofd)
+		fs->lk_releasing++;
+	g_mutex_unlock(&fs->lk_lock);
 	if (!fi->flock_release && !ofd) {
 		release_fh(req, fi);
 		return;
 	}
-	/* Counted at once: a lock request after this one must know to wait. */
-	g_mutex_lock(&fs->lk_lock);
-	fs->lk_releasing++;
-	g_mutex_unlock(&fs->lk_lock);
 	r = g_new(struct release_unlock, 1);
 	*r = (struct release_unlock){.req = req, .h = fh_of(fi), .ofd_owners = ofd};
 	/* The loop thread (session.c) must not wait for the host. */
