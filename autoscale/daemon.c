@@ -1360,6 +1360,10 @@ int as_daemon_run(const struct as_daemon_args *a, const struct as_options *o)
 	bool first = true;
 	int ret = 1;
 
+	/* First: a stop asked for during start-up is taken by the loops below. */
+	sa.sa_handler = on_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
 	qt_log_set_level(a->v >= 4 ? QT_LOG_DEBUG : a->v >= 1 ? QT_LOG_INFO : QT_LOG_NOTICE);
 	if (!a->cloud_provider || strcmp(a->cloud_provider, "yusur") != 0) {
 		qt_err("--cloud-provider: \"%s\" is not supported (only yusur)",
@@ -1390,10 +1394,6 @@ int as_daemon_run(const struct as_daemon_args *a, const struct as_options *o)
 	dm.noscale_events = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	dm.uids = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	dm.last_scale_up = dm.last_scale_down_delete = dm.last_scale_down_failure = AS_TIME_NEVER;
-
-	sa.sa_handler = on_signal;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
 
 	listen = a->address[0] == ':' ? g_strconcat("0.0.0.0", a->address, NULL)
 				      : g_strdup(a->address);

@@ -27,7 +27,8 @@
 # 5. A standby daemon on the same Lease never acts; when the leader exits
 #    (SIGTERM) it releases the Lease and the standby takes over at once.
 # Also: /metrics and /healthz, events, the status ConfigMap, and clean
-# exits on SIGTERM (ASan checks leaks there).
+# exits on SIGTERM (ASan checks leaks there), also when it comes during
+# start-up, once the daemon has its handler.
 
 import json
 import os
@@ -111,7 +112,7 @@ def run(env, kube):
     with open(cloud, "w") as f:
         f.write("[yusur]\nurl = %s\ntoken_file = token\nimage = worker-1\ndisk_gb = 10\n"
                 "user_data = user-data.tmpl\njoin_token_file = join-token\n" % env.api_url)
-    def start_autoscale(logname, extra=()):
+    def start_autoscale(logname, extra=(), wait=True):
         port = free_port()
         log = open(os.path.join(d, logname), "ab")
         p = subprocess.Popen(
@@ -125,8 +126,28 @@ def run(env, kube):
             stdout=log, stderr=subprocess.STDOUT, cwd=d)
         procs.append(p)
         url = "http://127.0.0.1:%d" % port
-        env.wait_http(url + "/healthz")
+        if wait:
+            env.wait_http(url + "/healthz")
         return p, url
+
+    def handles_sigterm(p):
+        """Whether @p has its SIGTERM handler (its start-up's first step)."""
+        try:
+            with open("/proc/%d/status" % p.pid) as f:
+                cgt = [l for l in f if l.startswith("SigCgt:")]
+            return bool(cgt) and int(cgt[0].split()[1], 16) & (1 << (signal.SIGTERM - 1)) != 0
+        except OSError:
+            return False
+
+    step("0a: a SIGTERM during start-up is a clean exit")
+    for i in range(5):
+        early, _ = start_autoscale("early.log", wait=False)
+        env.wait(lambda: handles_sigterm(early) or early.poll() is not None,
+                 "the daemon's SIGTERM handler", 10)
+        time.sleep(0.005 * i)
+        early.send_signal(signal.SIGTERM)
+        rc = early.wait(30)
+        check(rc == 0, "autoscale exited with %s on a SIGTERM %d ms into its start-up" % (rc, 5 * i))
 
     def metric(url, name):
         with urllib.request.urlopen(url + "/metrics") as r:
