@@ -3705,12 +3705,12 @@ static void release_fh(fuse_req_t req, struct fuse_file_info *fi)
 struct release_unlock {
 	fuse_req_t req;
 	struct fh *h;
-	uint64_t *ofd_owners; /* lk_take_fh(), or NULL */
+	uint64_t *ofd_owners; /* lk_take_fh_locked(), or NULL */
 };
 
 /*
- * The last close of a file with a flock or OFD locks (lk_take_fh()): the
- * kernel unlocks them only through this RELEASE, which it sends after
+ * The last close of a file with a flock or OFD locks (lk_take_fh_locked()):
+ * the kernel unlocks them only through this RELEASE, which it sends after
  * close(2) returned.  Drop the OFD locks' owners on the host, wait for
  * the host's close (which drops the flock), and tell the lock requests
  * that met a conflict meanwhile (lk_released_since()).
