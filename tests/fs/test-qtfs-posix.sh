@@ -8,7 +8,8 @@
 # default_permissions); fsx then runs 100k seeded random operations on the
 # mount with zero mismatches.  Over a unix socket with one connection, then
 # over TCP with a pre-shared key and four connections, then with the epoll
-# event loop on both sides.
+# event loop on both sides.  Last, an overlayfs on the DPU whose upper
+# layer is on a mount.
 
 . "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
 
@@ -439,4 +440,36 @@ check "large reads (epoll loops)" big_reads "$T/exp3" "$T/mnt3"
 check "unmount (epoll)" umount_qtfs "$T/mnt3"
 SERVER_WRAP=
 CLIENT_WRAP=
+
+# -- an overlayfs on the DPU whose upper layer is on the mount -----------------
+# As a container runtime's snapshotter would keep a container's layer on
+# the host: copy-up, whiteouts (RENAME_WHITEOUT, or a 0:0 device node)
+# and opaque directories (trusted.* xattrs) land in the host's upper dir.
+mkdir -p "$T/exp4" "$T/lower4/dir" "$T/ovl4"
+echo lower >"$T/lower4/file"
+echo gone >"$T/lower4/gone"
+echo in >"$T/lower4/dir/in"
+start_server "$T/server4.log" --listen "unix:$T/sock4" --export "$T/exp4" || exit 1
+check "mount for an overlayfs's upper layer" mount_qtfs "unix:$T/sock4:$T/exp4" "$T/mnt4"
+mkdir -p "$T/mnt4/upper" "$T/mnt4/work"
+if mount -t overlay overlay -o "lowerdir=$T/lower4,upperdir=$T/mnt4/upper,workdir=$T/mnt4/work" \
+	"$T/ovl4" 2>"$T/ovl4.err"; then
+	QTFS_MOUNTS="$T/ovl4 $QTFS_MOUNTS"
+	echo more >>"$T/ovl4/file" && rm "$T/ovl4/gone" && rm -r "$T/ovl4/dir" && mkdir "$T/ovl4/dir" &&
+		echo new >"$T/ovl4/dir/new"
+	check "changes through the overlayfs" [ $? -eq 0 ]
+	check "... a copied-up file on the host" [ "$(cat "$T/exp4/upper/file")" = "lower
+more" ]
+	check "... a whiteout on the host: $(stat -c '%F %t:%T' "$T/exp4/upper/gone" 2>&1)" \
+		[ "$(stat -c '%F %t:%T' "$T/exp4/upper/gone")" = "character special file 0:0" ]
+	check "... an opaque directory on the host" python3 -c '
+import os, sys
+sys.exit(os.getxattr(sys.argv[1], "trusted.overlay.opaque") != b"y")' "$T/exp4/upper/dir"
+	check "... the overlayfs shows the merged tree" \
+		[ "$(cd "$T/ovl4" && find . | sort | tr '\n' ' ')" = ". ./dir ./dir/new ./file " ]
+	check "unmount the overlayfs" umount "$T/ovl4"
+else
+	ok "SKIP: no overlayfs here ($(tail -n 1 "$T/ovl4.err"))"
+fi
+check "unmount" umount_qtfs "$T/mnt4"
 finish
