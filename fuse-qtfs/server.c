@@ -3829,6 +3829,30 @@ static int ring_at(struct session *sess, struct ring_job *rj, const char *path, 
 	return err;
 }
 
+/* Undo ring_at() for a request that goes to the pool after all. */
+static void ring_at_drop(struct ring_job *rj)
+{
+	at_clear(&rj->at);
+	rj->has_at = false;
+}
+
+/*
+ * Whether the loop thread may apply the caller's umask to @mode in @a's
+ * directory (caller_mode()) itself: when the umask changes nothing, or the
+ * look for the directory's default ACL waits for no other machine (not on
+ * a network file system, where a getxattr is a request to its server).
+ */
+static bool caller_mode_here(struct session *sess, struct at *a, uint32_t mode,
+			     const struct caller *c)
+{
+	const struct stat *st;
+
+	if (!(mode & c->umask & 0777))
+		return true;
+	st = at_dir_stat(a);
+	return st && dev_kind(sess->srv, st->st_dev, a->dirfd, "") != DEV_SHARED;
+}
+
 /* The open, non-FIFO file handle @hid, or NULL (the ordinary path then answers). */
 static struct handle *ring_handle(struct session *sess, uint64_t hid)
 {
@@ -3941,9 +3965,14 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 		rj->finish = ring_made_finish;
 		if ((err = ring_at(sess, rj, path, dir ? QTFS_WL_MKDIR : QTFS_WL_CREATE)) == DEFER)
 			return false;
+		if (err == 0 && dir && !caller_mode_here(sess, &rj->at, u & 07777, &c)) {
+			ring_at_drop(rj);
+			return false;
+		}
 		if (err == 0) {
 			rj->wflags = watch_dir(sess, &rj->at);
-			u = caller_mode(&rj->at, u & 07777, &c);
+			if (dir)
+				u = caller_mode(&rj->at, u & 07777, &c);
 		}
 		if (err == 0 && ns_here(sess, &rj->at)) {
 			gint64 t0 = g_get_monotonic_time();
@@ -3985,6 +4014,10 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 		};
 		if ((err = ring_at(sess, rj, path, QTFS_WL_CREATE)) == DEFER)
 			return false;
+		if (err == 0 && !caller_mode_here(sess, &rj->at, u & 07777, &c)) {
+			ring_at_drop(rj);
+			return false;
+		}
 		if (err == 0) {
 			rj->wflags = watch_dir(sess, &rj->at);
 			rj->how.mode = caller_mode(&rj->at, u & 07777, &c);
