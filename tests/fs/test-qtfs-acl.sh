@@ -8,7 +8,8 @@
 # show: an ACL the host changes is enforced on the DPU within attr_timeout;
 # pseudo files, which have no ACLs, are read by any user with no request
 # for one; an export on a file system without ACLs (ramfs) is
-# still read and written as its modes say; and against a server that does
+# still read and written as its modes say, and one on a network file
+# system (here a fuse-qtfs mount) gets the umask too; and against a server that does
 # not apply the caller's umask (one from before QTFS_MNT_UMASK, made with
 # qtfs-mitm), new files still get the umask.
 
@@ -143,6 +144,22 @@ as_nobody sh -c "umask 022; : >'$T/mnt/noacl/made'; mkdir '$T/mnt/noacl/dir'"
 check "a file made there by the user gets the umask: $(stat -c %a "$noacl/made")" \
 	[ "$(stat -c %a "$noacl/made")" = 644 ]
 check "... and a directory: $(stat -c %a "$noacl/dir")" [ "$(stat -c %a "$noacl/dir")" = 755 ]
+
+# -- an export on a network file system -------------------------------------
+# The server treats a FUSE mount as one (its getxattr is a request to
+# another server): the umask of a create there is applied by its pool,
+# not its loop.  The mount of this test's own server is such an export.
+start_server "$T/server-net.log" --listen "unix:$T/sock-net" --export "$T/mnt" --key-file "$KEY" ||
+	exit 1
+NET_PID=$SERVER_PID
+check "mount an export that is itself a fuse-qtfs mount" \
+	mount_qtfs "unix:$T/sock-net:$T/mnt/noacl" "$T/net" --key-file "$KEY" -o allow_other
+as_nobody sh -c "umask 027; : >'$T/net/netf'; mkdir '$T/net/netd'"
+check "a file made there gets the umask: $(stat -c %a "$noacl/netf")" [ "$(stat -c %a "$noacl/netf")" = 640 ]
+check "... and a directory: $(stat -c %a "$noacl/netd")" [ "$(stat -c %a "$noacl/netd")" = 750 ]
+check "unmount" umount_qtfs "$T/net"
+kill "$NET_PID"
+check "... and its server stops (it holds the first mount)" wait_gone 100 "$NET_PID"
 
 # -- a server that does not apply the umask ----------------------------------
 # Only the MOUNT flags from before QTFS_MNT_UMASK (0x20) reach the server:
