@@ -913,6 +913,18 @@ static void slow_push(struct qtfs_fs *fs, redo_fn redo, void *p)
 	}
 }
 
+/*
+ * @fn(@p, true) for work that waits for the host: here, or on the slow
+ * pool when called on the loop thread (session.c), which must not wait.
+ */
+static void run_may_wait(struct qtfs_fs *fs, redo_fn fn, void *p)
+{
+	if (qt_loop_in_thread(qtfs_client_loop(fs->cl)))
+		slow_push(fs, fn, p);
+	else
+		fn(p, true);
+}
+
 static struct qt_msg *req_path(uint16_t op, const char *path)
 {
 	struct qt_msg *m = qt_msg_new(op, 0, 0);
@@ -3661,15 +3673,22 @@ struct flush_unlock {
 	uint64_t owner;
 };
 
+/* Drop every lock of @owner's on the host (its description there goes), through @h. */
+static void lk_release_owner(struct qtfs_fs *fs, struct fh *h, uint64_t owner)
+{
+	struct lk_ctx c = {.owner = owner, .type = F_UNLCK, .flags = QTFS_LK_RELEASE_OWNER};
+	g_autoptr(qt_msg) rep = NULL;
+
+	call_fh(fs, h, build_setlk, &c, &rep);
+}
+
 /* Drop the closing owner's POSIX locks on the host, then answer the FLUSH. */
 static void flush_unlock(void *arg, bool run)
 {
 	struct flush_unlock *f = arg;
-	struct lk_ctx c = {.owner = f->owner, .type = F_UNLCK, .flags = QTFS_LK_RELEASE_OWNER};
-	g_autoptr(qt_msg) rep = NULL;
 
 	if (run)
-		call_fh(FS(f->req), f->h, build_setlk, &c, &rep);
+		lk_release_owner(FS(f->req), f->h, f->owner);
 	fh_unref(f->h);
 	reply_err(f->req, 0);
 	g_free(f);
@@ -3689,11 +3708,7 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	f = g_new(struct flush_unlock, 1);
 	*f = (struct flush_unlock){.req = req, .h = h, .owner = fi->lock_owner};
-	/* The loop thread (session.c) must not wait for the host. */
-	if (qt_loop_in_thread(qtfs_client_loop(fs->cl)))
-		slow_push(fs, flush_unlock, f);
-	else
-		flush_unlock(f, true);
+	run_may_wait(fs, flush_unlock, f);
 }
 
 static void release_fh(fuse_req_t req, struct fuse_file_info *fi)
@@ -3721,12 +3736,8 @@ static void release_unlock(void *arg, bool run)
 	struct qtfs_fs *fs = FS(r->req);
 
 	reply_err(r->req, 0);
-	for (uint64_t *o = r->ofd_owners; run && o && *o; o++) {
-		struct lk_ctx c = {.owner = *o, .type = F_UNLCK, .flags = QTFS_LK_RELEASE_OWNER};
-		g_autoptr(qt_msg) rep = NULL;
-
-		call_fh(fs, r->h, build_setlk, &c, &rep);
-	}
+	for (uint64_t *o = r->ofd_owners; run && o && *o; o++)
+		lk_release_owner(fs, r->h, *o);
 	fh_close_wait(fs, r->h, run);
 	g_mutex_lock(&fs->lk_lock);
 	fs->lk_releasing--;
@@ -3755,11 +3766,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	}
 	r = g_new(struct release_unlock, 1);
 	*r = (struct release_unlock){.req = req, .h = fh_of(fi), .ofd_owners = ofd};
-	/* The loop thread (session.c) must not wait for the host. */
-	if (qt_loop_in_thread(qtfs_client_loop(fs->cl)))
-		slow_push(fs, release_unlock, r);
-	else
-		release_unlock(r, true);
+	run_may_wait(fs, release_unlock, r);
 }
 
 static struct qt_msg *build_fsync(uint64_t sh, void *arg)

@@ -1530,8 +1530,7 @@ static uint32_t caller_mode(const struct at *a, uint32_t mode, const struct call
 	if (!(mode & um))
 		return mode;
 	/* An O_PATH descriptor takes no fgetxattr(); its /proc link is the directory itself. */
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", a->dirfd);
-	if (getxattr(proc, "system.posix_acl_default", NULL, 0) > 0)
+	if (proc_fd_path(a->dirfd, proc) == 0 && getxattr(proc, "system.posix_acl_default", NULL, 0) > 0)
 		return mode;
 	return mode & ~um;
 }
@@ -2709,7 +2708,7 @@ static int xattr_open(struct session *sess, const char *path, uint64_t hid, bool
 	x->link = S_ISLNK(st.st_mode);
 	if (!x->link) {
 		x->fd = fd;
-		snprintf(x->path, sizeof(x->path), "/proc/self/fd/%d", fd);
+		proc_fd_path(fd, x->path);
 		return 0;
 	}
 	close(fd);
@@ -3611,7 +3610,7 @@ struct ring_job {
 	struct handle *h; /* reference held while in flight */
 	struct at at, at2; /* path operations: the (first) name, the second name */
 	bool has_at, has_at2;
-	uint32_t uid, gid; /* MKDIR, SYMLINK, CREATE: the caller's ownership */
+	struct caller caller; /* MKDIR, SYMLINK, CREATE */
 	uint32_t wflags;   /* MKDIR, SYMLINK, CREATE, LINK: watch_dir() of the new name's directory */
 	char *target;	   /* SYMLINK */
 	uint32_t flags;	   /* CREATE: the client's open flags */
@@ -3719,7 +3718,7 @@ static int ring_write_finish(struct ring_job *rj, int res)
 /* MKDIR, SYMLINK: the new name gets the caller's ownership, then the reply its attributes. */
 static int ring_made_finish(struct ring_job *rj, int res)
 {
-	return answer_made(rj->j->sess, &rj->at, rj->uid, rj->gid, rj->wflags, rj->rep);
+	return answer_made(rj->j->sess, &rj->at, rj->caller.uid, rj->caller.gid, rj->wflags, rj->rep);
 }
 
 /*
@@ -3740,8 +3739,8 @@ static void ring_create_done(void *arg, int res)
 		return;
 	}
 	ring_end(rj, res < 0 ? res
-			     : answer_created(j->sess, &rj->at, res, rj->uid, rj->gid, (int)rj->flags,
-					      rj->wflags, rj->rep));
+			     : answer_created(j->sess, &rj->at, res, rj->caller.uid, rj->caller.gid,
+					      (int)rj->flags, rj->wflags, rj->rep));
 }
 
 /* LINK: the reply is the new name's attributes. */
@@ -3871,7 +3870,6 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 	struct qt_loop *l = sess->srv->loop;
 	uint64_t hid, off, len;
 	uint32_t u, gid;
-	struct caller c;
 	const uint8_t *data;
 	size_t n;
 	uint8_t *p;
@@ -3957,22 +3955,20 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 			qt_rd_u32(r, &u);
 		else if (qt_rd_strdup(r, QTFS_SYMLINK_MAX, &rj->target) < 0)
 			return false;
-		rd_caller(sess, r, &c);
+		rd_caller(sess, r, &rj->caller);
 		if (qt_rd_end(r) < 0 || !*path)
 			return false;
-		rj->uid = c.uid;
-		rj->gid = c.gid;
 		rj->finish = ring_made_finish;
 		if ((err = ring_at(sess, rj, path, dir ? QTFS_WL_MKDIR : QTFS_WL_CREATE)) == DEFER)
 			return false;
-		if (err == 0 && dir && !caller_mode_here(sess, &rj->at, u & 07777, &c)) {
+		if (err == 0 && dir && !caller_mode_here(sess, &rj->at, u & 07777, &rj->caller)) {
 			ring_at_drop(rj);
 			return false;
 		}
 		if (err == 0) {
 			rj->wflags = watch_dir(sess, &rj->at);
 			if (dir)
-				u = caller_mode(&rj->at, u & 07777, &c);
+				u = caller_mode(&rj->at, u & 07777, &rj->caller);
 		}
 		if (err == 0 && ns_here(sess, &rj->at)) {
 			gint64 t0 = g_get_monotonic_time();
@@ -4000,11 +3996,9 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 			return false;
 		qt_rd_u32(r, &rj->flags);
 		qt_rd_u32(r, &u);
-		rd_caller(sess, r, &c);
+		rd_caller(sess, r, &rj->caller);
 		if (qt_rd_end(r) < 0 || !*path)
 			return false;
-		rj->uid = c.uid;
-		rj->gid = c.gid;
 		/* Always exclusive, as in op_create(). */
 		rj->how = (struct open_how){
 			.flags = (uint64_t)(((int)rj->flags & OPEN_FLAGS_OK & ~O_DIRECTORY) | O_CREAT |
@@ -4014,13 +4008,13 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 		};
 		if ((err = ring_at(sess, rj, path, QTFS_WL_CREATE)) == DEFER)
 			return false;
-		if (err == 0 && !caller_mode_here(sess, &rj->at, u & 07777, &c)) {
+		if (err == 0 && !caller_mode_here(sess, &rj->at, u & 07777, &rj->caller)) {
 			ring_at_drop(rj);
 			return false;
 		}
 		if (err == 0) {
 			rj->wflags = watch_dir(sess, &rj->at);
-			rj->how.mode = caller_mode(&rj->at, u & 07777, &c);
+			rj->how.mode = caller_mode(&rj->at, u & 07777, &rj->caller);
 		}
 		if (err == 0 && ns_here(sess, &rj->at)) {
 			gint64 t0 = g_get_monotonic_time();
