@@ -65,8 +65,12 @@ enum qtfs_op {
 	QTFS_OP_MAX = 0x0124,
 };
 
-/* Longest relative path a request may carry, and longest name component. */
-#define QTFS_PATH_MAX 4096
+/*
+ * Longest relative path a request may carry, and longest name component.
+ * Above the host's PATH_MAX: a host tree may be deeper than a whole path
+ * there can be (the server walks such a path a piece at a time).
+ */
+#define QTFS_PATH_MAX 65536
 #define QTFS_NAME_MAX 1024 /* above NAME_MAX so the host's ENAMETOOLONG shows */
 #define QTFS_SYMLINK_MAX 4096
 /* Longest READLINK answer the kernel takes (its buffer is a page less the NUL; PATH_MAX less the NUL). */

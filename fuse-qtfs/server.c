@@ -273,7 +273,7 @@ int qtfs_export_parse(const char *s, struct qtfs_export_spec *out, char **msg)
 		return -EINVAL;
 	}
 	canon = g_canonicalize_filename(p, "/");
-	if (strlen(canon) >= QTFS_PATH_MAX) {
+	if (strlen(canon) >= PATH_MAX) {
 		*msg = g_strdup_printf("export \"%s\": path too long", s);
 		return -EINVAL;
 	}
@@ -411,7 +411,7 @@ static __thread bool tl_cached_only;
 static gint cached_ok = 1; /* atomic */
 #define OPENAT2_RETRIES 1000
 
-static int openat2_beneath(int dirfd, const char *path, int flags, mode_t mode)
+static int openat2_beneath1(int dirfd, const char *path, int flags, mode_t mode)
 {
 	struct open_how how = {
 		.flags = (uint64_t)(flags | O_CLOEXEC),
@@ -447,6 +447,48 @@ static int openat2_beneath(int dirfd, const char *path, int flags, mode_t mode)
 			sched_yield();
 	}
 	return r < 0 ? -errno : (int)r;
+}
+
+/*
+ * openat2() with RESOLVE_BENEATH from @dirfd.  The kernel takes a path of
+ * less than PATH_MAX bytes; a longer one (a tree deeper than that, which a
+ * local program walks relative to a directory) is walked a piece at a
+ * time, each piece of less than PATH_MAX bytes ending at a '/' and
+ * resolved beneath the directory the last one reached: still beneath
+ * @dirfd, and a symlink whose ".." would climb back across a piece's start
+ * is EXDEV, as one climbing out of @dirfd is.  Wire paths name directories
+ * the client looked up, so only a host that swapped one for a symlink
+ * meanwhile meets that.  Components are at most QTFS_NAME_MAX bytes, so
+ * every piece has a '/' to end at.
+ */
+static int openat2_beneath(int dirfd, const char *path, int flags, mode_t mode)
+{
+	const char *rest = path;
+	int fd = dirfd, r;
+
+	while (strlen(rest) >= PATH_MAX) {
+		const char *cut = memrchr(rest, '/', PATH_MAX - 1);
+		g_autofree char *piece = NULL;
+		int next;
+
+		if (!cut || cut == rest) {
+			r = -ENAMETOOLONG;
+			goto out;
+		}
+		piece = g_strndup(rest, (gsize)(cut - rest));
+		next = openat2_beneath1(fd, piece, O_PATH | O_DIRECTORY, 0);
+		if (fd != dirfd)
+			close(fd);
+		if (next < 0)
+			return next;
+		fd = next;
+		rest = cut + 1;
+	}
+	r = openat2_beneath1(fd, rest, flags, mode);
+out:
+	if (fd != dirfd)
+		close(fd);
+	return r;
 }
 
 /*
@@ -1017,8 +1059,12 @@ static int wl_check_fd(struct session *sess, enum qtfs_wl_op op, int fd, const c
 
 	if (!sess->srv->wl || !qtfs_wl_restricts(sess->srv->wl, op))
 		return 0;
-	if (!(hp = host_path(fd, name)))
+	if (!(hp = host_path(fd, name))) {
+		/* The kernel names no path of PATH_MAX bytes or more (a deep tree's). */
+		qt_warn("peer %s: %s of a path the host cannot name (longer than %d bytes?) denied "
+			"by the whitelist", qt_conn_peer(sess->conn), qtfs_wl_op_name(op), PATH_MAX);
 		return -EACCES;
+	}
 	if (qtfs_wl_check(sess->srv->wl, op, hp))
 		return 0;
 	qt_warn("peer %s: %s \"%s\" denied by the whitelist", qt_conn_peer(sess->conn),

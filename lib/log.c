@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -80,7 +81,8 @@ static const char *level_word(enum qt_log_level level)
 
 void qt_logv(enum qt_log_level level, const char *fmt, va_list ap)
 {
-	char buf[2048];
+	/* Room for two host paths of up to PATH_MAX bytes (a denied link names both). */
+	char buf[3 * PATH_MAX];
 	size_t n = 0;
 	int tty, saved_errno = errno;
 

@@ -372,9 +372,12 @@ static int run_command(struct opts *o, const char *cmd, char **argv, bool all_en
 		char buf[PATH_MAX];
 
 		/* Not g_get_current_dir(): it answers "/" when the directory was deleted. */
-		if (!getcwd(buf, sizeof(buf)) || buf[0] != '/') {
-			fprintf(stderr, "%s: cannot tell the current directory (deleted?); use -C DIR\n",
-				qt_cli_prog());
+		bool got = getcwd(buf, sizeof(buf)) != NULL;
+
+		if (!got || buf[0] != '/') {
+			fprintf(stderr, "%s: cannot tell the current directory (%s); use -C DIR\n",
+				qt_cli_prog(),
+				!got && errno == ERANGE ? "its path is longer than PATH_MAX" : "deleted?");
 			return REXEC_EXIT_SETUP;
 		}
 		cwd = g_strdup(buf);

@@ -2567,6 +2567,85 @@ static void sc_nametoolong(struct ctx *c)
 	step(c, symlinkat(deep->str, c->dfd, "longlink"), "symlink(<%d-byte target>, longlink)", PATH_MAX);
 }
 
+/*
+ * A tree deeper than a whole path may be (PATH_MAX), walked as a local
+ * program walks it: each directory opened relative to the one above, and
+ * every call made relative to a directory.  Each of the 24 names is 200
+ * bytes, so the deepest directory is about 4.8 KiB from the scenario's.
+ */
+#define DEEP_LEVELS 24
+
+static void sc_deep_tree(struct ctx *c)
+{
+	g_autofree char *name = g_strnfill(200, 'd');
+	int fds[DEEP_LEVELS + 1], top = c->dfd, n = 0;
+	struct stat st;
+	char buf[64];
+	ssize_t len;
+	int fd;
+
+	fds[0] = c->dfd;
+	for (int i = 1; i <= DEEP_LEVELS; i++) {
+		if (step(c, mkdirat(fds[i - 1], name, 0755), "level %d: mkdir(<200-byte name>)", i) < 0)
+			break;
+		fds[i] = step_fd(c, openat(fds[i - 1], name, O_RDONLY | O_DIRECTORY | O_CLOEXEC),
+				 "level %d: open(<200-byte name>, O_DIRECTORY)", i);
+		if (fds[i] < 0)
+			break;
+		n = i;
+	}
+	rec(c, "levels made: %d", n);
+	/* At the bottom, the scenario's usual calls, relative to it. */
+	c->dfd = fds[n];
+	put(c, "f", "deep", 0644);
+	xstat(c, "f");
+	expect_text(c, "f", "deep");
+	xrename(c, "f", "g");
+	xlink(c, "g", "h");
+	xstat(c, "h");
+	xsymlink(c, "g", "s");
+	len = readlinkat(c->dfd, "s", buf, sizeof(buf) - 1);
+	step(c, len, "readlink(s)");
+	if (len >= 0)
+		rec(c, "  target \"%.*s\"", (int)len, buf);
+	expect_text(c, "s", "deep");
+	xchmod(c, "g", 0600);
+	set_times(c, "g", 1000000000, 123456789);
+	rec_times(c, "g", 0);
+	step(c, mknodat(c->dfd, "p", S_IFIFO | 0644, 0), "mkfifo(p)");
+	xmkdir(c, "sub", 0755);
+	step(c, fsetxattr(fds[n], "user.deep", "v", 1, 0), "fsetxattr(<bottom>, user.deep)");
+	rec_listing(c, ".");
+	fd = xopen(c, "g", O_RDWR | O_APPEND, 0);
+	if (fd >= 0) {
+		step(c, write(fd, "er", 2), "write(g, \"er\")");
+		xfstat(c, fd, "g");
+		xclose(c, fd);
+	}
+	expect_text(c, "g", "deeper");
+	step(c, fstatat(fds[n], "", &st, AT_EMPTY_PATH), "fstat(<bottom>)");
+	/* A directory moved up the tree: what is open below it goes on working. */
+	if (n == DEEP_LEVELS) {
+		step(c, renameat(fds[12], name, fds[2], "moved"), "rename(<level 13>, <level 2>/moved)");
+		expect_text(c, "h", "deeper");
+		xunlink(c, "h");
+		step(c, renameat(fds[2], "moved", fds[12], name), "rename(<level 2>/moved, <level 13>)");
+		xstat(c, "g");
+	}
+	xunlink(c, "g");
+	xunlink(c, "s");
+	xunlink(c, "p");
+	xrmdir(c, "sub");
+	rec_listing(c, ".");
+	c->dfd = top;
+	/* Removed from the bottom up. */
+	for (int i = n; i >= 1; i--) {
+		close(fds[i]);
+		step(c, unlinkat(fds[i - 1], name, AT_REMOVEDIR), "level %d: rmdir(<200-byte name>)", i);
+	}
+	rec_listing(c, ".");
+}
+
 /* ------------------------------------------------------------------------ */
 /* Scenarios: mmap */
 
@@ -3099,6 +3178,7 @@ static const struct scenario scenarios[] = {
 	{"posix_lock", 0, NULL, sc_posix_lock},
 	{"flock", 0, NULL, sc_flock},
 	{"nametoolong", 0, NULL, sc_nametoolong},
+	{"deep_tree", 0, NULL, sc_deep_tree},
 	{"mmap_read", 0, NULL, sc_mmap_read},
 	{"mmap_write", 0, NULL, sc_mmap_write},
 	{"perm_open", SC_USER, setup_perm_open, sc_perm_open},

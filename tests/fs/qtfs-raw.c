@@ -484,9 +484,15 @@ static char *show(struct bstr p)
 {
 	GString *s = g_string_new("\"");
 
-	for (size_t i = 0; i < p.n && i < 40; i++) {
+	for (size_t i = 0; i < p.n; i++) {
 		unsigned char c = (unsigned char)p.p[i];
 
+		/* A long one as its first 40 bytes and its last 40 (where deep paths differ). */
+		if (p.n > 100 && i == 40) {
+			g_string_append(s, "...");
+			i = p.n - 41;
+			continue;
+		}
 		if (c == '\0')
 			g_string_append(s, "\\0");
 		else if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\')
@@ -494,10 +500,9 @@ static char *show(struct bstr p)
 		else
 			g_string_append_c(s, (char)c);
 	}
-	if (p.n > 40)
-		g_string_append_printf(s, "...\" (%zu bytes)", p.n);
-	else
-		g_string_append_c(s, '"');
+	g_string_append_c(s, '"');
+	if (p.n > 100)
+		g_string_append_printf(s, " (%zu bytes)", p.n);
 	return g_string_free(s, FALSE);
 }
 
@@ -761,7 +766,7 @@ static void attacks_premount(struct ctx *x)
 	g_autofree char *up = g_strconcat(x->remote, "/../etc", NULL);
 	g_autofree char *via_abs = g_strconcat(x->remote, "/escape_abs", NULL);
 	g_autofree char *via_rel = g_strconcat(x->remote, "/escape_rel/etc", NULL);
-	g_autofree char *long_path = g_strnfill(5000, 'a');
+	g_autofree char *long_path = g_strnfill(QTFS_PATH_MAX + 1, 'a');
 	struct bstr nul = {"/etc\0/passwd", 12};
 	struct qt_msg *m;
 
@@ -795,7 +800,8 @@ static void attacks_premount(struct ctx *x)
 	expect(x, "MOUNT \"etc\" (relative)", build_mount("etc", 3), EINVAL);
 	expect(x, "MOUNT \"\"", build_mount("", 0), EINVAL);
 	expect(x, "MOUNT \"/etc\\0/passwd\" (embedded NUL)", build_mount(nul.p, nul.n), EBADMSG);
-	expect(x, "MOUNT of a 5000-byte path", build_mount(long_path, 5000), EBADMSG);
+	expect(x, "MOUNT of a path longer than the protocol carries",
+	       build_mount(long_path, QTFS_PATH_MAX + 1), EBADMSG);
 	m = qt_msg_new(QTFS_MOUNT, 0, 0);
 	qt_msg_put_str(m, x->remote);
 	expect(x, "MOUNT without its flags field (truncated)", m, EBADMSG);
@@ -812,7 +818,7 @@ static void attacks_lexical(struct ctx *x)
 		QTFS_RMDIR,   QTFS_SYMLINK, QTFS_RENAME,   QTFS_LINK,     QTFS_SETATTR,
 		QTFS_ACCESS,  QTFS_GETXATTR, QTFS_SETXATTR, QTFS_LISTXATTR, QTFS_REMOVEXATTR,
 	};
-	g_autofree char *long_path = g_strnfill(5000, 'a');
+	g_autofree char *long_path = g_strnfill(QTFS_PATH_MAX + 1, 'a');
 	g_autofree char *long_comp = g_strnfill(2000, 'b');
 	g_autofree char *long_comp2 = g_strconcat(FILE_NAME "/", long_comp, NULL);
 	const struct {
@@ -830,7 +836,7 @@ static void attacks_lexical(struct ctx *x)
 		{bs("a/"), EINVAL},
 		{bs(long_comp), EINVAL},
 		{bs(long_comp2), EINVAL},
-		{{long_path, 5000}, ENAMETOOLONG},
+		{{long_path, QTFS_PATH_MAX + 1}, ENAMETOOLONG},
 		{{"a\0/../../etc/passwd", 19}, EBADMSG},
 		{{FILE_NAME "\0", sizeof(FILE_NAME)}, EBADMSG},
 	};
@@ -880,7 +886,7 @@ static void attacks_lexical(struct ctx *x)
 static void attacks_link_xattr(struct ctx *x, const char *link)
 {
 	static const char name[] = "trusted.qtfs-raw";
-	g_autofree char *what = NULL;
+	g_autofree char *what = NULL, *shown = show(bs(link));
 	struct qt_msg *m;
 
 	m = qt_msg_new(QTFS_SETXATTR, 0, 0);
@@ -888,14 +894,14 @@ static void attacks_link_xattr(struct ctx *x, const char *link)
 	qt_msg_put_str(m, name);
 	qt_msg_put_bytes(m, "v", 1);
 	qt_msg_put_u32(m, 0);
-	what = g_strdup_printf("SETXATTR %s of the symlink \"%s\" itself", name, link);
+	what = g_strdup_printf("SETXATTR %s of the symlink %s itself", name, shown);
 	expect(x, what, m, 0);
 	g_free(what);
 	m = qt_msg_new(QTFS_GETXATTR, 0, 0);
 	qt_msg_put_str(m, link);
 	qt_msg_put_str(m, name);
 	qt_msg_put_u32(m, 64);
-	what = g_strdup_printf("GETXATTR %s of the symlink \"%s\" itself", name, link);
+	what = g_strdup_printf("GETXATTR %s of the symlink %s itself", name, shown);
 	expect(x, what, m, 0);
 	g_free(what);
 	if (x->canary) {
@@ -912,10 +918,10 @@ static void attacks_link_xattr(struct ctx *x, const char *link)
 	m = qt_msg_new(QTFS_REMOVEXATTR, 0, 0);
 	qt_msg_put_str(m, link);
 	qt_msg_put_str(m, name);
-	what = g_strdup_printf("REMOVEXATTR %s of the symlink \"%s\" itself", name, link);
+	what = g_strdup_printf("REMOVEXATTR %s of the symlink %s itself", name, shown);
 	expect(x, what, m, 0);
 	g_free(what);
-	what = g_strdup_printf("SETXATTR user.* of the symlink \"%s\"", link);
+	what = g_strdup_printf("SETXATTR user.* of the symlink %s", shown);
 	expect(x, what, build(QTFS_SETXATTR, bs(link), NULL), EPERM);
 }
 
@@ -926,7 +932,7 @@ static void attacks_through(struct ctx *x, const char *link, const char *base)
 	g_autofree char *tmp = g_strconcat(link, "/tmp", NULL);
 	g_autofree char *made = g_strconcat(link, "/tmp/" ESCAPED, NULL);
 	g_autofree char *made_root = g_strconcat(link, "/" ESCAPED, NULL);
-	g_autofree char *victim = NULL;
+	g_autofree char *victim = NULL, *victim_shown = NULL, *link_shown = NULL;
 	const struct bstr file = bs(FILE_NAME), stolen = bs(FILE_NAME ".stolen");
 	const struct bstr made_b = bs(made);
 	struct bstr victim_b;
@@ -940,6 +946,8 @@ static void attacks_through(struct ctx *x, const char *link, const char *base)
 	else
 		victim = g_strconcat(link, "/tmp/qtfs-raw-no-such-file", NULL);
 	victim_b = bs(victim);
+	victim_shown = show(victim_b);
+	link_shown = show(bs(link));
 
 	/* Reads: never data or attributes of a host file. */
 	expect_path(x, QTFS_LOOKUP, bs(passwd), NULL, EXDEV);
@@ -954,7 +962,7 @@ static void attacks_through(struct ctx *x, const char *link, const char *base)
 	expect_path(x, QTFS_STATFS, bs(link), NULL, EXDEV);
 	/* The link itself is opened without following it. */
 	expect_path(x, QTFS_OPENDIR, bs(link), NULL, ENOTDIR);
-	what = g_strdup_printf("OPEN \"%s\" (the symlink itself)", link);
+	what = g_strdup_printf("OPEN %s (the symlink itself)", link_shown);
 	expect(x, what, build_open(link, O_RDONLY), ELOOP);
 	g_free(what);
 
@@ -973,13 +981,13 @@ static void attacks_through(struct ctx *x, const char *link, const char *base)
 	expect_path(x, QTFS_SETXATTR, victim_b, NULL, EXDEV);
 	expect_path(x, QTFS_REMOVEXATTR, victim_b, NULL, EXDEV);
 	expect_path(x, QTFS_SETATTR, victim_b, NULL, EXDEV);
-	what = g_strdup_printf("SETATTR size=0 \"%s\"", victim);
+	what = g_strdup_printf("SETATTR size=0 %s", victim_shown);
 	expect(x, what, build_setattr(victim, 0, QTFS_SA_SIZE, 0, 0, 0), EXDEV);
 	g_free(what);
-	what = g_strdup_printf("OPEN \"%s\" O_WRONLY|O_TRUNC", victim);
+	what = g_strdup_printf("OPEN %s O_WRONLY|O_TRUNC", victim_shown);
 	expect(x, what, build_open(victim, O_WRONLY | O_TRUNC), EXDEV);
 	g_free(what);
-	what = g_strdup_printf("CREATE \"%s\" O_WRONLY|O_TRUNC", victim);
+	what = g_strdup_printf("CREATE %s O_WRONLY|O_TRUNC", victim_shown);
 	expect(x, what, build_create(victim, O_WRONLY | O_TRUNC, 0644), EXDEV);
 	g_free(what);
 	attacks_link_xattr(x, link);
@@ -1009,6 +1017,131 @@ static void attacks_symlinks(struct ctx *x)
 	attacks_through(x, "qtfs-raw-abs", "/");
 	attacks_through(x, "qtfs-raw-rel", "/");
 	attacks_through(x, "qtfs-raw-up", parent);
+}
+
+/*
+ * A directory chain longer than the host's PATH_MAX, which the server walks
+ * a piece at a time, each piece beneath the directory the last one reached:
+ * symlinks to "/" (absolutely and by "..") deep inside it lead nowhere, at
+ * the bottom (inside the last piece) and ending exactly where a piece ends
+ * (the piece's last component is a symlink the walk follows).  And the
+ * chain itself works: a file made, written, read, renamed and linked at
+ * the bottom.
+ */
+#define DEEP_TOP "qtfs-raw-deep"
+#define DEEP_LEVELS 24
+#define DEEP_EDGE 20 /* the last level in the first piece */
+
+/* DEEP_TOP and @levels names of 200 bytes below it. */
+static char *deep_dir(unsigned levels)
+{
+	GString *s = g_string_new(DEEP_TOP);
+
+	for (unsigned i = 1; i <= levels; i++) {
+		g_string_append_printf(s, "/d%02u", i);
+		for (int j = 0; j < 197; j++)
+			g_string_append_c(s, 'x');
+	}
+	return g_string_free(s, FALSE);
+}
+
+/* A name for @dir's symlink starting with @stem that ends its path at byte 4090, or @stem. */
+static char *deep_link(const char *dir, const char *stem)
+{
+	size_t used = strlen(dir) + 1 + strlen(stem);
+	g_autofree char *pad = used < 4090 ? g_strnfill(4090 - used, 'y') : g_strdup("");
+
+	return g_strconcat(dir, "/", stem, pad, NULL);
+}
+
+static void deep_cleanup(struct ctx *x)
+{
+	for (unsigned i = DEEP_LEVELS + 1; i-- > 0;) {
+		g_autofree char *dir = deep_dir(i);
+
+		for (const char *const *n = (const char *const[]){"abs", "up", "f", "g", NULL}; *n; n++) {
+			g_autofree char *p = g_strconcat(dir, "/", *n, NULL);
+			g_autofree char *edge = deep_link(dir, *n);
+
+			call(x->s, build(QTFS_UNLINK, bs(p), NULL), NULL);
+			call(x->s, build(QTFS_UNLINK, bs(edge), NULL), NULL);
+		}
+		call(x->s, build(QTFS_RMDIR, bs(dir), NULL), NULL);
+	}
+}
+
+static void attacks_deep(struct ctx *x)
+{
+	g_autofree char *bottom = deep_dir(DEEP_LEVELS), *edge = deep_dir(DEEP_EDGE);
+	g_autofree char *f = g_strconcat(bottom, "/f", NULL), *g = NULL;
+	g_autofree char *below_edge = deep_dir(DEEP_EDGE + 1);
+	char *links[4] = {NULL};
+	struct qt_msg *reply = NULL;
+	uint64_t hid;
+	int err;
+
+	deep_cleanup(x);
+	g_assert(strlen(edge) < PATH_MAX - 60 && strlen(below_edge) >= PATH_MAX - 60);
+	for (unsigned i = 0; i <= DEEP_LEVELS; i++) {
+		g_autofree char *dir = deep_dir(i);
+		g_autofree char *up = NULL, *host = g_strconcat(x->remote, "/", dir, NULL);
+
+		if (must(x, "MKDIR of the deep chain", build(QTFS_MKDIR, bs(dir), NULL), NULL) < 0)
+			goto out;
+		if (i != DEEP_LEVELS && i != DEEP_EDGE)
+			continue;
+		/* ".." from inside @dir up to the host's "/" */
+		up = ups_to_root(host);
+		links[i == DEEP_EDGE ? 0 : 2] = i == DEEP_EDGE ? deep_link(dir, "abs")
+							      : g_strconcat(dir, "/abs", NULL);
+		links[i == DEEP_EDGE ? 1 : 3] = i == DEEP_EDGE ? deep_link(dir, "up")
+							      : g_strconcat(dir, "/up", NULL);
+		if (must(x, "SYMLINK in the deep chain to /",
+			 build_symlink(links[i == DEEP_EDGE ? 0 : 2], "/"), NULL) < 0 ||
+		    must(x, "SYMLINK in the deep chain up to /",
+			 build_symlink(links[i == DEEP_EDGE ? 1 : 3], up), NULL) < 0)
+			goto out;
+	}
+	for (unsigned i = 0; i < G_N_ELEMENTS(links); i++)
+		attacks_through(x, links[i], "/");
+
+	/* The chain works: what a deep tree on the host is for. */
+	err = open_handle(x->s, build_create(f, O_RDWR | O_EXCL, 0644), &hid);
+	report(x, err == 0, "CREATE at the bottom of the deep chain", err, "success");
+	if (err == 0) {
+		const uint8_t *p;
+		size_t n;
+		struct qt_rd r;
+		bool same = false;
+
+		if ((err = call(x->s, build_write(hid, 0, FILE_DATA), NULL)) == 0 &&
+		    (err = call(x->s, build_read(hid, 0, 4096), &reply)) == 0) {
+			qt_rd_init_msg(&r, reply);
+			same = qt_rd_bytes(&r, QTFS_IO_MAX, &p, &n) == 0 && n == strlen(FILE_DATA) &&
+			       memcmp(p, FILE_DATA, n) == 0;
+		}
+		report(x, err == 0 && same, "WRITE and READ back at the bottom of the deep chain", err,
+		       "the data written");
+		g_clear_pointer(&reply, qt_msg_free);
+		call(x->s, build_hid(QTFS_RELEASE, hid), NULL);
+	}
+	g = g_strconcat(edge, "/g", NULL);
+	expect(x, "RENAME from the bottom of the deep chain to its middle", build_two(QTFS_RENAME, f, g),
+	       0);
+	expect(x, "LINK from the middle of the deep chain to its bottom", build_two(QTFS_LINK, g, f), 0);
+	expect(x, "GETATTR at the bottom of the deep chain", build(QTFS_GETATTR, bs(f), NULL), 0);
+	{
+		g_autofree char *over = g_strnfill(QTFS_PATH_MAX + 1, 'a');
+
+		for (size_t i = 1; i < QTFS_PATH_MAX; i += 2)
+			over[i] = '/';
+		expect(x, "LOOKUP of a path longer than the protocol carries",
+		       build(QTFS_LOOKUP, (struct bstr){over, QTFS_PATH_MAX + 1}, NULL), ENAMETOOLONG);
+	}
+out:
+	deep_cleanup(x);
+	for (unsigned i = 0; i < G_N_ELEMENTS(links); i++)
+		g_free(links[i]);
 }
 
 /*
@@ -2131,9 +2264,9 @@ static void usage(FILE *f)
 	      "  --whitelist-denied REL    the server's [Write] [Create] [Unlink] [Mkdir] [Rename]\n"
 	      "                            whitelist; the denied one must hold a file named victim\n"
 	      "  --group NAME              run only these attack groups (repeatable): premount,\n"
-	      "                            lexical, symlink, probe, magic, garbage, handles,\n"
-	      "                            device, whitelist, watch, frames; default all that\n"
-	      "                            apply\n",
+	      "                            lexical, symlink, deep, probe, magic, garbage,\n"
+	      "                            handles, device, whitelist, watch, frames; default\n"
+	      "                            all that apply\n",
 	      f);
 }
 
@@ -2149,7 +2282,8 @@ static void run_groups(struct ctx *x)
 		return;
 	m = build_mount(x->remote, strlen(x->remote));
 	expect(x, "second MOUNT on the same session", m, EALREADY);
-	files = group_on(x, "lexical") || group_on(x, "symlink") || group_on(x, "probe") ||
+	files = group_on(x, "lexical") || group_on(x, "symlink") || group_on(x, "deep") ||
+		group_on(x, "probe") ||
 		group_on(x, "garbage") || group_on(x, "handles") || group_on(x, "device");
 	if (files && setup_export(x) < 0) {
 		x->failures++;
@@ -2159,6 +2293,8 @@ static void run_groups(struct ctx *x)
 		attacks_lexical(x);
 	if (group_on(x, "symlink"))
 		attacks_symlinks(x);
+	if (group_on(x, "deep"))
+		attacks_deep(x);
 	if (x->canary && group_on(x, "probe"))
 		attacks_probe(x);
 	if (x->proc && group_on(x, "magic"))

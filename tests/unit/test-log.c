@@ -9,6 +9,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -112,7 +113,7 @@ END_TEST
 
 static void emit_long(void)
 {
-	char big[5000];
+	char big[20000];
 
 	memset(big, 'x', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
@@ -128,10 +129,30 @@ START_TEST(test_truncation_one_line)
 	qt_log_set_level(QT_LOG_NOTICE);
 	out = capture(emit_long);
 	n = strlen(out);
-	ck_assert_uint_lt(n, 2100);
+	ck_assert_uint_le(n, 3 * PATH_MAX);
 	ck_assert_int_eq(out[n - 1], '\n');
 	ck_assert_ptr_null(memchr(out, '\n', n - 1));
 	ck_assert_ptr_nonnull(strstr(out, "...\n"));
+}
+END_TEST
+
+/* A line naming two host paths of PATH_MAX - 1 bytes (a whitelist's Link denial) stays whole. */
+static void emit_two_paths(void)
+{
+	g_autofree char *p = g_strnfill(PATH_MAX - 1, 'p');
+
+	qt_warn("peer unix(uid=0,pid=1): Link \"%s\" to \"%s\" denied by the whitelist: it would "
+		"allow Write there", p, p);
+}
+
+START_TEST(test_two_paths_whole)
+{
+	g_autofree char *out = NULL;
+
+	qt_log_set_tty(0);
+	qt_log_set_level(QT_LOG_NOTICE);
+	out = capture(emit_two_paths);
+	ck_assert_ptr_nonnull(strstr(out, "\" denied by the whitelist: it would allow Write there\n"));
 }
 END_TEST
 
@@ -176,6 +197,7 @@ int main(void)
 	tcase_add_test(t, test_verbose_steps);
 	tcase_add_test(t, test_tty_format);
 	tcase_add_test(t, test_truncation_one_line);
+	tcase_add_test(t, test_two_paths_whole);
 	tcase_add_test(t, test_errno_preserved);
 	tcase_add_test(t, test_level_parse);
 	suite_add_tcase(s, t);
