@@ -175,6 +175,9 @@ struct qtfs_fs {
 	/* The directories of the last reports that found no list there, and their count; fs->lock. */
 	struct dir_key unlisted[UNLISTED_RING];
 	uint32_t unlisted_seq;
+	/* Renames of directories made from here, their reports not in yet (see own_move_add()). */
+	GQueue own_moves;     /* struct own_move*, oldest first; fs->lock */
+	uint64_t own_move_id; /* the last one's; fs->lock */
 
 	/* The barrier (see "Barrier"), under sync_lock. */
 	GMutex sync_lock;
@@ -1873,6 +1876,7 @@ struct inval {
 static struct inval inval_stop;
 
 static void watch_moved(struct qtfs_fs *fs, const struct inval *v);
+static void own_moves_clear_locked(struct qtfs_fs *fs);
 
 /* How often the notifier looks at the barriers' deadlines while some wait. */
 #define SYNC_TICK_US (100 * 1000)
@@ -2479,6 +2483,7 @@ static void watch_missed(struct qtfs_fs *fs)
 {
 	g_mutex_lock(&fs->lock);
 	listed_drop_all_locked(fs);
+	own_moves_clear_locked(fs);
 	g_mutex_unlock(&fs->lock);
 	g_atomic_int_inc(&fs->watch_epoch);
 	/* A barrier waiting for a reply of the old epoch sweeps instead. */
@@ -2487,6 +2492,122 @@ static void watch_missed(struct qtfs_fs *fs)
 		return;
 	expire_all_push(fs);
 	qt_timer_add(qtfs_client_loop(fs->cl), 1000, expire_again, fs);
+}
+
+/*
+ * A rename of a directory made from here.  The host reports it too
+ * (QTFS_WN_MOVED), a moment after its reply, and the client has moved the
+ * node at the reply already: the report must not move it again.  Applied
+ * after a second rename from here (A to B, then back to A: the report of
+ * the first finds the node where that one took it from), it would put the
+ * node at B until the second's report came, and every name below it
+ * would be looked up in the wrong place (ENOENT); applied before the
+ * reply, the reply would no longer find the node where it was.  So the
+ * client notes the rename before it sends it (own_move_add()), and the
+ * report of it finds the note and is dropped (own_move_take_locked()),
+ * whenever it comes.  A rename that failed takes its note back
+ * (own_move_drop()); a note whose report never comes (a directory the
+ * server does not watch) goes after OWN_MOVE_TTL_US, or when reports may
+ * have been missed anyway (watch_missed()).
+ */
+struct own_move {
+	uint64_t id;
+	gint64 at_us;
+	struct dir_key self, from, to;
+	char *from_name, *to_name;
+};
+
+#define OWN_MOVE_TTL_US (10 * G_USEC_PER_SEC)
+#define OWN_MOVES_MAX 1024
+
+static void own_move_free(struct own_move *m)
+{
+	g_free(m->from_name);
+	g_free(m->to_name);
+	g_free(m);
+}
+
+static struct dir_key node_key(const struct node *n)
+{
+	return (struct dir_key){.dev = n->dev, .ino = n->ino, .gen = n->gen};
+}
+
+static bool key_eq(const struct dir_key *a, uint64_t dev, uint64_t ino, uint64_t gen)
+{
+	return a->dev == dev && a->ino == ino && a->gen == gen;
+}
+
+/* Drop the notes past their time, and the oldest beyond OWN_MOVES_MAX.  fs->lock held. */
+static void own_moves_prune_locked(struct qtfs_fs *fs)
+{
+	gint64 now = g_get_monotonic_time();
+	struct own_move *m;
+
+	while ((m = g_queue_peek_head(&fs->own_moves)) &&
+	       (now - m->at_us > OWN_MOVE_TTL_US || fs->own_moves.length > OWN_MOVES_MAX))
+		own_move_free(g_queue_pop_head(&fs->own_moves));
+}
+
+static void own_moves_clear_locked(struct qtfs_fs *fs)
+{
+	struct own_move *m;
+
+	while ((m = g_queue_pop_head(&fs->own_moves)))
+		own_move_free(m);
+}
+
+/*
+ * Note that the directory @n is about to be renamed from @from_name in
+ * @from to @to_name in @to; returns the note's id for own_move_drop(), 0
+ * when @n is not a directory.  fs->lock held.
+ */
+static uint64_t own_move_add_locked(struct qtfs_fs *fs, const struct node *n, const struct node *from,
+				    const char *from_name, const struct node *to, const char *to_name)
+{
+	struct own_move *m;
+
+	if (!n || n->type != S_IFDIR)
+		return 0;
+	own_moves_prune_locked(fs);
+	m = g_new0(struct own_move, 1);
+	*m = (struct own_move){.id = ++fs->own_move_id, .at_us = g_get_monotonic_time(),
+			       .self = node_key(n), .from = node_key(from), .to = node_key(to),
+			       .from_name = g_strdup(from_name), .to_name = g_strdup(to_name)};
+	g_queue_push_tail(&fs->own_moves, m);
+	return m->id;
+}
+
+/* Take back the note @id (the rename failed).  fs->lock held. */
+static void own_move_drop_locked(struct qtfs_fs *fs, uint64_t id)
+{
+	for (GList *l = fs->own_moves.head; id && l; l = l->next) {
+		struct own_move *m = l->data;
+
+		if (m->id == id) {
+			g_queue_delete_link(&fs->own_moves, l);
+			own_move_free(m);
+			return;
+		}
+	}
+}
+
+/* Is the report @v one of a rename from here?  Then its note goes.  fs->lock held. */
+static bool own_move_take_locked(struct qtfs_fs *fs, const struct inval *v)
+{
+	own_moves_prune_locked(fs);
+	for (GList *l = fs->own_moves.head; l; l = l->next) {
+		struct own_move *m = l->data;
+
+		if (key_eq(&m->self, v->self_dev, v->self_ino, v->self_gen) &&
+		    key_eq(&m->from, v->from_dev, v->from_ino, v->from_gen) &&
+		    key_eq(&m->to, v->dev, v->ino, v->gen) && !strcmp(m->from_name, v->name + v->from_off) &&
+		    !strcmp(m->to_name, v->name)) {
+			g_queue_delete_link(&fs->own_moves, l);
+			own_move_free(m);
+			return true;
+		}
+	}
+	return false;
 }
 
 /*
@@ -2511,6 +2632,10 @@ static void watch_moved(struct qtfs_fs *fs, const struct inval *v)
 	struct node *n, *to, *from;
 
 	g_mutex_lock(&fs->lock);
+	if (own_move_take_locked(fs, v)) {
+		g_mutex_unlock(&fs->lock);
+		return;
+	}
 	n = g_hash_table_lookup(fs->by_key, &probe);
 	to = dir_node_locked(fs, v->dev, v->ino, v->gen);
 	from = dir_node_locked(fs, v->from_dev, v->from_ino, v->from_gen);
@@ -3056,6 +3181,28 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	remove_name(req, parent, name, QTFS_RMDIR);
 }
 
+/*
+ * A RENAME's nodes: both directories (@p, @np; false when either is not
+ * known) and what the old name and the new one hold (@a, @b; NULL for
+ * none).  fs->lock held.
+ */
+static bool rename_nodes_locked(struct qtfs_fs *fs, fuse_ino_t parent, const char *name,
+				fuse_ino_t newparent, const char *newname, struct node **p,
+				struct node **np, struct node **a, struct node **b)
+{
+	struct node pa, pb;
+
+	*p = node_by_id(fs, parent);
+	*np = node_by_id(fs, newparent);
+	if (!*p || !*np)
+		return false;
+	pa = (struct node){.parent = *p, .name = (char *)name};
+	pb = (struct node){.parent = *np, .name = (char *)newname};
+	*a = g_hash_table_lookup(fs->by_name, &pa);
+	*b = g_hash_table_lookup(fs->by_name, &pb);
+	return true;
+}
+
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
 		      const char *newname, unsigned int flags)
 {
@@ -3063,6 +3210,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	g_autofree char *from = path_of(fs, parent, name);
 	g_autofree char *to = path_of(fs, newparent, newname);
 	g_autoptr(qt_msg) rep = NULL;
+	uint64_t noted[2] = {0, 0};
 	struct qt_msg *m;
 	bool bad = false;
 	int err;
@@ -3075,7 +3223,25 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	qt_msg_put_str(m, to);
 	qt_msg_put_u32(m, flags);
 	listed_note(fs, newparent, newname);
+	if (fs->se) {
+		/* The host's report of a directory's move must not move it again (own_move_add_locked()). */
+		struct node *p, *np, *a, *b;
+
+		g_mutex_lock(&fs->lock);
+		if (rename_nodes_locked(fs, parent, name, newparent, newname, &p, &np, &a, &b)) {
+			noted[0] = own_move_add_locked(fs, a, p, name, np, newname);
+			if (flags & RENAME_EXCHANGE)
+				noted[1] = own_move_add_locked(fs, b, np, newname, p, name);
+		}
+		g_mutex_unlock(&fs->lock);
+	}
 	err = call(fs, m, false, &rep);
+	if (err < 0 && (noted[0] || noted[1])) {
+		g_mutex_lock(&fs->lock);
+		own_move_drop_locked(fs, noted[0]);
+		own_move_drop_locked(fs, noted[1]);
+		g_mutex_unlock(&fs->lock);
+	}
 	if (err == 0) {
 		struct dir_attr d[2];
 		struct node *p, *np, *a, *b;
@@ -3088,14 +3254,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 		}
 
 		g_mutex_lock(&fs->lock);
-		p = node_by_id(fs, parent);
-		np = node_by_id(fs, newparent);
-		if (p && np) {
-			struct node pa = {.parent = p, .name = (char *)name};
-			struct node pb = {.parent = np, .name = (char *)newname};
-
-			a = g_hash_table_lookup(fs->by_name, &pa);
-			b = g_hash_table_lookup(fs->by_name, &pb);
+		if (rename_nodes_locked(fs, parent, name, newparent, newname, &p, &np, &a, &b)) {
 			if (flags & RENAME_EXCHANGE) {
 				if (a)
 					node_unname(fs, a);
@@ -5017,6 +5176,7 @@ void qtfs_fs_free(struct qtfs_fs *fs)
 		g_list_free_full(g_steal_pointer(&n->dirfhs), (GDestroyNotify)fh_unref);
 		node_destroy(n);
 	}
+	own_moves_clear_locked(fs);
 	g_hash_table_destroy(fs->by_id);
 	g_hash_table_destroy(fs->by_key);
 	g_hash_table_destroy(fs->by_name);

@@ -85,6 +85,8 @@ struct mitm {
 	bool requests;	  /* instead, one request in rate */
 	bool mount_mask_set; /* --mount-flags */
 	uint32_t mount_mask;
+	unsigned watch_delay_ms; /* --delay-watch */
+	unsigned held;		 /* replies it holds back now */
 	unsigned ups; /* connections to the real server not closed yet */
 	uint64_t replies, mangled;
 };
@@ -198,6 +200,25 @@ static void long_target(struct qt_msg *out)
 	qt_msg_put_bytes(out, t, sizeof(t));
 }
 
+/* A reply held back (--delay-watch), on its way to the client. */
+struct held {
+	struct pair *p; /* a reference */
+	struct qt_msg *out;
+};
+
+static void held_send(void *arg)
+{
+	struct held *h = arg;
+
+	h->p->m->held--;
+	if (h->p->down)
+		qt_conn_reply(h->p->down, h->out);
+	else
+		qt_msg_free(h->out);
+	pair_unref(h->p);
+	g_free(h);
+}
+
 /* 512-4095: the kernel's own numbers, which a FUSE reply may not carry; ENOSYS, which a FUSE reply must not. */
 static const int weird_errnos[] = {0, 512, 530, 999, 4095, 4096, 65536, 0x7fffffff,
 				   EIO, ESTALE, EAGAIN, EINTR, ENOSYS};
@@ -245,7 +266,16 @@ static void up_reply(struct qt_conn *c, int err, struct qt_msg *reply, void *arg
 		m->replies++;
 		m->mangled += mangle;
 		p->replies++;
-		qt_conn_reply(p->down, out);
+		if (m->watch_delay_ms && qt_msg_type(f->req) == QTFS_WATCH) {
+			/* Every WATCH reply the same time later: they stay in order. */
+			struct held *h = g_new(struct held, 1);
+
+			*h = (struct held){.p = pair_ref(p), .out = out};
+			m->held++;
+			qt_timer_add(m->loop, m->watch_delay_ms, held_send, h);
+		} else {
+			qt_conn_reply(p->down, out);
+		}
 	}
 	qt_msg_free(reply);
 	if (more)
@@ -416,6 +446,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: qtfs-mitm --key-file FILE --listen URI --upstream URI [--rate N] [--seed N]\n"
 		   "                 [--requests | --bad=WHAT] [--paused] [--mount-flags=MASK]\n"
+		   "                 [--delay-watch=MS]\n"
 		   "Pass fuse-qtfs's requests to a real qtfs-server and mangle one reply in N\n"
 		   "(default 8) on the way back, or with --requests one request in N on the way\n"
 		   "there, or with --bad one thing in every successful reply to one operation:\n"
@@ -423,7 +454,9 @@ static void usage(FILE *f)
 		   "(made 4 GiB), readlink-long (a target of 4096 bytes), read-eintr (an EINTR\n"
 		   "instead).  --paused: not until SIGUSR2.  SIGUSR1 stops the mangling,\n"
 		   "SIGUSR2 starts it again.  --mount-flags: only these MOUNT flags reach the\n"
-		   "server (as from an older client; the client sees an older server).\n");
+		   "server (as from an older client; the client sees an older server).\n"
+		   "--delay-watch: every WATCH reply (the host's reports) reaches the client MS\n"
+		   "milliseconds late (in order).\n");
 }
 
 int main(int argc, char **argv)
@@ -435,6 +468,7 @@ int main(int argc, char **argv)
 		{"bad", required_argument, NULL, 'b'},	    {"paused", no_argument, NULL, 'p'},
 		{"requests", no_argument, NULL, 'q'},
 		{"mount-flags", required_argument, NULL, 'f'},
+		{"delay-watch", required_argument, NULL, 'w'},
 		{NULL, 0, NULL, 0},
 	};
 	struct mitm *mp = &the_mitm;
@@ -454,18 +488,21 @@ int main(int argc, char **argv)
 		case 'l': listen_uri = optarg; break;
 		case 'u': up_uri = optarg; break;
 		case 'r':
-		case 's': {
+		case 's':
+		case 'w': {
 			guint64 v;
 
 			if (!g_ascii_string_to_unsigned(optarg, 10, 0, G_MAXUINT32, &v, NULL)) {
-				fprintf(stderr, "qtfs-mitm: --%s: \"%s\" is not a number\n", c == 'r' ? "rate" : "seed",
-					optarg);
+				fprintf(stderr, "qtfs-mitm: --%s: \"%s\" is not a number\n",
+					c == 'r' ? "rate" : c == 's' ? "seed" : "delay-watch", optarg);
 				return 2;
 			}
 			if (c == 'r')
 				mp->rate = (unsigned)v;
-			else
+			else if (c == 's')
 				seed = (guint32)v;
+			else
+				mp->watch_delay_ms = (unsigned)v;
 			break;
 		}
 		case 'b':
@@ -542,7 +579,8 @@ int main(int argc, char **argv)
 			mp->mangling ? "" : " from SIGUSR2 on");
 	qt_loop_run(mp->loop);
 	qt_server_shutdown(srv);
-	for (int i = 0; i < 200 && (qt_server_conn_count(srv) || mp->ups); i++)
+	/* The replies held back go too (--delay-watch's are short). */
+	for (int i = 0; i < 200 && (qt_server_conn_count(srv) || mp->ups || mp->held); i++)
 		qt_loop_run_once(mp->loop, 10);
 	fprintf(stderr, "qtfs-mitm: %" G_GUINT64_FORMAT " replies, %" G_GUINT64_FORMAT " mangled\n",
 		mp->replies, mp->mangled);

@@ -13,6 +13,7 @@
 # cached directory survives both.
 
 . "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
+. "${top_srcdir:-.}/tests/fs/hostile-env.sh"
 
 mkdir -p "$T/exp/disk" "$T/exp/mem"
 mount -t tmpfs tmpfs "$T/exp/mem" || exit 1
@@ -465,5 +466,48 @@ PY
 )
 check "a directory renamed three times in a row on the DPU: its new name works ($renames)" \
 	[ "$renames" = "0 of 100 failed" ]
+
+# A directory renamed away on the DPU and straight back: the host's report
+# of the first rename, arriving after the second, finds the node where
+# that one took it from, and must not move it there again (every name
+# below it was looked up in the wrong place, ENOENT, until the second
+# report came).  qtfs-mitm holds every WATCH reply 150 ms, so the first
+# report arrives after the second rename and the second 150 ms after it.
+start_server "$T/server-late.log" --listen "unix:$T/sock-late" --export "$T/exp" \
+	--key-file "$KEY" || exit 1
+start_mitm "$T/mitm.log" --listen "unix:$T/mitm.sock" --upstream "unix:$T/sock-late" --rate 0 \
+	--delay-watch 150
+check "mount through reports 150 ms late" mount_qtfs "unix:$T/mitm.sock:$T/exp" "$T/late" \
+	--key-file "$KEY" -o timeout=3
+back=$(python3 - "$T/late/mem" <<'PY'
+import os, sys, time
+bad = 0
+for i in range(10):
+    d = os.path.join(sys.argv[1], "back%d" % i)
+    os.makedirs(d + "/a/x/y")
+    os.mkdir(d + "/o")
+    fd = os.open(d + "/a/x", os.O_RDONLY | os.O_DIRECTORY)
+    os.rename(d + "/a", d + "/o/moved")
+    time.sleep(0.03)
+    os.rename(d + "/o/moved", d + "/a")
+    end = time.monotonic() + 0.5
+    try:
+        n = 0
+        while time.monotonic() < end:
+            os.listdir(d + "/a/x/y")
+            os.close(os.open("f%d" % n, os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd))
+            n += 1
+    except OSError as e:
+        bad += 1
+        if bad == 1:
+            print(e)
+    os.close(fd)
+print("%d of 10 failed" % bad)
+PY
+)
+check "a directory renamed away on the DPU and back: the names below it work ($back)" \
+	[ "$back" = "0 of 10 failed" ]
+check "unmount" umount_qtfs "$T/late"
+stop_mitm "$T/mitm.log"
 
 finish
