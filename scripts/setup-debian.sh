@@ -16,13 +16,15 @@ packages="build-essential autoconf automake pkg-config
 libglib2.0-dev liburing-dev libfuse3-dev fuse3 libjson-c-dev
 libcurl4-openssl-dev libssh2-1-dev check libmicrohttpd-dev libsqlite3-dev libyaml-dev
 clang libclang-rt-14-dev
-runc busybox-static
+runc busybox-static containerd
 iproute2 openssh-server openssh-client sshfs procps psmisc python3 python3-jsonschema util-linux
 mount e2fsprogs
 ca-certificates openssl time"
 # kubectl for tests/kube/test-fake-kubectl.sh.  A kubectl already installed
 # (Google's `kubectl` package, which conflicts with Debian's) does as well.
 command -v kubectl >/dev/null 2>&1 || packages="$packages kubernetes-client"
+# containerd for tests/fs/test-qtfs-containerd.sh, which starts its own
+# (the package's service is not started when this script installs it).
 # libclang-rt-14-dev holds libFuzzer's runtime; clang only recommends it.
 # mount and e2fsprogs: make bench-qtfs's and test-qtfs-dircache's ext4 on a loop device (both are
 # of priority required, so already there on most installs).
@@ -63,8 +65,18 @@ if [ -n "$missing" ]; then
 	echo "== installing:$missing"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update
+	# No service of a package installed here starts (containerd's): the
+	# tests start their own daemons.  Only where no policy is in place.
+	policy=
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		policy=/usr/sbin/policy-rc.d
+		printf '#!/bin/sh\nexit 101\n' >"$policy"
+		chmod 755 "$policy"
+		trap 'rm -f "$policy"' EXIT
+	fi
 	# shellcheck disable=SC2086 # one word per package
 	apt-get install -y --no-install-recommends $missing
+	[ -z "$policy" ] || rm -f "$policy"
 else
 	echo "== packages: all present"
 fi

@@ -1,0 +1,171 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# A container runtime living on the mount, as in the offload, where the
+# DPU's containerd keeps /var/lib/containerd and its runtime state in host
+# directories (docs/fuse-qtfs.md): Debian's containerd with its root (the
+# content store, its bbolt database, the overlayfs snapshots: the lower and
+# the upper layer of every container) and its state (bundles, runc's
+# state) on a fuse-qtfs mount.  It imports an image built here (a static
+# busybox), runs containers with their output and exit status, keeps one
+# running that writes into its upper layer, which the host sees, and execs
+# into it; that container survives a kill -9 of qtfs-server and a restart
+# of containerd, which finds its database and the container's shim again
+# through the mount; the content store's blobs on the host match their
+# digests; and removing it all leaves no snapshot, blob or mount behind.
+# Skips (77) without containerd, ctr, runc or busybox (scripts/setup-debian.sh
+# installs them).
+
+. "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
+
+for t in containerd ctr containerd-shim-runc-v2 runc busybox python3; do
+	if ! command -v $t >/dev/null; then
+		echo "SKIP: needs $t (scripts/setup-debian.sh installs it)"
+		exit 77
+	fi
+done
+
+NS=qtfs-test-$$
+ADDR=$T/containerd.sock
+IMG=docker.io/library/qtfs-test:1
+CTD_PID=
+SNAPS=$T/exp/lib/io.containerd.snapshotter.v1.overlayfs/snapshots
+BLOBS=$T/exp/lib/io.containerd.content.v1.content/blobs/sha256
+
+c() {
+	ctr -a "$ADDR" -n "$NS" "$@"
+}
+
+ctd_up() {
+	c version >/dev/null 2>&1
+}
+
+start_containerd() {
+	containerd --config "$T/containerd.toml" >>"$T/containerd.log" 2>&1 &
+	CTD_PID=$!
+	wait_until 20 ctd_up
+}
+
+stop_containerd() {
+	kill "$CTD_PID" 2>/dev/null
+	wait_gone 200 "$CTD_PID"
+}
+
+# What the containers leave if the test stops half-way: their processes
+# (runc's state is the shims', under /run/containerd/runc/NAMESPACE), the
+# shims, and the overlay mounts of their root file systems on the mount.
+containerd_teardown() {
+	if [ -n "$CTD_PID" ] && kill -0 "$CTD_PID" 2>/dev/null; then
+		for id in $(c containers ls -q 2>/dev/null); do
+			c task kill -s KILL "$id" >/dev/null 2>&1
+			c task delete -f "$id" >/dev/null 2>&1
+			c containers rm "$id" >/dev/null 2>&1
+		done
+		stop_containerd
+	fi
+	for id in $(runc --root "/run/containerd/runc/$NS" list -q 2>/dev/null); do
+		runc --root "/run/containerd/runc/$NS" delete -f "$id" >/dev/null 2>&1
+	done
+	pkill -f "containerd-shim-runc-v2 -namespace $NS " 2>/dev/null
+	rm -rf "/run/containerd/runc/$NS"
+	awk -v t="$T/" 'index($2, t) == 1 && $3 == "overlay" { print $2 }' /proc/mounts | sort -r |
+		while read -r m; do umount -l "$m"; done
+}
+# Before qtfs-env.sh's cleanup unmounts what they live on (keeping the exit status for it).
+on_exit() {
+	ctd_rc=$?
+	containerd_teardown
+	(exit "$ctd_rc")
+	qtfs_cleanup
+}
+trap on_exit EXIT
+
+mkdir -p "$T/exp" "$T/opt"
+start_server "$T/server.log" --listen "unix:$T/sock" --export "$T/exp" || exit 1
+check "mount" mount_qtfs "unix:$T/sock:$T/exp" "$T/mnt"
+mkdir -p "$T/mnt/lib" "$T/mnt/run"
+cat >"$T/containerd.toml" <<CONF
+version = 2
+root = "$T/mnt/lib"
+state = "$T/mnt/run"
+disabled_plugins = ["io.containerd.grpc.v1.cri"]
+[grpc]
+  address = "$ADDR"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$T/opt"
+CONF
+check "containerd starts with its root and state on the mount" start_containerd
+
+layer=$(python3 "$top_srcdir/tests/fs/oci-image.py" "$T/image.tar" "$IMG")
+check "an image is imported" c image import "$T/image.tar"
+check "... and listed" sh -c "ctr -a '$ADDR' -n '$NS' image ls -q | grep -qx '$IMG'"
+check "... its layer's blob is in the content store on the host" [ -f "$BLOBS/${layer#sha256:}" ]
+blobs_match() {
+	n=0
+	for b in "$BLOBS"/*; do
+		[ "$(sha256sum <"$b" | cut -d' ' -f1)" = "${b##*/}" ] || return 1
+		n=$((n + 1))
+	done
+	[ "$n" -eq 3 ]
+}
+check "... and all three blobs there match their digests" blobs_match
+
+out=$(c run --rm "$IMG" "r1-$$" /bin/sh -c 'echo hello; cat /etc/passwd; ls /data | wc -l' 2>&1)
+check "a container runs: $(echo "$out" | tr '\n' ' ')" \
+	[ "$out" = "$(printf 'hello\nroot:x:0:0:root:/:/bin/sh\n0')" ]
+c run --rm "$IMG" "r2-$$" /bin/sh -c 'exit 3' >/dev/null 2>&1
+rc=$?
+check "... its exit status comes back ($rc)" [ "$rc" -eq 3 ]
+
+# One that keeps running, writing a counter into its upper layer.
+check "a container runs detached" c run -d "$IMG" "d1-$$" /bin/sh -c \
+	'i=0; while :; do i=$((i + 1)); echo $i >/data/n; mv /data/n /data/count; sleep 0.1; done'
+host_count() {
+	cat "$SNAPS"/*/fs/data/count 2>/dev/null
+}
+count_grows() {
+	a=$(host_count)
+	sleep 0.5
+	b=$(host_count)
+	[ -n "$a" ] && [ -n "$b" ] && [ "$b" -gt "$a" ]
+}
+running() {
+	c task ls 2>/dev/null | grep -q "^d1-$$ .*RUNNING"
+}
+check "... its writes reach its upper layer on the host: $(sleep 1; host_count)" count_grows
+out=$(c task exec --exec-id e1 "d1-$$" cat /data/count 2>&1)
+check "... exec into it reads what it wrote ($out)" [ "$out" -gt 0 ]
+out=$(c task exec --exec-id e2 "d1-$$" /bin/sh -c \
+	'dd if=/dev/urandom of=/data/big bs=64k count=256 2>/dev/null; sync; sha256sum /data/big' 2>&1)
+check "... a 16 MiB file written in it is the host's byte for byte" \
+	[ "${out%% *}" = "$(sha256sum "$SNAPS"/*/fs/data/big | cut -d' ' -f1)" ]
+
+kill -9 "$SERVER_PID"
+start_server "$T/server2.log" --listen "unix:$T/sock" --export "$T/exp" || exit 1
+check "after kill -9 of qtfs-server and a restart: the container runs on" running
+check "... still writing to the host" count_grows
+out=$(c task exec --exec-id e3 "d1-$$" cat /data/count 2>&1)
+check "... exec works ($out)" [ "$out" -gt 0 ]
+
+stop_containerd
+check "containerd restarts and reads its database through the mount" start_containerd
+check "... finds the running container's shim again" running
+out=$(c task exec --exec-id e4 "d1-$$" cat /data/count 2>&1)
+check "... and execs into it ($out)" [ "$out" -gt 0 ]
+
+check "the container stops" c task kill -s KILL "d1-$$"
+stopped() {
+	c task ls 2>/dev/null | grep -q "^d1-$$ .*STOPPED"
+}
+check "... is stopped" wait_until 10 stopped
+check "... and is removed" sh -c "ctr -a '$ADDR' -n '$NS' task delete 'd1-$$' >/dev/null &&
+	ctr -a '$ADDR' -n '$NS' containers rm 'd1-$$'"
+check "the image is removed" c image rm "$IMG"
+none_left() {
+	[ -z "$(ls -A "$SNAPS")" ] && [ -z "$(ls -A "$BLOBS")" ]
+}
+check "... and containerd's collector leaves no snapshot or blob on the host" wait_until 10 none_left
+stop_containerd
+check "no overlay mount left on the mount" sh -c "! grep -q ' $T/mnt/.* overlay ' /proc/mounts"
+check "unmount" umount_qtfs "$T/mnt"
+finish
