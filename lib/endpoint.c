@@ -263,6 +263,17 @@ static bool process_ended(pid_t pid)
 }
 
 /*
+ * A TCP or vsock address in use is tried again for this long: right after
+ * a server using io_uring was killed, the kernel still holds its
+ * listening socket until it has torn the ring down (tens of ms), and a
+ * restart at once (a supervisor, a script) failed with "Address already
+ * in use".  A unix socket's listener is looked at as long instead
+ * (unix_clear_stale(), qt_endpoint_listen()).
+ */
+#define ADDR_BUSY_WAIT_MS 500
+#define ADDR_BUSY_STEP_MS 20
+
+/*
  * Remove a stale socket file: one that exists, is a socket, and refuses
  * connections, or whose listener belongs to a process that has ended.
  * The second happens just after a server using io_uring was killed: the
@@ -289,27 +300,30 @@ static int unix_clear_stale(const struct qt_endpoint *ep)
 	if (fd < 0)
 		return -errno;
 	r = connect(fd, (struct sockaddr *)&sun, len) == 0 ? 0 : errno;
-	/* The listener's process, as it was at listen(). */
-	if (r == 0 && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0 &&
-	    process_ended(cred.pid))
-		r = ECONNREFUSED;
+	/*
+	 * The listener's process, as it was at listen().  One killed a
+	 * moment ago may still be on its way out (its exit waits for the
+	 * ring's requests to be cancelled): watched, without another probe,
+	 * for as long as a TCP address in use is tried.
+	 */
+	if (r == 0 && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0) {
+		for (int waited = 0; !process_ended(cred.pid) && waited < ADDR_BUSY_WAIT_MS;
+		     waited += ADDR_BUSY_STEP_MS)
+			g_usleep(ADDR_BUSY_STEP_MS * 1000);
+		if (process_ended(cred.pid))
+			r = ECONNREFUSED;
+	}
 	close(fd);
 	if (r == 0)
 		return -EADDRINUSE;
+	/* A full backlog: a live listener's, or a dead one's (see qt_endpoint_listen()). */
+	if (r == EAGAIN)
+		return -EAGAIN;
 	if (r == ECONNREFUSED && unlink(ep->path) < 0 && errno != ENOENT)
 		return -errno;
 	return 0;
 }
 
-/*
- * A TCP or vsock address in use is tried again for this long: right after
- * a server using io_uring was killed, the kernel still holds its
- * listening socket until it has torn the ring down (tens of ms), and a
- * restart at once (a supervisor, a script) failed with "Address already
- * in use".  A unix socket's listener is checked instead (unix_clear_stale).
- */
-#define ADDR_BUSY_WAIT_MS 500
-#define ADDR_BUSY_STEP_MS 20
 
 static int listen_fd_once(int family, const struct sockaddr *sa, socklen_t len, int backlog,
 			  int *out)
@@ -386,8 +400,21 @@ int qt_endpoint_listen(const struct qt_endpoint *ep, int backlog, int *fd)
 		socklen_t len = unix_addr(ep, &sun);
 		int r = unix_clear_stale(ep);
 
+		/*
+		 * A listener whose process was just killed still holds the
+		 * socket for a moment (its ring), and once clients reconnecting
+		 * to it have filled its backlog it refuses them (EAGAIN), which
+		 * says nothing of its process: asked again for as long as a TCP
+		 * address in use is.  (A listener that accepts answers at once,
+		 * and only one probe reaches a live one.)
+		 */
+		for (int waited = 0; r == -EAGAIN && waited < ADDR_BUSY_WAIT_MS;
+		     waited += ADDR_BUSY_STEP_MS) {
+			g_usleep(ADDR_BUSY_STEP_MS * 1000);
+			r = unix_clear_stale(ep);
+		}
 		if (r < 0)
-			return r;
+			return r == -EAGAIN ? -EADDRINUSE : r;
 		return listen_fd(AF_UNIX, (struct sockaddr *)&sun, len, backlog, fd);
 	}
 	case QT_EP_VSOCK: {

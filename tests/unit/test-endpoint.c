@@ -454,6 +454,108 @@ START_TEST(test_unix_listener_of_ended_process)
 }
 END_TEST
 
+/*
+ * The same with the ended process's backlog full (clients reconnecting to
+ * a killed server fill it before its ring is torn down): its socket then
+ * refuses a connect with EAGAIN, which says nothing of its process.  A new
+ * listener waits for the socket to go (here 100 ms later), as for a TCP
+ * address in use, instead of failing at once with EADDRINUSE.
+ */
+START_TEST(test_unix_full_listener_of_ended_process)
+{
+	g_autofree char *dir = g_dir_make_tmp("test-endpoint-XXXXXX", NULL);
+	g_autofree char *sock = NULL, *uri = NULL;
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	int old, lfd, cfd, afd, status, fds[16], n = 0;
+	GThread *t;
+	gint64 t0;
+	pid_t pid;
+
+	ck_assert_ptr_nonnull(dir);
+	sock = g_build_filename(dir, "s.sock", NULL);
+	uri = g_strconcat("unix:", sock, NULL);
+	g_strlcpy(sun.sun_path, sock, sizeof(sun.sun_path));
+	old = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(old, 0);
+	ck_assert_int_eq(bind(old, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(listen(old, 1) == 0 ? 0 : 1);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	for (;;) {
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+		ck_assert_int_ge(fd, 0);
+		if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+			ck_assert_int_eq(errno, EAGAIN);
+			close(fd);
+			break;
+		}
+		ck_assert_int_lt(n, (int)G_N_ELEMENTS(fds));
+		fds[n++] = fd;
+	}
+	t = g_thread_new("close-later", close_later, GINT_TO_POINTER(old));
+	t0 = g_get_monotonic_time();
+	pair(uri, &lfd, &cfd, &afd);
+	ck_assert_int_ge(g_get_monotonic_time() - t0, 80 * 1000);
+	g_thread_join(t);
+	close3(lfd, cfd, afd);
+	while (n)
+		close(fds[--n]);
+	ck_assert_int_eq(unlink(sock), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+/*
+ * A listener whose process is still on its way out (a killed server's
+ * exit waits for its ring's requests to be cancelled): the new listener
+ * waits for the process to end (here 100 ms later) instead of failing at
+ * once with EADDRINUSE.
+ */
+START_TEST(test_unix_listener_of_ending_process)
+{
+	g_autofree char *dir = g_dir_make_tmp("test-endpoint-XXXXXX", NULL);
+	g_autofree char *sock = NULL, *uri = NULL;
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	int old, lfd, cfd, afd, status, ready[2];
+	gint64 t0;
+	pid_t pid;
+	char c;
+
+	ck_assert_ptr_nonnull(dir);
+	sock = g_build_filename(dir, "s.sock", NULL);
+	uri = g_strconcat("unix:", sock, NULL);
+	g_strlcpy(sun.sun_path, sock, sizeof(sun.sun_path));
+	old = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(old, 0);
+	ck_assert_int_eq(bind(old, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	ck_assert_int_eq(pipe2(ready, O_CLOEXEC), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (listen(old, 8) < 0 || write(ready[1], "x", 1) != 1)
+			_exit(1);
+		g_usleep(100 * 1000);
+		_exit(0);
+	}
+	close(ready[1]);
+	ck_assert_int_eq(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	t0 = g_get_monotonic_time();
+	pair(uri, &lfd, &cfd, &afd);
+	ck_assert_int_ge(g_get_monotonic_time() - t0, 50 * 1000);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close3(lfd, cfd, afd);
+	close(old);
+	ck_assert_int_eq(unlink(sock), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 START_TEST(test_unix_regular_file)
 {
 	g_autofree char *dir = g_dir_make_tmp("test-endpoint-XXXXXX", NULL);
@@ -619,6 +721,8 @@ int main(void)
 	tcase_add_test(sock, test_unix_backlog_full_waits);
 	tcase_add_test(sock, test_unix_in_use_and_stale);
 	tcase_add_test(sock, test_unix_listener_of_ended_process);
+	tcase_add_test(sock, test_unix_full_listener_of_ended_process);
+	tcase_add_test(sock, test_unix_listener_of_ending_process);
 	tcase_add_test(sock, test_tcp_in_use_briefly);
 	tcase_add_test(sock, test_unix_regular_file);
 	tcase_add_test(sock, test_unix_abstract);
