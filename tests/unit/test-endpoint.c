@@ -414,34 +414,58 @@ START_TEST(test_unix_in_use_and_stale)
 END_TEST
 
 /*
+ * A socket bound at @dir/s.sock (its path in @sock, its URI in @uri) that
+ * the test holds and a child process listens on (backlog @backlog) and
+ * then leaves by exiting: at once (reaped here) when @linger_ms is 0, else
+ * @linger_ms later (the child in @pid).  Returns the socket.
+ */
+static int child_listener(const char *dir, char **sock, char **uri, struct sockaddr_un *sun,
+			  int backlog, unsigned linger_ms, pid_t *pid)
+{
+	int fd, ready[2], status;
+	char c;
+
+	*sock = g_build_filename(dir, "s.sock", NULL);
+	*uri = g_strconcat("unix:", *sock, NULL);
+	*sun = (struct sockaddr_un){.sun_family = AF_UNIX};
+	g_strlcpy(sun->sun_path, *sock, sizeof(sun->sun_path));
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)sun, sizeof(*sun)), 0);
+	ck_assert_int_eq(pipe2(ready, O_CLOEXEC), 0);
+	*pid = fork();
+	ck_assert_int_ge(*pid, 0);
+	if (*pid == 0) {
+		if (listen(fd, backlog) < 0 || write(ready[1], "x", 1) != 1)
+			_exit(1);
+		g_usleep(linger_ms * 1000);
+		_exit(0);
+	}
+	close(ready[1]);
+	ck_assert_int_eq(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	if (!linger_ms) {
+		ck_assert_int_eq(waitpid(*pid, &status, 0), *pid);
+		ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	return fd;
+}
+
+/*
  * A listener still open but whose process has ended (as when a killed
  * server's io_uring ring, torn down after it, still holds the socket):
- * the file is stale, and a new listener takes its place.  Here a child
- * calls listen() on a socket the test also holds, and exits.
+ * the file is stale, and a new listener takes its place.
  */
 START_TEST(test_unix_listener_of_ended_process)
 {
 	g_autofree char *dir = g_dir_make_tmp("test-endpoint-XXXXXX", NULL);
 	g_autofree char *sock = NULL, *uri = NULL;
-	g_autoptr(qt_endpoint) ep = NULL;
-	struct sockaddr_un sun = {.sun_family = AF_UNIX};
-	int old, lfd, cfd, afd, status;
+	struct sockaddr_un sun;
+	int old, lfd, cfd, afd;
 	pid_t pid;
 
 	ck_assert_ptr_nonnull(dir);
-	sock = g_build_filename(dir, "s.sock", NULL);
-	uri = g_strconcat("unix:", sock, NULL);
-	ep = ep_new(uri);
-	g_strlcpy(sun.sun_path, sock, sizeof(sun.sun_path));
-	old = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	ck_assert_int_ge(old, 0);
-	ck_assert_int_eq(bind(old, (struct sockaddr *)&sun, sizeof(sun)), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0)
-		_exit(listen(old, 8) == 0 ? 0 : 1);
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	old = child_listener(dir, &sock, &uri, &sun, 8, 0, &pid);
 	/* Its listener still takes connections, for nobody. */
 	cfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	ck_assert_int_eq(connect(cfd, (struct sockaddr *)&sun, sizeof(sun)), 0);
@@ -465,25 +489,14 @@ START_TEST(test_unix_full_listener_of_ended_process)
 {
 	g_autofree char *dir = g_dir_make_tmp("test-endpoint-XXXXXX", NULL);
 	g_autofree char *sock = NULL, *uri = NULL;
-	struct sockaddr_un sun = {.sun_family = AF_UNIX};
-	int old, lfd, cfd, afd, status, fds[16], n = 0;
+	struct sockaddr_un sun;
+	int old, lfd, cfd, afd, fds[16], n = 0;
 	GThread *t;
 	gint64 t0;
 	pid_t pid;
 
 	ck_assert_ptr_nonnull(dir);
-	sock = g_build_filename(dir, "s.sock", NULL);
-	uri = g_strconcat("unix:", sock, NULL);
-	g_strlcpy(sun.sun_path, sock, sizeof(sun.sun_path));
-	old = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	ck_assert_int_ge(old, 0);
-	ck_assert_int_eq(bind(old, (struct sockaddr *)&sun, sizeof(sun)), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0)
-		_exit(listen(old, 1) == 0 ? 0 : 1);
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	old = child_listener(dir, &sock, &uri, &sun, 1, 0, &pid);
 	for (;;) {
 		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 
@@ -519,31 +532,13 @@ START_TEST(test_unix_listener_of_ending_process)
 {
 	g_autofree char *dir = g_dir_make_tmp("test-endpoint-XXXXXX", NULL);
 	g_autofree char *sock = NULL, *uri = NULL;
-	struct sockaddr_un sun = {.sun_family = AF_UNIX};
-	int old, lfd, cfd, afd, status, ready[2];
+	struct sockaddr_un sun;
+	int old, lfd, cfd, afd, status;
 	gint64 t0;
 	pid_t pid;
-	char c;
 
 	ck_assert_ptr_nonnull(dir);
-	sock = g_build_filename(dir, "s.sock", NULL);
-	uri = g_strconcat("unix:", sock, NULL);
-	g_strlcpy(sun.sun_path, sock, sizeof(sun.sun_path));
-	old = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	ck_assert_int_ge(old, 0);
-	ck_assert_int_eq(bind(old, (struct sockaddr *)&sun, sizeof(sun)), 0);
-	ck_assert_int_eq(pipe2(ready, O_CLOEXEC), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		if (listen(old, 8) < 0 || write(ready[1], "x", 1) != 1)
-			_exit(1);
-		g_usleep(100 * 1000);
-		_exit(0);
-	}
-	close(ready[1]);
-	ck_assert_int_eq(read(ready[0], &c, 1), 1);
-	close(ready[0]);
+	old = child_listener(dir, &sock, &uri, &sun, 8, 100, &pid);
 	t0 = g_get_monotonic_time();
 	pair(uri, &lfd, &cfd, &afd);
 	ck_assert_int_ge(g_get_monotonic_time() - t0, 50 * 1000);
