@@ -158,6 +158,7 @@ struct qtfs_fs {
 	GMutex slow_lock;
 	GThreadPool *slow; /* see slow_push(); NULL once stopping; slow_lock */
 
+	struct fuse_session *session; /* for notifications other than name caching's */
 	/* Name caching (see "Name caching" below). */
 	struct fuse_session *se; /* for the notifications; NULL: not caching */
 	GThread *notifier;
@@ -1605,6 +1606,24 @@ static struct lk_ctx lk_ctx_of(const struct fuse_file_info *fi, const struct flo
 	};
 }
 
+/*
+ * A lock just taken (POSIX, OFD or flock): a coherency point, as on NFS.
+ * Programs that share a file between machines (SQLite's rollback journal,
+ * a lock file around a read-modify-write) take a lock and then read what
+ * the last holder wrote, and the DPU's kernel keeps a file's pages and
+ * attributes until attr_timeout shows another mtime: a host process's
+ * write just before it gave up the lock was not seen here for up to that
+ * long.  So the pages and attributes the DPU holds of the file go before
+ * the lock call returns, and what the holder reads next comes from the
+ * host.  (A FUSE worker thread: the kernel may write dirty pages of a
+ * shared mapping back first, which the loop thread serves.)
+ */
+static void lk_taken(struct qtfs_fs *fs, fuse_ino_t ino, const struct fh *h)
+{
+	if (fs->session && !h->dir && !h->pseudo && !h->stream)
+		fuse_lowlevel_notify_inval_inode(fs->session, ino, 0, 0);
+}
+
 static void op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock,
 		     int sleep)
 {
@@ -1617,8 +1636,10 @@ static void op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, 
 	/* An OFD lock just closed on the DPU may be what it met (lk_released_since()). */
 	if (err == -EAGAIN && lk_released_since(fs, gen0, false))
 		err = setlk_wait(req, h, &c, false);
-	if (err == 0 && lock->l_type != F_UNLCK)
+	if (err == 0 && lock->l_type != F_UNLCK) {
 		lk_record(fs, ino, fi->lock_owner, h);
+		lk_taken(fs, ino, h);
+	}
 	fh_unref(h);
 	reply_err(req, -err);
 }
@@ -1730,6 +1751,8 @@ static void op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, 
 		h->flocked = c.type != F_UNLCK;
 		h->flock_pid = fuse_req_ctx(req)->pid;
 		g_mutex_unlock(&fs->lk_lock);
+		if (c.type != F_UNLCK)
+			lk_taken(fs, ino, h);
 	}
 	reply_err(req, -err);
 }
@@ -2728,6 +2751,7 @@ static void watch_arm(void *arg)
 
 void qtfs_fs_set_session(struct qtfs_fs *fs, struct fuse_session *se)
 {
+	fs->session = se;
 	if (fs->o.watch_timeout > 0)
 		fs->se = se;
 }

@@ -309,4 +309,70 @@ if server:
     check("... and the server holds no descriptor for them", eventually(lambda: server_holds(G_n) == 0))
     h.release()
 
+# 11. A lock is a coherency point (as on NFS): what the host wrote before
+# the DPU's lock call returned is what the DPU reads after it, though the
+# DPU's kernel had the file's pages cached and attr_timeout has not run
+# out.  The host's write is in place, the same size.
+C_m, C_n = os.path.join(mnt, "c"), os.path.join(native, "c")
+for how in ("posix", "ofd", "flock"):
+    with open(C_n, "wb") as f:
+        f.write(b"old-" + how.encode() + b"." * 4000)
+    fd = os.open(C_m, os.O_RDWR)
+    before = os.pread(fd, 4, 0)
+    with open(C_n, "r+b") as f:
+        f.write(b"new-")
+    if how == "ofd":
+        took = ofd(fd, fcntl.F_WRLCK)
+    else:
+        take(fd, how, fcntl.LOCK_EX)
+        took = True
+    after = os.pread(fd, 4, 0)
+    check("%s lock on the DPU after a host write: it reads the host's bytes (%r, then %r)" %
+          (how, before, after), took and before == b"old-" and after == b"new-")
+    os.close(fd)
+
+# 12. SQLite with its rollback journal (POSIX locks, and reads after each
+# lock of what the last holder wrote): a DPU process and a host process
+# each add 200 to one counter in one database, a transaction at a time.
+def sqlite_adds(path, n):
+    import sqlite3
+    c = sqlite3.connect(path, timeout=60, isolation_level=None)
+    for i in range(n):
+        c.execute("begin immediate")
+        v = c.execute("select v from t where k = 1").fetchone()[0]
+        c.execute("update t set v = ? where k = 1", (v + 1,))
+        c.execute("insert into t(v) values (?)", (-i,))
+        c.execute("commit")
+    c.close()
+
+
+try:
+    import sqlite3
+except ImportError:
+    sqlite3 = None
+if sqlite3:
+    D_n = os.path.join(native, "db")
+    for leftover in (D_n, D_n + "-journal"):
+        if os.path.exists(leftover):
+            os.unlink(leftover)
+    db = sqlite3.connect(D_n)
+    db.execute("pragma journal_mode = delete")
+    db.execute("create table t(k integer primary key, v integer)")
+    db.execute("insert into t values (1, 0)")
+    db.commit()
+    db.close()
+    ps = [mp.Process(target=sqlite_adds, args=(os.path.join(d, "db"), 200)) for d in (mnt, native)]
+    for p in ps:
+        p.start()
+    for p in ps:
+        p.join(120)
+    db = sqlite3.connect(D_n)
+    v = db.execute("select v from t where k = 1").fetchone()[0]
+    rows = db.execute("select count(*) from t").fetchone()[0]
+    integrity = db.execute("pragma integrity_check").fetchone()[0]
+    db.close()
+    check("SQLite from both sides: counter %d of 400, %d rows of 401, integrity %s, exits %s" %
+          (v, rows, integrity, [p.exitcode for p in ps]),
+          v == 400 and rows == 401 and integrity == "ok" and all(p.exitcode == 0 for p in ps))
+
 sys.exit(1 if failures else 0)

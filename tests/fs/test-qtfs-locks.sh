@@ -6,8 +6,9 @@
 # other's locks, blocking waits end when the lock is let go or a signal
 # arrives, and closing or dying releases a process's locks; open file
 # description locks go with their file's last close, and neither they nor
-# refused requests leave descriptors on the server.  Run over a unix
-# socket, and over tcp with two connections.
+# refused requests leave descriptors on the server; a lock makes the DPU
+# read what the host wrote before it, and SQLite works from both sides.
+# Run over a unix socket, and over tcp with two connections.
 
 . "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
 
