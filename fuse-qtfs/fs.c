@@ -4646,7 +4646,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	bool caps, nocaps = false, pseudo = false;
 	unsigned gen;
 
-	if (!strcmp(name, QTFS_SYNC_XATTR)) {
+	if (!strcmp(name, QTFS_SYNC_XATTR) || !strcmp(name, QTFS_SYNC_XATTR_TRUSTED)) {
 		watch_sync(req, fs, size);
 		return;
 	}

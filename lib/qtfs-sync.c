@@ -91,7 +91,11 @@ static gpointer sync_one(gpointer arg)
 {
 	struct sync_one *o = arg;
 	struct sync_all *a = o->all;
-	ssize_t r = getxattr(o->path, QTFS_SYNC_XATTR, NULL, 0);
+	/* The trusted name first: ENODATA without CAP_SYS_ADMIN, or from a client before it. */
+	ssize_t r = getxattr(o->path, QTFS_SYNC_XATTR_TRUSTED, NULL, 0);
+
+	if (r < 0 && errno == ENODATA)
+		r = getxattr(o->path, QTFS_SYNC_XATTR, NULL, 0);
 
 	if (r < 0)
 		qt_debug("%s: %s: %s", o->path, QTFS_SYNC_XATTR, g_strerror(errno));

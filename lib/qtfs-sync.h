@@ -11,6 +11,14 @@
 #pragma once
 
 #define QTFS_SYNC_XATTR "user.qtfs.sync"
+/*
+ * The same barrier for a caller with CAP_SYS_ADMIN: the kernel checks no
+ * permission on the file for a trusted.* name, which for user.* may need
+ * the file's attributes from the host first, and a mount whose server is
+ * gone then holds the call for its deadline.  Older clients pass it to
+ * the host, where it is ENODATA.
+ */
+#define QTFS_SYNC_XATTR_TRUSTED "trusted.qtfs.sync"
 
 /*
  * The barrier on every fuse-qtfs mount of this process's mount namespace
