@@ -324,7 +324,6 @@ static int unix_clear_stale(const struct qt_endpoint *ep)
 	return 0;
 }
 
-
 static int listen_fd_once(int family, const struct sockaddr *sa, socklen_t len, int backlog,
 			  int *out)
 {

@@ -92,13 +92,13 @@ static gpointer sync_one(gpointer arg)
 	struct sync_one *o = arg;
 	struct sync_all *a = o->all;
 	/* The trusted name first: ENODATA without CAP_SYS_ADMIN, or from a client before it. */
-	ssize_t r = getxattr(o->path, QTFS_SYNC_XATTR_TRUSTED, NULL, 0);
+	const char *name = QTFS_SYNC_XATTR_TRUSTED;
+	ssize_t r = getxattr(o->path, name, NULL, 0);
 
 	if (r < 0 && errno == ENODATA)
-		r = getxattr(o->path, QTFS_SYNC_XATTR, NULL, 0);
-
+		r = getxattr(o->path, name = QTFS_SYNC_XATTR, NULL, 0);
 	if (r < 0)
-		qt_debug("%s: %s: %s", o->path, QTFS_SYNC_XATTR, g_strerror(errno));
+		qt_debug("%s: %s: %s", o->path, name, g_strerror(errno));
 	all_unref(a, r >= 0);
 	g_free(o->path);
 	g_free(o);
