@@ -176,7 +176,7 @@ struct qtfs_fs {
 	/* The directories of the last reports that found no list there, and their count; fs->lock. */
 	struct dir_key unlisted[UNLISTED_RING];
 	uint32_t unlisted_seq;
-	/* Renames of directories made from here, their reports not in yet (see own_move_add()). */
+	/* Renames of directories made from here, their reports not in yet (see struct own_move). */
 	GQueue own_moves;     /* struct own_move*, oldest first; fs->lock */
 	uint64_t own_move_id; /* the last one's; fs->lock */
 
@@ -2526,12 +2526,12 @@ static void watch_missed(struct qtfs_fs *fs)
  * node at B until the second's report came, and every name below it
  * would be looked up in the wrong place (ENOENT); applied before the
  * reply, the reply would no longer find the node where it was.  So the
- * client notes the rename before it sends it (own_move_add()), and the
- * report of it finds the note and is dropped (own_move_take_locked()),
+ * client notes the rename before it sends it (own_move_add_locked()), and
+ * the report of it finds the note and is dropped (own_move_take_locked()),
  * whenever it comes.  A rename that failed takes its note back
- * (own_move_drop()); a note whose report never comes (a directory the
- * server does not watch) goes after OWN_MOVE_TTL_US, or when reports may
- * have been missed anyway (watch_missed()).
+ * (own_move_drop_locked()); a note whose report never comes (a directory
+ * the server does not watch) goes after OWN_MOVE_TTL_US, or when reports
+ * may have been missed anyway (watch_missed()).
  */
 struct own_move {
 	uint64_t id;
@@ -2581,8 +2581,8 @@ static void own_moves_clear_locked(struct qtfs_fs *fs)
 
 /*
  * Note that the directory @n is about to be renamed from @from_name in
- * @from to @to_name in @to; returns the note's id for own_move_drop(), 0
- * when @n is not a directory.  fs->lock held.
+ * @from to @to_name in @to; returns the note's id for
+ * own_move_drop_locked(), 0 when @n is not a directory.  fs->lock held.
  */
 static uint64_t own_move_add_locked(struct qtfs_fs *fs, const struct node *n, const struct node *from,
 				    const char *from_name, const struct node *to, const char *to_name)
@@ -3248,7 +3248,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	qt_msg_put_u32(m, flags);
 	listed_note(fs, newparent, newname);
 	if (fs->se) {
-		/* The host's report of a directory's move must not move it again (own_move_add_locked()). */
+		/* The host's report of a directory's move must not move it again (struct own_move). */
 		struct node *p, *np, *a, *b;
 
 		g_mutex_lock(&fs->lock);
