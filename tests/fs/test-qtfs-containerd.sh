@@ -13,6 +13,7 @@
 # of containerd, which finds its database and the container's shim again
 # through the mount; the content store's blobs on the host match their
 # digests; and removing it all leaves no snapshot, blob or mount behind.
+# Over a unix socket, then over tcp with 4 connections.
 # Skips (77) without containerd, ctr, runc or busybox (scripts/setup-debian.sh
 # installs them).
 
@@ -25,12 +26,12 @@ for t in containerd ctr containerd-shim-runc-v2 runc busybox python3; do
 	fi
 done
 
-NS=qtfs-test-$$
-ADDR=$T/containerd.sock
 IMG=docker.io/library/qtfs-test:1
 CTD_PID=
-SNAPS=$T/exp/lib/io.containerd.snapshotter.v1.overlayfs/snapshots
-BLOBS=$T/exp/lib/io.containerd.content.v1.content/blobs/sha256
+# Set by each pass (run_pass): its containerd namespace and socket, its
+# export and mount, the export's snapshots and content blobs.
+NS=
+ADDR=
 
 c() {
 	ctr -a "$ADDR" -n "$NS" "$@"
@@ -41,7 +42,7 @@ ctd_up() {
 }
 
 start_containerd() {
-	containerd --config "$T/containerd.toml" >>"$T/containerd.log" 2>&1 &
+	containerd --config "$T/containerd-$MODE.toml" >>"$T/containerd-$MODE.log" 2>&1 &
 	CTD_PID=$!
 	wait_until 20 ctd_up
 }
@@ -58,12 +59,14 @@ stop_containerd() {
 # gone (a failed step) every call that touches the mount waits for its
 # deadline.
 containerd_teardown() {
+	[ -n "$NS" ] || return 0
 	for id in $(runc --root "/run/containerd/runc/$NS" list -q 2>/dev/null); do
 		timeout 10 runc --root "/run/containerd/runc/$NS" kill "$id" KILL >/dev/null 2>&1
 		timeout 10 runc --root "/run/containerd/runc/$NS" delete -f "$id" >/dev/null 2>&1
 	done
 	pkill -KILL -f "containerd-shim-runc-v2 -namespace $NS " 2>/dev/null
 	[ -z "$CTD_PID" ] || kill -KILL "$CTD_PID" 2>/dev/null
+	CTD_PID=
 	rm -rf "/run/containerd/runc/$NS"
 	awk -v t="$T/" 'index($2, t) == 1 && $3 == "overlay" { print $2 }' /proc/mounts | sort -r |
 		while read -r m; do umount -l "$m"; done
@@ -77,23 +80,6 @@ on_exit() {
 }
 trap on_exit EXIT
 
-mkdir -p "$T/exp"
-start_server "$T/server.log" --listen "unix:$T/sock" --export "$T/exp" || exit 1
-check "mount" mount_qtfs "unix:$T/sock:$T/exp" "$T/mnt"
-mkdir -p "$T/mnt/lib" "$T/mnt/run"
-cat >"$T/containerd.toml" <<CONF
-version = 2
-root = "$T/mnt/lib"
-state = "$T/mnt/run"
-disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.internal.v1.opt"]
-[grpc]
-  address = "$ADDR"
-CONF
-check "containerd starts with its root and state on the mount" start_containerd
-
-blobs=$(python3 "$top_srcdir/tests/fs/oci-image.py" "$T/image.tar" "$IMG")
-check "an image is imported" c image import "$T/image.tar"
-check "... and listed" sh -c "ctr -a '$ADDR' -n '$NS' image ls -q | grep -qx '$IMG'"
 # Its four blobs (two layers, config, manifest) in the content store on the
 # host, each the bytes of its digest.  (containerd keeps the index a moment
 # too, until its collector runs.)
@@ -106,24 +92,6 @@ blobs_match() {
 		fi
 	done
 }
-check "... its four blobs are on the host, each the bytes of its digest" blobs_match
-
-out=$(c run --rm "$IMG" "r1-$$" /bin/sh -c 'echo hello; cat /etc/passwd; ls /data | wc -l' 2>&1)
-check "a container runs: $(echo "$out" | tr '\n' ' ')" \
-	[ "$out" = "$(printf 'hello\nroot:x:0:0:root:/:/bin/sh\n0')" ]
-# The second layer as unpacked on the mount: a whiteout (a 0:0 device
-# node), an opaque directory (trusted.overlay.opaque) and a hard link.
-out=$(c run --rm "$IMG" "r3-$$" /bin/sh -c \
-	'ls /bin/wc 2>&1; ls /data0; cat /opt/b; stat -c %h /opt/a' 2>&1)
-check "... with its second layer's whiteout, opaque directory and hard link: $(echo "$out" | tr '\n' ' ')" \
-	[ "$out" = "$(printf 'ls: /bin/wc: No such file or directory\nnew\nlinked\n2')" ]
-c run --rm "$IMG" "r2-$$" /bin/sh -c 'exit 3' >/dev/null 2>&1
-rc=$?
-check "... its exit status comes back ($rc)" [ "$rc" -eq 3 ]
-
-# One that keeps running, writing a counter into its upper layer.
-check "a container runs detached" c run -d "$IMG" "d1-$$" /bin/sh -c \
-	'i=0; while :; do i=$((i + 1)); echo $i >/data/n; mv /data/n /data/count; sleep 0.1; done'
 host_count() {
 	cat "$SNAPS"/*/fs/data/count 2>/dev/null
 }
@@ -136,40 +104,103 @@ count_grows() {
 running() {
 	c task ls 2>/dev/null | grep -q "^d1-$$ .*RUNNING"
 }
-check "... its writes reach its upper layer on the host" wait_until 10 count_grows
-out=$(c task exec --exec-id e1 "d1-$$" cat /data/count 2>&1)
-check "... exec into it reads what it wrote ($out)" [ "$out" -gt 0 ]
-out=$(c task exec --exec-id e2 "d1-$$" /bin/sh -c \
-	'dd if=/dev/urandom of=/data/big bs=64k count=256 2>/dev/null; sync; sha256sum /data/big' 2>&1)
-check "... a 16 MiB file written in it is the host's byte for byte" \
-	[ "${out%% *}" = "$(sha256sum "$SNAPS"/*/fs/data/big | cut -d' ' -f1)" ]
-
-kill -9 "$SERVER_PID"
-start_server "$T/server2.log" --listen "unix:$T/sock" --export "$T/exp" || exit 1
-check "after kill -9 of qtfs-server and a restart: the container runs on" running
-check "... still writing to the host" wait_until 10 count_grows
-out=$(c task exec --exec-id e3 "d1-$$" cat /data/count 2>&1)
-check "... exec works ($out)" [ "$out" -gt 0 ]
-
-stop_containerd
-check "containerd restarts and reads its database through the mount" start_containerd
-check "... finds the running container's shim again" running
-out=$(c task exec --exec-id e4 "d1-$$" cat /data/count 2>&1)
-check "... and execs into it ($out)" [ "$out" -gt 0 ]
-
-check "the container stops" c task kill -s KILL "d1-$$"
 stopped() {
 	c task ls 2>/dev/null | grep -q "^d1-$$ .*STOPPED"
 }
-check "... is stopped" wait_until 10 stopped
-check "... and is removed" sh -c "ctr -a '$ADDR' -n '$NS' task delete 'd1-$$' >/dev/null &&
-	ctr -a '$ADDR' -n '$NS' containers rm 'd1-$$'"
-check "the image is removed" c image rm "$IMG"
 none_left() {
 	[ -z "$(ls -A "$SNAPS")" ] && [ -z "$(ls -A "$BLOBS")" ]
 }
-check "... and containerd's collector leaves no snapshot or blob on the host" wait_until 10 none_left
-stop_containerd
-check "no overlay mount left on the mount" sh -c "! grep -q ' $T/mnt/.* overlay ' /proc/mounts"
-check "unmount" umount_qtfs "$T/mnt"
+
+# run_pass unix|tcp: the whole sequence on a mount over a unix socket, or
+# over tcp with 4 connections, with an export, a containerd and a
+# namespace of its own.
+run_pass() {
+	MODE=$1
+	NS=qtfs-test-$$-$MODE
+	ADDR=$T/containerd-$MODE.sock
+	EXP=$T/exp-$MODE
+	MNT=$T/mnt-$MODE
+	SNAPS=$EXP/lib/io.containerd.snapshotter.v1.overlayfs/snapshots
+	BLOBS=$EXP/lib/io.containerd.content.v1.content/blobs/sha256
+	mkdir -p "$EXP"
+	if [ "$MODE" = unix ]; then
+		listen="unix:$T/sock"
+		start_server "$T/server-$MODE.log" --listen "$listen" --export "$EXP" || exit 1
+		check "$MODE: mount" mount_qtfs "$listen:$EXP" "$MNT"
+	else
+		listen="tcp://127.0.0.1:$(free_port)"
+		start_server "$T/server-$MODE.log" --listen "$listen" --key-file "$KEY" --export "$EXP" || exit 1
+		check "$MODE: mount with 4 connections" mount_qtfs "$listen:$EXP" "$MNT" --key-file "$KEY" -o conns=4
+	fi
+	mkdir -p "$MNT/lib" "$MNT/run"
+	cat >"$T/containerd-$MODE.toml" <<-CONF
+	version = 2
+	root = "$MNT/lib"
+	state = "$MNT/run"
+	disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.internal.v1.opt"]
+	[grpc]
+	  address = "$ADDR"
+	CONF
+	check "$MODE: containerd starts with its root and state on the mount" start_containerd
+
+	check "$MODE: an image is imported" c image import "$T/image.tar"
+	check "$MODE: ... and listed" sh -c "ctr -a '$ADDR' -n '$NS' image ls -q | grep -qx '$IMG'"
+	check "$MODE: ... its four blobs are on the host, each the bytes of its digest" blobs_match
+
+	out=$(c run --rm "$IMG" "r1-$$" /bin/sh -c 'echo hello; cat /etc/passwd; ls /data | wc -l' 2>&1)
+	check "$MODE: a container runs: $(echo "$out" | tr '\n' ' ')" \
+		[ "$out" = "$(printf 'hello\nroot:x:0:0:root:/:/bin/sh\n0')" ]
+	# The second layer as unpacked on the mount: a whiteout (a 0:0 device
+	# node), an opaque directory (trusted.overlay.opaque) and a hard link.
+	out=$(c run --rm "$IMG" "r3-$$" /bin/sh -c \
+		'ls /bin/wc 2>&1; ls /data0; cat /opt/b; stat -c %h /opt/a' 2>&1)
+	check "$MODE: ... with its second layer's whiteout, opaque directory and hard link: $(echo "$out" | tr '\n' ' ')" \
+		[ "$out" = "$(printf 'ls: /bin/wc: No such file or directory\nnew\nlinked\n2')" ]
+	c run --rm "$IMG" "r2-$$" /bin/sh -c 'exit 3' >/dev/null 2>&1
+	rc=$?
+	check "$MODE: ... its exit status comes back ($rc)" [ "$rc" -eq 3 ]
+
+	# One that keeps running, writing a counter into its upper layer.
+	check "$MODE: a container runs detached" c run -d "$IMG" "d1-$$" /bin/sh -c \
+		'i=0; while :; do i=$((i + 1)); echo $i >/data/n; mv /data/n /data/count; sleep 0.1; done'
+	check "$MODE: ... its writes reach its upper layer on the host" wait_until 10 count_grows
+	out=$(c task exec --exec-id e1 "d1-$$" cat /data/count 2>&1)
+	check "$MODE: ... exec into it reads what it wrote ($out)" [ "$out" -gt 0 ]
+	out=$(c task exec --exec-id e2 "d1-$$" /bin/sh -c \
+		'dd if=/dev/urandom of=/data/big bs=64k count=256 2>/dev/null; sync; sha256sum /data/big' 2>&1)
+	check "$MODE: ... a 16 MiB file written in it is the host's byte for byte" \
+		[ "${out%% *}" = "$(sha256sum "$SNAPS"/*/fs/data/big | cut -d' ' -f1)" ]
+
+	kill -9 "$SERVER_PID"
+	if [ "$MODE" = unix ]; then
+		start_server "$T/server2-$MODE.log" --listen "$listen" --export "$EXP"
+	else
+		start_server "$T/server2-$MODE.log" --listen "$listen" --key-file "$KEY" --export "$EXP"
+	fi
+	check "$MODE: after kill -9 of qtfs-server and a restart: the container runs on" running
+	check "$MODE: ... still writing to the host" wait_until 10 count_grows
+	out=$(c task exec --exec-id e3 "d1-$$" cat /data/count 2>&1)
+	check "$MODE: ... exec works ($out)" [ "$out" -gt 0 ]
+
+	stop_containerd
+	check "$MODE: containerd restarts and reads its database through the mount" start_containerd
+	check "$MODE: ... finds the running container's shim again" running
+	out=$(c task exec --exec-id e4 "d1-$$" cat /data/count 2>&1)
+	check "$MODE: ... and execs into it ($out)" [ "$out" -gt 0 ]
+
+	check "$MODE: the container stops" c task kill -s KILL "d1-$$"
+	check "$MODE: ... is stopped" wait_until 10 stopped
+	check "$MODE: ... and is removed" sh -c "ctr -a '$ADDR' -n '$NS' task delete 'd1-$$' >/dev/null &&
+		ctr -a '$ADDR' -n '$NS' containers rm 'd1-$$'"
+	check "$MODE: the image is removed" c image rm "$IMG"
+	check "$MODE: ... and containerd's collector leaves no snapshot or blob on the host" wait_until 10 none_left
+	stop_containerd
+	check "$MODE: no overlay mount left on the mount" sh -c "! grep -q ' $MNT/.* overlay ' /proc/mounts"
+	check "$MODE: unmount" umount_qtfs "$MNT"
+	containerd_teardown
+}
+
+blobs=$(python3 "$top_srcdir/tests/fs/oci-image.py" "$T/image.tar" "$IMG")
+run_pass unix
+run_pass tcp
 finish
