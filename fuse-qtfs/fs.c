@@ -1899,7 +1899,6 @@ struct inval {
 static struct inval inval_stop;
 
 static void watch_moved(struct qtfs_fs *fs, const struct inval *v);
-static void own_moves_clear_locked(struct qtfs_fs *fs);
 
 /* How often the notifier looks at the barriers' deadlines while some wait. */
 #define SYNC_TICK_US (100 * 1000)
@@ -2506,7 +2505,6 @@ static void watch_missed(struct qtfs_fs *fs)
 {
 	g_mutex_lock(&fs->lock);
 	listed_drop_all_locked(fs);
-	own_moves_clear_locked(fs);
 	g_mutex_unlock(&fs->lock);
 	g_atomic_int_inc(&fs->watch_epoch);
 	/* A barrier waiting for a reply of the old epoch sweeps instead. */
@@ -2530,8 +2528,10 @@ static void watch_missed(struct qtfs_fs *fs)
  * the report of it finds the note and is dropped (own_move_take_locked()),
  * whenever it comes.  A rename that failed takes its note back
  * (own_move_drop_locked()); a note whose report never comes (a directory
- * the server does not watch) goes after OWN_MOVE_TTL_US, or when reports
- * may have been missed anyway (watch_missed()).
+ * the server does not watch, a report lost with the others when the
+ * server's queue overflowed) goes after OWN_MOVE_TTL_US.  Not when reports
+ * were missed (watch_missed()): a rename sent just before the client hears
+ * of that is reported after it, and its note must still be there.
  */
 struct own_move {
 	uint64_t id;
@@ -2657,6 +2657,8 @@ static void watch_moved(struct qtfs_fs *fs, const struct inval *v)
 	g_mutex_lock(&fs->lock);
 	if (own_move_take_locked(fs, v)) {
 		g_mutex_unlock(&fs->lock);
+		qt_debug("report of our own move of directory %" G_GUINT64_FORMAT " (\"%s\" to \"%s\") dropped",
+			 v->self_ino, v->name + v->from_off, v->name);
 		return;
 	}
 	n = g_hash_table_lookup(fs->by_key, &probe);
@@ -2671,6 +2673,8 @@ static void watch_moved(struct qtfs_fs *fs, const struct inval *v)
 	if (n && to && n != fs->root && n->type == S_IFDIR && n->gen == v->self_gen) {
 		node_name(fs, n, to, v->name);
 		g_atomic_int_inc(&fs->moves);
+		qt_debug("directory %" G_GUINT64_FORMAT " moved by a report, \"%s\" to \"%s\"", v->self_ino,
+			 v->name + v->from_off, v->name);
 	}
 	g_mutex_unlock(&fs->lock);
 }
@@ -2684,6 +2688,8 @@ static int watch_take_reply(struct qtfs_fs *fs, const struct qt_msg *rep)
 
 	if (qtfs_watch_reply_read(rep, &flags, &seq, names) < 0)
 		return -EIO;
+	if (flags & QTFS_WF_OVERFLOW)
+		qt_debug("the host's reports overflowed: cached names expire");
 	if (flags & (QTFS_WF_START | QTFS_WF_OVERFLOW))
 		watch_missed(fs);
 	listed_take(fs, names);

@@ -477,8 +477,9 @@ start_server "$T/server-late.log" --listen "unix:$T/sock-late" --export "$T/exp"
 	--key-file "$KEY" || exit 1
 start_mitm "$T/mitm.log" --listen "unix:$T/mitm.sock" --upstream "unix:$T/sock-late" --rate 0 \
 	--delay-watch 150
+# (-vv: on a failure, its log says which reports moved which directory.)
 check "mount through reports 150 ms late" mount_qtfs "unix:$T/mitm.sock:$T/exp" "$T/late" \
-	--key-file "$KEY" -o timeout=3
+	--key-file "$KEY" -o timeout=3 -vv 2>"$T/late-client.log"
 back=$(python3 - "$T/late/mem" <<'PY'
 import os, sys, time
 bad = 0
