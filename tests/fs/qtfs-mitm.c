@@ -64,7 +64,14 @@ struct bad {
 	const char *what; /* for the listening message */
 };
 
-enum { BAD_GETATTR_SIZE, BAD_GETATTR_TYPE, BAD_GETATTR_BLKSIZE, BAD_READLINK_LONG, BAD_READ_EINTR };
+enum {
+	BAD_GETATTR_SIZE,
+	BAD_GETATTR_TYPE,
+	BAD_GETATTR_BLKSIZE,
+	BAD_READLINK_LONG,
+	BAD_READ_EINTR,
+	BAD_WATCH_OVERFLOW,
+};
 
 static const struct bad bads[] = {
 	[BAD_GETATTR_SIZE] = {"getattr-size", QTFS_GETATTR, "every GETATTR reply's size negative"},
@@ -72,6 +79,8 @@ static const struct bad bads[] = {
 	[BAD_GETATTR_BLKSIZE] = {"getattr-blksize", QTFS_GETATTR, "every GETATTR reply's blksize 4 GiB"},
 	[BAD_READLINK_LONG] = {"readlink-long", QTFS_READLINK, "every READLINK reply's target 4096 bytes long"},
 	[BAD_READ_EINTR] = {"read-eintr", QTFS_READ, "every READ reply an EINTR"},
+	[BAD_WATCH_OVERFLOW] = {"watch-overflow", QTFS_WATCH,
+				"every WATCH reply with names an OVERFLOW before them"},
 };
 
 struct mitm {
@@ -191,6 +200,23 @@ static void bad_getattr(const struct bad *bad, const uint8_t *p, size_t len, str
 	qt_msg_put_raw(out, b, len);
 }
 
+/*
+ * A WATCH reply (@p, @len bytes) that names anything, with OVERFLOW set
+ * too, into @out: the client then drops what it had cached, as after a
+ * reply that said OVERFLOW just before this one, and takes the names after.
+ * (A server sends no names with OVERFLOW; the client takes them all the
+ * same.)  Others unchanged.
+ */
+static void bad_watch(const uint8_t *p, size_t len, struct qt_msg *out)
+{
+	g_autofree uint8_t *b = g_memdup2(p, len);
+
+	/* u32 flags, u64 seq, u32 count, all big-endian */
+	if (len >= 16 && (b[12] | b[13] | b[14] | b[15]))
+		b[3] |= QTFS_WF_OVERFLOW;
+	qt_msg_put_raw(out, b, len);
+}
+
 /* A symlink target of 4096 bytes, into @out: a valid string, one byte longer than any Linux has. */
 static void long_target(struct qt_msg *out)
 {
@@ -254,6 +280,8 @@ static void up_reply(struct qt_conn *c, int err, struct qt_msg *reply, void *arg
 			out = qt_msg_new_reply(f->req, qt_msg_type(reply));
 			if (mangle && bad == &bads[BAD_READLINK_LONG])
 				long_target(out);
+			else if (mangle && bad == &bads[BAD_WATCH_OVERFLOW])
+				bad_watch(qt_msg_payload(reply), qt_msg_payload_len(reply), out);
 			else if (mangle && bad)
 				bad_getattr(bad, qt_msg_payload(reply), qt_msg_payload_len(reply), out);
 			else if (mangle)
@@ -452,7 +480,8 @@ static void usage(FILE *f)
 		   "there, or with --bad one thing in every successful reply to one operation:\n"
 		   "getattr-size (made negative), getattr-type (made another), getattr-blksize\n"
 		   "(made 4 GiB), readlink-long (a target of 4096 bytes), read-eintr (an EINTR\n"
-		   "instead).  --paused: not until SIGUSR2.  SIGUSR1 stops the mangling,\n"
+		   "instead), watch-overflow (OVERFLOW too in every WATCH reply that names\n"
+		   "anything).  --paused: not until SIGUSR2.  SIGUSR1 stops the mangling,\n"
 		   "SIGUSR2 starts it again.  --mount-flags: only these MOUNT flags reach the\n"
 		   "server (as from an older client; the client sees an older server).\n"
 		   "--delay-watch: every WATCH reply (the host's reports) reaches the client MS\n"
