@@ -123,6 +123,17 @@ struct node {
 	unsigned xattr_gen;  /* SETXATTRs and REMOVEXATTRs made from here */
 };
 
+/* A node's host identity, as the WATCH replies name a directory. */
+static struct dir_key node_key(const struct node *n)
+{
+	return (struct dir_key){.dev = n->dev, .ino = n->ino, .gen = n->gen};
+}
+
+static bool key_eq(const struct dir_key *a, uint64_t dev, uint64_t ino, uint64_t gen)
+{
+	return a->dev == dev && a->ino == ino && a->gen == gen;
+}
+
 /* A name of a node other than its current one (parent, name). */
 struct alias {
 	fuse_ino_t parent;
@@ -2135,9 +2146,7 @@ static bool list_mark_clear_locked(struct qtfs_fs *fs, const struct list_mark *m
 	if (m->epoch != list_epoch(fs) || seen > UNLISTED_RING)
 		return false;
 	for (uint32_t i = 0; i < seen; i++) {
-		const struct dir_key *u = &fs->unlisted[(m->seq + i) % UNLISTED_RING];
-
-		if (u->dev == n->dev && u->ino == n->ino && u->gen == n->gen)
+		if (key_eq(&fs->unlisted[(m->seq + i) % UNLISTED_RING], n->dev, n->ino, n->gen))
 			return false;
 	}
 	return true;
@@ -2548,16 +2557,6 @@ static void own_move_free(struct own_move *m)
 	g_free(m->from_name);
 	g_free(m->to_name);
 	g_free(m);
-}
-
-static struct dir_key node_key(const struct node *n)
-{
-	return (struct dir_key){.dev = n->dev, .ino = n->ino, .gen = n->gen};
-}
-
-static bool key_eq(const struct dir_key *a, uint64_t dev, uint64_t ino, uint64_t gen)
-{
-	return a->dev == dev && a->ino == ino && a->gen == gen;
 }
 
 /* Drop the notes past their time, and the oldest beyond OWN_MOVES_MAX.  fs->lock held. */
