@@ -2587,16 +2587,40 @@ static size_t fuse_entry_size(size_t namelen, bool plus)
 }
 
 /*
+ * How many bytes of the host's getdents records to ask for when @left
+ * bytes of the client's buffer are free, @used taken by entries whose
+ * records took @seen: about what will fit.  Entries read past what fits
+ * would be dropped, and the next READDIR's seek back to the first of them
+ * costs a hashed directory (ext4's) a walk of its index from there; asking
+ * for what fits keeps the directory's position where the next READDIR
+ * begins.  A record (struct linux_dirent64: ALIGN(20 + namelen, 8), at
+ * least 24 bytes) is never larger than its FUSE entry, which is at most
+ * 4/3 of it (32 for 24), or 20/3 with a READDIRPLUS's 128 bytes of
+ * attributes: the first call asks for what is sure to fit, the later
+ * ones for a fifth less than the entries so far say will.  0 when too
+ * little is left to be worth another call (a record can take 280 bytes).
+ */
+static size_t getdents_want(size_t left, size_t used, size_t seen, bool plus)
+{
+	size_t want = seen ? left / 5 * 4 * seen / used : plus ? left / 20 * 3 : left / 4 * 3;
+
+	if (want > 32768)
+		want = 32768;
+	return want < 512 ? 0 : want;
+}
+
+/*
  * Entries from offset @off on, as many as fit in @size bytes of the
  * client's buffer.  Each carries the offset of the entry after it (the
  * d_off cookie, which lseek accepts), so the client restarts exactly where
- * its buffer filled even if it drops entries we sent.
+ * its buffer filled even if it drops entries we sent.  The reply may
+ * leave some of @size unused; only a reply of no entries ends a listing.
  */
 static int op_readdir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 {
 	uint64_t hid, off;
 	uint32_t size, flags, count = 0, wflags = 0;
-	size_t used = 0, count_at;
+	size_t used = 0, seen = 0, count_at;
 	bool plus, full = false;
 	g_autofree uint8_t *buf = NULL;
 	int err = 0;
@@ -2636,8 +2660,13 @@ static int op_readdir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		goto out;
 	}
 	while (!full) {
-		long n = syscall(SYS_getdents64, h->fd, buf, 32768);
+		size_t want = getdents_want(size - used, used, seen, plus);
+		long n;
 
+		if (want == 0 && count > 0)
+			break;
+		/* The first entry goes out whatever its size (the client asks again with more room). */
+		n = syscall(SYS_getdents64, h->fd, buf, want ? want : 512);
 		if (n < 0) {
 			err = -errno;
 			break;
@@ -2655,6 +2684,7 @@ static int op_readdir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 				break;
 			}
 			used += cost;
+			seen += d->d_reclen;
 			count++;
 			qt_msg_put_u64(rep, d->d_ino);
 			qt_msg_put_u64(rep, (uint64_t)d->d_off);
