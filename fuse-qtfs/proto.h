@@ -120,7 +120,9 @@ enum {
 	 * ctime has nanoseconds, else more than QTFS_SETTLED_S seconds ago.
 	 * Any later change of its data (a directory's: its names) gets another
 	 * ctime, whatever the granularity of the file system's timestamps: the
-	 * same mtime, ctime and size later mean the same data.
+	 * same mtime, ctime and size later mean the same data.  A directory
+	 * is also settled at once where any change after a stat moves the
+	 * ctime (Linux 6.13 or later, on tmpfs, ext4, xfs or btrfs).
 	 */
 	QTFS_AF_SETTLED = 0x20,
 };

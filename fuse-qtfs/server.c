@@ -89,6 +89,7 @@
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/utsname.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -351,36 +352,115 @@ static enum dev_kind fs_type_kind(long type)
 	}
 }
 
+/* Linux 6.13 or later: multigrain timestamps (see fs_fine_ctime()). */
+static bool kernel_mgtime(void)
+{
+	static gsize once;
+	static bool yes;
+
+	if (g_once_init_enter(&once)) {
+		struct utsname u;
+		unsigned major = 0, minor = 0;
+
+		yes = uname(&u) == 0 && sscanf(u.release, "%u.%u", &major, &minor) == 2 &&
+		      (major > 6 || (major == 6 && minor >= 13));
+		g_once_init_leave(&once, 1);
+	}
+	return yes;
+}
+
+/* The type name of the file system mounted from @dev, in @buf, per this process's mount table. */
+static bool mount_type_of(dev_t dev, char *buf, size_t len)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL;
+	size_t cap = 0;
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (!found && getline(&line, &cap, f) > 0) {
+		unsigned maj, min;
+		const char *sep = strstr(line, " - ");
+		char type[64];
+
+		if (sscanf(line, "%*s %*s %u:%u", &maj, &min) == 2 && makedev(maj, min) == dev && sep &&
+		    sscanf(sep + 3, "%63s", type) == 1) {
+			g_strlcpy(buf, type, len);
+			found = true;
+		}
+	}
+	free(line);
+	fclose(f);
+	return found;
+}
+
 /*
- * The kind of file system holding st_dev, remembered per device so that
- * only the first file seen on a device costs an fstatfs.  @fd/@name locate
- * a file on it (name "" for @fd itself).
+ * Does any change of a directory here after a stat of it get a ctime
+ * other than the one that stat saw, however soon it comes?  Since Linux
+ * 6.13 tmpfs, ext4, xfs and btrfs stamp the first change after a stat
+ * with the fine clock when the coarse one has not moved on (multigrain
+ * timestamps), so the ctime always moves.  ext2 and ext3 share ext4's
+ * magic number and not its timestamps: the type's name tells them apart.
  */
-static enum dev_kind dev_kind(struct qtfs_srv *srv, dev_t dev, int fd, const char *name)
+static bool fs_fine_ctime(long type, dev_t dev)
+{
+	char name[64];
+
+	if (!kernel_mgtime())
+		return false;
+	switch ((unsigned long)type) {
+	case TMPFS_MAGIC:
+	case XFS_SUPER_MAGIC:
+	case BTRFS_SUPER_MAGIC:
+		return true;
+	case EXT4_SUPER_MAGIC:
+		return mount_type_of(dev, name, sizeof(name)) && !strcmp(name, "ext4");
+	default:
+		return false;
+	}
+}
+
+/* A dev_info() bit: fs_fine_ctime() of the device. */
+#define DEV_FINE_CTIME 0x100
+
+/*
+ * What the server knows of the file system holding st_dev: its enum
+ * dev_kind, and DEV_FINE_CTIME.  Remembered per device so that only the
+ * first file seen on a device costs an fstatfs.  @fd/@name locate a file
+ * on it (name "" for @fd itself).
+ */
+static int dev_info(struct qtfs_srv *srv, dev_t dev, int fd, const char *name)
 {
 	gpointer v;
 	struct statfs sfs;
-	enum dev_kind kind = DEV_PLAIN;
+	int info = DEV_PLAIN;
 	int tfd;
 
 	g_mutex_lock(&srv->dev_lock);
 	v = g_hash_table_lookup(srv->dev_pseudo, GSIZE_TO_POINTER((gsize)dev));
 	g_mutex_unlock(&srv->dev_lock);
 	if (v)
-		return (enum dev_kind)GPOINTER_TO_INT(v);
+		return GPOINTER_TO_INT(v);
 
 	tfd = *name ? openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC) : fd;
 	if (tfd < 0)
 		return DEV_PLAIN;
 	if (fstatfs(tfd, &sfs) == 0) {
-		kind = fs_type_kind(sfs.f_type);
+		info = (int)fs_type_kind(sfs.f_type) | (fs_fine_ctime(sfs.f_type, dev) ? DEV_FINE_CTIME : 0);
 		g_mutex_lock(&srv->dev_lock);
-		g_hash_table_insert(srv->dev_pseudo, GSIZE_TO_POINTER((gsize)dev), GINT_TO_POINTER(kind));
+		g_hash_table_insert(srv->dev_pseudo, GSIZE_TO_POINTER((gsize)dev), GINT_TO_POINTER(info));
 		g_mutex_unlock(&srv->dev_lock);
 	}
 	if (tfd != fd)
 		close(tfd);
-	return kind;
+	return info;
+}
+
+/* The kind of file system holding st_dev (see dev_info()). */
+static enum dev_kind dev_kind(struct qtfs_srv *srv, dev_t dev, int fd, const char *name)
+{
+	return (enum dev_kind)(dev_info(srv, dev, fd, name) & ~DEV_FINE_CTIME);
 }
 
 /* ---- path resolution ---------------------------------------------------- */
@@ -784,8 +864,15 @@ static uint64_t inode_gen(int fd, const char *name)
  * or 100 ns, 1 us, 10 ms for the coarsest, FAT's): QTFS_SETTLED_FINE_MS
  * by the coarse clock is enough.  One without may come from one that
  * keeps seconds, or two: QTFS_SETTLED_S.
+ *
+ * A directory on a file system whose ctime moves at every change after a
+ * stat (@fine_ctime, see fs_fine_ctime()) is settled at once: @st was
+ * read by a stat, so any change after it gets another ctime, and one
+ * that had stamped its ctime before holds the directory's lock until its
+ * names are in place, which a listing read after @st waits for.  Not a
+ * regular file: a write stamps its times before its data is in.
  */
-static bool settled(const struct stat *st)
+static bool settled(const struct stat *st, bool fine_ctime)
 {
 	struct timespec now;
 	int64_t ns;
@@ -796,6 +883,8 @@ static bool settled(const struct stat *st)
 		return true;
 	if (st->st_ctim.tv_nsec == 0)
 		return false;
+	if (fine_ctime && S_ISDIR(st->st_mode))
+		return true;
 	ns = (int64_t)(now.tv_sec - st->st_ctim.tv_sec) * 1000000000 + (now.tv_nsec - st->st_ctim.tv_nsec);
 	return ns > (int64_t)QTFS_SETTLED_FINE_MS * 1000000;
 }
@@ -810,12 +899,13 @@ static bool settled(const struct stat *st)
 static enum dev_kind put_attr_gen(struct session *sess, struct qt_msg *rep, const struct stat *st,
 				  int fd, const char *name, uint32_t flags, struct at *dir)
 {
-	enum dev_kind kind = dev_kind(sess->srv, st->st_dev, fd, name);
+	int info = dev_info(sess->srv, st->st_dev, fd, name);
+	enum dev_kind kind = (enum dev_kind)(info & ~DEV_FINE_CTIME);
 	bool pseudo = kind_pseudo(kind);
 	struct qtfs_attr a;
 
 	if ((S_ISREG(st->st_mode) || S_ISDIR(st->st_mode)) && (kind == DEV_PLAIN || kind == DEV_MEMORY) &&
-	    settled(st))
+	    settled(st, info & DEV_FINE_CTIME))
 		flags |= QTFS_AF_SETTLED;
 	/* Pseudo files are never cached by the client: no need to tell them apart. */
 	qtfs_attr_from_stat(&a, st, flags | (pseudo ? QTFS_AF_PSEUDO : 0),

@@ -14,7 +14,7 @@
 # s of a change is not kept, and a change in the same second as the
 # listing before it is seen.  (On tmpfs and a modern ext4 that case cannot
 # be made to happen: since Linux 6.13 a change after a stat gets a
-# finer timestamp.)
+# finer timestamp; there a listing is kept at once, which is checked too.)
 
 . "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
 
@@ -68,6 +68,21 @@ def report(ok, what):
 
 def settle():
     time.sleep(0.08)  # the host's SETTLED: 50 ms since the last change
+
+def fine_ctime(path):
+    """Does the ctime of @path's directories move at every change after a stat (Linux 6.13+)?"""
+    try:
+        major, minor = (int(x) for x in os.uname().release.split(".")[:2])
+    except ValueError:
+        return False
+    if (major, minor) < (6, 13):
+        return False
+    dev = os.stat(path).st_dev
+    for line in open("/proc/self/mountinfo"):
+        f = line.split()
+        if f[2] == "%d:%d" % (os.major(dev), os.minor(dev)):
+            return f[f.index("-") + 1] in ("tmpfs", "ext4", "xfs", "btrfs")
+    return False
 
 for where in ("mem", "disk"):
     H = os.path.join(host, where, "d")
@@ -137,6 +152,33 @@ for where in ("mem", "disk"):
            % (where, ": " + "; ".join(bad[:5]) if bad else ""))
     report(kept == tried, "%s: ... half of them right after a listing answered from what was kept "
            "(%d of %d sampled)" % (where, kept, tried))
+
+    # Where a change after a stat always moves the directory's ctime, a
+    # listing is kept at once, without the 50 ms: each change here comes
+    # right after a listing that was answered from what was kept, most
+    # within the same tick of the coarse clock, and is seen.
+    if fine_ctime(H):
+        bad = []
+        kept = 0
+        for step in range(300):
+            if step % 10 == 0:
+                kept += crossed(view(mnt))[0] <= 1
+            name = os.path.join(H, "q%d" % (step // 2))
+            if step % 2 == 0:
+                open(name, "w").close()
+            else:
+                os.unlink(name)
+            first = crossed(view(mnt))[1] if step % 10 == 9 else sorted(os.listdir(view(mnt)))
+            want = sorted(os.listdir(H))
+            if first != want or sorted(os.listdir(view(mnt))) != want:
+                bad.append(step)
+        report(kept == 30, "%s: a listing right after a change is kept at once (%d of 30 sampled)"
+               % (where, kept))
+        report(not bad, "%s: 300 changes, each right after a kept listing: the host's names every time%s"
+               % (where, " (not at steps %s)" % bad[:10] if bad else ""))
+    else:
+        print("ok: SKIP: %s: the ctime of a directory may stay the same across changes here "
+              "(Linux before 6.13, or not tmpfs, ext4, xfs or btrfs)" % where)
 
     # A change from here, to a kept listing.
     settle()
