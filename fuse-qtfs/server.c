@@ -2750,7 +2750,8 @@ static int op_readdir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		goto out;
 	}
 	while (!full) {
-		size_t want = getdents_want(size - used, used, seen, plus);
+		/* The first entry may have taken more than @size. */
+		size_t want = getdents_want(used < size ? size - used : 0, used, seen, plus);
 		long n;
 
 		if (want == 0 && count > 0)

@@ -33,6 +33,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -1626,6 +1627,159 @@ static void attacks_handles(struct ctx *x)
  * device nodes on the client, so an OPEN of one can only be an attempt to
  * reach the host's devices (here /dev/zero, 1:5; it could be the disk).
  */
+/* ---- READDIR of every size ---------------------------------------------- */
+
+#define RD_DIR "rdwalk"
+#define RD_NAMES 300
+
+/* The @i-th name of the readdir group: 3 to 255 bytes, all lengths mod 8. */
+static char *rd_name(unsigned i)
+{
+	size_t len = 3 + (i * 37) % 253;
+	char *n = g_malloc(len + 1);
+
+	g_snprintf(n, 4, "%03u", i);
+	memset(n + 3, 'a' + i % 26, len - 3);
+	n[len] = '\0';
+	return n;
+}
+
+/*
+ * Walk the open directory @hid with READDIRs of @size bytes from offset
+ * 0 to the end: every name, each once, into @seen; false with @why on
+ * anything amiss (a reply over @size but for its one entry, a name twice,
+ * an offset that does not move on).
+ */
+static bool rd_walk(struct ctx *x, uint64_t hid, uint32_t size, bool plus, GHashTable *seen, GString *why)
+{
+	uint64_t off = 0;
+
+	for (unsigned calls = 0; calls < 5000; calls++) {
+		struct qt_msg *m = qt_msg_new(QTFS_READDIR, 0, 0), *reply = NULL;
+		struct qt_rd r;
+		uint32_t count = 0;
+		size_t cost = 0;
+		int err;
+
+		qt_msg_put_u64(m, hid);
+		qt_msg_put_u64(m, off);
+		qt_msg_put_u32(m, size);
+		qt_msg_put_u32(m, plus ? QTFS_RD_PLUS : 0);
+		if ((err = call(x->s, m, &reply)) < 0) {
+			g_string_printf(why, "READDIR at %" PRIu64 " -> %s", off, errname(err));
+			return false;
+		}
+		qt_rd_init_msg(&r, reply);
+		qt_rd_u32(&r, &count);
+		for (uint32_t i = 0; i < count && !r.err; i++) {
+			uint64_t ino, next;
+			uint8_t type, has = 0;
+			const uint8_t *nm;
+			size_t nl;
+			struct qtfs_attr a;
+
+			qt_rd_u64(&r, &ino);
+			qt_rd_u64(&r, &next);
+			qt_rd_u8(&r, &type);
+			qt_rd_bytes(&r, QTFS_NAME_MAX, &nm, &nl);
+			if (plus && qt_rd_u8(&r, &has) == 0 && has)
+				qtfs_rd_attr(&r, &a);
+			if (r.err)
+				break;
+			cost += ((24 + nl + 7) & ~(size_t)7) + (plus ? 128 : 0);
+			if (!g_hash_table_add(seen, g_strndup((const char *)nm, nl))) {
+				g_string_printf(why, "\"%.*s\" twice", (int)MIN(nl, 20), nm);
+				qt_msg_free(reply);
+				return false;
+			}
+			if (i + 1 == count) {
+				if (next == off) {
+					g_string_printf(why, "offset %" PRIu64 " again", off);
+					qt_msg_free(reply);
+					return false;
+				}
+				off = next;
+			}
+		}
+		err = r.err ? r.err : qt_rd_end(&r);
+		qt_msg_free(reply);
+		if (err < 0) {
+			g_string_printf(why, "a malformed reply (%s)", errname(err));
+			return false;
+		}
+		if (count == 0)
+			return true;
+		if (count > 1 && cost > size) {
+			g_string_printf(why, "%u entries of %zu bytes for %u", count, cost, size);
+			return false;
+		}
+	}
+	g_string_assign(why, "no end after 5000 READDIRs");
+	return false;
+}
+
+/*
+ * READDIR and READDIRPLUS of every size walk a directory of names of
+ * every length exactly: every name once, no reply larger than asked (but
+ * for one entry that is larger itself), to the end.
+ */
+static void attacks_readdir(struct ctx *x)
+{
+	static const uint32_t sizes[] = {1, 64, 300, 700, 4096, 32768, QTFS_IO_MAX};
+	uint64_t hid;
+	unsigned made = 0;
+
+	if (must(x, "MKDIR " RD_DIR, build(QTFS_MKDIR, bs(RD_DIR), NULL), NULL) < 0)
+		return;
+	for (; made < RD_NAMES; made++) {
+		g_autofree char *n = rd_name(made), *path = g_strconcat(RD_DIR "/", n, NULL);
+
+		if (open_handle(x->s, build_create(path, O_WRONLY | O_EXCL, 0644), &hid) < 0) {
+			printf("FAIL setup: CREATE %s\n", path);
+			x->failures++;
+			goto out;
+		}
+		call(x->s, build_hid(QTFS_RELEASE, hid), NULL);
+	}
+	if (open_handle(x->s, build(QTFS_OPENDIR, bs(RD_DIR), NULL), &hid) < 0) {
+		printf("FAIL setup: OPENDIR " RD_DIR "\n");
+		x->failures++;
+		goto out;
+	}
+	for (int plus = 0; plus < 2; plus++) {
+		for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
+			g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+			g_autoptr(GString) why = g_string_new(NULL);
+			char what[96];
+			bool good = rd_walk(x, hid, sizes[i], plus, seen, why);
+
+			for (unsigned k = 0; good && k < RD_NAMES; k++) {
+				g_autofree char *n = rd_name(k);
+
+				if (!g_hash_table_contains(seen, n)) {
+					g_string_printf(why, "name %u missing", k);
+					good = false;
+				}
+			}
+			if (good && g_hash_table_size(seen) != RD_NAMES + 2) {
+				g_string_printf(why, "%u names, not %u", g_hash_table_size(seen), RD_NAMES + 2);
+				good = false;
+			}
+			g_snprintf(what, sizeof(what), "%s of %u bytes a time walks %u names exactly%s%s",
+				   plus ? "READDIRPLUS" : "READDIR", sizes[i], RD_NAMES, good ? "" : ": ", why->str);
+			report(x, good, what, 0, "each name once, to the end");
+		}
+	}
+	call(x->s, build_hid(QTFS_RELEASE, hid), NULL);
+out:
+	while (made-- > 0) {
+		g_autofree char *n = rd_name(made), *path = g_strconcat(RD_DIR "/", n, NULL);
+
+		call(x->s, build(QTFS_UNLINK, bs(path), NULL), NULL);
+	}
+	call(x->s, build(QTFS_RMDIR, bs(RD_DIR), NULL), NULL);
+}
+
 static void attacks_device(struct ctx *x)
 {
 	static const char dev[] = "qtfs-raw-dev";
@@ -2265,8 +2419,8 @@ static void usage(FILE *f)
 	      "                            whitelist; the denied one must hold a file named victim\n"
 	      "  --group NAME              run only these attack groups (repeatable): premount,\n"
 	      "                            lexical, symlink, deep, probe, magic, garbage,\n"
-	      "                            handles, device, whitelist, watch, frames; default\n"
-	      "                            all that apply\n",
+	      "                            handles, device, readdir, whitelist, watch, frames;\n"
+	      "                            default all that apply\n",
 	      f);
 }
 
@@ -2284,7 +2438,8 @@ static void run_groups(struct ctx *x)
 	expect(x, "second MOUNT on the same session", m, EALREADY);
 	files = group_on(x, "lexical") || group_on(x, "symlink") || group_on(x, "deep") ||
 		group_on(x, "probe") ||
-		group_on(x, "garbage") || group_on(x, "handles") || group_on(x, "device");
+		group_on(x, "garbage") || group_on(x, "handles") || group_on(x, "device") ||
+		group_on(x, "readdir");
 	if (files && setup_export(x) < 0) {
 		x->failures++;
 		return;
@@ -2307,6 +2462,8 @@ static void run_groups(struct ctx *x)
 		attacks_handles(x);
 	if (group_on(x, "device"))
 		attacks_device(x);
+	if (group_on(x, "readdir"))
+		attacks_readdir(x);
 	if (x->wl_allowed && x->wl_denied && group_on(x, "whitelist"))
 		attacks_whitelist(x);
 	if (files) {
