@@ -148,13 +148,19 @@ void qt_cli_unblock_term_signals(void)
 
 int qt_cli_wait_term_signal(int64_t timeout_ms)
 {
-	struct timespec ts = {.tv_sec = timeout_ms / 1000, .tv_nsec = (timeout_ms % 1000) * 1000000};
+	/* Another signal's handler interrupts the wait: it goes on until the same deadline. */
+	gint64 deadline = g_get_monotonic_time() + timeout_ms * 1000;
 	sigset_t set;
 	int sig;
 
 	term_signals(&set);
-	do
+	for (;;) {
+		gint64 left = MAX(deadline - g_get_monotonic_time(), 0);
+		struct timespec ts = {.tv_sec = left / G_USEC_PER_SEC, .tv_nsec = left % G_USEC_PER_SEC * 1000};
+
 		sig = timeout_ms < 0 ? sigwaitinfo(&set, NULL) : sigtimedwait(&set, NULL, &ts);
-	while (sig < 0 && errno == EINTR);
+		if (sig >= 0 || errno != EINTR)
+			break;
+	}
 	return sig < 0 ? 0 : sig;
 }
