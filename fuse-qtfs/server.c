@@ -447,7 +447,19 @@ static int dev_info(struct qtfs_srv *srv, dev_t dev, int fd, const char *name)
 	if (tfd < 0)
 		return DEV_PLAIN;
 	if (fstatfs(tfd, &sfs) == 0) {
-		info = (int)fs_type_kind(sfs.f_type) | (fs_fine_ctime(sfs.f_type, dev) ? DEV_FINE_CTIME : 0);
+		static const char *const kinds[] = {
+			[DEV_PLAIN] = "a local disk",
+			[DEV_MEMORY] = "memory",
+			[DEV_PSEUDO] = "pseudo",
+			[DEV_PSEUDO_SNAP] = "pseudo",
+			[DEV_SHARED] = "shared with other machines",
+		};
+		enum dev_kind kind = fs_type_kind(sfs.f_type);
+
+		info = (int)kind | (fs_fine_ctime(sfs.f_type, dev) ? DEV_FINE_CTIME : 0);
+		qt_debug("device %u:%u: file system type 0x%lx, %s%s", major(dev), minor(dev),
+			 (unsigned long)sfs.f_type, kinds[kind],
+			 info & DEV_FINE_CTIME ? "; a directory's ctime moves at every change after a stat" : "");
 		g_mutex_lock(&srv->dev_lock);
 		g_hash_table_insert(srv->dev_pseudo, GSIZE_TO_POINTER((gsize)dev), GINT_TO_POINTER(info));
 		g_mutex_unlock(&srv->dev_lock);
