@@ -3833,7 +3833,8 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		.off = (uint64_t)off,
 		.size = MIN(size, QTFS_IO_MAX),
 		.data = buf,
-		.wflags = ctx->uid ? QTFS_WR_KILL_PRIV : 0,
+		/* fi->flags are the file's flags now: O_APPEND set by fcntl(F_SETFL) too. */
+		.wflags = (ctx->uid ? QTFS_WR_KILL_PRIV : 0) | ((fi->flags & O_APPEND) ? QTFS_WR_APPEND : 0),
 		.gid = ctx->gid,
 	};
 	g_autoptr(qt_msg) rep = NULL;

@@ -247,6 +247,13 @@ enum {
 /* WRITE request flags. */
 enum {
 	QTFS_WR_KILL_PRIV = 0x1, /* the writer is unprivileged: clear set-id bits as a local write would */
+	/*
+	 * The writer's file is in append mode (O_APPEND, also when set by
+	 * fcntl(F_SETFL) after the open, which the handle's open flags do not
+	 * have): the data goes at the end of the host's file, whatever the
+	 * offset.  A server that ignores it writes at the offset.
+	 */
+	QTFS_WR_APPEND = 0x2,
 };
 
 /* SETLK request flags. */

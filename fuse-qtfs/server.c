@@ -89,6 +89,7 @@
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/uio.h>
 #include <sys/utsname.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -205,6 +206,7 @@ struct handle {
 	bool stream;	   /* a FIFO or pseudo_waits(): read(2)/write(2), no offsets */
 	bool quick_close; /* on a memory or pseudo file system: see ring_submit() */
 	bool splice;	  /* a regular file, not on a pseudo file system: see SPLICE_MIN */
+	bool append;	  /* opened with O_APPEND: pwrite(2) appends (see op_write()) */
 	int refs;    /* atomic */
 	GMutex lock; /* directory position */
 };
@@ -2086,6 +2088,7 @@ static int put_new_handle(struct session *sess, int fd, const struct stat *known
 		close(fd);
 		return err;
 	}
+	h->append = (flags & O_APPEND) != 0;
 	qt_msg_put_u64(rep, hid);
 	/* The handle owns @fd now; our reference keeps it open. */
 	put_attr_flags(sess, rep, &st, fd, "", wflags | (waits ? QTFS_AF_STREAM : 0));
@@ -2376,9 +2379,21 @@ static int op_write(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		return -EBADF;
 	if (h->stream && !tl_blocking_ok)
 		return DEFER;
-	do
-		n = h->stream ? write(h->fd, data, len) : pwrite(h->fd, data, len, (off_t)off);
-	while (retry_eintr(n));
+	do {
+		struct iovec iov = {.iov_base = (void *)data, .iov_len = len};
+
+		/*
+		 * Append mode set after the open (fcntl F_SETFL on the DPU) is
+		 * not the host descriptor's: the write asks for it.  (One opened
+		 * with O_APPEND appends at any offset, as Linux's pwrite does.)
+		 */
+		if (h->stream)
+			n = write(h->fd, data, len);
+		else if ((flags & QTFS_WR_APPEND) && !h->append)
+			n = pwritev2(h->fd, &iov, 1, (off_t)off, RWF_APPEND);
+		else
+			n = pwrite(h->fd, data, len, (off_t)off);
+	} while (retry_eintr(n));
 	if (n < 0)
 		return -errno;
 	if ((flags & QTFS_WR_KILL_PRIV) && n > 0)
@@ -4077,9 +4092,15 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 		qt_rd_u32(r, &u);
 		qt_rd_u32(r, &gid);
 		qt_rd_bytes(r, QTFS_IO_MAX, &data, &n);
-		/* An unprivileged writer's write also clears set-id bits: the pool does that. */
+		/*
+		 * An unprivileged writer's write also clears set-id bits, and
+		 * append mode the descriptor lacks needs RWF_APPEND: the pool
+		 * does those.
+		 */
 		if (qt_rd_end(r) < 0 || off > INT64_MAX || (u & QTFS_WR_KILL_PRIV) ||
 		    !(rj->h = ring_handle(sess, hid)))
+			return false;
+		if ((u & QTFS_WR_APPEND) && !rj->h->append)
 			return false;
 		rj->finish = ring_write_finish;
 		return qt_fop_write(l, rj->h->fd, data, (unsigned)n, off, ring_done, rj) == 0;

@@ -165,6 +165,50 @@ check "-o auto_cache=2 is a usage error (exit 2) that names it" \
 	sh -c "'$FUSE_QTFS' -o auto_cache=2 unix:$T/sock:$T/exp $T/none 2>'$T/ac.err'; [ \$? -eq 2 ] &&
 		head -n 1 '$T/ac.err' | grep -q 'auto_cache'"
 
+# -- appends shared with the host ---------------------------------------------------
+# A file the DPU and the host append to in turn: every line lands at the
+# host file's end in the order written, and a reader on the DPU that keeps
+# the file open reads the host's bytes after each round.  Append mode from
+# the open, and set with fcntl(F_SETFL) after it, which the host's
+# descriptor does not have (the write says so: QTFS_WR_APPEND).
+# appends MODE HOSTFILE DPUFILE: "ok" or what went wrong.
+appends() {
+	python3 - "$@" <<'PY'
+import fcntl, os, sys
+mode, h, d = sys.argv[1:]
+open(h, "wb").close()
+os.stat(d)
+if mode == "open":
+    fd = os.open(d, os.O_WRONLY | os.O_APPEND)
+else:
+    fd = os.open(d, os.O_WRONLY)
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
+reader = os.open(d, os.O_RDONLY)
+want = b""
+for r in range(20):
+    with open(h, "ab") as f:
+        f.write(b"host %02d\n" % r)
+    os.write(fd, b"dpu %02d, a longer line\n" % r)
+    want += b"host %02d\ndpu %02d, a longer line\n" % (r, r)
+    with open(h, "rb") as f:
+        got = f.read()
+    if got != want:
+        print("round %d: the host has %r, not %r" % (r, got[-40:], want[-40:]))
+        sys.exit(0)
+    seen = os.pread(reader, 1 << 16, 0)
+    if seen != want:
+        print("round %d: the DPU's reader sees %r, not %r" % (r, seen[-40:], want[-40:]))
+        sys.exit(0)
+print("ok")
+PY
+}
+for fs in disk mem; do
+	out=$(appends open "$T/exp/$fs/app" "$T/mnt/$fs/app")
+	check "$fs: O_APPEND from the open, the DPU and the host in turn: each line at the end ($out)" [ "$out" = ok ]
+	out=$(appends setfl "$T/exp/$fs/app" "$T/mnt/$fs/app")
+	check "$fs: O_APPEND set by fcntl(F_SETFL) after the open: the same ($out)" [ "$out" = ok ]
+done
+
 # -- a large read's bytes, through pipes ------------------------------------------
 check "mount for the reads through pipes" mount_qtfs "unix:$T/sock:$T/exp" "$T/pipes" -o timeout=5
 client=$(pgrep -f -- "$FUSE_QTFS .*$T/pipes\$")

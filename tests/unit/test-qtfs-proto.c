@@ -300,6 +300,8 @@ START_TEST(test_flag_values)
 	ck_assert_int_eq(QTFS_AF_STREAM, 0x10);
 	ck_assert_int_eq(QTFS_AF_SETTLED, 0x20);
 	ck_assert_int_eq(QTFS_SETTLED_S, 2);
+	ck_assert_int_eq(QTFS_WR_KILL_PRIV, 0x1);
+	ck_assert_int_eq(QTFS_WR_APPEND, 0x2);
 	ck_assert_int_eq(QTFS_MNT_DIR_ATTRS, 0x1);
 	ck_assert_int_eq(QTFS_MNT_WATCH, 0x2);
 	ck_assert_int_eq(QTFS_MNT_PIPE_READS, 0x4);
