@@ -159,6 +159,12 @@ enum {
 	 * the parent directory has a default ACL, as the host's kernel would
 	 */
 	QTFS_MNT_UMASK = 0x20,
+	/*
+	 * every WRITE says whether the writer's file is in append mode
+	 * (QTFS_WR_APPEND): one that does not writes at its offset also on a
+	 * handle opened with O_APPEND, whose mode fcntl(F_SETFL) cleared
+	 */
+	QTFS_MNT_WRITE_MODE = 0x40,
 };
 
 /* MOUNT reply flags. */

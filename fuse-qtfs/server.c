@@ -206,7 +206,7 @@ struct handle {
 	bool stream;	   /* a FIFO or pseudo_waits(): read(2)/write(2), no offsets */
 	bool quick_close; /* on a memory or pseudo file system: see ring_submit() */
 	bool splice;	  /* a regular file, not on a pseudo file system: see SPLICE_MIN */
-	bool append;	  /* opened with O_APPEND: pwrite(2) appends (see op_write()) */
+	int append;	  /* atomic: the descriptor has O_APPEND, pwrite(2) appends (see op_write()) */
 	int refs;    /* atomic */
 	GMutex lock; /* directory position */
 };
@@ -226,6 +226,7 @@ struct session {
 	bool dir_attrs;	     /* QTFS_MNT_DIR_ATTRS: see put_dir_attr() */
 	bool xattr_fh;	     /* QTFS_MNT_XATTR_FH: see xattr_open() */
 	bool umask;	     /* QTFS_MNT_UMASK: see rd_caller() */
+	bool write_mode;     /* QTFS_MNT_WRITE_MODE: see op_write() */
 	bool splice;	     /* large READ replies may be spliced: see SPLICE_MIN */
 	GHashTable *handles; /* u64 -> struct handle* */
 	uint64_t next_handle;
@@ -2088,7 +2089,7 @@ static int put_new_handle(struct session *sess, int fd, const struct stat *known
 		close(fd);
 		return err;
 	}
-	h->append = (flags & O_APPEND) != 0;
+	h->append = (flags & O_APPEND) != 0; /* nobody else has @h yet */
 	qt_msg_put_u64(rep, hid);
 	/* The handle owns @fd now; our reference keeps it open. */
 	put_attr_flags(sess, rep, &st, fd, "", wflags | (waits ? QTFS_AF_STREAM : 0));
@@ -2379,17 +2380,26 @@ static int op_write(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		return -EBADF;
 	if (h->stream && !tl_blocking_ok)
 		return DEFER;
+	/*
+	 * The writer's append mode, which fcntl(F_SETFL) on the DPU may have
+	 * changed since the open, is not the host descriptor's: set after the
+	 * open, the write asks for it (RWF_APPEND); cleared, on a session that
+	 * says so in every write, the descriptor's O_APPEND goes (Linux's
+	 * pwrite appends at any offset on one with it).
+	 */
+	if (!h->stream && sess->write_mode && !(flags & QTFS_WR_APPEND) && g_atomic_int_get(&h->append)) {
+		int fl = fcntl(h->fd, F_GETFL);
+
+		if (fl < 0 || fcntl(h->fd, F_SETFL, fl & ~O_APPEND) < 0)
+			return -errno;
+		g_atomic_int_set(&h->append, 0);
+	}
 	do {
 		struct iovec iov = {.iov_base = (void *)data, .iov_len = len};
 
-		/*
-		 * Append mode set after the open (fcntl F_SETFL on the DPU) is
-		 * not the host descriptor's: the write asks for it.  (One opened
-		 * with O_APPEND appends at any offset, as Linux's pwrite does.)
-		 */
 		if (h->stream)
 			n = write(h->fd, data, len);
-		else if ((flags & QTFS_WR_APPEND) && !h->append)
+		else if ((flags & QTFS_WR_APPEND) && !g_atomic_int_get(&h->append))
 			n = pwritev2(h->fd, &iov, 1, (off_t)off, RWF_APPEND);
 		else
 			n = pwrite(h->fd, data, len, (off_t)off);
@@ -3293,6 +3303,7 @@ static int op_mount(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	sess->dir_attrs = flags & QTFS_MNT_DIR_ATTRS;
 	sess->xattr_fh = flags & QTFS_MNT_XATTR_FH;
 	sess->umask = flags & QTFS_MNT_UMASK;
+	sess->write_mode = flags & QTFS_MNT_WRITE_MODE;
 	if (flags & QTFS_MNT_PIPE_READS)
 		sess->splice = true; /* see read_splices() */
 	if ((flags & QTFS_MNT_WATCH) && srv->dw && !sess->root_pseudo) {
@@ -4100,7 +4111,8 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 		if (qt_rd_end(r) < 0 || off > INT64_MAX || (u & QTFS_WR_KILL_PRIV) ||
 		    !(rj->h = ring_handle(sess, hid)))
 			return false;
-		if ((u & QTFS_WR_APPEND) && !rj->h->append)
+		if (!(u & QTFS_WR_APPEND) != !g_atomic_int_get(&rj->h->append) &&
+		    ((u & QTFS_WR_APPEND) || sess->write_mode))
 			return false;
 		rj->finish = ring_write_finish;
 		return qt_fop_write(l, rj->h->fd, data, (unsigned)n, off, ring_done, rj) == 0;

@@ -170,7 +170,9 @@ check "-o auto_cache=2 is a usage error (exit 2) that names it" \
 # host file's end in the order written, and a reader on the DPU that keeps
 # the file open reads the host's bytes after each round.  Append mode from
 # the open, and set with fcntl(F_SETFL) after it, which the host's
-# descriptor does not have (the write says so: QTFS_WR_APPEND).
+# descriptor does not have (the write says so: QTFS_WR_APPEND); and
+# cleared with F_SETFL after an O_APPEND open: a write at an offset then
+# goes there, as on the host (QTFS_MNT_WRITE_MODE).
 # appends MODE HOSTFILE DPUFILE: "ok" or what went wrong.
 appends() {
 	python3 - "$@" <<'PY'
@@ -178,6 +180,19 @@ import fcntl, os, sys
 mode, h, d = sys.argv[1:]
 open(h, "wb").close()
 os.stat(d)
+if mode == "clear":
+    with open(h, "wb") as f:
+        f.write(b"0123456789")
+    os.stat(d)
+    fd = os.open(d, os.O_WRONLY | os.O_APPEND)
+    os.write(fd, b"ab")
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_APPEND)
+    os.pwrite(fd, b"XY", 3)
+    os.close(fd)
+    with open(h, "rb") as f:
+        got = f.read()
+    print("ok" if got == b"012XY56789ab" else "the host has %r, not %r" % (got, b"012XY56789ab"))
+    sys.exit(0)
 if mode == "open":
     fd = os.open(d, os.O_WRONLY | os.O_APPEND)
 else:
@@ -207,6 +222,8 @@ for fs in disk mem; do
 	check "$fs: O_APPEND from the open, the DPU and the host in turn: each line at the end ($out)" [ "$out" = ok ]
 	out=$(appends setfl "$T/exp/$fs/app" "$T/mnt/$fs/app")
 	check "$fs: O_APPEND set by fcntl(F_SETFL) after the open: the same ($out)" [ "$out" = ok ]
+	out=$(appends clear "$T/exp/$fs/app" "$T/mnt/$fs/app")
+	check "$fs: O_APPEND cleared by fcntl(F_SETFL): a write at an offset goes there ($out)" [ "$out" = ok ]
 done
 
 # -- a large read's bytes, through pipes ------------------------------------------

@@ -307,6 +307,8 @@ START_TEST(test_flag_values)
 	ck_assert_int_eq(QTFS_MNT_PIPE_READS, 0x4);
 	ck_assert_int_eq(QTFS_MNT_XATTR_FH, 0x8);
 	ck_assert_int_eq(QTFS_MNT_WATCH_MOVES, 0x10);
+	ck_assert_int_eq(QTFS_MNT_UMASK, 0x20);
+	ck_assert_int_eq(QTFS_MNT_WRITE_MODE, 0x40);
 	ck_assert_int_eq(QTFS_MF_RDONLY, 0x1);
 	ck_assert_int_eq(QTFS_MF_DIR_ATTRS, 0x2);
 	ck_assert_int_eq(QTFS_MF_WATCH, 0x4);
