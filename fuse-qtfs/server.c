@@ -472,10 +472,16 @@ static int dev_info(struct qtfs_srv *srv, dev_t dev, int fd, const char *name)
 	return info;
 }
 
+/* The enum dev_kind in a dev_info(). */
+static enum dev_kind info_kind(int info)
+{
+	return (enum dev_kind)(info & ~DEV_FINE_CTIME);
+}
+
 /* The kind of file system holding st_dev (see dev_info()). */
 static enum dev_kind dev_kind(struct qtfs_srv *srv, dev_t dev, int fd, const char *name)
 {
-	return (enum dev_kind)(dev_info(srv, dev, fd, name) & ~DEV_FINE_CTIME);
+	return info_kind(dev_info(srv, dev, fd, name));
 }
 
 /* ---- path resolution ---------------------------------------------------- */
@@ -915,7 +921,7 @@ static enum dev_kind put_attr_gen(struct session *sess, struct qt_msg *rep, cons
 				  int fd, const char *name, uint32_t flags, struct at *dir)
 {
 	int info = dev_info(sess->srv, st->st_dev, fd, name);
-	enum dev_kind kind = (enum dev_kind)(info & ~DEV_FINE_CTIME);
+	enum dev_kind kind = info_kind(info);
 	bool pseudo = kind_pseudo(kind);
 	struct qtfs_attr a;
 
@@ -2357,6 +2363,21 @@ static void kill_priv(int fd, uint32_t gid)
 		fchmod(fd, mode);
 }
 
+/*
+ * The writer's append mode, which fcntl(F_SETFL) on the DPU may have
+ * changed since the open, is not always the host descriptor's: does a
+ * WRITE with @flags on @h need its own?  Set after the open, the write
+ * asks for it (RWF_APPEND); cleared, on a session that says so in every
+ * write, the descriptor's O_APPEND goes (Linux's pwrite appends at any
+ * offset on one with it).  op_write() does both; the ring neither.
+ */
+static bool write_mode_differs(const struct session *sess, struct handle *h, uint32_t flags)
+{
+	bool want = flags & QTFS_WR_APPEND;
+
+	return !h->stream && want != (g_atomic_int_get(&h->append) != 0) && (want || sess->write_mode);
+}
+
 static int op_write(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 {
 	uint32_t flags, gid;
@@ -2380,14 +2401,8 @@ static int op_write(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		return -EBADF;
 	if (h->stream && !tl_blocking_ok)
 		return DEFER;
-	/*
-	 * The writer's append mode, which fcntl(F_SETFL) on the DPU may have
-	 * changed since the open, is not the host descriptor's: set after the
-	 * open, the write asks for it (RWF_APPEND); cleared, on a session that
-	 * says so in every write, the descriptor's O_APPEND goes (Linux's
-	 * pwrite appends at any offset on one with it).
-	 */
-	if (!h->stream && sess->write_mode && !(flags & QTFS_WR_APPEND) && g_atomic_int_get(&h->append)) {
+	/* Append mode cleared on the DPU (see write_mode_differs()). */
+	if (write_mode_differs(sess, h, flags) && !(flags & QTFS_WR_APPEND)) {
 		int fl = fcntl(h->fd, F_GETFL);
 
 		if (fl < 0 || fcntl(h->fd, F_SETFL, fl & ~O_APPEND) < 0)
@@ -4105,14 +4120,11 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 		qt_rd_bytes(r, QTFS_IO_MAX, &data, &n);
 		/*
 		 * An unprivileged writer's write also clears set-id bits, and
-		 * append mode the descriptor lacks needs RWF_APPEND: the pool
-		 * does those.
+		 * one whose append mode is not its descriptor's changes that:
+		 * the pool does those.
 		 */
 		if (qt_rd_end(r) < 0 || off > INT64_MAX || (u & QTFS_WR_KILL_PRIV) ||
-		    !(rj->h = ring_handle(sess, hid)))
-			return false;
-		if (!(u & QTFS_WR_APPEND) != !g_atomic_int_get(&rj->h->append) &&
-		    ((u & QTFS_WR_APPEND) || sess->write_mode))
+		    !(rj->h = ring_handle(sess, hid)) || write_mode_differs(sess, rj->h, u))
 			return false;
 		rj->finish = ring_write_finish;
 		return qt_fop_write(l, rj->h->fd, data, (unsigned)n, off, ring_done, rj) == 0;
