@@ -38,6 +38,7 @@
 #include "cli.h"
 #include "env.h"
 #include "log.h"
+#include "mountinfo.h"
 #include "supervise.h"
 
 /* How long `down` gives a forward's rexec to stop. */
@@ -70,17 +71,12 @@ static char *state_dir(const struct cs_profile *p, const struct cs_env_opts *o)
 static GHashTable *mount_points(void)
 {
 	GHashTable *set = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-	g_autofree char *data = NULL;
-	g_auto(GStrv) lines = NULL;
+	g_autoptr(GPtrArray) mounts = qt_mountinfo_read();
 
-	if (!g_file_get_contents("/proc/self/mountinfo", &data, NULL, NULL))
-		return set;
-	lines = g_strsplit(data, "\n", -1);
-	for (char **l = lines; *l; l++) {
-		g_auto(GStrv) f = g_strsplit(*l, " ", 6);
+	for (guint i = 0; mounts && i < mounts->len; i++) {
+		const struct qt_mount *m = mounts->pdata[i];
 
-		if (g_strv_length(f) >= 5)
-			g_hash_table_add(set, g_strcompress(f[4]));
+		g_hash_table_add(set, g_strdup(m->mount_point));
 	}
 	return set;
 }

@@ -32,6 +32,7 @@
 #include "endpoint.h"
 #include "fs.h"
 #include "log.h"
+#include "mountinfo.h"
 #include "session.h"
 #include "ssh.h"
 
@@ -373,28 +374,17 @@ static int dial_ssh(void *arg, int *rfd, int *wfd, char **msg)
  */
 static void set_readahead(const char *mountpoint, uint32_t kb)
 {
-	g_autofree char *info = NULL, *path = NULL, *val = NULL, *dev = NULL;
-	g_auto(GStrv) lines = NULL;
-
+	g_autofree char *path = NULL, *val = NULL;
 	/*
 	 * The device comes from mountinfo, not stat(): the session loop is
 	 * not running yet, and a stat of our own mount would wait for us.
 	 */
-	if (!g_file_get_contents("/proc/self/mountinfo", &info, NULL, NULL))
-		return;
-	lines = g_strsplit(info, "\n", -1);
-	for (char **l = lines; *l; l++) {
-		g_auto(GStrv) f = g_strsplit(*l, " ", 6);
+	g_autoptr(GPtrArray) mounts = qt_mountinfo_read();
+	const struct qt_mount *m = mounts ? qt_mountinfo_at(mounts, mountpoint) : NULL;
 
-		/* id parent MAJ:MIN root mountpoint ... (mount points are octal-escaped) */
-		if (g_strv_length(f) >= 5 && !strcmp(f[4], mountpoint)) {
-			g_free(dev);
-			dev = g_strdup(f[2]);
-		}
-	}
-	if (!dev)
+	if (!m)
 		return;
-	path = g_strdup_printf("/sys/class/bdi/%s/read_ahead_kb", dev);
+	path = g_strdup_printf("/sys/class/bdi/%u:%u/read_ahead_kb", major(m->dev), minor(m->dev));
 	val = g_strdup_printf("%u\n", (unsigned)kb);
 	{
 		/* Not g_file_set_contents: sysfs attributes cannot be replaced by a rename. */

@@ -97,6 +97,7 @@
 #include "dirwatch.h"
 #include "endpoint.h"
 #include "log.h"
+#include "mountinfo.h"
 #include "proto.h"
 
 #ifndef CGROUP2_SUPER_MAGIC
@@ -375,27 +376,12 @@ static bool kernel_mgtime(void)
 /* The type name of the file system mounted from @dev, in @buf, per this process's mount table. */
 static bool mount_type_of(dev_t dev, char *buf, size_t len)
 {
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	char *line = NULL;
-	size_t cap = 0;
-	bool found = false;
+	g_autoptr(GPtrArray) mounts = qt_mountinfo_read();
+	const struct qt_mount *m = mounts ? qt_mountinfo_of_dev(mounts, dev) : NULL;
 
-	if (!f)
-		return false;
-	while (!found && getline(&line, &cap, f) > 0) {
-		unsigned maj, min;
-		const char *sep = strstr(line, " - ");
-		char type[64];
-
-		if (sscanf(line, "%*s %*s %u:%u", &maj, &min) == 2 && makedev(maj, min) == dev && sep &&
-		    sscanf(sep + 3, "%63s", type) == 1) {
-			g_strlcpy(buf, type, len);
-			found = true;
-		}
-	}
-	free(line);
-	fclose(f);
-	return found;
+	if (m)
+		g_strlcpy(buf, m->fstype, len);
+	return m != NULL;
 }
 
 /*

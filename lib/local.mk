@@ -14,6 +14,7 @@ lib_libqt_a_SOURCES = \
 	lib/loop.c lib/loop.h lib/loop-private.h lib/loop-uring.c lib/loop-epoll.c \
 	lib/conn.c lib/conn.h \
 	lib/pipe.c \
+	lib/mountinfo.c lib/mountinfo.h \
 	lib/qtfs-sync.c lib/qtfs-sync.h
 lib_libqt_a_CPPFLAGS = $(AM_CPPFLAGS) $(URING_CFLAGS)
 

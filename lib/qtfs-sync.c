@@ -17,41 +17,20 @@
 #include <sys/xattr.h>
 
 #include "log.h"
+#include "mountinfo.h"
 
 #define FSTYPE "fuse.fuse-qtfs"
 
-/* mountinfo escapes space, tab, newline and backslash as \ooo. */
-static char *unescape(const char *s)
-{
-	GString *out = g_string_new(NULL);
-
-	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
-		    s[3] >= '0' && s[3] <= '7') {
-			g_string_append_c(out, (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0')));
-			s += 3;
-		} else {
-			g_string_append_c(out, *s);
-		}
-	}
-	return g_string_free(out, FALSE);
-}
-
 char **qt_qtfs_mounts(const char *text)
 {
-	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+	g_autoptr(GPtrArray) mounts = qt_mountinfo_parse(text);
 	GPtrArray *out = g_ptr_array_new();
 
-	for (char **l = lines; *l; l++) {
-		g_auto(GStrv) f = g_strsplit(*l, " ", -1);
-		guint n = g_strv_length(f), sep;
+	for (guint i = 0; i < mounts->len; i++) {
+		const struct qt_mount *m = mounts->pdata[i];
 
-		/* id parent major:minor root mountpoint options [optional...] - fstype source super */
-		for (sep = 6; sep < n && strcmp(f[sep], "-") != 0; sep++)
-			;
-		if (n < 5 || sep + 1 >= n || strcmp(f[sep + 1], FSTYPE) != 0)
-			continue;
-		g_ptr_array_add(out, unescape(f[4]));
+		if (strcmp(m->fstype, FSTYPE) == 0)
+			g_ptr_array_add(out, g_strdup(m->mount_point));
 	}
 	g_ptr_array_add(out, NULL);
 	return (char **)g_ptr_array_free(out, FALSE);

@@ -230,9 +230,12 @@ within() {
 }
 
 # readahead_kb MOUNTPOINT: the kernel's readahead for the mount, in KiB
-# (what its backing device info says once INIT is answered).
+# (what its backing device info says once INIT is answered).  mountinfo
+# writes a backslash, space, tab or newline in a name as \ooo; awk gets the
+# name through the environment (-v would take its backslashes as escapes).
 readahead_kb() {
-	_dev=$(awk -v m="$1" '$5 == m { print $3 }' /proc/self/mountinfo | tail -n 1)
+	_esc=$(printf '%s' "$1" | sed -e 's/\\/\\134/g' -e 's/ /\\040/g' -e 's/	/\\011/g')
+	_dev=$(MNT="$_esc" awk '$5 == ENVIRON["MNT"] { print $3 }' /proc/self/mountinfo | tail -n 1)
 	cat "/sys/class/bdi/$_dev/read_ahead_kb"
 }
 

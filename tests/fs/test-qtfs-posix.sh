@@ -45,6 +45,15 @@ check "... the client ends" wait_gone 100 "${cpid:-0}"
 check "... and logged only its mount and unmount: $(tr '\n' '|' <"$T/client1.log")" \
 	sh -c "[ \$(grep -c -v -e ': mounted ' -e ' was unmounted\$' '$T/client1.log') -eq 0 ]"
 
+# A mount point whose name mountinfo writes escaped (a backslash is \134
+# there): the client found its own mount's device by the escaped name, and
+# such a mount kept the kernel's 128 KiB of readahead.
+ra_mnt="$T/mnt\\x"
+check "mount on a name with a backslash" mount_qtfs "unix:$T/sock:$T/exp" "$ra_mnt"
+ra=$(readahead_kb "$ra_mnt")
+check "... has the default 16 MiB of readahead too (got $ra KiB)" [ "$ra" = 16384 ]
+check "... unmount" umount_qtfs "$ra_mnt"
+
 # -- /etc/fstab style: mount(8) -> mount.fuse3 -> fuse-qtfs, then SIGTERM ------------
 mkdir -p "$T/fstab"
 QTFS_MOUNTS="$QTFS_MOUNTS $T/fstab"
