@@ -50,6 +50,6 @@ autoscale_autoscale_CPPFLAGS = $(ASD_CPPFLAGS)
 autoscale_autoscale_LDADD = $(ASD_LIBS)
 dist_doc_DATA += docs/autoscale-snapshot.md docs/autoscale.md
 dist_man_MANS += man/autoscale.1
-# Deployment examples (not installed): a systemd unit and Kubernetes manifests.
-EXTRA_DIST += contrib/systemd/autoscale.service contrib/kubernetes/rbac.yaml \
+# Deployment examples (not installed): Kubernetes manifests.
+EXTRA_DIST += contrib/kubernetes/rbac.yaml \
 	contrib/kubernetes/deployment.yaml

@@ -25,4 +25,3 @@ tests_unit_test_qtfs_proto_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/fuse-qtfs
 tests_unit_test_qtfs_proto_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_test_qtfs_proto_LDADD = fuse-qtfs/libqtfsproto.a $(QT_LIBS) $(CHECK_LIBS)
 dist_man_MANS += man/fuse-qtfs.1 man/qtfs-server.8
-EXTRA_DIST += fuse-qtfs/qtfs-server.service

@@ -8,4 +8,4 @@ rexecd_rexecd_SOURCES = rexecd/main.c rexecd/rexecd.c rexecd/rexecd.h
 rexecd_rexecd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/rexec
 rexecd_rexecd_LDADD = rexec/librexecproto.a $(QT_LIBS)
 dist_man_MANS += man/rexecd.8
-EXTRA_DIST += rexecd/rexecd.service rexecd/rexecd.conf.example
+EXTRA_DIST += rexecd/rexecd.conf.example

@@ -18,7 +18,7 @@ libcurl4-openssl-dev libssh2-1-dev check libmicrohttpd-dev libsqlite3-dev libyam
 clang libclang-rt-14-dev
 runc busybox-static containerd
 iproute2 openssh-server openssh-client sshfs procps psmisc python3 python3-jsonschema util-linux
-mount e2fsprogs
+mount e2fsprogs systemd
 ca-certificates openssl time"
 # kubectl for tests/kube/test-fake-kubectl.sh.  A kubectl already installed
 # (Google's `kubectl` package, which conflicts with Debian's) does as well.
@@ -28,6 +28,7 @@ command -v kubectl >/dev/null 2>&1 || packages="$packages kubernetes-client"
 # libclang-rt-14-dev holds libFuzzer's runtime; clang only recommends it.
 # mount and e2fsprogs: make bench-qtfs's and test-qtfs-dircache's ext4 on a loop device (both are
 # of priority required, so already there on most installs).
+# systemd: systemd-analyze verify of the units (tests/cli/test-units.sh).
 
 die() {
 	echo "setup-debian.sh: $*" >&2

@@ -49,11 +49,12 @@ check_PROGRAMS += tests/fuzz/replay-frame
 tests_fuzz_replay_frame_SOURCES = tests/fuzz/fuzz-frame.c tests/fuzz/replay.c
 tests_fuzz_replay_frame_LDADD = $(QT_LIBS)
 
-TESTS += $(UNIT_TESTS) tests/fuzz/test-corpus.sh tests/cli/test-help.sh
+TESTS += $(UNIT_TESTS) tests/fuzz/test-corpus.sh tests/cli/test-help.sh tests/cli/test-units.sh
 
 EXTRA_DIST += tests/clean-sshd.sh tests/cli-env.sh tests/sshd-env.sh tests/check-env.sh \
 	tests/deadline.sh tests/detach-fuse.sh
-EXTRA_DIST += tests/fuzz/test-corpus.sh tests/fuzz/make-corpus.sh tests/fuzz/corpus tests/cli/test-help.sh
+EXTRA_DIST += tests/fuzz/test-corpus.sh tests/fuzz/make-corpus.sh tests/fuzz/corpus tests/cli/test-help.sh \
+	tests/cli/test-units.sh
 
 FUZZ_SRCS = $(top_srcdir)/tests/fuzz/fuzz-frame.c $(lib_libqt_a_SOURCES:%=$(top_srcdir)/%)
 fuzz:
