@@ -626,10 +626,15 @@ void rexec_chan_in_eof(struct rexec_chan *ch)
 	if (ch->in_closed || ch->in_eof)
 		return;
 	ch->in_eof = true;
+	/*
+	 * Usually the queue has drained before the EOF comes: the direction
+	 * ends here, and says so as do_write() would have.
+	 */
 	if (g_queue_is_empty(&ch->q)) {
 		in_done(ch);
 		if (ch->watch)
 			update_watch(ch);
+		ch->fn(ch, REXEC_CHAN_EV_IN_DONE, 0, ch->user);
 	}
 }
 
@@ -673,6 +678,12 @@ const char *rexec_chan_bad_ref(const struct rexec_chan *ch)
 bool rexec_chan_bad_ref_denied(const struct rexec_chan *ch)
 {
 	return ch->bad_ref && ch->bad_ref_denied;
+}
+
+bool rexec_chan_finished(const struct rexec_chan *ch)
+{
+	return ch->out_stream >= 0 && ch->in_stream >= 0 && !ch->out_open &&
+	       ch->credit == REXEC_WINDOW && ch->in_eof && ch->in_closed && ch->q.length == 0;
 }
 
 bool rexec_chan_out_open(const struct rexec_chan *ch)

@@ -39,7 +39,7 @@ enum rexec_chan_event {
 	REXEC_CHAN_EV_READ_EOF,	 /* the outbound direction ended; @err 0 or -errno */
 	REXEC_CHAN_EV_WRITE_ERR, /* writing the fd failed with @err */
 	REXEC_CHAN_EV_REFUSED,	 /* a descriptor that cannot be passed arrived; @err -EOPNOTSUPP */
-	REXEC_CHAN_EV_IN_DONE,	 /* the inbound direction ended cleanly */
+	REXEC_CHAN_EV_IN_DONE,	 /* the inbound direction ended cleanly (peer EOF, queue written) */
 };
 
 struct rexec_chan;
@@ -111,6 +111,13 @@ void rexec_chan_stop(struct rexec_chan *ch);
 /* End the outbound direction now, as if EOF was read (no event). */
 void rexec_chan_force_eof(struct rexec_chan *ch);
 
+/*
+ * A channel used both ways is finished when both directions ended cleanly
+ * and the peer acknowledged every byte we sent: nothing either side holds
+ * is still to be written, so the connection may close without losing any.
+ * Checked after READ_EOF, IN_DONE and after routing an ACK.
+ */
+bool rexec_chan_finished(const struct rexec_chan *ch);
 bool rexec_chan_out_open(const struct rexec_chan *ch);
 /* Bytes sent outbound so far, and whether reading is waiting for credit. */
 uint64_t rexec_chan_out_bytes(const struct rexec_chan *ch);

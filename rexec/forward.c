@@ -8,8 +8,10 @@
  * relayed connection with an error in the log.
  *
  * A relayed connection ends when both directions have ended (each side's
- * EOF passed on as a half-close) or when either side fails; we close the
- * rexecd connection then, and rexecd frees its half.
+ * EOF passed on as a half-close) and every byte sent either way has been
+ * written out (rexec_chan_finished()), or when either side fails; we close
+ * the rexecd connection then, and rexecd frees its half.  rexecd closes
+ * it too once its side is finished, whichever comes first.
  */
 #include "config.h"
 
@@ -43,7 +45,6 @@ struct relay {
 	int fd; /* until the chan owns it */
 	struct qt_conn *conn;
 	struct rexec_chan *ch;
-	bool up_done, down_done;
 };
 
 static void relay_end(struct relay *r, int err, const char *why)
@@ -56,13 +57,9 @@ static void on_chan(struct rexec_chan *ch, enum rexec_chan_event ev, int err, vo
 {
 	struct relay *r = user;
 
-	(void)ch;
 	switch (ev) {
 	case REXEC_CHAN_EV_READ_EOF:
-		r->up_done = true;
-		break;
 	case REXEC_CHAN_EV_IN_DONE:
-		r->down_done = true;
 		break;
 	case REXEC_CHAN_EV_WRITE_ERR:
 		/* The local peer went away, or a passed file cannot be opened here. */
@@ -76,7 +73,7 @@ static void on_chan(struct rexec_chan *ch, enum rexec_chan_event ev, int err, vo
 		relay_end(r, err, "descriptor kind cannot be forwarded");
 		return;
 	}
-	if (r->up_done && r->down_done)
+	if (rexec_chan_finished(ch))
 		relay_end(r, 0, "done");
 }
 
@@ -122,6 +119,9 @@ static void relay_request(struct qt_conn *c, struct qt_msg *m, void *user)
 		qt_err("forward #%" G_GUINT64_FORMAT ": rexecd sent more than its credit; "
 		       "closing the connection", r->id);
 		relay_end(r, -EPROTO, "flow control violated");
+	} else if (rexec_chan_finished(r->ch)) {
+		/* The last ACK came after both EOFs. */
+		relay_end(r, 0, "done");
 	}
 }
 

@@ -320,6 +320,17 @@ static void drain_tick(void *arg)
 	check_done(s);
 }
 
+/*
+ * A forward is over once both directions ended and every byte either way
+ * was written out: close the connection (the client does the same on its
+ * side), so that the session's descriptors and its max_sessions slot go.
+ */
+static void forward_check_done(struct sess *s)
+{
+	if (s->st == S_FORWARD && s->conn && s->in && rexec_chan_finished(s->in))
+		qt_conn_close(s->conn, 0, "forward done");
+}
+
 static void on_chan(struct rexec_chan *ch, enum rexec_chan_event ev, int err, void *user)
 {
 	struct sess *s = user;
@@ -329,6 +340,7 @@ static void on_chan(struct rexec_chan *ch, enum rexec_chan_event ev, int err, vo
 		if (err)
 			qt_debug("session %d: output read failed: %s", (int)s->pid, g_strerror(-err));
 		check_done(s);
+		forward_check_done(s);
 		break;
 	case REXEC_CHAN_EV_WRITE_ERR:
 		if (s->st == S_FORWARD && s->conn) {
@@ -352,6 +364,7 @@ static void on_chan(struct rexec_chan *ch, enum rexec_chan_event ev, int err, vo
 		qt_debug("session %d: stdin write failed: %s", (int)s->pid, g_strerror(-err));
 		break;
 	case REXEC_CHAN_EV_IN_DONE:
+		forward_check_done(s);
 		break;
 	case REXEC_CHAN_EV_REFUSED:
 		if (s->st == S_FORWARD && s->conn) {
@@ -1102,6 +1115,8 @@ static void one_way(struct sess *s, struct qt_msg *m)
 			r == -EPROTO ? "sent more than its credit" : "file references on stdin");
 		qt_conn_close(s->conn, -EPROTO, "stream protocol violated");
 	}
+	if (r == 0)
+		forward_check_done(s); /* the last ACK may come after both EOFs */
 	if (r != 1)
 		return;
 	switch (qt_msg_type(m)) {

@@ -11,7 +11,9 @@
 # gets the connection closed, as does a file outside rexecd's
 # pass_fds_allow.  Sockets outside forward_allow (a sibling
 # directory whose name merely starts the same, "..", a symlink planted
-# inside the allowed directory) are refused, and rexec says so.
+# inside the allowed directory) are refused, and rexec says so.  A
+# connection the host server ends after its answer frees its sockets and
+# its rexecd session at both ends (max_sessions is not used up).
 #
 # The host servers are tests/rexec/unix-peer.py.
 
@@ -146,6 +148,35 @@ check "... a connection gets nothing" [ -z "$($PEER raw "$D/missing.sock" 2>&1)"
 check "... and the forward is still running" kill -0 "$FWD_PID"
 kill "$FWD_PID"
 wait "$FWD_PID" 2>/dev/null
+
+# -- connections that end --------------------------------------------------------------------------
+# The host server sends a line and closes 0.3 s later, after the line went
+# through: both ends must then let go of the relayed connection (its
+# sockets, and its rexecd session), so that a rexecd with max_sessions=2
+# serves any number of them one after the other.
+start_rexecd h2 "forward_allow=$H" max_sessions=2 || exit 1
+serve hello "$H/hello.sock" "HELLO $MARK"
+bg rx h2 forward-unix "$D/hello.sock" "$H/hello.sock" 2>"$T/fwd-hello.log"
+FWD_HELLO=$BG_PID
+if wait_until 5 test -S "$D/hello.sock"; then
+	fwd_fds=$(fd_count "$FWD_HELLO")
+	h2_fds=$(fd_count "$(rexecd_pid h2)")
+	i=0
+	while [ $i -lt 4 ]; do
+		check "connection $((i + 1)) of 4 in a row (max_sessions=2) gets the line and EOF" \
+			[ "$($PEER hello "$D/hello.sock")" = "HELLO $MARK" ]
+		i=$((i + 1))
+	done
+	check "... none was refused" sh -c "! grep -q 'too many sessions' '$T/fwd-hello.log'"
+	check "forward-unix holds no descriptor of the ended connections ($fwd_fds before)" \
+		wait_until 5 sh -c "[ \$(ls /proc/$FWD_HELLO/fd | wc -l) -eq $fwd_fds ]"
+	check "... nor does rexecd ($h2_fds before)" \
+		wait_until 5 sh -c "[ \$(ls /proc/$(rexecd_pid h2)/fd | wc -l) -eq $h2_fds ]"
+else
+	fail "forward-unix did not create $D/hello.sock: $(cat "$T/fwd-hello.log")"
+fi
+kill "$FWD_HELLO"
+wait "$FWD_HELLO" 2>/dev/null
 
 # -- usage ----------------------------------------------------------------------------------------------
 check_rc_msg "forward-unix with one socket only: 125" 125 "LOCAL_SOCKET" rx h forward-unix "$D/x.sock"

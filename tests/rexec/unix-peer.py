@@ -11,8 +11,11 @@
 #                       (SCM_RIGHTS, on those bytes or the next one): the
 #                       server sends back
 #                       "OFF:<the descriptor's offset>\nFILE:" and the
-#                       file's contents from offset 0.  Each accepted
-#                       connection is logged on stderr.
+#                       file's contents from offset 0; "HELLO\n" TEXT and
+#                       a newline, then, 0.3 s later, the connection closed
+#                       (so the EOF comes on its own, after the bytes were
+#                       delivered).  Each accepted connection is logged on
+#                       stderr.
 #   echo PATH MIB       on the "DPU": send MIB MiB of random bytes after
 #                       "ECHO\n" (while reading the echo, from another
 #                       thread), shut down writing, and check the echo is
@@ -24,12 +27,15 @@
 #                       reply came, 2 if nothing happened within 10 s.
 #   raw PATH            connect, send "ECHO\nping", shut down writing, print
 #                       the reply (empty if the connection was just closed).
+#   hello PATH          connect, send "HELLO\n", print what comes until EOF
+#                       (without shutting down writing first), then close.
 
 import array
 import os
 import socket
 import sys
 import threading
+import time
 
 
 def recv_exact_until_eof(sock):
@@ -77,6 +83,9 @@ def handle(conn, text):
                 if not d:
                     break
                 conn.sendall(d)
+        elif head == b"HELLO\n":
+            conn.sendall(text.encode() + b"\n")
+            time.sleep(0.3)
         elif head == b"FD\n":
             # The descriptor came with the header, or comes with the next byte.
             if not fds:
@@ -181,6 +190,14 @@ def raw(path):
     sys.stdout.write(back.decode(errors="replace"))
 
 
+def hello(path):
+    s = connect(path)
+    s.sendall(b"HELLO\n")
+    back = recv_exact_until_eof(s)
+    s.close()
+    sys.stdout.write(back.decode(errors="replace"))
+
+
 def main():
     mode, path = sys.argv[1], sys.argv[2]
     if mode == "serve":
@@ -193,6 +210,8 @@ def main():
         sendpipe(path)
     elif mode == "raw":
         raw(path)
+    elif mode == "hello":
+        hello(path)
     else:
         sys.exit("unix-peer: unknown mode " + mode)
 
