@@ -153,7 +153,7 @@ int rexec_fileref_from_fd(int fd, struct rexec_fileref *out)
 	    (fl = fcntl(fd, F_GETFL)) < 0 || (off = lseek(fd, 0, SEEK_CUR)) < 0)
 		return -EOPNOTSUPP;
 	out->fd = (uint32_t)fd;
-	out->flags = (uint32_t)fl;
+	out->flags = rexec_oflags_to_wire(fl);
 	out->offset = (uint64_t)off;
 	out->path = g_strdup(buf);
 	return 0;
@@ -269,8 +269,8 @@ static bool do_read(struct rexec_chan *ch)
 int rexec_fileref_open(const struct rexec_fileref *f, bool restrict_, char *const *allow,
 		       bool *denied)
 {
-	int fl = (int)(f->flags & ~(uint32_t)(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY | O_DIRECTORY |
-					      O_TMPFILE));
+	/* Only what a re-open can use: never O_NOFOLLOW (the /proc link below), O_CREAT... */
+	int fl = rexec_oflags_from_wire(f->flags);
 	char proc[64];
 	struct stat st;
 	int pfd, fd, err;

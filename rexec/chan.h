@@ -61,8 +61,9 @@ struct rexec_chan *rexec_chan_new(struct qt_loop *l, struct qt_conn *c, int fd, 
  */
 void rexec_chan_restrict_refs(struct rexec_chan *ch, char *const *allow);
 /*
- * Open a file reference as the other side had it: path, flags (creation
- * flags dropped), offset.  With @restrict, the file opened must lie in
+ * Open a file reference as the other side had it: path, flags (those of
+ * rexec_oflags_from_wire(): access mode, append, non-blocking, sync...),
+ * offset.  With @restrict, the file opened must lie in
  * @allow (see above), else -EPERM and *@denied set (so a policy refusal
  * can be told from open() failing with EPERM).  The new close-on-exec fd,
  * or -errno.
@@ -71,7 +72,7 @@ int rexec_fileref_open(const struct rexec_fileref *f, bool restrict_, char *cons
 		       bool *denied);
 /*
  * A reference to the regular file open at @fd: its resolved path, open
- * flags and offset (and @fd as the number).  -EOPNOTSUPP for anything but
+ * flags (as wire flags) and offset (and @fd as the number).  -EOPNOTSUPP for anything but
  * a regular file with a path.
  */
 int rexec_fileref_from_fd(int fd, struct rexec_fileref *out);

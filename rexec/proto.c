@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 
@@ -39,6 +40,35 @@ void rexec_result_clear(struct rexec_result_msg *r)
 void rexec_exit_clear(struct rexec_exit *e)
 {
 	g_clear_pointer(&e->signame, g_free);
+}
+
+/* The flags a re-open can use, each a local value and its wire value. */
+static const struct {
+	int local;
+	uint32_t wire;
+} oflag_map[] = {
+	{O_APPEND, REXEC_O_APPEND}, {O_NONBLOCK, REXEC_O_NONBLOCK}, {O_DSYNC, REXEC_O_DSYNC},
+	{O_SYNC, REXEC_O_SYNC},	    {O_DIRECT, REXEC_O_DIRECT},	    {O_NOATIME, REXEC_O_NOATIME},
+};
+
+uint32_t rexec_oflags_to_wire(int local)
+{
+	uint32_t w = (uint32_t)(local & O_ACCMODE);
+
+	for (size_t i = 0; i < G_N_ELEMENTS(oflag_map); i++)
+		if ((local & oflag_map[i].local) == oflag_map[i].local)
+			w |= oflag_map[i].wire;
+	return w;
+}
+
+int rexec_oflags_from_wire(uint32_t wire)
+{
+	int l = (int)(wire & REXEC_O_ACCMODE);
+
+	for (size_t i = 0; i < G_N_ELEMENTS(oflag_map); i++)
+		if ((wire & oflag_map[i].wire) == oflag_map[i].wire)
+			l |= oflag_map[i].local;
+	return l;
 }
 
 static void put_strv(struct qt_msg *m, char *const *v)

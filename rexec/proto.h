@@ -64,10 +64,38 @@ enum {
 #define REXEC_WINDOW (2u * 1024 * 1024)
 #define REXEC_CHUNK (256u * 1024)
 
+/*
+ * Open flags of a file reference, as they go on the wire.  The local O_*
+ * values are not the same on every architecture (arm64 has O_DIRECTORY
+ * 040000, O_NOFOLLOW 0100000, O_DIRECT 0200000, O_LARGEFILE 0400000,
+ * x86-64 and asm-generic the reverse), so the wire has its own: the
+ * asm-generic (x86-64) values, which is what went on the wire when it
+ * carried raw F_GETFL bits, so x86-64 peers of that version agree.  Only
+ * what a re-open can use travels (rexec_oflags_to_wire); any other bit is
+ * ignored on receipt (rexec_oflags_from_wire), the creation flags, O_NOFOLLOW,
+ * O_DIRECTORY and the O_LARGEFILE a 64-bit kernel always reports among them.
+ */
+enum {
+	REXEC_O_ACCMODE = 03, /* O_RDONLY 0, O_WRONLY 1, O_RDWR 2, as everywhere */
+	REXEC_O_RDONLY = 0,
+	REXEC_O_WRONLY = 01,
+	REXEC_O_RDWR = 02,
+	REXEC_O_APPEND = 02000,
+	REXEC_O_NONBLOCK = 04000,
+	REXEC_O_DSYNC = 010000,
+	REXEC_O_DIRECT = 040000,
+	REXEC_O_NOATIME = 01000000,
+	REXEC_O_SYNC = 04010000, /* includes REXEC_O_DSYNC, as O_SYNC includes O_DSYNC */
+};
+
+/* Local open flags (F_GETFL) to wire flags, and back; see above. */
+uint32_t rexec_oflags_to_wire(int local);
+int rexec_oflags_from_wire(uint32_t wire);
+
 /* A regular file to re-open on the other side: path, open flags, offset. */
 struct rexec_fileref {
 	uint32_t fd;	 /* EXEC: the descriptor number in the child; DATA: unused (0) */
-	uint32_t flags;	 /* O_ACCMODE | O_APPEND | O_NONBLOCK ... as on Linux x86-64/arm64 */
+	uint32_t flags;	 /* REXEC_O_*: wire values, not the local O_* */
 	uint64_t offset; /* file position */
 	char *path;	 /* absolute; owned */
 };

@@ -103,6 +103,17 @@ os.set_inheritable(3, True)
 os.execv(sys.argv[2], sys.argv[2:])
 ' "$T/file" "$REXEC" --config "$CLIENT_CONF" -H "unix:$T/h.sock" --key-file "$KEY" --pass-fds sh -c 'cat <&3')
 check "... from our file offset (5): $at5" [ "$at5" = 56789abcdef ]
+# Open flags go on the wire as the protocol's own values, and only those a
+# re-open can use: a file opened with O_NOFOLLOW (and the O_LARGEFILE a
+# 64-bit kernel reports for any file) is re-opened through /proc without
+# them, and O_APPEND still comes through (the >> check below).
+nofollow=$(/usr/bin/python3 -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_NOFOLLOW)
+os.dup2(fd, 5)
+os.execv(sys.argv[2], sys.argv[2:])
+' "$T/file" "$REXEC" --config "$CLIENT_CONF" -H "unix:$T/h.sock" --key-file "$KEY" --pass-fds sh -c 'cat <&5' 2>&1)
+check "a file opened with O_NOFOLLOW passes: $nofollow" [ "$nofollow" = 0123456789abcdef ]
 echo first >"$T/out"
 rx h --pass-fds sh -c 'echo appended >&3' 3>>"$T/out"
 check "a write fd opened with >> appends on the host" [ "$(cat "$T/out" | tr '\n' ' ')" = "first appended " ]

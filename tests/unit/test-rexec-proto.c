@@ -137,7 +137,8 @@ START_TEST(test_exec_golden)
 {
 	char *argv[] = {"ls", "-l", NULL};
 	char *env[] = {"A=1", NULL};
-	struct rexec_fileref f = {.fd = 3, .flags = O_WRONLY | O_APPEND, .offset = 5, .path = "/f"};
+	struct rexec_fileref f = {.fd = 3, .flags = REXEC_O_WRONLY | REXEC_O_APPEND, .offset = 5,
+				  .path = "/f"};
 	struct rexec_exec_req r = {
 		.flags = REXEC_EXEC_PTY, .cmd = "ls", .argv = argv, .env = env, .cwd = "/tmp",
 		.umask = 022, .term = "xterm", .cols = 80, .rows = 24, .fds = &f, .n_fds = 1,
@@ -162,7 +163,7 @@ START_TEST(test_exec_golden)
 	ck_assert_str_eq(d.cwd, "/tmp");
 	ck_assert_uint_eq(d.umask, 022);
 	ck_assert_uint_eq(d.n_fds, 1);
-	ck_assert_uint_eq(d.fds[0].flags, O_WRONLY | O_APPEND);
+	ck_assert_uint_eq(d.fds[0].flags, REXEC_O_WRONLY | REXEC_O_APPEND);
 	ck_assert_str_eq(d.fds[0].path, "/f");
 	rexec_exec_req_clear(&d);
 	qt_msg_free(m);
@@ -171,7 +172,7 @@ END_TEST
 
 START_TEST(test_data_golden)
 {
-	struct rexec_fileref f = {.fd = 0, .flags = O_RDWR, .offset = 1ull << 32, .path = "/x"};
+	struct rexec_fileref f = {.fd = 0, .flags = REXEC_O_RDWR, .offset = 1ull << 32, .path = "/x"};
 	struct qt_msg *m = rexec_data_begin(REXEC_STDIN, &f, 1);
 	struct rexec_fileref *refs = NULL;
 	const uint8_t *p;
@@ -193,13 +194,72 @@ START_TEST(test_data_golden)
 	ck_assert_uint_eq(n, 1);
 	ck_assert_str_eq(refs[0].path, "/x");
 	ck_assert_uint_eq(refs[0].offset, 1ull << 32);
-	ck_assert_uint_eq(refs[0].flags, O_RDWR);
+	ck_assert_uint_eq(refs[0].flags, REXEC_O_RDWR);
 	ck_assert_uint_eq(len, 2);
 	ck_assert_mem_eq(p, "hi", 2);
 	ck_assert_ptr_eq(p, qt_msg_payload(m) + qt_msg_payload_len(m) - 2); /* zero-copy */
 	rexec_fileref_clear(&refs[0]);
 	g_free(refs);
 	qt_msg_free(m);
+}
+END_TEST
+
+/*
+ * File reference flags: the wire values are pinned (the asm-generic ones,
+ * which x86-64 peers of the version that sent raw F_GETFL bits also use),
+ * each flag a re-open can use goes out and comes back as itself, and the
+ * rest never reaches the re-open, whatever the sender's architecture.
+ */
+START_TEST(test_oflags)
+{
+	static const struct {
+		int local;
+		uint32_t wire;
+	} kept[] = {
+		{O_RDONLY, 0},		    {O_WRONLY, 01},	       {O_RDWR, 02},
+		{O_APPEND, 02000},	    {O_NONBLOCK, 04000},       {O_DSYNC, 010000},
+		{O_DIRECT, 040000},	    {O_NOATIME, 01000000},     {O_SYNC, 04010000},
+		{O_WRONLY | O_APPEND | O_NONBLOCK, 06001},
+	};
+	static const int dropped[] = {O_CREAT, O_EXCL,	   O_TRUNC, O_NOCTTY, O_DIRECTORY,
+				      O_NOFOLLOW, O_CLOEXEC, O_PATH, O_TMPFILE, O_ASYNC};
+	/*
+	 * What old peers sent besides: the kernel's O_LARGEFILE (asm-generic
+	 * 0100000, arm64 0400000, which is asm-generic O_NOFOLLOW), O_NOFOLLOW,
+	 * O_DIRECTORY and the creation flags, in asm-generic values.
+	 */
+	static const uint32_t ignored[] = {0100000, 0400000, 0200000, 0100, 0200, 01000, 0400,
+					   02000000, 010000000, 020000000};
+
+	ck_assert_uint_eq(REXEC_O_ACCMODE, 03);
+	ck_assert_uint_eq(REXEC_O_RDONLY, 0);
+	ck_assert_uint_eq(REXEC_O_WRONLY, 01);
+	ck_assert_uint_eq(REXEC_O_RDWR, 02);
+	ck_assert_uint_eq(REXEC_O_APPEND, 02000);
+	ck_assert_uint_eq(REXEC_O_NONBLOCK, 04000);
+	ck_assert_uint_eq(REXEC_O_DSYNC, 010000);
+	ck_assert_uint_eq(REXEC_O_DIRECT, 040000);
+	ck_assert_uint_eq(REXEC_O_NOATIME, 01000000);
+	ck_assert_uint_eq(REXEC_O_SYNC, 04010000);
+	for (size_t i = 0; i < G_N_ELEMENTS(kept); i++) {
+		ck_assert_msg(rexec_oflags_to_wire(kept[i].local) == kept[i].wire,
+			      "local 0%o: wire 0%o, expected 0%o", (unsigned)kept[i].local,
+			      rexec_oflags_to_wire(kept[i].local), kept[i].wire);
+		ck_assert_msg(rexec_oflags_from_wire(kept[i].wire) == kept[i].local,
+			      "wire 0%o: local 0%o, expected 0%o", kept[i].wire,
+			      (unsigned)rexec_oflags_from_wire(kept[i].wire), (unsigned)kept[i].local);
+	}
+	for (size_t i = 0; i < G_N_ELEMENTS(dropped); i++) {
+		ck_assert_uint_eq(rexec_oflags_to_wire(O_RDONLY | dropped[i]), 0);
+		ck_assert_uint_eq(rexec_oflags_to_wire(O_RDWR | dropped[i]), REXEC_O_RDWR);
+	}
+	for (size_t i = 0; i < G_N_ELEMENTS(ignored); i++)
+		ck_assert_msg(rexec_oflags_from_wire(REXEC_O_WRONLY | ignored[i]) == O_WRONLY,
+			      "wire 0%o reaches the re-open", ignored[i]);
+	/* Every bit the kernel may report for a 64-bit process, O_LARGEFILE included. */
+	ck_assert_uint_eq(rexec_oflags_from_wire(rexec_oflags_to_wire(~O_ACCMODE | O_RDWR)) &
+				  ~(O_RDWR | O_APPEND | O_NONBLOCK | O_SYNC | O_DIRECT | O_NOATIME),
+			  0);
 }
 END_TEST
 
@@ -1350,6 +1410,7 @@ int main(void)
 	tcase_add_test(tc, test_small_roundtrips);
 	tcase_add_test(tc, test_data_roundtrip);
 	tcase_add_test(tc, test_signal_names);
+	tcase_add_test(tc, test_oflags);
 	suite_add_tcase(s, tc);
 
 	tcase_add_test(tm, test_truncated_everywhere);
