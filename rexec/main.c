@@ -558,6 +558,38 @@ static int stdin_from_null(void)
 	return 0;
 }
 
+/*
+ * Started with fd 0, 1 or 2 closed (`2>&-`), our own descriptors (the
+ * loop's epoll and eventfd, the rexecd socket) would land there and the
+ * command's output be written into them.  So each closed one is opened on
+ * /dev/null first thing, before anything of ours: a closed stdin is an
+ * empty one (the command reads EOF), and what the command writes to a
+ * closed stdout or stderr is discarded, as it is lost locally (where the
+ * write fails with EBADF).  Not close-on-exec: these are our stdio, and
+ * rexec-ssh inherits them.  False if one cannot be opened.
+ */
+static bool stdio_open(void)
+{
+	for (int fd = 0; fd < 3; fd++) {
+		int n;
+
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		/* The lowest free number: @fd, since those below it are open. */
+		n = open("/dev/null", O_RDWR);
+		if (n < 0)
+			return false;
+		if (n != fd) {
+			int e = dup2(n, fd);
+
+			close(n);
+			if (e < 0)
+				return false;
+		}
+	}
+	return true;
+}
+
 static int parse_opts(struct opts *o, int argc, char **argv)
 {
 	int c;
@@ -658,6 +690,8 @@ int main(int argc, char **argv)
 	int rc;
 
 	/* Before anything opens a descriptor of its own. */
+	if (!stdio_open())
+		return REXEC_EXIT_SETUP;
 	fds = rexec_scan_fds(&n_fds);
 	qt_cli_init(argv[0]);
 	qt_log_init(qt_cli_prog());

@@ -11,6 +11,10 @@
 # resize, and without -t it sees no terminal at all.  Host and DPU are the
 # same machine here, so the host's answers can be compared with local ones.
 
+# ulimit -S and -H (the open-files limit below): not POSIX, but in every sh
+# these tests run under, dash and bash.
+# shellcheck disable=SC3045
+
 . "${top_srcdir:-.}/tests/rexec/rexec-env.sh"
 
 PTYRUN="python3 $top_srcdir/tests/rexec/ptyrun.py"
@@ -211,6 +215,30 @@ if [ "$hard" = unlimited ] || [ "$hard" -gt 777 ]; then
 else
 	ok "SKIP: the hard limit on open files ($hard) leaves no room below it"
 fi
+
+# -- stdio closed --------------------------------------------------------------------
+# rexec started with fd 0, 1 or 2 closed: its own descriptors must not land
+# there (the command's output would go into them).  A closed stdin reads as
+# empty, what goes to a closed stdout or stderr is discarded.
+got=$(rx h sh -c 'echo w1 >&2; sleep 0.3; echo w2 >&2; echo done' 2>&-)
+rc=$?
+check "stderr closed: the command runs to its end (exit $rc, stdout \"$got\")" \
+	[ "$rc:$got" = "0:done" ]
+check_rc "stdin, stdout and stderr closed: the command's status comes back" 3 \
+	sh -c '"$@" <&- >&- 2>&-' sh "$REXEC" --config "$CLIENT_CONF" -H "unix:$T/h.sock" --key-file "$KEY" \
+	sh -c 'echo w1 >&2; sleep 0.3; echo w2 >&2; echo out; exit 3'
+check "... and rexecd saw no protocol error" sh -c "! grep -qi 'protocol\|malformed' '$T/h.log'"
+got=$(timeout 20 "$REXEC" --config "$CLIENT_CONF" -H "unix:$T/h.sock" --key-file "$KEY" \
+	sh -c 'cat; echo "cat: $?"' <&-)
+check "stdin closed reads as empty: $got" [ "$got" = "cat: 0" ]
+got=$(rx h sh -c 'echo gone; echo kept >&2' 2>&1 >&-)
+check "stdout closed: its output is discarded, stderr still comes ($got)" [ "$got" = kept ]
+# rexecd started the same way: its sockets must not become its stderr.
+bg "$REXECD" --config "$T/h.conf" --listen "unix:$T/closed.sock" <&- >&- 2>&-
+wait_until 5 test -S "$T/closed.sock"
+got=$(rxn closed sh -c 'echo out; echo err >&2' 2>&1)
+got=$(printf '%s\n' "$got" | sort | tr '\n' ' ')
+check "rexecd started with stdio closed serves a command: $got" [ "$got" = "err out " ]
 
 check "rexecd is still up" rexecd_alive h
 finish
