@@ -642,12 +642,36 @@ void rexec_chan_stop(struct rexec_chan *ch)
 {
 	if (!ch->out_open)
 		return;
-	/*
-	 * A pty is also the command's input, and an unread pty would block
-	 * the command: keep reading it; the peer discards what arrives.
-	 */
-	if (ch->flags & REXEC_CHAN_PTY)
+	if (ch->flags & REXEC_CHAN_PTY) {
+		/*
+		 * Nobody reads the terminal any more: hang it up, as when a
+		 * terminal goes away.  Closing the master sends the command's
+		 * session SIGHUP, and its writes fail from then on (an unread
+		 * pty left open would block it, or keep it running for ever
+		 * with its output discarded).  The pty was its input too:
+		 * input still queued is dropped, and the peer stops sending.
+		 */
+		struct inbound *b;
+		uint32_t dropped = 0;
+
+		while ((b = g_queue_pop_head(&ch->q))) {
+			dropped += (uint32_t)b->len;
+			inbound_free(b);
+		}
+		ch->in_queued = 0;
+		if (!ch->in_closed) {
+			ch->in_closed = true;
+			send_msg(ch, rexec_stream_encode(REXEC_MSG_CLOSE, (uint8_t)ch->in_stream));
+			if (dropped)
+				send_msg(ch, rexec_ack_encode((uint8_t)ch->in_stream, dropped));
+		}
+		ch->out_open = false;
+		qt_watch_remove(ch->watch);
+		ch->watch = NULL;
+		close(ch->fd);
+		ch->fd = -1;
 		return;
+	}
 	ch->out_open = false;
 	if (ch->flags & REXEC_CHAN_SOCK) {
 		shutdown(ch->fd, SHUT_RD);

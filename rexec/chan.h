@@ -14,7 +14,8 @@
  *
  * Directions:
  *   outbound  READING --EOF/error--> EOF_SENT     (REXEC_CHAN_EV_READ_EOF)
- *             READING --peer CLOSE--> STOPPED     (pipe read end closed)
+ *             READING --peer CLOSE--> STOPPED     (pipe read end closed; a pty
+ *                                                  master closed, both ways)
  *   inbound   WRITING --peer EOF, queue empty--> DONE (pipe closed / SHUT_WR /
  *             VEOF on a pty)  --write error--> FAILED (CLOSE sent to the peer,
  *             further DATA acknowledged and dropped; REXEC_CHAN_EV_WRITE_ERR)
@@ -107,7 +108,10 @@ int rexec_chan_push(struct rexec_chan *ch, struct qt_msg *m, const uint8_t *p, s
 void rexec_chan_ack(struct rexec_chan *ch, uint32_t n);
 /* The peer sent EOF on the inbound stream. */
 void rexec_chan_in_eof(struct rexec_chan *ch);
-/* The peer's reader is gone: stop reading (a pipe's read end is closed). */
+/*
+ * The peer's reader is gone: stop reading (a pipe's read end is closed;
+ * a pty master is closed, which hangs the terminal up: SIGHUP).
+ */
 void rexec_chan_stop(struct rexec_chan *ch);
 /* End the outbound direction now, as if EOF was read (no event). */
 void rexec_chan_force_eof(struct rexec_chan *ch);

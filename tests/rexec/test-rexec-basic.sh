@@ -240,5 +240,21 @@ got=$(rxn closed sh -c 'echo out; echo err >&2' 2>&1)
 got=$(printf '%s\n' "$got" | sort | tr '\n' ' ')
 check "rexecd started with stdio closed serves a command: $got" [ "$got" = "err out " ]
 
+# -- the reader of a pty's output goes away ------------------------------------------------
+# Without -t the command gets SIGPIPE, as locally; with -t its terminal is
+# hung up (SIGHUP), and rexec ends with its status either way.
+rm -f "$T/pty.rc"
+got=$(timeout 20 sh -c '{ "$@" </dev/null; echo $? >"$0"; } | head -1 | tr -d "\r"' "$T/pty.rc" \
+	"$REXEC" --config "$CLIENT_CONF" -H "unix:$T/h.sock" --key-file "$KEY" -t yes "$MARK")
+rc=$?
+check "rexec -t yes | head -1 ends (exit $rc, \"$got\")" [ "$rc:$got" = "0:$MARK" ]
+check "... with the command's status: SIGHUP, 129 ($(cat "$T/pty.rc" 2>/dev/null))" \
+	[ "$(cat "$T/pty.rc" 2>/dev/null)" = 129 ]
+check "... and the command is gone on the host" wait_until 5 sh -c "! pgrep -f '[y]es $MARK' >/dev/null"
+got=$(timeout 20 sh -c '{ "$@" </dev/null; echo $? >"$0"; } | head -1' "$T/pty.rc" \
+	"$REXEC" --config "$CLIENT_CONF" -H "unix:$T/h.sock" --key-file "$KEY" yes "$MARK")
+check "without -t: SIGPIPE, 141, as locally ($(cat "$T/pty.rc" 2>/dev/null))" \
+	[ "$got:$(cat "$T/pty.rc" 2>/dev/null)" = "$MARK:141" ]
+
 check "rexecd is still up" rexecd_alive h
 finish
