@@ -8,9 +8,11 @@
  * made non-blocking (that would change them under the shell's feet, and
  * leave them changed if we are killed): a thread reads stdin, and one
  * thread per output writes stdout and stderr, all with plain blocking
- * calls.  Threads hand their results to the loop with qt_loop_post() on
- * pointers that need no allocation (acknowledged byte counts in atomics,
- * stdin frames in a queue); the loop feeds the writers through queues.
+ * calls.  One that somebody else made non-blocking answers EAGAIN: that
+ * is waited out with poll(), never taken for the end of the stream.
+ * Threads hand their results to the loop with qt_loop_post() on pointers
+ * that need no allocation (acknowledged byte counts in atomics, stdin
+ * frames in a queue); the loop feeds the writers through queues.
  *
  * Ordering: rexecd sends every output's EOF before EXIT, and the writers
  * finish their queues before we exit, so nothing the command printed is
@@ -177,6 +179,25 @@ static gpointer writer_main(gpointer arg)
 
 			if (n < 0 && errno == EINTR)
 				continue;
+			if (n < 0 && errno == EAGAIN) {
+				/*
+				 * Someone else made the shared descriptor non-blocking
+				 * (see the top): wait until it takes more, still
+				 * counted as blocked on the write.
+				 */
+				struct pollfd pf = {.fd = w->fd, .events = POLLOUT};
+
+				__atomic_store_n(&w->write_since, g_get_monotonic_time(),
+						 __ATOMIC_RELAXED);
+				if (poll(&pf, 1, -1) < 0 && errno != EINTR) {
+					__atomic_store_n(&w->write_since, 0, __ATOMIC_RELAXED);
+					qt_debug("waiting for fd %d: %s", w->fd, g_strerror(errno));
+					g_atomic_int_set(&w->failed, 1);
+					break;
+				}
+				__atomic_store_n(&w->write_since, 0, __ATOMIC_RELAXED);
+				continue;
+			}
 			if (n <= 0) {
 				/* Like a pipe's reader going away: tell rexecd to stop the output. */
 				qt_debug("writing fd %d: %s", w->fd, g_strerror(errno));
@@ -266,6 +287,11 @@ static gpointer stdin_main(gpointer arg)
 		do
 			n = read(STDIN_FILENO, p, want);
 		while (n < 0 && errno == EINTR);
+		if (n < 0 && errno == EAGAIN) {
+			/* Non-blocking, made so by someone else, and drained meanwhile: poll again. */
+			qt_msg_free(m);
+			continue;
+		}
 		if (n <= 0) {
 			qt_msg_free(m);
 			if (n < 0)

@@ -256,5 +256,22 @@ got=$(timeout 20 sh -c '{ "$@" </dev/null; echo $? >"$0"; } | head -1' "$T/pty.r
 check "without -t: SIGPIPE, 141, as locally ($(cat "$T/pty.rc" 2>/dev/null))" \
 	[ "$got:$(cat "$T/pty.rc" 2>/dev/null)" = "$MARK:141" ]
 
+# -- a non-blocking stdout or stdin, made so by the parent ----------------------------------
+# EAGAIN there means "not now", not the end: nothing is cut, nothing fails.
+NBPIPE="/usr/bin/python3 $top_srcdir/tests/rexec/nonblock-pipe.py"
+RXH="$REXEC --config $CLIENT_CONF -H unix:$T/h.sock --key-file $KEY"
+# shellcheck disable=SC2086 # RXH and NBPIPE are commands, split on purpose
+got=$(timeout 60 $NBPIPE out 0.5 $RXH sh -c 'head -c 1000000 /dev/zero')
+check "a non-blocking stdout read late gets all of 1000000 bytes ($got)" \
+	[ "$got" = "bytes=1000000 lines=0 rc=0" ]
+# shellcheck disable=SC2086
+got=$(timeout 60 $NBPIPE out 0.5 $RXH seq 1 3000000)
+check "... and all 3000000 lines of seq, exit 0 ($got)" \
+	[ "$got" = "bytes=22888896 lines=3000000 rc=0" ]
+# shellcheck disable=SC2086
+got=$(timeout 60 $NBPIPE in 0.5 1000000 $RXH wc -c | tr -d ' ' | tr '\n' ' ')
+check "a non-blocking stdin written late gets to the command whole ($got)" \
+	[ "$got" = "1000000 rc=0 " ]
+
 check "rexecd is still up" rexecd_alive h
 finish
