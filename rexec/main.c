@@ -523,7 +523,11 @@ static int shim_run(struct opts *o, const char *name, int argc, char **argv)
 	if (o->shim_pass_fds)
 		fds = rexec_scan_fds(&n_fds);
 	mapped = g_key_file_get_string(o->kf, "shims", name, NULL);
-	av[0] = g_path_get_basename(argv[0]);
+	/*
+	 * Only what follows the last '/': g_path_get_basename() would make ""
+	 * "." and "/usr/bin/" "bin", where the command should see "" both times.
+	 */
+	av[0] = g_strdup(strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0]);
 	for (int i = 1; i < argc; i++)
 		av[i] = g_strdup(argv[i]);
 	rc = run_command(o, mapped ? mapped : name, av, true, o->shim_pass_fds, fds, n_fds);
@@ -633,6 +637,15 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		case 'e':
 			if (!strchr(optarg, '=') || optarg[0] == '=')
 				return usage_error("-e %s: expected NAME=VALUE", optarg);
+			/* A later -e replaces an earlier one of the same name, as with env(1). */
+			for (guint i = 0; i < o->env->len; i++) {
+				const char *x = g_ptr_array_index(o->env, i);
+
+				if (strncmp(x, optarg, (size_t)(strchr(optarg, '=') - optarg + 1)) == 0) {
+					g_ptr_array_remove_index(o->env, i);
+					break;
+				}
+			}
 			g_ptr_array_add(o->env, g_strdup(optarg));
 			break;
 		case 'E':
@@ -766,6 +779,12 @@ int main(int argc, char **argv)
 	}
 	if (optind == argc) {
 		rc = usage_error("missing CMD");
+		goto out;
+	}
+	if (!argv[optind][0]) {
+		/* As env '' says: no command has an empty name. */
+		fprintf(stderr, "%s: '': command not found\n", qt_cli_prog());
+		rc = REXEC_EXIT_NOTFOUND;
 		goto out;
 	}
 	if ((rc = load_config(&o)) != 0)

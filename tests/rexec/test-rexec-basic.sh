@@ -111,6 +111,10 @@ check "... and still nothing else leaks" sh -c "! grep -q LEAKME '$T/env1'"
 rx h -E env >"$T/env2"
 check "-E forwards the local environment" grep -qx "LEAKME=secret-$MARK" "$T/env2"
 check "... all of it" [ "$(grep -c . "$T/env2")" -ge "$(env | grep -c '^[A-Za-z_][A-Za-z0-9_]*=')" ]
+got=$(rx h -e "DUP$MARK=1" -e "DUP$MARK=2" env | grep "^DUP$MARK=" | tr '\n' ' ')
+check "a later -e NAME= replaces an earlier one, as env(1) does ($got)" [ "$got" = "DUP$MARK=2 " ]
+check_rc_msg "an empty command name: 127 without asking the host, as env '' does" 127 "'': command not found" \
+	rx h ''
 check "-e overrides -E" sh -c "rx_v=\$(\"$REXEC\" --config \"$CLIENT_CONF\" -H unix:$T/h.sock --key-file \"$KEY\" -E -e LEAKME=over printenv LEAKME) && [ \"\$rx_v\" = over ]"
 check "-e PATH replaces rexecd's default" sh -c "rx_v=\$(\"$REXEC\" --config \"$CLIENT_CONF\" -H unix:$T/h.sock --key-file \"$KEY\" -e PATH=/usr/bin:/bin /usr/bin/printenv PATH) && [ \"\$rx_v\" = /usr/bin:/bin ]"
 unset LEAKME

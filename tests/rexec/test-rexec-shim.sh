@@ -84,6 +84,11 @@ check "os.execv with argv[0] /elsewhere/other: printenv runs, argv[0] is other" 
 	[ "$(REXEC_T=x /usr/bin/python3 -c "$execv_py" "$S/printenv" /elsewhere/other REXEC_T)" = x ]
 check "... through a relative path too" \
 	[ "$(cd "$S" && /usr/bin/python3 -c "$execv_py" ./sh /elsewhere/other -c 'echo "$0"')" = other ]
+for a0 in '' /usr/bin/; do
+	# shellcheck disable=SC2016 # $0 is the inner sh's
+	got=$(bash -c 'exec -a "$1" "$0" -c "echo \"[\$0]\""' "$S/sh" "$a0")
+	check "exec -a \"$a0\" SHIM: the host's argv[0] is empty too ($got)" [ "$got" = "[]" ]
+done
 
 # -- --pass-fds -------------------------------------------------------------------------
 printf '0123456789abcdef\n' >"$T/file"
