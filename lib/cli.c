@@ -6,22 +6,47 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdbool.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "log.h"
 
 static const char *cli_prog = PACKAGE_NAME;
 
+bool qt_cli_stdio_open(void)
+{
+	for (int fd = 0; fd < 3; fd++) {
+		int n;
+
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		/* The lowest free number: @fd, since those below it are open. */
+		n = open("/dev/null", O_RDWR);
+		if (n < 0)
+			return false;
+		if (n != fd) {
+			int e = dup2(n, fd);
+
+			close(n);
+			if (e < 0)
+				return false;
+		}
+	}
+	return true;
+}
+
 void qt_cli_init(const char *argv0)
 {
 	const char *slash;
 
+	(void)qt_cli_stdio_open();
 	if (!argv0 || !*argv0)
 		return;
 	slash = strrchr(argv0, '/');

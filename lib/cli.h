@@ -18,8 +18,20 @@ enum {
 	QT_EXIT_USAGE = 2,
 };
 
-/* Program name for messages: basename of argv[0], set once by qt_cli_init(). */
+/*
+ * Program name for messages: basename of argv[0], set once by qt_cli_init(),
+ * which also calls qt_cli_stdio_open(): call it first thing in main().
+ */
 void qt_cli_init(const char *argv0);
+/*
+ * Open /dev/null on each of fds 0, 1 and 2 that is closed.  A program
+ * started with one closed (`2>&-`, a careless supervisor) would otherwise
+ * get it back from its first open or socket, and write its log lines into
+ * a client's connection or a command's output into its own event loop.
+ * Not close-on-exec: they are the program's stdio, which its children
+ * inherit.  False if one could not be opened.
+ */
+bool qt_cli_stdio_open(void);
 const char *qt_cli_prog(void);
 void qt_cli_print_version(void);
 /* Print "PROG: MESSAGE" and the --help hint to stderr; returns QT_EXIT_USAGE. */

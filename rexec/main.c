@@ -562,38 +562,6 @@ static int stdin_from_null(void)
 	return 0;
 }
 
-/*
- * Started with fd 0, 1 or 2 closed (`2>&-`), our own descriptors (the
- * loop's epoll and eventfd, the rexecd socket) would land there and the
- * command's output be written into them.  So each closed one is opened on
- * /dev/null first thing, before anything of ours: a closed stdin is an
- * empty one (the command reads EOF), and what the command writes to a
- * closed stdout or stderr is discarded, as it is lost locally (where the
- * write fails with EBADF).  Not close-on-exec: these are our stdio, and
- * rexec-ssh inherits them.  False if one cannot be opened.
- */
-static bool stdio_open(void)
-{
-	for (int fd = 0; fd < 3; fd++) {
-		int n;
-
-		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
-			continue;
-		/* The lowest free number: @fd, since those below it are open. */
-		n = open("/dev/null", O_RDWR);
-		if (n < 0)
-			return false;
-		if (n != fd) {
-			int e = dup2(n, fd);
-
-			close(n);
-			if (e < 0)
-				return false;
-		}
-	}
-	return true;
-}
-
 static int parse_opts(struct opts *o, int argc, char **argv)
 {
 	int c;
@@ -702,9 +670,21 @@ int main(int argc, char **argv)
 	g_autofree char *name = NULL;
 	int rc;
 
-	/* Before anything opens a descriptor of its own. */
-	if (!stdio_open())
+	/*
+	 * Before anything opens a descriptor of its own: a closed stdin is an
+	 * empty one for the command, and what it writes to a closed stdout or
+	 * stderr is discarded, as it is lost locally (where the write fails).
+	 */
+	if (!qt_cli_stdio_open())
 		return REXEC_EXIT_SETUP;
+	/* An empty argv (possible before Linux 5.18): argv[0] is "", as newer kernels make it. */
+	if (argc < 1 || !argv[0]) {
+		static char empty[] = "";
+		static char *no_args[] = {empty, NULL};
+
+		argc = 1;
+		argv = no_args;
+	}
 	fds = rexec_scan_fds(&n_fds);
 	qt_cli_init(argv[0]);
 	qt_log_init(qt_cli_prog());

@@ -11,7 +11,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -391,42 +390,13 @@ out:
 	return rc;
 }
 
-/*
- * Started with fd 0, 1 or 2 closed, a listening socket or a client's
- * connection would land there, and the log lines on stderr would go to a
- * client: each closed one is opened on /dev/null first thing (not
- * close-on-exec: it is our stdio).  False if one cannot be.
- */
-static bool stdio_open(void)
-{
-	for (int fd = 0; fd < 3; fd++) {
-		int n;
-
-		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
-			continue;
-		/* The lowest free number: @fd, since those below it are open. */
-		n = open("/dev/null", O_RDWR);
-		if (n < 0)
-			return false;
-		if (n != fd) {
-			int e = dup2(n, fd);
-
-			close(n);
-			if (e < 0)
-				return false;
-		}
-	}
-	return true;
-}
-
 int main(int argc, char **argv)
 {
 	struct settings s = {0};
 	bool explicit_config = false;
 	int c, rc;
 
-	if (!stdio_open())
-		return QT_EXIT_FAILURE;
+	/* First: a listening socket or a client's connection must not land on a closed 0, 1 or 2. */
 	qt_cli_init(argv[0]);
 	qt_log_init(qt_cli_prog());
 	reset_ignored_signals();

@@ -21,8 +21,11 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "chan.h"
 #include "proto.h"
 #include "rexecd.h"
 
@@ -210,6 +213,52 @@ END_TEST
  * each flag a re-open can use goes out and comes back as itself, and the
  * rest never reaches the re-open, whatever the sender's architecture.
  */
+/*
+ * A file passed with O_NOATIME and re-opened by a process that neither
+ * owns it nor has CAP_FOWNER (a rexecd or rexec not running as root):
+ * open(2) refuses O_NOATIME with EPERM, and the re-open goes on without it.
+ */
+START_TEST(test_fileref_open_noatime_not_owner)
+{
+	g_autofree char *dir = g_dir_make_tmp("test-rexec-XXXXXX", NULL);
+	g_autofree char *path = NULL;
+	int status;
+	pid_t pid;
+
+	ck_assert_ptr_nonnull(dir);
+	path = g_build_filename(dir, "f", NULL);
+	ck_assert(g_file_set_contents(path, "abcdef", -1, NULL));
+	ck_assert_int_eq(chmod(dir, 0755), 0);
+	ck_assert_int_eq(chmod(path, 0644), 0);
+	/* The re-open in a child that gives up root; exit 0 ok, 77 nothing to see, 1 failed. */
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct rexec_fileref f = {.path = path, .offset = 2,
+					  .flags = REXEC_O_RDONLY | REXEC_O_NOATIME};
+		bool denied = true;
+		char buf[8] = {0};
+		int fd;
+
+		if (geteuid() == 0 && (setresgid(65534, 65534, 65534) < 0 ||
+				       setresuid(65534, 65534, 65534) < 0))
+			_exit(1);
+		fd = open(path, O_RDONLY | O_NOATIME);
+		if (fd >= 0 || errno != EPERM)
+			_exit(77); /* owner or CAP_FOWNER here */
+		fd = rexec_fileref_open(&f, false, NULL, &denied);
+		if (fd < 0 || denied || read(fd, buf, sizeof(buf) - 1) != 4 || strcmp(buf, "cdef") != 0)
+			_exit(1);
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_ne(WEXITSTATUS(status), 1);
+}
+END_TEST
+
 START_TEST(test_oflags)
 {
 	static const struct {
@@ -1411,6 +1460,7 @@ int main(void)
 	tcase_add_test(tc, test_data_roundtrip);
 	tcase_add_test(tc, test_signal_names);
 	tcase_add_test(tc, test_oflags);
+	tcase_add_test(tc, test_fileref_open_noatime_not_owner);
 	suite_add_tcase(s, tc);
 
 	tcase_add_test(tm, test_truncated_everywhere);
