@@ -10,8 +10,10 @@
 #include <check.h>
 #include <glib.h>
 #include <pthread.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -98,6 +100,30 @@ START_TEST(test_term_signal_returned)
 }
 END_TEST
 
+/* Started with fd 0 and 2 closed: qt_cli_init() puts /dev/null there before anything else can land. */
+START_TEST(test_closed_stdio_opened)
+{
+	struct stat st, null;
+	int fd;
+
+	ck_assert_int_eq(stat("/dev/null", &null), 0);
+	close(0);
+	close(2);
+	qt_cli_init("test-cli");
+	for (int i = 0; i <= 2; i += 2) {
+		ck_assert_int_eq(fstat(i, &st), 0);
+		ck_assert(S_ISCHR(st.st_mode) && st.st_rdev == null.st_rdev);
+	}
+	/* The next descriptor the program opens is past them. */
+	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	ck_assert_int_gt(fd, 2);
+	close(fd);
+	/* Open ones are left alone. */
+	ck_assert(qt_cli_stdio_open());
+	ck_assert_int_eq(fstat(1, &st), 0);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -107,6 +133,9 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_timeout_through_other_signals);
 	tcase_add_test(tc, test_term_signal_returned);
 	tcase_set_timeout(tc, 30);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("stdio");
+	tcase_add_test(tc, test_closed_stdio_opened);
 	suite_add_tcase(s, tc);
 	return s;
 }
