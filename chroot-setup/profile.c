@@ -195,6 +195,23 @@ static const char *const service_keys[] = {"exec", "restart", "ready", "ready_ti
 static const char *const pseudo_types[] = {"proc", "sysfs", "devtmpfs", "devpts", "tmpfs",
 					   "mqueue", "cgroup2", "devbind", NULL};
 
+bool cs_profile_name_ok(const char *name)
+{
+	if (!name || !*name || strlen(name) > CS_NAME_MAX || !strcmp(name, ".") ||
+	    !strcmp(name, "..") || !g_utf8_validate(name, -1, NULL))
+		return false;
+	for (const char *c = name; *c; c++)
+		if (*c == '/' || (unsigned char)*c < 0x20 || *c == 0x7f)
+			return false;
+	return true;
+}
+
+/* @name for a message: quoted by the caller, with control characters escaped. */
+static char *printable(const char *name)
+{
+	return g_strescape(name ? name : "", NULL);
+}
+
 static int parse_profile_group(struct ctx *c, struct cs_profile *p)
 {
 	const char *g = "profile";
@@ -230,6 +247,12 @@ static int parse_profile_group(struct ctx *c, struct cs_profile *p)
 	{
 		g_autofree char *name = get_str(c, g, "name");
 
+		if (name && !cs_profile_name_ok(name)) {
+			g_autofree char *q = printable(name);
+
+			return fail(c, g, "name", "\"%s\" cannot name a state directory (%s)", q,
+				    CS_NAME_RULE);
+		}
 		if (name) {
 			g_free(p->name);
 			p->name = g_steal_pointer(&name);
@@ -459,9 +482,11 @@ int cs_profile_parse(const char *path, const char *name, const char *data,
 		g_ptr_array_insert(p->steps, 0, s);
 	}
 	g_ptr_array_sort(p->steps, step_cmp);
-	if (!p->name || !*p->name || strchr(p->name, '/')) {
-		fail(&c, "profile", "name", "\"%s\" cannot name a state directory",
-		     p->name ? p->name : "");
+	if (!cs_profile_name_ok(p->name)) {
+		g_autofree char *q = printable(p->name);
+
+		fail(&c, "profile", "name", "none given, and the file name gives \"%s\", which cannot "
+		     "name a state directory (%s); set name=", q, CS_NAME_RULE);
 		goto bad;
 	}
 	*out = g_steal_pointer(&p);

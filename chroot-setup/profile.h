@@ -59,6 +59,15 @@ struct cs_profile {
 };
 
 /*
+ * Can @name be a profile's name, that is the one file name its state
+ * directory, lock and logs are made of: 1 to CS_NAME_MAX bytes of UTF-8,
+ * not "." or "..", no "/" and no control characters.
+ */
+#define CS_NAME_MAX 200
+#define CS_NAME_RULE "a name is one file name: not . or .., no /, no control characters"
+bool cs_profile_name_ok(const char *name);
+
+/*
  * Parse @data (the profile file's text; @path for messages, @name when
  * the profile has no name= of its own).  0 and *out, or -EINVAL with a
  * one-line *msg naming the file, the group and the key.

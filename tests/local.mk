@@ -101,5 +101,6 @@ bench-rexec: rexecd/rexecd rexec/rexec rexec/rexec-ssh
 
 # chroot-setup up/down/status/exec against a real qtfs-server, rexecd and
 # fuse-qtfs, in a private mount namespace (root and /dev/fuse).
-TESTS += tests/cs/test-cs-env.sh tests/cs/test-cs-e2e.sh
-EXTRA_DIST += tests/cs/test-cs-env.sh tests/cs/test-cs-e2e.sh
+# test-cs-safety: the safety rules, with local mounts only (root).
+TESTS += tests/cs/test-cs-env.sh tests/cs/test-cs-e2e.sh tests/cs/test-cs-safety.sh
+EXTRA_DIST += tests/cs/test-cs-env.sh tests/cs/test-cs-e2e.sh tests/cs/test-cs-safety.sh

@@ -131,6 +131,11 @@ static const struct {
 	{"[profile]\nroot=/r\npivot_root=maybe\n", "not true or false"},
 	{"[profile]\nroot=/r\n[qtfs:/x]\nserver=unix:/s\nproc=perhaps\n", "[qtfs:/x] proc:"},
 	{"not a key file at all", "t.conf:"},
+	/* Names that are not one file name: down would remove files outside the state dir. */
+	{"[profile]\nroot=/r\nname=..\n", "[profile] name: \"..\" cannot name a state directory"},
+	{"[profile]\nroot=/r\nname=.\n", "[profile] name: \".\" cannot"},
+	{"[profile]\nroot=/r\nname=a\\tb\n", "[profile] name: \"a\\tb\" cannot"},
+	{"[profile]\nroot=/r\nname=a/b\n", "[profile] name:"},
 };
 
 START_TEST(test_bad_profiles)
@@ -140,6 +145,29 @@ START_TEST(test_bad_profiles)
 	ck_assert_msg(strstr(msg, bads[_i].needle), "message \"%s\" lacks \"%s\"", msg,
 		      bads[_i].needle);
 	ck_assert_msg(g_str_has_prefix(msg, "t.conf"), "message \"%s\" does not name the file", msg);
+}
+END_TEST
+
+/* Without name=, the file name is the name: "...conf" gives "..", refused. */
+START_TEST(test_bad_name_from_file)
+{
+	struct cs_profile *p = NULL;
+	g_autofree char *msg = NULL;
+
+	ck_assert_int_eq(cs_profile_parse("/x/...conf", "..", "[profile]\nroot=/r\n", &p, &msg),
+			 -EINVAL);
+	ck_assert_ptr_null(p);
+	ck_assert_msg(strstr(msg, "/x/...conf: [profile] name: none given, and the file name gives "
+			     "\"..\"") && strstr(msg, "set name="), "message: %s", msg);
+	g_clear_pointer(&msg, g_free);
+	ck_assert_int_eq(cs_profile_parse("/x/...conf", "..", "[profile]\nroot=/r\nname=ok\n", &p,
+					  &msg), 0);
+	ck_assert_str_eq(p->name, "ok");
+	cs_profile_free(p);
+	ck_assert(cs_profile_name_ok("container-offload"));
+	ck_assert(!cs_profile_name_ok(""));
+	ck_assert(!cs_profile_name_ok("a\x7f"));
+	ck_assert(!cs_profile_name_ok("\xff"));
 }
 END_TEST
 
@@ -220,6 +248,7 @@ int main(void)
 
 	tcase_add_test(t, test_full_plan_order);
 	tcase_add_loop_test(t, test_bad_profiles, 0, G_N_ELEMENTS(bads));
+	tcase_add_test(t, test_bad_name_from_file);
 	tcase_add_test(t, test_load_by_name_and_check_host);
 	tcase_add_loop_test(t, test_example_profiles, 0, 2);
 	suite_add_tcase(s, t);

@@ -1,0 +1,69 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# chroot-setup's safety rules, each against a way of getting it wrong that
+# was seen: a profile name that is not one file name, mounts that leave
+# the root, ups and downs running at once, a rollback that cannot finish,
+# what a service inherits, state and status that lie.  Only local mounts
+# (tmpfs, binds; a stand-in for fuse-qtfs), no daemons.  The script re-runs
+# itself in a private mount namespace, and every mount it makes is under
+# its temp dir.  Needs root (77 otherwise).
+
+set -u
+
+top=$(cd "${top_builddir:-.}" && pwd)
+if [ "$(id -u)" -ne 0 ]; then
+	echo "SKIP: needs root"
+	exit 77
+fi
+if [ -z "${CS_SAFETY_IN_NS:-}" ]; then
+	CS_SAFETY_IN_NS=1 exec unshare -m --propagation private sh "$0" "$@"
+fi
+
+CS=$top/chroot-setup/chroot-setup
+T=$(mktemp -d /tmp/cs-safety.XXXXXX)
+chmod 755 "$T"
+export CHROOT_SETUP_STATE_DIR="$T/state"
+failures=0
+cleanup() {
+	for s in "$T"/state/*/*.status; do
+		[ -f "$s" ] && kill -KILL "-$(cut -d' ' -f2 "$s")" 2>/dev/null
+	done
+	pkill -KILL -f "cs-safety-svc-$$" 2>/dev/null
+	for m in $(grep " $T/" /proc/self/mountinfo | cut -d' ' -f5 | sort -r); do
+		umount -l "$m" 2>/dev/null
+	done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' HUP INT TERM
+# ok, fail, check.
+. "$(dirname "$0")/../check-env.sh"
+mounts_under() { grep -c " $1[/ ]" /proc/self/mountinfo; }
+
+# 1. A profile named ".." would put its state directory at the state base's
+# parent, and down would empty that.
+mkdir -p "$T/state" "$T/r1"
+echo precious >"$T/precious"
+printf '[profile]\nname=..\nroot=%s/r1\n[mount:/a]\ntype=tmpfs\n' "$T" >"$T/dotdot.conf"
+out=$("$CS" check "$T/dotdot.conf" 2>&1)
+check "check refuses name=.. naming the file and key ($out)" \
+	sh -c "echo '$out' | grep -qF '$T/dotdot.conf: [profile] name: \"..\" cannot name'"
+"$CS" up "$T/dotdot.conf" >/dev/null 2>&1
+rc=$?
+check "up refuses name=.. (exit $rc) and mounts nothing" [ $rc -ne 0 ] && [ "$(mounts_under "$T/r1")" -eq 0 ]
+"$CS" down "$T/dotdot.conf" >/dev/null 2>&1
+check "down with name=.. removes nothing outside the state dir" [ -f "$T/precious" ]
+printf '[profile]\nroot=%s/r1\n[mount:/a]\ntype=tmpfs\n' "$T" >"$T/...conf"
+"$CS" up "$T/...conf" >"$T/out" 2>&1
+check "a file ...conf without name= is refused ($(cat "$T/out"))" \
+	grep -qF 'the file name gives ".."' "$T/out"
+"$CS" down "$T/...conf" >/dev/null 2>&1
+check "... and down with it removes nothing either" [ -f "$T/precious" ]
+umount "$T/r1/a" 2>/dev/null
+
+if [ $failures -ne 0 ]; then
+	echo "$failures check(s) failed" >&2
+	exit 1
+fi
+echo "ok: chroot-setup safety"
