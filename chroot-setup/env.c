@@ -253,6 +253,24 @@ static int run_wait(char **argv)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/*
+ * After a bind: make the new mount (and those under it) a slave of the
+ * source's peer group.  A bind of a shared mount (/ on a systemd host) is
+ * a peer of its source, so every mount made under it later (fuse-qtfs
+ * over root/proc...) would appear in the source too: on the DPU's own
+ * tree.  As a slave, mounts made in the source still arrive (a USB stick
+ * mounted on the DPU shows in the root), and nothing goes back.  On a
+ * private source this changes nothing.
+ */
+static int bind_private(const char *src, const char *at)
+{
+	if (mount(src, at, NULL, MS_BIND | MS_REC, NULL) < 0)
+		return -errno;
+	if (mount(NULL, at, NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		return -errno;
+	return 0;
+}
+
 static int step_mount(const struct cs_profile *p, const struct cs_step *s, const char *at,
 		      const struct cs_env_opts *o, struct journal *j)
 {
@@ -266,16 +284,24 @@ static int step_mount(const struct cs_profile *p, const struct cs_step *s, const
 	switch (s->kind) {
 	case CS_ROOT_BIND:
 	case CS_BIND:
-		if (mount(s->source, at, NULL, MS_BIND | MS_REC, NULL) < 0)
+		if ((err = bind_private(s->source, at)) < 0) {
+			if (is_mounted(at))
+				journal_add(j, "mount", at, NULL, 0, 0);
+			errno = -err;
 			goto fail;
+		}
 		journal_add(j, "mount", at, NULL, 0, 0);
 		if (s->ro && mount(NULL, at, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) < 0)
 			goto fail;
 		return 0;
 	case CS_PSEUDO:
 		if (strcmp(s->fstype, "devbind") == 0) {
-			if (mount("/dev", at, NULL, MS_BIND | MS_REC, NULL) < 0)
+			if ((err = bind_private("/dev", at)) < 0) {
+				if (is_mounted(at))
+					journal_add(j, "mount", at, NULL, 0, 0);
+				errno = -err;
 				goto fail;
+			}
 		} else {
 			if (s->ro)
 				fl |= MS_RDONLY;

@@ -62,6 +62,22 @@ check "a file ...conf without name= is refused ($(cat "$T/out"))" \
 check "... and down with it removes nothing either" [ -f "$T/precious" ]
 umount "$T/r1/a" 2>/dev/null
 
+# 2. root_from= a shared mount (/ on a systemd host): the mounts made under
+# the root must not appear in the source.
+mkdir -p "$T/src2" "$T/r2"
+mount -t tmpfs src2 "$T/src2" && mount --make-shared "$T/src2"
+mkdir -p "$T/src2/data" "$T/src2/later"
+printf '[profile]\nname=s2\nroot=%s/r2\nroot_from=%s/src2\n[mount:/data]\ntype=tmpfs\n' \
+	"$T" "$T" >"$T/s2.conf"
+"$CS" up "$T/s2.conf" >"$T/out" 2>&1
+check "up with a shared root_from ($(tail -n 1 "$T/out"))" is_mounted "$T/r2/data"
+check "... the mount in the root does not appear in the source" sh -c "! grep -q ' $T/src2/data ' /proc/self/mountinfo"
+mount -t tmpfs later "$T/src2/later"
+check "... a mount made in the source later arrives in the root (slave)" is_mounted "$T/r2/later"
+"$CS" down "$T/s2.conf" >/dev/null 2>&1
+umount "$T/src2/later" "$T/src2"
+check "... down leaves nothing mounted" [ "$(mounts_under "$T/r2")" -eq 0 ]
+
 if [ $failures -ne 0 ]; then
 	echo "$failures check(s) failed" >&2
 	exit 1
