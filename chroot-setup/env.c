@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -271,6 +272,33 @@ static int bind_private(const char *src, const char *at)
 	return 0;
 }
 
+/*
+ * Make the bind at @at read-only.  A remount of a bind sets every
+ * per-mount flag it is given and clears the others, and the kernel
+ * refuses (EPERM) or, worse, silently drops nosuid, nodev, noexec and the
+ * atime flags the source was mounted with: a read-only bind of a noexec
+ * directory would become executable.  So the flags the bind has are
+ * carried over.
+ */
+static int bind_read_only(const char *at)
+{
+	static const struct {
+		unsigned long st, ms;
+	} keep[] = {
+		{ST_NOSUID, MS_NOSUID},	    {ST_NODEV, MS_NODEV},	    {ST_NOEXEC, MS_NOEXEC},
+		{ST_NOATIME, MS_NOATIME}, {ST_NODIRATIME, MS_NODIRATIME}, {ST_RELATIME, MS_RELATIME},
+	};
+	unsigned long fl = MS_BIND | MS_REMOUNT | MS_RDONLY;
+	struct statvfs sv;
+
+	if (statvfs(at, &sv) < 0)
+		return -errno;
+	for (size_t i = 0; i < G_N_ELEMENTS(keep); i++)
+		if (sv.f_flag & keep[i].st)
+			fl |= keep[i].ms;
+	return mount(NULL, at, NULL, fl, NULL) < 0 ? -errno : 0;
+}
+
 static int step_mount(const struct cs_profile *p, const struct cs_step *s, const char *at,
 		      const struct cs_env_opts *o, struct journal *j)
 {
@@ -291,8 +319,10 @@ static int step_mount(const struct cs_profile *p, const struct cs_step *s, const
 			goto fail;
 		}
 		journal_add(j, "mount", at, NULL, 0, 0);
-		if (s->ro && mount(NULL, at, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) < 0)
+		if (s->ro && (err = bind_read_only(at)) < 0) {
+			errno = -err;
 			goto fail;
+		}
 		return 0;
 	case CS_PSEUDO:
 		if (strcmp(s->fstype, "devbind") == 0) {
