@@ -25,6 +25,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -35,6 +37,8 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <linux/openat2.h>
 
 #include "cli.h"
 #include "env.h"
@@ -180,6 +184,17 @@ static void journal_add(struct journal *j, const char *kind, const char *path, c
 	g_ptr_array_add(j->recs, r);
 }
 
+/* Where a journaled path really leads, when that is somewhere else: a symlink on the way. */
+static char *leads_elsewhere(const char *path)
+{
+	char *real = realpath(path, NULL);
+
+	if (real && strcmp(real, path) != 0)
+		return real;
+	free(real);
+	return NULL;
+}
+
 /* Undo @recs in reverse.  Returns the number of things it could not undo. */
 static unsigned undo(GPtrArray *recs)
 {
@@ -191,6 +206,16 @@ static unsigned undo(GPtrArray *recs)
 		struct rec *r = g_ptr_array_index(recs, i);
 
 		if (strcmp(r->kind, "mount") == 0) {
+			g_autofree char *real = NULL;
+
+			if (!g_hash_table_contains(mounts, r->path) &&
+			    (real = leads_elsewhere(r->path))) {
+				fprintf(stderr, "%s: cannot find the mount at %s: the path leads to %s "
+					"(a symlink on the way); not unmounting anything there\n",
+					qt_cli_prog(), r->path, real);
+				left++;
+				continue;
+			}
 			if (!g_hash_table_contains(mounts, r->path))
 				continue;
 			if (umount2(r->path, 0) == 0) {
@@ -239,6 +264,87 @@ static int mkdir_p(const char *path)
 	return g_mkdir_with_parents(path, 0755) < 0 ? -errno : 0;
 }
 
+/* One component @name of the directory @dir, never through a symlink: an fd or -errno. */
+static int open_dir_at(int dir, const char *name)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH,
+	};
+	long fd = syscall(SYS_openat2, dir, name, &how, sizeof(how));
+
+	return fd < 0 ? -errno : (int)fd;
+}
+
+/*
+ * The directory @rel (a canonical path inside the root, "/" for the root
+ * itself) under the canonical @root, made (0755) where missing, one
+ * component at a time and never through a symlink: an O_PATH fd of it, or
+ * -errno after a message naming @section and the component at fault.  A
+ * symlink on the way would put the mount (or shim, or socket) outside the
+ * root, or where the journal does not say (/var/run -> /run), so that
+ * down could not find it.
+ */
+static int open_beneath(const char *root, const char *rel, const char *section)
+{
+	g_auto(GStrv) parts = g_strsplit(rel, "/", -1);
+	g_autoptr(GString) at = g_string_new(root);
+	int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC), next, err;
+
+	if (fd < 0) {
+		err = -errno;
+		fprintf(stderr, "%s: [%s]: cannot open the root %s: %s\n", qt_cli_prog(), section,
+			root, g_strerror(-err));
+		return err;
+	}
+	for (char **c = parts; *c; c++) {
+		if (!**c)
+			continue;
+		g_string_append_printf(at, "/%s", *c);
+		next = open_dir_at(fd, *c);
+		if (next == -ENOENT && mkdirat(fd, *c, 0755) < 0 && errno != EEXIST)
+			next = -errno;
+		else if (next == -ENOENT)
+			next = open_dir_at(fd, *c);
+		close(fd);
+		if (next < 0) {
+			g_autofree char *to = g_file_read_link(at->str, NULL);
+
+			if (to)
+				fprintf(stderr, "%s: [%s]: %s is a symlink (to %s): a target may not go "
+					"through one; give the path without it\n", qt_cli_prog(),
+					section, at->str, to);
+			else
+				fprintf(stderr, "%s: [%s]: cannot create %s: %s\n", qt_cli_prog(),
+					section, at->str, g_strerror(-next));
+			return to ? -ELOOP : next;
+		}
+		fd = next;
+	}
+	return fd;
+}
+
+/* "/proc/self/fd/N", which mount(2) takes for the directory @fd is open on. */
+static char *fd_path(int fd)
+{
+	return g_strdup_printf("/proc/self/fd/%d", fd);
+}
+
+int cs_resolve_root(struct cs_profile *p, bool create)
+{
+	char *real;
+
+	if (create && mkdir_p(p->root) < 0)
+		return -errno;
+	real = realpath(p->root, NULL);
+	if (!real)
+		return -errno;
+	g_free(p->root);
+	p->root = g_strdup(real);
+	free(real);
+	return 0;
+}
+
 /* Run a program to completion; its exit status, or -errno. */
 static int run_wait(char **argv)
 {
@@ -263,9 +369,9 @@ static int run_wait(char **argv)
  * mounted on the DPU shows in the root), and nothing goes back.  On a
  * private source this changes nothing.
  */
-static int bind_private(const char *src, const char *at)
+static int bind_private(const char *src, const char *here, const char *at)
 {
-	if (mount(src, at, NULL, MS_BIND | MS_REC, NULL) < 0)
+	if (mount(src, here, NULL, MS_BIND | MS_REC, NULL) < 0)
 		return -errno;
 	if (mount(NULL, at, NULL, MS_REC | MS_SLAVE, NULL) < 0)
 		return -errno;
@@ -299,20 +405,34 @@ static int bind_read_only(const char *at)
 	return mount(NULL, at, NULL, fl, NULL) < 0 ? -errno : 0;
 }
 
+static int mount_at(const struct cs_profile *p, const struct cs_step *s, const char *at,
+		    const char *here, const struct cs_env_opts *o, struct journal *j);
+
 static int step_mount(const struct cs_profile *p, const struct cs_step *s, const char *at,
 		      const struct cs_env_opts *o, struct journal *j)
+{
+	g_autofree char *here = NULL;
+	int err, dfd = open_beneath(p->root, s->target, s->section);
+
+	if (dfd < 0)
+		return dfd;
+	/* Mount on the directory just checked, not on a path looked up again. */
+	here = fd_path(dfd);
+	err = mount_at(p, s, at, here, o, j);
+	close(dfd);
+	return err;
+}
+
+static int mount_at(const struct cs_profile *p, const struct cs_step *s, const char *at,
+		    const char *here, const struct cs_env_opts *o, struct journal *j)
 {
 	unsigned long fl = 0;
 	int err;
 
-	if ((err = mkdir_p(at)) < 0) {
-		fprintf(stderr, "%s: cannot create %s: %s\n", qt_cli_prog(), at, g_strerror(-err));
-		return err;
-	}
 	switch (s->kind) {
 	case CS_ROOT_BIND:
 	case CS_BIND:
-		if ((err = bind_private(s->source, at)) < 0) {
+		if ((err = bind_private(s->source, here, at)) < 0) {
 			if (is_mounted(at))
 				journal_add(j, "mount", at, NULL, 0, 0);
 			errno = -err;
@@ -326,7 +446,7 @@ static int step_mount(const struct cs_profile *p, const struct cs_step *s, const
 		return 0;
 	case CS_PSEUDO:
 		if (strcmp(s->fstype, "devbind") == 0) {
-			if ((err = bind_private("/dev", at)) < 0) {
+			if ((err = bind_private("/dev", here, at)) < 0) {
 				if (is_mounted(at))
 					journal_add(j, "mount", at, NULL, 0, 0);
 				errno = -err;
@@ -337,7 +457,7 @@ static int step_mount(const struct cs_profile *p, const struct cs_step *s, const
 				fl |= MS_RDONLY;
 			if (strcmp(s->fstype, "proc") == 0 || strcmp(s->fstype, "sysfs") == 0)
 				fl |= MS_NOSUID | MS_NODEV | MS_NOEXEC;
-			if (mount(s->fstype, at, s->fstype, fl, s->options) < 0)
+			if (mount(s->fstype, here, s->fstype, fl, s->options) < 0)
 				goto fail;
 		}
 		journal_add(j, "mount", at, NULL, 0, 0);
@@ -371,18 +491,21 @@ static int step_mount(const struct cs_profile *p, const struct cs_step *s, const
 		g_ptr_array_add(av, NULL);
 		rc = run_wait((char **)av->pdata);
 		g_ptr_array_free(av, TRUE);
+		if (rc == 0 || is_mounted(at))
+			journal_add(j, "mount", at, NULL, 0, 0); /* the rollback looks for it */
 		if (rc != 0 || !is_mounted(at)) {
-			fprintf(stderr, "%s: [%s]: fuse-qtfs could not mount %s at %s (exit %d)\n",
-				qt_cli_prog(), s->section, uri, at, rc);
+			fprintf(stderr, "%s: [%s]: fuse-qtfs could not mount %s at %s (exit %d%s)\n",
+				qt_cli_prog(), s->section, uri, at, rc,
+				rc == 0 ? ", and the mount is not there" : "");
 			return -EIO;
 		}
-		journal_add(j, "mount", at, NULL, 0, 0);
 		return 0;
 	}
 	default:
 		break;
 	}
 	(void)p;
+	(void)here;
 	return 0;
 fail:
 	err = -errno;
@@ -394,19 +517,29 @@ fail:
 static int step_shim(const struct cs_profile *p, const struct cs_step *s, const char *at,
 		     struct journal *j)
 {
-	g_autofree char *dir = g_path_get_dirname(at), *old = g_file_read_link(at, NULL);
-	int err;
+	g_autofree char *dir = g_path_get_dirname(s->target), *base = g_path_get_basename(at);
+	char old[PATH_MAX];
+	ssize_t n;
+	int err = 0, dfd = open_beneath(p->root, dir, s->section);
 
-	if (old && strcmp(old, p->rexec_binary) == 0)
-		return 0; /* already there, and not ours to remove later */
-	if ((err = mkdir_p(dir)) < 0 || symlink(p->rexec_binary, at) < 0) {
-		err = err ? err : -errno;
+	if (dfd < 0)
+		return dfd;
+	n = readlinkat(dfd, base, old, sizeof(old) - 1);
+	if (n >= 0) {
+		old[n] = '\0';
+		if (strcmp(old, p->rexec_binary) == 0)
+			goto out; /* already there, and not ours to remove later */
+	}
+	if (symlinkat(p->rexec_binary, dfd, base) < 0) {
+		err = -errno;
 		fprintf(stderr, "%s: [%s]: cannot create %s: %s\n", qt_cli_prog(), s->section, at,
 			g_strerror(-err));
-		return err;
+		goto out;
 	}
 	journal_add(j, "link", at, p->rexec_binary, 0, 0);
-	return 0;
+out:
+	close(dfd);
+	return err;
 }
 
 /*
@@ -503,13 +636,14 @@ static int supervised(const struct cs_step *s, struct cs_supervise *sv, const ch
 	return wait_ready(s, ready, ready_timeout, sv->status, sv->log);
 }
 
-static int step_forward(const struct cs_step *s, const char *at, const struct cs_env_opts *o,
+static int step_forward(const char *root, const struct cs_step *s, const char *at,
+			const struct cs_env_opts *o,
 			const char *sdir, unsigned idx, struct journal *j)
 {
 	g_autofree char *log = g_strdup_printf("%s/forward-%u.log", sdir, idx);
 	g_autofree char *status = g_strdup_printf("%s/forward-%u.status", sdir, idx);
 	g_autofree char *name = g_strdup_printf("forward-%u", idx);
-	g_autofree char *dir = g_path_get_dirname(at);
+	g_autofree char *dir = g_path_get_dirname(s->target);
 	g_autoptr(GPtrArray) av = g_ptr_array_new();
 	struct cs_supervise sv = {
 		.name = name,
@@ -518,12 +652,11 @@ static int step_forward(const struct cs_step *s, const char *at, const struct cs
 		.log = log,
 		.status = status,
 	};
-	int err;
+	int dfd = open_beneath(root, dir, s->section);
 
-	if ((err = mkdir_p(dir)) < 0) {
-		fprintf(stderr, "%s: cannot create %s: %s\n", qt_cli_prog(), dir, g_strerror(-err));
-		return err;
-	}
+	if (dfd < 0)
+		return dfd;
+	close(dfd);
 	g_ptr_array_add(av, (char *)o->rexec);
 	g_ptr_array_add(av, (char *)"forward-unix");
 	g_ptr_array_add(av, (char *)"-H");
@@ -619,7 +752,7 @@ int cs_up(const struct cs_profile *p, const struct cs_env_opts *o)
 			err = step_shim(p, s, at, &j);
 			break;
 		case CS_FORWARD:
-			err = step_forward(s, at, o, sdir, i, &j);
+			err = step_forward(p->root, s, at, o, sdir, i, &j);
 			break;
 		case CS_SERVICE:
 			err = step_service(p, s, sdir, &j);

@@ -16,6 +16,12 @@ struct cs_env_opts {
 	const char *rexec;	/* the rexec program, for forwards */
 };
 
+/*
+ * Make p->root canonical (realpath: no symlink in it), creating it first
+ * when @create; 0 or -errno.  Every path up journals is under it.
+ */
+int cs_resolve_root(struct cs_profile *p, bool create);
+
 /* Each returns the exit status, having printed what it did and one line per failure. */
 int cs_up(const struct cs_profile *p, const struct cs_env_opts *o);
 int cs_down(const struct cs_profile *p, const struct cs_env_opts *o);

@@ -108,12 +108,18 @@ static int do_env(const char *cmd, const char *profile, bool json, char **rest)
 		.fuse_qtfs = env_or("FUSE_QTFS", "fuse-qtfs"),
 		.rexec = env_or("REXEC", "rexec"),
 	};
+	int err;
 
 	if (strcmp(cmd, "exec") == 0 && !rest[0])
 		return qt_cli_usage_error("exec: missing CMD");
 	if (cs_profile_load(profile, PROFILE_DIR, &p, &msg) < 0)
 		return qt_cli_fail("%s", msg);
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* The root as the journal has it; status and exec only read it. */
+	err = cs_resolve_root(p, strcmp(cmd, "up") == 0);
+	if (err < 0 && strcmp(cmd, "up") == 0)
+		return qt_cli_fail("%s: [profile] root: cannot create %s: %s", p->path, p->root,
+				   g_strerror(-err));
 	if (strcmp(cmd, "up") == 0)
 		return cs_up(p, &o);
 	if (strcmp(cmd, "down") == 0)

@@ -89,6 +89,43 @@ check "a read-only bind of a nosuid,nodev,noexec mount keeps them ($opts)" \
 "$CS" down "$T/s3.conf" >/dev/null 2>&1
 umount "$T/src3"
 
+# 4. Symlinks: a target through one would land outside the root (or where
+# the journal does not say, and down would not find it).
+mkdir -p "$T/r4" "$T/outside" "$T/real4/root"
+ln -s "$T/outside" "$T/r4/escape"
+printf '[profile]\nname=s4\nroot=%s/r4\n[mount:/escape/t]\ntype=tmpfs\n' "$T" >"$T/s4.conf"
+"$CS" up "$T/s4.conf" >"$T/out" 2>&1
+rc=$?
+check "up refuses a target through a symlink (exit $rc: $(tail -n 2 "$T/out" | head -n 1))" \
+	sh -c "[ $rc -ne 0 ] && grep -qF '[mount:/escape/t]: $T/r4/escape is a symlink' '$T/out'"
+check "... and mounts nothing outside the root" [ "$(mounts_under "$T/outside")" -eq 0 ]
+printf '[profile]\nname=s4s\nroot=%s/r4\nrexec_host=unix:/nowhere\nrexec_binary=/bin/rexec\n[shim:x]\ndir=/escape\n' \
+	"$T" >"$T/s4s.conf"
+"$CS" up "$T/s4s.conf" >"$T/out" 2>&1
+check "up refuses a shim through a symlink ($(head -n 3 "$T/out" | tail -n 1))" \
+	sh -c "grep -qF '$T/r4/escape is a symlink' '$T/out' && [ ! -L '$T/outside/x' ]"
+# A root given through a symlink: the journal has the real path, up twice
+# says already up, down unmounts.
+ln -s "$T/real4" "$T/link4"
+printf '[profile]\nname=s4r\nroot=%s/link4/root\n[mount:/tmp]\ntype=tmpfs\n' "$T" >"$T/s4r.conf"
+"$CS" up "$T/s4r.conf" >/dev/null 2>&1
+check "up with a root through a symlink journals the real path" \
+	grep -q "^mount	$T/real4/root/tmp\$" "$T/state/s4r/state"
+out=$("$CS" up "$T/s4r.conf" 2>&1)
+check "... up again says already up ($out)" sh -c "echo '$out' | grep -q 'already up'"
+"$CS" down "$T/s4r.conf" >/dev/null 2>&1
+check "... down unmounts it" [ "$(mounts_under "$T/real4")" -eq 0 ]
+# A journal (from before) whose path leads elsewhere: down says so and keeps the state.
+mkdir -p "$T/state/s4j" "$T/outside/t"
+mount -t tmpfs s4j "$T/outside/t"
+printf 'mount\t%s/r4/escape/t\nup\n' "$T" >"$T/state/s4j/state"
+printf '[profile]\nname=s4j\nroot=%s/r4\n' "$T" >"$T/s4j.conf"
+"$CS" down "$T/s4j.conf" >"$T/out" 2>&1
+rc=$?
+check "down on a journal path through a symlink fails and names it (exit $rc: $(cat "$T/out"))" \
+	sh -c "[ $rc -ne 0 ] && grep -qF 'cannot find the mount at $T/r4/escape/t' '$T/out' && [ -f '$T/state/s4j/state' ]"
+umount "$T/outside/t"
+
 if [ $failures -ne 0 ]; then
 	echo "$failures check(s) failed" >&2
 	exit 1
