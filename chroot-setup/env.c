@@ -31,6 +31,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -708,7 +709,64 @@ static bool journal_live(GPtrArray *recs, char **gone)
 	return true;
 }
 
+/*
+ * Take the profile's lock, STATE/NAME.lock (next to the state directory,
+ * which down removes; the lock file stays), for the whole of an up or a
+ * down: two at once would both read an empty journal and mount everything
+ * twice.  A second one waits for the first, saying so.  The fd, or -1
+ * after a message.  (Supervisors and fuse-qtfs do not keep it: O_CLOEXEC,
+ * and a supervisor closes what it inherits.)
+ */
+static int lock_profile(const char *name, const struct cs_env_opts *o)
+{
+	g_autofree char *file = g_strdup_printf("%s/%s.lock", o->state_base, name);
+	int fd;
+
+	if (mkdir_p(o->state_base) < 0 ||
+	    (fd = open(file, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0) {
+		fprintf(stderr, "%s: cannot open the lock %s: %s\n", qt_cli_prog(), file,
+			g_strerror(errno));
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return fd;
+	if (errno == EWOULDBLOCK) {
+		fprintf(stderr, "%s: %s: another up or down is running (it holds %s); waiting for it\n",
+			qt_cli_prog(), name, file);
+		if (flock(fd, LOCK_EX) == 0)
+			return fd;
+	}
+	fprintf(stderr, "%s: cannot lock %s: %s\n", qt_cli_prog(), file, g_strerror(errno));
+	close(fd);
+	return -1;
+}
+
+static int up_locked(const struct cs_profile *p, const struct cs_env_opts *o);
+static int down_locked(const char *name, const struct cs_env_opts *o);
+
 int cs_up(const struct cs_profile *p, const struct cs_env_opts *o)
+{
+	int fd = lock_profile(p->name, o), rc;
+
+	if (fd < 0)
+		return QT_EXIT_FAILURE;
+	rc = up_locked(p, o);
+	close(fd);
+	return rc;
+}
+
+int cs_down(const struct cs_profile *p, const struct cs_env_opts *o)
+{
+	int fd = lock_profile(p->name, o), rc;
+
+	if (fd < 0)
+		return QT_EXIT_FAILURE;
+	rc = down_locked(p->name, o);
+	close(fd);
+	return rc;
+}
+
+static int up_locked(const struct cs_profile *p, const struct cs_env_opts *o)
 {
 	g_autofree char *sdir = state_dir(p, o), *file = g_build_filename(sdir, "state", NULL);
 	struct journal j = {.fd = -1};
@@ -776,19 +834,20 @@ int cs_up(const struct cs_profile *p, const struct cs_env_opts *o)
 	return 0;
 }
 
-int cs_down(const struct cs_profile *p, const struct cs_env_opts *o)
+static int down_locked(const char *name, const struct cs_env_opts *o)
 {
-	g_autofree char *sdir = state_dir(p, o), *file = g_build_filename(sdir, "state", NULL);
+	g_autofree char *sdir = g_build_filename(o->state_base, name, NULL);
+	g_autofree char *file = g_build_filename(sdir, "state", NULL);
 	g_autoptr(GPtrArray) recs = NULL;
 	bool complete;
 	unsigned left;
 
 	if (!g_file_test(file, G_FILE_TEST_EXISTS)) {
-		printf("%s is not up: nothing to do\n", p->name);
+		printf("%s is not up: nothing to do\n", name);
 		return 0;
 	}
 	recs = read_journal(file, &complete);
-	printf("down %s\n", p->name);
+	printf("down %s\n", name);
 	left = undo(recs);
 	if (left) {
 		fprintf(stderr, "%s: %u things could not be undone; the state stays in %s\n",
@@ -796,7 +855,7 @@ int cs_down(const struct cs_profile *p, const struct cs_env_opts *o)
 		return QT_EXIT_FAILURE;
 	}
 	remove_state(sdir);
-	printf("%s is down\n", p->name);
+	printf("%s is down\n", name);
 	return 0;
 }
 

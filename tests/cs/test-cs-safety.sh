@@ -126,6 +126,29 @@ check "down on a journal path through a symlink fails and names it (exit $rc: $(
 	sh -c "[ $rc -ne 0 ] && grep -qF 'cannot find the mount at $T/r4/escape/t' '$T/out' && [ -f '$T/state/s4j/state' ]"
 umount "$T/outside/t"
 
+# 5. Two ups at once (and a down): one waits for the other.
+mkdir -p "$T/r5"
+printf '[profile]\nname=s5\nroot=%s/r5\n' "$T" >"$T/s5.conf"
+for m in a b c d e f g h; do printf '[mount:/%s]\ntype=tmpfs\n' $m >>"$T/s5.conf"; done
+bad=
+for i in $(seq 10); do
+	"$CS" up "$T/s5.conf" >"$T/a.out" 2>&1 &
+	a=$!
+	"$CS" up "$T/s5.conf" >"$T/b.out" 2>&1 &
+	b=$!
+	wait $a
+	ra=$?
+	wait $b
+	rb=$?
+	n=$(mounts_under "$T/r5")
+	[ $ra -eq 0 ] && [ $rb -eq 0 ] && [ "$n" -eq 8 ] || bad="$bad $i:$ra/$rb/$n"
+	"$CS" down "$T/s5.conf" >/dev/null 2>&1
+	n=$(mounts_under "$T/r5")
+	[ "$n" -eq 0 ] || bad="$bad $i:down/$n"
+	for m in $(grep " $T/r5/" /proc/self/mountinfo | cut -d' ' -f5); do umount "$m"; done
+done
+check "two ups at once mount once, and down leaves nothing (up/up/mounts:$bad)" [ -z "$bad" ]
+
 if [ $failures -ne 0 ]; then
 	echo "$failures check(s) failed" >&2
 	exit 1
