@@ -819,11 +819,20 @@ static int up_locked(const struct cs_profile *p, const struct cs_env_opts *o)
 		printf("  %2u. %s%s\n", i + 1, d, err ? "  FAILED" : "");
 	}
 	if (err) {
+		unsigned left;
+
 		fprintf(stderr, "%s: up %s failed; undoing what was done\n", qt_cli_prog(), p->name);
-		undo(j.recs);
+		left = undo(j.recs);
 		close(j.fd);
-		remove_state(sdir);
 		g_ptr_array_unref(j.recs);
+		/* What the rollback could not undo stays in the journal, for down. */
+		if (left) {
+			fprintf(stderr, "%s: %u things could not be undone; the state stays in %s: "
+				"run '%s down %s' once they are dealt with\n", qt_cli_prog(), left,
+				sdir, qt_cli_prog(), p->path);
+			return QT_EXIT_FAILURE;
+		}
+		remove_state(sdir);
 		return QT_EXIT_FAILURE;
 	}
 	if (write(j.fd, "up\n", 3) < 0 || fsync(j.fd) < 0)

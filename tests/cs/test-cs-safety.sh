@@ -40,6 +40,20 @@ trap 'exit 1' HUP INT TERM
 # ok, fail, check.
 . "$(dirname "$0")/../check-env.sh"
 mounts_under() { grep -c " $1[/ ]" /proc/self/mountinfo; }
+# A root DIR where services can run: /usr bound, bin, sbin, lib, lib64 as
+# on this machine (symlinks into /usr, or binds).  Prints the profile lines.
+svc_root() {
+	mkdir -p "$1"
+	echo "[bind:/usr]"
+	echo "ro=true"
+	for d in bin sbin lib lib64; do
+		if [ -L "/$d" ]; then
+			ln -sfn "$(readlink "/$d")" "$1/$d"
+		elif [ -d "/$d" ]; then
+			echo "[bind:/$d]"
+		fi
+	done
+}
 
 # 1. A profile named ".." would put its state directory at the state base's
 # parent, and down would empty that.
@@ -148,6 +162,24 @@ for i in $(seq 10); do
 	for m in $(grep " $T/r5/" /proc/self/mountinfo | cut -d' ' -f5); do umount "$m"; done
 done
 check "two ups at once mount once, and down leaves nothing (up/up/mounts:$bad)" [ -z "$bad" ]
+
+# 6. A failed up whose rollback cannot undo everything keeps the state (and
+# says what is left), as down does.  The service breaks its own mount point
+# (unmounts it and puts a symlink there), then fails.
+{
+	printf '[profile]\nname=s6\nroot=%s/r6\n[mount:/m]\ntype=tmpfs\n' "$T"
+	svc_root "$T/r6"
+	printf '[service:breaker]\nexec=/bin/sh -c "umount /m && rmdir /m && ln -s / /m; exit 3"\n'
+} >"$T/s6.conf"
+"$CS" up "$T/s6.conf" >"$T/out" 2>&1
+rc=$?
+check "a failed up with something left over fails (exit $rc)" [ $rc -ne 0 ]
+check "... names what is left and keeps the state ($(tail -n 1 "$T/out"))" \
+	sh -c "grep -qF 'cannot find the mount at $T/r6/m' '$T/out' && grep -q 'state stays in' '$T/out' && [ -f '$T/state/s6/state' ]"
+rm -f "$T/r6/m"
+"$CS" down "$T/s6.conf" >"$T/out" 2>&1
+check "... down finishes once it is dealt with ($(tail -n 1 "$T/out"))" \
+	sh -c "[ ! -e '$T/state/s6' ] && [ $(mounts_under "$T/r6") -eq 0 ]"
 
 if [ $failures -ne 0 ]; then
 	echo "$failures check(s) failed" >&2
