@@ -755,13 +755,13 @@ int cs_up(const struct cs_profile *p, const struct cs_env_opts *o)
 	return rc;
 }
 
-int cs_down(const struct cs_profile *p, const struct cs_env_opts *o)
+int cs_down(const char *name, const struct cs_env_opts *o)
 {
-	int fd = lock_profile(p->name, o), rc;
+	int fd = lock_profile(name, o), rc;
 
 	if (fd < 0)
 		return QT_EXIT_FAILURE;
-	rc = down_locked(p->name, o);
+	rc = down_locked(name, o);
 	close(fd);
 	return rc;
 }

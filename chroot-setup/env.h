@@ -24,6 +24,6 @@ int cs_resolve_root(struct cs_profile *p, bool create);
 
 /* Each returns the exit status, having printed what it did and one line per failure. */
 int cs_up(const struct cs_profile *p, const struct cs_env_opts *o);
-int cs_down(const struct cs_profile *p, const struct cs_env_opts *o);
+int cs_down(const char *name, const struct cs_env_opts *o);
 int cs_status(const struct cs_profile *p, const struct cs_env_opts *o, bool json);
 int cs_exec(const struct cs_profile *p, const struct cs_env_opts *o, char **argv);

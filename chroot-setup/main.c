@@ -112,9 +112,17 @@ static int do_env(const char *cmd, const char *profile, bool json, char **rest)
 
 	if (strcmp(cmd, "exec") == 0 && !rest[0])
 		return qt_cli_usage_error("exec: missing CMD");
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* down undoes the journal, whatever the profile says now: it needs only the name. */
+	if (strcmp(cmd, "down") == 0) {
+		g_autofree char *name = NULL;
+
+		if (cs_profile_name_of(profile, PROFILE_DIR, &name, &msg) < 0)
+			return qt_cli_fail("%s", msg);
+		return cs_down(name, &o);
+	}
 	if (cs_profile_load(profile, PROFILE_DIR, &p, &msg) < 0)
 		return qt_cli_fail("%s", msg);
-	setvbuf(stdout, NULL, _IOLBF, 0);
 	/* The root as the journal has it; status and exec only read it. */
 	err = cs_resolve_root(p, strcmp(cmd, "up") == 0);
 	if (err < 0 && strcmp(cmd, "up") == 0)
@@ -122,8 +130,6 @@ static int do_env(const char *cmd, const char *profile, bool json, char **rest)
 				   g_strerror(-err));
 	if (strcmp(cmd, "up") == 0)
 		return cs_up(p, &o);
-	if (strcmp(cmd, "down") == 0)
-		return cs_down(p, &o);
 	if (strcmp(cmd, "status") == 0)
 		return cs_status(p, &o, json);
 	return cs_exec(p, &o, rest);

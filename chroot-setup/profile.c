@@ -517,6 +517,67 @@ int cs_profile_load(const char *profile, const char *dir, struct cs_profile **ou
 	return cs_profile_parse(path, base, data, out, msg);
 }
 
+/* name= of [profile] in a text GKeyFile does not load: the first, unescaped; NULL if none. */
+static char *scan_name(const char *data)
+{
+	g_auto(GStrv) lines = g_strsplit(data, "\n", -1);
+	bool in_profile = false;
+
+	for (char **l = lines; *l; l++) {
+		char *t = g_strstrip(*l), *eq;
+
+		if (*t == '[') {
+			in_profile = strcmp(t, "[profile]") == 0;
+			continue;
+		}
+		if (!in_profile || !(eq = strchr(t, '=')))
+			continue;
+		*eq = '\0';
+		if (strcmp(g_strchomp(t), "name") == 0 && *g_strchug(eq + 1))
+			return g_strdup(eq + 1);
+	}
+	return NULL;
+}
+
+int cs_profile_name_of(const char *profile, const char *dir, char **name, char **msg)
+{
+	g_autofree char *path = NULL, *data = NULL, *base = NULL, *n = NULL, *q = NULL;
+	g_autoptr(GKeyFile) kf = g_key_file_new();
+	char *dot;
+
+	if (strchr(profile, '/') || g_file_test(profile, G_FILE_TEST_IS_REGULAR))
+		path = g_strdup(profile);
+	else
+		path = g_strdup_printf("%s/%s.conf", dir, profile);
+	if (!g_file_get_contents(path, &data, NULL, NULL)) {
+		if (strchr(profile, '/')) {
+			*msg = g_strdup_printf("cannot read profile %s: %s", path, g_strerror(errno));
+			return -ENOENT;
+		}
+		n = g_strdup(profile); /* the bare name of a state directory */
+	} else if (g_key_file_load_from_data(kf, data, (gsize)-1, G_KEY_FILE_NONE, NULL)) {
+		n = g_key_file_get_string(kf, "profile", "name", NULL);
+		if (n && !*g_strstrip(n))
+			g_clear_pointer(&n, g_free);
+	} else {
+		n = scan_name(data);
+	}
+	if (!n) {
+		base = g_path_get_basename(path);
+		if ((dot = strrchr(base, '.')) && dot != base)
+			*dot = '\0';
+		n = g_steal_pointer(&base);
+	}
+	if (!cs_profile_name_ok(n)) {
+		q = printable(n);
+		*msg = g_strdup_printf("%s: [profile] name: \"%s\" cannot name a state directory (%s)",
+				       path, q, CS_NAME_RULE);
+		return -EINVAL;
+	}
+	*name = g_steal_pointer(&n);
+	return 0;
+}
+
 static const char *kind_name(enum cs_step_kind k)
 {
 	static const char *const names[] = {"root", "bind", "mount", "qtfs", "shim", "forward",

@@ -76,6 +76,13 @@ int cs_profile_parse(const char *path, const char *name, const char *data,
 		     struct cs_profile **out, char **msg);
 /* Find PROFILE (a path, or a name in @dir) and parse it. */
 int cs_profile_load(const char *profile, const char *dir, struct cs_profile **out, char **msg);
+/*
+ * Only the name of PROFILE, for down, whatever the rest of it says now:
+ * name= of [profile] (even in a file that no longer parses), else the
+ * file name; a PROFILE without "/" whose file is gone is taken for the
+ * name itself (the state directory's).  0 and *name, or -errno and *msg.
+ */
+int cs_profile_name_of(const char *profile, const char *dir, char **name, char **msg);
 void cs_profile_free(struct cs_profile *p);
 typedef struct cs_profile cs_profile;
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(cs_profile, cs_profile_free)

@@ -181,6 +181,28 @@ rm -f "$T/r6/m"
 check "... down finishes once it is dealt with ($(tail -n 1 "$T/out"))" \
 	sh -c "[ ! -e '$T/state/s6' ] && [ $(mounts_under "$T/r6") -eq 0 ]"
 
+# 7. down works whatever the profile says now: a key it no longer knows, a
+# file that no longer parses, no file at all (the bare name).
+mkdir -p "$T/r7" "$T/empty"
+printf '[profile]\nname=s7\nroot=%s/r7\n[mount:/a]\ntype=tmpfs\n' "$T" >"$T/s7.conf"
+"$CS" up "$T/s7.conf" >/dev/null 2>&1
+sed -i 's/^\[profile\]$/[profile]\nbogus=1/' "$T/s7.conf"
+"$CS" down "$T/s7.conf" >"$T/out" 2>&1
+check "down with a profile that no longer validates ($(tail -n 1 "$T/out"))" \
+	sh -c "[ $(mounts_under "$T/r7") -eq 0 ] && [ ! -e '$T/state/s7' ]"
+sed -i 's/^bogus=1$//' "$T/s7.conf"
+"$CS" up "$T/s7.conf" >/dev/null 2>&1
+printf 'this line is no key file\n' >>"$T/s7.conf"
+"$CS" down "$T/s7.conf" >"$T/out" 2>&1
+check "down with a profile that no longer parses ($(tail -n 1 "$T/out"))" \
+	sh -c "[ $(mounts_under "$T/r7") -eq 0 ] && [ ! -e '$T/state/s7' ]"
+sed -i '$d' "$T/s7.conf"
+"$CS" up "$T/s7.conf" >/dev/null 2>&1
+rm "$T/s7.conf"
+out=$(cd "$T/empty" && "$CS" down s7 2>&1)
+check "down NAME with the profile gone ($out)" \
+	sh -c "[ $(mounts_under "$T/r7") -eq 0 ] && [ ! -e '$T/state/s7' ]"
+
 if [ $failures -ne 0 ]; then
 	echo "$failures check(s) failed" >&2
 	exit 1
