@@ -106,11 +106,31 @@ static bool has_pid(const struct rec *r)
 	return strcmp(r->kind, "helper") == 0 || strcmp(r->kind, "service") == 0;
 }
 
-/* Is what @r records still there?  @mounts from mount_points(). */
-static bool rec_live(const struct rec *r, GHashTable *mounts)
+/* A service's status file, in the state directory @sdir. */
+static char *service_status_file(const char *sdir, const char *name)
+{
+	return g_strdup_printf("%s/service-%s.status", sdir, name);
+}
+
+/*
+ * Is what @r records still there?  @mounts from mount_points(), @sdir the
+ * state directory.  A service is live while its supervisor is, unless its
+ * program ended with a failure and is not restarted (restart=no, or
+ * on-failure given up): the supervisor waits for down then, serving
+ * nothing.  A restart=no one-shot that exited 0 did its job.
+ */
+static bool rec_live(const struct rec *r, GHashTable *mounts, const char *sdir)
 {
 	if (strcmp(r->kind, "mount") == 0)
 		return g_hash_table_contains(mounts, r->path);
+	if (strcmp(r->kind, "service") == 0 && helper_alive(r)) {
+		g_autofree char *f = service_status_file(sdir, r->path), *state = NULL;
+		unsigned starts;
+		long num;
+
+		return !cs_supervise_read_status(f, &state, &num, &starts) ||
+		       strcmp(state, "exited") != 0 || num == 0;
+	}
 	if (has_pid(r))
 		return helper_alive(r);
 	return g_file_test(r->path, G_FILE_TEST_IS_SYMLINK);
@@ -677,7 +697,7 @@ static int step_service(const struct cs_profile *p, const struct cs_step *s, con
 			struct journal *j)
 {
 	g_autofree char *log = g_strdup_printf("%s/service-%s.log", sdir, s->target);
-	g_autofree char *status = g_strdup_printf("%s/service-%s.status", sdir, s->target);
+	g_autofree char *status = service_status_file(sdir, s->target);
 	g_autofree char *ready = s->ready ? g_build_filename(p->root, s->ready, NULL) : NULL;
 	struct cs_supervise sv = {
 		.name = s->target,
@@ -694,14 +714,14 @@ static int step_service(const struct cs_profile *p, const struct cs_step *s, con
 }
 
 /* Is everything a complete journal lists really there? */
-static bool journal_live(GPtrArray *recs, char **gone)
+static bool journal_live(GPtrArray *recs, const char *sdir, char **gone)
 {
 	g_autoptr(GHashTable) mounts = mount_points();
 
 	for (guint i = 0; i < recs->len; i++) {
 		struct rec *r = g_ptr_array_index(recs, i);
 
-		if (!rec_live(r, mounts)) {
+		if (!rec_live(r, mounts, sdir)) {
 			*gone = g_strdup(r->path);
 			return false;
 		}
@@ -777,7 +797,7 @@ static int up_locked(const struct cs_profile *p, const struct cs_env_opts *o)
 		g_autoptr(GPtrArray) old = read_journal(file, &complete);
 		g_autofree char *gone = NULL;
 
-		if (complete && journal_live(old, &gone)) {
+		if (complete && journal_live(old, sdir, &gone)) {
 			printf("%s is already up: nothing to do\n", p->name);
 			return 0;
 		}
@@ -884,13 +904,13 @@ int cs_status(const struct cs_profile *p, const struct cs_env_opts *o, bool json
 	for (guint i = 0; i < recs->len; i++) {
 		struct rec *r = g_ptr_array_index(recs, i);
 		g_autofree char *esc = g_strescape(r->path, NULL), *what = NULL, *state = NULL;
-		bool live = rec_live(r, mounts);
+		bool live = rec_live(r, mounts, sdir);
 		unsigned starts = 0;
 		long num = 0;
 
 		all = all && live;
-		if (live && strcmp(r->kind, "service") == 0) {
-			g_autofree char *f = g_strdup_printf("%s/service-%s.status", sdir, r->path);
+		if (strcmp(r->kind, "service") == 0 && helper_alive(r)) {
+			g_autofree char *f = service_status_file(sdir, r->path);
 
 			if (cs_supervise_read_status(f, &state, &num, &starts))
 				what = g_strdup_printf("%s %s %ld, %u start%s", state,

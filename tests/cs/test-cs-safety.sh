@@ -203,6 +203,26 @@ out=$(cd "$T/empty" && "$CS" down s7 2>&1)
 check "down NAME with the profile gone ($out)" \
 	sh -c "[ $(mounts_under "$T/r7") -eq 0 ] && [ ! -e '$T/state/s7' ]"
 
+# 8. A restart=no service that died with a failure is not live (one that
+# exited 0 is: a one-shot that did its job).
+{
+	printf '[profile]\nname=s8\nroot=%s/r8\n' "$T"
+	svc_root "$T/r8"
+	printf '[service:oneshot]\nexec=/bin/true\n'
+	printf '[service:dies]\nexec=/bin/sh -c "sleep 0.6; exit 3"\n'
+} >"$T/s8.conf"
+"$CS" up "$T/s8.conf" >"$T/out" 2>&1
+check "up with a service that dies later ($(tail -n 1 "$T/out"))" [ $? -eq 0 ]
+sleep 1.2
+"$CS" status "$T/s8.conf" >"$T/out" 2>&1
+rc=$?
+check "status fails once it has died (exit $rc)" [ $rc -ne 0 ]
+check "... shows it GONE ($(grep dies "$T/out"))" grep -q 'service *dies .*GONE (exited status 3' "$T/out"
+check "... and the one-shot that exited 0 live ($(grep oneshot "$T/out"))" grep -q 'service *oneshot .*live' "$T/out"
+out=$("$CS" up "$T/s8.conf" 2>&1)
+check "up again does not say already up ($out)" sh -c "echo '$out' | grep -q 'partly up (dies is gone)'"
+"$CS" down "$T/s8.conf" >/dev/null 2>&1
+
 if [ $failures -ne 0 ]; then
 	echo "$failures check(s) failed" >&2
 	exit 1
