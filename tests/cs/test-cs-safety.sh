@@ -223,6 +223,23 @@ out=$("$CS" up "$T/s8.conf" 2>&1)
 check "up again does not say already up ($out)" sh -c "echo '$out' | grep -q 'partly up (dies is gone)'"
 "$CS" down "$T/s8.conf" >/dev/null 2>&1
 
+# 9. status --json is JSON, whatever the name and paths hold.
+r9="$T/r9 é	x"
+printf '[profile]\nname=q"uote\\\\ é\nroot=%s/r9 é\\tx\n[mount:/a]\ntype=tmpfs\n' "$T" >"$T/s9.conf"
+"$CS" up "$T/s9.conf" >"$T/out" 2>&1
+rc=$?
+check "up with a quote and a backslash in the name and a tab in the root (exit $rc)" [ $rc -eq 0 ]
+"$CS" status --json "$T/s9.conf" >"$T/s9.json" 2>&1
+check "status --json is JSON with the name and path as they are" \
+	/usr/bin/python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1], encoding="utf-8"))
+assert d["name"] == "q\"uote\\ é", d["name"]
+assert d["steps"][0]["path"] == sys.argv[2] + "/a", d["steps"][0]["path"]
+assert d["state"] == "up" and d["steps"][0]["live"] is True
+' "$T/s9.json" "$r9"
+"$CS" down "$T/s9.conf" >/dev/null 2>&1
+
 if [ $failures -ne 0 ]; then
 	echo "$failures check(s) failed" >&2
 	exit 1
