@@ -47,6 +47,9 @@
 #include "mountinfo.h"
 #include "supervise.h"
 
+/* A service's PATH unless the profile's env sets one. */
+#define CS_SERVICE_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
 /* How long `down` gives a forward's rexec to stop. */
 #define FORWARD_STOP_TIMEOUT 2
 
@@ -569,8 +572,19 @@ out:
  * of its own, where the old root is detached and nothing outside the new
  * root stays reachable.  0 or -errno.
  */
-static int enter_root(const struct cs_profile *p)
+static int enter_root(const struct cs_profile *p, bool clean)
 {
+	/*
+	 * A service starts from nothing of what `up` was started with (its
+	 * LD_LIBRARY_PATH, secrets, CHROOT_SETUP_STATE_DIR, OLDPWD...): only
+	 * a default PATH, then the profile's env and REXEC_*.  exec keeps the
+	 * caller's environment (TERM, HOME: it is the caller's command).
+	 */
+	if (clean) {
+		if (clearenv() != 0)
+			return -ENOMEM;
+		g_setenv("PATH", CS_SERVICE_PATH, TRUE);
+	}
 	/*
 	 * Into our own environment, not just the new program's: execvp()
 	 * searches the caller's PATH, and the profile's PATH is the one that
@@ -599,7 +613,7 @@ static int enter_root(const struct cs_profile *p)
 
 static int enter_root_cb(void *data)
 {
-	return enter_root(data);
+	return enter_root(data, true);
 }
 
 /*
@@ -969,7 +983,7 @@ int cs_exec(const struct cs_profile *p, const struct cs_env_opts *o, char **argv
 	int err;
 
 	(void)o;
-	if ((err = enter_root(p)) < 0) {
+	if ((err = enter_root(p, false)) < 0) {
 		fprintf(stderr, "%s: cannot enter %s: %s\n", qt_cli_prog(), p->root, g_strerror(-err));
 		return QT_EXIT_FAILURE;
 	}

@@ -240,6 +240,22 @@ assert d["state"] == "up" and d["steps"][0]["live"] is True
 ' "$T/s9.json" "$r9"
 "$CS" down "$T/s9.conf" >/dev/null 2>&1
 
+# 10. A service gets a default PATH, the profile's env and REXEC_*: nothing
+# of the environment up was started with.
+{
+	printf '[profile]\nname=s10\nroot=%s/r10\nrexec_host=unix:/nowhere\nenv=CS_MARK=from-the-profile\n' "$T"
+	svc_root "$T/r10"
+	printf '[mount:/run]\ntype=tmpfs\n'
+	printf '[service:env]\nexec=/bin/sh -c "env >/run/env.tmp; mv /run/env.tmp /run/env; exec sleep 1000"\nready=/run/env\n'
+} >"$T/s10.conf"
+CS_SECRET=leaked LD_LIBRARY_PATH=/nowhere "$CS" up "$T/s10.conf" >"$T/out" 2>&1
+e=$T/r10/run/env
+check "a service has the profile's env, REXEC_HOST and a PATH" \
+	sh -c "grep -qx CS_MARK=from-the-profile '$e' && grep -qx REXEC_HOST=unix:/nowhere '$e' && grep -q '^PATH=/' '$e'"
+check "... and nothing of up's own ($(grep -E '^(CS_SECRET|LD_LIBRARY_PATH|CHROOT_SETUP_STATE_DIR)=' "$e" | tr '\n' ' '))" \
+	sh -c "! grep -qE '^(CS_SECRET|LD_LIBRARY_PATH|CHROOT_SETUP_STATE_DIR|OLDPWD)=' '$e'"
+"$CS" down "$T/s10.conf" >/dev/null 2>&1
+
 if [ $failures -ne 0 ]; then
 	echo "$failures check(s) failed" >&2
 	exit 1
