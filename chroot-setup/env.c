@@ -8,8 +8,10 @@
  * `down` knows what to undo:
  *   mount   PATH                     a mount we made (binds, pseudo fs, fuse-qtfs)
  *   link    PATH TARGET              a shim symlink we created
- *   helper  PID PATH START           the supervisor of a forward, and its socket
- *   service PID NAME START STOP      the supervisor of a service, its stop timeout
+ *   helper  PID PATH START STOP STATUS   the supervisor of a forward, its socket
+ *   service PID NAME START STOP STATUS   the supervisor of a service, its stop timeout
+ * (STATUS: the supervisor's status file, which names its program's process
+ * group, for when the supervisor itself is gone)
  *   up                               the last line of a complete `up`
  * (fields separated by tabs; START is the supervisor's start time, so that
  * a pid reused after a reboot is never taken for ours.)
@@ -167,6 +169,7 @@ static GPtrArray *read_journal(const char *file, bool *complete)
 			r->start = f[3] ? g_ascii_strtoull(f[3], NULL, 10) : 0;
 			r->stop = f[3] && f[4] ? (unsigned)g_ascii_strtoull(f[4], NULL, 10)
 					       : FORWARD_STOP_TIMEOUT;
+			r->extra = f[3] && f[4] && f[5] && *f[5] ? g_strcompress(f[5]) : NULL;
 			if (r->pid <= 0)
 				g_clear_pointer(&r->path, g_free);
 		} else if (f[1]) {
@@ -196,7 +199,8 @@ static void journal_add(struct journal *j, const char *kind, const char *path, c
 	if (pid) {
 		r->start = cs_proc_start_time(pid);
 		r->stop = stop;
-		line = g_strdup_printf("%s\t%d\t%s\t%llu\t%u\n", kind, (int)pid, p, r->start, stop);
+		line = g_strdup_printf("%s\t%d\t%s\t%llu\t%u\t%s\n", kind, (int)pid, p, r->start, stop,
+				       e ? e : "");
 	} else
 		line = g_strdup_printf("%s\t%s%s%s\n", kind, p, e ? "\t" : "", e ? e : "");
 	if (write(j->fd, line, strlen(line)) < 0 || fsync(j->fd) < 0)
@@ -262,6 +266,9 @@ static unsigned undo(GPtrArray *recs)
 			if (helper_alive(r) && cs_supervise_stop(r->pid, r->stop) == 0)
 				printf("  stopped %s %s (pid %d)\n", svc ? "service" : "forward", r->path,
 				       (int)r->pid);
+			else if (cs_supervise_stop_orphan(r->extra, r->stop) == 0)
+				printf("  stopped %s %s, whose supervisor (pid %d) was gone\n",
+				       svc ? "service" : "forward", r->path, (int)r->pid);
 			if (!svc)
 				unlink(r->path);
 		}
@@ -667,7 +674,7 @@ static int supervised(const struct cs_step *s, struct cs_supervise *sv, const ch
 		return (int)pid;
 	}
 	/* In the journal before the wait: a failed wait undoes it like the rest. */
-	journal_add(j, kind, path, NULL, pid, sv->stop_timeout);
+	journal_add(j, kind, path, sv->status, pid, sv->stop_timeout);
 	return wait_ready(s, ready, ready_timeout, sv->status, sv->log);
 }
 

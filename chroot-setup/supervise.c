@@ -44,7 +44,12 @@ static void note(const struct cs_supervise *sv, const char *fmt, ...)
 
 static void set_status(const struct cs_supervise *sv, const char *state, long num, unsigned starts)
 {
-	g_autofree char *text = g_strdup_printf("%s %ld %u\n", state, num, starts);
+	/* running and stopping: the program's start time too, for down if we are gone. */
+	bool has_pid = !strcmp(state, "running") || !strcmp(state, "stopping");
+	g_autofree char *text =
+		has_pid ? g_strdup_printf("%s %ld %u %llu\n", state, num, starts,
+					  cs_proc_start_time((pid_t)num))
+			: g_strdup_printf("%s %ld %u\n", state, num, starts);
 
 	/* g_file_set_contents writes a temporary file and renames it over. */
 	g_file_set_contents(sv->status, text, -1, NULL);
@@ -327,6 +332,29 @@ unsigned long long cs_proc_start_time(pid_t pid)
 	return g_ascii_strtoull(f[19], NULL, 10);
 }
 
+int cs_supervise_stop_orphan(const char *status, unsigned stop_timeout)
+{
+	g_autofree char *state = NULL;
+	unsigned long long pstart;
+	unsigned starts;
+	long num;
+	pid_t pgid;
+	gint64 deadline;
+
+	if (!status || !cs_supervise_read_status_full(status, &state, &num, &starts, &pstart) ||
+	    (strcmp(state, "running") != 0 && strcmp(state, "stopping") != 0) || num <= 0 ||
+	    !pstart || cs_proc_start_time((pid_t)num) != pstart)
+		return -ESRCH;
+	pgid = (pid_t)num;
+	kill(-pgid, SIGTERM);
+	deadline = g_get_monotonic_time() + (gint64)stop_timeout * G_USEC_PER_SEC;
+	while (cs_proc_start_time(pgid) == pstart && g_get_monotonic_time() < deadline)
+		g_usleep(20 * 1000);
+	/* The group outlives its leader while it has members: what it left behind too. */
+	kill(-pgid, SIGKILL);
+	return 0;
+}
+
 int cs_supervise_stop(pid_t pid, unsigned stop_timeout)
 {
 	gint64 deadline;
@@ -347,14 +375,23 @@ int cs_supervise_stop(pid_t pid, unsigned stop_timeout)
 
 bool cs_supervise_read_status(const char *file, char **state, long *num, unsigned *starts)
 {
+	unsigned long long pstart;
+
+	return cs_supervise_read_status_full(file, state, num, starts, &pstart);
+}
+
+bool cs_supervise_read_status_full(const char *file, char **state, long *num, unsigned *starts,
+				   unsigned long long *pstart)
+{
 	g_autofree char *data = NULL;
 	g_auto(GStrv) f = NULL;
 
 	if (!g_file_get_contents(file, &data, NULL, NULL))
 		return false;
-	f = g_strsplit(g_strstrip(data), " ", 3);
-	if (g_strv_length(f) != 3)
+	f = g_strsplit(g_strstrip(data), " ", 4);
+	if (g_strv_length(f) != 3 && g_strv_length(f) != 4)
 		return false;
+	*pstart = f[3] ? g_ascii_strtoull(f[3], NULL, 10) : 0;
 	*state = g_strdup(f[0]);
 	*num = (long)g_ascii_strtoll(f[1], NULL, 10);
 	*starts = (unsigned)g_ascii_strtoull(f[2], NULL, 10);

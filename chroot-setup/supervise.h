@@ -7,11 +7,12 @@
  *
  * States of the supervised program, written to the status file (one line,
  * replaced atomically) so that `up` and `status` can read them:
- *   running PID STARTS          started (STARTS counts every start)
+ *   running PID STARTS PSTART   started (STARTS counts every start; PSTART
+ *                               is the program's start time, see below)
  *   waiting SECONDS STARTS      exited, restarting after SECONDS
  *   exited STATUS STARTS        exited and not to be restarted (STATUS is
  *                               the exit code, or 128 + the signal)
- *   stopping PID STARTS         SIGTERM sent on `down`; SIGKILL after the
+ *   stopping PID STARTS PSTART  SIGTERM sent on `down`; SIGKILL after the
  *                               stop timeout
  * The supervisor itself lives from `up` to `down` whatever the program
  * does, so a live supervisor is what "this step is still up" means.
@@ -56,3 +57,15 @@ unsigned long long cs_proc_start_time(pid_t pid);
 
 /* Read a status file: *state ("running", ...), *num (pid or status), *starts. */
 bool cs_supervise_read_status(const char *file, char **state, long *num, unsigned *starts);
+/* The same, and *pstart: the program's start time (running, stopping; else 0). */
+bool cs_supervise_read_status_full(const char *file, char **state, long *num, unsigned *starts,
+				   unsigned long long *pstart);
+
+/*
+ * When the supervisor is gone (kill -9) its program runs on in its own
+ * process group: stop that group, named by the status file the supervisor
+ * left (running/stopping PID with the program's start time, so that a
+ * reused pid is never taken for it): SIGTERM, SIGKILL after @stop_timeout
+ * seconds.  0, or -ESRCH when there is no such program.
+ */
+int cs_supervise_stop_orphan(const char *status, unsigned stop_timeout);

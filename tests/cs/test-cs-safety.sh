@@ -25,11 +25,12 @@ T=$(mktemp -d /tmp/cs-safety.XXXXXX)
 chmod 755 "$T"
 export CHROOT_SETUP_STATE_DIR="$T/state"
 failures=0
+PIDS=
 cleanup() {
+	for p in $PIDS; do kill -KILL "$p" 2>/dev/null; done
 	for s in "$T"/state/*/*.status; do
 		[ -f "$s" ] && kill -KILL "-$(cut -d' ' -f2 "$s")" 2>/dev/null
 	done
-	pkill -KILL -f "cs-safety-svc-$$" 2>/dev/null
 	for m in $(grep " $T/" /proc/self/mountinfo | cut -d' ' -f5 | sort -r); do
 		umount -l "$m" 2>/dev/null
 	done
@@ -255,6 +256,23 @@ check "a service has the profile's env, REXEC_HOST and a PATH" \
 check "... and nothing of up's own ($(grep -E '^(CS_SECRET|LD_LIBRARY_PATH|CHROOT_SETUP_STATE_DIR)=' "$e" | tr '\n' ' '))" \
 	sh -c "! grep -qE '^(CS_SECRET|LD_LIBRARY_PATH|CHROOT_SETUP_STATE_DIR|OLDPWD)=' '$e'"
 "$CS" down "$T/s10.conf" >/dev/null 2>&1
+
+# 12. A supervisor killed with SIGKILL: down still stops its program.
+{
+	printf '[profile]\nname=s12\nroot=%s/r12\n' "$T"
+	svc_root "$T/r12"
+	printf '[service:sleeper]\nexec=/bin/sleep 1000\nstop_timeout=2\n'
+} >"$T/s12.conf"
+"$CS" up "$T/s12.conf" >"$T/out" 2>&1
+sup=$(awk -F'\t' '$1 == "service" { print $2 }' "$T/state/s12/state")
+prog=$(cut -d' ' -f2 "$T/state/s12/service-sleeper.status")
+PIDS="$PIDS $prog"
+check "up starts the service (supervisor $sup, program $prog)" kill -0 "$prog"
+kill -KILL "$sup"
+sleep 0.2
+"$CS" down "$T/s12.conf" >"$T/out" 2>&1
+check "down stops the program of a killed supervisor ($(grep sleeper "$T/out"))" \
+	sh -c "! kill -0 $prog 2>/dev/null || ps -o stat= -p $prog | grep -q Z"
 
 if [ $failures -ne 0 ]; then
 	echo "$failures check(s) failed" >&2
