@@ -3,15 +3,18 @@
  * up, down, status and exec of an offload environment (see env.h).
  *
  * The state file (STATE_BASE/NAME/state) is the journal of `up`: one line
- * per change made, appended and fsync'd right after the change, so that
- * whatever stopped `up` (an error, a crash, a reboot of the helpers),
- * `down` knows what to undo:
+ * per change, appended and fsync'd before a mount or a shim is made (an
+ * intent: a crash between the two leaves the change in the journal, and
+ * down checks what is really there) and right after a supervisor is
+ * started, so that whatever stopped `up` (an error, a crash, a reboot of
+ * the helpers), `down` knows what to undo:
  *   mount   PATH                     a mount we made (binds, pseudo fs, fuse-qtfs)
  *   link    PATH TARGET              a shim symlink we created
  *   helper  PID PATH START STOP STATUS   the supervisor of a forward, its socket
  *   service PID NAME START STOP STATUS   the supervisor of a service, its stop timeout
  * (STATUS: the supervisor's status file, which names its program's process
  * group, for when the supervisor itself is gone)
+ *   cancel                           the line before failed and changed nothing
  *   up                               the last line of a complete `up`
  * (fields separated by tabs; START is the supervisor's start time, so that
  * a pid reused after a reboot is never taken for ours.)
@@ -161,6 +164,11 @@ static GPtrArray *read_journal(const char *file, bool *complete)
 			*complete = true;
 			continue;
 		}
+		if (strcmp(f[0], "cancel") == 0) {
+			if (recs->len)
+				g_ptr_array_remove_index(recs, recs->len - 1);
+			continue;
+		}
 		r = g_new0(struct rec, 1);
 		g_strlcpy(r->kind, f[0], sizeof(r->kind));
 		if ((!strcmp(f[0], "helper") || !strcmp(f[0], "service")) && f[1] && f[2]) {
@@ -210,6 +218,19 @@ static void journal_add(struct journal *j, const char *kind, const char *path, c
 	r->extra = g_strdup(extra);
 	r->pid = pid;
 	g_ptr_array_add(j->recs, r);
+}
+
+/*
+ * The last record's action failed and changed nothing: a "cancel" line
+ * drops it, so that neither the rollback nor a later down touches what
+ * was at its path before.
+ */
+static void journal_cancel(struct journal *j)
+{
+	if (write(j->fd, "cancel\n", 7) < 0 || fsync(j->fd) < 0)
+		qt_warn("cannot write the state file: %s", g_strerror(errno));
+	if (j->recs->len)
+		g_ptr_array_remove_index(j->recs, j->recs->len - 1);
 }
 
 /* Where a journaled path really leads, when that is somewhere else: a symlink on the way. */
@@ -402,10 +423,15 @@ static int run_wait(char **argv)
  */
 static int bind_private(const char *src, const char *here, const char *at)
 {
+	int err;
+
 	if (mount(src, here, NULL, MS_BIND | MS_REC, NULL) < 0)
 		return -errno;
-	if (mount(NULL, at, NULL, MS_REC | MS_SLAVE, NULL) < 0)
-		return -errno;
+	if (mount(NULL, at, NULL, MS_REC | MS_SLAVE, NULL) < 0) {
+		err = -errno;
+		umount2(at, MNT_DETACH); /* nothing mounted on an error */
+		return err;
+	}
 	return 0;
 }
 
@@ -460,16 +486,16 @@ static int mount_at(const struct cs_profile *p, const struct cs_step *s, const c
 	unsigned long fl = 0;
 	int err;
 
+	/* The intent first: a crash right after the mount must not leave it out of the journal. */
+	journal_add(j, "mount", at, NULL, 0, 0);
 	switch (s->kind) {
 	case CS_ROOT_BIND:
 	case CS_BIND:
 		if ((err = bind_private(s->source, here, at)) < 0) {
-			if (is_mounted(at))
-				journal_add(j, "mount", at, NULL, 0, 0);
+			journal_cancel(j);
 			errno = -err;
 			goto fail;
 		}
-		journal_add(j, "mount", at, NULL, 0, 0);
 		if (s->ro && (err = bind_read_only(at)) < 0) {
 			errno = -err;
 			goto fail;
@@ -478,8 +504,7 @@ static int mount_at(const struct cs_profile *p, const struct cs_step *s, const c
 	case CS_PSEUDO:
 		if (strcmp(s->fstype, "devbind") == 0) {
 			if ((err = bind_private("/dev", here, at)) < 0) {
-				if (is_mounted(at))
-					journal_add(j, "mount", at, NULL, 0, 0);
+				journal_cancel(j);
 				errno = -err;
 				goto fail;
 			}
@@ -488,10 +513,13 @@ static int mount_at(const struct cs_profile *p, const struct cs_step *s, const c
 				fl |= MS_RDONLY;
 			if (strcmp(s->fstype, "proc") == 0 || strcmp(s->fstype, "sysfs") == 0)
 				fl |= MS_NOSUID | MS_NODEV | MS_NOEXEC;
-			if (mount(s->fstype, here, s->fstype, fl, s->options) < 0)
+			if (mount(s->fstype, here, s->fstype, fl, s->options) < 0) {
+				err = errno;
+				journal_cancel(j);
+				errno = err;
 				goto fail;
+			}
 		}
-		journal_add(j, "mount", at, NULL, 0, 0);
 		return 0;
 	case CS_QTFS: {
 		g_autofree char *uri = g_strdup_printf("%s:%s", s->server, s->source);
@@ -522,8 +550,9 @@ static int mount_at(const struct cs_profile *p, const struct cs_step *s, const c
 		g_ptr_array_add(av, NULL);
 		rc = run_wait((char **)av->pdata);
 		g_ptr_array_free(av, TRUE);
-		if (rc == 0 || is_mounted(at))
-			journal_add(j, "mount", at, NULL, 0, 0); /* the rollback looks for it */
+		/* The intent (above) stays when fuse-qtfs said yes: the rollback looks for it. */
+		if (rc != 0 && !is_mounted(at))
+			journal_cancel(j);
 		if (rc != 0 || !is_mounted(at)) {
 			fprintf(stderr, "%s: [%s]: fuse-qtfs could not mount %s at %s (exit %d%s)\n",
 				qt_cli_prog(), s->section, uri, at, rc,
@@ -561,13 +590,14 @@ static int step_shim(const struct cs_profile *p, const struct cs_step *s, const 
 		if (strcmp(old, p->rexec_binary) == 0)
 			goto out; /* already there, and not ours to remove later */
 	}
+	journal_add(j, "link", at, p->rexec_binary, 0, 0);
 	if (symlinkat(p->rexec_binary, dfd, base) < 0) {
 		err = -errno;
+		journal_cancel(j);
 		fprintf(stderr, "%s: [%s]: cannot create %s: %s\n", qt_cli_prog(), s->section, at,
 			g_strerror(-err));
 		goto out;
 	}
-	journal_add(j, "link", at, p->rexec_binary, 0, 0);
 out:
 	close(dfd);
 	return err;

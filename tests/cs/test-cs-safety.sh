@@ -274,6 +274,24 @@ sleep 0.2
 check "down stops the program of a killed supervisor ($(grep sleeper "$T/out"))" \
 	sh -c "! kill -0 $prog 2>/dev/null || ps -o stat= -p $prog | grep -q Z"
 
+# 14. up dies between a mount and its journal line (here a stand-in for
+# fuse-qtfs mounts a tmpfs, then kills up): down still finds the mount.
+mkdir -p "$T/r14"
+cat >"$T/fake-qtfs" <<'SH'
+#!/bin/sh
+for a; do last=$a; done
+mount -t tmpfs fake-qtfs "$last" && kill -KILL "$PPID"
+SH
+chmod 755 "$T/fake-qtfs"
+printf '[profile]\nname=s14\nroot=%s/r14\nqtfs_server=unix:/nowhere\n[mount:/a]\ntype=tmpfs\n[qtfs:/b/data]\n' \
+	"$T" >"$T/s14.conf"
+FUSE_QTFS=$T/fake-qtfs "$CS" up "$T/s14.conf" >"$T/out" 2>&1
+rc=$?
+check "up killed during the fuse-qtfs step (exit $rc), its mount there" \
+	sh -c "[ $rc -eq 137 ] && grep -q ' $T/r14/b/data ' /proc/self/mountinfo"
+"$CS" down "$T/s14.conf" >"$T/out" 2>&1
+check "down after it unmounts both ($(tr '\n' ' ' <"$T/out"))" [ "$(mounts_under "$T/r14")" -eq 0 ]
+
 if [ $failures -ne 0 ]; then
 	echo "$failures check(s) failed" >&2
 	exit 1
