@@ -60,12 +60,21 @@ void cs_profile_free(struct cs_profile *p)
 	g_free(p);
 }
 
-/* Parsing context: the file and the first error. */
+/* Parsing context: the file, where each group and key is, and the first error. */
 struct ctx {
 	GKeyFile *kf;
 	const char *path;
+	GHashTable *lines; /* "GROUP" and "GROUP\nKEY" -> line number (GUINT_TO_POINTER) */
 	char *msg;
 };
+
+/* The line of @group's @key (or of the group, @key NULL); 0 when unknown. */
+static unsigned line_of(struct ctx *c, const char *group, const char *key)
+{
+	g_autofree char *k = key ? g_strdup_printf("%s\n%s", group, key) : g_strdup(group);
+
+	return c->lines ? GPOINTER_TO_UINT(g_hash_table_lookup(c->lines, k)) : 0;
+}
 
 static int fail(struct ctx *c, const char *group, const char *key, const char *fmt, ...)
 	G_GNUC_PRINTF(4, 5);
@@ -80,10 +89,14 @@ static int fail(struct ctx *c, const char *group, const char *key, const char *f
 	va_start(ap, fmt);
 	what = g_strdup_vprintf(fmt, ap);
 	va_end(ap);
+	unsigned line = key && line_of(c, group, key) ? line_of(c, group, key)
+						       : line_of(c, group, NULL);
+	g_autofree char *at = line ? g_strdup_printf("%s:%u", c->path, line) : g_strdup(c->path);
+
 	if (key)
-		c->msg = g_strdup_printf("%s: [%s] %s: %s", c->path, group, key, what);
+		c->msg = g_strdup_printf("%s: [%s] %s: %s", at, group, key, what);
 	else
-		c->msg = g_strdup_printf("%s: [%s]: %s", c->path, group, what);
+		c->msg = g_strdup_printf("%s: [%s]: %s", at, group, what);
 	return -EINVAL;
 }
 
@@ -264,6 +277,10 @@ static int parse_profile_group(struct ctx *c, struct cs_profile *p)
 
 		if (!eq || eq == *e)
 			return fail(c, g, "env", "\"%s\" is not NAME=VALUE", *e);
+		for (const char *ch = *e; ch < eq; ch++)
+			if (!(g_ascii_isalpha(*ch) || *ch == '_' || (ch > *e && g_ascii_isdigit(*ch))))
+				return fail(c, g, "env", "\"%.*s\" is not a variable name (letters, "
+					    "digits, _; not a digit first)", (int)(eq - *e), *e);
 	}
 	p->env = env ? g_steal_pointer(&env) : g_new0(char *, 1);
 	return 0;
@@ -308,6 +325,11 @@ static int parse_step(struct ctx *c, struct cs_profile *p, const char *group)
 			s->options = get_str(c, group, "options");
 		if (!r)
 			r = get_bool(c, group, "ro", false, &s->ro);
+		if (!r && strcmp(s->fstype, "devbind") == 0 &&
+		    (g_key_file_has_key(c->kf, group, "ro", NULL) || s->options))
+			r = fail(c, group, s->options ? "options" : "ro",
+				 "type=devbind binds the DPU's /dev as it is: it takes no %s",
+				 s->options ? "options" : "ro");
 	} else if (strcmp(kind, "qtfs") == 0) {
 		g_autofree char *remote = get_str(c, group, "remote");
 
@@ -384,6 +406,12 @@ static int parse_step(struct ctx *c, struct cs_profile *p, const char *group)
 		s->kind = CS_SERVICE;
 		s->target = g_strdup(arg);
 		r = check_keys(c, group, service_keys);
+		if (!r && !cs_profile_name_ok(arg)) {
+			g_autofree char *q = printable(arg);
+
+			r = fail(c, group, NULL, "\"%s\" cannot name a service (it names its log and "
+				 "status files; %s)", q, CS_NAME_RULE);
+		}
 		if (!r && !exec)
 			r = fail(c, group, "exec", "missing");
 		if (!r && !g_shell_parse_argv(exec, NULL, &s->argv, &gerr)) {
@@ -436,16 +464,69 @@ static gint step_cmp(gconstpointer a, gconstpointer b)
 	return 0;
 }
 
+/*
+ * What GKeyFile lets pass silently: a group given twice is merged, a key
+ * given twice keeps the last value.  Both are refused here, and every
+ * line must be blank, a # comment, a [group] or a key=value in a group,
+ * with the line number in the message.  Fills @lines for later messages.
+ */
+static int prescan(const char *path, const char *data, GHashTable *lines, char **msg)
+{
+	g_auto(GStrv) text = g_strsplit(data, "\n", -1);
+	g_autofree char *group = NULL;
+	unsigned n = 0;
+
+	for (char **l = text; *l; l++) {
+		char *t = g_strstrip(*l), *eq;
+		g_autofree char *k = NULL;
+		unsigned first;
+
+		n++;
+		if (!*t || *t == '#')
+			continue;
+		if (*t == '[') {
+			if (t[strlen(t) - 1] != ']' || strlen(t) < 3) {
+				*msg = g_strdup_printf("%s:%u: \"%s\" is not a [group]", path, n, t);
+				return -EINVAL;
+			}
+			g_free(group);
+			group = g_strndup(t + 1, strlen(t) - 2);
+			k = g_strdup(group);
+		} else if ((eq = strchr(t, '=')) && eq != t && group) {
+			*eq = '\0';
+			k = g_strdup_printf("%s\n%s", group, g_strchomp(t));
+		} else {
+			*msg = g_strdup_printf("%s:%u: \"%s\" is not a [group], a key=value in a group "
+					       "or a # comment", path, n, t);
+			return -EINVAL;
+		}
+		if ((first = GPOINTER_TO_UINT(g_hash_table_lookup(lines, k)))) {
+			const char *nl = strchr(k, '\n');
+
+			*msg = nl ? g_strdup_printf("%s:%u: [%s] %s: given again (first on line %u)",
+						    path, n, group, nl + 1, first)
+				  : g_strdup_printf("%s:%u: [%s]: given again (first on line %u); "
+						    "one group per target", path, n, group, first);
+			return -EINVAL;
+		}
+		g_hash_table_insert(lines, g_steal_pointer(&k), GUINT_TO_POINTER(n));
+	}
+	return 0;
+}
+
 int cs_profile_parse(const char *path, const char *name, const char *data,
 		     struct cs_profile **out, char **msg)
 {
+	g_autoptr(GHashTable) lines = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	g_autoptr(GKeyFile) kf = g_key_file_new();
 	g_autoptr(cs_profile) p = g_new0(struct cs_profile, 1);
 	g_auto(GStrv) groups = NULL;
 	g_autoptr(GHashTable) targets = g_hash_table_new(g_str_hash, g_str_equal);
-	struct ctx c = {.kf = kf, .path = path};
+	struct ctx c = {.kf = kf, .path = path, .lines = lines};
 	GError *gerr = NULL;
 
+	if (prescan(path, data, lines, msg) < 0)
+		return -EINVAL;
 	if (!g_key_file_load_from_data(kf, data, (gsize)-1, G_KEY_FILE_NONE, &gerr)) {
 		*msg = g_strdup_printf("%s: %s", path, gerr->message);
 		g_error_free(gerr);
@@ -460,6 +541,16 @@ int cs_profile_parse(const char *path, const char *name, const char *data,
 	for (char **g = groups; *g; g++)
 		if (strcmp(*g, "profile") != 0 && parse_step(&c, p, *g) < 0)
 			goto bad;
+	/* First, so that a step on / itself is refused as sharing its target. */
+	if (p->root_from) {
+		struct cs_step *s = g_new0(struct cs_step, 1);
+
+		s->kind = CS_ROOT_BIND;
+		s->section = g_strdup("profile");
+		s->target = g_strdup("/");
+		s->source = g_strdup(p->root_from);
+		g_ptr_array_insert(p->steps, 0, s);
+	}
 	for (guint i = 0; i < p->steps->len; i++) {
 		struct cs_step *s = g_ptr_array_index(p->steps, i);
 
@@ -471,15 +562,6 @@ int cs_profile_parse(const char *path, const char *name, const char *data,
 			goto bad;
 		}
 		g_hash_table_insert(targets, s->target, s);
-	}
-	if (p->root_from) {
-		struct cs_step *s = g_new0(struct cs_step, 1);
-
-		s->kind = CS_ROOT_BIND;
-		s->section = g_strdup("profile");
-		s->target = g_strdup("/");
-		s->source = g_strdup(p->root_from);
-		g_ptr_array_insert(p->steps, 0, s);
 	}
 	g_ptr_array_sort(p->steps, step_cmp);
 	if (!cs_profile_name_ok(p->name)) {

@@ -63,7 +63,7 @@ echo precious >"$T/precious"
 printf '[profile]\nname=..\nroot=%s/r1\n[mount:/a]\ntype=tmpfs\n' "$T" >"$T/dotdot.conf"
 out=$("$CS" check "$T/dotdot.conf" 2>&1)
 check "check refuses name=.. naming the file and key ($out)" \
-	sh -c "echo '$out' | grep -qF '$T/dotdot.conf: [profile] name: \"..\" cannot name'"
+	sh -c "echo '$out' | grep -qF '$T/dotdot.conf:2: [profile] name: \"..\" cannot name'"
 "$CS" up "$T/dotdot.conf" >/dev/null 2>&1
 rc=$?
 check "up refuses name=.. (exit $rc) and mounts nothing" [ $rc -ne 0 ] && [ "$(mounts_under "$T/r1")" -eq 0 ]

@@ -136,6 +136,26 @@ static const struct {
 	{"[profile]\nroot=/r\nname=.\n", "[profile] name: \".\" cannot"},
 	{"[profile]\nroot=/r\nname=a\\tb\n", "[profile] name: \"a\\tb\" cannot"},
 	{"[profile]\nroot=/r\nname=a/b\n", "[profile] name:"},
+	/* What GKeyFile lets pass: groups merged, keys last-wins; and line numbers. */
+	{"[profile]\nroot=/r\n[mount:/a]\ntype=tmpfs\n[profile]\nname=x\n",
+	 "t.conf:5: [profile]: given again (first on line 1)"},
+	{"[profile]\nroot=/r\nroot=/s\n", "t.conf:3: [profile] root: given again (first on line 2)"},
+	{"[profile]\nroot=/r\n[mount:/a]\ntype=tmpfs\ntype = proc\n",
+	 "t.conf:5: [mount:/a] type: given again (first on line 4)"},
+	{"[profile]\nroot=/r\n\nthis is not a line\n", "t.conf:4: \"this is not a line\" is not"},
+	{"root=/r\n[profile]\n", "t.conf:1: \"root=/r\" is not"},
+	{"[profile]\nroot=/r\n[mount:/p]\ntype=nfs\n", "t.conf:4: [mount:/p] type: \"nfs\""},
+	{"[profile]\nroot=/r\nroot_from=/\n[bind:/]\nsource=/srv\n",
+	 "t.conf:4: [bind:/]: / is also the target of [profile]"},
+	{"[profile]\nroot=/r\n[service:web/x]\nexec=/bin/x\n",
+	 "t.conf:3: [service:web/x]: \"web/x\" cannot name a service"},
+	{"[profile]\nroot=/r\n[service:..]\nexec=/bin/x\n", "cannot name a service"},
+	{"[profile]\nroot=/r\n[mount:/dev]\ntype=devbind\nro=true\n",
+	 "t.conf:5: [mount:/dev] ro: type=devbind binds the DPU's /dev as it is"},
+	{"[profile]\nroot=/r\n[mount:/dev]\ntype=devbind\noptions=mode=755\n",
+	 "[mount:/dev] options: type=devbind"},
+	{"[profile]\nroot=/r\nenv=A B=1\n", "t.conf:3: [profile] env: \"A B\" is not a variable name"},
+	{"[profile]\nroot=/r\nenv=PATH=/bin;1X=2\n", "\"1X\" is not a variable name"},
 };
 
 START_TEST(test_bad_profiles)
@@ -157,8 +177,9 @@ START_TEST(test_bad_name_from_file)
 	ck_assert_int_eq(cs_profile_parse("/x/...conf", "..", "[profile]\nroot=/r\n", &p, &msg),
 			 -EINVAL);
 	ck_assert_ptr_null(p);
-	ck_assert_msg(strstr(msg, "/x/...conf: [profile] name: none given, and the file name gives "
-			     "\"..\"") && strstr(msg, "set name="), "message: %s", msg);
+	ck_assert_msg(g_str_has_prefix(msg, "/x/...conf:1: [profile] name: none given, and the "
+				       "file name gives \"..\"") && strstr(msg, "set name="),
+		      "message: %s", msg);
 	g_clear_pointer(&msg, g_free);
 	ck_assert_int_eq(cs_profile_parse("/x/...conf", "..", "[profile]\nroot=/r\nname=ok\n", &p,
 					  &msg), 0);
