@@ -37,6 +37,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/signalfd.h>
@@ -387,6 +388,24 @@ static bool tail_guard_start(int sfd, bool raw, const struct termios *saved)
 
 /* ---- the session ---------------------------------------------------------- */
 
+/*
+ * One line of ours for stderr, "rexec: " and @fmt.  While our terminal is
+ * raw (-t) a bare "\n" would not bring the cursor back to the start of
+ * the line, and the next prompt would begin mid-line: where stderr is that
+ * terminal, the line ends with "\r\n".
+ */
+static void G_GNUC_PRINTF(2, 3) say(const struct client *cl, const char *fmt, ...)
+{
+	g_autofree char *msg = NULL;
+	va_list ap;
+
+	va_start(ap, fmt);
+	msg = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "rexec: %s%s", msg, cl->raw && isatty(STDERR_FILENO) ? "\r\n" : "\n");
+	fflush(stderr);
+}
+
 static void finish(struct client *cl, int rc)
 {
 	if (cl->done)
@@ -494,20 +513,19 @@ static void on_exec_reply(struct qt_conn *c, int err, struct qt_msg *reply, void
 		if (!qt_conn_is_ready(c))
 			return;
 		if (!cl->done)
-			fprintf(stderr, "rexec: %s refused the request: %s\n", cl->a->ep->uri,
-				g_strerror(-err));
+			say(cl, "%s refused the request: %s", cl->a->ep->uri, g_strerror(-err));
 		finish(cl, REXEC_EXIT_CONN);
 		return;
 	}
 	if (rexec_result_decode(reply, &r) < 0) {
 		qt_msg_free(reply);
-		fprintf(stderr, "rexec: %s: malformed answer to EXEC\n", cl->a->ep->uri);
+		say(cl, "%s: malformed answer to EXEC", cl->a->ep->uri);
 		finish(cl, REXEC_EXIT_CONN);
 		return;
 	}
 	qt_msg_free(reply);
 	if (r.result != REXEC_R_OK) {
-		fprintf(stderr, "rexec: %s\n", r.message);
+		say(cl, "%s", r.message);
 		rexec_result_clear(&r);
 		finish(cl, result_exit_code(r.result));
 		return;
@@ -532,12 +550,12 @@ static void send_exec(struct client *cl)
 	int err;
 
 	if (!m) {
-		fprintf(stderr, "rexec: the command line and environment are too large to send\n");
+		say(cl, "the command line and environment are too large to send");
 		finish(cl, REXEC_EXIT_USAGE);
 		return;
 	}
 	if ((err = qt_conn_call(cl->conn, m, 0, on_exec_reply, cl)) < 0) {
-		fprintf(stderr, "rexec: cannot send the request: %s\n", g_strerror(-err));
+		say(cl, "cannot send the request: %s", g_strerror(-err));
 		finish(cl, REXEC_EXIT_CONN);
 	}
 }
@@ -599,7 +617,7 @@ static void conn_request(struct qt_conn *c, struct qt_msg *m, void *user)
 		int rc;
 
 		if (rexec_exit_decode(m, &e) < 0) {
-			fprintf(stderr, "rexec: %s: malformed EXIT\n", cl->a->ep->uri);
+			say(cl, "%s: malformed EXIT", cl->a->ep->uri);
 			finish(cl, REXEC_EXIT_CONN);
 			break;
 		}
@@ -630,8 +648,8 @@ static void conn_closed(struct qt_conn *c, int err, const char *reason, void *us
 	(void)c;
 	cl->conn = NULL;
 	if (!cl->done) {
-		fprintf(stderr, "rexec: %s: %s\n", cl->a->ep->uri,
-			err ? reason : "connection closed before the command finished");
+		say(cl, "%s: %s", cl->a->ep->uri,
+		    err ? reason : "connection closed before the command finished");
 		finish(cl, REXEC_EXIT_CONN);
 	}
 }
@@ -709,7 +727,7 @@ int rexec_client_run(const struct rexec_client_args *a)
 	send_exec(&cl);
 
 	if ((err = qt_loop_run(loop)) < 0) {
-		fprintf(stderr, "rexec: event loop failed: %s\n", g_strerror(-err));
+		say(&cl, "event loop failed: %s", g_strerror(-err));
 		cl.rc = REXEC_EXIT_CONN;
 	}
 	/* From here on the loop no longer reads signals: the guard does, until we exit. */

@@ -1,14 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # Run a command on a fresh pty of a given window size, as a terminal
-# emulator would, and print what it writes (CR removed).  With --resize,
+# emulator would, and print what it writes (CR removed, unless --keep-cr).  With --resize,
 # once the output contains --after TEXT, set a new window size (the kernel
 # sends SIGWINCH to the command), then keep reading until --until TEXT
 # shows up or the command exits.  Exits with the command's status
 # (128+N for signal N), or 3 on a timeout.
 #
 #   python3 ptyrun.py ROWS COLS [--after TEXT --resize ROWS COLS]
-#                     [--until TEXT] [--timeout S] -- CMD [ARG]...
+#                     [--until TEXT] [--timeout S] [--keep-cr] -- CMD [ARG]...
 
 import fcntl
 import os
@@ -23,6 +23,11 @@ def setsize(fd, rows, cols):
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
 
 
+def shown(out, keep_cr):
+    text = out.decode(errors="replace")
+    return text if keep_cr else text.replace("\r", "")
+
+
 def main():
     args = sys.argv[1:]
     rows, cols = int(args[0]), int(args[1])
@@ -30,6 +35,7 @@ def main():
     after = until = None
     resize = None
     timeout = 20.0
+    keep_cr = False
     while args and args[0] != "--":
         if args[0] == "--after":
             after = args[1].encode()
@@ -40,6 +46,9 @@ def main():
         elif args[0] == "--until":
             until = args[1].encode()
             args = args[2:]
+        elif args[0] == "--keep-cr":
+            keep_cr = True
+            args = args[1:]
         elif args[0] == "--timeout":
             timeout = float(args[1])
             args = args[2:]
@@ -70,7 +79,7 @@ def main():
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
-            sys.stdout.write(out.decode(errors="replace").replace("\r", ""))
+            sys.stdout.write(shown(out, keep_cr))
             sys.stderr.write("ptyrun: timeout\n")
             os.kill(pid, 9)
             os.waitpid(pid, 0)
@@ -89,7 +98,7 @@ def main():
             resized = True
         if until is not None and until in out:
             break
-    sys.stdout.write(out.decode(errors="replace").replace("\r", ""))
+    sys.stdout.write(shown(out, keep_cr))
     sys.stdout.flush()
     _, status = os.waitpid(pid, 0)
     if os.WIFSIGNALED(status):

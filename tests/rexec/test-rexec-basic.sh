@@ -170,6 +170,14 @@ rc=$?
 check "a local resize reaches the remote command as SIGWINCH with 50 120 (exit $rc)" \
 	grep -qx "50 120" "$T/pty4"
 printf 'hello\n' | rx h -t sh -c 'read -r l; echo "got:$l"' >"$T/pty5" 2>&1
+# rexec's own message while the terminal is raw ends with CR LF, or the
+# shell's next prompt would start mid-line.
+$PTYRUN 24 80 --keep-cr -- "$REXEC" --config "$CLIENT_CONF" -H "unix:$T/h.sock" --key-file "$KEY" -t \
+	/nonexistent-cmd >"$T/pty6" 2>&1
+check "-t: rexec's message on the raw terminal ends with CR LF ($(od -An -c "$T/pty6" | tr -s ' \n' ' '))" \
+	/usr/bin/python3 -c 'import sys
+d = open(sys.argv[1], "rb").read()
+sys.exit(0 if d.startswith(b"rexec: ") and d.endswith(b"\r\n") and d.count(b"\n") == d.count(b"\r\n") else 1)' "$T/pty6"
 check "-t with piped input: the line arrives" grep -q "got:hello" "$T/pty5"
 
 # sync_mounts= (the fuse-qtfs barrier when a command ends): a list of
