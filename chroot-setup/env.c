@@ -636,6 +636,27 @@ static int enter_root(const struct cs_profile *p, bool clean)
 		g_setenv("REXEC_HOST", p->rexec_host, TRUE);
 	if (p->rexec_key_file)
 		g_setenv("REXEC_KEY_FILE", p->rexec_key_file, TRUE);
+	/*
+	 * The shims' host=: rexec takes REXEC_SHIMS before its configuration's
+	 * [shims], the first entry of a name first, so the profile's come
+	 * before any the environment had.
+	 */
+	{
+		g_autoptr(GString) shims = g_string_new(NULL);
+		const char *had = g_getenv("REXEC_SHIMS");
+
+		for (guint i = 0; i < p->steps->len; i++) {
+			const struct cs_step *s = p->steps->pdata[i];
+
+			if (s->kind == CS_SHIM && s->source)
+				g_string_append_printf(shims, "%s%s=%s", shims->len ? ";" : "",
+						       strrchr(s->target, '/') + 1, s->source);
+		}
+		if (had && *had)
+			g_string_append_printf(shims, "%s%s", shims->len ? ";" : "", had);
+		if (shims->len)
+			g_setenv("REXEC_SHIMS", shims->str, TRUE);
+	}
 	if (p->pivot_root) {
 		/* pivot_root needs the new root to be a mount point, and nothing shared. */
 		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||

@@ -370,6 +370,11 @@ static int parse_step(struct ctx *c, struct cs_profile *p, const char *group)
 			host = get_str(c, group, "host");
 			if (host)
 				r = get_path(c, group, "host", host, &s->source);
+			/* host= travels in REXEC_SHIMS, "NAME=PATH;NAME=PATH". */
+			if (!r && s->source && (strpbrk(arg, ";=") || strchr(s->source, ';')))
+				r = fail(c, group, "host",
+					 "a shim whose name has ';' or '=', or whose host path has ';', "
+					 "cannot be pinned to a host binary");
 		}
 		if (!r && !p->rexec_host)
 			r = fail(c, group, NULL, "a shim needs rexec_host= in [profile]");

@@ -509,6 +509,29 @@ static char *invoked_name(const char *argv0)
 #endif
 
 /*
+ * The host binary pinned for shim @name, or NULL (the host's PATH finds
+ * @name): from REXEC_SHIMS ("NAME=HOSTPATH;NAME=HOSTPATH", what
+ * chroot-setup gives its services), else the configuration's [shims].
+ */
+static char *shim_mapping(const struct opts *o, const char *name)
+{
+	const char *env = g_getenv("REXEC_SHIMS");
+
+	if (env && *env) {
+		g_auto(GStrv) pairs = g_strsplit(env, ";", -1);
+
+		for (char **p = pairs; *p; p++) {
+			const char *eq = strchr(*p, '=');
+
+			if (eq && eq[1] && (size_t)(eq - *p) == strlen(name) &&
+			    strncmp(*p, name, (size_t)(eq - *p)) == 0)
+				return g_strdup(eq + 1);
+		}
+	}
+	return g_key_file_get_string(o->kf, "shims", name, NULL);
+}
+
+/*
  * Invoked as @name (a shim): run @name on the host with everything of
  * ours; its argv[0] is the caller's, without its directory.
  */
@@ -522,7 +545,7 @@ static int shim_run(struct opts *o, const char *name, int argc, char **argv)
 
 	if (o->shim_pass_fds)
 		fds = rexec_scan_fds(&n_fds);
-	mapped = g_key_file_get_string(o->kf, "shims", name, NULL);
+	mapped = shim_mapping(o, name);
 	/*
 	 * Only what follows the last '/': g_path_get_basename() would make ""
 	 * "." and "/usr/bin/" "bin", where the command should see "" both times.

@@ -106,6 +106,9 @@ options=size=1m
 remote=$T/host
 [shim:printenv]
 dir=/shims
+[shim:pinned-echo]
+dir=/shims
+host=/bin/echo
 [forward:/sock/echo.sock]
 remote=$T/host/echo.sock
 [mount:/run/svc]
@@ -136,6 +139,11 @@ check "the printenv shim runs on the host with the profile's environment (got: $
 	[ "$out" = from-the-profile ]
 check "... rexecd ran it ($(grep -c printenv "$T/rexecd.log") log lines)" grep -q 'argv0="printenv"' "$T/rexecd.log"
 check "the shim is a symlink to rexec" [ "$(readlink "$T/root/shims/printenv")" = "$top/rexec/rexec" ]
+# host= pins the host binary: no pinned-echo exists on the host, /bin/echo runs.
+out=$("$CS" exec "$T/p.conf" -- pinned-echo pinned 2>&1)
+check "a shim with host=/bin/echo runs /bin/echo on the host (got: $out)" [ "$out" = pinned ]
+out=$(REXEC_SHIMS="other=/bin/false" "$CS" exec "$T/p.conf" -- pinned-echo still 2>&1)
+check "... also with REXEC_SHIMS set for another shim (got: $out)" [ "$out" = still ]
 echo_via() {
 	python3 -c "
 import socket, sys

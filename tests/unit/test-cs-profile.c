@@ -156,6 +156,11 @@ static const struct {
 	 "[mount:/dev] options: type=devbind"},
 	{"[profile]\nroot=/r\nenv=A B=1\n", "t.conf:3: [profile] env: \"A B\" is not a variable name"},
 	{"[profile]\nroot=/r\nenv=PATH=/bin;1X=2\n", "\"1X\" is not a variable name"},
+	/* host= travels in REXEC_SHIMS, NAME=PATH;NAME=PATH. */
+	{"[profile]\nroot=/r\nrexec_host=unix:/s\n[shim:a=b]\nhost=/bin/true\n",
+	 "t.conf:5: [shim:a=b] host: a shim whose name has"},
+	{"[profile]\nroot=/r\nrexec_host=unix:/s\n[shim:a;b]\nhost=/bin/true\n", "[shim:a;b] host:"},
+	{"[profile]\nroot=/r\nrexec_host=unix:/s\n[shim:x]\nhost=/opt/a;b\n", "[shim:x] host:"},
 };
 
 START_TEST(test_bad_profiles)
