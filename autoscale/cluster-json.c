@@ -478,9 +478,27 @@ static int match_exprs(struct jp *j, json_object *obj, const char *key, bool nod
 	return 0;
 }
 
-/* Requests of one container list: sum (@init false) or max (@init true) into @acc. */
+/*
+ * *@acc += @v, saturating at INT64_MAX (both are >= 0: quantity() refuses
+ * negative ones).  True when it saturated: each quantity fits in 63 bits,
+ * but the sum of a pod's containers need not, and a wrapped sum would make
+ * an impossible pod look small.
+ */
+static bool sat_add(int64_t *acc, int64_t v)
+{
+	if (__builtin_add_overflow(*acc, v, acc)) {
+		*acc = INT64_MAX;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Requests of one container list: sum (@init false) or max (@init true)
+ * into @acc; *@overflow set when a sum went past INT64_MAX.
+ */
 static int containers(struct jp *j, json_object *spec, const char *key, bool init,
-		      struct as_resources *acc)
+		      struct as_resources *acc, bool *overflow)
 {
 	json_object *a;
 	int r = member(j, spec, key, json_type_array, &a);
@@ -510,9 +528,8 @@ static int containers(struct jp *j, json_object *spec, const char *key, bool ini
 			acc->mem = MAX(acc->mem, req.mem);
 			acc->gpu = MAX(acc->gpu, req.gpu);
 		} else {
-			acc->cpu += req.cpu;
-			acc->mem += req.mem;
-			acc->gpu += req.gpu;
+			*overflow |= sat_add(&acc->cpu, req.cpu) | sat_add(&acc->mem, req.mem) |
+				     sat_add(&acc->gpu, req.gpu);
 		}
 		jp_pop(j, o2);
 	}
@@ -576,17 +593,19 @@ static int parse_pod(struct jp *j, json_object *o, struct as_pod *p)
 	    (r = get_int(j, spec, "priority", G_MININT32, G_MAXINT32, &prio)) < 0 ||
 	    (r = get_int(j, spec, "terminationGracePeriodSeconds", 0, G_MAXINT32, &grace)) < 0 ||
 	    (r = get_map(j, spec, "nodeSelector", &p->node_selector)) < 0 ||
-	    (r = containers(j, spec, "containers", false, &sum)) < 0 ||
-	    (r = containers(j, spec, "initContainers", true, &init)) < 0 ||
+	    (r = containers(j, spec, "containers", false, &sum, &p->requests_overflow)) < 0 ||
+	    (r = containers(j, spec, "initContainers", true, &init, &p->requests_overflow)) < 0 ||
 	    (r = resource_list(j, spec, "overhead", &over, NULL)) < 0)
 		return r;
 	if (p->node_name && !*p->node_name)
 		g_clear_pointer(&p->node_name, g_free);
 	p->priority = (int32_t)prio;
 	p->grace_period_s = grace;
-	p->requests.cpu = MAX(sum.cpu, init.cpu) + over.cpu;
-	p->requests.mem = MAX(sum.mem, init.mem) + over.mem;
-	p->requests.gpu = MAX(sum.gpu, init.gpu) + over.gpu;
+	p->requests.cpu = MAX(sum.cpu, init.cpu);
+	p->requests.mem = MAX(sum.mem, init.mem);
+	p->requests.gpu = MAX(sum.gpu, init.gpu);
+	p->requests_overflow |= sat_add(&p->requests.cpu, over.cpu) | sat_add(&p->requests.mem, over.mem) |
+				sat_add(&p->requests.gpu, over.gpu);
 	p->requests.pods = 1;
 
 	if ((r = member(j, spec, "tolerations", json_type_array, &a)) < 0)

@@ -285,9 +285,10 @@ static bool pod_terminal(const struct as_pod *p)
 	return p->phase == AS_PHASE_SUCCEEDED || p->phase == AS_PHASE_FAILED;
 }
 
+/* Capacity in whole cores, rounded up as Quantity.Value() rounds (no +999: cpu may be near INT64_MAX). */
 static int64_t cores_of(const struct as_node *n)
 {
-	return (n->capacity.cpu + 999) / 1000;
+	return n->capacity.cpu / 1000 + (n->capacity.cpu % 1000 != 0);
 }
 
 static int64_t gib_of(const struct as_node *n)
@@ -604,6 +605,12 @@ static GPtrArray *filter_pending(struct run *r)
 			continue;
 		if (as_pod_is_daemonset(p)) {
 			as_kvs_add(&r->d->unhelped, p->key, "DaemonSet pod: never triggers a scale-up");
+			continue;
+		}
+		if (p->requests_overflow) {
+			as_kvs_add(&r->d->unhelped, p->key,
+				   "requests overflow: the containers' requests add up to more than "
+				   "2^63-1, no node fits the pod");
 			continue;
 		}
 		if (p->priority < r->o->expendable_pods_priority_cutoff) {

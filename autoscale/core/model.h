@@ -129,6 +129,11 @@ struct as_pod {
 	struct as_resources requests; /* pods is always 1 */
 	enum as_pod_phase phase;
 	bool unschedulable; /* PodScheduled=False, reason Unschedulable */
+	/*
+	 * A sum of requests went past INT64_MAX: requests hold INT64_MAX
+	 * there, and the pod fits no node (it never triggers a scale-up).
+	 */
+	bool requests_overflow;
 	int32_t priority;
 	int64_t deletion_time;
 	char *ns;

@@ -85,6 +85,38 @@ START_TEST(pod_defaults)
 }
 END_TEST
 
+/*
+ * Each quantity fits in 63 bits but their sum need not: the reader
+ * saturates and flags the pod instead of wrapping (7Ei+7Ei+2Ei+4Gi wrapped
+ * to 4Gi, 7Ei+7Ei+1Ei to 0), in the containers' sum and with the overhead.
+ */
+START_TEST(pod_requests_overflow)
+{
+	g_autoptr(as_cluster) c = parse_ok(
+		"{\"pods\": [{\"metadata\": {\"name\": \"wrap\"}, \"spec\": {\"containers\": ["
+		"   {\"resources\": {\"requests\": {\"memory\": \"7Ei\", \"cpu\": \"1\"}}},"
+		"   {\"resources\": {\"requests\": {\"memory\": \"7Ei\"}}},"
+		"   {\"resources\": {\"requests\": {\"memory\": \"2Ei\"}}},"
+		"   {\"resources\": {\"requests\": {\"memory\": \"4Gi\"}}}]}},"
+		" {\"metadata\": {\"name\": \"over\"}, \"spec\": {\"containers\": ["
+		"   {\"resources\": {\"requests\": {\"cpu\": \"9000000000000000\"}}}],"
+		"  \"overhead\": {\"cpu\": \"300000000000000\"}}},"
+		" {\"metadata\": {\"name\": \"big\"}, \"spec\": {\"containers\": ["
+		"   {\"resources\": {\"requests\": {\"memory\": \"7Ei\"}}}],"
+		"  \"overhead\": {\"memory\": \"1Ei\"}}}]}");
+	struct as_pod *wrap = c->pods->pdata[0], *over = c->pods->pdata[1], *big = c->pods->pdata[2];
+
+	ck_assert(wrap->requests_overflow);
+	ck_assert_int_eq(wrap->requests.mem, INT64_MAX);
+	ck_assert_int_eq(wrap->requests.cpu, 1000);
+	ck_assert(over->requests_overflow);
+	ck_assert_int_eq(over->requests.cpu, INT64_MAX);
+	/* 8Ei is 2^63: one past the largest int64. */
+	ck_assert(big->requests_overflow);
+	ck_assert_int_eq(big->requests.mem, INT64_MAX);
+}
+END_TEST
+
 START_TEST(node_and_group)
 {
 	g_autoptr(as_cluster) c = parse_ok(
@@ -347,6 +379,7 @@ int main(void)
 	int failed;
 
 	tcase_add_test(tc, pod_defaults);
+	tcase_add_test(tc, pod_requests_overflow);
 	tcase_add_test(tc, node_and_group);
 	tcase_add_test(tc, errors_name_the_path);
 	tcase_add_test(tc, options_file);
