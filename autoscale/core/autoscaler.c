@@ -199,7 +199,7 @@ struct run {
 	int *upcoming; /* per group */
 	bool *backed_off;
 	int64_t total_nodes;
-	int64_t total_cores, total_mem, total_gpu; /* capacity, cores rounded up */
+	int64_t total_cores, total_mem, total_gpu; /* capacity: cores rounded up, memory in bytes */
 	bool scaled_up;
 	guint last_dest; /* snapshot index that took the last re-placed pod */
 };
@@ -291,9 +291,41 @@ static int64_t cores_of(const struct as_node *n)
 	return n->capacity.cpu / 1000 + (n->capacity.cpu % 1000 != 0);
 }
 
-static int64_t gib_of(const struct as_node *n)
+/*
+ * Totals saturate: capacities are each below 2^63 but a cluster's sum, or
+ * upcoming nodes x a template, need not be.
+ */
+static int64_t sat_add(int64_t a, int64_t b)
 {
-	return n->capacity.mem / GIB;
+	int64_t s;
+
+	if (__builtin_add_overflow(a, b, &s))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return s;
+}
+
+static int64_t sat_mul(int64_t a, int64_t b)
+{
+	int64_t s;
+
+	if (__builtin_mul_overflow(a, b, &s))
+		return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
+	return s;
+}
+
+/*
+ * Memory counts in bytes against --memory-total MIN:MAX GiB times 2^30,
+ * as CA does: whole GiB per node would let 7.5 GiB nodes past a limit by
+ * a half GiB each, and put no limit at all on nodes under 1 GiB.
+ */
+static int64_t mem_of(const struct as_node *n)
+{
+	return n->capacity.mem;
+}
+
+static int64_t gib_bytes(int64_t gib)
+{
+	return sat_mul(gib, GIB);
 }
 
 /* --- cluster state ------------------------------------------------------ */
@@ -397,9 +429,9 @@ static void cluster_state(struct run *r)
 		else if (g >= 0 && r->readiness[i] == R_UNREADY)
 			unready[g]++;
 		r->total_nodes++;
-		r->total_cores += cores_of(n);
-		r->total_mem += gib_of(n);
-		r->total_gpu += n->capacity.gpu;
+		r->total_cores = sat_add(r->total_cores, cores_of(n));
+		r->total_mem = sat_add(r->total_mem, mem_of(n));
+		r->total_gpu = sat_add(r->total_gpu, n->capacity.gpu);
 	}
 	for (guint g = 0; g < ng; g++) {
 		const struct as_node_group *grp = g_ptr_array_index(c->groups, g);
@@ -468,9 +500,9 @@ static void cluster_state(struct run *r)
 		r->d->upcoming += up;
 		if (grp->template_node) {
 			r->total_nodes += up;
-			r->total_cores += up * cores_of(grp->template_node);
-			r->total_mem += up * gib_of(grp->template_node);
-			r->total_gpu += up * grp->template_node->capacity.gpu;
+			r->total_cores = sat_add(r->total_cores, sat_mul(up, cores_of(grp->template_node)));
+			r->total_mem = sat_add(r->total_mem, sat_mul(up, mem_of(grp->template_node)));
+			r->total_gpu = sat_add(r->total_gpu, sat_mul(up, grp->template_node->capacity.gpu));
 		}
 		g_array_append_val(r->d->groups, gs);
 	}
@@ -761,16 +793,16 @@ static void eval_group(struct run *r, guint g, GArray *eq, struct group_eval *ev
 		ev->skip = g_strdup_printf("max size %d reached", grp->max_size);
 		return;
 	}
-	if (r->total_cores + cores_of(t) > o->cores_max) {
+	if (sat_add(r->total_cores, cores_of(t)) > o->cores_max) {
 		ev->skip = g_strdup_printf("cores-total max %" G_GINT64_FORMAT " reached", o->cores_max);
 		return;
 	}
-	if (r->total_mem + gib_of(t) > o->memory_max) {
+	if (sat_add(r->total_mem, mem_of(t)) > gib_bytes(o->memory_max)) {
 		ev->skip = g_strdup_printf("memory-total max %" G_GINT64_FORMAT " GiB reached",
 					   o->memory_max);
 		return;
 	}
-	if (t->capacity.gpu > 0 && r->total_gpu + t->capacity.gpu > o->gpu_max) {
+	if (t->capacity.gpu > 0 && sat_add(r->total_gpu, t->capacity.gpu) > o->gpu_max) {
 		ev->skip = g_strdup_printf("gpu-total max %" G_GINT64_FORMAT " reached", o->gpu_max);
 		return;
 	}
@@ -789,7 +821,7 @@ static void eval_group(struct run *r, guint g, GArray *eq, struct group_eval *ev
 		cap = x;
 		ev->cap_why = "cores-total";
 	}
-	x = room(o->memory_max, r->total_mem, gib_of(t));
+	x = room(gib_bytes(o->memory_max), r->total_mem, mem_of(t));
 	if (x < cap) {
 		cap = x;
 		ev->cap_why = "memory-total";
@@ -1421,7 +1453,7 @@ static void scale_down(struct run *r)
 		} else if (r->target[g] - deleted_in_group[g] - 1 < grp->min_size) {
 			unremovable(r, i, "NodeGroupMinSizeReached: %s at min size %d", grp->id,
 				    grp->min_size);
-		} else if (cores - cores_of(n) < o->cores_min || mem - gib_of(n) < o->memory_min) {
+		} else if (cores - cores_of(n) < o->cores_min || mem - mem_of(n) < gib_bytes(o->memory_min)) {
 			unremovable(r, i, "MinimalResourceLimitExceeded");
 		} else if (n_deleted >= o->max_scale_down_parallelism) {
 			unremovable(r, i, "MaxScaleDownParallelismReached");
@@ -1451,7 +1483,7 @@ static void scale_down(struct run *r)
 			/* DeleteNodes shrinks the target with the node. */
 			g_array_index(r->d->groups, struct as_group_state, (guint)g).target_size--;
 			cores -= cores_of(n);
-			mem -= gib_of(n);
+			mem -= mem_of(n);
 			n_deleted++;
 			if (!cd->empty)
 				n_drained++;
