@@ -497,6 +497,25 @@ static bool owner_exists(struct daemon *dm, const struct as_pod *p)
 	return true;
 }
 
+/*
+ * A node we are draining is a deletion in progress for the core (its group's
+ * min size, the cores/memory minimums) from the loop that tainted it, even
+ * before the watch brings the taint back: give it the taint in the model.
+ */
+static void mark_deleting(struct daemon *dm, struct as_node *n)
+{
+	guint k;
+
+	if (!g_hash_table_contains(dm->deleting, n->name))
+		return;
+	for (k = 0; k < n->n_taints; k++)
+		if (strcmp(n->taints[k].key, AS_TAINT_TO_BE_DELETED) == 0)
+			return;
+	n->taints = g_renew(struct as_taint, n->taints, n->n_taints + 1);
+	n->taints[n->n_taints++] = (struct as_taint){g_strdup(AS_TAINT_TO_BE_DELETED), g_strdup(""),
+						     AS_EFFECT_NO_SCHEDULE};
+}
+
 /* The cluster model of this loop; 0, or -errno when the provider cannot be read. */
 static int build_model(struct daemon *dm, struct as_cluster **out)
 {
@@ -517,6 +536,7 @@ static int build_model(struct daemon *dm, struct as_cluster **out)
 			qt_warn("node skipped: %s", m);
 			continue;
 		}
+		mark_deleting(dm, n);
 		g_ptr_array_add(c->nodes, n);
 	}
 	for (guint i = 0; i < dm->objs[AS_KUBE_PODS]->len; i++) {

@@ -18,7 +18,8 @@
  *   (scale-down-unready-time for an unready node), outside every cooldown
  *   (delay-after-add since the last scale-up, including one in this loop;
  *   delay-after-delete; delay-after-failure), without taking its group
- *   below min size or the cluster below the cores/memory minimums, and
+ *   below min size or the cluster below the cores/memory minimums (nodes
+ *   with the ToBeDeleted taint count as already gone for both), and
  *   within max-scale-down-parallelism (empty nodes) and
  *   max-drain-parallelism (nodes with pods to move).  Empty nodes go first.
  * Invariants, checked by as_decision_check() after every loop unless built
@@ -197,6 +198,13 @@ struct run {
 	guint n_real; /* snapshot nodes [0, n_real) are real, the rest upcoming */
 	int *target; /* per group, after failures and scale-up */
 	int *upcoming; /* per group */
+	/*
+	 * Per group: its nodes with the ToBeDeleted taint, deletions already in
+	 * progress.  CA's min-size check is size - deletionsInProgress <= min.
+	 */
+	int *deleting;
+	/* Capacity of the nodes not being deleted, for the scale-down minimums. */
+	int64_t sd_cores, sd_mem;
 	bool *backed_off;
 	int64_t total_nodes;
 	int64_t total_cores, total_mem, total_gpu; /* capacity: cores rounded up, memory in bytes */
@@ -424,6 +432,10 @@ static void cluster_state(struct run *r)
 			r->readiness[i] = R_UNREADY;
 			r->d->unready++;
 		}
+		if (!has_taint(n, AS_TAINT_TO_BE_DELETED)) {
+			r->sd_cores = sat_add(r->sd_cores, cores_of(n));
+			r->sd_mem = sat_add(r->sd_mem, mem_of(n));
+		}
 		if (g >= 0 && r->readiness[i] == R_READY)
 			ready[g]++;
 		else if (g >= 0 && r->readiness[i] == R_UNREADY)
@@ -444,10 +456,18 @@ static void cluster_state(struct run *r)
 		deletable = MAX(0, grp->target_size - grp->min_size);
 		for (guint k = 0; k < grp->n_instances; k++) {
 			const struct as_instance *in = &grp->instances[k];
+			guint node = r->inst_node[r->inst_base[g] + k];
 			bool gone;
 
+			/*
+			 * A tainted node whose instance is not yet Deleting: the
+			 * target still counts it (once Deleting, it no longer does).
+			 */
+			if (node && in->state != AS_INSTANCE_DELETING &&
+			    has_taint(g_ptr_array_index(c->nodes, node - 1), AS_TAINT_TO_BE_DELETED))
+				r->deleting[g]++;
 			/* Registered: a node has its id as provider id or name. */
-			if (r->inst_node[r->inst_base[g] + k] || in->state == AS_INSTANCE_DELETING)
+			if (node || in->state == AS_INSTANCE_DELETING)
 				continue;
 			/* An instance the provider failed to create will not come either. */
 			if (in->state == AS_INSTANCE_CREATING && in->error != AS_ERROR_NONE) {
@@ -502,6 +522,8 @@ static void cluster_state(struct run *r)
 			r->total_nodes += up;
 			r->total_cores = sat_add(r->total_cores, sat_mul(up, cores_of(grp->template_node)));
 			r->total_mem = sat_add(r->total_mem, sat_mul(up, mem_of(grp->template_node)));
+			r->sd_cores = sat_add(r->sd_cores, sat_mul(up, cores_of(grp->template_node)));
+			r->sd_mem = sat_add(r->sd_mem, sat_mul(up, mem_of(grp->template_node)));
 			r->total_gpu = sat_add(r->total_gpu, sat_mul(up, grp->template_node->capacity.gpu));
 		}
 		g_array_append_val(r->d->groups, gs);
@@ -1217,7 +1239,7 @@ static bool candidate_ok(struct run *r, guint i, bool *empty)
 		return false;
 	}
 	const struct as_node_group *grp = g_ptr_array_index(r->c->groups, (guint)g);
-	if (r->target[g] <= grp->min_size) {
+	if (r->target[g] - r->deleting[g] <= grp->min_size) {
 		unremovable(r, i, "NodeGroupMinSizeReached: %s at min size %d", grp->id, grp->min_size);
 		return false;
 	}
@@ -1396,7 +1418,7 @@ static void scale_down(struct run *r)
 	g_autofree int32_t *pdb_left = g_new0(int32_t, c->pdbs->len ? c->pdbs->len : 1);
 	g_autoptr(GHashTable) hints = g_hash_table_new(g_str_hash, g_str_equal);
 	g_autofree int *deleted_in_group = g_new0(int, c->groups->len ? c->groups->len : 1);
-	int64_t cores = r->total_cores, mem = r->total_mem;
+	int64_t cores = r->sd_cores, mem = r->sd_mem;
 	int n_deleted = 0, n_drained = 0;
 	g_autoptr(GHashTable) deleted = g_hash_table_new(g_str_hash, g_str_equal);
 	struct removal rm = {0};
@@ -1450,7 +1472,7 @@ static void scale_down(struct run *r)
 								 : "NotUnneededLongEnough");
 		} else if (cool) {
 			unremovable(r, i, "%s", cool);
-		} else if (r->target[g] - deleted_in_group[g] - 1 < grp->min_size) {
+		} else if (r->target[g] - r->deleting[g] - deleted_in_group[g] - 1 < grp->min_size) {
 			unremovable(r, i, "NodeGroupMinSizeReached: %s at min size %d", grp->id,
 				    grp->min_size);
 		} else if (cores - cores_of(n) < o->cores_min || mem - mem_of(n) < gib_bytes(o->memory_min)) {
@@ -1612,6 +1634,7 @@ int as_run_once(const struct as_cluster *c, const struct as_options *o, int64_t 
 	r.unbound = g_ptr_array_new();
 	r.target = g_new0(int, ng);
 	r.upcoming = g_new0(int, ng);
+	r.deleting = g_new0(int, ng);
 	r.backed_off = g_new0(bool, ng);
 
 	ret = map_nodes_to_groups(&r, msg);
@@ -1659,6 +1682,7 @@ cleanup:
 	g_array_free(r.snap_node, TRUE);
 	g_free(r.target);
 	g_free(r.upcoming);
+	g_free(r.deleting);
 	g_free(r.backed_off);
 	return ret;
 }
