@@ -1293,6 +1293,7 @@ char *as_decision_to_json(const struct as_decision *d)
 	json_object_object_add(v, "not_started", json_object_new_int(d->not_started));
 	json_object_object_add(v, "unregistered", json_object_new_int(d->unregistered));
 	json_object_object_add(v, "long_unregistered", json_object_new_int(d->long_unregistered));
+	json_object_object_add(v, "deleted", json_object_new_int(d->deleted));
 	json_object_object_add(v, "upcoming", json_object_new_int(d->upcoming));
 	json_object_object_add(root, "counts", v);
 	out = g_strdup_printf("%s\n", json_object_to_json_string_ext(

@@ -421,18 +421,32 @@ static void cluster_state(struct run *r)
 		const struct as_node *n = g_ptr_array_index(c->nodes, i);
 		int g = r->node_group[i];
 
+		bool being_deleted = has_taint(n, AS_TAINT_TO_BE_DELETED);
+
+		/*
+		 * Readiness as the reference defines it (a cordoned node is not
+		 * Ready), but a node with the ToBeDeleted taint is counted apart,
+		 * as CA's cluster state counts it Deleted: every node we drain is
+		 * cordoned, and counted unready our own scale-down would make the
+		 * cluster ClusterUnhealthy.
+		 */
 		if (as_node_is_ready(n)) {
 			r->readiness[i] = R_READY;
-			r->d->ready++;
 		} else if (n->creation_time != AS_TIME_NEVER &&
 			   r->now - n->creation_time < o->max_node_startup_time) {
 			r->readiness[i] = R_NOT_STARTED;
-			r->d->not_started++;
 		} else {
 			r->readiness[i] = R_UNREADY;
-			r->d->unready++;
 		}
-		if (!has_taint(n, AS_TAINT_TO_BE_DELETED)) {
+		if (being_deleted)
+			r->d->deleted++;
+		else if (r->readiness[i] == R_READY)
+			r->d->ready++;
+		else if (r->readiness[i] == R_NOT_STARTED)
+			r->d->not_started++;
+		else
+			r->d->unready++;
+		if (!being_deleted) {
 			r->sd_cores = sat_add(r->sd_cores, cores_of(n));
 			r->sd_mem = sat_add(r->sd_mem, mem_of(n));
 		}
@@ -530,6 +544,7 @@ static void cluster_state(struct run *r)
 	}
 }
 
+/* Nodes being deleted are in neither count (cluster_state()). */
 static bool cluster_unhealthy(const struct run *r)
 {
 	int total = r->d->ready + r->d->unready;

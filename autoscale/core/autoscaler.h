@@ -69,6 +69,7 @@ struct as_decision {
 	int64_t last_scale_down_delete;
 	/* counts, for status and metrics */
 	int ready, unready, not_started, unregistered, long_unregistered, upcoming;
+	int deleted; /* nodes with the ToBeDeleted taint: in none of ready, unready, not_started */
 };
 
 void as_decision_free(struct as_decision *d);
