@@ -613,6 +613,11 @@ static int build_model(struct daemon *dm, struct as_cluster **out)
 	return 0;
 }
 
+int64_t as_daemon_kept_last_scale_up(int64_t prev, const struct as_decision *d, bool acts)
+{
+	return d->scale_up_group && acts ? prev : d->last_scale_up;
+}
+
 static void keep_state(struct daemon *dm, const struct as_decision *d)
 {
 	g_hash_table_remove_all(dm->unneeded);
@@ -621,7 +626,7 @@ static void keep_state(struct daemon *dm, const struct as_decision *d)
 
 		g_hash_table_replace(dm->unneeded, g_strdup(u->node), g_memdup2(&u->since, sizeof(int64_t)));
 	}
-	dm->last_scale_up = d->last_scale_up;
+	dm->last_scale_up = as_daemon_kept_last_scale_up(dm->last_scale_up, d, !dm->a->dry_run);
 	dm->last_scale_down_delete = d->last_scale_down_delete;
 	for (guint i = 0; i < d->groups->len; i++) {
 		const struct as_group_state *gs = &g_array_index(d->groups, struct as_group_state, i);
@@ -795,6 +800,7 @@ static void scale_up(struct daemon *dm, const struct as_cluster *c, const struct
 	}
 	if (!any)
 		return;
+	dm->last_scale_up = now;
 	qt_notice("scale-up done: [%s]", summary->str);
 	status_event(dm, "Normal", "ScaledUpGroup", "Scale-up: %s", summary->str);
 	for (guint i = 0; i < d->scale_up_pods->len; i++)

@@ -46,5 +46,16 @@ int as_daemon_set(struct as_daemon_args *a, const char *name, const char *value,
 const char *as_daemon_flag_name(unsigned i);
 bool as_daemon_flag_is_bool(const char *name);
 
+struct as_decision;
+/*
+ * The last scale-up time to carry into the next loop once decision @d is
+ * taken, @prev the one carried so far.  A scale-up RunOnce decided counts
+ * only once an IncreaseSize succeeded (CA sets lastScaleUpTime after a
+ * successful scale-up, so a refused one does not put scale-down in
+ * cooldown): with @acts (not --dry-run) it keeps @prev, and the loop sets
+ * the time itself when an IncreaseSize succeeds.
+ */
+int64_t as_daemon_kept_last_scale_up(int64_t prev, const struct as_decision *d, bool acts);
+
 /* Run until SIGTERM/SIGINT or a lost Lease.  Returns the exit status. */
 int as_daemon_run(const struct as_daemon_args *a, const struct as_options *o);

@@ -2,7 +2,8 @@
 /*
  * The daemon's own flags (autoscale/daemon.c): CA's defaults for leader
  * election, the status ConfigMap and /healthz, and the parsing of each
- * flag type, with bad values refused.
+ * flag type, with bad values refused.  Also the state the loop carries
+ * between RunOnce calls when an IncreaseSize fails.
  */
 #include "config.h"
 
@@ -10,6 +11,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "autoscaler.h"
+#include "cluster-json.h"
 #include "daemon.h"
 
 START_TEST(defaults)
@@ -72,6 +75,64 @@ START_TEST(parsing)
 }
 END_TEST
 
+/*
+ * Two loops as the daemon runs them: the first decides a scale-up of group
+ * "big" that IncreaseSize refuses (the daemon backs the group off); in the
+ * second, a minute later, node n1 (empty, unneeded for an hour) goes.  A
+ * refused scale-up must not hold scale-down for --scale-down-delay-after-add.
+ */
+START_TEST(failed_scale_up_no_cooldown)
+{
+	static const char snap[] =
+		"{\"now\": \"2024-05-01T12:00:00Z\","
+		" \"nodes\": [{\"metadata\": {\"name\": \"n1\"}, \"spec\": {\"providerID\": \"p://n1\"},"
+		"  \"status\": {\"capacity\": {\"cpu\": \"4\", \"memory\": \"8Gi\"},"
+		"   \"conditions\": [{\"type\": \"Ready\", \"status\": \"True\"}]}}],"
+		" \"pods\": [{\"metadata\": {\"name\": \"p\", \"namespace\": \"d\", \"ownerReferences\":"
+		"   [{\"kind\": \"ReplicaSet\", \"name\": \"r\", \"controller\": true}]},"
+		"  \"spec\": {\"containers\": [{\"resources\": {\"requests\": {\"cpu\": \"8\"}}}]},"
+		"  \"status\": {\"phase\": \"Pending\", \"conditions\": [{\"type\": \"PodScheduled\","
+		"   \"status\": \"False\", \"reason\": \"Unschedulable\"}]}}],"
+		" \"node_groups\": [{\"id\": \"g\", \"min_size\": 0, \"max_size\": 5, \"nodes\": [\"p://n1\"]},"
+		"  {\"id\": \"big\", \"min_size\": 0, \"max_size\": 5,"
+		"   \"template\": {\"status\": {\"capacity\": {\"cpu\": \"16\", \"memory\": \"32Gi\"}}}}],"
+		" \"unneeded_since\": {\"n1\": \"2024-05-01T11:00:00Z\"}}";
+	g_autoptr(as_cluster) c = NULL;
+	g_autoptr(as_decision) d1 = NULL, d2 = NULL;
+	g_autofree char *msg = NULL;
+	struct as_options o;
+	struct as_node_group *big;
+	int64_t now, kept;
+
+	as_options_init(&o);
+	ck_assert_msg(as_cluster_from_json(snap, strlen(snap), &c, &now, &msg) == 0, "%s", msg);
+	ck_assert_int_eq(as_run_once(c, &o, now, NULL, &d1, &msg), 0);
+	ck_assert_str_eq(d1->scale_up_group, "big");
+	ck_assert_int_eq(d1->last_scale_up, now);
+
+	/* IncreaseSize refused: the daemon backs "big" off and carries the rest. */
+	kept = as_daemon_kept_last_scale_up(AS_TIME_NEVER, d1, true);
+	ck_assert_int_eq(kept, AS_TIME_NEVER);
+	as_cluster_carry_state(c, d1);
+	c->last_scale_up = kept;
+	big = c->groups->pdata[1];
+	big->target_size = 0;
+	big->scale_up_time = AS_TIME_NEVER;
+	as_group_backoff(&o, now, &big->backoff_duration, &big->backoff_until, &big->last_failure);
+
+	ck_assert_int_eq(as_run_once(c, &o, now + 60000, NULL, &d2, &msg), 0);
+	ck_assert_str_eq(d2->scale_down_status, "ok");
+	ck_assert_uint_eq(d2->scale_down_nodes->len, 1);
+	ck_assert_str_eq(d2->scale_down_nodes->pdata[0], "n1");
+
+	/* A dry run acts on nothing: the decision's time stands, as before. */
+	ck_assert_int_eq(as_daemon_kept_last_scale_up(AS_TIME_NEVER, d1, false), now);
+	/* Without a scale-up in the decision, what RunOnce carried. */
+	ck_assert_int_eq(as_daemon_kept_last_scale_up(now, d2, true), d2->last_scale_up);
+	as_options_clear(&o);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("as-daemon");
@@ -81,6 +142,7 @@ int main(void)
 
 	tcase_add_test(tc, defaults);
 	tcase_add_test(tc, parsing);
+	tcase_add_test(tc, failed_scale_up_no_cooldown);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
