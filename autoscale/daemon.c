@@ -364,6 +364,12 @@ struct daemon {
 	GHashTable *groups; /* id -> struct group_state */
 	GHashTable *unneeded; /* node -> int64_t since */
 	int64_t last_scale_up, last_scale_down_delete, last_scale_down_failure;
+	/*
+	 * The random expander's generator, for the whole run: seeded once
+	 * (--seed, else from the system), so that --expander=random and the
+	 * tie-break do not pick the same group in every loop.
+	 */
+	GRand *rand;
 	GHashTable *deleting; /* node -> struct deletion */
 	GHashTable *noscale_events; /* pod key -> int64_t last NotTriggerScaleUp event time */
 	GPtrArray *objs[AS_KUBE_N_KINDS]; /* this loop's cache copy */
@@ -1209,7 +1215,6 @@ static int64_t mono_ms(void *data)
 	return g_get_monotonic_time() / 1000;
 }
 
-static const struct as_run_env run_env = {mono_ms, NULL};
 
 /* One loop; 0, or -errno when it could not decide (logged). */
 static int loop_once(struct daemon *dm, bool first)
@@ -1234,7 +1239,11 @@ static int loop_once(struct daemon *dm, bool first)
 	if (first && !dm->a->dry_run)
 		clean_stale_taints(dm, c);
 	t = g_get_monotonic_time();
-	r = as_run_once(c, dm->o, now, &run_env, &d, &msg);
+	{
+		const struct as_run_env env = {.clock = mono_ms, .rand = dm->rand};
+
+		r = as_run_once(c, dm->o, now, &env, &d, &msg);
+	}
 	observe(&dm->m, FN_RUN, secs_since(t));
 	if (r < 0) {
 		qt_err("no decision this loop: %s", msg);
@@ -1420,6 +1429,7 @@ int as_daemon_run(const struct as_daemon_args *a, const struct as_options *o)
 	dm.noscale_events = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	dm.uids = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	dm.last_scale_up = dm.last_scale_down_delete = dm.last_scale_down_failure = AS_TIME_NEVER;
+	dm.rand = o->seed_set ? g_rand_new_with_seed((guint32)(o->seed ^ (o->seed >> 32))) : g_rand_new();
 
 	listen = a->address[0] == ':' ? g_strconcat("0.0.0.0", a->address, NULL)
 				      : g_strdup(a->address);
@@ -1497,6 +1507,7 @@ cleanup:
 	g_hash_table_unref(dm.deleting);
 	g_hash_table_unref(dm.noscale_events);
 	g_hash_table_unref(dm.uids);
+	g_rand_free(dm.rand);
 	g_string_free(dm.m.group_lines, TRUE);
 	g_mutex_clear(&dm.m.lock);
 	return ret;

@@ -1110,8 +1110,13 @@ static void scale_up(struct run *r, GPtrArray *pending)
 		}
 	}
 	if (n_opts > 0) {
-		g_autoptr(GRand) rnd = g_rand_new_with_seed((guint32)(o->seed ^ (o->seed >> 32)));
-		guint pick = as_expander_choose(o, opts, n_opts, (guint)r->total_nodes, rnd);
+		g_autoptr(GRand) own = NULL;
+		GRand *rnd = r->env ? r->env->rand : NULL;
+		guint pick;
+
+		if (!rnd)
+			rnd = own = g_rand_new_with_seed((guint32)(o->seed ^ (o->seed >> 32)));
+		pick = as_expander_choose(o, opts, n_opts, (guint)r->total_nodes, rnd);
 		guint g = opt_group[pick];
 		const struct as_node_group *grp = g_ptr_array_index(c->groups, g);
 

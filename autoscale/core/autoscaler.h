@@ -86,6 +86,13 @@ struct as_run_env {
 	 * every loop); every other part of the decision is the same.
 	 */
 	bool no_node_reasons;
+	/*
+	 * The random expander's and the final tie-break's generator, kept by
+	 * the caller across loops (`autoscale run`); NULL: a new one seeded
+	 * with --seed in every loop, so that a decision depends on its inputs
+	 * only (`autoscale once`, the simulator).
+	 */
+	GRand *rand;
 };
 
 /*

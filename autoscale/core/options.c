@@ -296,6 +296,7 @@ int as_options_set(struct as_options *o, const char *name, const char *value, ch
 			why = g_strdup("is not an unsigned integer");
 		} else {
 			o->seed = v;
+			o->seed_set = true;
 		}
 		break;
 	}

@@ -70,6 +70,7 @@ struct as_options {
 	bool ignore_daemonsets_utilization;
 	bool ignore_mirror_pods_utilization;
 	uint64_t seed;
+	bool seed_set; /* --seed was given: `autoscale run` seeds from the clock otherwise */
 	struct as_priority_rule *priorities; /* owned */
 	guint n_priorities;
 };

@@ -11,6 +11,7 @@
 #include <check.h>
 
 #include "as-build.h"
+#include "cluster-json.h"
 #include "drain.h"
 
 #define MIN_MS (60 * 1000LL)
@@ -1060,6 +1061,53 @@ START_TEST(inconsistent_cluster)
 }
 END_TEST
 
+/*
+ * --expander=random over four equal groups: a generator the caller keeps
+ * across loops (`autoscale run`) picks different groups; without one
+ * (`autoscale once`, the simulator) every loop picks what --seed says.
+ */
+START_TEST(random_expander_across_loops)
+{
+	GString *snap = g_string_new("{\"pods\": [{\"metadata\": {\"name\": \"p\", \"namespace\": \"d\","
+				     " \"ownerReferences\": [{\"kind\": \"ReplicaSet\", \"name\": \"r\","
+				     " \"controller\": true}]}, \"spec\": {\"containers\": [{\"resources\":"
+				     " {\"requests\": {\"cpu\": \"1\"}}}]}, \"status\": {\"phase\": \"Pending\","
+				     " \"conditions\": [{\"type\": \"PodScheduled\", \"status\": \"False\","
+				     " \"reason\": \"Unschedulable\"}]}}], \"node_groups\": [");
+	g_autoptr(as_cluster) c = NULL;
+	g_autoptr(GHashTable) kept = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	g_autoptr(GHashTable) fresh = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	g_autofree char *msg = NULL;
+	GRand *rnd = g_rand_new_with_seed(7);
+	struct as_options o;
+	int64_t now;
+
+	for (int g = 0; g < 4; g++)
+		g_string_append_printf(snap, "%s{\"id\": \"g%d\", \"min_size\": 0, \"max_size\": 10,"
+				       " \"template\": {\"status\": {\"capacity\": {\"cpu\": \"4\"}}}}",
+				       g ? ", " : "", g);
+	g_string_append(snap, "]}");
+	ck_assert_msg(as_cluster_from_json(snap->str, snap->len, &c, &now, &msg) == 0, "%s", msg);
+	as_options_init(&o);
+	ck_assert_int_eq(as_options_set(&o, "expander", "random", &msg), 0);
+	for (int k = 0; k < 32; k++) {
+		const struct as_run_env env = {.rand = rnd};
+		g_autoptr(as_decision) d1 = NULL, d2 = NULL;
+
+		ck_assert_int_eq(as_run_once(c, &o, 1000, &env, &d1, &msg), 0);
+		ck_assert_int_eq(as_run_once(c, &o, 1000, NULL, &d2, &msg), 0);
+		g_hash_table_add(kept, g_strdup(d1->scale_up_group));
+		g_hash_table_add(fresh, g_strdup(d2->scale_up_group));
+	}
+	/* 32 loops on one group out of four: 4^-31 by chance. */
+	ck_assert_uint_gt(g_hash_table_size(kept), 1);
+	ck_assert_uint_eq(g_hash_table_size(fresh), 1);
+	g_rand_free(rnd);
+	g_string_free(snap, TRUE);
+	as_options_clear(&o);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("as-loop");
@@ -1105,6 +1153,7 @@ int main(void)
 	tcase_add_test(up, filter_out_schedulable_by_priority);
 	tcase_add_test(up, unhealthy_and_unregistered);
 	tcase_add_test(up, balance_similar);
+	tcase_add_test(up, random_expander_across_loops);
 	tcase_add_test(up, invariant_check_catches);
 	tcase_add_test(up, inconsistent_cluster);
 	suite_add_tcase(s, down);
