@@ -544,10 +544,13 @@ static void cluster_state(struct run *r)
 	}
 }
 
-/* Nodes being deleted are in neither count (cluster_state()). */
+/*
+ * Nodes being deleted are not unready (cluster_state()), but they are
+ * nodes of the cluster: CA takes the percentage of all of them.
+ */
 static bool cluster_unhealthy(const struct run *r)
 {
-	int total = r->d->ready + r->d->unready;
+	int total = r->d->ready + r->d->unready + r->d->deleted;
 
 	return r->d->unready > r->o->ok_total_unready_count &&
 	       (double)r->d->unready > r->o->max_total_unready_percentage / 100.0 * total;
