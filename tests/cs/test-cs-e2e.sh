@@ -124,8 +124,10 @@ nsenter --net="/run/netns/$nh" "$top/rexecd/rexecd" --config "$T/rexecd.conf" \
 	>"$T/rexecd.log" 2>&1 &
 PIDS="$PIDS $!"
 python3 - "$T/hostrun/api.sock" <<'PY' &
-import socket, sys
-s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(4)
+import os, socket, sys
+# Renamed into place once listening: a connect between bind and listen is refused.
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1] + ".tmp"); s.listen(4)
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
 while True:
     c, _ = s.accept()
     req = c.recv(4096).decode()

@@ -63,7 +63,9 @@ printf '[rexecd]\nallow_all=true\nforward_allow=%s/host\n' "$T" >"$T/rexecd.conf
 PIDS="$PIDS $!"
 python3 - "$T/host/echo.sock" <<'PY' &
 import os, socket, sys
-s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(4)
+# Renamed into place once listening: a connect between bind and listen is refused.
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1] + ".tmp"); s.listen(4)
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
 while True:
     c, _ = s.accept()
     while True:

@@ -195,10 +195,13 @@ check "... in one line naming it" sh -c "[ \$(wc -l <'$T/err') -eq 1 ] && grep -
 # connect_timeout bounds connecting and authenticating together: a socket
 # whose listener takes the connection (its backlog) and never speaks ends
 # rexec with 255 after connect_timeout, not after the 10 s default.
-/usr/bin/python3 -c 'import socket, sys, time
+# (Bound under another name and renamed once listening: between bind and
+# listen a connect is refused, and rexec would fail at once for that.)
+/usr/bin/python3 -c 'import os, socket, sys, time
 s = socket.socket(socket.AF_UNIX)
-s.bind(sys.argv[1])
+s.bind(sys.argv[1] + ".tmp")
 s.listen(8)
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
 time.sleep(30)' "$T/mute.sock" >/dev/null 2>&1 &
 mute=$!
 BG_PIDS="$BG_PIDS $mute"

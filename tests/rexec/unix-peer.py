@@ -112,8 +112,11 @@ def serve(path, text):
     except FileNotFoundError:
         pass
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.bind(path)
+    # Bound under another name and renamed once listening: callers wait
+    # for the file, and a connect between bind and listen is refused.
+    s.bind(path + ".tmp")
     s.listen(64)
+    os.rename(path + ".tmp", path)
     while True:
         c, _ = s.accept()
         sys.stderr.write("accepted a connection\n")
