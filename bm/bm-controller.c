@@ -401,11 +401,12 @@ static void run_active(struct ctl *c, struct bm_store *st, struct bm_client *cl,
 			rc = power(c, cl, m->handler, on, &err);
 		}
 		if (rc >= 0)
-			bm_machine_set_power(st, c->id, m->id, on ? "on" : "off", NULL, 0);
+			bm_machine_set_power(st, c->id, m->id, m->power_op, on ? "on" : "off", NULL, 0);
 		else if (m->attempts + 1 < c->max_retries)
-			bm_machine_set_power(st, c->id, m->id, NULL, err, backoff_at(c, m->attempts));
+			bm_machine_set_power(st, c->id, m->id, m->power_op, NULL, err,
+					     backoff_at(c, m->attempts));
 		else
-			bm_machine_set_power(st, c->id, m->id, NULL, err, 0);
+			bm_machine_set_power(st, c->id, m->id, m->power_op, NULL, err, 0);
 	}
 	for (unsigned i = 0; i < m->disks->len; i++) {
 		const struct bm_disk_row *d = g_ptr_array_index(m->disks, i);
@@ -425,11 +426,11 @@ static void run_active(struct ctl *c, struct bm_store *st, struct bm_client *cl,
 				rc = del(c, cl, m->handler, "volumes", d->id, &err);
 		}
 		if (rc >= 0)
-			bm_disk_done(st, c->id, d->id, attach ? "attached" : "", NULL, 0);
+			bm_disk_done(st, c->id, d, attach ? "attached" : "", NULL, 0);
 		else if (d->attempts + 1 >= c->max_retries)
-			bm_disk_done(st, c->id, d->id, "error", err, 0);
+			bm_disk_done(st, c->id, d, "error", err, 0);
 		else
-			bm_disk_done(st, c->id, d->id, NULL, err, backoff_at(c, d->attempts));
+			bm_disk_done(st, c->id, d, NULL, err, backoff_at(c, d->attempts));
 	}
 	for (unsigned i = 0; i < m->nics->len; i++) {
 		const struct bm_nic_row *n = g_ptr_array_index(m->nics, i);
@@ -442,11 +443,11 @@ static void run_active(struct ctl *c, struct bm_store *st, struct bm_client *cl,
 		rc = attach ? nic_attach(c, cl, m->handler, n, &err)
 			    : del(c, cl, m->handler, "nics", n->id, &err);
 		if (rc >= 0)
-			bm_nic_done(st, c->id, n->id, attach ? "attached" : "", NULL, 0);
+			bm_nic_done(st, c->id, n, attach ? "attached" : "", NULL, 0);
 		else if (n->attempts + 1 >= c->max_retries)
-			bm_nic_done(st, c->id, n->id, "error", err, 0);
+			bm_nic_done(st, c->id, n, "error", err, 0);
 		else
-			bm_nic_done(st, c->id, n->id, NULL, err, backoff_at(c, n->attempts));
+			bm_nic_done(st, c->id, n, NULL, err, backoff_at(c, n->attempts));
 	}
 }
 

@@ -809,10 +809,19 @@ int bm_machine_maintenance(struct bm_store *st, const char *id, bool on, const c
 static int start_deprovision(struct bm_store *st, const char *id, const char *instance,
 			     const char *type, int64_t *op)
 {
+	/*
+	 * Every request still open on the machine ends here: the machine's
+	 * operation, a power request and each disk or NIC being (un)plugged.
+	 * Deprovisioning powers off and removes every row, so none of them
+	 * will be carried out, and a client waiting on one must hear so.
+	 */
 	int rc = exec(st,
-		      "UPDATE operations SET state = 'failed', error = 'superseded by ' || ?,"
-		      " finished_at = ? WHERE id = (SELECT op_id FROM machines WHERE id = ?)"
-		      " AND finished_at = 0",
+		      "UPDATE operations SET state = 'failed', error = 'superseded by ' || ?1,"
+		      " finished_at = ?2 WHERE finished_at = 0 AND id IN ("
+		      "  SELECT op_id FROM machines WHERE id = ?3"
+		      "  UNION SELECT power_op FROM machines WHERE id = ?3"
+		      "  UNION SELECT op_id FROM disks WHERE machine_id = ?3"
+		      "  UNION SELECT op_id FROM nics WHERE machine_id = ?3)",
 		      "sis", type, bm_now_ms(), id);
 
 	if (rc >= 0)
@@ -821,7 +830,7 @@ static int start_deprovision(struct bm_store *st, const char *id, const char *in
 		rc = exec(st,
 			  "UPDATE machines SET state = 'deprovisioning', step = 'power_off',"
 			  " attempts = 0, next_at = 0, step_started_at = 0, state_since = ?,"
-			  " op_id = ?, power_target = '' WHERE id = ?",
+			  " op_id = ?, power_target = '', power_op = 0 WHERE id = ?",
 			  "iis", bm_now_ms(), *op, id);
 	if (rc >= 0 && instance)
 		rc = exec(st, "UPDATE instances SET state = 'deprovisioning' WHERE id = ?", "s",
@@ -1018,7 +1027,22 @@ static int plug_remove(struct bm_store *st, bool disk, const char *machine, cons
 				    : "SELECT op_id FROM nics WHERE id = ?",
 			       "s", id);
 	} else if (rc >= 0) {
-		rc = op_new(st, disk ? "detach_disk" : "detach_nic", machine, NULL, id, &o);
+		/*
+		 * An attach still under way is not carried out any more: its
+		 * operation fails now rather than waiting for ever (the row's
+		 * op_id is about to name the detach).  The controller's result
+		 * for the attach, if one is in flight, is fenced off in plug_done().
+		 */
+		rc = exec(st,
+			  disk ? "UPDATE operations SET state = 'failed', error = 'superseded by detach',"
+				 " finished_at = ? WHERE id = (SELECT op_id FROM disks WHERE id = ?)"
+				 " AND finished_at = 0"
+			       : "UPDATE operations SET state = 'failed', error = 'superseded by detach',"
+				 " finished_at = ? WHERE id = (SELECT op_id FROM nics WHERE id = ?)"
+				 " AND finished_at = 0",
+			  "is", bm_now_ms(), id);
+		if (rc >= 0)
+			rc = op_new(st, disk ? "detach_disk" : "detach_nic", machine, NULL, id, &o);
 		if (rc >= 0)
 			rc = exec(st,
 				  disk ? "UPDATE disks SET state = 'detaching', attempts = 0,"
@@ -1898,52 +1922,68 @@ int bm_step_wait(struct bm_store *st, const char *holder, const struct bm_machin
 	return end(st, rc);
 }
 
-int bm_machine_set_power(struct bm_store *st, const char *holder, const char *id,
+int bm_machine_set_power(struct bm_store *st, const char *holder, const char *id, int64_t op,
 			 const char *power, const char *error, int64_t retry_at)
 {
-	int64_t op = 0;
-	int rc = begin(st);
-
-	if (rc < 0)
-		return rc;
-	rc = lease_held(st, holder);
-	if (rc >= 0 && power)
-		rc = exec(st, "UPDATE machines SET power = ? WHERE id = ?", "ss", power, id);
-	if (rc >= 0 && retry_at > 0) {
-		rc = exec(st,
-			  "UPDATE machines SET attempts = attempts + 1, next_at = ?, last_error = ?"
-			  " WHERE id = ?",
-			  "iss", retry_at, error ? error : "", id);
-	} else if (rc >= 0) {
-		rc = query_int(st, &op, "SELECT power_op FROM machines WHERE id = ?", "s", id);
-		if (rc >= 0)
-			rc = op_finish(st, op, error);
-		if (rc >= 0)
-			rc = exec(st,
-				  "UPDATE machines SET power_target = '', power_op = 0, attempts = 0,"
-				  " next_at = 0 WHERE id = ?",
-				  "s", id);
-	}
-	return end(st, rc);
-}
-
-static int plug_done(struct bm_store *st, const char *holder, const char *table, const char *id,
-		     const char *state, const char *error, int64_t retry_at)
-{
-	g_autofree char *sel = g_strdup_printf("SELECT op_id FROM %s WHERE id = ?", table);
-	g_autofree char *del = g_strdup_printf("DELETE FROM %s WHERE id = ?", table);
-	g_autofree char *upd = g_strdup_printf("UPDATE %s SET state = ?, last_error = ?,"
-					       " attempts = 0 WHERE id = ?", table);
-	g_autofree char *retry = g_strdup_printf("UPDATE %s SET attempts = attempts + 1,"
-						 " next_at = ?, last_error = ? WHERE id = ?", table);
-	int64_t op = 0;
+	int64_t cur = 0;
 	int rc = begin(st);
 
 	if (rc < 0)
 		return rc;
 	rc = lease_held(st, holder);
 	if (rc >= 0)
-		rc = query_int(st, &op, sel, "s", id);
+		rc = query_int(st, &cur, "SELECT power_op FROM machines WHERE id = ?", "s", id);
+	/* What the handler saw is true whichever request asked for it. */
+	if (rc >= 0 && power)
+		rc = exec(st, "UPDATE machines SET power = ? WHERE id = ?", "ss", power, id);
+	if (rc < 0 || cur != op) {
+		/*
+		 * A newer request (or a deprovisioning) replaced @op while it
+		 * ran: @op was failed as superseded then, and the newer target
+		 * stays for the next round.
+		 */
+	} else if (retry_at > 0) {
+		rc = exec(st,
+			  "UPDATE machines SET attempts = attempts + 1, next_at = ?, last_error = ?"
+			  " WHERE id = ?",
+			  "iss", retry_at, error ? error : "", id);
+	} else {
+		rc = op_finish(st, op, error);
+		if (rc >= 0)
+			rc = exec(st,
+				  "UPDATE machines SET power_target = '', power_op = 0, attempts = 0,"
+				  " next_at = 0 WHERE id = ? AND power_op = ?",
+				  "si", id, op);
+	}
+	return end(st, rc);
+}
+
+/*
+ * Fenced on the row's (state, op_id) the controller read: a detach that
+ * replaced an attach in flight changed both, and the attach's outcome
+ * must then neither set the row's state nor finish the detach's operation.
+ */
+static int plug_done(struct bm_store *st, const char *holder, const char *table, const char *id,
+		     const char *was, int64_t op, const char *state, const char *error,
+		     int64_t retry_at)
+{
+	g_autofree char *sel = g_strdup_printf("SELECT count(*) FROM %s WHERE id = ? AND state = ?"
+					       " AND op_id = ?", table);
+	g_autofree char *del = g_strdup_printf("DELETE FROM %s WHERE id = ?", table);
+	g_autofree char *upd = g_strdup_printf("UPDATE %s SET state = ?, last_error = ?,"
+					       " attempts = 0 WHERE id = ?", table);
+	g_autofree char *retry = g_strdup_printf("UPDATE %s SET attempts = attempts + 1,"
+						 " next_at = ?, last_error = ? WHERE id = ?", table);
+	int64_t n = 0;
+	int rc = begin(st);
+
+	if (rc < 0)
+		return rc;
+	rc = lease_held(st, holder);
+	if (rc >= 0)
+		rc = query_int(st, &n, sel, "ssi", id, was, op);
+	if (rc >= 0 && n != 1)
+		rc = -ESTALE;
 	if (rc >= 0 && retry_at > 0) {
 		rc = exec(st, retry, "iss", retry_at, error ? error : "", id);
 	} else if (rc >= 0) {
@@ -1956,14 +1996,14 @@ static int plug_done(struct bm_store *st, const char *holder, const char *table,
 	return end(st, rc);
 }
 
-int bm_disk_done(struct bm_store *st, const char *holder, const char *disk, const char *state,
-		 const char *error, int64_t retry_at)
+int bm_disk_done(struct bm_store *st, const char *holder, const struct bm_disk_row *d,
+		 const char *state, const char *error, int64_t retry_at)
 {
-	return plug_done(st, holder, "disks", disk, state, error, retry_at);
+	return plug_done(st, holder, "disks", d->id, d->state, d->op, state, error, retry_at);
 }
 
-int bm_nic_done(struct bm_store *st, const char *holder, const char *nic, const char *state,
-		const char *error, int64_t retry_at)
+int bm_nic_done(struct bm_store *st, const char *holder, const struct bm_nic_row *n,
+		const char *state, const char *error, int64_t retry_at)
 {
-	return plug_done(st, holder, "nics", nic, state, error, retry_at);
+	return plug_done(st, holder, "nics", n->id, n->state, n->op, state, error, retry_at);
 }

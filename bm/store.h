@@ -212,19 +212,24 @@ int bm_step_failed(struct bm_store *st, const char *holder, const struct bm_mach
 int bm_step_wait(struct bm_store *st, const char *holder, const struct bm_machine_row *m,
 		 int64_t next_at);
 /*
- * Outcome of a power request on an active machine: @power is the state
- * reached (NULL: unknown).  With @retry_at > 0 the request stays and is
- * tried again then (attempts + 1); otherwise it finishes, its operation
- * failing with @error when not NULL.
+ * Outcome of the power request @op (the machine's power_op when the
+ * controller read it) on an active machine: @power is the state reached
+ * (NULL: unknown), recorded in any case.  When a newer request replaced
+ * @op meanwhile, nothing else changes: the newer one is for the next
+ * round.  Otherwise, with @retry_at > 0 the request stays and is tried
+ * again then (attempts + 1); without, it finishes, its operation failing
+ * with @error when not NULL.
  */
-int bm_machine_set_power(struct bm_store *st, const char *holder, const char *id,
+int bm_machine_set_power(struct bm_store *st, const char *holder, const char *id, int64_t op,
 			 const char *power, const char *error, int64_t retry_at);
 /*
- * Hot-plug results: the row goes to @state ("" deletes it), its operation
- * finishes with @error (NULL: success).  With @retry_at > 0 the row keeps
- * its state and waits (attempts + 1).
+ * Hot-plug results for the row @d as the controller read it: the row goes
+ * to @state ("" deletes it), its operation finishes with @error (NULL:
+ * success).  With @retry_at > 0 the row keeps its state and waits
+ * (attempts + 1).  -ESTALE, changing nothing, when the row's state or
+ * operation changed since (a detach replaced an attach in flight).
  */
-int bm_disk_done(struct bm_store *st, const char *holder, const char *disk, const char *state,
-		 const char *error, int64_t retry_at);
-int bm_nic_done(struct bm_store *st, const char *holder, const char *nic, const char *state,
-		const char *error, int64_t retry_at);
+int bm_disk_done(struct bm_store *st, const char *holder, const struct bm_disk_row *d,
+		 const char *state, const char *error, int64_t retry_at);
+int bm_nic_done(struct bm_store *st, const char *holder, const struct bm_nic_row *n,
+		const char *state, const char *error, int64_t retry_at);

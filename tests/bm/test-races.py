@@ -1,0 +1,107 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+#
+# Requests that overtake work bm-controller has in flight (the fake handler
+# is slowed down so the controller is inside a handler call when the second
+# request comes): a newer power target while an older one is being carried
+# out, a detach while the disk is still attaching, and a deprovisioning
+# while power and hot-plug requests are waiting.  What the operations say
+# must be what the hardware (the fake handler's inventory) did, and no
+# operation may stay pending for ever.
+
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bmenv import Env, check, run  # noqa: E402
+
+
+def op(e, url):
+    s, o = e.api("GET", url)
+    check(s == 200, "GET %s: %s %s" % (url, s, o))
+    return o
+
+
+def finished(e, url, timeout=30):
+    return e.wait(lambda: (lambda o: o["state"] in ("succeeded", "failed") and o)(op(e, url)),
+                  "operation %s to finish (%s)" % (url, op(e, url)), timeout)
+
+
+def main():
+    e = Env("races", {"step_timeout": "5s"})
+    e.start_handler(extra=["--boot-ms", "0"])
+    e.start_api()
+    e.start_controller()
+    e.enroll("r0")
+    e.wait_state("r0", "available")
+    e.api("POST", "/v1/pools", {"name": "p", "match": {"model": "m1"}})
+    s, inst = e.api("POST", "/v1/instances", {"pool": "p", "image": "img", "disk_gb": 4})
+    check(s == 202, "provision: %s %s" % (s, inst))
+    e.wait_state("r0", "active")
+    e.handler("PUT", "/v1/fake", {"delay_ms": 1500})
+
+    # Power off, and while the controller is switching it off, on: the
+    # newer target is carried out after the older one, and the machine
+    # ends on.
+    s, off = e.api("PUT", "/v1/machines/r0/power", {"target": "off"})
+    check(s == 202, "power off: %s %s" % (s, off))
+    time.sleep(0.5)
+    s, on = e.api("PUT", "/v1/machines/r0/power", {"target": "on"})
+    check(s == 202, "power on: %s %s" % (s, on))
+    o = finished(e, on["operation"])
+    check(o["state"] == "succeeded", "power on: %s" % o)
+    o = op(e, off["operation"])
+    check(o["state"] == "failed" and "superseded" in o["error"], "power off: %s" % o)
+    check(e.inventory()["r0"]["power"] == "on",
+          "power on succeeded but the host is %s" % e.inventory()["r0"]["power"])
+    check(e.machine("r0")["power"] == "on", "machine power: %s" % e.machine("r0"))
+
+    # A disk unplugged while it is still attaching: the detach wins, the
+    # attach fails as superseded, and neither row nor device stays.
+    s, d = e.api("POST", "/v1/machines/r0/disks", {"size_gb": 2})
+    check(s == 202, "add disk: %s %s" % (s, d))
+    time.sleep(0.5)
+    s, dd = e.api("DELETE", "/v1/machines/r0/disks/" + d["id"])
+    check(s == 202, "remove disk: %s %s" % (s, dd))
+    o = finished(e, dd["operation"])
+    check(o["state"] == "succeeded", "detach: %s" % o)
+    o = op(e, d["operation"])
+    check(o["state"] == "failed" and "superseded" in o["error"], "attach: %s" % o)
+    _, disks = e.api("GET", "/v1/machines/r0/disks")
+    check(all(x["id"] != d["id"] for x in disks["items"]), "detached disk still listed: %s" % disks)
+    inv = e.inventory()["r0"]
+    check(d["id"] not in inv["disks"] and d["id"] not in inv["volumes"],
+          "detach succeeded but the host has: %s" % inv)
+
+    # Deprovisioning with a power request, a disk and a NIC waiting (the
+    # controller is stopped so none of them starts): every one of them
+    # fails as superseded, none stays pending.
+    e.handler("PUT", "/v1/fake", {"delay_ms": 0})
+    e.stop("controller")
+    waiting = []
+    for method, path, body in (("PUT", "power", {"target": "reboot"}),
+                               ("POST", "disks", {"size_gb": 2}),
+                               ("POST", "nics", {"network": "n1"})):
+        s, r = e.api(method, "/v1/machines/r0/" + path, body)
+        check(s == 202, "%s %s: %s %s" % (method, path, s, r))
+        waiting.append(r["operation"])
+    s, x = e.api("DELETE", "/v1/instances/" + inst["id"])
+    check(s == 202, "deprovision: %s %s" % (s, x))
+    e.start_controller()
+    e.wait_state("r0", "available")
+    for url in waiting:
+        o = op(e, url)
+        check(o["state"] == "failed" and o["error"] == "superseded by deprovision",
+              "%s request left by deprovisioning: %s" % (o["type"], o))
+    _, ops = e.api("GET", "/v1/operations?machine=r0&limit=1000")
+    left = [o for o in ops["items"] if o["state"] in ("pending", "running")]
+    check(not left, "operations pending after deprovisioning: %s" % left)
+    inv = e.inventory()["r0"]
+    check(not inv["volumes"] and not inv["disks"] and not inv["nics"], "leak: %s" % inv)
+    e.stop("controller")
+    e.stop("api")
+    e.stop("handler")
+
+
+run(main)
