@@ -342,10 +342,54 @@ static int fake_act(struct handler *h, const char *hostname, const char *action,
 
 /* ---- exec driver ---- */
 
+/* How long output is still read once the command exited (from processes it left behind). */
+#define EXEC_GRACE_MS 100
+/* How often the command is looked at while it keeps its output open but may have exited. */
+#define EXEC_TICK_MS 20
+
+/* In the exec driver's command: its own process group, so a timeout kills all it started. */
+static void exec_child_setup(gpointer unused)
+{
+	setpgid(0, 0);
+	child_signals(unused);
+}
+
+struct exec_out {
+	int fd; /* -1 once closed */
+	GString *buf;
+	bool too_large; /* more than MAX_EXEC_OUTPUT: the rest is read and dropped */
+};
+
+/* Read what is there on @o (after poll said so); closes it at end of file or error. */
+static void exec_read(struct exec_out *o)
+{
+	char buf[4096];
+	ssize_t n = read(o->fd, buf, sizeof(buf));
+
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0) {
+		close(o->fd);
+		o->fd = -1;
+		return;
+	}
+	if (o->too_large || o->buf->len + (size_t)n > MAX_EXEC_OUTPUT)
+		o->too_large = true;
+	else
+		g_string_append_len(o->buf, buf, n);
+}
+
 /*
  * Run "CMD ACTION" with @req on stdin; the result is the JSON object on its
  * stdout.  Exit 0: success (200).  Otherwise the failure message is the
  * "error" field of the output, or its stderr's first line.
+ *
+ * The command runs in a process group of its own: at the deadline the
+ * whole group is killed (what the command started too, not only the shell
+ * or the command itself).  The command is done when it exits, not when
+ * its output closes: a process it left in the background may hold the
+ * pipes open for ever, so after the exit they are read for EXEC_GRACE_MS
+ * more at most.
  */
 static int exec_act(struct handler *h, const char *action, json_object *req, json_object **out,
 		    char **msg)
@@ -355,72 +399,106 @@ static int exec_act(struct handler *h, const char *action, json_object *req, jso
 	g_autoptr(GString) so = g_string_new(NULL);
 	g_autoptr(GString) se = g_string_new(NULL);
 	g_autoptr(GError) err = NULL;
-	int in_fd = -1, out_fd = -1, err_fd = -1, wstatus = 0;
-	int64_t deadline = g_get_monotonic_time() + h->exec_timeout_ms * 1000;
+	struct exec_out o[2] = {{.fd = -1, .buf = so}, {.fd = -1, .buf = se}};
+	int in_fd = -1, wstatus = 0;
+	int64_t deadline = g_get_monotonic_time() + h->exec_timeout_ms * 1000, grace_end = 0;
 	size_t written = 0, in_len = strlen(input);
-	bool timed_out = false;
+	bool timed_out = false, exited = false;
 	json_object *res = NULL;
 	GPid pid;
 
-	if (!g_spawn_async_with_pipes(NULL, (char **)argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, child_signals,
-				      NULL, &pid, &in_fd, &out_fd, &err_fd, &err)) {
+	if (!g_spawn_async_with_pipes(NULL, (char **)argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD,
+				      exec_child_setup, NULL, &pid, &in_fd, &o[0].fd, &o[1].fd,
+				      &err)) {
 		*msg = g_strdup_printf("exec driver: %s", err->message);
 		return 500;
 	}
+	/* Also here: the kill below must find the group even if the child has not run yet. */
+	setpgid(pid, pid);
 	fcntl(in_fd, F_SETFL, O_NONBLOCK);
-	while (out_fd >= 0 || err_fd >= 0) {
-		struct pollfd p[3] = {{.fd = out_fd, .events = POLLIN},
-				      {.fd = err_fd, .events = POLLIN},
+	for (;;) {
+		struct pollfd p[3] = {{.fd = o[0].fd, .events = POLLIN},
+				      {.fd = o[1].fd, .events = POLLIN},
 				      {.fd = in_fd, .events = POLLOUT}};
-		int64_t left = (deadline - g_get_monotonic_time()) / 1000;
-		char buf[4096];
+		int64_t now = g_get_monotonic_time(), wait_ms;
 
-		if (left <= 0) {
+		if (!exited && waitpid(pid, &wstatus, WNOHANG) == pid) {
+			exited = true;
+			grace_end = now + EXEC_GRACE_MS * 1000;
+		}
+		if (exited && ((o[0].fd < 0 && o[1].fd < 0) || now >= grace_end))
+			break;
+		if (!exited && now >= deadline) {
 			timed_out = true;
 			break;
 		}
-		if (poll(p, 3, (int)left) < 0 && errno != EINTR)
+		wait_ms = ((exited ? grace_end : deadline) - now + 999) / 1000;
+		if (!exited)
+			wait_ms = MIN(wait_ms, EXEC_TICK_MS);
+		if (poll(p, 3, (int)wait_ms) < 0 && errno != EINTR)
 			break;
 		if (in_fd >= 0 && (p[2].revents & (POLLOUT | POLLERR | POLLHUP))) {
 			ssize_t n = write(in_fd, input + written, in_len - written);
 
 			if (n > 0)
 				written += (size_t)n;
-			if (n < 0 || written == in_len) {
+			if ((n < 0 && errno != EAGAIN && errno != EINTR) || written == in_len) {
 				close(in_fd);
 				in_fd = -1;
 			}
 		}
-		for (int i = 0; i < 2; i++) {
-			int *fd = i == 0 ? &out_fd : &err_fd;
-			GString *s = i == 0 ? so : se;
-
-			if (*fd >= 0 && (p[i].revents & (POLLIN | POLLHUP | POLLERR))) {
-				ssize_t n = read(*fd, buf, sizeof(buf));
-
-				if (n <= 0) {
-					close(*fd);
-					*fd = -1;
-				} else if (s->len + (size_t)n <= MAX_EXEC_OUTPUT) {
-					g_string_append_len(s, buf, n);
-				}
-			}
-		}
+		for (int i = 0; i < 2; i++)
+			if (o[i].fd >= 0 && (p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				exec_read(&o[i]);
 	}
 	if (in_fd >= 0)
 		close(in_fd);
-	if (out_fd >= 0)
-		close(out_fd);
-	if (err_fd >= 0)
-		close(err_fd);
-	if (timed_out)
+	for (int i = 0; i < 2; i++)
+		if (o[i].fd >= 0)
+			close(o[i].fd);
+	if (!exited) {
+		/* Timed out (or poll failed): nothing of the command may outlive the request. */
+		kill(-pid, SIGKILL);
 		kill(pid, SIGKILL);
-	waitpid(pid, &wstatus, 0);
+		waitpid(pid, &wstatus, 0);
+	}
 	g_spawn_close_pid(pid);
-	if (timed_out) {
-		*msg = g_strdup_printf("exec driver: %s %s timed out after %" G_GINT64_FORMAT " ms",
-				       h->exec_cmd, action, h->exec_timeout_ms);
-		return 504;
+	if (!exited) {
+		*msg = timed_out ? g_strdup_printf("exec driver: %s %s timed out after %"
+						   G_GINT64_FORMAT " ms", h->exec_cmd, action,
+						   h->exec_timeout_ms)
+				 : g_strdup_printf("exec driver: %s %s: poll: %s", h->exec_cmd,
+						   action, g_strerror(errno));
+		return timed_out ? 504 : 500;
+	}
+	if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
+		g_autofree char *status = WIFEXITED(wstatus)
+			? g_strdup_printf("exit status %d", WEXITSTATUS(wstatus))
+			: g_strdup_printf("killed by signal %d", WTERMSIG(wstatus));
+		const char *e = "";
+		char *perr = NULL;
+
+		/* The output's "error" if it has one, else stderr's first line. */
+		if (!o[0].too_large && so->len > 0 &&
+		    bm_json_parse(so->str, so->len, &res, &perr) == 0)
+			e = str_of(res, "error");
+		g_free(perr);
+		if (!*e) {
+			char *nl = strchr(se->str, '\n');
+
+			if (nl)
+				*nl = '\0';
+			e = se->str;
+		}
+		*msg = g_strdup_printf("exec driver: %s %s: %s", h->exec_cmd, action,
+				       *e ? e : status);
+		json_object_put(res);
+		return 500;
+	}
+	if (o[0].too_large) {
+		*msg = g_strdup_printf("exec driver: %s %s: output too large (more than %u bytes)",
+				       h->exec_cmd, action, MAX_EXEC_OUTPUT);
+		return 500;
 	}
 	if (so->len > 0) {
 		char *perr = NULL;
@@ -431,20 +509,6 @@ static int exec_act(struct handler *h, const char *action, json_object *req, jso
 			g_free(perr);
 			return 500;
 		}
-	}
-	if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
-		const char *e = res ? str_of(res, "error") : "";
-
-		if (!*e) {
-			char *nl = strchr(se->str, '\n');
-
-			if (nl)
-				*nl = '\0';
-			e = se->len ? se->str : "failed";
-		}
-		*msg = g_strdup_printf("exec driver: %s %s: %s", h->exec_cmd, action, e);
-		json_object_put(res);
-		return 500;
 	}
 	*out = res ? res : json_object_new_object();
 	return 200;

@@ -17,6 +17,7 @@ BM_TESTS = \
 	tests/bm/test-concurrency.py \
 	tests/bm/test-crash.py \
 	tests/bm/test-races.py \
+	tests/bm/test-exec.py \
 	tests/bm/test-bmctl.py
 TESTS += $(BM_TESTS)
 EXTRA_DIST += tests/bm/bmenv.py $(BM_TESTS)
