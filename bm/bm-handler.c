@@ -39,6 +39,12 @@
 #define DEFAULT_LISTEN "127.0.0.1:8701"
 #define MAX_PLUGGED 31 /* hot-plug PFs of a DPU */
 #define MAX_EXEC_OUTPUT (1u << 20)
+/*
+ * Request bodies: a volume's carries the instance's user_data, which
+ * bm-api takes up to 64 KiB of, and JSON escaping can make it six times
+ * longer (\u0001); 1 MiB leaves room for that and the other fields.
+ */
+#define DEFAULT_MAX_BODY (1u << 20)
 /* Hosts one fake handler simulates: a bound on memory a client can make it use. */
 #define MAX_FAKE_HOSTS 10000
 
@@ -669,7 +675,7 @@ static void fault_free(gpointer p)
 
 int main(int argc, char **argv)
 {
-	static const char *const known_h[] = {"listen", "driver", "threads", NULL};
+	static const char *const known_h[] = {"listen", "driver", "threads", "max_body", NULL};
 	static const char *const known_f[] = {"delay_ms", "boot_ms", "fail_rate", "on_boot", NULL};
 	static const char *const known_e[] = {"command", "timeout", NULL};
 	const char *config = NULL, *listen_opt = NULL, *driver_opt = NULL, *exec_opt = NULL;
@@ -680,7 +686,7 @@ int main(int argc, char **argv)
 	struct bm_httpd *httpd = NULL;
 	struct handler h = {0};
 	int64_t threads = 0;
-	uint64_t timeout = 0;
+	uint64_t timeout = 0, max_body = 0;
 	int verbose = 0, c, rc;
 
 	/* Before any thread starts: see qt_cli_block_term_signals(). */
@@ -732,6 +738,8 @@ int main(int argc, char **argv)
 	    qt_conf_get_string(conf, "handler", "listen", DEFAULT_LISTEN, &listen, &msg) < 0 ||
 	    qt_conf_get_string(conf, "handler", "driver", NULL, &driver, &msg) < 0 ||
 	    qt_conf_get_int(conf, "handler", "threads", 8, 1, 256, &threads, &msg) < 0 ||
+	    qt_conf_get_size(conf, "handler", "max_body", DEFAULT_MAX_BODY, 16u << 20, &max_body,
+			     &msg) < 0 ||
 	    qt_conf_get_int(conf, "fake", "delay_ms", 0, 0, 600000, &h.delay_ms, &msg) < 0 ||
 	    qt_conf_get_int(conf, "fake", "boot_ms", 0, 0, 3600000, &h.boot_ms, &msg) < 0 ||
 	    qt_conf_get_double(conf, "fake", "fail_rate", 0, 0, 1, &h.fail_rate, &msg) < 0 ||
@@ -776,7 +784,7 @@ int main(int argc, char **argv)
 					host_free);
 	h.faults = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, fault_free);
 	hc.listen = listen;
-	hc.max_body = 64 * 1024;
+	hc.max_body = max_body;
 	hc.threads = (unsigned)threads;
 	hc.max_conns = 1024;
 	hc.timeout_s = 60;

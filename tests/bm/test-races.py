@@ -1,13 +1,14 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
 #
-# Requests that overtake work bm-controller has in flight (the fake handler
-# is slowed down so the controller is inside a handler call when the second
-# request comes): a newer power target while an older one is being carried
-# out, a detach while the disk is still attaching, and a deprovisioning
-# while power and hot-plug requests are waiting.  What the operations say
-# must be what the hardware (the fake handler's inventory) did, and no
-# operation may stay pending for ever.
+# An instance with the largest user_data bm-api takes, which bm-handler
+# must take too.  Then requests that overtake work bm-controller has in
+# flight (the fake handler is slowed down so the controller is inside a
+# handler call when the second request comes): a newer power target while
+# an older one is being carried out, a detach while the disk is still
+# attaching, and a deprovisioning while power and hot-plug requests are
+# waiting.  What the operations say must be what the hardware (the fake
+# handler's inventory) did, and no operation may stay pending for ever.
 
 import os
 import sys
@@ -30,15 +31,22 @@ def finished(e, url, timeout=30):
 
 def main():
     e = Env("races", {"step_timeout": "5s"})
+    with open(os.path.join(e.dir, "api.conf"), "w") as f:
+        f.write("[api]\nmax_body = 512K\n")
     e.start_handler(extra=["--boot-ms", "0"])
     e.start_api()
     e.start_controller()
     e.enroll("r0")
     e.wait_state("r0", "available")
     e.api("POST", "/v1/pools", {"name": "p", "match": {"model": "m1"}})
-    s, inst = e.api("POST", "/v1/instances", {"pool": "p", "image": "img", "disk_gb": 4})
+    # The largest user_data bm-api takes (64 KiB), of characters JSON
+    # escapes (6 bytes each): bm-handler must take the volume's body too.
+    s, inst = e.api("POST", "/v1/instances", {"pool": "p", "image": "img", "disk_gb": 4,
+                                              "user_data": "\x01" * 65536})
     check(s == 202, "provision: %s %s" % (s, inst))
-    e.wait_state("r0", "active")
+    m = e.wait(lambda: (lambda m: m["state"] in ("active", "error") and m)(e.machine("r0")),
+               "r0 to be provisioned")
+    check(m["state"] == "active", "provisioning with 64 KiB of user_data: %s" % m)
     e.handler("PUT", "/v1/fake", {"delay_ms": 1500})
 
     # Power off, and while the controller is switching it off, on: the
