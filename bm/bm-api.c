@@ -103,6 +103,9 @@ static int http_status_of(int rc, const char **code)
 	case -EINVAL:
 		*code = "bad_request";
 		return 400;
+	case -EAGAIN:
+		*code = "unavailable";
+		return 503;
 	default:
 		*code = "internal";
 		return 500;
@@ -119,8 +122,15 @@ static void store_error(struct bm_http_response *resp, int rc, const char *what,
 		extra = json_object_new_object();
 		json_object_object_add(extra, "state", json_object_new_string(state));
 	}
+	if (rc == -EAGAIN)
+		resp->retry_after = 1;
 	if (rc == -EBUSY && state)
 		bm_http_error(resp, status, code, extra, "%s is %s", what, state);
+	else if (rc == -EAGAIN)
+		bm_http_error(resp, status, code, extra,
+			      "%s: the database is busy, try again", what);
+	else if (rc == -EBUSY)
+		bm_http_error(resp, status, code, extra, "%s is in use", what);
 	else if (rc == -ENOSPC)
 		bm_http_error(resp, status, code, extra, "%s: no free machine matches", what);
 	else if (status == 500)
@@ -857,9 +867,13 @@ static void dispatch(void *ud, const struct bm_http_request *req, struct bm_http
 				      "Idempotency-Key was used for a different request");
 			goto out;
 		}
-		if (rc < 0) {
+		if (rc == -EBUSY) {
 			bm_http_error(resp, 409, "conflict", NULL,
 				      "a request with this Idempotency-Key is in progress");
+			goto out;
+		}
+		if (rc < 0) {
+			store_error(resp, rc, "Idempotency-Key", NULL);
 			goto out;
 		}
 		route(a, req, resp, parts + 1, n > 0 ? n - 1 : 0);

@@ -79,6 +79,12 @@ static enum MHD_Result respond(struct MHD_Connection *conn, struct bm_http_respo
 		MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE, r->content_type);
 	if (r->location)
 		MHD_add_response_header(mr, MHD_HTTP_HEADER_LOCATION, r->location);
+	if (r->retry_after) {
+		char v[16];
+
+		g_snprintf(v, sizeof(v), "%u", r->retry_after);
+		MHD_add_response_header(mr, MHD_HTTP_HEADER_RETRY_AFTER, v);
+	}
 	ret = MHD_queue_response(conn, r->status ? (unsigned)r->status : 500, mr);
 	MHD_destroy_response(mr);
 	return ret;

@@ -36,6 +36,7 @@ struct bm_http_response {
 	char *body; /* g_malloc'd, owned */
 	const char *content_type; /* static */
 	char *location; /* g_malloc'd or NULL */
+	unsigned retry_after; /* seconds for a Retry-After header; 0: none */
 };
 
 /* Set a JSON answer; takes the reference to @body. */

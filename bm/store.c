@@ -157,7 +157,8 @@ int bm_sqlite_errno(int rc)
 		return 0;
 	case SQLITE_BUSY:
 	case SQLITE_LOCKED:
-		return -EBUSY;
+		/* Not -EBUSY: that is a row in the wrong state (409); this one passes. */
+		return -EAGAIN;
 	case SQLITE_NOMEM:
 		return -ENOMEM;
 	case SQLITE_READONLY:
@@ -399,9 +400,12 @@ static int query_int(struct bm_store *st, int64_t *out, const char *sql, const c
 	return rc;
 }
 
+/* -EAGAIN when another writer held the database past the busy timeout. */
 static int begin(struct bm_store *st)
 {
-	return exec(st, "BEGIN IMMEDIATE", NULL) < 0 ? -EBUSY : 0;
+	int rc = exec(st, "BEGIN IMMEDIATE", NULL);
+
+	return rc < 0 ? rc : 0;
 }
 
 /* Commit when @rc >= 0, else roll back; returns 0, @rc or the commit error. */

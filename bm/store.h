@@ -15,7 +15,8 @@
  * success.  The errno values the API maps to HTTP: -ENOENT (404), -EEXIST
  * and -EBUSY (409; *state says the current state when there is one),
  * -ENOSPC (409, no free machine), -EINVAL (400), -ESTALE (controller lost
- * its lease or the row moved), anything else 500.
+ * its lease or the row moved), -EAGAIN (the database stayed locked by
+ * another writer past the busy timeout: 503), anything else 500.
  */
 #pragma once
 

@@ -11,6 +11,7 @@ import json
 import os
 import random
 import socket
+import sqlite3
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -304,6 +305,22 @@ def main():
               "mutated body %r on %s: %s %s" % (bytes(body), paths[n % 6], s, b))
     s, h, _ = e.http("GET", e.api_url + "/healthz")
     check(s == 200, "bm-api unhealthy after hostile bodies")
+
+    # -- a database another writer holds past the busy timeout (10 s) --
+    # 503 with Retry-After, with and without Idempotency-Key: not a 409
+    # that says the machine is missing or a request is in progress.
+    db = sqlite3.connect(e.db, isolation_level=None, timeout=30)
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        busy = [e.http("DELETE", e.api_url + "/v1/machines/m1",
+                       headers=dict({"Authorization": "Bearer " + TOKEN}, **extra))
+                for extra in ({}, {"Idempotency-Key": "busy-1"})]
+    finally:
+        db.execute("ROLLBACK")
+        db.close()
+    for s, b, h in busy:
+        check(s == 503 and b["code"] == "unavailable" and h["Retry-After"] == "1",
+              "request on a locked database: %s %s" % (s, b))
 
     # -- metrics --
     s, text, hdrs = e.http("GET", e.api_url + "/metrics")
