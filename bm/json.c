@@ -27,6 +27,24 @@ int bm_json_errno(int tokener_error)
 	}
 }
 
+/*
+ * Whether a string of the (valid) document @buf has a \u0000 escape: json-c
+ * keeps such a value whole but cuts a key at the NUL ("k\u0000x" becomes
+ * "k"), and every C string the value reaches later is cut too.  Outside
+ * strings a backslash is not valid JSON, so each one starts an escape.
+ */
+static bool has_nul_escape(const char *buf, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		if (buf[i] != '\\')
+			continue;
+		if (i + 5 < len && buf[i + 1] == 'u' && memcmp(buf + i + 2, "0000", 4) == 0)
+			return true;
+		i++;
+	}
+	return false;
+}
+
 int bm_json_parse(const char *buf, size_t len, json_object **out, char **msg)
 {
 	struct json_tokener *tok;
@@ -38,7 +56,13 @@ int bm_json_parse(const char *buf, size_t len, json_object **out, char **msg)
 		*msg = g_strdup("body too large");
 		return -E2BIG;
 	}
-	tok = json_tokener_new_ex(BM_JSON_MAX_DEPTH);
+	/* Bytes that are not UTF-8 would be stored, and echoed back as invalid JSON. */
+	if (!g_utf8_validate_len(buf, len, NULL)) {
+		*msg = g_strdup("bad JSON: not UTF-8 (or a NUL byte)");
+		return -EBADMSG;
+	}
+	/* json-c counts the levels below the top one: 16 nested objects need 17. */
+	tok = json_tokener_new_ex(BM_JSON_MAX_DEPTH + 1);
 	if (!tok) {
 		*msg = g_strdup("out of memory");
 		return -ENOMEM;
@@ -69,6 +93,11 @@ int bm_json_parse(const char *buf, size_t len, json_object **out, char **msg)
 		}
 	}
 	json_tokener_free(tok);
+	if (has_nul_escape(buf, len)) {
+		*msg = g_strdup("bad JSON: a string contains \\u0000");
+		json_object_put(obj);
+		return -EBADMSG;
+	}
 	*out = obj;
 	return 0;
 }
@@ -166,6 +195,7 @@ int bm_json_labels(json_object *obj, const char *name, bool required, json_objec
 		}
 		if (!json_object_is_type(val, json_type_string) ||
 		    json_object_get_string_len(val) > 255 ||
+		    strlen(json_object_get_string(val)) != (size_t)json_object_get_string_len(val) ||
 		    strchr(json_object_get_string(val), ',')) {
 			*msg = g_strdup_printf("field '%s': label '%s' must be a string of at most 255 bytes without ','",
 					       name, key);

@@ -16,15 +16,16 @@
 typedef struct json_object json_object;
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(json_object, json_object_put)
 
-/* Depth limit for any JSON document from the network. */
+/* Depth limit for any JSON document from the network: this many nested arrays or objects. */
 #define BM_JSON_MAX_DEPTH 16
 /* Longest id (machine, pool, instance, disk, NIC). */
 #define BM_ID_MAX 64
 
 /*
- * Parse @len bytes as one JSON document (no trailing garbage).  0 and *@out
- * (owned by the caller), or -EBADMSG (-E2BIG when nested deeper than
- * BM_JSON_MAX_DEPTH) and *@msg (g_malloc'd).
+ * Parse @len bytes as one JSON document (no trailing garbage, UTF-8, no
+ * \u0000 in any string or key).  0 and *@out (owned by the caller), or
+ * -EBADMSG (-E2BIG when more than BM_JSON_MAX_DEPTH arrays or objects are
+ * nested) and *@msg (g_malloc'd).
  */
 int bm_json_parse(const char *buf, size_t len, json_object **out, char **msg);
 /* Map a json_tokener_error to -errno. */

@@ -140,6 +140,12 @@ START_TEST(test_lifecycle_table)
 }
 END_TEST
 
+/* bm_json_parse() of a whole C string. */
+static int parse_len(const char *s, json_object **o, char **msg)
+{
+	return bm_json_parse(s, strlen(s), o, msg);
+}
+
 START_TEST(test_json_limits)
 {
 	g_autoptr(GString) deep = g_string_new(NULL);
@@ -159,6 +165,32 @@ START_TEST(test_json_limits)
 	ck_assert_int_eq(bm_json_parse("{\"a\":", 5, &o, &msg), -EBADMSG);
 	g_clear_pointer(&msg, g_free);
 	ck_assert_int_eq(bm_json_parse("42", 2, &o, &msg), 0);
+	json_object_put(o);
+	/* Depth BM_JSON_MAX_DEPTH is the number of nested objects allowed. */
+	g_string_truncate(deep, 0);
+	for (int i = 0; i < BM_JSON_MAX_DEPTH; i++)
+		g_string_append(deep, "{\"a\":");
+	g_string_append(deep, "1");
+	for (int i = 0; i < BM_JSON_MAX_DEPTH; i++)
+		g_string_append_c(deep, '}');
+	ck_assert_int_eq(bm_json_parse(deep->str, deep->len, &o, &msg), 0);
+	json_object_put(o);
+	g_string_prepend(deep, "[");
+	g_string_append(deep, "]");
+	ck_assert_int_eq(bm_json_parse(deep->str, deep->len, &o, &msg), -E2BIG);
+	g_clear_pointer(&msg, g_free);
+	/* Not UTF-8, a NUL byte, a \u0000 in a value or a key (json-c cut the key). */
+	ck_assert_int_eq(parse_len("{\"m\":\"\xff\xfe\"}", &o, &msg), -EBADMSG);
+	g_clear_pointer(&msg, g_free);
+	ck_assert_int_eq(bm_json_parse("{}\0", 3, &o, &msg), -EBADMSG);
+	g_clear_pointer(&msg, g_free);
+	ck_assert_int_eq(parse_len("{\"k\":\"a\\u0000,b\"}", &o, &msg), -EBADMSG);
+	g_clear_pointer(&msg, g_free);
+	ck_assert_int_eq(parse_len("{\"k\\u0000x\":\"v\"}", &o, &msg), -EBADMSG);
+	g_clear_pointer(&msg, g_free);
+	/* An escaped backslash before "u0000" is text, and UTF-8 is fine. */
+	o = parse("{\"k\":\"a\\\\u0000\", \"\\u00e9\": \"\xc3\xa9\"}");
+	ck_assert_str_eq(json_object_get_string(json_object_object_get(o, "k")), "a\\u0000");
 	json_object_put(o);
 	o = parse("{\"s\": \"abc\", \"n\": 5, \"f\": 1.5}");
 	ck_assert_int_eq(bm_json_str(o, "s", true, 2, &str, &msg), -EINVAL);
