@@ -528,10 +528,35 @@ static int cmd_watch(struct ctx *c, int argc, char **argv)
 	}
 }
 
+/*
+ * Commands whose arguments 1..ids are machine, instance, disk or NIC ids.
+ * They go into the URL's path as they are, so they must be ids: "../pools/p1"
+ * would name another resource.
+ */
+static const struct {
+	const char *cmd;
+	int ids;
+} id_args[] = {
+	{"get", 1}, {"history", 1}, {"delete", 1}, {"deprovision", 1},
+	{"attach-disk", 1}, {"attach-nic", 1}, {"detach-disk", 2}, {"detach-nic", 2},
+	{"power", 1}, {"maintenance", 1}, {"recover", 1},
+};
+
 static int dispatch(struct ctx *c, int argc, char **argv)
 {
 	const char *cmd = argv[0];
 	g_autofree char *path = NULL;
+	int64_t n = 0;
+
+	for (unsigned i = 0; i < G_N_ELEMENTS(id_args); i++) {
+		if (strcmp(cmd, id_args[i].cmd) != 0)
+			continue;
+		for (int a = 1; a <= id_args[i].ids && a < argc; a++)
+			if (!bm_id_valid(argv[a]))
+				return qt_cli_usage_error("%s: \"%s\" is not an id"
+							  " ([A-Za-z0-9][A-Za-z0-9._-]*, at most %d bytes)",
+							  cmd, argv[a], BM_ID_MAX);
+	}
 
 #define NEED(n, what)                                                          \
 	do {                                                                   \
@@ -583,7 +608,9 @@ static int dispatch(struct ctx *c, int argc, char **argv)
 	}
 	if (strcmp(cmd, "operation") == 0) {
 		NEED(1, "ID");
-		path = g_strdup_printf("/v1/operations/%s", argv[1]);
+		if (qt_parse_int(argv[1], 1, INT64_MAX, &n) < 0)
+			return qt_cli_usage_error("operation: \"%s\" is not an operation id", argv[1]);
+		path = g_strdup_printf("/v1/operations/%" G_GINT64_FORMAT, n);
 		return get_show(c, path, op_cols);
 	}
 	if (strcmp(cmd, "provision") == 0)

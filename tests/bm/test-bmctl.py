@@ -57,6 +57,15 @@ def main():
     check(json.loads(out)["labels"] == {"rack": "r1", "gpu": "no"}, "get: " + out)
     _, err = ctl("get", "nope", rc=1)
     check("not_found" in err, "get unknown: " + err)
+    # Arguments that are not ids never reach a URL: "../pools/p" was pool p.
+    e.api("POST", "/v1/pools", {"name": "keep", "match": {"model": "none"}})
+    for args in (("delete", "../pools/keep"), ("get", "c1/history"), ("get", "c1?x=1"),
+                 ("detach-nic", "c1", "../../pools/keep"), ("operation", "../pools/keep")):
+        _, err = ctl(*args, rc=2)
+        check("is not an" in err, "bmctl %s: %s" % (" ".join(args), err))
+    s, _ = e.api("GET", "/v1/pools/keep")
+    check(s == 200, "bmctl deleted pool keep through a machine id")
+    e.api("DELETE", "/v1/pools/keep")
     pool = os.path.join(e.dir, "pool.json")
     with open(pool, "w") as f:
         json.dump({"name": "big", "match": {"cpu": 32}, "template": {"cpu": 32}}, f)
