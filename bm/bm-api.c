@@ -371,6 +371,30 @@ static void machine_history(struct api *a, struct bm_http_response *resp, const 
 	bm_http_json(resp, 200, o);
 }
 
+/* An image reference: not empty, printable ASCII without spaces. */
+static bool image_valid(const char *image, const char *name, char **msg)
+{
+	bool ok = *image != '\0';
+
+	for (const char *p = image; ok && *p; p++)
+		ok = g_ascii_isgraph(*p);
+	if (!ok)
+		*msg = g_strdup_printf("field '%s' must be a non-empty image reference"
+				       " without spaces or control characters", name);
+	return ok;
+}
+
+/* Six hex pairs separated by ':'. */
+static bool mac_valid(const char *mac)
+{
+	if (strlen(mac) != 17)
+		return false;
+	for (int i = 0; i < 17; i++)
+		if (i % 3 == 2 ? mac[i] != ':' : !g_ascii_isxdigit(mac[i]))
+			return false;
+	return true;
+}
+
 /* The emulated devices a DPU offers for a disk. */
 static bool bus_valid(const char *bus)
 {
@@ -407,6 +431,7 @@ static void plug_collection(struct api *a, const struct bm_http_request *req,
 
 		if (bm_json_int(body, "size_gb", true, 1, 65536, &size, &msg) < 0 ||
 		    bm_json_str(body, "image", false, 1024, &image, &msg) == -EINVAL ||
+		    (*image && !image_valid(image, "image", &msg)) ||
 		    bm_json_str(body, "bus", false, 16, &bus, &msg) == -EINVAL)
 			return bad_field(resp, msg);
 		if (bus && !bus_valid(bus))
@@ -424,6 +449,9 @@ static void plug_collection(struct api *a, const struct bm_http_request *req,
 		if (!bm_id_valid(network))
 			return bm_http_error(resp, 400, "bad_request", NULL,
 					     "field 'network' must be an id");
+		if (*mac && !mac_valid(mac))
+			return bm_http_error(resp, 400, "bad_request", NULL,
+					     "field 'mac' must be a MAC address (xx:xx:xx:xx:xx:xx)");
 		g_mutex_lock(&a->lock);
 		rc = bm_nic_add(a->st, id, network, mac, &out, &op, &state);
 		g_mutex_unlock(&a->lock);
@@ -536,6 +564,7 @@ static void instances_post(struct api *a, const struct bm_http_request *req,
 		return;
 	if (bm_json_str(body, "pool", true, BM_ID_MAX, &pool, &msg) < 0 ||
 	    bm_json_str(body, "image", true, 1024, &image, &msg) < 0 ||
+	    !image_valid(image, "image", &msg) ||
 	    bm_json_int(body, "disk_gb", true, 1, 65536, &disk_gb, &msg) < 0 ||
 	    bm_json_str(body, "user_data", false, 65536, &s, &msg) == -EINVAL)
 		return bad_field(resp, msg);
@@ -789,8 +818,11 @@ bad_method:
 		      req->method, req->path, allowed);
 }
 
-static void count(struct api *a, int status)
+/* The httpd's answered hook: every answer, including the 413s it gives itself. */
+static void count(void *ud, int status)
 {
+	struct api *a = ud;
+
 	for (unsigned i = 0; i < G_N_ELEMENTS(counted_status); i++) {
 		if (counted_status[i] == status) {
 			g_atomic_int_inc(&a->requests[i]);
@@ -853,10 +885,19 @@ static void dispatch(void *ud, const struct bm_http_request *req, struct bm_http
 			g_autofree char *perr = NULL;
 			json_object *op = NULL;
 
-			/* The replay carries the first answer's Location too. */
+			/*
+			 * The replay carries the first answer's Location too: a 202's
+			 * operation, a 201's new resource (POST /v1/machines or
+			 * /v1/pools: the collection's path and the id or name).
+			 */
 			if (status == 202 && bm_json_parse(prev, strlen(prev), &o, &perr) == 0 &&
 			    json_object_object_get_ex(o, "operation", &op))
 				resp->location = g_strdup(json_object_get_string(op));
+			if (status == 201 && n >= 2 && bm_json_parse(prev, strlen(prev), &o, &perr) == 0 &&
+			    (json_object_object_get_ex(o, "id", &op) ||
+			     json_object_object_get_ex(o, "name", &op)))
+				resp->location = g_strdup_printf("/v1/%s/%s", parts[1],
+								 json_object_get_string(op));
 			resp->status = status;
 			resp->body = g_steal_pointer(&prev);
 			resp->content_type = "application/json";
@@ -887,7 +928,6 @@ static void dispatch(void *ud, const struct bm_http_request *req, struct bm_http
 	}
 	route(a, req, resp, parts + 1, n > 0 ? n - 1 : 0);
 out:
-	count(a, resp->status);
 	qt_debug("%s %s -> %d", req->method, req->path, resp->status);
 }
 
@@ -990,6 +1030,7 @@ int main(int argc, char **argv)
 	hc.threads = (unsigned)threads;
 	hc.max_conns = (unsigned)max_conns;
 	hc.timeout_s = 30;
+	hc.answered = count;
 	rc = bm_httpd_start(&hc, dispatch, &a, &httpd, &msg);
 	if (rc < 0) {
 		bm_store_close(a.st);

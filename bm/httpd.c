@@ -22,6 +22,7 @@
 struct bm_httpd {
 	struct MHD_Daemon *d;
 	bm_http_fn fn;
+	void (*answered)(void *ud, int status);
 	void *ud;
 	size_t max_body;
 };
@@ -134,6 +135,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 		h->fn(h->ud, &req, &resp);
 	}
+	if (h->answered)
+		h->answered(h->ud, resp.status);
 	ret = respond(conn, &resp);
 	g_free(resp.body);
 	g_free(resp.location);
@@ -198,6 +201,7 @@ int bm_httpd_start(const struct bm_httpd_config *cfg, bm_http_fn fn, void *ud,
 	h = g_new0(struct bm_httpd, 1);
 	h->fn = fn;
 	h->ud = ud;
+	h->answered = cfg->answered;
 	h->max_body = cfg->max_body;
 	h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h,
 				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,

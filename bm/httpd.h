@@ -54,6 +54,8 @@ struct bm_httpd_config {
 	unsigned threads;
 	unsigned max_conns;
 	unsigned timeout_s; /* idle connection timeout */
+	/* Optional: told the status of every answer, also those the server gives itself (413). */
+	void (*answered)(void *ud, int status);
 };
 
 struct bm_httpd;

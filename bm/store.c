@@ -37,6 +37,12 @@ struct bm_store {
 #define MAX_DATA_DISKS 16
 #define MAX_NICS 8
 #define IDEM_TTL_MS (24 * 3600 * 1000LL)
+/*
+ * A key still in progress after this long belongs to a bm-api that died
+ * in the request (a request holds the database at most the 10 s busy
+ * timeout per transaction): the key is free again.
+ */
+#define IDEM_PENDING_TTL_MS (60 * 1000LL)
 
 /* Migrations: element i takes the schema from version i to i + 1. */
 static const char *const migrations[] = {
@@ -634,6 +640,21 @@ static int machine_state(struct bm_store *st, const char *id, char **state, enum
 	return 0;
 }
 
+/* http[s]://HOST[:PORT][/PATH], HOST not empty, nothing but printable ASCII without spaces. */
+static bool handler_valid(const char *url)
+{
+	const char *host = g_str_has_prefix(url, "http://")    ? url + 7
+			   : g_str_has_prefix(url, "https://") ? url + 8
+							       : NULL;
+
+	if (!host || !*host || *host == '/' || *host == ':' || *host == '?' || *host == '#')
+		return false;
+	for (const char *p = url; *p; p++)
+		if (!g_ascii_isgraph(*p))
+			return false;
+	return true;
+}
+
 int bm_machine_enroll(struct bm_store *st, json_object *req, json_object **out, char **msg)
 {
 	const char *id = NULL, *model = "", *handler = NULL;
@@ -649,8 +670,8 @@ int bm_machine_enroll(struct bm_store *st, json_object *req, json_object **out, 
 		*msg = g_strdup("field 'id' must match [A-Za-z0-9][A-Za-z0-9._-]* (at most 64)");
 		return -EINVAL;
 	}
-	if (!g_str_has_prefix(handler, "http://") && !g_str_has_prefix(handler, "https://")) {
-		*msg = g_strdup("field 'handler' must be an http:// or https:// URL");
+	if (!handler_valid(handler)) {
+		*msg = g_strdup("field 'handler' must be an http:// or https:// URL with a host");
 		return -EINVAL;
 	}
 	if (bm_json_str(req, "model", false, 128, &model, msg) == -EINVAL ||
@@ -1423,7 +1444,8 @@ int bm_idem_begin(struct bm_store *st, const char *key, const char *method, cons
 
 	if (rc < 0)
 		return rc;
-	exec(st, "DELETE FROM idempotency WHERE created_at < ?", "i", bm_now_ms() - IDEM_TTL_MS);
+	exec(st, "DELETE FROM idempotency WHERE created_at < ? OR (status = 0 AND created_at < ?)",
+	     "ii", bm_now_ms() - IDEM_TTL_MS, bm_now_ms() - IDEM_PENDING_TTL_MS);
 	rc = exec(st,
 		  "INSERT OR IGNORE INTO idempotency(key, method, path, hash, created_at)"
 		  " VALUES(?, ?, ?, ?, ?)",

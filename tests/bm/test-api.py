@@ -58,6 +58,9 @@ def main():
     b = expect(e.api("POST", "/v1/machines", {**good, "handler": "ftp://x"}), 400, "bad_request",
                "handler")
     check("'handler'" in b["message"], "bad handler not named: %s" % b)
+    for h in ("http://", "https:///x", "http://:80", "http://h st"):
+        expect(e.api("POST", "/v1/machines", {**good, "handler": h}), 400, "bad_request",
+               "handler %r" % h)
     expect(e.api("POST", "/v1/machines", {**good, "id": "../etc"}), 400, "bad_request", "bad id")
     b = expect(e.api("POST", "/v1/machines", {**good, "labels": {"a": 1}}), 400, "bad_request",
                "label value")
@@ -144,6 +147,10 @@ def main():
     b = expect(e.api("POST", "/v1/instances", {k: v for k, v in inst.items() if k != "image"}),
                400, "bad_request", "no image")
     check("'image'" in b["message"], "missing image not named: %s" % b)
+    for image in ("", "a b", "x\ny"):
+        b = expect(e.api("POST", "/v1/instances", {**inst, "image": image}), 400, "bad_request",
+                   "image %r" % image)
+        check("'image'" in b["message"], "bad image not named: %s" % b)
     expect(e.api("POST", "/v1/instances", {**inst, "networks": "prod"}), 400, "bad_request",
            "networks not a list")
     b = expect(e.api("POST", "/v1/instances", {**inst, "disk_bus": "ide"}), 400, "bad_request",
@@ -186,6 +193,12 @@ def main():
     check("'size_gb'" in b["message"], "missing size_gb not named: %s" % b)
     expect(e.api("POST", "/v1/machines/%s/nics" % mid, {"network": "a/b"}), 400, "bad_request",
            "bad network")
+    for mac in ("not-a-mac", "02:00:00:00:00:0g", "02-00-00-00-00-01", "02:00:00:00:000:1"):
+        b = expect(e.api("POST", "/v1/machines/%s/nics" % mid, {"network": "n", "mac": mac}),
+                   400, "bad_request", "mac %r" % mac)
+        check("'mac'" in b["message"], "bad mac not named: %s" % b)
+    expect(e.api("POST", "/v1/machines/%s/disks" % mid, {"size_gb": 5, "image": "a b"}), 400,
+           "bad_request", "disk image with a space")
     b = expect(e.api("POST", "/v1/machines/%s/disks" % mid, {"size_gb": 5, "bus": "scsi"}), 400,
                "bad_request", "bad bus")
     check("'bus'" in b["message"], "bad bus not named: %s" % b)
@@ -245,6 +258,17 @@ def main():
            "idempotency_mismatch", "key reused")
     expect(e.api("POST", "/v1/instances", inst, headers={"Idempotency-Key": "k" * 200}), 400,
            "bad_request", "long key")
+    # A replayed 201 names the new resource as the first answer did.
+    for path, body in (("/v1/machines", {**good, "id": "loc-1", "handler": hurl + "/h/loc-1"}),
+                       ("/v1/pools", {"name": "loc-p", "match": {"model": "zz"}})):
+        hdrs = {"Idempotency-Key": "loc-" + path, "Authorization": "Bearer " + TOKEN}
+        first = e.http("POST", e.api_url + path, body, hdrs)
+        again = e.http("POST", e.api_url + path, body, hdrs)
+        check(first[0] == again[0] == 201 and first[1] == again[1] and
+              first[2]["Location"] == again[2]["Location"] == "%s/%s" % (path, body.get(
+                  "id", body.get("name"))),
+              "replayed 201 of %s: %s %s / %s %s" % (path, first[0], first[2]["Location"],
+                                                     again[0], again[2]["Location"]))
 
     # -- deprovision --
     d = expect(e.api("DELETE", "/v1/instances/web-1"), 202, what="deprovision")
@@ -327,6 +351,7 @@ def main():
     check(s == 200 and hdrs["Content-Type"].startswith("text/plain"), "metrics: %s" % s)
     check('bm_machines{state="available"}' in text and
           'bm_api_requests_total{code="401"} 4' in text and
+          'bm_api_requests_total{code="413"} 2' in text and
           'bm_operation_duration_seconds_count{type="provision"}' in text,
           "metrics content:\n%s" % text)
 

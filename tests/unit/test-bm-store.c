@@ -525,6 +525,18 @@ START_TEST(test_idempotency)
 	ck_assert_int_eq(bm_idem_begin(st, "k", "DELETE", "/v1/x", "h1", &status, &body), -EEXIST);
 	ck_assert_int_eq(bm_idem_forget(st, "k"), 0);
 	ck_assert_int_eq(bm_idem_begin(st, "k", "POST", "/v1/x", "h2", &status, &body), 0);
+	/* A key left in progress by a bm-api that died is free after a minute, not a day. */
+	{
+		sqlite3 *db = NULL;
+
+		ck_assert_int_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+		ck_assert_int_eq(sqlite3_exec(db, "UPDATE idempotency SET created_at ="
+					      " created_at - 61000 WHERE key = 'k'", NULL, NULL, NULL),
+				 SQLITE_OK);
+		sqlite3_close(db);
+	}
+	ck_assert_int_eq(bm_idem_begin(st, "k", "POST", "/v1/x", "h3", &status, &body), 0);
+	ck_assert_int_eq(bm_idem_begin(st, "k", "POST", "/v1/x", "h3", &status, &body), -EBUSY);
 }
 END_TEST
 
