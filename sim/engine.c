@@ -125,6 +125,17 @@ typedef struct {
 	uint32_t n_new;
 } CaGroup;
 
+/* One allocation fraction and how long it held, in ms. */
+typedef struct {
+	double frac, ms;
+} FracSpan;
+
+/* How long each fraction held (dist_add()). */
+typedef struct {
+	GArray *v; /* FracSpan */
+	guint compact_at;
+} FracDist;
+
 typedef struct {
 	/* accounting, integrated over time */
 	int64_t nodes, machines;
@@ -136,7 +147,10 @@ typedef struct {
 	uint64_t up_loop, down_loop; /* loop numbers already counted */
 	/* ready nodes' allocatable and requests */
 	int64_t alloc_cpu, alloc_mem, used_cpu, used_mem;
-	GArray *cpu_samples, *mem_samples; /* double */
+	/* Allocation over time (acct_advance): the time with ready nodes, the
+	 * integrals of used/alloc over it, and how long each fraction held. */
+	double ready_ms, cpu_frac_ms, mem_frac_ms;
+	FracDist cpu_dist, mem_dist;
 	int64_t foreign_held;
 	int64_t held_total;
 } GroupAcct;
@@ -176,7 +190,6 @@ typedef struct Engine {
 	uint64_t loops, loops_full, events, evicted, loop_no;
 	int64_t scale_ups, scale_downs;
 	FILE *ts;
-	GArray *samples_cpu, *samples_mem;
 	char *err;
 } Engine;
 
@@ -207,6 +220,92 @@ static int64_t draw(Engine *e, const SimDist *d)
 
 /* --- accounting ------------------------------------------------------------ */
 
+static double frac(int64_t used, int64_t alloc)
+{
+	return alloc > 0 ? (double)used / (double)alloc : 0.0;
+}
+
+static int cmp_span(const void *a, const void *b)
+{
+	double x = ((const FracSpan *)a)->frac, y = ((const FracSpan *)b)->frac;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Sort @d by fraction and merge equal fractions. */
+static void dist_compact(FracDist *d)
+{
+	GArray *v = d->v;
+	guint k = 0;
+
+	if (v->len > 1) {
+		qsort(v->data, v->len, sizeof(FracSpan), cmp_span);
+		for (guint i = 1; i < v->len; i++) {
+			FracSpan *cur = &g_array_index(v, FracSpan, i), *out = &g_array_index(v, FracSpan, k);
+
+			if (cur->frac == out->frac)
+				out->ms += cur->ms;
+			else
+				g_array_index(v, FracSpan, ++k) = *cur;
+		}
+		g_array_set_size(v, k + 1);
+	}
+	d->compact_at = MAX(1024, 2 * v->len);
+}
+
+/*
+ * Record that fraction @f held for @ms.  Compacted whenever it doubles, the
+ * distribution holds about one entry per distinct fraction, so it grows
+ * with the number of allocation levels a run goes through (bounded by its
+ * events), never with simulated time.
+ */
+static void dist_add(FracDist *d, double f, double ms)
+{
+	FracSpan x = {f, ms};
+
+	if (d->v->len && g_array_index(d->v, FracSpan, d->v->len - 1).frac == f) {
+		g_array_index(d->v, FracSpan, d->v->len - 1).ms += ms;
+		return;
+	}
+	if (d->v->len >= d->compact_at)
+		dist_compact(d);
+	g_array_append_val(d->v, x);
+}
+
+/* Time-weighted nearest rank: the least fraction held, with all smaller
+ * ones, for at least @q of the time. */
+static double dist_pct(FracDist *d, double q)
+{
+	double total = 0, cum = 0;
+
+	dist_compact(d);
+	for (guint i = 0; i < d->v->len; i++)
+		total += g_array_index(d->v, FracSpan, i).ms;
+	for (guint i = 0; i < d->v->len; i++) {
+		cum += g_array_index(d->v, FracSpan, i).ms;
+		if (cum >= q * total)
+			return g_array_index(d->v, FracSpan, i).frac;
+	}
+	return d->v->len ? g_array_index(d->v, FracSpan, d->v->len - 1).frac : 0;
+}
+
+static void acct_init(GroupAcct *a)
+{
+	a->cpu_dist.v = g_array_new(FALSE, FALSE, sizeof(FracSpan));
+	a->mem_dist.v = g_array_new(FALSE, FALSE, sizeof(FracSpan));
+	a->cpu_dist.compact_at = a->mem_dist.compact_at = 1024;
+}
+
+static void acct_clear(GroupAcct *a)
+{
+	if (a->cpu_dist.v)
+		g_array_free(a->cpu_dist.v, TRUE);
+	if (a->mem_dist.v)
+		g_array_free(a->mem_dist.v, TRUE);
+}
+
+/* Integrate the group's counters from its last change up to @now: call
+ * before any of nodes, machines, cost_rate, used_* or alloc_* changes. */
 static void acct_advance(GroupAcct *a, int64_t now)
 {
 	int64_t dt = now - a->last_t;
@@ -215,6 +314,15 @@ static void acct_advance(GroupAcct *a, int64_t now)
 		a->node_ms += (double)a->nodes * (double)dt;
 		a->machine_ms += (double)a->machines * (double)dt;
 		a->cost_ms += a->cost_rate * (double)dt;
+		if (a->alloc_cpu > 0) {
+			double cpu = frac(a->used_cpu, a->alloc_cpu), mem = frac(a->used_mem, a->alloc_mem);
+
+			a->ready_ms += (double)dt;
+			a->cpu_frac_ms += cpu * (double)dt;
+			a->mem_frac_ms += mem * (double)dt;
+			dist_add(&a->cpu_dist, cpu, (double)dt);
+			dist_add(&a->mem_dist, mem, (double)dt);
+		}
 	}
 	a->last_t = now;
 }
@@ -329,6 +437,8 @@ static void bind(Engine *e, uint32_t pi, Node *n)
 	n->used.mem += p->ap->requests.mem;
 	n->used.gpu += p->ap->requests.gpu;
 	n->used.pods++;
+	acct_advance(a, e->now);
+	acct_advance(&e->all, e->now);
 	a->used_cpu += p->ap->requests.cpu;
 	a->used_mem += p->ap->requests.mem;
 	e->all.used_cpu += p->ap->requests.cpu;
@@ -359,6 +469,8 @@ static void unbind(Engine *e, uint32_t pi)
 	n->used.mem -= p->ap->requests.mem;
 	n->used.gpu -= p->ap->requests.gpu;
 	n->used.pods--;
+	acct_advance(a, e->now);
+	acct_advance(&e->all, e->now);
 	a->used_cpu -= p->ap->requests.cpu;
 	a->used_mem -= p->ap->requests.mem;
 	e->all.used_cpu -= p->ap->requests.cpu;
@@ -542,6 +654,8 @@ static void node_add(Engine *e, uint32_t ii)
 	g_ptr_array_add(e->c_node, n);
 	n->lpos = e->by_class[gc->cls]->len;
 	g_ptr_array_add(e->by_class[gc->cls], n);
+	acct_advance(a, e->now);
+	acct_advance(&e->all, e->now);
 	a->alloc_cpu += n->an->allocatable.cpu;
 	a->alloc_mem += n->an->allocatable.mem;
 	e->all.alloc_cpu += n->an->allocatable.cpu;
@@ -562,6 +676,8 @@ static void node_remove(Engine *e, Node *n)
 
 	while (n->pods->len)
 		evict(e, g_array_index(n->pods, uint32_t, n->pods->len - 1));
+	acct_advance(a, e->now);
+	acct_advance(&e->all, e->now);
 	a->alloc_cpu -= n->an->allocatable.cpu;
 	a->alloc_mem -= n->an->allocatable.mem;
 	e->all.alloc_cpu -= n->an->allocatable.cpu;
@@ -1084,11 +1200,6 @@ static int autoscale(Engine *e)
 
 /* --- samples and output ------------------------------------------------------ */
 
-static double frac(int64_t used, int64_t alloc)
-{
-	return alloc > 0 ? (double)used / (double)alloc : 0.0;
-}
-
 static void sample(Engine *e)
 {
 	int64_t pool_free = e->pool_free;
@@ -1099,15 +1210,6 @@ static void sample(Engine *e)
 	for (guint g = 0; g < e->cl->groups->len; g++)
 		fprintf(e->ts, ",%" G_GINT64_FORMAT, e->acct[g].nodes);
 	fputc('\n', e->ts);
-	for (guint g = 0; g <= e->cl->groups->len; g++) {
-		GroupAcct *a = g < e->cl->groups->len ? &e->acct[g] : &e->all;
-		double cpu = frac(a->used_cpu, a->alloc_cpu), mem = frac(a->used_mem, a->alloc_mem);
-
-		if (a->alloc_cpu <= 0)
-			continue;
-		g_array_append_val(a->cpu_samples, cpu);
-		g_array_append_val(a->mem_samples, mem);
-	}
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -1128,20 +1230,6 @@ static double pct(const double *v, size_t n, double q)
 	return v[k ? k - 1 : 0];
 }
 
-static void sample_stats(GArray *s, double *mean, double *p95)
-{
-	double sum = 0;
-
-	*mean = *p95 = 0;
-	if (s->len == 0)
-		return;
-	for (guint i = 0; i < s->len; i++)
-		sum += g_array_index(s, double, i);
-	*mean = sum / s->len;
-	qsort(s->data, s->len, sizeof(double), cmp_double);
-	*p95 = pct((double *)s->data, s->len, 0.95);
-}
-
 static void group_stats(Engine *e, GroupAcct *a, SimGroupStats *out)
 {
 	double span = (double)e->end;
@@ -1149,8 +1237,11 @@ static void group_stats(Engine *e, GroupAcct *a, SimGroupStats *out)
 	acct_advance(a, e->end);
 	out->machine_hours = a->machine_ms / 3600000.0;
 	out->cost = a->cost_ms / 3600000.0;
-	sample_stats(a->cpu_samples, &out->cpu_alloc_mean, &out->cpu_alloc_p95);
-	sample_stats(a->mem_samples, &out->mem_alloc_mean, &out->mem_alloc_p95);
+	/* Time-weighted over the time the group had ready nodes. */
+	out->cpu_alloc_mean = a->ready_ms > 0 ? a->cpu_frac_ms / a->ready_ms : 0;
+	out->mem_alloc_mean = a->ready_ms > 0 ? a->mem_frac_ms / a->ready_ms : 0;
+	out->cpu_alloc_p95 = dist_pct(&a->cpu_dist, 0.95);
+	out->mem_alloc_p95 = dist_pct(&a->mem_dist, 0.95);
 	out->nodes_peak = a->nodes_peak;
 	out->nodes_mean = span > 0 ? a->node_ms / span : (double)a->nodes;
 	out->scale_ups = a->scale_ups;
@@ -1395,8 +1486,7 @@ static int setup(Engine *e, char **err)
 		for (guint g = 0; g < ng; g++) {
 			const SimGroupCfg *gc = &g_array_index(cl->groups, SimGroupCfg, g);
 
-			e->acct[g].cpu_samples = g_array_new(FALSE, FALSE, sizeof(double));
-			e->acct[g].mem_samples = g_array_new(FALSE, FALSE, sizeof(double));
+			acct_init(&e->acct[g]);
 			e->acct[g].up_loop = e->acct[g].down_loop = UINT64_MAX;
 			for (guint j = 0; j < gc->n_types; j++, k++) {
 				const SimMachineTypeCfg *mt =
@@ -1428,8 +1518,7 @@ static int setup(Engine *e, char **err)
 			}
 		}
 	}
-	e->all.cpu_samples = g_array_new(FALSE, FALSE, sizeof(double));
-	e->all.mem_samples = g_array_new(FALSE, FALSE, sizeof(double));
+	acct_init(&e->all);
 	/* Each group starts at its min size, ready at time 0. */
 	for (guint k = 0; k < e->n_cags; k++) {
 		CaGroup *cg = &e->cags[k];
@@ -1491,18 +1580,11 @@ static void teardown(Engine *e)
 	}
 	g_free(e->machines);
 	if (e->acct) {
-		for (guint g = 0; g < e->cl->groups->len; g++) {
-			if (e->acct[g].cpu_samples)
-				g_array_free(e->acct[g].cpu_samples, TRUE);
-			if (e->acct[g].mem_samples)
-				g_array_free(e->acct[g].mem_samples, TRUE);
-		}
+		for (guint g = 0; g < e->cl->groups->len; g++)
+			acct_clear(&e->acct[g]);
 		g_free(e->acct);
 	}
-	if (e->all.cpu_samples)
-		g_array_free(e->all.cpu_samples, TRUE);
-	if (e->all.mem_samples)
-		g_array_free(e->all.mem_samples, TRUE);
+	acct_clear(&e->all);
 	for (int k = 0; k < SIM_N_CLS; k++)
 		if (e->by_class[k])
 			g_ptr_array_unref(e->by_class[k]);

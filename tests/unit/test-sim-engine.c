@@ -121,7 +121,69 @@ START_TEST(test_tiny_hand_computed)
 	ck_assert_int_eq(r.groups[0].scale_downs, 1);
 	ck_assert_int_eq(r.machines_used_peak, 1);
 	ck_assert_int_eq(r.machines_total, 3);
+	/* Ready 70..230: CPU 2/4 for 100 s of 160, memory 4/16. */
+	ck_assert_double_eq_tol(r.groups[0].cpu_alloc_mean, 50.0 / 160, EPS);
+	ck_assert_double_eq_tol(r.groups[0].mem_alloc_mean, 25.0 / 160, EPS);
+	ck_assert_double_eq_tol(r.groups[0].cpu_alloc_p95, 0.5, EPS);
 	ck_assert_uint_eq(r.loops, 41);
+	sim_result_clear(&r);
+}
+END_TEST
+
+#define ONE_NODE                                                                                 \
+	"[cluster]\nname = one\n"                                                                \
+	"[machine m96]\ncpu = 96\nmemory = 768Gi\ncount = 4\ncost_per_hour = 1\n"               \
+	"[group c]\nclass = container\nmachine_types = m96\nmin = 1\nmax = 1\n"                 \
+	"[autoscaler]\nscan-interval = 10s\n"
+
+/*
+ * Allocation figures are time-weighted, not averages of the samples.  One
+ * node of 96 cores and 768 GiB, ready from 0.
+ *
+ * One pod of 48 cores and 192 GiB from 0 to 100 s, until 100: CPU 0.5 and
+ * memory 0.25 all the time, so means and p95 are 0.5 and 0.25 (the 11
+ * samples at 0, 10, ..., 100 gave 0.4545: the one at 100, after the pod
+ * ended, counted as a tenth of the time).
+ *
+ * Ten 48-core pods of 5 s at 1, 11, ..., 91 s, until 96: 0.5 for 50 s
+ * and 0 for 46 s, mean 25/96 = 0.260417 (the samples at 0, 10, ..., 90 all
+ * fall between pods and gave 0); 0 holds 46/96 = 48% of the time, so the
+ * p95 is 0.5.
+ *
+ * 24 cores from 0 to 100 s and 72 more from 96 to 100 s, until 100: 0.25
+ * for 96 s and 1 for 4 s, mean (24 + 4) / 100 = 0.28; 0.25 holds 96% of
+ * the time, so the p95 is 0.25 (the samples gave 0.318 and 1).
+ */
+START_TEST(test_alloc_time_weighted)
+{
+	g_autoptr(SimCluster) c = load(ONE_NODE);
+	SimPod half[] = {pod("container", 0, 100, 48000, 192)};
+	SimPod shorts[10], burst[] = {pod("container", 0, 100, 24000, 0),
+				      pod("container", 96, 4, 72000, 0)};
+	SimResult r;
+
+	run(c, half, 1, 100, false, 1, &r);
+	ck_assert_double_eq_tol(r.groups[0].cpu_alloc_mean, 0.5, EPS);
+	ck_assert_double_eq_tol(r.groups[0].cpu_alloc_p95, 0.5, EPS);
+	ck_assert_double_eq_tol(r.groups[0].mem_alloc_mean, 0.25, EPS);
+	ck_assert_double_eq_tol(r.groups[0].mem_alloc_p95, 0.25, EPS);
+	ck_assert_double_eq_tol(r.overall.cpu_alloc_mean, 0.5, EPS);
+	ck_assert_double_eq_tol(r.overall.mem_alloc_mean, 0.25, EPS);
+	sim_result_clear(&r);
+
+	for (int i = 0; i < 10; i++)
+		shorts[i] = pod("container", 1 + 10 * i, 5, 48000, 0);
+	run(c, shorts, 10, 96, false, 1, &r);
+	ck_assert_double_eq_tol(r.groups[0].cpu_alloc_mean, 25.0 / 96, EPS);
+	ck_assert_double_eq_tol(r.groups[0].cpu_alloc_p95, 0.5, EPS);
+	ck_assert_double_eq_tol(r.overall.cpu_alloc_mean, 25.0 / 96, EPS);
+	ck_assert_double_eq_tol(r.overall.cpu_alloc_p95, 0.5, EPS);
+	ck_assert_double_eq_tol(r.groups[0].mem_alloc_mean, 0, EPS);
+	sim_result_clear(&r);
+
+	run(c, burst, 2, 100, false, 1, &r);
+	ck_assert_double_eq_tol(r.groups[0].cpu_alloc_mean, 0.28, EPS);
+	ck_assert_double_eq_tol(r.groups[0].cpu_alloc_p95, 0.25, EPS);
 	sim_result_clear(&r);
 }
 END_TEST
@@ -296,6 +358,8 @@ START_TEST(test_skip_equivalence_and_conservation)
 	ck_assert_double_eq(a.pending_max, b.pending_max);
 	ck_assert_double_eq(a.overall.machine_hours, b.overall.machine_hours);
 	ck_assert_double_eq(a.overall.cost, b.overall.cost);
+	ck_assert_double_eq(a.overall.cpu_alloc_mean, b.overall.cpu_alloc_mean);
+	ck_assert_double_eq(a.overall.mem_alloc_p95, b.overall.mem_alloc_p95);
 	ck_assert_int_eq(a.scale_ups, b.scale_ups);
 	ck_assert_int_eq(a.scale_downs, b.scale_downs);
 	ck_assert_uint_eq(a.events, b.events);
@@ -377,6 +441,7 @@ int main(void)
 	}
 	tcase_set_timeout(t, 120);
 	tcase_add_test(t, test_tiny_hand_computed);
+	tcase_add_test(t, test_alloc_time_weighted);
 	tcase_add_test(t, test_pool_exhausted);
 	tcase_add_test(t, test_provisioning_delay_honoured);
 	tcase_add_test(t, test_dedicated_never_lends);
