@@ -748,9 +748,14 @@ static int simulate(Args *a, const SimTrace *t, const char *fmt_name, const SimC
 		fprintf(stderr,
 			"%s: %s: %" G_GUINT64_FORMAT " pods, %" G_GUINT64_FORMAT " never scheduled, "
 			"pending p90 %.6gs, %.6g machine-hours, peak %" G_GINT64_FORMAT " machines, "
-			"%" G_GUINT64_FORMAT " events in %.2fs\n",
+			"%" G_GUINT64_FORMAT " events in %.2fs",
 			qt_cli_prog(), cl->name, r.total, r.never_scheduled, r.pending_p90,
 			r.overall.machine_hours, r.machines_used_peak, r.events, r.wall_seconds);
+	if (!a->quiet && t->skipped)
+		fprintf(stderr, "; skipped %" PRIu64 " bad records, the first: %s", t->skipped,
+			t->first_skipped);
+	if (!a->quiet)
+		fputc('\n', stderr);
 	sim_result_clear(&r);
 	return QT_EXIT_OK;
 }

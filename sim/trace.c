@@ -275,6 +275,11 @@ static int line_next(LineSrc *ls, char **line, size_t *len, char **errmsg_io, co
 			s[n] = '\0';
 			if (n > 0 && s[n - 1] == '\r')
 				s[--n] = '\0';
+			/* A UTF-8 byte order mark (spreadsheets write one) is not data. */
+			if (ls->lineno == 1 && n >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0) {
+				s += 3;
+				n -= 3;
+			}
 			ls->last = *line = s;
 			ls->last_len = *len = n;
 			return 1;
@@ -493,6 +498,11 @@ struct _SimTraceReader {
 	GPtrArray *leftover; /* keys of r->tasks, borrowed */
 	guint leftover_next;
 	bool at_end;
+	/* The next line is the first of a format guessed from its number of
+	 * fields: if it is bad, the guess was wrong (a header with a byte order
+	 * mark, a native trace with an unknown column), and skip_bad must not
+	 * hide that. */
+	bool guessed_line;
 };
 
 static void set_error(SimTraceReader *r, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
@@ -681,12 +691,15 @@ static int detect(SimTraceReader *r, const char *line)
 		set_error(r, "cannot tell the trace format from the first line");
 		return -EINVAL;
 	}
-	if (strcmp(g_strstrip(r->fields[0]), "id") == 0) {
-		if (r->opts.format != SIM_FORMAT_AUTO && r->opts.format != SIM_FORMAT_NATIVE)
-			goto mismatch;
-		r->opts.format = SIM_FORMAT_NATIVE;
-		r->sub = SUB_CSV;
-		return 0;
+	/* A native header names "id" somewhere; its columns come in any order. */
+	for (int i = 0; i < n; i++) {
+		if (strcmp(g_strstrip(r->fields[i]), "id") == 0) {
+			if (r->opts.format != SIM_FORMAT_AUTO && r->opts.format != SIM_FORMAT_NATIVE)
+				goto mismatch;
+			r->opts.format = SIM_FORMAT_NATIVE;
+			r->sub = SUB_CSV;
+			return 0;
+		}
 	}
 	if (strcmp(g_strstrip(r->fields[0]), "sn") == 0) {
 		set_error(r, "this is an openb node list, not a pod trace");
@@ -701,6 +714,7 @@ static int detect(SimTraceReader *r, const char *line)
 			return 0;
 		}
 	}
+	r->guessed_line = r->opts.format == SIM_FORMAT_AUTO;
 	if (n == 9 && (r->opts.format == SIM_FORMAT_AUTO ||
 		       r->opts.format == SIM_FORMAT_ALIBABA2018)) {
 		r->opts.format = SIM_FORMAT_ALIBABA2018;
@@ -1374,6 +1388,9 @@ int sim_trace_reader_next(SimTraceReader *r, SimPod *pod)
 		return 1;
 	}
 	while (!r->at_end) {
+		bool guessed = r->guessed_line;
+
+		r->guessed_line = false;
 		rc = line_next(&r->ls, &line, &len, &ioerr, r->path);
 		if (rc == 0) {
 			r->at_end = true;
@@ -1392,6 +1409,14 @@ int sim_trace_reader_next(SimTraceReader *r, SimPod *pod)
 			rc = parse_line(r, line, len, &p);
 			if (rc > 0)
 				rc = check_pod(r, &p) < 0 ? -EINVAL : 1;
+		}
+		if (rc == -EINVAL && guessed) {
+			g_autofree char *why = g_steal_pointer(&r->error);
+
+			r->error = g_strdup_printf("%s (the format %s was guessed from the number of "
+						   "fields on this first line; name it with --format)",
+						   why, sim_trace_format_name(r->opts.format));
+			return rc;
 		}
 		if (rc == -EINVAL && r->opts.skip_bad) {
 			r->expand_left = 0;
@@ -1478,6 +1503,7 @@ int sim_trace_load(const char *path, const SimTraceOptions *opts, SimTrace **out
 	t->pods = (SimPod *)(void *)t->array->data;
 	t->n_pods = t->array->len;
 	t->skipped = sim_trace_reader_skipped(r);
+	t->first_skipped = chunk_opt(t->strings, sim_trace_reader_first_skipped(r));
 	*out = g_steal_pointer(&t);
 	return 0;
 }

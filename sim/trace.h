@@ -122,6 +122,7 @@ typedef struct {
 	SimPod *pods;     /* owned; n_pods of them */
 	size_t n_pods;
 	uint64_t skipped; /* bad records skipped while loading */
+	const char *first_skipped; /* the first one's message, or NULL; in strings */
 	/* private */
 	GStringChunk *strings;
 	GArray *array;

@@ -111,6 +111,13 @@ expect 0 "$sim" run --trace "$ex/openb_pod_list_sample.csv" --cluster "$ex/openb
 same_run "$tmp/ob" "$tmp/ob2"
 grep -q '"machines_total": 24' "$tmp/ob/summary.json" || fail "openb: not the 24 sample nodes"
 
+# --skip-bad: sim run says how many records it skipped, and the first.
+printf 'id,arrival_ms,duration_ms,cpu_milli,memory_bytes\np1,0,1000,100,100\np2,1,1000,abc,100\np3,2,1000,100,100\n' >"$tmp/skip.csv"
+expect 0 "$sim" run --skip-bad --trace "$tmp/skip.csv" --cluster "$ex/mixed-pooled.ini" --out "$tmp/skip"
+grep -q "^sim: pooled: 2 pods, .*; skipped 1 bad records, the first: $tmp/skip.csv:3: field cpu_milli: \"abc\" is not a number\$" "$tmp/err" ||
+	fail "--skip-bad: no skipped count: $(cat "$tmp/err")"
+grep -q '"skipped_bad_records": 1}' "$tmp/skip/summary.json" || fail "--skip-bad: summary.json"
+
 # Bad configs: exit 1, one line naming the file and the key.
 printf '[cluster]\nmode = dedicated\n[machine m]\ncpu = 4\nmemory = 8Gi\n[group g]\nclass = vm\nmachine_types = m\n' >"$tmp/bad.ini"
 expect 1 "$sim" run --trace "$trace" --cluster "$tmp/bad.ini" --out "$tmp/bad"

@@ -380,6 +380,67 @@ START_TEST(test_skip_bad_counts)
 }
 END_TEST
 
+/*
+ * Spreadsheets write a UTF-8 byte order mark; the native header may put
+ * its columns in any order.  Both were read as alibaba2018 by field count
+ * (8 and 9 fields), and with skip_bad the header went as a bad record and
+ * every row was read as container_meta (cpu 1000 for 100).
+ */
+START_TEST(test_bom_and_header_order)
+{
+	static const char bom8[] = "\xEF\xBB\xBFid,class,arrival_ms,duration_ms,cpu_milli,memory_bytes,"
+				   "gpu_milli,priority\r\n"
+				   "b1,container,0,1000,100,100,0,0\r\n";
+	static const char order9[] = "class,id,arrival_ms,duration_ms,cpu_milli,memory_bytes,gpu_milli,"
+				     "priority,labels\n"
+				     "vm,x1,5,1000,100,200,0,3,\n";
+	static const char bomjson[] = "\xEF\xBB\xBF{\"id\":\"j1\",\"arrival_ms\":0,\"cpu_milli\":1,"
+				      "\"memory_bytes\":1}\n";
+	static const char guessed[] = "ID,class,arrival_ms,duration_ms,cpu_milli,memory_bytes,"
+				      "gpu_milli,priority\n"
+				      "b1,container,0,1000,100,100,0,0\n";
+	static const char *const want_bom8[] = {"b1|container|0|1000|100|100|0||0|"};
+	static const char *const want_order9[] = {"x1|vm|5|1000|100|200|0||3|"};
+	static const char *const want_json[] = {"j1|container|0|-1|1|1|0||0|"};
+	g_autofree char *p1 = write_str(bom8, ".csv");
+	g_autofree char *p2 = write_str(order9, ".csv");
+	g_autofree char *p3 = write_str(bomjson, ".jsonl");
+	g_autofree char *p4 = write_str(guessed, ".csv");
+	g_autoptr(SimTraceReader) r = NULL;
+	uint64_t skipped = 1;
+	SimTraceOptions o;
+	GPtrArray *got;
+	SimPod p;
+
+	for (int skip = 0; skip < 2; skip++) {
+		got = read_all(p1, SIM_FORMAT_AUTO, skip, &skipped);
+		assert_records(got, want_bom8, 1);
+		ck_assert_uint_eq(skipped, 0);
+		g_ptr_array_unref(got);
+		got = read_all(p2, SIM_FORMAT_AUTO, skip, &skipped);
+		assert_records(got, want_order9, 1);
+		ck_assert_uint_eq(skipped, 0);
+		g_ptr_array_unref(got);
+		got = read_all(p3, SIM_FORMAT_AUTO, skip, &skipped);
+		assert_records(got, want_json, 1);
+		g_ptr_array_unref(got);
+	}
+	/* Guessed by its 8 fields, a bad first line is not skipped: it names the guess. */
+	sim_trace_options_init(&o);
+	o.skip_bad = true;
+	ck_assert_int_eq(sim_trace_reader_open(p4, &o, &r, NULL), 0);
+	ck_assert_int_eq(sim_trace_reader_format(r), SIM_FORMAT_ALIBABA2018);
+	ck_assert_int_eq(sim_trace_reader_next(r, &p), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(sim_trace_reader_error(r), ":1: "));
+	ck_assert_ptr_nonnull(strstr(sim_trace_reader_error(r), "alibaba2018 was guessed"));
+	ck_assert_uint_eq(sim_trace_reader_skipped(r), 0);
+	unlink(p1);
+	unlink(p2);
+	unlink(p3);
+	unlink(p4);
+}
+END_TEST
+
 START_TEST(test_google_bad_first_line_skipped)
 {
 	/* With the format given, a bad first line is a record like the others. */
@@ -702,6 +763,7 @@ int main(void)
 	tcase_add_loop_test(t, test_bad_records, 0, G_N_ELEMENTS(bads));
 	tcase_add_test(t, test_skip_bad_counts);
 	tcase_add_test(t, test_google_bad_first_line_skipped);
+	tcase_add_test(t, test_bom_and_header_order);
 	tcase_add_test(t, test_line_limit);
 	tcase_add_test(t, test_missing_and_corrupt_gzip);
 	tcase_add_test(t, test_gzip_members_and_truncation);
