@@ -309,10 +309,17 @@ static void line_unget(LineSrc *ls)
 
 /* ---- field parsing ----------------------------------------------------- */
 
+static bool is_blank(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
 /*
  * Split @s in place on commas into at most SIM_TRACE_MAX_FIELDS fields,
- * unquoting "..." fields ("" is a quote).  Returns the count, -E2BIG for
- * too many fields or -EINVAL for a broken quote.
+ * unquoting "..." fields ("" is a quote).  Blanks around a field are
+ * dropped ("w1, vm" is "w1" and "vm", as headers and numbers always
+ * were); inside quotes they are kept.  Returns the count, -E2BIG for too
+ * many fields or -EINVAL for a broken quote.
  */
 static int csv_split(char *s, char **fields)
 {
@@ -324,6 +331,8 @@ static int csv_split(char *s, char **fields)
 
 		if (n == SIM_TRACE_MAX_FIELDS)
 			return -E2BIG;
+		while (is_blank(*p))
+			p++;
 		fields[n++] = w = p;
 		if (*p == '"') {
 			p++;
@@ -340,6 +349,8 @@ static int csv_split(char *s, char **fields)
 					*w++ = *p++;
 				}
 			}
+			while (is_blank(*p))
+				p++;
 			if (*p != ',' && *p != '\0')
 				return -EINVAL;
 		} else {
@@ -348,6 +359,8 @@ static int csv_split(char *s, char **fields)
 					return -EINVAL;
 				*w++ = *p++;
 			}
+			while (w > fields[n - 1] && is_blank(w[-1]))
+				w--;
 		}
 		if (*p == '\0') {
 			*w = '\0';
@@ -1579,7 +1592,10 @@ static void json_string(FILE *f, const char *s)
 
 static void csv_string(FILE *f, const char *s)
 {
-	if (!strpbrk(s, ",\"")) {
+	size_t n = strlen(s);
+
+	/* Quoted too when blanks at either end would be dropped on reading. */
+	if (!strpbrk(s, ",\"") && !(n && (is_blank(s[0]) || is_blank(s[n - 1])))) {
 		put_str(f, s);
 		return;
 	}
