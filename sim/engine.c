@@ -55,10 +55,12 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "autoscaler.h"
 #include "engine.h"
@@ -189,7 +191,8 @@ typedef struct Engine {
 	int64_t next_deadline;
 	uint64_t loops, loops_full, events, evicted, loop_no;
 	int64_t scale_ups, scale_downs;
-	FILE *ts;
+	FILE *ts; /* timeseries.csv being written, or NULL */
+	int64_t sample_every; /* ms; the configured interval, or raised (sample_interval()) */
 	char *err;
 } Engine;
 
@@ -1204,6 +1207,8 @@ static void sample(Engine *e)
 {
 	int64_t pool_free = e->pool_free;
 
+	if (!e->ts)
+		return;
 	fprintf(e->ts, "%" G_GINT64_FORMAT ",%u,%" G_GINT64_FORMAT ",%.6g,%.6g,%" G_GINT64_FORMAT,
 		e->now / 1000, e->pending->len, pool_free, frac(e->all.used_cpu, e->all.alloc_cpu),
 		frac(e->all.used_mem, e->all.alloc_mem), e->all.nodes);
@@ -1745,7 +1750,7 @@ static char *check_invariants(const Engine *e)
 static int run(Engine *e)
 {
 	const SimTrace *t = e->cfg->trace;
-	int64_t scan = e->opts.scan_interval, every = e->cl->sample_interval_ms;
+	int64_t scan = e->opts.scan_interval, every = e->sample_every;
 	int64_t next_loop = 0, next_sample = 0;
 	gint64 wall_last = g_get_monotonic_time();
 	uint64_t steps = 0;
@@ -1835,19 +1840,81 @@ static int mkdir_p(const char *dir, char **err)
 	return 0;
 }
 
+int64_t sim_engine_sample_interval(const SimCluster *cl, int64_t end_ms)
+{
+	int64_t every = cl->sample_interval_ms;
+	int64_t max_rows = MIN(SIM_MAX_SAMPLE_ROWS, SIM_MAX_SAMPLE_CELLS / (6 + (int64_t)cl->groups->len));
+
+	if (end_ms / every + 1 > max_rows) {
+		int64_t k = (end_ms + (max_rows - 1) * every - 1) / ((max_rows - 1) * every);
+
+		every *= k;
+	}
+	return every;
+}
+
+/* timeseries.csv is written as the run goes, to a temporary file in @dir
+ * renamed into place at the end, so memory does not grow with simulated
+ * time and a failed run leaves no half-written file. */
+static int ts_open(Engine *e, const char *dir, char **tmp, char **err)
+{
+	g_autofree char *path = g_build_filename(dir, "timeseries.csv.XXXXXX", NULL);
+	int fd = g_mkstemp_full(path, O_RDWR | O_CLOEXEC, 0644);
+
+	if (fd < 0 || !(e->ts = fdopen(fd, "w"))) {
+		int rc = -errno;
+
+		if (fd >= 0) {
+			close(fd);
+			unlink(path);
+		}
+		*err = g_strdup_printf("cannot write '%s': %s", path, g_strerror(-rc));
+		return rc;
+	}
+	fputs("t,pending,pool_free,cpu_alloc,mem_alloc,nodes_total", e->ts);
+	for (guint g = 0; g < e->cl->groups->len; g++)
+		fprintf(e->ts, ",nodes.%s", g_array_index(e->cl->groups, SimGroupCfg, g).id);
+	fputc('\n', e->ts);
+	*tmp = g_steal_pointer(&path);
+	return 0;
+}
+
+/* Close the file; with @ok, rename it to @dir/timeseries.csv, else remove it. */
+static int ts_close(Engine *e, const char *dir, char *tmp, bool ok, char **err)
+{
+	g_autofree char *path = g_build_filename(dir, "timeseries.csv", NULL);
+	int rc = 0;
+
+	if (!e->ts)
+		return 0;
+	errno = 0;
+	if (fflush(e->ts) != 0 || ferror(e->ts))
+		rc = errno ? -errno : -EIO;
+	if (fclose(e->ts) != 0 && rc == 0)
+		rc = -errno;
+	e->ts = NULL;
+	if (ok && rc == 0 && rename(tmp, path) < 0)
+		rc = -errno;
+	if (ok && rc < 0)
+		*err = g_strdup_printf("cannot write '%s': %s", path, g_strerror(-rc));
+	if (!ok || rc < 0)
+		unlink(tmp);
+	return ok ? rc : 0;
+}
+
 int sim_engine_run(const SimRunConfig *cfg, const char *out_dir, SimResult *res, char **err)
 {
 	Engine e = {0};
 	SimResult r = {0};
 	gint64 t0 = g_get_monotonic_time();
-	char *ts_buf = NULL;
-	size_t ts_len = 0;
+	g_autofree char *ts_tmp = NULL;
 	int rc;
 
 	e.cfg = cfg;
 	e.cl = cfg->cluster;
 	e.next_deadline = INT64_MIN;
 	e.end = cfg->until_ms >= 0 ? cfg->until_ms : trace_end(cfg->trace);
+	e.sample_every = sim_engine_sample_interval(e.cl, e.end);
 	e.n_pods = cfg->trace->n_pods;
 	e.pods = g_new0(Pod, e.n_pods + 1);
 	for (size_t i = 0; i < e.n_pods; i++) {
@@ -1863,35 +1930,29 @@ int sim_engine_run(const SimRunConfig *cfg, const char *out_dir, SimResult *res,
 		}
 		e.pods[i].cls = (uint8_t)k;
 	}
-	e.ts = open_memstream(&ts_buf, &ts_len);
-	if (!e.ts) {
-		g_free(e.pods);
-		*err = g_strdup("out of memory");
-		return -ENOMEM;
-	}
-	fputs("t,pending,pool_free,cpu_alloc,mem_alloc,nodes_total", e.ts);
-	for (guint g = 0; g < e.cl->groups->len; g++)
-		fprintf(e.ts, ",nodes.%s", g_array_index(e.cl->groups, SimGroupCfg, g).id);
-	fputc('\n', e.ts);
-	rc = setup(&e, err);
+	rc = out_dir ? mkdir_p(out_dir, err) : 0;
+	if (rc == 0 && out_dir)
+		rc = ts_open(&e, out_dir, &ts_tmp, err);
+	if (rc == 0)
+		rc = setup(&e, err);
 	if (rc == 0) {
 		rc = run(&e);
 		if (rc < 0)
 			*err = g_steal_pointer(&e.err);
 	}
-	fclose(e.ts);
 	if (rc == 0) {
 		finish(&e, &r);
+		r.sample_interval_ms = e.sample_every;
 		r.wall_seconds = (double)(g_get_monotonic_time() - t0) / 1e6;
-		if (out_dir) {
-			rc = mkdir_p(out_dir, err);
-			if (rc == 0)
-				rc = write_file(out_dir, "timeseries.csv", ts_buf, ts_len, err);
-			if (rc == 0)
-				rc = write_summary(&e, &r, out_dir, err);
-		}
 	}
-	free(ts_buf);
+	if (out_dir) {
+		int rc2 = ts_close(&e, out_dir, ts_tmp, rc == 0, err);
+
+		if (rc == 0)
+			rc = rc2;
+		if (rc == 0)
+			rc = write_summary(&e, &r, out_dir, err);
+	}
 	teardown(&e);
 	if (rc < 0) {
 		sim_result_clear(&r);

@@ -57,12 +57,27 @@ typedef struct {
 	int64_t machines_total, machines_used_peak;
 	uint64_t events, loops, loops_full;
 	double wall_seconds;
+	int64_t sample_interval_ms; /* the one used: sim_engine_sample_interval() */
 	/* Checks the tests read: the most machines of another group's subset a
 	 * dedicated group ever held (must stay 0). */
 	int64_t borrowed;
 } SimResult;
 
 void sim_result_clear(SimResult *r);
+
+/*
+ * At most this many timeseries.csv rows, and rows x columns, so that any
+ * run's file stays well within what the report reads (report.h: 48 Mi
+ * cells, 512 MiB at up to 30 bytes a cell).
+ */
+#define SIM_MAX_SAMPLE_ROWS INT64_C(1000000)
+#define SIM_MAX_SAMPLE_CELLS INT64_C(16 * 1024 * 1024)
+
+/*
+ * The sample interval a run of @cl up to @end_ms uses: the configured one,
+ * or its least multiple that keeps the rows within the limits above.
+ */
+int64_t sim_engine_sample_interval(const SimCluster *cl, int64_t end_ms);
 
 /*
  * Run the simulation; with @out_dir (not NULL) write summary.json and

@@ -744,6 +744,14 @@ static int simulate(Args *a, const SimTrace *t, const char *fmt_name, const SimC
 		fputs("\r\033[K", stderr);
 	if (rc < 0)
 		return qt_cli_fail("%s", err ? err : g_strerror(-rc));
+	if (!a->quiet && r.sample_interval_ms != cl->sample_interval_ms)
+		fprintf(stderr, "%s: %s: timeseries.csv sampled every %.6gs, not every %.6gs, to keep it "
+			"within %" G_GINT64_FORMAT " rows of %u columns; set [cluster] sample_interval or "
+			"--until to choose\n",
+			qt_cli_prog(), cl->name, (double)r.sample_interval_ms / 1000,
+			(double)cl->sample_interval_ms / 1000,
+			MIN(SIM_MAX_SAMPLE_ROWS, SIM_MAX_SAMPLE_CELLS / (6 + (int64_t)cl->groups->len)),
+			6 + cl->groups->len);
 	if (!a->quiet)
 		fprintf(stderr,
 			"%s: %s: %" G_GUINT64_FORMAT " pods, %" G_GUINT64_FORMAT " never scheduled, "

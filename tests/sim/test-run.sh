@@ -118,6 +118,16 @@ grep -q "^sim: pooled: 2 pods, .*; skipped 1 bad records, the first: $tmp/skip.c
 	fail "--skip-bad: no skipped count: $(cat "$tmp/err")"
 grep -q '"skipped_bad_records": 1}' "$tmp/skip/summary.json" || fail "--skip-bad: summary.json"
 
+# Near the 10-year limit: the sample interval is raised, with a notice, so
+# that timeseries.csv stays within 1,000,000 rows and the report renders
+# (it was 31.5M rows, 682 MB, and the report refused it).
+printf 'id,arrival_ms,duration_ms,cpu_milli,memory_bytes\na,0,1000,100,100\nb,315000000000,1000,100,100\n' >"$tmp/decade.csv"
+printf '[cluster]\n[machine m]\ncpu = 4\nmemory = 8Gi\ncount = 1\n[group g]\nclass = container\nmachine_types = m\nmin = 1\nmax = 1\n[autoscaler]\nscan-interval = 10s\n' >"$tmp/decade.ini"
+expect 0 "$sim" run --trace "$tmp/decade.csv" --cluster "$tmp/decade.ini" --out "$tmp/decade"
+grep -q "^sim: decade: timeseries.csv sampled every 320s, not every 10s, " "$tmp/err" || fail "decade: no notice: $(cat "$tmp/err")"
+[ "$(wc -l <"$tmp/decade/timeseries.csv")" -eq 984377 ] || fail "decade: $(wc -l <"$tmp/decade/timeseries.csv") lines"
+[ -s "$tmp/decade/report.html" ] || fail "decade: no report"
+
 # Bad configs: exit 1, one line naming the file and the key.
 printf '[cluster]\nmode = dedicated\n[machine m]\ncpu = 4\nmemory = 8Gi\n[group g]\nclass = vm\nmachine_types = m\n' >"$tmp/bad.ini"
 expect 1 "$sim" run --trace "$trace" --cluster "$tmp/bad.ini" --out "$tmp/bad"

@@ -19,7 +19,7 @@
 #include "cluster.h"
 #include "engine.h"
 
-#define S 1000 /* ms */
+#define S INT64_C(1000) /* ms */
 #define EPS 1e-6
 
 static char *tmpdir;
@@ -369,6 +369,64 @@ START_TEST(test_skip_equivalence_and_conservation)
 }
 END_TEST
 
+/*
+ * A run near the 10-year trace limit: timeseries.csv is written as the
+ * run goes and its rows stay within SIM_MAX_SAMPLE_ROWS, the interval
+ * raised to the least multiple of the configured one that fits.  Before,
+ * every row was kept in memory (2 GB for this span at 10 s) and the file
+ * was larger than the report reads.
+ *   1,000,000 rows at 10 s cover 0 .. 9,999,990 s; 10,000,000 s needs 20 s.
+ *   315,000,000 s: ceil(315e6 / (999,999 x 10)) = 32, so 320 s and
+ *   315e6 / 320 + 1 = 984,376 rows.
+ */
+START_TEST(test_long_run_sampling)
+{
+	g_autoptr(SimCluster) c = load("[cluster]\nsample_interval = 10s\n"
+				       "[machine m]\ncpu = 4\nmemory = 16Gi\ncount = 1\n"
+				       "[group g]\nclass = container\nmachine_types = m\nmin = 1\nmax = 1\n"
+				       "[autoscaler]\nscan-interval = 1h\n");
+	SimPod pods[] = {pod("container", 0, 1, 1000, 1), pod("container", 314999999, 1, 1000, 1)};
+	SimTrace t = {.pods = pods, .n_pods = 2};
+	SimRunConfig cfg = {.cluster = c, .trace = &t, .seed = 1, .until_ms = -1,
+			    .trace_path = "t", .format_name = "native", .cluster_path = "c"};
+	g_autofree char *dir = g_build_filename(tmpdir, "long", NULL);
+	g_autofree char *csv = g_build_filename(dir, "timeseries.csv", NULL);
+	g_autofree char *err = NULL;
+	SimResult r;
+	FILE *f;
+	char line[256];
+	uint64_t rows = 0;
+	int64_t last = -1;
+
+	ck_assert_int_eq(sim_engine_sample_interval(c, 9999990 * S), 10 * S);
+	ck_assert_int_eq(sim_engine_sample_interval(c, 10000000 * S), 20 * S);
+	ck_assert_int_eq(sim_engine_sample_interval(c, 315000000 * S), 320 * S);
+	ck_assert_msg(sim_engine_run(&cfg, dir, &r, &err) == 0, "run: %s", err);
+	ck_assert_int_eq(r.sim_end_ms, 315000000 * S);
+	ck_assert_int_eq(r.sample_interval_ms, 320 * S);
+	f = fopen(csv, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(line, sizeof(line), f));
+	ck_assert_str_eq(line, "t,pending,pool_free,cpu_alloc,mem_alloc,nodes_total,nodes.g\n");
+	while (fgets(line, sizeof(line), f)) {
+		int64_t ts = g_ascii_strtoll(line, NULL, 10);
+
+		ck_assert_int_eq(ts, last < 0 ? 0 : last + 320);
+		last = ts;
+		rows++;
+	}
+	fclose(f);
+	ck_assert_uint_eq(rows, 984376);
+	ck_assert_int_eq(last, 315000000);
+	sim_result_clear(&r);
+	unlink(csv);
+	g_free(csv);
+	csv = g_build_filename(dir, "summary.json", NULL);
+	unlink(csv);
+	rmdir(dir);
+}
+END_TEST
+
 /* Bad configurations: one line naming the file, the section and the key. */
 START_TEST(test_bad_configs)
 {
@@ -442,6 +500,7 @@ int main(void)
 	tcase_set_timeout(t, 120);
 	tcase_add_test(t, test_tiny_hand_computed);
 	tcase_add_test(t, test_alloc_time_weighted);
+	tcase_add_test(t, test_long_run_sampling);
 	tcase_add_test(t, test_pool_exhausted);
 	tcase_add_test(t, test_provisioning_delay_honoured);
 	tcase_add_test(t, test_dedicated_never_lends);
