@@ -1277,13 +1277,26 @@ static void json_str(GString *s, const char *v)
 	g_string_append_c(s, '"');
 }
 
+/* The shortest decimal that reads back as @v (at most 17 digits); an
+ * integral value has no fraction or exponent below 10^17. */
 static void json_num(GString *s, double v)
 {
 	char buf[G_ASCII_DTOSTR_BUF_SIZE];
 
 	if (!isfinite(v))
 		v = 0;
-	g_ascii_formatd(buf, sizeof(buf), "%.6g", v);
+	if (v == 0)
+		v = 0; /* not -0 */
+	for (int digits = 1; digits <= 17; digits++) {
+		char fmt[8];
+
+		g_snprintf(fmt, sizeof(fmt), "%%.%dg", digits);
+		g_ascii_formatd(buf, sizeof(buf), fmt, v);
+		if (g_ascii_strtod(buf, NULL) == v)
+			break;
+	}
+	if (fabs(v) < 1e17 && v == trunc(v))
+		g_ascii_formatd(buf, sizeof(buf), "%.0f", v);
 	g_string_append(s, buf);
 }
 

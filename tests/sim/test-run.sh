@@ -128,6 +128,16 @@ grep -q "^sim: decade: timeseries.csv sampled every 320s, not every 10s, " "$tmp
 [ "$(wc -l <"$tmp/decade/timeseries.csv")" -eq 984377 ] || fail "decade: $(wc -l <"$tmp/decade/timeseries.csv") lines"
 [ -s "$tmp/decade/report.html" ] || fail "decade: no report"
 
+# Numbers in summary.json read back exactly: 1000 h at 1234.5678/h is
+# 1234567.8, which "%.6g" wrote as 1.23457e+06 (the report showed
+# 1234570.00); integral values stay integral.
+printf 'id,arrival_ms,duration_ms,cpu_milli,memory_bytes\na,0,3600000000,1000,0\n' >"$tmp/pricey.csv"
+printf '[cluster]\nsample_interval = 1h\n[machine m]\ncpu = 96\nmemory = 8Gi\ncount = 1\ncost_per_hour = 1234.5678\n[group g]\nclass = container\nmachine_types = m\nmin = 1\nmax = 1\n' >"$tmp/pricey.ini"
+expect 0 "$sim" run --trace "$tmp/pricey.csv" --cluster "$tmp/pricey.ini" --out "$tmp/pricey" --quiet
+grep -q '"overall": {"machine_hours": 1000, "cost": 1234567.8, "cpu_alloc_mean": 0.010416666666666666, ' "$tmp/pricey/summary.json" ||
+	fail "pricey: $(grep overall "$tmp/pricey/summary.json")"
+grep -q '1234567\.80' "$tmp/pricey/report.html" || fail "pricey: the report does not show 1234567.80"
+
 # Bad configs: exit 1, one line naming the file and the key.
 printf '[cluster]\nmode = dedicated\n[machine m]\ncpu = 4\nmemory = 8Gi\n[group g]\nclass = vm\nmachine_types = m\n' >"$tmp/bad.ini"
 expect 1 "$sim" run --trace "$trace" --cluster "$tmp/bad.ini" --out "$tmp/bad"
