@@ -1263,16 +1263,34 @@ void sim_result_clear(SimResult *r)
 	memset(r, 0, sizeof(*r));
 }
 
+/* A JSON string; bytes that are not UTF-8 (a path may hold any) become
+ * U+FFFD, as JSON text must be UTF-8. */
 static void json_str(GString *s, const char *v)
 {
+	const char *p = v ? v : "";
+
 	g_string_append_c(s, '"');
-	for (const unsigned char *p = (const unsigned char *)(v ? v : ""); *p; p++) {
-		if (*p == '"' || *p == '\\')
-			g_string_append_printf(s, "\\%c", *p);
-		else if (*p < 0x20)
-			g_string_append_printf(s, "\\u%04x", *p);
-		else
-			g_string_append_c(s, (char)*p);
+	while (*p) {
+		unsigned char c = (unsigned char)*p;
+
+		if (c == '"' || c == '\\') {
+			g_string_append_printf(s, "\\%c", c);
+			p++;
+		} else if (c < 0x20) {
+			g_string_append_printf(s, "\\u%04x", c);
+			p++;
+		} else if (c < 0x80) {
+			g_string_append_c(s, (char)c);
+			p++;
+		} else if ((gint32)g_utf8_get_char_validated(p, -1) < 0) {
+			g_string_append(s, "\xEF\xBF\xBD");
+			p++;
+		} else {
+			const char *next = g_utf8_next_char(p);
+
+			g_string_append_len(s, p, next - p);
+			p = next;
+		}
 	}
 	g_string_append_c(s, '"');
 }

@@ -774,8 +774,9 @@ static int render(const char *dir, const char *const *run_dirs, size_t n, const 
 	g_autofree char *html = g_build_filename(dir, "report.html", NULL);
 	g_autoptr(GError) gerr = NULL;
 
+	/* The message names the file that failed: a result read back, or the report. */
 	if (!sim_report_write_html(html, run_dirs, n, title, &gerr))
-		return qt_cli_fail("cannot write '%s': %s", html, gerr->message);
+		return qt_cli_fail("%s", gerr->message);
 	if (!quiet)
 		fprintf(stderr, "%s: report in %s\n", qt_cli_prog(), html);
 	return QT_EXIT_OK;

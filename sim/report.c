@@ -1550,7 +1550,9 @@ gboolean sim_report_write_html(const char *html_path, const char *const *run_dir
 	h = g_string_sized_new(256 * 1024);
 	document(h, (Run *const *)runs->pdata, runs->len, title);
 	if (!g_file_set_contents_full(html_path, h->str, (gssize)h->len,
-				      G_FILE_SET_CONTENTS_CONSISTENT, 0644, error))
+				      G_FILE_SET_CONTENTS_CONSISTENT, 0644, error)) {
+		g_prefix_error(error, "cannot write '%s': ", html_path);
 		return FALSE;
+	}
 	return TRUE;
 }

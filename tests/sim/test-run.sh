@@ -138,6 +138,24 @@ grep -q '"overall": {"machine_hours": 1000, "cost": 1234567.8, "cpu_alloc_mean":
 	fail "pricey: $(grep overall "$tmp/pricey/summary.json")"
 grep -q '1234567\.80' "$tmp/pricey/report.html" || fail "pricey: the report does not show 1234567.80"
 
+# A trace path that is not UTF-8 ("caf\351.csv", Latin-1) is written to
+# summary.json with U+FFFD for the bad byte: sim run used to fail at its
+# own report, which rejected the summary it had just written.
+bad_name=$(printf 'caf\351.csv')
+cp "$tmp/pricey.csv" "$tmp/$bad_name"
+expect 0 "$sim" run --trace "$tmp/$bad_name" --cluster "$tmp/pricey.ini" --out "$tmp/latin1" --quiet
+python3 - "$tmp/latin1/summary.json" <<'PY' || fail "not-UTF-8 trace path in summary.json"
+import json, sys
+t = json.load(open(sys.argv[1], encoding="utf-8"))["trace"]
+assert t.endswith("/caf\ufffd.csv"), t
+PY
+[ -s "$tmp/latin1/report.html" ] || fail "not-UTF-8 trace path: no report"
+# A report that cannot be written says so, once, naming it.
+mkdir -p "$tmp/ro/report.html"
+expect 1 "$sim" run --trace "$tmp/pricey.csv" --cluster "$tmp/pricey.ini" --out "$tmp/ro" --quiet
+grep -q "^sim: cannot write '$tmp/ro/report.html': " "$tmp/err" || fail "report write error: $(cat "$tmp/err")"
+[ "$(grep -c 'cannot write' "$tmp/err")" -eq 1 ] || fail "report write error: $(cat "$tmp/err")"
+
 # Bad configs: exit 1, one line naming the file and the key.
 printf '[cluster]\nmode = dedicated\n[machine m]\ncpu = 4\nmemory = 8Gi\n[group g]\nclass = vm\nmachine_types = m\n' >"$tmp/bad.ini"
 expect 1 "$sim" run --trace "$trace" --cluster "$tmp/bad.ini" --out "$tmp/bad"
