@@ -557,6 +557,7 @@ static int cmd_convert(Args *a)
 	g_autofree char *err = NULL;
 	SimOutFormat fmt = out_format(a);
 	uint64_t n = 0;
+	bool read_error = false;
 	Output out;
 	SimPod p;
 	int rc;
@@ -572,13 +573,18 @@ static int cmd_convert(Args *a)
 	if (rc < 0)
 		return qt_cli_fail("cannot write '%s': %s", a->out_file, g_strerror(-rc));
 	rc = sim_trace_write_header(out.f, fmt);
-	while (rc == 0 && (rc = sim_trace_reader_next(r, &p)) > 0) {
+	while (rc == 0) {
+		/* Which side failed comes from the call that failed: the reader
+		 * keeps the message of a record --skip-bad skipped. */
+		rc = sim_trace_reader_next(r, &p);
+		if (rc < 0)
+			read_error = true;
+		if (rc <= 0)
+			break;
 		rc = sim_trace_write_pod(out.f, fmt, &p);
 		n++;
 	}
 	if (rc < 0) {
-		bool read_error = sim_trace_reader_error(r) != NULL;
-
 		output_close(&out, false);
 		if (read_error)
 			return qt_cli_fail("%s", sim_trace_reader_error(r));

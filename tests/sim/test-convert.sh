@@ -63,7 +63,9 @@ expect 1 "$sim" convert --trace "$tmp/bad.csv" -o "$tmp/bad.jsonl"
 grep -q "bad.csv:3: field cpu_milli: \"abc\" is not a number" "$tmp/err" ||
 	fail "bad record message: $(cat "$tmp/err")"
 [ -e "$tmp/bad.jsonl" ] && fail "a failed convert left $tmp/bad.jsonl"
-ls "$tmp" | grep -q '\.tmp-' && fail "a failed convert left a temporary file"
+for f in "$tmp"/*.tmp-*; do
+	[ -e "$f" ] && fail "a failed convert left a temporary file: $f"
+done
 expect 0 "$sim" convert --trace "$tmp/bad.csv" -o "$tmp/bad.jsonl" --skip-bad
 [ "$(wc -l <"$tmp/bad.jsonl")" -eq 2 ] || fail "--skip-bad: expected 2 records"
 grep -q "skipped 1 bad records, the first: .*bad.csv:3: field cpu_milli" "$tmp/err" ||
@@ -126,6 +128,19 @@ expect 2 "$sim" convert --trace "$fx/native.csv"
 expect 2 "$sim" gen --mix vm -o "$tmp/x"
 expect 2 "$sim" gen --mix gpu=1 -o "$tmp/x"
 expect 2 "$sim" gen --amplitude 2 -o "$tmp/x"
+# A write error after a skipped record is the write error, not the stale
+# message of the record --skip-bad skipped.
+if [ -w /dev/full ]; then
+	{
+		echo 'id,arrival_ms,duration_ms,cpu_milli,memory_bytes'
+		echo 'bad,0,1000,abc,100'
+		seq 1 3000 | sed 's/.*/p&,&,1000,100,100/'
+	} >"$tmp/skip-many.csv"
+	expect 1 "$sim" convert --skip-bad --trace "$tmp/skip-many.csv" -o /dev/full
+	[ "$(cat "$tmp/err")" = "sim: cannot write '/dev/full': No space left on device" ] ||
+		fail "convert to /dev/full after a skipped record: $(cat "$tmp/err")"
+fi
+
 expect 1 "$sim" run --trace "$fx/native.csv" --cluster c.conf --out "$tmp"
 grep -q "^sim: c.conf: " "$tmp/err" || fail "run: $(cat "$tmp/err")"
 expect 1 "$sim" compare --trace "$fx/native.csv" --cluster a --cluster b --out "$tmp"
