@@ -19,6 +19,11 @@
  *   4. the autoscaler loop, if t is a multiple of the scan interval, then
  *      another scheduling pass if it evicted pods or changed nodes;
  *   5. the sample row, if t is a multiple of the sample interval.
+ * An event that steps 2 to 4 push for t itself (the finish of a pod with
+ * duration 0, the ready of a node whose boot delay is 0) runs in a second
+ * step at the same t, after that t's loop and sample: those see the pod
+ * running and the node provisioning.  The second step has no loop or
+ * sample of its own.
  * Arrivals are not queued events: the sorted trace is merged with the
  * queue, which keeps the queue as small as the number of pods running.
  * Random draws (provisioning delays, failures, deprovisioning delays) come

@@ -1040,7 +1040,8 @@ static int parse_native_json(SimTraceReader *r, const char *line, size_t len, Si
 	}
 	if ((rc = json_str(r, o, "class", true, &p->cls)) < 0)
 		return rc;
-	if (!p->cls)
+	/* "" is the default, as an empty CSV cell is. */
+	if (!p->cls || !*p->cls)
 		p->cls = r->default_class;
 	rc = json_int(r, o, "arrival_ms", 0, SIM_TRACE_MAX_TIME_MS, false, &p->arrival_ms);
 	if (rc == -ENOENT) {

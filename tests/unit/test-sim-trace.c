@@ -482,6 +482,27 @@ START_TEST(test_csv_blanks)
 }
 END_TEST
 
+/* An empty class is the default in both spellings (JSON "" was an error). */
+START_TEST(test_empty_class_default)
+{
+	static const char *const want[] = {"a|container|0|-1|1|1|0||0|", "b|container|1|-1|1|1|0||0|"};
+	g_autofree char *j = write_str("{\"id\":\"a\",\"class\":\"\",\"arrival_ms\":0,\"cpu_milli\":1,"
+				       "\"memory_bytes\":1}\n"
+				       "{\"id\":\"b\",\"class\":null,\"arrival_ms\":1,\"cpu_milli\":1,"
+				       "\"memory_bytes\":1}\n",
+				       ".jsonl");
+	g_autofree char *c = write_str("id,class,arrival_ms,cpu_milli,memory_bytes\na,,0,1,1\nb,,1,1,1\n",
+				       ".csv");
+	g_autoptr(GPtrArray) gj = read_all(j, SIM_FORMAT_AUTO, false, NULL);
+	g_autoptr(GPtrArray) gc = read_all(c, SIM_FORMAT_AUTO, false, NULL);
+
+	assert_records(gj, want, 2);
+	assert_records(gc, want, 2);
+	unlink(j);
+	unlink(c);
+}
+END_TEST
+
 START_TEST(test_google_bad_first_line_skipped)
 {
 	/* With the format given, a bad first line is a record like the others. */
@@ -806,6 +827,7 @@ int main(void)
 	tcase_add_test(t, test_google_bad_first_line_skipped);
 	tcase_add_test(t, test_bom_and_header_order);
 	tcase_add_test(t, test_csv_blanks);
+	tcase_add_test(t, test_empty_class_default);
 	tcase_add_test(t, test_line_limit);
 	tcase_add_test(t, test_missing_and_corrupt_gzip);
 	tcase_add_test(t, test_gzip_members_and_truncation);
