@@ -231,6 +231,14 @@ static const struct {
 	const char *content;
 	const char *msg;
 } bads[] = {
+	/* json-c keeps the last of a key given twice: a record with one is bad. */
+	{SIM_FORMAT_NATIVE,
+	 "{\"id\":\"a\",\"arrival_ms\":0,\"cpu_milli\":1,\"memory_bytes\":1,\"cpu_milli\":5}\n",
+	 ":1: field cpu_milli: given twice"},
+	{SIM_FORMAT_NATIVE,
+	 "{\"id\":\"a:\\\"b\\\"\",\"arrival_ms\":0,\"cpu_milli\":1,\"memory_bytes\":1}\n"
+	 "{\"id\":\"a\",\"arrival_ms\":0,\"cpu_milli\":1,\"memory_bytes\":1,\"i\\u0064\":\"b\"}\n",
+	 ":2: a field is given twice"},
 	{SIM_FORMAT_NATIVE,
 	 "id,class,arrival_ms,duration_ms,cpu_milli,memory_bytes\n"
 	 "a,vm,0,10,100,100\nb,vm,0,10,abc,100\n",
