@@ -436,14 +436,17 @@ static int bind_private(const char *src, const char *here, const char *at)
 }
 
 /*
- * Make the bind at @at read-only.  A remount of a bind sets every
- * per-mount flag it is given and clears the others, and the kernel
- * refuses (EPERM) or, worse, silently drops nosuid, nodev, noexec and the
- * atime flags the source was mounted with: a read-only bind of a noexec
- * directory would become executable.  So the flags the bind has are
- * carried over.
+ * Make the bind at @at read-only, with every mount beneath it (the bind
+ * is recursive: a read-only /var must not keep a writable /var/lib
+ * inside).  mount_setattr() (Linux 5.12) sets read-only alone, leaving
+ * nosuid, nodev, noexec and the atime flags as they are.  Without it, a
+ * remount of the top alone: a remount of a bind sets every per-mount flag
+ * it is given and clears the others, and the kernel refuses (EPERM) or,
+ * worse, silently drops the flags the source was mounted with (a
+ * read-only bind of a noexec directory would become executable), so
+ * those are carried over.
  */
-static int bind_read_only(const char *at)
+static int bind_read_only_top(const char *at)
 {
 	static const struct {
 		unsigned long st, ms;
@@ -460,6 +463,17 @@ static int bind_read_only(const char *at)
 		if (sv.f_flag & keep[i].st)
 			fl |= keep[i].ms;
 	return mount(NULL, at, NULL, fl, NULL) < 0 ? -errno : 0;
+}
+
+static int bind_read_only(const char *at)
+{
+	struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY};
+
+	if (mount_setattr(AT_FDCWD, at, AT_RECURSIVE, &attr, sizeof(attr)) == 0)
+		return 0;
+	if (errno != ENOSYS)
+		return -errno;
+	return bind_read_only_top(at);
 }
 
 static int mount_at(const struct cs_profile *p, const struct cs_step *s, const char *at,

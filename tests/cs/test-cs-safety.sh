@@ -93,16 +93,22 @@ check "... a mount made in the source later arrives in the root (slave)" is_moun
 umount "$T/src2/later" "$T/src2"
 check "... down leaves nothing mounted" [ "$(mounts_under "$T/r2")" -eq 0 ]
 
-# 3. A read-only bind keeps the source's nosuid, nodev and noexec.
+# 3. A read-only bind keeps the source's nosuid, nodev and noexec, and
+# is read-only all the way down (the bind takes the mounts beneath).
 mkdir -p "$T/src3" "$T/r3"
 mount -t tmpfs -o nosuid,nodev,noexec src3 "$T/src3"
+mkdir -p "$T/src3/sub"
+mount -t tmpfs sub3 "$T/src3/sub"
 printf '[profile]\nname=s3\nroot=%s/r3\n[bind:/ro]\nsource=%s/src3\nro=true\n' "$T" "$T" >"$T/s3.conf"
 "$CS" up "$T/s3.conf" >"$T/out" 2>&1
 opts=$(grep " $T/r3/ro " /proc/self/mountinfo | cut -d' ' -f6)
 check "a read-only bind of a nosuid,nodev,noexec mount keeps them ($opts)" \
 	sh -c "echo '$opts' | grep -q '^ro,' && echo '$opts' | grep -q nosuid && echo '$opts' | grep -q nodev && echo '$opts' | grep -q noexec"
+check "... and a mount beneath the source is read-only in the root too" \
+	sh -c "! touch '$T/r3/ro/sub/x' 2>/dev/null"
+check "... while the source's own stays writable" touch "$T/src3/sub/y"
 "$CS" down "$T/s3.conf" >/dev/null 2>&1
-umount "$T/src3"
+umount "$T/src3/sub" "$T/src3"
 
 # 4. Symlinks: a target through one would land outside the root (or where
 # the journal does not say, and down would not find it).
