@@ -206,6 +206,14 @@ struct run {
 	/* Capacity of the nodes not being deleted, for the scale-down minimums. */
 	int64_t sd_cores, sd_mem;
 	bool *backed_off;
+	/*
+	 * One pod per DaemonSet (see ds_samples()), NULL until first needed;
+	 * per group, what those that would run on its template request
+	 * (ds_used, valid where ds_known).
+	 */
+	GPtrArray *ds_samples;
+	struct as_resources *ds_used;
+	bool *ds_known;
 	int64_t total_nodes;
 	int64_t total_cores, total_mem, total_gpu; /* capacity: cores rounded up, memory in bytes */
 	bool scaled_up;
@@ -556,6 +564,88 @@ static bool cluster_unhealthy(const struct run *r)
 	       (double)r->d->unready > r->o->max_total_unready_percentage / 100.0 * total;
 }
 
+/* --- DaemonSet pods on new nodes --------------------------------------- */
+
+/*
+ * CA's template NodeInfo of a group holds the DaemonSet pods that would run
+ * on a new node: the estimate and the upcoming nodes start with their
+ * requests.  The model has no DaemonSet objects, only their pods, so one
+ * pod of each DaemonSet (controller owner of kind DaemonSet, by namespace
+ * and name) stands for it: the first in cluster order that is neither
+ * finished nor being deleted.  A DaemonSet without such a pod is not seen.
+ */
+static const char *str0(const char *s)
+{
+	return s ? s : "";
+}
+
+static guint ds_hash(gconstpointer a)
+{
+	const struct as_pod *p = a;
+
+	return g_str_hash(str0(p->ns)) * 31 + g_str_hash(str0(p->owner_name));
+}
+
+static gboolean ds_equal(gconstpointer a, gconstpointer b)
+{
+	const struct as_pod *x = a, *y = b;
+
+	return strcmp(str0(x->ns), str0(y->ns)) == 0 &&
+	       strcmp(str0(x->owner_name), str0(y->owner_name)) == 0;
+}
+
+static const GPtrArray *ds_samples(struct run *r)
+{
+	g_autoptr(GHashTable) seen = NULL;
+
+	if (r->ds_samples)
+		return r->ds_samples;
+	r->ds_samples = g_ptr_array_new();
+	seen = g_hash_table_new(ds_hash, ds_equal);
+	for (guint k = 0; k < r->c->pods->len; k++) {
+		const struct as_pod *p = g_ptr_array_index(r->c->pods, k);
+
+		if (!as_pod_is_daemonset(p) || pod_terminal(p) || p->deletion_time != AS_TIME_NEVER)
+			continue;
+		if (g_hash_table_add(seen, (gpointer)p))
+			g_ptr_array_add(r->ds_samples, (gpointer)p);
+	}
+	return r->ds_samples;
+}
+
+/* What the DaemonSet pods of a new node of group @g request (pods: their count). */
+static const struct as_resources *ds_used(struct run *r, guint g)
+{
+	const struct as_node_group *grp = g_ptr_array_index(r->c->groups, g);
+	struct as_resources *u = &r->ds_used[g];
+
+	if (r->ds_known[g] || !grp->template_node)
+		return u;
+	const GPtrArray *ds = ds_samples(r);
+	for (guint k = 0; k < ds->len; k++) {
+		const struct as_pod *p = g_ptr_array_index(ds, k);
+
+		if (as_daemonset_matches_node(p, grp->template_node) != AS_FIT_OK)
+			continue;
+		u->cpu = sat_add(u->cpu, p->requests.cpu);
+		u->mem = sat_add(u->mem, p->requests.mem);
+		u->gpu = sat_add(u->gpu, p->requests.gpu);
+		u->pods = sat_add(u->pods, p->requests.pods);
+	}
+	r->ds_known[g] = true;
+	return u;
+}
+
+/* Could @p run on a new node of group @g, beside its DaemonSet pods? */
+static enum as_fit fits_new_node(struct run *r, guint g, const struct as_pod *p)
+{
+	const struct as_node *t = ((const struct as_node_group *)g_ptr_array_index(r->c->groups, g))
+					  ->template_node;
+	enum as_fit f = as_pod_matches_node(p, t);
+
+	return f != AS_FIT_OK ? f : as_pod_fits_resources(p, &t->allocatable, ds_used(r, g));
+}
+
 /* --- snapshot ------------------------------------------------------------ */
 
 static void build_snapshot(struct run *r)
@@ -635,8 +725,11 @@ static void build_snapshot(struct run *r)
 	for (guint g = 0; g < c->groups->len; g++) {
 		const struct as_node_group *grp = g_ptr_array_index(c->groups, g);
 
-		for (int k = 0; grp->template_node && k < r->upcoming[g]; k++)
-			as_snapshot_add_node(r->snap, grp->template_node, (int)g, true);
+		for (int k = 0; grp->template_node && k < r->upcoming[g]; k++) {
+			guint idx = as_snapshot_add_node(r->snap, grp->template_node, (int)g, true);
+
+			as_snapshot_use(r->snap, idx, ds_used(r, g));
+		}
 	}
 }
 
@@ -881,14 +974,14 @@ static void eval_group(struct run *r, guint g, GArray *eq, struct group_eval *ev
 	for (guint e = 0; e < eq->len; e++) {
 		const struct equiv *q = &g_array_index(eq, struct equiv, e);
 
-		ev->fit[e] = as_pod_fits_empty_node(q->rep, t);
+		ev->fit[e] = fits_new_node(r, g, q->rep);
 		if (ev->fit[e] == AS_FIT_OK)
 			g_ptr_array_extend(pods, q->pods, NULL, NULL);
 	}
 	if (pods->len == 0)
 		return;
-	as_estimate_run(t, (const struct as_pod *const *)pods->pdata, pods->len, ev->cap,
-			r->env ? r->env->clock : NULL, r->env ? r->env->clock_data : NULL,
+	as_estimate_run(t, ds_used(r, g), (const struct as_pod *const *)pods->pdata, pods->len,
+			ev->cap, r->env ? r->env->clock : NULL, r->env ? r->env->clock_data : NULL,
 			o->max_nodegroup_binpacking_duration, &ev->est);
 }
 
@@ -1030,8 +1123,7 @@ static void share_out(struct run *r, guint g, struct group_eval *ev)
 		    !as_templates_similar(grp->template_node, other->template_node))
 			continue;
 		for (guint k = 0; k < ev[g].est.pods->len && all; k++)
-			all = as_pod_fits_empty_node(g_ptr_array_index(ev[g].est.pods, k),
-						     other->template_node) == AS_FIT_OK;
+			all = fits_new_node(r, h, g_ptr_array_index(ev[g].est.pods, k)) == AS_FIT_OK;
 		if (all)
 			sim[n_sim++] = h;
 	}
@@ -1659,6 +1751,8 @@ int as_run_once(const struct as_cluster *c, const struct as_options *o, int64_t 
 	r.upcoming = g_new0(int, ng);
 	r.deleting = g_new0(int, ng);
 	r.backed_off = g_new0(bool, ng);
+	r.ds_used = g_new0(struct as_resources, ng);
+	r.ds_known = g_new0(bool, ng);
 
 	ret = map_nodes_to_groups(&r, msg);
 	if (ret < 0)
@@ -1707,6 +1801,10 @@ cleanup:
 	g_free(r.upcoming);
 	g_free(r.deleting);
 	g_free(r.backed_off);
+	if (r.ds_samples)
+		g_ptr_array_unref(r.ds_samples);
+	g_free(r.ds_used);
+	g_free(r.ds_known);
 	return ret;
 }
 

@@ -50,10 +50,12 @@ static int cmp_item(const void *a, const void *b)
 	return x->order < y->order ? -1 : x->order > y->order;
 }
 
-void as_estimate_run(const struct as_node *tmpl, const struct as_pod *const *pods, guint n_pods,
-		     int max_nodes, as_clock_fn clock, void *clock_data, int64_t time_limit_ms,
-		     struct as_estimate *out)
+void as_estimate_run(const struct as_node *tmpl, const struct as_resources *base,
+		     const struct as_pod *const *pods, guint n_pods, int max_nodes, as_clock_fn clock,
+		     void *clock_data, int64_t time_limit_ms, struct as_estimate *out)
 {
+	static const struct as_resources none;
+	const struct as_resources *fresh = base ? base : &none;
 	g_autofree struct item *items = g_new(struct item, n_pods ? n_pods : 1);
 	GArray *bins = g_array_new(FALSE, TRUE, sizeof(struct as_resources));
 	int64_t start = clock ? clock(clock_data) : 0;
@@ -78,7 +80,8 @@ void as_estimate_run(const struct as_node *tmpl, const struct as_pod *const *pod
 			out->capped = true;
 			break;
 		}
-		if (as_pod_fits_empty_node(p, tmpl) != AS_FIT_OK)
+		if (as_pod_matches_node(p, tmpl) != AS_FIT_OK ||
+		    as_pod_fits_resources(p, &tmpl->allocatable, fresh) != AS_FIT_OK)
 			continue;
 		for (guint b = first_open; b < bins->len; b++) {
 			struct as_resources *u = &g_array_index(bins, struct as_resources, b);
@@ -89,13 +92,11 @@ void as_estimate_run(const struct as_node *tmpl, const struct as_pod *const *pod
 			}
 		}
 		if (placed < 0) {
-			struct as_resources none = {0, 0, 0, 0};
-
 			if ((int)bins->len >= max_nodes) {
 				out->capped = true;
 				break;
 			}
-			g_array_append_val(bins, none);
+			g_array_append_vals(bins, fresh, 1);
 			placed = (int)bins->len - 1;
 		}
 		struct as_resources *u = &g_array_index(bins, struct as_resources, placed);

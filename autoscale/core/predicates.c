@@ -49,9 +49,16 @@ bool as_pod_tolerates(const struct as_pod *p, const struct as_taint *taint)
 	return false;
 }
 
-enum as_fit as_pod_matches_node(const struct as_pod *p, const struct as_node *n)
+/*
+ * With @daemonset, @p stands for its DaemonSet: the DaemonSet controller
+ * gives each pod a matchFields term on metadata.name for its own node
+ * (which the model does not keep) and a toleration for unschedulable
+ * nodes, so a term with no expression left matches and spec.unschedulable
+ * does not filter.
+ */
+static enum as_fit matches_node(const struct as_pod *p, const struct as_node *n, bool daemonset)
 {
-	if (n->unschedulable) {
+	if (n->unschedulable && !daemonset) {
 		const struct as_taint t = {(char *)"node.kubernetes.io/unschedulable", (char *)"",
 					   AS_EFFECT_NO_SCHEDULE};
 
@@ -69,7 +76,8 @@ enum as_fit as_pod_matches_node(const struct as_pod *p, const struct as_node *n)
 
 		for (guint t = 0; t < p->n_affinity && !any; t++) {
 			const struct as_selector_term *term = &p->affinity[t];
-			bool all = term->n_exprs > 0; /* an empty term matches nothing */
+			/* An empty term matches nothing, but see matches_node() above. */
+			bool all = term->n_exprs > 0 || daemonset;
 
 			for (guint e = 0; e < term->n_exprs && all; e++)
 				all = as_match_expr_matches(&term->exprs[e], &n->labels);
@@ -87,6 +95,16 @@ enum as_fit as_pod_matches_node(const struct as_pod *p, const struct as_node *n)
 			return AS_FIT_TAINT;
 	}
 	return AS_FIT_OK;
+}
+
+enum as_fit as_pod_matches_node(const struct as_pod *p, const struct as_node *n)
+{
+	return matches_node(p, n, false);
+}
+
+enum as_fit as_daemonset_matches_node(const struct as_pod *p, const struct as_node *n)
+{
+	return matches_node(p, n, true);
 }
 
 enum as_fit as_pod_fits_resources(const struct as_pod *p, const struct as_resources *alloc,

@@ -32,6 +32,14 @@ const char *as_fit_reason(enum as_fit f);
 
 /* Every filter but resources. */
 enum as_fit as_pod_matches_node(const struct as_pod *p, const struct as_node *n);
+/*
+ * Would the DaemonSet that @p (one of its pods) belongs to run a pod on
+ * @n?  nodeSelector, required node affinity and taints as above, except
+ * that a term with no matchExpressions matches (the DaemonSet controller
+ * pins each pod to its node with a matchFields term, which is not kept)
+ * and spec.unschedulable does not filter (its pods tolerate it).
+ */
+enum as_fit as_daemonset_matches_node(const struct as_pod *p, const struct as_node *n);
 /* Resources only: @used is what the node's pods already request. */
 enum as_fit as_pod_fits_resources(const struct as_pod *p, const struct as_resources *alloc,
 				  const struct as_resources *used);

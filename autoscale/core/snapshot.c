@@ -200,6 +200,11 @@ void as_snapshot_place(struct as_snapshot *s, guint idx, const struct as_pod *p)
 	add_used(s, idx, &p->requests);
 }
 
+void as_snapshot_use(struct as_snapshot *s, guint idx, const struct as_resources *req)
+{
+	add_used(s, idx, req);
+}
+
 void as_snapshot_unplace(struct as_snapshot *s, guint idx, const struct as_pod *p)
 {
 	const struct as_resources minus = {-p->requests.cpu, -p->requests.mem, -p->requests.gpu,

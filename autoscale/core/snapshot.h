@@ -10,8 +10,9 @@
  *   and the node count); revert() undoes entries back to the top mark and
  *   pops it; commit() pops the mark and keeps the changes (they stay in the
  *   log, so an outer fork can still revert them).
- * - A node's used resources are the sum of the requests placed on it and
- *   never exceed what the placement checks allowed; removed nodes keep
+ * - A node's used resources are the sum of the requests placed on it (on
+ *   an upcoming node, first those of its DaemonSet pods, as_snapshot_use())
+ *   and never exceed what the placement checks allowed; removed nodes keep
  *   their numbers but are never chosen as destinations.
  * - Nodes are not owned: they point into the cluster or at group templates,
  *   which outlive the snapshot.
@@ -53,6 +54,8 @@ const struct as_snap_node *as_snapshot_node(const struct as_snapshot *s, guint i
 /* Add (or take away) @p's requests on node @idx, without checks. */
 void as_snapshot_place(struct as_snapshot *s, guint idx, const struct as_pod *p);
 void as_snapshot_unplace(struct as_snapshot *s, guint idx, const struct as_pod *p);
+/* Add @req to node @idx's used resources, without checks (pods not in the model). */
+void as_snapshot_use(struct as_snapshot *s, guint idx, const struct as_resources *req);
 void as_snapshot_remove_node(struct as_snapshot *s, guint idx);
 
 void as_snapshot_fork(struct as_snapshot *s);

@@ -849,6 +849,8 @@ START_TEST(expendable_and_daemonset)
 	su_init(&s, 2);
 	((struct as_pod *)s.c->pods->pdata[0])->priority = -11;
 	set_owner(s.c->pods->pdata[1], "DaemonSet");
+	/* Its DaemonSet runs on new nodes too: 1 of the template's 4 cpu, p0's 3 still fit. */
+	((struct as_pod *)s.c->pods->pdata[1])->requests.cpu = 1000;
 	ck_assert_int_eq(su_delta(&s, &d), 0);
 	ck_assert_ptr_nonnull(strstr(kvs_get(&d->unhelped, "default/p0"), "expendable"));
 	ck_assert_ptr_nonnull(strstr(kvs_get(&d->unhelped, "default/p1"), "DaemonSet"));

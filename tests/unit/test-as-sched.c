@@ -2,8 +2,9 @@
 /*
  * Scheduling side of the autoscaler core: predicates (resources,
  * nodeSelector, node affinity operators, taints and tolerations,
- * unschedulable), the snapshot's fork/revert, the binpacking estimator's
- * FFD order, stop rule and caps, and every expander including least-waste's
+ * unschedulable, and as a DaemonSet sees them), the snapshot's
+ * fork/revert, the binpacking estimator's FFD order, stop rule, caps and
+ * DaemonSet room, and every expander including least-waste's
  * exact score and ties.
  */
 #include "config.h"
@@ -147,6 +148,43 @@ START_TEST(taints)
 }
 END_TEST
 
+START_TEST(daemonset_matches)
+{
+	struct as_node *n = b_node("n", 1000, 1024, 10);
+	struct as_pod *p = b_pod("p", 1, 1, NULL);
+
+	as_kvs_add(&n->labels, "zone", "a");
+	/* A term with no expressions: what a matchFields-only term (metadata.name) leaves. */
+	p->affinity = g_new0(struct as_selector_term, 1);
+	p->n_affinity = 1;
+	ck_assert_int_eq(as_pod_matches_node(p, n), AS_FIT_AFFINITY);
+	ck_assert_int_eq(as_daemonset_matches_node(p, n), AS_FIT_OK);
+	/* Expressions beside it still count. */
+	affinity(p, "zone", AS_OP_IN, "b", NULL);
+	ck_assert_int_eq(as_daemonset_matches_node(p, n), AS_FIT_OK); /* terms ORed */
+	/* The expression alone decides (the empty term had nothing to free). */
+	p->affinity[0] = p->affinity[1];
+	p->n_affinity = 1;
+	ck_assert_int_eq(as_daemonset_matches_node(p, n), AS_FIT_AFFINITY);
+	as_kvs_set(&n->labels, "zone", "b");
+	ck_assert_int_eq(as_daemonset_matches_node(p, n), AS_FIT_OK);
+	as_kvs_add(&p->node_selector, "disk", "ssd");
+	ck_assert_int_eq(as_daemonset_matches_node(p, n), AS_FIT_NODE_SELECTOR);
+	as_kvs_add(&n->labels, "disk", "ssd");
+	ck_assert_int_eq(as_daemonset_matches_node(p, n), AS_FIT_OK);
+	/* Taints filter; spec.unschedulable does not (DaemonSet pods tolerate it). */
+	n->unschedulable = true;
+	ck_assert_int_eq(as_pod_matches_node(p, n), AS_FIT_UNSCHEDULABLE);
+	ck_assert_int_eq(as_daemonset_matches_node(p, n), AS_FIT_OK);
+	b_taint(n, "dedicated", "batch", AS_EFFECT_NO_SCHEDULE);
+	ck_assert_int_eq(as_daemonset_matches_node(p, n), AS_FIT_TAINT);
+	b_tol(p, "dedicated", NULL, true, AS_EFFECT_ANY);
+	ck_assert_int_eq(as_daemonset_matches_node(p, n), AS_FIT_OK);
+	as_pod_free(p);
+	as_node_free(n);
+}
+END_TEST
+
 START_TEST(snapshot_fork_revert)
 {
 	struct as_node *a = b_node("a", 1000, 1024, 10), *b = b_node("b", 1000, 1024, 10);
@@ -224,7 +262,8 @@ START_TEST(estimator_ffd)
 	g_autoptr(GPtrArray) pods = pods_of(spec, 6);
 	struct as_estimate e = {0};
 
-	as_estimate_run(t, (const struct as_pod *const *)pods->pdata, pods->len, 100, NULL, NULL, 0, &e);
+	as_estimate_run(t, NULL, (const struct as_pod *const *)pods->pdata, pods->len,
+			100, NULL, NULL, 0, &e);
 	/* FFD: 3,3,2,2,1,1 -> [3,1] [3,1] [2,2] = 3 nodes; first-fit in input order would need 4 */
 	ck_assert_int_eq(e.nodes, 3);
 	ck_assert_int_eq(e.pods->len, 6);
@@ -250,13 +289,15 @@ START_TEST(estimator_caps_and_stop)
 	struct as_estimate e = {0};
 
 	/* pod count 2 per node: 5 small pods need 3 nodes; the 9-cpu pod never fits: skipped */
-	as_estimate_run(t, (const struct as_pod *const *)pods->pdata, pods->len, 100, NULL, NULL, 0, &e);
+	as_estimate_run(t, NULL, (const struct as_pod *const *)pods->pdata, pods->len,
+			100, NULL, NULL, 0, &e);
 	ck_assert_int_eq(e.nodes, 3);
 	ck_assert_int_eq(e.pods->len, 5);
 	ck_assert(!e.capped);
 	as_estimate_clear(&e);
 	/* capped at 2 nodes: 4 pods placed, the estimate says so */
-	as_estimate_run(t, (const struct as_pod *const *)pods->pdata, pods->len, 2, NULL, NULL, 0, &e);
+	as_estimate_run(t, NULL, (const struct as_pod *const *)pods->pdata, pods->len,
+			2, NULL, NULL, 0, &e);
 	ck_assert_int_eq(e.nodes, 2);
 	ck_assert_int_eq(e.pods->len, 4);
 	ck_assert(e.capped);
@@ -264,8 +305,42 @@ START_TEST(estimator_caps_and_stop)
 	/* a node selector the template lacks: nothing */
 	for (guint i = 0; i < pods->len; i++)
 		as_kvs_add(&((struct as_pod *)pods->pdata[i])->node_selector, "pool", "x");
-	as_estimate_run(t, (const struct as_pod *const *)pods->pdata, pods->len, 100, NULL, NULL, 0, &e);
+	as_estimate_run(t, NULL, (const struct as_pod *const *)pods->pdata, pods->len,
+			100, NULL, NULL, 0, &e);
 	ck_assert_int_eq(e.nodes, 0);
+	as_estimate_clear(&e);
+	as_node_free(t);
+}
+END_TEST
+
+START_TEST(estimator_base)
+{
+	/* 4 cpu, 3 pod slots; each new node already runs a 1-cpu, 1 GiB DaemonSet pod. */
+	struct as_node *t = b_node("t", 4000, 4096, 3);
+	const struct as_resources ds = {1000, 1024 * MIB, 0, 1};
+	const int64_t spec[][2] = {{2000, 100}, {2000, 100}, {4000, 100}, {1000, 100}};
+	g_autoptr(GPtrArray) pods = pods_of(spec, 4);
+	struct as_estimate e = {0};
+
+	/* Empty nodes: [4] [2,2] [1]; with the DaemonSet: the 4-cpu pod fits none, [2,1] [2] */
+	as_estimate_run(t, NULL, (const struct as_pod *const *)pods->pdata, pods->len,
+			100, NULL, NULL, 0, &e);
+	ck_assert_int_eq(e.nodes, 3);
+	ck_assert_int_eq(e.pods->len, 4);
+	as_estimate_clear(&e);
+	as_estimate_run(t, &ds, (const struct as_pod *const *)pods->pdata, pods->len,
+			100, NULL, NULL, 0, &e);
+	ck_assert_int_eq(e.nodes, 2);
+	ck_assert_int_eq(e.pods->len, 3);
+	ck_assert_int_eq(g_array_index(e.pod_node, int, 0), 0);
+	ck_assert_int_eq(g_array_index(e.pod_node, int, 1), 1);
+	ck_assert_int_eq(g_array_index(e.pod_node, int, 2), 0);
+	as_estimate_clear(&e);
+	/* The DaemonSet pods count against the pod slots too: one slot left per node. */
+	const struct as_resources two = {0, 0, 0, 2};
+	as_estimate_run(t, &two, (const struct as_pod *const *)pods->pdata, pods->len,
+			100, NULL, NULL, 0, &e);
+	ck_assert_int_eq(e.nodes, 4);
 	as_estimate_clear(&e);
 	as_node_free(t);
 }
@@ -287,8 +362,8 @@ START_TEST(estimator_time_cap)
 
 	for (int i = 0; i < 500; i++)
 		g_ptr_array_add(pods, b_pod("p", 1000, 1, NULL));
-	as_estimate_run(t, (const struct as_pod *const *)pods->pdata, pods->len, 1000, fake_clock, &now,
-			1500, &e);
+	as_estimate_run(t, NULL, (const struct as_pod *const *)pods->pdata, pods->len,
+			1000, fake_clock, &now, 1500, &e);
 	ck_assert(e.capped);
 	ck_assert_int_eq(e.nodes, 127); /* checked every 64 pods: stops at the second check */
 	as_estimate_clear(&e);
@@ -573,10 +648,12 @@ int main(void)
 	tcase_add_test(tc, resources);
 	tcase_add_test(tc, selectors);
 	tcase_add_test(tc, taints);
+	tcase_add_test(tc, daemonset_matches);
 	tcase_add_test(tc, snapshot_fork_revert);
 	tcase_add_test(tc, snapshot_search_matches_scan);
 	tcase_add_test(tc, estimator_ffd);
 	tcase_add_test(tc, estimator_caps_and_stop);
+	tcase_add_test(tc, estimator_base);
 	tcase_add_test(tc, estimator_time_cap);
 	tcase_add_test(tc, least_waste_score);
 	tcase_add_test(tc, most_pods_least_nodes);
