@@ -374,6 +374,8 @@ struct daemon {
 	GHashTable *noscale_events; /* pod key -> int64_t last NotTriggerScaleUp event time */
 	GPtrArray *objs[AS_KUBE_N_KINDS]; /* this loop's cache copy */
 	GHashTable *uids; /* "Kind/ns/name" -> uid (borrowed from objs) */
+	struct elector *el; /* NULL without leader election */
+	bool cut; /* this loop found leadership gone: it writes nothing more */
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -390,6 +392,28 @@ static bool sleep_ms(int64_t ms)
 	while (!stop_signal && g_get_monotonic_time() < until)
 		g_usleep(MIN(100000, (gulong)MAX(1, until - g_get_monotonic_time())));
 	return !stop_signal;
+}
+
+static bool elector_leading(struct elector *e);
+
+/*
+ * Asked before each write (eviction, taint, cordon, IncreaseSize,
+ * DeleteNodes, Node deletion, event, status ConfigMap): false once
+ * leadership has ended, and for the rest of the loop.  A loop cut short
+ * leaves what it did done and the rest undone; the daemon then exits, and
+ * the next leader removes our ToBeDeleted taints at its start (as CA) and
+ * decides again from the cluster as it finds it.  A write already sent
+ * when leadership ends is not called back.
+ */
+static bool acting(struct daemon *dm)
+{
+	if (dm->cut)
+		return false;
+	if (!dm->el || elector_leading(dm->el))
+		return true;
+	dm->cut = true;
+	qt_err("no longer leader: the rest of this loop's actions are dropped");
+	return false;
 }
 
 static const char *uid_of(struct daemon *dm, const char *kind, const char *key)
@@ -409,7 +433,7 @@ static void event(struct daemon *dm, const char *kind, const char *key, const ch
 	const char *name = slash ? slash + 1 : key;
 	va_list ap;
 
-	if (dm->a->dry_run)
+	if (dm->a->dry_run || !acting(dm))
 		return;
 	va_start(ap, fmt);
 	message = g_strdup_vprintf(fmt, ap);
@@ -775,6 +799,8 @@ static void scale_up(struct daemon *dm, const struct as_cluster *c, const struct
 
 		if (delta <= 0)
 			continue;
+		if (!acting(dm))
+			break;
 		r = gi ? gi->ops->increase_size(gi, delta) : -ENOENT;
 		if (r < 0) {
 			const char *why = as_yusur_last_error(dm->prov);
@@ -843,6 +869,8 @@ static void delete_failed_instances(struct daemon *dm, const struct as_cluster *
 	g_autofree char *m = NULL;
 	const char *why;
 
+	if (!acting(dm))
+		return;
 	if (as_decision_apply_cleanup(d, c, dm->prov, &m) < 0) {
 		why = as_yusur_last_error(dm->prov);
 		qt_err("%s: %s", m, why ? why : "");
@@ -878,6 +906,8 @@ static void evict_daemonset_pods(struct daemon *dm, const struct as_cluster *c, 
 		if (!p->node_name || strcmp(p->node_name, node) != 0 || !p->owner_kind ||
 		    strcmp(p->owner_kind, "DaemonSet") != 0 || p->deletion_time != AS_TIME_NEVER)
 			continue;
+		if (!acting(dm))
+			return;
 		if (as_kube_evict(dm->kube, p->ns, p->name,
 				  MIN(p->grace_period_s, dm->o->max_graceful_termination_sec), &m) < 0)
 			qt_debug("DaemonSet pod \"%s\" not evicted: %s", p->key, m);
@@ -899,13 +929,15 @@ static void start_deletion(struct daemon *dm, const struct as_cluster *c, const 
 		qt_err("scale-down of node \"%s\": no node group has it", name);
 		return;
 	}
+	if (!acting(dm))
+		return;
 	if (as_kube_taint_node(dm->kube, name, AS_TAINT_TO_BE_DELETED, val, "NoSchedule", &m) < 0) {
 		qt_err("scale-down of node \"%s\": tainting failed: %s", name, m);
 		bump(&dm->m, &dm->m.errors_api);
 		dm->last_scale_down_failure = now;
 		return;
 	}
-	if (dm->a->cordon_node_before_terminating &&
+	if (dm->a->cordon_node_before_terminating && acting(dm) &&
 	    as_kube_cordon_node(dm->kube, name, true, &m) < 0) {
 		qt_warn("scale-down of node \"%s\": cordon failed: %s", name, m);
 		g_clear_pointer(&m, g_free);
@@ -930,15 +962,17 @@ static void release(struct daemon *dm, struct deletion *del, const char *why, in
 	g_autofree char *m = NULL;
 
 	qt_err("scale-down of node \"%s\" failed: %s; untainting it", del->node, why);
+	dm->last_scale_down_failure = now;
+	if (!acting(dm))
+		return;
 	if (as_kube_untaint_node(dm->kube, del->node, AS_TAINT_TO_BE_DELETED, &m) < 0)
 		qt_err("untainting node \"%s\": %s", del->node, m);
 	g_clear_pointer(&m, g_free);
-	if (dm->a->cordon_node_before_terminating &&
+	if (dm->a->cordon_node_before_terminating && acting(dm) &&
 	    as_kube_cordon_node(dm->kube, del->node, false, &m) < 0)
 		qt_err("uncordoning node \"%s\": %s", del->node, m);
 	event(dm, "Node", del->node, "Warning", "ScaleDownFailed", "failed to drain the node: %s",
 	      why);
-	dm->last_scale_down_failure = now;
 }
 
 /* One step of @del; true when it is finished (deleted or released). */
@@ -963,6 +997,8 @@ static bool progress_deletion(struct daemon *dm, const struct as_cluster *c, str
 		/* Accepted a moment ago and the watch has not told us yet: wait. */
 		if (when && now - *when < 30000)
 			continue;
+		if (!acting(dm))
+			return false;
 		r = as_kube_evict(dm->kube, p->ns, p->name, grace, &m);
 		if (r == 0 || r == -ENOENT) {
 			if (r == 0) {
@@ -1006,6 +1042,8 @@ static bool progress_deletion(struct daemon *dm, const struct as_cluster *c, str
 	if (del->empty ? dm->a->ds_eviction_empty : dm->a->ds_eviction_occupied)
 		evict_daemonset_pods(dm, c, del->node);
 	/* Drained: give the instance back, then remove the Node object. */
+	if (!acting(dm))
+		return false;
 	gi = group_if(dm, del->group);
 	if (gi) {
 		struct as_node stand_in = {.name = del->node, .provider_id = del->provider_id};
@@ -1019,7 +1057,7 @@ static bool progress_deletion(struct daemon *dm, const struct as_cluster *c, str
 			return true;
 		}
 	}
-	if (as_kube_delete_node(dm->kube, del->node, &m) < 0) {
+	if (acting(dm) && as_kube_delete_node(dm->kube, del->node, &m) < 0) {
 		qt_warn("deleting Node \"%s\": %s (the instance is being deprovisioned)", del->node,
 			m);
 		bump(&dm->m, &dm->m.errors_api);
@@ -1077,6 +1115,8 @@ static void soft_taints(struct daemon *dm, const struct as_cluster *c, const str
 
 		if (want == has || g_hash_table_contains(dm->deleting, n->name))
 			continue;
+		if (!acting(dm))
+			return;
 		budget--;
 		r = want ? as_kube_taint_node(dm->kube, n->name, TAINT_CANDIDATE, val,
 					      "PreferNoSchedule", &m)
@@ -1097,12 +1137,14 @@ static void clean_stale_taints(struct daemon *dm, const struct as_cluster *c)
 
 		if (!has_taint(n, AS_TAINT_TO_BE_DELETED))
 			continue;
+		if (!acting(dm))
+			return;
 		qt_notice("node \"%s\": removing the %s taint left by an earlier run", n->name,
 			  AS_TAINT_TO_BE_DELETED);
 		if (as_kube_untaint_node(dm->kube, n->name, AS_TAINT_TO_BE_DELETED, &m) < 0)
 			qt_warn("node \"%s\": %s", n->name, m);
 		g_clear_pointer(&m, g_free);
-		if (n->unschedulable && dm->a->cordon_node_before_terminating &&
+		if (n->unschedulable && dm->a->cordon_node_before_terminating && acting(dm) &&
 		    as_kube_cordon_node(dm->kube, n->name, false, &m) < 0)
 			qt_warn("node \"%s\": %s", n->name, m);
 	}
@@ -1225,6 +1267,7 @@ static int loop_once(struct daemon *dm, bool first)
 	int64_t now = g_get_real_time() / 1000, t0 = g_get_monotonic_time(), t;
 	int r;
 
+	dm->cut = false;
 	t = g_get_monotonic_time();
 	r = build_model(dm, &c);
 	observe(&dm->m, FN_BUILD, secs_since(t));
@@ -1264,7 +1307,7 @@ static int loop_once(struct daemon *dm, bool first)
 			start_deletion(dm, c, d->scale_down_nodes->pdata[i], now);
 		progress_deletions(dm, c, now);
 		observe(&dm->m, FN_DOWN, secs_since(t));
-		if (dm->a->write_status_configmap) {
+		if (dm->a->write_status_configmap && acting(dm)) {
 			g_autofree char *st = status_text(dm, c, d, now), *m = NULL;
 
 			if (as_kube_write_configmap(dm->kube, dm->a->ns, dm->a->status_config_map_name,
@@ -1299,8 +1342,17 @@ static int open_kube(const struct as_daemon_args *a, struct as_kube **out)
 /*
  * Leader election in a thread of its own, as client-go's elector: try or
  * renew every --leader-elect-retry-period, whatever the loop is doing, so
- * a long loop does not let the Lease expire.  Leadership is lost when no
- * renewal succeeded for --leader-elect-renew-deadline.
+ * a long loop does not let the Lease expire.
+ *
+ * States: CANDIDATE --lease taken--> LEADER --renewed--> LEADER
+ *   LEADER --no renewal done by valid_until--> LOST (final: the daemon exits)
+ * A renewal attempt is given only the time left to valid_until (the Lease
+ * calls' own timeout), and valid_until is set to the start of the last
+ * successful attempt plus --leader-elect-renew-deadline.  Invariant: since
+ * the renew deadline is shorter than the lease duration, and other replicas
+ * count the lease duration from when they see the record change (never
+ * before our write), we stop acting before any other replica may take the
+ * Lease.  The loop checks elector_leading() before each write.
  */
 struct elector {
 	struct as_kube *kube;
@@ -1308,10 +1360,17 @@ struct elector {
 	char *id;
 	GThread *thread;
 	gint stop;
+	struct as_kube_lease_seen seen; /* the elector thread's own */
 	GMutex lock;
 	bool leader, lost; /* protected by lock */
-	int64_t last_renew; /* protected by lock */
+	int64_t valid_until; /* monotonic ms; protected by lock */
 };
+
+/* The elector's and the loop's clock: milliseconds, monotonic. */
+static int64_t now_mono_ms(void)
+{
+	return g_get_monotonic_time() / 1000;
+}
 
 static gpointer elector_thread(gpointer ud)
 {
@@ -1320,32 +1379,67 @@ static gpointer elector_thread(gpointer ud)
 
 	while (!g_atomic_int_get(&e->stop) && !stop_signal) {
 		g_autofree char *m = NULL;
-		int64_t now = g_get_real_time() / 1000;
-		bool l = false, done = false;
+		int64_t start = now_mono_ms(), until, budget, end;
+		bool l = false, leader, done = false;
 
-		if (as_kube_lease_acquire(e->kube, a->lease_namespace, a->lease_name, e->id,
-					  MAX(1, a->lease_duration / 1000), &l, &m) < 0) {
+		g_mutex_lock(&e->lock);
+		leader = e->leader;
+		until = e->valid_until;
+		g_mutex_unlock(&e->lock);
+		/* A renewal must be over by the deadline; a candidate gets as long. */
+		budget = leader ? until - start : a->renew_deadline;
+		if (budget > 0 &&
+		    as_kube_lease_acquire(e->kube, a->lease_namespace, a->lease_name, e->id,
+					  MAX(1, a->lease_duration / 1000), &e->seen, budget, &l,
+					  &m) < 0) {
 			qt_warn("lease %s/%s: %s", a->lease_namespace, a->lease_name, m);
 			l = false;
 		}
+		/* The clock after the call, which may have taken all of the budget. */
+		end = now_mono_ms();
 		g_mutex_lock(&e->lock);
-		if (l) {
+		if (leader && end >= until) {
+			/* Too late even if this renewal went through: CA stops leading. */
+			e->leader = false;
+			e->lost = done = true;
+		} else if (l && end < start + a->renew_deadline) {
 			if (!e->leader)
 				qt_notice("became leader as %s", e->id);
 			e->leader = true;
-			e->last_renew = now;
-		} else if (e->leader && now - e->last_renew > a->renew_deadline) {
-			e->leader = false;
-			e->lost = done = true;
+			/*
+			 * From the attempt's start: the renewTime we wrote is from
+			 * before it, and other replicas count the lease duration
+			 * from when they see the change, later still.
+			 */
+			e->valid_until = start + a->renew_deadline;
 		}
 		g_mutex_unlock(&e->lock);
-		if (done)
+		if (done) {
+			qt_err("lease %s/%s not renewed within --leader-elect-renew-deadline (%" G_GINT64_FORMAT
+			       " ms): no longer leader",
+			       a->lease_namespace, a->lease_name, a->renew_deadline);
 			break;
+		}
 		for (int64_t t = 0; t < a->retry_period && !g_atomic_int_get(&e->stop) && !stop_signal;
 		     t += 50)
 			g_usleep(50000);
 	}
 	return NULL;
+}
+
+/*
+ * Whether we may act as leader now: elected, and the last renewal is
+ * within --leader-elect-renew-deadline by the clock, not by whatever
+ * the elector thread has got round to noting.
+ */
+static bool elector_leading(struct elector *e)
+{
+	bool l;
+
+	g_mutex_lock(&e->lock);
+	l = e->leader && !e->lost && now_mono_ms() < e->valid_until;
+	g_mutex_unlock(&e->lock);
+	return l;
 }
 
 static struct elector *elector_start(struct as_kube *kube, const struct as_daemon_args *a,
@@ -1369,6 +1463,7 @@ static void elector_stop(struct elector *e)
 		return;
 	g_atomic_int_set(&e->stop, 1);
 	g_thread_join(e->thread);
+	as_kube_lease_seen_clear(&e->seen);
 	if (e->leader && !e->lost &&
 	    as_kube_lease_release(e->kube, e->a->lease_namespace, e->a->lease_name, e->id, &m) < 0)
 		qt_warn("lease %s/%s not released: %s", e->a->lease_namespace, e->a->lease_name, m);
@@ -1407,6 +1502,13 @@ int as_daemon_run(const struct as_daemon_args *a, const struct as_options *o)
 	}
 	if (!a->cloud_config) {
 		qt_err("--cloud-config FILE is required for the yusur provider");
+		return 2;
+	}
+	/* As client-go: the leader must give up before anyone else may take over. */
+	if (a->leader_elect && !a->dry_run &&
+	    (a->renew_deadline >= a->lease_duration || a->retry_period >= a->renew_deadline)) {
+		qt_err("--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration "
+		       "and longer than --leader-elect-retry-period");
 		return 2;
 	}
 	if (as_yusur_config_load(a->cloud_config, &ycfg, &m) < 0) {
@@ -1448,16 +1550,15 @@ int as_daemon_run(const struct as_daemon_args *a, const struct as_options *o)
 		goto done;
 	qt_notice("cache synced");
 	if (a->leader_elect && !a->dry_run)
-		el = elector_start(dm.kube, a, id);
+		dm.el = el = elector_start(dm.kube, a, id);
 	while (!stop_signal) {
 		int64_t start = g_get_monotonic_time();
 		int64_t wall = g_get_real_time() / 1000;
 
 		if (el) {
-			bool leader, lost;
+			bool leader = elector_leading(el), lost;
 
 			g_mutex_lock(&el->lock);
-			leader = el->leader;
 			lost = el->lost;
 			g_mutex_unlock(&el->lock);
 			if (lost) {
@@ -1488,8 +1589,13 @@ int as_daemon_run(const struct as_daemon_args *a, const struct as_options *o)
 				dm.m.first_failure_ms = wall;
 			g_mutex_unlock(&dm.m.lock);
 		}
-		/* The next loop starts scan-interval after this one started. */
-		sleep_ms(MAX(0, o->scan_interval - (g_get_monotonic_time() - start) / 1000));
+		/*
+		 * The next loop starts scan-interval after this one started,
+		 * or at once when leadership ended (to exit).
+		 */
+		while (!stop_signal && (!el || elector_leading(el)) &&
+		       g_get_monotonic_time() - start < o->scan_interval * 1000)
+			sleep_ms(MIN(100, MAX(1, o->scan_interval - (g_get_monotonic_time() - start) / 1000)));
 	}
 done:
 	qt_notice("stopping on signal %d", (int)stop_signal);

@@ -670,9 +670,10 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
 	return n;
 }
 
-/* One exchange, no retries. */
+/* One exchange, no retries, given @timeout_ms in all. */
 static int request_once(struct as_kube *k, const char *method, const char *path,
-			const char *payload, long *status, json_object **out, char **msg)
+			const char *payload, long timeout_ms, long *status, json_object **out,
+			char **msg)
 {
 	g_autoptr(GString) buf = g_string_new(NULL);
 	struct curl_slist *hdrs = NULL;
@@ -688,7 +689,7 @@ static int request_once(struct as_kube *k, const char *method, const char *path,
 		*msg = g_strdup("curl_easy_init failed");
 		return -ENOMEM;
 	}
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, k->request_ms);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, buf);
 	if (payload) {
@@ -718,8 +719,13 @@ static int request_once(struct as_kube *k, const char *method, const char *path,
 	return 0;
 }
 
-int as_kube_request(struct as_kube *k, const char *method, const char *path, json_object *body,
-		    int attempts, bool retry_429, long *status, json_object **out, char **msg)
+/*
+ * as_kube_request(), all of it (attempts, backoff, each exchange) ending by
+ * @deadline_us on the monotonic clock, 0 for none: then -ETIMEDOUT.
+ */
+static int request_until(struct as_kube *k, const char *method, const char *path,
+			 json_object *body, int attempts, bool retry_429, int64_t deadline_us,
+			 long *status, json_object **out, char **msg)
 {
 	g_autofree char *payload =
 		body ? g_strdup(json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN)) : NULL;
@@ -729,12 +735,28 @@ int as_kube_request(struct as_kube *k, const char *method, const char *path, jso
 	for (int i = 0; i < MAX(1, attempts); i++) {
 		g_autofree char *m = NULL;
 		json_object *o = NULL;
-		long st = 0;
+		long st = 0, timeout = k->request_ms;
 
-		if (i > 0 && !nap(k, delay))
-			break;
+		if (i > 0) {
+			int64_t nap_ms = delay;
+
+			if (deadline_us)
+				nap_ms = MIN(nap_ms, (deadline_us - g_get_monotonic_time()) / 1000);
+			if (!nap(k, MAX(0, nap_ms)))
+				break;
+		}
 		delay = MIN(delay * 2, 5000);
-		r = request_once(k, method, path, payload, &st, &o, &m);
+		if (deadline_us) {
+			int64_t left = (deadline_us - g_get_monotonic_time()) / 1000;
+
+			if (left <= 0) {
+				*msg = g_strdup_printf("%s %s: no time left (%s)", method, path,
+						       i > 0 ? "after a failed attempt" : "not tried");
+				return -ETIMEDOUT;
+			}
+			timeout = (long)MIN((int64_t)timeout, left);
+		}
+		r = request_once(k, method, path, payload, timeout, &st, &o, &m);
 		if (r == 0 && (st >= 500 || (st == 429 && retry_429)) && i + 1 < attempts) {
 			json_object_put(o);
 			continue;
@@ -751,6 +773,12 @@ int as_kube_request(struct as_kube *k, const char *method, const char *path, jso
 	}
 	*msg = g_strdup_printf("%s %s: stopped", method, path);
 	return r == 0 ? -ECANCELED : r;
+}
+
+int as_kube_request(struct as_kube *k, const char *method, const char *path, json_object *body,
+		    int attempts, bool retry_429, long *status, json_object **out, char **msg)
+{
+	return request_until(k, method, path, body, attempts, retry_429, 0, status, out, msg);
 }
 
 /* The message of a Status answer, or the HTTP code. */
@@ -1395,42 +1423,58 @@ int as_kube_write_configmap(struct as_kube *k, const char *ns, const char *name,
 	return -EBUSY;
 }
 
-/* Milliseconds of a MicroTime / RFC 3339 string, or -1. */
-static int64_t parse_time(const char *s)
+void as_kube_lease_seen_clear(struct as_kube_lease_seen *s)
 {
-	g_autoptr(GDateTime) t = s ? g_date_time_new_from_iso8601(s, NULL) : NULL;
-
-	return t ? g_date_time_to_unix(t) * 1000 + g_date_time_get_microsecond(t) / 1000 : -1;
+	if (s)
+		g_clear_pointer(&s->record, g_free);
 }
 
-bool as_kube_lease_takeable(json_object *lease, const char *identity, int64_t now_ms)
+/* The longest leaseDurationSeconds taken from a Lease: a day. */
+#define LEASE_MAX_DURATION_S 86400
+
+bool as_kube_lease_takeable(json_object *lease, const char *identity,
+			    struct as_kube_lease_seen *seen, int64_t now_ms)
 {
 	json_object *spec = jobj(lease, "spec"), *dur;
 	const char *holder = as_json_string(spec, "holderIdentity");
-	int64_t renew, d;
+	const char *rec = spec ? json_object_to_json_string_ext(spec, JSON_C_TO_STRING_PLAIN) : "";
+	int64_t d;
 
+	/*
+	 * client-go's observedTime: the holder's renewTime is on the holder's
+	 * clock, so it is only compared with itself; the record expires a
+	 * lease duration after *we* saw it change.
+	 */
+	if (!seen->record || strcmp(seen->record, rec) != 0) {
+		g_free(seen->record);
+		seen->record = g_strdup(rec);
+		seen->at_ms = now_ms;
+	}
 	if (!holder || !*holder || strcmp(holder, identity) == 0)
 		return true;
-	renew = parse_time(as_json_string(spec, "renewTime"));
 	dur = as_json_member(spec, "leaseDurationSeconds");
 	d = dur && json_object_is_type(dur, json_type_int) ? json_object_get_int64(dur) : 15;
-	return renew < 0 || renew + d * 1000 < now_ms;
+	if (d <= 0)
+		d = 15;
+	d = MIN(d, LEASE_MAX_DURATION_S);
+	return seen->at_ms + d * 1000 < now_ms;
 }
 
 int as_kube_lease_acquire(struct as_kube *k, const char *ns, const char *name,
-			  const char *identity, int64_t duration_s, bool *leader, char **msg)
+			  const char *identity, int64_t duration_s, struct as_kube_lease_seen *seen,
+			  int64_t timeout_ms, bool *leader, char **msg)
 {
 	g_autofree char *ens = g_uri_escape_string(ns, NULL, FALSE);
 	g_autofree char *ename = g_uri_escape_string(name, NULL, FALSE);
 	g_autofree char *coll =
 		g_strdup_printf("/apis/coordination.k8s.io/v1/namespaces/%s/leases", ens);
 	g_autofree char *path = g_strdup_printf("%s/%s", coll, ename);
-	int64_t now = g_get_real_time() / 1000;
-	g_autofree char *nowstr = as_kube_micro_time(now);
+	g_autofree char *nowstr = as_kube_micro_time(g_get_real_time() / 1000);
+	int64_t deadline = g_get_monotonic_time() + MAX(1, timeout_ms) * 1000;
 	json_object *cur = NULL, *lease, *spec, *o = NULL;
 	const char *holder;
 	long st = 0;
-	int r = as_kube_request(k, "GET", path, NULL, 2, true, &st, &cur, msg);
+	int r = request_until(k, "GET", path, NULL, 2, true, deadline, &st, &cur, msg);
 
 	if (r < 0)
 		return r;
@@ -1439,7 +1483,8 @@ int as_kube_lease_acquire(struct as_kube *k, const char *ns, const char *name,
 		json_object_put(cur);
 		return as_kube_status_errno(st);
 	}
-	if (st == 200 && !as_kube_lease_takeable(cur, identity, now)) {
+	if (st == 200 &&
+	    !as_kube_lease_takeable(cur, identity, seen, g_get_monotonic_time() / 1000)) {
 		json_object_put(cur);
 		*leader = false;
 		return 0;
@@ -1465,16 +1510,19 @@ int as_kube_lease_acquire(struct as_kube *k, const char *ns, const char *name,
 	}
 	json_object_object_add(spec, "leaseDurationSeconds", json_object_new_int64(duration_s));
 	json_object_object_add(spec, "renewTime", json_object_new_string(nowstr));
-	r = as_kube_request(k, st == 200 ? "PUT" : "POST", st == 200 ? path : coll, lease, 2, true,
-			    &st, &o, msg);
+	r = request_until(k, st == 200 ? "PUT" : "POST", st == 200 ? path : coll, lease, 2, true,
+			  deadline, &st, &o, msg);
 	json_object_put(lease);
 	if (r < 0)
 		return r;
-	json_object_put(o);
 	if (st == 200 || st == 201) {
+		/* What we wrote, as the server keeps it, is what we saw last. */
+		(void)as_kube_lease_takeable(o, identity, seen, g_get_monotonic_time() / 1000);
+		json_object_put(o);
 		*leader = true;
 		return 0;
 	}
+	json_object_put(o);
 	if (st == 409) {
 		/* Another candidate wrote first. */
 		*leader = false;

@@ -180,17 +180,39 @@ int as_kube_write_configmap(struct as_kube *k, const char *ns, const char *name,
 			    const char *value, char **msg);
 
 /*
+ * What this process saw of a Lease, as client-go's observedRecord and
+ * observedTime: the record (its spec) and the local monotonic time, in ms,
+ * at which it was first seen as it is.  Owned by the one caller that
+ * elects (not shared between threads); clear with as_kube_lease_seen_clear().
+ */
+struct as_kube_lease_seen {
+	char *record; /* owned; NULL before the first look */
+	int64_t at_ms;
+};
+
+void as_kube_lease_seen_clear(struct as_kube_lease_seen *s);
+
+/*
  * Leader election on the coordination.k8s.io/v1 Lease @ns/@name: take it
- * when it is free or expired (renewTime + leaseDurationSeconds < now) or
- * already ours, and renew it.  0 and *@leader, or -errno.
+ * when it is free, or when its record has not changed for its
+ * leaseDurationSeconds since @seen saw it change (never by the holder's
+ * renewTime, which is on the holder's clock), or when already ours; and
+ * renew it.  The whole call (GET, PUT or POST, their retries) ends within
+ * @timeout_ms, whatever the client's request timeout: -ETIMEDOUT then.
+ * 0 and *@leader, or -errno.
  */
 int as_kube_lease_acquire(struct as_kube *k, const char *ns, const char *name,
-			  const char *identity, int64_t duration_s, bool *leader, char **msg);
+			  const char *identity, int64_t duration_s, struct as_kube_lease_seen *seen,
+			  int64_t timeout_ms, bool *leader, char **msg);
 /* Give the Lease up if @identity holds it (on a clean exit).  0 or -errno. */
 int as_kube_lease_release(struct as_kube *k, const char *ns, const char *name,
 			  const char *identity, char **msg);
-/* Pure: may @identity take or keep the lease object @lease at @now_ms? */
-bool as_kube_lease_takeable(json_object *lease, const char *identity, int64_t now_ms);
+/*
+ * Pure: note @lease in @seen, looked at @now_ms (local monotonic ms), and
+ * say whether @identity may take or keep it.
+ */
+bool as_kube_lease_takeable(json_object *lease, const char *identity,
+			    struct as_kube_lease_seen *seen, int64_t now_ms);
 
 /* RFC 3339 with microseconds, as Lease times are written. */
 char *as_kube_micro_time(int64_t ms);

@@ -315,34 +315,81 @@ START_TEST(taint_helpers)
 }
 END_TEST
 
-START_TEST(lease_rules)
+/* A Lease held by "other", renewed at @renew_ms by the holder's clock. */
+static json_object *held_lease(int64_t renew_ms)
 {
-	int64_t now = 1700000000000LL;
-	g_autofree char *t = as_kube_micro_time(now - 20000);
-	g_autofree char *fresh = as_kube_micro_time(now - 1000);
-	g_autofree char *doc1 = g_strdup_printf(
+	g_autofree char *t = as_kube_micro_time(renew_ms);
+	g_autofree char *doc = g_strdup_printf(
 		"{\"spec\":{\"holderIdentity\":\"other\",\"renewTime\":\"%s\","
 		"\"leaseDurationSeconds\":15}}", t);
-	g_autofree char *doc2 = g_strdup_printf(
-		"{\"spec\":{\"holderIdentity\":\"other\",\"renewTime\":\"%s\","
-		"\"leaseDurationSeconds\":15}}", fresh);
-	json_object *expired = json_tokener_parse(doc1), *held = json_tokener_parse(doc2);
+
+	return json_tokener_parse(doc);
+}
+
+START_TEST(lease_rules)
+{
+	/* Local monotonic ms; the Lease times are on the holder's wall clock. */
+	int64_t now = 5000000, wall = 1700000000000LL;
+	struct as_kube_lease_seen seen = {0};
+	json_object *held = held_lease(wall - 1000);
 	json_object *empty = json_tokener_parse("{\"spec\":{}}");
 	json_object *junk = json_tokener_parse("{\"spec\":{\"holderIdentity\":\"o\","
 					       "\"renewTime\":\"yesterday\"}}");
-
 	g_autofree char *t0 = as_kube_micro_time(1500);
 
 	ck_assert_str_eq(t0, "1970-01-01T00:00:01.500000Z");
-	ck_assert(as_kube_lease_takeable(empty, "me", now));
-	ck_assert(as_kube_lease_takeable(expired, "me", now));
-	ck_assert(!as_kube_lease_takeable(held, "me", now));
-	ck_assert(as_kube_lease_takeable(held, "other", now));
-	ck_assert(as_kube_lease_takeable(junk, "me", now));
-	json_object_put(expired);
+	ck_assert(as_kube_lease_takeable(empty, "me", &seen, now));
+	/* Ours, or free: always. */
+	ck_assert(as_kube_lease_takeable(held, "other", &seen, now));
+	as_kube_lease_seen_clear(&seen);
+	/* Someone else's: a lease duration after we saw it change, not before. */
+	ck_assert(!as_kube_lease_takeable(held, "me", &seen, now));
+	ck_assert(!as_kube_lease_takeable(held, "me", &seen, now + 15000));
+	ck_assert(as_kube_lease_takeable(held, "me", &seen, now + 15001));
+	/* The holder renews: the count starts again from when we see it. */
+	json_object_put(held);
+	held = held_lease(wall + 20000);
+	ck_assert(!as_kube_lease_takeable(held, "me", &seen, now + 20000));
+	ck_assert(!as_kube_lease_takeable(held, "me", &seen, now + 34000));
+	ck_assert(as_kube_lease_takeable(held, "me", &seen, now + 35001));
+	/* A bad renewTime is a record like any other. */
+	ck_assert(!as_kube_lease_takeable(junk, "me", &seen, now + 40000));
+	ck_assert(as_kube_lease_takeable(junk, "me", &seen, now + 55001));
+	as_kube_lease_seen_clear(&seen);
+	as_kube_lease_seen_clear(&seen);
 	json_object_put(held);
 	json_object_put(empty);
 	json_object_put(junk);
+}
+END_TEST
+
+/*
+ * Clock skew between replicas: the holder's clock runs an hour behind ours,
+ * so its renewTime, just written, is an hour old by our clock; or an hour
+ * ahead, so a holder that died looks alive for an hour.  Only what we saw,
+ * and when by our clock, counts.
+ */
+START_TEST(lease_rules_skew)
+{
+	int64_t wall = g_get_real_time() / 1000, now = g_get_monotonic_time() / 1000;
+	struct as_kube_lease_seen seen = {0};
+	json_object *behind = held_lease(wall - 3600 * 1000), *behind2 = held_lease(wall - 3598 * 1000);
+	json_object *ahead = held_lease(wall + 3600 * 1000);
+
+	ck_assert(!as_kube_lease_takeable(behind, "me", &seen, now));
+	ck_assert(!as_kube_lease_takeable(behind, "me", &seen, now + 2000));
+	/* Renewed (still an hour old by our clock): just changed, so held. */
+	ck_assert(!as_kube_lease_takeable(behind2, "me", &seen, now + 14000));
+	ck_assert(!as_kube_lease_takeable(behind2, "me", &seen, now + 29000));
+	ck_assert(as_kube_lease_takeable(behind2, "me", &seen, now + 29001));
+	as_kube_lease_seen_clear(&seen);
+	/* Ahead: the holder stopped renewing; taken a lease duration later. */
+	ck_assert(!as_kube_lease_takeable(ahead, "me", &seen, now));
+	ck_assert(as_kube_lease_takeable(ahead, "me", &seen, now + 16000));
+	as_kube_lease_seen_clear(&seen);
+	json_object_put(behind);
+	json_object_put(behind2);
+	json_object_put(ahead);
 }
 END_TEST
 
@@ -523,6 +570,63 @@ START_TEST(client_against_stub)
 }
 END_TEST
 
+/* ---- the Lease calls' own timeout, against an API server that hangs ---- */
+
+static gint hang_release;
+
+/* Every request hangs (up to 20 s, until the test lets go), then 503. */
+static void hang_fn(void *ud, const struct bm_http_request *req, struct bm_http_response *resp)
+{
+	(void)ud, (void)req;
+	for (int i = 0; i < 400 && !g_atomic_int_get(&hang_release); i++)
+		g_usleep(50000);
+	resp->status = 503;
+	resp->content_type = "application/json";
+	resp->body = g_strdup("{\"kind\":\"Status\",\"code\":503}");
+}
+
+START_TEST(lease_call_bounded)
+{
+	struct bm_httpd_config hc = {NULL, 65536, 4, 64, 5};
+	struct bm_httpd *h = NULL;
+	g_autofree char *m = NULL;
+	struct as_kube_config *cfg = g_new0(struct as_kube_config, 1);
+	struct as_kube_lease_seen seen = {0};
+	g_autoptr(as_kube) k = NULL;
+	bool leader = true;
+	int64_t t0, took;
+	int port = 0, r;
+
+	for (int p = 20000 + (int)((getpid() + 7919) % 20000), tries = 0; tries < 50 && !h;
+	     tries++, p++) {
+		g_autofree char *l = g_strdup_printf("127.0.0.1:%d", p);
+
+		hc.listen = l;
+		g_clear_pointer(&m, g_free);
+		if (bm_httpd_start(&hc, hang_fn, NULL, &h, &m) == 0)
+			port = p;
+	}
+	ck_assert_ptr_nonnull(h);
+	cfg->server = g_strdup_printf("http://127.0.0.1:%d", port);
+	k = as_kube_new(cfg);
+	/* The client's own request timeout is long, as the default 30 s. */
+	as_kube_set_timeouts(k, 30000, 1);
+	t0 = g_get_monotonic_time();
+	g_clear_pointer(&m, g_free);
+	r = as_kube_lease_acquire(k, "kube-system", "ca", "me", 15, &seen, 1000, &leader, &m);
+	took = (g_get_monotonic_time() - t0) / 1000;
+	ck_assert_int_eq(r, -ETIMEDOUT);
+	ck_assert_ptr_nonnull(m);
+	ck_assert(leader); /* not written on failure */
+	/* Its 1 s, with room for a slow machine; unbounded it is 2 x 20 s. */
+	ck_assert_int_lt(took, 5000);
+	g_atomic_int_set(&hang_release, 1);
+	g_clear_pointer(&k, as_kube_free);
+	bm_httpd_stop(h);
+	as_kube_lease_seen_clear(&seen);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("as-kube");
@@ -539,6 +643,8 @@ int main(void)
 	tcase_add_test(tc, mutations_never_crash);
 	tcase_add_test(tc, taint_helpers);
 	tcase_add_test(tc, lease_rules);
+	tcase_add_test(tc, lease_rules_skew);
+	tcase_add_test(tc, lease_call_bounded);
 	tcase_add_test(tc, client_against_stub);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
