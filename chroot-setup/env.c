@@ -48,6 +48,7 @@
 
 #include "cli.h"
 #include "env.h"
+#include "json-str.h"
 #include "log.h"
 #include "mountinfo.h"
 #include "supervise.h"
@@ -974,27 +975,6 @@ static int down_locked(const char *name, const struct cs_env_opts *o)
 	return 0;
 }
 
-/*
- * @v as a JSON string: quotes, \\ and \" and \u00XX for control
- * characters; UTF-8 passes through (what is not valid UTF-8 becomes
- * U+FFFD: JSON text is UTF-8).
- */
-static void json_str(GString *js, const char *v)
-{
-	g_autofree char *u = g_utf8_make_valid(v, -1);
-
-	g_string_append_c(js, '"');
-	for (const unsigned char *c = (const unsigned char *)u; *c; c++) {
-		if (*c == '"' || *c == '\\')
-			g_string_append_printf(js, "\\%c", *c);
-		else if (*c < 0x20)
-			g_string_append_printf(js, "\\u%04x", *c);
-		else
-			g_string_append_c(js, (char)*c);
-	}
-	g_string_append_c(js, '"');
-}
-
 int cs_status(const struct cs_profile *p, const struct cs_env_opts *o, bool json)
 {
 	g_autofree char *sdir = state_dir(p, o), *file = g_build_filename(sdir, "state", NULL);
@@ -1007,7 +987,7 @@ int cs_status(const struct cs_profile *p, const struct cs_env_opts *o, bool json
 	if (!json)
 		printf("%s: %s\n", p->name, !recs->len && !complete ? "down" : complete ? "up" : "partly up");
 	g_string_append(js, "{\"name\":");
-	json_str(js, p->name);
+	qt_json_append_str(js, p->name);
 	g_string_append_printf(js, ",\"state\":\"%s\",\"steps\":[",
 			       !recs->len && !complete ? "down" : complete ? "up" : "partial");
 	for (guint i = 0; i < recs->len; i++) {
@@ -1031,15 +1011,15 @@ int cs_status(const struct cs_profile *p, const struct cs_env_opts *o, bool json
 			printf("  %-7s %-50s %s%s%s%s\n", r->kind, r->path, live ? "live" : "GONE",
 			       what ? " (" : "", what ? what : "", what ? ")" : "");
 		g_string_append_printf(js, "%s{\"kind\":", i ? "," : "");
-		json_str(js, r->kind);
+		qt_json_append_str(js, r->kind);
 		g_string_append(js, ",\"path\":");
-		json_str(js, r->path);
+		qt_json_append_str(js, r->path);
 		g_string_append_printf(js, ",\"live\":%s", live ? "true" : "false");
 		if (has_pid(r))
 			g_string_append_printf(js, ",\"pid\":%d", (int)r->pid);
 		if (state) {
 			g_string_append(js, ",\"state\":");
-			json_str(js, state);
+			qt_json_append_str(js, state);
 			g_string_append_printf(js, ",\"starts\":%u", starts);
 		}
 		g_string_append(js, "}");

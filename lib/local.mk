@@ -15,6 +15,7 @@ lib_libqt_a_SOURCES = \
 	lib/conn.c lib/conn.h \
 	lib/pipe.c \
 	lib/mountinfo.c lib/mountinfo.h \
+	lib/json-str.c lib/json-str.h \
 	lib/qtfs-sync.c lib/qtfs-sync.h
 lib_libqt_a_CPPFLAGS = $(AM_CPPFLAGS) $(URING_CFLAGS)
 

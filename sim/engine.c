@@ -71,6 +71,7 @@
 #include "engine.h"
 #include "eventq.h"
 #include "gen.h"
+#include "json-str.h"
 #include "predicates.h"
 #include "provider.h"
 
@@ -1268,38 +1269,6 @@ void sim_result_clear(SimResult *r)
 	memset(r, 0, sizeof(*r));
 }
 
-/* A JSON string; bytes that are not UTF-8 (a path may hold any) become
- * U+FFFD, as JSON text must be UTF-8. */
-static void json_str(GString *s, const char *v)
-{
-	const char *p = v ? v : "";
-
-	g_string_append_c(s, '"');
-	while (*p) {
-		unsigned char c = (unsigned char)*p;
-
-		if (c == '"' || c == '\\') {
-			g_string_append_printf(s, "\\%c", c);
-			p++;
-		} else if (c < 0x20) {
-			g_string_append_printf(s, "\\u%04x", c);
-			p++;
-		} else if (c < 0x80) {
-			g_string_append_c(s, (char)c);
-			p++;
-		} else if ((gint32)g_utf8_get_char_validated(p, -1) < 0) {
-			g_string_append(s, "\xEF\xBF\xBD");
-			p++;
-		} else {
-			const char *next = g_utf8_next_char(p);
-
-			g_string_append_len(s, p, next - p);
-			p = next;
-		}
-	}
-	g_string_append_c(s, '"');
-}
-
 /* The shortest decimal that reads back as @v (at most 17 digits); an
  * integral value has no fraction or exponent below 10^17. */
 static void json_num(GString *s, double v)
@@ -1337,9 +1306,9 @@ static void json_group(GString *s, const SimGroupStats *g, const char *cls)
 	g_string_append_c(s, '{');
 	if (g->id) {
 		g_string_append(s, "\"id\": ");
-		json_str(s, g->id);
+		qt_json_append_str(s, g->id);
 		g_string_append(s, ", \"class\": ");
-		json_str(s, cls);
+		qt_json_append_str(s, cls);
 		g_string_append(s, ", ");
 	}
 	json_nums(s, (const char *const[]){"machine_hours", "cost", "cpu_alloc_mean", "cpu_alloc_p95",
@@ -1371,13 +1340,13 @@ static int write_summary(const Engine *e, const SimResult *r, const char *dir, c
 	const SimRunConfig *cfg = e->cfg;
 	g_autoptr(GString) s = g_string_new("{\n  \"schema\": \"dpu-offload/sim-summary/1\",\n  \"name\": ");
 
-	json_str(s, e->cl->name);
+	qt_json_append_str(s, e->cl->name);
 	g_string_append(s, ",\n  \"trace\": ");
-	json_str(s, cfg->trace_path);
+	qt_json_append_str(s, cfg->trace_path);
 	g_string_append(s, ", \"format\": ");
-	json_str(s, cfg->format_name);
+	qt_json_append_str(s, cfg->format_name);
 	g_string_append(s, ", \"cluster\": ");
-	json_str(s, cfg->cluster_path);
+	qt_json_append_str(s, cfg->cluster_path);
 	g_string_append_printf(s, ",\n  \"seed\": %" G_GUINT64_FORMAT ", \"mode\": \"%s\",\n", cfg->seed,
 			       e->cl->dedicated ? "dedicated" : "pooled");
 	g_string_append_printf(s, "  \"sim_start\": 0, \"sim_end\": %" G_GINT64_FORMAT ",\n",

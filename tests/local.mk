@@ -7,7 +7,7 @@ UNIT_LDADD = $(QT_LIBS) $(CHECK_LIBS)
 
 UNIT_TESTS = tests/unit/test-wire tests/unit/test-conf tests/unit/test-auth \
 	tests/unit/test-endpoint tests/unit/test-loop tests/unit/test-log tests/unit/test-cli \
-	tests/unit/test-mountinfo
+	tests/unit/test-mountinfo tests/unit/test-json-str
 check_PROGRAMS += $(UNIT_TESTS)
 tests_unit_test_wire_SOURCES = tests/unit/test-wire.c
 tests_unit_test_wire_CFLAGS = $(UNIT_CFLAGS)
@@ -34,6 +34,9 @@ tests_unit_test_cli_LDADD = $(UNIT_LDADD)
 tests_unit_test_mountinfo_SOURCES = tests/unit/test-mountinfo.c
 tests_unit_test_mountinfo_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_mountinfo_LDADD = $(UNIT_LDADD)
+tests_unit_test_json_str_SOURCES = tests/unit/test-json-str.c
+tests_unit_test_json_str_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_json_str_LDADD = $(UNIT_LDADD)
 
 # chroot-setup's profile parser and step plan.
 UNIT_TESTS += tests/unit/test-cs-profile
