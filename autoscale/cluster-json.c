@@ -479,21 +479,6 @@ static int match_exprs(struct jp *j, json_object *obj, const char *key, bool nod
 }
 
 /*
- * *@acc += @v, saturating at INT64_MAX (both are >= 0: quantity() refuses
- * negative ones).  True when it saturated: each quantity fits in 63 bits,
- * but the sum of a pod's containers need not, and a wrapped sum would make
- * an impossible pod look small.
- */
-static bool sat_add(int64_t *acc, int64_t v)
-{
-	if (__builtin_add_overflow(*acc, v, acc)) {
-		*acc = INT64_MAX;
-		return true;
-	}
-	return false;
-}
-
-/*
  * Requests of one container list: sum (@init false) or max (@init true)
  * into @acc; *@overflow set when a sum went past INT64_MAX.
  */
@@ -528,8 +513,9 @@ static int containers(struct jp *j, json_object *spec, const char *key, bool ini
 			acc->mem = MAX(acc->mem, req.mem);
 			acc->gpu = MAX(acc->gpu, req.gpu);
 		} else {
-			*overflow |= sat_add(&acc->cpu, req.cpu) | sat_add(&acc->mem, req.mem) |
-				     sat_add(&acc->gpu, req.gpu);
+			*overflow |= as_add_saturating(&acc->cpu, req.cpu) |
+				     as_add_saturating(&acc->mem, req.mem) |
+				     as_add_saturating(&acc->gpu, req.gpu);
 		}
 		jp_pop(j, o2);
 	}
@@ -604,8 +590,9 @@ static int parse_pod(struct jp *j, json_object *o, struct as_pod *p)
 	p->requests.cpu = MAX(sum.cpu, init.cpu);
 	p->requests.mem = MAX(sum.mem, init.mem);
 	p->requests.gpu = MAX(sum.gpu, init.gpu);
-	p->requests_overflow |= sat_add(&p->requests.cpu, over.cpu) | sat_add(&p->requests.mem, over.mem) |
-				sat_add(&p->requests.gpu, over.gpu);
+	p->requests_overflow |= as_add_saturating(&p->requests.cpu, over.cpu) |
+				as_add_saturating(&p->requests.mem, over.mem) |
+				as_add_saturating(&p->requests.gpu, over.gpu);
 	p->requests.pods = 1;
 
 	if ((r = member(j, spec, "tolerations", json_type_array, &a)) < 0)

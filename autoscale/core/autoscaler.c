@@ -41,6 +41,7 @@
 #include "expander.h"
 #include "predicates.h"
 #include "snapshot.h"
+#include "units.h"
 
 #define GIB (1024LL * 1024 * 1024)
 
@@ -308,28 +309,6 @@ static int64_t cores_of(const struct as_node *n)
 }
 
 /*
- * Totals saturate: capacities are each below 2^63 but a cluster's sum, or
- * upcoming nodes x a template, need not be.
- */
-static int64_t sat_add(int64_t a, int64_t b)
-{
-	int64_t s;
-
-	if (__builtin_add_overflow(a, b, &s))
-		return b > 0 ? INT64_MAX : INT64_MIN;
-	return s;
-}
-
-static int64_t sat_mul(int64_t a, int64_t b)
-{
-	int64_t s;
-
-	if (__builtin_mul_overflow(a, b, &s))
-		return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
-	return s;
-}
-
-/*
  * Memory counts in bytes against --memory-total MIN:MAX GiB times 2^30,
  * as CA does: whole GiB per node would let 7.5 GiB nodes past a limit by
  * a half GiB each, and put no limit at all on nodes under 1 GiB.
@@ -341,7 +320,7 @@ static int64_t mem_of(const struct as_node *n)
 
 static int64_t gib_bytes(int64_t gib)
 {
-	return sat_mul(gib, GIB);
+	return as_sat_mul(gib, GIB);
 }
 
 /* --- cluster state ------------------------------------------------------ */
@@ -455,17 +434,17 @@ static void cluster_state(struct run *r)
 		else
 			r->d->unready++;
 		if (!being_deleted) {
-			r->sd_cores = sat_add(r->sd_cores, cores_of(n));
-			r->sd_mem = sat_add(r->sd_mem, mem_of(n));
+			r->sd_cores = as_sat_add(r->sd_cores, cores_of(n));
+			r->sd_mem = as_sat_add(r->sd_mem, mem_of(n));
 		}
 		if (g >= 0 && r->readiness[i] == R_READY)
 			ready[g]++;
 		else if (g >= 0 && r->readiness[i] == R_UNREADY)
 			unready[g]++;
 		r->total_nodes++;
-		r->total_cores = sat_add(r->total_cores, cores_of(n));
-		r->total_mem = sat_add(r->total_mem, mem_of(n));
-		r->total_gpu = sat_add(r->total_gpu, n->capacity.gpu);
+		r->total_cores = as_sat_add(r->total_cores, cores_of(n));
+		r->total_mem = as_sat_add(r->total_mem, mem_of(n));
+		r->total_gpu = as_sat_add(r->total_gpu, n->capacity.gpu);
 	}
 	for (guint g = 0; g < ng; g++) {
 		const struct as_node_group *grp = g_ptr_array_index(c->groups, g);
@@ -542,11 +521,11 @@ static void cluster_state(struct run *r)
 		r->d->upcoming += up;
 		if (grp->template_node) {
 			r->total_nodes += up;
-			r->total_cores = sat_add(r->total_cores, sat_mul(up, cores_of(grp->template_node)));
-			r->total_mem = sat_add(r->total_mem, sat_mul(up, mem_of(grp->template_node)));
-			r->sd_cores = sat_add(r->sd_cores, sat_mul(up, cores_of(grp->template_node)));
-			r->sd_mem = sat_add(r->sd_mem, sat_mul(up, mem_of(grp->template_node)));
-			r->total_gpu = sat_add(r->total_gpu, sat_mul(up, grp->template_node->capacity.gpu));
+			r->total_cores = as_sat_add(r->total_cores, as_sat_mul(up, cores_of(grp->template_node)));
+			r->total_mem = as_sat_add(r->total_mem, as_sat_mul(up, mem_of(grp->template_node)));
+			r->sd_cores = as_sat_add(r->sd_cores, as_sat_mul(up, cores_of(grp->template_node)));
+			r->sd_mem = as_sat_add(r->sd_mem, as_sat_mul(up, mem_of(grp->template_node)));
+			r->total_gpu = as_sat_add(r->total_gpu, as_sat_mul(up, grp->template_node->capacity.gpu));
 		}
 		g_array_append_val(r->d->groups, gs);
 	}
@@ -627,10 +606,10 @@ static const struct as_resources *ds_used(struct run *r, guint g)
 
 		if (as_daemonset_matches_node(p, grp->template_node) != AS_FIT_OK)
 			continue;
-		u->cpu = sat_add(u->cpu, p->requests.cpu);
-		u->mem = sat_add(u->mem, p->requests.mem);
-		u->gpu = sat_add(u->gpu, p->requests.gpu);
-		u->pods = sat_add(u->pods, p->requests.pods);
+		u->cpu = as_sat_add(u->cpu, p->requests.cpu);
+		u->mem = as_sat_add(u->mem, p->requests.mem);
+		u->gpu = as_sat_add(u->gpu, p->requests.gpu);
+		u->pods = as_sat_add(u->pods, p->requests.pods);
 	}
 	r->ds_known[g] = true;
 	return u;
@@ -926,16 +905,16 @@ static void eval_group(struct run *r, guint g, GArray *eq, struct group_eval *ev
 		ev->skip = g_strdup_printf("max size %d reached", grp->max_size);
 		return;
 	}
-	if (sat_add(r->total_cores, cores_of(t)) > o->cores_max) {
+	if (as_sat_add(r->total_cores, cores_of(t)) > o->cores_max) {
 		ev->skip = g_strdup_printf("cores-total max %" G_GINT64_FORMAT " reached", o->cores_max);
 		return;
 	}
-	if (sat_add(r->total_mem, mem_of(t)) > gib_bytes(o->memory_max)) {
+	if (as_sat_add(r->total_mem, mem_of(t)) > gib_bytes(o->memory_max)) {
 		ev->skip = g_strdup_printf("memory-total max %" G_GINT64_FORMAT " GiB reached",
 					   o->memory_max);
 		return;
 	}
-	if (t->capacity.gpu > 0 && sat_add(r->total_gpu, t->capacity.gpu) > o->gpu_max) {
+	if (t->capacity.gpu > 0 && as_sat_add(r->total_gpu, t->capacity.gpu) > o->gpu_max) {
 		ev->skip = g_strdup_printf("gpu-total max %" G_GINT64_FORMAT " reached", o->gpu_max);
 		return;
 	}

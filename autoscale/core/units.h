@@ -7,7 +7,41 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
+
+/*
+ * Quantities each fit in 63 bits, but their sums (a pod's containers, a
+ * cluster's nodes, upcoming nodes times a template) need not: they
+ * saturate at INT64_MAX (INT64_MIN) instead of wrapping.
+ */
+
+/* *@acc += @v, saturating; true when it saturated. */
+static inline bool as_add_saturating(int64_t *acc, int64_t v)
+{
+	if (__builtin_add_overflow(*acc, v, acc)) {
+		*acc = v > 0 ? INT64_MAX : INT64_MIN;
+		return true;
+	}
+	return false;
+}
+
+/* @a + @b, saturating. */
+static inline int64_t as_sat_add(int64_t a, int64_t b)
+{
+	as_add_saturating(&a, b);
+	return a;
+}
+
+/* @a * @b, saturating. */
+static inline int64_t as_sat_mul(int64_t a, int64_t b)
+{
+	int64_t s;
+
+	if (__builtin_mul_overflow(a, b, &s))
+		return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
+	return s;
+}
 
 /*
  * Parse a Kubernetes quantity and return it scaled by 10^@milli_digits
