@@ -22,6 +22,11 @@ static const char *cli_prog = PACKAGE_NAME;
 
 bool qt_cli_stdio_open(void)
 {
+	/* Once is enough: rexec calls it first, then qt_cli_init() (twice as a shim). */
+	static bool done;
+
+	if (done)
+		return true;
 	for (int fd = 0; fd < 3; fd++) {
 		int n;
 
@@ -39,6 +44,7 @@ bool qt_cli_stdio_open(void)
 				return false;
 		}
 	}
+	done = true;
 	return true;
 }
 

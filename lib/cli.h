@@ -29,7 +29,8 @@ void qt_cli_init(const char *argv0);
  * get it back from its first open or socket, and write its log lines into
  * a client's connection or a command's output into its own event loop.
  * Not close-on-exec: they are the program's stdio, which its children
- * inherit.  False if one could not be opened.
+ * inherit.  False if one could not be opened; after a call that succeeded,
+ * later ones do nothing (start-up only).
  */
 bool qt_cli_stdio_open(void);
 const char *qt_cli_prog(void);
