@@ -453,11 +453,6 @@ void qtfs_client_free(struct qtfs_client *cl)
 	g_free(cl);
 }
 
-static struct qt_msg *msg_dup(const struct qt_msg *m)
-{
-	return qt_msg_adopt(g_memdup2(m->data, m->len), m->len);
-}
-
 static bool conn_lost(int err)
 {
 	return err == -ECONNABORTED || err == -ECONNRESET || err == -ENOTCONN || err == -EPIPE;
@@ -515,17 +510,29 @@ static struct slot *wait_any_ready(struct qtfs_client *cl, gint64 until)
 	return wait_ready_but(cl, until, NO_SLOT);
 }
 
-int qtfs_client_call(struct qtfs_client *cl, struct qt_msg *req, bool idempotent,
+/* What a call lost with its connection ends with when it is not sent again. */
+static int lost_err(enum qtfs_retry retry)
+{
+	return retry == QTFS_ASK ? -QTFS_ELOST : -EIO;
+}
+
+int qtfs_client_call(struct qtfs_client *cl, struct qt_msg *req, enum qtfs_retry retry,
 		     struct qt_msg **reply)
 {
-	gint64 until = g_get_monotonic_time() + (gint64)cl->o.timeout_ms * 1000;
+	return qtfs_client_call_until(cl, req, retry,
+				      g_get_monotonic_time() + (gint64)cl->o.timeout_ms * 1000, reply);
+}
+
+int qtfs_client_call_until(struct qtfs_client *cl, struct qt_msg *req, enum qtfs_retry retry,
+			   gint64 until, struct qt_msg **reply)
+{
 	struct slot_id last = NO_SLOT; /* a retry goes elsewhere */
 	struct qt_msg *spare;
 	int err;
 
 	/* The loop thread would wait for itself. */
 	g_assert(!qt_loop_in_thread(cl->loop));
-	spare = idempotent ? msg_dup(req) : NULL;
+	spare = retry == QTFS_REPEAT ? qt_msg_dup(req) : NULL;
 
 	for (;;) {
 		struct qt_conn *c;
@@ -549,11 +556,11 @@ int qtfs_client_call(struct qtfs_client *cl, struct qt_msg *req, bool idempotent
 		if (!conn_lost(err))
 			break;
 		if (!spare || g_get_monotonic_time() >= until) {
-			err = -EIO;
+			err = lost_err(retry);
 			break;
 		}
 		req = spare;
-		spare = msg_dup(req);
+		spare = qt_msg_dup(req);
 	}
 	qt_msg_free(spare);
 	return err;
@@ -574,6 +581,22 @@ int qtfs_client_pick(struct qtfs_client *cl, unsigned *slot, uint64_t *gen)
 	}
 	g_mutex_unlock(&cl->lock);
 	return s ? 0 : loop ? -EAGAIN : -ETIMEDOUT;
+}
+
+int qtfs_client_pick_other(struct qtfs_client *cl, gint64 until, unsigned *slot, uint64_t *gen)
+{
+	struct slot_id skip = {.index = *slot, .gen = *gen};
+	struct slot *s;
+
+	g_assert(!qt_loop_in_thread(cl->loop));
+	g_mutex_lock(&cl->lock);
+	s = wait_ready_but(cl, until, skip);
+	if (s) {
+		*slot = s->index;
+		*gen = s->gen;
+	}
+	g_mutex_unlock(&cl->lock);
+	return s ? 0 : -ETIMEDOUT;
 }
 
 struct qt_loop *qtfs_client_loop(const struct qtfs_client *cl)
@@ -699,6 +722,7 @@ struct any_call {
 	struct qtfs_client *cl;
 	struct qt_msg *req;
 	struct qt_msg *spare; /* a copy to repeat an idempotent call */
+	enum qtfs_retry retry;
 	gint64 until;	      /* monotonic us */
 	bool waiting;	      /* counted in cl->any_waiting */
 	struct slot_id on;   /* the slot it went out on */
@@ -765,29 +789,29 @@ static void any_done(struct qt_conn *c, int err, struct qt_msg *reply, void *arg
 	if (conn_lost(err)) {
 		if (a->spare && g_get_monotonic_time() < a->until) {
 			a->req = a->spare;
-			a->spare = msg_dup(a->req);
+			a->spare = qt_msg_dup(a->req);
 			a->lost = a->on;
 			any_start(a);
 			return;
 		}
-		err = -EIO;
+		err = lost_err(a->retry);
 	}
 	any_finish(a, err, reply);
 }
 
-void qtfs_client_call_async_any(struct qtfs_client *cl, struct qt_msg *req, bool idempotent,
+void qtfs_client_call_async_any(struct qtfs_client *cl, struct qt_msg *req, enum qtfs_retry retry,
 				qtfs_done_fn done, void *arg)
 {
-	qtfs_client_call_async_held(cl, req, idempotent, 0, done, arg);
+	qtfs_client_call_async_held(cl, req, retry, 0, done, arg);
 }
 
-void qtfs_client_call_async_held(struct qtfs_client *cl, struct qt_msg *req, bool idempotent,
+void qtfs_client_call_async_held(struct qtfs_client *cl, struct qt_msg *req, enum qtfs_retry retry,
 				 uint64_t hold_ms, qtfs_done_fn done, void *arg)
 {
 	struct any_call *a = g_new0(struct any_call, 1);
 
 	*a = (struct any_call){
-		.cl = cl, .req = req, .spare = idempotent ? msg_dup(req) : NULL,
+		.cl = cl, .req = req, .spare = retry == QTFS_REPEAT ? qt_msg_dup(req) : NULL, .retry = retry,
 		.until = g_get_monotonic_time() + (gint64)(cl->o.timeout_ms + hold_ms) * 1000,
 		.lost = NO_SLOT, .done = done, .arg = arg,
 	};

@@ -67,14 +67,25 @@ void qtfs_client_free(struct qtfs_client *cl);
 /* The client's event loop (qt_loop_in_thread(): whether the caller runs on it). */
 struct qt_loop *qtfs_client_loop(const struct qtfs_client *cl);
 
+/* What a call does when its connection breaks before the answer comes. */
+enum qtfs_retry {
+	QTFS_ONCE,	/* fails with -EIO: it cannot be repeated safely */
+	QTFS_REPEAT,	/* is sent again on another connection: it is idempotent */
+	QTFS_ASK,	/* fails with -QTFS_ELOST: the caller finds out whether it was done */
+};
+/* Not an errno (those end at 4095): the connection went with the call (QTFS_ASK). */
+#define QTFS_ELOST 0x10000
+
 /*
  * A call on any ready connection.  Takes @req.  On success *@reply is the
  * reply (owned by the caller).  Errors: the host's -errno, -ETIMEDOUT past
- * the deadline, -EIO when the connection broke under a call that cannot be
- * repeated safely (@idempotent false).
+ * the deadline, and when the connection broke under the call as @retry says.
  */
-int qtfs_client_call(struct qtfs_client *cl, struct qt_msg *req, bool idempotent,
+int qtfs_client_call(struct qtfs_client *cl, struct qt_msg *req, enum qtfs_retry retry,
 		     struct qt_msg **reply);
+/* The same with a deadline of @until_us (g_get_monotonic_time()) instead of the default. */
+int qtfs_client_call_until(struct qtfs_client *cl, struct qt_msg *req, enum qtfs_retry retry,
+			   gint64 until_us, struct qt_msg **reply);
 
 /* A completion, run on the client's loop thread; it owns @reply (NULL on error). */
 typedef void (*qtfs_done_fn)(void *arg, int err, struct qt_msg *reply);
@@ -87,14 +98,14 @@ typedef void (*qtfs_done_fn)(void *arg, int err, struct qt_msg *reply);
  * qtfs_client_call_cb()) run on the loop thread and answer the kernel
  * from @done, so no thread waits for the reply.
  */
-void qtfs_client_call_async_any(struct qtfs_client *cl, struct qt_msg *req, bool idempotent,
+void qtfs_client_call_async_any(struct qtfs_client *cl, struct qt_msg *req, enum qtfs_retry retry,
 				qtfs_done_fn done, void *arg);
 /*
  * The same for a request the server holds on purpose for up to @hold_ms
  * (WATCH): its deadline is that much later, so that a slow answer is not
  * taken for a lost one.
  */
-void qtfs_client_call_async_held(struct qtfs_client *cl, struct qt_msg *req, bool idempotent,
+void qtfs_client_call_async_held(struct qtfs_client *cl, struct qt_msg *req, enum qtfs_retry retry,
 				 uint64_t hold_ms, qtfs_done_fn done, void *arg);
 
 /*
@@ -102,6 +113,12 @@ void qtfs_client_call_async_held(struct qtfs_client *cl, struct qt_msg *req, boo
  * to the deadline, except on the loop thread, which gets -EAGAIN at once.
  */
 int qtfs_client_pick(struct qtfs_client *cl, unsigned *slot, uint64_t *gen);
+/*
+ * The same with a deadline of @until (g_get_monotonic_time()), and not slot
+ * *@slot at generation *@gen (a connection a call was just lost on, which
+ * may look ready a moment longer; none: *@slot G_MAXUINT).  Not on the loop thread.
+ */
+int qtfs_client_pick_other(struct qtfs_client *cl, gint64 until, unsigned *slot, uint64_t *gen);
 /* For qtfs_client_call_on: no deadline (a relayed FIFO may block for as long as it likes). */
 #define QTFS_NO_DEADLINE UINT64_MAX
 

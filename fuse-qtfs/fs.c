@@ -724,7 +724,7 @@ static struct qtfs_fs *FS(fuse_req_t req)
 
 static int call(struct qtfs_fs *fs, struct qt_msg *m, bool idempotent, struct qt_msg **rep)
 {
-	return qtfs_client_call(fs->cl, m, idempotent, rep);
+	return qtfs_client_call(fs->cl, m, idempotent ? QTFS_REPEAT : QTFS_ONCE, rep);
 }
 
 /* A reply that is one attribute record.  0, or -EIO when it is malformed. */
@@ -848,6 +848,8 @@ struct pending {
 	fuse_req_t req;
 	unsigned epoch; /* watch_epoch() when the call went out */
 	fuse_ino_t ino; /* lookup, unlink, rmdir: the parent; getattr: the node */
+	uint16_t op;	/* unlink, rmdir: QTFS_UNLINK or QTFS_RMDIR */
+	gint64 until;	/* unlink, rmdir lost (remove_lost()): the deadline of settling it */
 	char *path;	/* the host path the call named */
 	char name[];	/* lookup, unlink, rmdir: the name in the parent */
 };
@@ -860,6 +862,8 @@ static struct pending *pending_new(fuse_req_t req, fuse_ino_t ino, char *path, c
 	p->req = req;
 	p->epoch = watch_epoch(FS(req));
 	p->ino = ino;
+	p->op = 0;
+	p->until = 0;
 	p->path = path;
 	memcpy(p->name, name ? name : "", len);
 	return p;
@@ -874,7 +878,7 @@ static void pending_free(struct pending *p)
 static void call_async(struct qtfs_fs *fs, struct qt_msg *m, bool idempotent, qtfs_done_fn done,
 		       struct pending *p)
 {
-	qtfs_client_call_async_any(fs->cl, m, idempotent, done, p);
+	qtfs_client_call_async_any(fs->cl, m, idempotent ? QTFS_REPEAT : QTFS_ONCE, done, p);
 }
 
 /* The attributes of an asynchronous reply, or -errno. */
@@ -946,6 +950,211 @@ static struct qt_msg *req_path(uint16_t op, const char *path)
 
 	qt_msg_put_str(m, path);
 	return m;
+}
+
+/* ---- changes whose answer was lost ---------------------------------------- */
+
+/*
+ * A change of names (mknod, mkdir, symlink, link, rename, unlink, rmdir;
+ * create below) whose connection breaks before its answer comes may or
+ * may not have been made: the request may not have reached the host, or
+ * the answer may not have come back (qtfs-server killed, or the link
+ * lost, after the change).  EIO either way would leave the kernel's names
+ * wrong in the second case, and an overlayfs with its upper layer on the
+ * mount (containerd's snapshots) then answers ESTALE for that name for as
+ * long as it keeps it.  So once a connection is back the client looks at
+ * the host: a change found made is answered as made (without the
+ * directory attributes its answer carries), one found not made is sent
+ * again, anything else is EIO; all within the call's deadline.  An error
+ * answer to a change sent again is looked at the same way, in case the
+ * first one reached the host after the look (a link lost while the server
+ * still worked on it).
+ *
+ * Made means: a rename, that the old name is gone and the new one holds
+ * the file the old one held (both swapped, for RENAME_EXCHANGE); an unlink
+ * or rmdir, that the name no longer holds the file it held; a link, that
+ * the new name holds the file; a mknod, mkdir or symlink, that the name
+ * holds a file of that type (a device with that number, a symlink with a
+ * target that long).  The files are the nodes' host identities (dev, ino,
+ * generation), known since the kernel looked the names up.  What the look
+ * cannot tell apart is the same change made by another process on the
+ * host at that moment (a directory of the same name): it takes that for
+ * our own.
+ */
+enum settled { CH_MADE, CH_NOT_MADE, CH_UNKNOWN };
+
+struct host_id {
+	bool known;
+	uint64_t dev, ino, gen;
+};
+
+struct change {
+	uint16_t op;
+	const char *path;     /* the name changed (rename, link: the old one, the file's) */
+	const char *to;	      /* rename, link: the new name */
+	struct host_id a, b;  /* what path (link: the file) and, for RENAME_EXCHANGE, to held */
+	bool exchange;
+	uint32_t type;	      /* mknod, mkdir, symlink: S_IFMT of the new file */
+	uint64_t rdev;	      /* mknod of a device */
+	uint64_t target_len;  /* symlink */
+	struct qtfs_attr made; /* mknod, mkdir, symlink, link: the new name's attributes, once made */
+};
+
+/* At most this many sends of one change (the first and two more). */
+#define CHANGE_SENDS 3
+
+static struct host_id node_host_id(const struct node *n)
+{
+	return n ? (struct host_id){.known = true, .dev = n->dev, .ino = n->ino, .gen = n->gen}
+		 : (struct host_id){.known = false};
+}
+
+/* What the node at @ino holds on the host, as far as the node table knows. */
+static struct host_id host_id_of(struct qtfs_fs *fs, fuse_ino_t ino)
+{
+	struct host_id id;
+
+	g_mutex_lock(&fs->lock);
+	id = node_host_id(node_by_id(fs, ino));
+	g_mutex_unlock(&fs->lock);
+	return id;
+}
+
+static bool holds(const struct qtfs_attr *a, const struct host_id *id)
+{
+	return id->known && a->dev == id->dev && a->ino == id->ino && a->gen == id->gen;
+}
+
+/* What RENAME_WHITEOUT leaves at the old name: a character device 0:0. */
+static bool is_whiteout(const struct qtfs_attr *a)
+{
+	return S_ISCHR(a->mode) && a->rdev == 0;
+}
+
+/* The host's attributes of @path now, into @a: 0, -ENOENT, another -errno. */
+static int look(struct qtfs_fs *fs, const char *path, gint64 until, struct qtfs_attr *a)
+{
+	g_autoptr(qt_msg) rep = NULL;
+	int err = qtfs_client_call_until(fs->cl, req_path(QTFS_LOOKUP, path), QTFS_REPEAT, until, &rep);
+
+	return err < 0 ? err : rd_attr_reply(rep, a);
+}
+
+static enum settled change_settled(struct qtfs_fs *fs, struct change *ch, gint64 until)
+{
+	struct qtfs_attr a, b;
+	int ea, eb;
+
+	switch (ch->op) {
+	case QTFS_RENAME:
+		ea = look(fs, ch->path, until, &a);
+		eb = look(fs, ch->to, until, &b);
+		if ((ea < 0 && ea != -ENOENT) || (eb < 0 && eb != -ENOENT))
+			return CH_UNKNOWN;
+		if (ch->exchange) {
+			if (!ch->a.known || !ch->b.known || ea < 0 || eb < 0)
+				return CH_UNKNOWN;
+			return holds(&a, &ch->b) && holds(&b, &ch->a)	? CH_MADE
+			       : holds(&a, &ch->a) && holds(&b, &ch->b) ? CH_NOT_MADE
+									: CH_UNKNOWN;
+		}
+		/* (With RENAME_WHITEOUT the old name holds a whiteout once made.) */
+		if (ch->a.known)
+			return eb == 0 && holds(&b, &ch->a) && !(ea == 0 && holds(&a, &ch->a)) ? CH_MADE
+			       : ea == 0 && holds(&a, &ch->a)				     ? CH_NOT_MADE
+											     : CH_UNKNOWN;
+		/* What the old name held is not known (another name of a hard link): by the names. */
+		return ea == 0 && !is_whiteout(&a) ? CH_NOT_MADE : eb == 0 ? CH_MADE : CH_UNKNOWN;
+	case QTFS_UNLINK:
+	case QTFS_RMDIR:
+		ea = look(fs, ch->path, until, &a);
+		if (ea < 0)
+			return ea == -ENOENT ? CH_MADE : CH_UNKNOWN;
+		/* Not known: by the name (sent again, it removes what is there now). */
+		return !ch->a.known || holds(&a, &ch->a) ? CH_NOT_MADE : CH_MADE;
+	case QTFS_LINK:
+		eb = look(fs, ch->to, until, &ch->made);
+		if (eb < 0)
+			return eb == -ENOENT ? CH_NOT_MADE : CH_UNKNOWN;
+		/* Another file there: sent again, the host says EEXIST. */
+		return holds(&ch->made, &ch->a) ? CH_MADE : CH_NOT_MADE;
+	default: /* mknod, mkdir, symlink */
+		ea = look(fs, ch->path, until, &ch->made);
+		if (ea < 0)
+			return ea == -ENOENT ? CH_NOT_MADE : CH_UNKNOWN;
+		a = ch->made;
+		if ((a.mode & S_IFMT) != ch->type || ((S_ISCHR(a.mode) || S_ISBLK(a.mode)) && a.rdev != ch->rdev) ||
+		    (S_ISLNK(a.mode) && (uint64_t)a.size != ch->target_len))
+			return CH_NOT_MADE;
+		return CH_MADE;
+	}
+}
+
+static const char *op_name(uint16_t op)
+{
+	switch (op) {
+	case QTFS_MKNOD: return "MKNOD";
+	case QTFS_MKDIR: return "MKDIR";
+	case QTFS_SYMLINK: return "SYMLINK";
+	case QTFS_LINK: return "LINK";
+	case QTFS_RENAME: return "RENAME";
+	case QTFS_UNLINK: return "UNLINK";
+	case QTFS_RMDIR: return "RMDIR";
+	case QTFS_CREATE: return "CREATE";
+	default: return "?";
+	}
+}
+
+/*
+ * Settle change @ch, whose call ended with @err, as above: look at the
+ * host and send @m (a copy of the call; taken) again while it is found not
+ * made.  0 with *@rep the reply, or NULL when a look found it made; -errno.
+ */
+static int change_settle(struct qtfs_fs *fs, struct change *ch, struct qt_msg *m, int err, gint64 until,
+			 struct qt_msg **rep)
+{
+	bool again = false;
+
+	for (unsigned sends = 1;; sends++) {
+		enum settled st;
+
+		if (err == 0 || err == -ETIMEDOUT || (err != -QTFS_ELOST && !again))
+			break;
+		st = change_settled(fs, ch, until);
+		if (st == CH_MADE) {
+			qt_info("%s \"%s\": the connection went before the answer; found made on the host",
+				op_name(ch->op), ch->path);
+			err = 0;
+			break;
+		}
+		if (err == -QTFS_ELOST && st == CH_NOT_MADE && sends < CHANGE_SENDS &&
+		    g_get_monotonic_time() < until) {
+			qt_info("%s \"%s\": the connection went before the answer; not made on the host, "
+				"sent again", op_name(ch->op), ch->path);
+			err = qtfs_client_call_until(fs->cl, qt_msg_dup(m), QTFS_ASK, until, rep);
+			again = true;
+			continue;
+		}
+		if (err == -QTFS_ELOST) {
+			qt_notice("%s \"%s\": the connection went before the answer, and the host does not "
+				  "show whether it was made: EIO", op_name(ch->op), ch->path);
+			err = -EIO;
+		}
+		break;
+	}
+	qt_msg_free(m);
+	return err;
+}
+
+/* Send change @m (taken) and settle it as above. */
+static int call_change(struct qtfs_fs *fs, struct qt_msg *m, struct change *ch, struct qt_msg **rep)
+{
+	gint64 until = g_get_monotonic_time() + (gint64)qtfs_client_timeout_ms(fs->cl) * 1000;
+	int err;
+
+	*rep = NULL;
+	err = qtfs_client_call_until(fs->cl, qt_msg_dup(m), QTFS_ASK, until, rep);
+	return change_settle(fs, ch, m, err, until, rep);
 }
 
 /* ---- listings ---------------------------------------------------------------- */
@@ -2486,7 +2695,7 @@ static void watch_sync(fuse_req_t req, struct qtfs_fs *fs, size_t size)
 	sync_wait_locked(fs, w, &done);
 	g_mutex_unlock(&fs->sync_lock);
 	sync_answer_all(done);
-	qtfs_client_call_async_any(fs->cl, qt_msg_new(QTFS_WATCH_SYNC, 0, 0), true, sync_asked, w);
+	qtfs_client_call_async_any(fs->cl, qt_msg_new(QTFS_WATCH_SYNC, 0, 0), QTFS_REPEAT, sync_asked, w);
 }
 
 static void watch_arm(void *arg);
@@ -2751,7 +2960,7 @@ static void watch_arm(void *arg)
 	hold = MIN(25000, qtfs_client_timeout_ms(fs->cl) / 2);
 	m = qt_msg_new(QTFS_WATCH, 0, 0);
 	qt_msg_put_u32(m, (uint32_t)hold);
-	qtfs_client_call_async_held(fs->cl, m, false, hold, watch_done, fs);
+	qtfs_client_call_async_held(fs->cl, m, QTFS_ONCE, hold, watch_done, fs);
 }
 
 void qtfs_fs_set_session(struct qtfs_fs *fs, struct fuse_session *se)
@@ -3076,9 +3285,9 @@ static void put_caller(struct qt_msg *m, fuse_req_t req)
 		qt_msg_put_u32(m, ctx->umask & 0777);
 }
 
-/* Shared by mknod, mkdir, symlink: send @m for the new name and answer with its entry. */
+/* Shared by mknod, mkdir, symlink, link: send change @m for the new name and answer with its entry. */
 static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, const char *path,
-		      struct qt_msg *m)
+		      struct qt_msg *m, struct change *ch)
 {
 	struct qtfs_fs *fs = FS(req);
 	g_autoptr(qt_msg) rep = NULL;
@@ -3091,10 +3300,15 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, const
 
 	listed_note(fs, parent, name);
 	list_mark_get(fs, &lmark);
-	err = call(fs, m, false, &rep);
+	err = call_change(fs, m, ch, &rep);
 
-	if (err == 0)
+	if (err == 0 && rep) {
 		err = rd_entry_reply(rep, &a, &d);
+	} else if (err == 0) {
+		/* Found made after the connection went: what the host shows. */
+		a = ch->made;
+		d.have = false;
+	}
 	if (err < 0) {
 		reply_err(req, -err);
 		return;
@@ -3109,6 +3323,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, const
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
 	g_autofree char *path = path_of(FS(req), parent, name);
+	struct change ch = {.op = QTFS_MKNOD, .path = path, .type = mode & S_IFMT, .rdev = rdev};
 	struct qt_msg *m;
 
 	if (!path) {
@@ -3119,12 +3334,13 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	qt_msg_put_u32(m, mode);
 	qt_msg_put_u64(m, rdev);
 	put_caller(m, req);
-	make_node(req, parent, name, path, m);
+	make_node(req, parent, name, path, m, &ch);
 }
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	g_autofree char *path = path_of(FS(req), parent, name);
+	struct change ch = {.op = QTFS_MKDIR, .path = path, .type = S_IFDIR};
 	struct qt_msg *m;
 
 	if (!path) {
@@ -3134,12 +3350,13 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	m = req_path(QTFS_MKDIR, path);
 	qt_msg_put_u32(m, mode);
 	put_caller(m, req);
-	make_node(req, parent, name, path, m);
+	make_node(req, parent, name, path, m, &ch);
 }
 
 static void op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
 {
 	g_autofree char *path = path_of(FS(req), parent, name);
+	struct change ch = {.op = QTFS_SYMLINK, .path = path, .type = S_IFLNK, .target_len = strlen(target)};
 	struct qt_msg *m;
 
 	if (!path) {
@@ -3149,7 +3366,7 @@ static void op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, co
 	m = req_path(QTFS_SYMLINK, path);
 	qt_msg_put_str(m, target);
 	put_caller(m, req);
-	make_node(req, parent, name, path, m);
+	make_node(req, parent, name, path, m, &ch);
 }
 
 /* The name @name in @parent is gone: forget it (the node lives on while looked up). */
@@ -3172,15 +3389,27 @@ static void forget_name(struct qtfs_fs *fs, fuse_ino_t parent, const char *name)
 	g_mutex_unlock(&fs->lock);
 }
 
+static void remove_lost(void *arg, bool run);
+
 static void remove_done(void *arg, int err, struct qt_msg *rep)
 {
 	struct pending *p = arg;
 	struct dir_attr d;
 
+	if (err == -QTFS_ELOST) {
+		/*
+		 * Made or not?  The look waits for the host: not on the loop
+		 * thread.  Its deadline runs from now, not from when the pool
+		 * gets to it (many lost at once wait their turn).
+		 */
+		p->until = g_get_monotonic_time() + (gint64)qtfs_client_timeout_ms(FS(p->req)->cl) * 1000;
+		slow_push(FS(p->req), remove_lost, p);
+		return;
+	}
 	if (err == 0) {
 		/* The name is gone on the host even if the rest is malformed. */
 		forget_name(FS(p->req), p->ino, p->name);
-		if ((err = rd_dirs_reply(rep, &d, 1)) == 0)
+		if (rep && (err = rd_dirs_reply(rep, &d, 1)) == 0)
 			post_attr_keep(FS(p->req), p->ino, &d);
 	}
 	qt_msg_free(rep);
@@ -3188,16 +3417,50 @@ static void remove_done(void *arg, int err, struct qt_msg *rep)
 	pending_free(p);
 }
 
+/* The host's identity of the file the node table has at @name in @parent. */
+static struct host_id name_host_id(struct qtfs_fs *fs, fuse_ino_t parent, const char *name)
+{
+	struct host_id id = {.known = false};
+	struct node *p;
+
+	g_mutex_lock(&fs->lock);
+	p = node_by_id(fs, parent);
+	if (p) {
+		struct node probe = {.parent = p, .name = (char *)name};
+
+		id = node_host_id(g_hash_table_lookup(fs->by_name, &probe));
+	}
+	g_mutex_unlock(&fs->lock);
+	return id;
+}
+
+/* An unlink or rmdir whose connection went before its answer, on the slow pool: settle it. */
+static void remove_lost(void *arg, bool run)
+{
+	struct pending *p = arg;
+	struct qtfs_fs *fs = FS(p->req);
+	struct change ch = {.op = p->op, .path = p->path, .a = name_host_id(fs, p->ino, p->name)};
+	struct qt_msg *rep = NULL;
+	int err = -EIO;
+
+	if (run)
+		err = change_settle(fs, &ch, req_path(p->op, p->path), -QTFS_ELOST, p->until, &rep);
+	remove_done(p, err, rep);
+}
+
 static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, uint16_t op)
 {
 	struct qtfs_fs *fs = FS(req);
 	char *path = path_of(fs, parent, name);
+	struct pending *p;
 
 	if (!path) {
 		reply_err(req, ESTALE);
 		return;
 	}
-	call_async(fs, req_path(op, path), false, remove_done, pending_new(req, parent, path, name));
+	p = pending_new(req, parent, path, name);
+	p->op = op;
+	qtfs_client_call_async_any(fs->cl, req_path(op, path), QTFS_ASK, remove_done, p);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -3239,7 +3502,10 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	g_autofree char *from = path_of(fs, parent, name);
 	g_autofree char *to = path_of(fs, newparent, newname);
 	g_autoptr(qt_msg) rep = NULL;
+	struct change ch = {.op = QTFS_RENAME, .path = from, .to = to,
+			    .exchange = flags & RENAME_EXCHANGE};
 	uint64_t noted[2] = {0, 0};
+	struct node *p, *np, *a, *b;
 	struct qt_msg *m;
 	bool bad = false;
 	int err;
@@ -3252,19 +3518,20 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	qt_msg_put_str(m, to);
 	qt_msg_put_u32(m, flags);
 	listed_note(fs, newparent, newname);
-	if (fs->se) {
+	g_mutex_lock(&fs->lock);
+	if (rename_nodes_locked(fs, parent, name, newparent, newname, &p, &np, &a, &b)) {
+		/* What both names hold, should the answer be lost (call_change()). */
+		ch.a = node_host_id(a);
+		ch.b = node_host_id(b);
 		/* The host's report of a directory's move must not move it again (struct own_move). */
-		struct node *p, *np, *a, *b;
-
-		g_mutex_lock(&fs->lock);
-		if (rename_nodes_locked(fs, parent, name, newparent, newname, &p, &np, &a, &b)) {
+		if (fs->se) {
 			noted[0] = own_move_add_locked(fs, a, p, name, np, newname);
 			if (flags & RENAME_EXCHANGE)
 				noted[1] = own_move_add_locked(fs, b, np, newname, p, name);
 		}
-		g_mutex_unlock(&fs->lock);
 	}
-	err = call(fs, m, false, &rep);
+	g_mutex_unlock(&fs->lock);
+	err = call_change(fs, m, &ch, &rep);
 	if (err < 0 && (noted[0] || noted[1])) {
 		g_mutex_lock(&fs->lock);
 		own_move_drop_locked(fs, noted[0]);
@@ -3273,11 +3540,10 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	}
 	if (err == 0) {
 		struct dir_attr d[2];
-		struct node *p, *np, *a, *b;
 
 		/* Renamed all the same if the rest is malformed: the names below must follow. */
-		bad = rd_dirs_reply(rep, d, 2) < 0;
-		if (!bad) {
+		bad = rep && rd_dirs_reply(rep, d, 2) < 0;
+		if (rep && !bad) {
 			post_attr_keep(fs, parent, &d[0]);
 			post_attr_keep(fs, newparent, &d[1]);
 		}
@@ -3314,6 +3580,7 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	struct qtfs_fs *fs = FS(req);
 	g_autofree char *from = path_of(fs, ino, NULL);
 	g_autofree char *to = path_of(fs, newparent, newname);
+	struct change ch = {.op = QTFS_LINK, .path = from, .to = to, .a = host_id_of(fs, ino)};
 	struct qt_msg *m;
 
 	if (!from || !to) {
@@ -3322,7 +3589,7 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	}
 	m = req_path(QTFS_LINK, from);
 	qt_msg_put_str(m, to);
-	make_node(req, newparent, newname, to, m);
+	make_node(req, newparent, newname, to, m, &ch);
 }
 
 /*
@@ -3588,8 +3855,26 @@ struct create_pending {
 	unsigned slot;
 	uint64_t gen;
 	struct qt_msg *m; /* until sent */
+	/* To send it again when its connection goes before the answer (create_lost()): */
+	uint32_t flags;	  /* the open flags sent: fi.flags, less O_EXCL once found made */
+	uint32_t mode;
+	unsigned sends;
+	gint64 until;	  /* the deadline of sending it later or again (create_later(), create_lost()) */
+	int err;	  /* why create_lost() runs: -ESTALE, or -EEXIST for O_EXCL sent again */
 	char name[];
 };
+
+static struct qt_msg *build_create(fuse_req_t req, const char *path, uint32_t flags, uint32_t mode)
+{
+	struct qt_msg *m = req_path(QTFS_CREATE, path);
+
+	qt_msg_put_u32(m, flags);
+	qt_msg_put_u32(m, mode);
+	put_caller(m, req);
+	return m;
+}
+
+static void create_lost(void *arg, bool run);
 
 static void create_done(void *arg, int err, struct qt_msg *rep)
 {
@@ -3602,6 +3887,22 @@ static void create_done(void *arg, int err, struct qt_msg *rep)
 	struct fh *h;
 	uint64_t sh;
 
+	/*
+	 * Its connection went before the answer (or before it was sent):
+	 * send it again (see "changes whose answer was lost"), as is the
+	 * answer EEXIST to an O_EXCL create sent again, which the first one
+	 * may have made after all.  Without O_EXCL, a create found made only
+	 * opens the file.  Not on the loop thread: that waits for the host.
+	 */
+	if ((err == -ESTALE || (err == -EEXIST && cp->sends > 1 && (cp->flags & O_EXCL))) &&
+	    cp->sends < CHANGE_SENDS) {
+		cp->err = err;
+		/* From the first loss (as for remove_done()). */
+		if (!cp->until)
+			cp->until = g_get_monotonic_time() + (gint64)qtfs_client_timeout_ms(fs->cl) * 1000;
+		slow_push(fs, create_lost, cp);
+		return;
+	}
 	if (err == -ESTALE)
 		err = -EIO;
 	else if (err == 0)
@@ -3631,13 +3932,63 @@ static void create_done(void *arg, int err, struct qt_msg *rep)
 	g_free(cp);
 }
 
+/*
+ * A CREATE whose connection went before its answer (cp->err -ESTALE), or an
+ * O_EXCL one sent again that found its name taken (-EEXIST), on the slow
+ * pool.  With O_EXCL, a look at the host tells made (an empty regular file
+ * there: opened, sent again without O_EXCL), not made (nothing there: sent
+ * again) and neither (EIO; -EEXIST stands).  Without O_EXCL, sent again: it
+ * creates the file or opens the one the first made.
+ */
+static void create_lost(void *arg, bool run)
+{
+	struct create_pending *cp = arg;
+	struct qtfs_fs *fs = FS(cp->req);
+	g_autofree char *path = run ? path_of(fs, cp->parent, cp->name) : NULL;
+	struct qtfs_attr a;
+	int err = -EIO;
+
+	if (path && (cp->flags & O_EXCL)) {
+		err = look(fs, path, cp->until, &a);
+		if (err == 0 && S_ISREG(a.mode) && a.size == 0) {
+			qt_info("CREATE \"%s\": the connection went before the answer; found made on "
+				"the host, opened", path);
+			cp->flags &= ~(uint32_t)O_EXCL;
+		} else if (err == 0) {
+			err = cp->err == -EEXIST ? -EEXIST : -EIO;
+		} else if (err == -ENOENT) {
+			err = 0;
+		}
+	} else if (path) {
+		err = 0;
+	}
+	if (err == 0 && g_get_monotonic_time() >= cp->until)
+		err = -ETIMEDOUT;
+	if (err == 0)
+		err = qtfs_client_pick_other(fs->cl, cp->until, &cp->slot, &cp->gen);
+	if (err < 0) {
+		if (err == -EIO && run)
+			qt_notice("CREATE \"%s\": the connection went before the answer, and the host "
+				  "does not show whether it was made: EIO", path ? path : cp->name);
+		reply_err(cp->req, -err);
+		g_free(cp);
+		return;
+	}
+	cp->sends++;
+	qtfs_client_call_cb(fs->cl, cp->slot, cp->gen, build_create(cp->req, path, cp->flags, cp->mode),
+			    qtfs_client_timeout_ms(fs->cl), create_done, cp);
+}
+
 /* A CREATE that found no connection ready, on the slow pool: wait for one, then send. */
 static void create_later(void *arg, bool run)
 {
 	struct create_pending *cp = arg;
 	struct qtfs_fs *fs = FS(cp->req);
 	struct qt_msg *m = g_steal_pointer(&cp->m);
-	int err = run ? qtfs_client_pick(fs->cl, &cp->slot, &cp->gen) : -EIO;
+	int err;
+
+	cp->slot = G_MAXUINT; /* none to skip */
+	err = run ? qtfs_client_pick_other(fs->cl, cp->until, &cp->slot, &cp->gen) : -EIO;
 
 	if (err < 0) {
 		qt_msg_free(m);
@@ -3669,18 +4020,18 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		reply_err(req, -err);
 		return;
 	}
-	m = req_path(QTFS_CREATE, path);
-	qt_msg_put_u32(m, (uint32_t)fi->flags);
-	qt_msg_put_u32(m, mode);
-	put_caller(m, req);
+	m = build_create(req, path, (uint32_t)fi->flags, mode);
 	listed_note(fs, parent, name);
 	cp = g_malloc(sizeof(*cp) + len);
 	*cp = (struct create_pending){.req = req, .epoch = watch_epoch(fs), .parent = parent, .fi = *fi,
-				      .slot = slot, .gen = gen};
+				      .slot = slot, .gen = gen, .flags = (uint32_t)fi->flags, .mode = mode,
+				      .sends = 1};
 	memcpy(cp->name, name, len);
 	/* On the loop thread with no connection ready: wait for one elsewhere. */
 	if (err == -EAGAIN) {
 		cp->m = m;
+		/* From now, not from when the pool gets to it. */
+		cp->until = g_get_monotonic_time() + (gint64)qtfs_client_timeout_ms(fs->cl) * 1000;
 		slow_push(fs, create_later, cp);
 		return;
 	}

@@ -125,6 +125,18 @@ struct qt_msg *qt_msg_adopt(uint8_t *data, size_t len)
 	return m;
 }
 
+struct qt_msg *qt_msg_dup(const struct qt_msg *m)
+{
+	struct qt_msg *d;
+
+	g_assert(!m->tail);
+	d = qt_msg_adopt(g_memdup2(m->data, m->len), m->len);
+	d->max_payload = m->max_payload;
+	d->err = m->err;
+	d->reply_tail_ok = m->reply_tail_ok;
+	return d;
+}
+
 void qt_msg_free(struct qt_msg *m)
 {
 	if (!m)

@@ -115,6 +115,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(qt_msg, qt_msg_free)
 
 /* Adopt a received frame: @data (g_malloc'd, @len bytes) becomes the message. */
 struct qt_msg *qt_msg_adopt(uint8_t *data, size_t len);
+/* A copy of request @m to send again (it has no tail): its bytes and reply_tail_ok. */
+struct qt_msg *qt_msg_dup(const struct qt_msg *m);
 
 static inline uint8_t *qt_msg_payload(const struct qt_msg *m) { return m->data + QT_WIRE_HDR_SIZE; }
 static inline size_t qt_msg_payload_len(const struct qt_msg *m) { return m->len - QT_WIRE_HDR_SIZE; }

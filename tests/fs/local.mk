@@ -26,7 +26,8 @@ tests_fs_qtfs_raw_LDADD = fuse-qtfs/libqtfsproto.a $(QT_LIBS)
 
 # qtfs-mitm: a hostile server made of a real one: passes fuse-qtfs's
 # requests on and mangles some of the replies (test-qtfs-hostile.sh), or
-# some of the requests (test-qtfs-hostile-client.sh).
+# some of the requests (test-qtfs-hostile-client.sh), or breaks the
+# connection at changes of names (test-qtfs-lost.sh).
 check_PROGRAMS += tests/fs/qtfs-mitm
 tests_fs_qtfs_mitm_SOURCES = tests/fs/qtfs-mitm.c
 tests_fs_qtfs_mitm_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/fuse-qtfs
@@ -42,7 +43,7 @@ QTFS_TESTS = tests/fs/test-qtfs-posix.sh tests/fs/test-qtfs-pseudo.sh \
 	tests/fs/test-qtfs-security.sh tests/fs/test-qtfs-ssh.sh tests/fs/test-qtfs-locks.sh \
 	tests/fs/test-qtfs-cache.sh tests/fs/test-qtfs-pagecache.sh tests/fs/test-qtfs-dircache.sh \
 	tests/fs/test-qtfs-hostile.sh tests/fs/test-qtfs-hostile-client.sh tests/fs/test-qtfs-churn.sh \
-	tests/fs/test-qtfs-acl.sh tests/fs/test-qtfs-containerd.sh
+	tests/fs/test-qtfs-acl.sh tests/fs/test-qtfs-containerd.sh tests/fs/test-qtfs-lost.sh
 TESTS += $(QTFS_TESTS)
 EXTRA_DIST += tests/fs/qtfs-env.sh tests/fs/locks.py tests/fs/interrupt.py tests/fs/uring_workers.py \
 	tests/fs/hostile-env.sh tests/fs/hostile-workload.py tests/fs/churn.py tests/fs/oci-image.py \

@@ -33,6 +33,15 @@
  * other, so the client sees a server from before those flags, as after an
  * upgrade of the DPU alone.
  *
+ * --cut=WHEN:OP (more than once for more) breaks the client's connection
+ * at the first request of operation OP that names a path (the first
+ * time the mitm sees that OP with that path; one sent again passes):
+ * before it reaches the server (WHEN before), or after the server has
+ * answered it, instead of passing the answer on (after).  The client
+ * cannot tell which, and must find out (changes whose answer was lost,
+ * fuse-qtfs/fs.c).  OP: rename, unlink, rmdir, mkdir, mknod, symlink,
+ * link, create.  No mangling then.
+ *
  * One-way messages from the client (interrupts) are dropped: their ids
  * name requests by the client's numbering, which the upstream connection
  * does not share.  Not installed; for tests/fs/test-qtfs-hostile.sh.
@@ -83,8 +92,31 @@ static const struct bad bads[] = {
 				"every WATCH reply with names an OVERFLOW before them"},
 };
 
+/* --cut= */
+enum cut_when { CUT_NONE, CUT_BEFORE, CUT_AFTER };
+
+struct cut {
+	uint16_t op;
+	enum cut_when when;
+};
+
+static const struct {
+	const char *name;
+	uint16_t op;
+} cut_ops[] = {
+	{"rename", QTFS_RENAME}, {"unlink", QTFS_UNLINK}, {"rmdir", QTFS_RMDIR},
+	{"mkdir", QTFS_MKDIR},	 {"mknod", QTFS_MKNOD},	  {"symlink", QTFS_SYMLINK},
+	{"link", QTFS_LINK},	 {"create", QTFS_CREATE},
+};
+
+#define MAX_CUTS 16
+
 struct mitm {
 	struct qt_loop *loop;
+	struct cut cuts[MAX_CUTS];
+	unsigned n_cuts;
+	GHashTable *cut_seen; /* "OP path" of the requests cut so far */
+	uint64_t cut;	      /* connections broken by --cut */
 	struct qt_endpoint *up_ep;
 	struct qt_psk *psk;
 	GRand *rng;
@@ -113,6 +145,7 @@ struct pair {
 struct fwd {
 	struct pair *p;
 	struct qt_msg *req; /* the client's, answered with the same id */
+	bool cut;	    /* --cut=after: the answer breaks the connection instead */
 };
 
 static struct pair *pair_ref(struct pair *p)
@@ -265,6 +298,10 @@ static void up_reply(struct qt_conn *c, int err, struct qt_msg *reply, void *arg
 
 	if (!p->down) {
 		/* The client is gone. */
+	} else if (f->cut && !more) {
+		fprintf(stderr, "qtfs-mitm: cut after the answer (%s)\n", err < 0 ? g_strerror(-err) : "done");
+		m->cut++;
+		pair_close(p, "--cut after the answer");
 	} else if (err < 0 && !p->up) {
 		/* Our connection to the server went: so goes the client's. */
 	} else if (err < 0 && (err == -ECONNABORTED || err == -ECONNRESET || err == -ETIMEDOUT)) {
@@ -338,6 +375,32 @@ static struct qt_msg *mount_masked(const struct mitm *m, const struct qt_msg *re
 	return copy;
 }
 
+/* Whether --cut breaks the connection at @req, and when. */
+static enum cut_when cut_of(struct mitm *m, const struct qt_msg *req)
+{
+	g_autofree char *path = NULL;
+	struct qt_rd r;
+	char *key;
+
+	for (unsigned i = 0; i < m->n_cuts; i++) {
+		if (m->cuts[i].op != qt_msg_type(req))
+			continue;
+		qt_rd_init_msg(&r, req);
+		if (qt_rd_strdup(&r, 1u << 16, &path) < 0)
+			return CUT_NONE;
+		key = g_strdup_printf("%u %s", qt_msg_type(req), path);
+		if (g_hash_table_contains(m->cut_seen, key)) {
+			g_free(key);
+			return CUT_NONE;
+		}
+		g_hash_table_add(m->cut_seen, key);
+		fprintf(stderr, "qtfs-mitm: cut 0x%04x \"%s\" %s\n", qt_msg_type(req), path,
+			m->cuts[i].when == CUT_BEFORE ? "before the server" : "after the server's answer");
+		return m->cuts[i].when;
+	}
+	return CUT_NONE;
+}
+
 static void down_request(struct qt_conn *c, struct qt_msg *req, void *user)
 {
 	struct pair *p = user;
@@ -347,8 +410,17 @@ static void down_request(struct qt_conn *c, struct qt_msg *req, void *user)
 	struct qt_msg *copy;
 	struct fwd *f;
 
+	enum cut_when cut;
+
 	if (!qt_msg_id(req) || !p->up) {
 		qt_msg_free(req);
+		return;
+	}
+	cut = cut_of(m, req);
+	if (cut == CUT_BEFORE) {
+		m->cut++;
+		qt_msg_free(req);
+		pair_close(p, "--cut before the server");
 		return;
 	}
 	/* A WATCH waits on the server until names change: it must not hold a request slot. */
@@ -368,6 +440,7 @@ static void down_request(struct qt_conn *c, struct qt_msg *req, void *user)
 	f = g_new0(struct fwd, 1);
 	f->p = pair_ref(p);
 	f->req = req;
+	f->cut = cut == CUT_AFTER;
 	if (qt_conn_call(p->up, copy, 0, up_reply, f) < 0) {
 		qt_conn_reply(c, qt_msg_new_error(req, EIO));
 		qt_msg_free(req);
@@ -474,7 +547,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: qtfs-mitm --key-file FILE --listen URI --upstream URI [--rate N] [--seed N]\n"
 		   "                 [--requests | --bad=WHAT] [--paused] [--mount-flags=MASK]\n"
-		   "                 [--delay-watch=MS]\n"
+		   "                 [--delay-watch=MS] [--cut=WHEN:OP]...\n"
 		   "Pass fuse-qtfs's requests to a real qtfs-server and mangle one reply in N\n"
 		   "(default 8) on the way back, or with --requests one request in N on the way\n"
 		   "there, or with --bad one thing in every successful reply to one operation:\n"
@@ -485,7 +558,11 @@ static void usage(FILE *f)
 		   "SIGUSR2 starts it again.  --mount-flags: only these MOUNT flags reach the\n"
 		   "server (as from an older client; the client sees an older server).\n"
 		   "--delay-watch: every WATCH reply (the host's reports) reaches the client MS\n"
-		   "milliseconds late (in order).\n");
+		   "milliseconds late (in order).\n"
+		   "--cut=before:OP or after:OP: break the client's connection at the first\n"
+		   "request of OP (rename, unlink, rmdir, mkdir, mknod, symlink, link, create)\n"
+		   "for each path, before it reaches the server or after its answer (no\n"
+		   "mangling then).\n");
 }
 
 int main(int argc, char **argv)
@@ -498,6 +575,7 @@ int main(int argc, char **argv)
 		{"requests", no_argument, NULL, 'q'},
 		{"mount-flags", required_argument, NULL, 'f'},
 		{"delay-watch", required_argument, NULL, 'w'},
+		{"cut", required_argument, NULL, 'c'},
 		{NULL, 0, NULL, 0},
 	};
 	struct mitm *mp = &the_mitm;
@@ -544,6 +622,26 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'c': {
+			const char *colon = strchr(optarg, ':');
+			enum cut_when when = CUT_NONE;
+			uint16_t op = 0;
+
+			if (colon && !strncmp(optarg, "before:", 7))
+				when = CUT_BEFORE;
+			else if (colon && !strncmp(optarg, "after:", 6))
+				when = CUT_AFTER;
+			for (size_t i = 0; colon && i < G_N_ELEMENTS(cut_ops); i++)
+				if (!strcmp(colon + 1, cut_ops[i].name))
+					op = cut_ops[i].op;
+			if (when == CUT_NONE || !op || mp->n_cuts == MAX_CUTS) {
+				fprintf(stderr, "qtfs-mitm: --cut: \"%s\" is not WHEN:OP (see --help)\n", optarg);
+				return 2;
+			}
+			mp->cuts[mp->n_cuts++] = (struct cut){.op = op, .when = when};
+			mp->mangling = false;
+			break;
+		}
 		case 'p': mp->mangling = false; break;
 		case 'q': mp->requests = true; break;
 		case 'f': {
@@ -573,6 +671,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	mp->rng = g_rand_new_with_seed(seed);
+	mp->cut_seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	if (qt_psk_load(key, &mp->psk, &msg) < 0 || qt_endpoint_parse(up_uri, &mp->up_ep, &msg) < 0 ||
 	    qt_endpoint_parse(listen_uri, &ep, &msg) < 0) {
 		fprintf(stderr, "qtfs-mitm: %s\n", msg);
@@ -599,7 +698,10 @@ int main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	sw = qt_watch_add(mp->loop, sfd, QT_EV_IN, on_signal, &s);
-	if (mp->bad)
+	if (mp->n_cuts)
+		fprintf(stderr, "qtfs-mitm: listening on %s for %s, cutting connections (%u rules)\n",
+			ep->uri, mp->up_ep->uri, mp->n_cuts);
+	else if (mp->bad)
 		fprintf(stderr, "qtfs-mitm: listening on %s for %s, making %s%s\n", ep->uri, mp->up_ep->uri,
 			mp->bad->what, mp->mangling ? "" : " from SIGUSR2 on");
 	else
@@ -611,8 +713,8 @@ int main(int argc, char **argv)
 	/* The replies held back go too (--delay-watch's are short). */
 	for (int i = 0; i < 200 && (qt_server_conn_count(srv) || mp->ups || mp->held); i++)
 		qt_loop_run_once(mp->loop, 10);
-	fprintf(stderr, "qtfs-mitm: %" G_GUINT64_FORMAT " replies, %" G_GUINT64_FORMAT " mangled\n",
-		mp->replies, mp->mangled);
+	fprintf(stderr, "qtfs-mitm: %" G_GUINT64_FORMAT " replies, %" G_GUINT64_FORMAT " mangled, %"
+		G_GUINT64_FORMAT " connections cut\n", mp->replies, mp->mangled, mp->cut);
 	rc = 0;
 out:
 	qt_watch_remove(sw);
@@ -626,5 +728,7 @@ out:
 	qt_psk_free(mp->psk);
 	g_free(msg);
 	g_rand_free(mp->rng);
+	if (mp->cut_seen)
+		g_hash_table_destroy(mp->cut_seen);
 	return rc;
 }

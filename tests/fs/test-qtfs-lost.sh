@@ -1,0 +1,135 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# A change whose connection breaks before its answer comes: made on the
+# host or not, the client cannot tell from the connection, and must look.
+# qtfs-mitm breaks the connection at the first request of every kind of
+# change for each path (--cut): before the request reaches the server
+# (not made) through one mount, after the server answered it (made, the
+# answer lost) through another.  The same sequence of changes (mkdir,
+# mkfifo, symlink, create with and without O_EXCL, link, rename, rename
+# over a name, RENAME_EXCHANGE, unlink, rmdir) runs on both mounts and on a
+# native directory: every change succeeds on all three, and the trees end
+# the same.  Before the client looked, each such change failed with EIO,
+# made or not; and an overlayfs with its upper layer on the mount (as
+# containerd's snapshots) then answered ESTALE for the renamed name for as
+# long as it kept it: the last part renames a file over another through
+# such an overlay, the way the container of test-qtfs-containerd.sh writes
+# its counter, and reads it back.
+
+. "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
+. "${top_srcdir:-.}/tests/fs/hostile-env.sh"
+
+mkdir -p "$T/exp/after" "$T/exp/before" "$T/native"
+start_server "$T/server.log" --listen "unix:$T/sock" --export "$T/exp" --key-file "$KEY" || exit 1
+cuts() {
+	for op in mkdir mknod symlink create link rename unlink rmdir; do
+		printf ' --cut=%s:%s' "$1" "$op"
+	done
+}
+# shellcheck disable=SC2046 # cuts prints options, split on purpose
+start_mitm "$T/mitm-after.log" --listen "unix:$T/after.sock" --upstream "unix:$T/sock" $(cuts after)
+mitm_after=$mitm
+# shellcheck disable=SC2046
+start_mitm "$T/mitm-before.log" --listen "unix:$T/before.sock" --upstream "unix:$T/sock" $(cuts before)
+mitm_before=$mitm
+
+check "mount through the mitm that cuts after the answer" \
+	mount_qtfs "unix:$T/after.sock:$T/exp/after" "$T/ma" --key-file "$KEY" -o timeout=5 -v \
+	2>"$T/client-after.log"
+check "mount through the mitm that cuts before the server" \
+	mount_qtfs "unix:$T/before.sock:$T/exp/before" "$T/mb" --key-file "$KEY" -o timeout=5 -v \
+	2>"$T/client-before.log"
+
+# changes DIR: the sequence, one line per change with its exit status.
+changes() {
+	python3 - "$1" <<'PY'
+import ctypes, os, sys
+d = sys.argv[1]
+libc = ctypes.CDLL(None, use_errno=True)
+
+def exchange(a, b):
+    # renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE)
+    if libc.renameat2(-100, a.encode(), -100, b.encode(), 2) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+
+def write(path, data, flags=os.O_CREAT | os.O_WRONLY | os.O_TRUNC):
+    fd = os.open(path, flags, 0o644)
+    os.write(fd, data)
+    os.close(fd)
+
+steps = [
+    ("mkdir", lambda: os.mkdir(d + "/dir")),
+    ("mkfifo", lambda: os.mkfifo(d + "/fifo")),
+    ("symlink", lambda: os.symlink("some/target", d + "/sym")),
+    ("create", lambda: write(d + "/f", b"data\n")),
+    ("create O_EXCL", lambda: write(d + "/x", b"excl\n", os.O_CREAT | os.O_EXCL | os.O_WRONLY)),
+    ("link", lambda: os.link(d + "/f", d + "/f2")),
+    ("rename", lambda: os.rename(d + "/f2", d + "/g")),
+    ("create n", lambda: write(d + "/n", b"1\n")),
+    ("create count", lambda: write(d + "/count", b"0\n")),
+    ("rename over", lambda: os.rename(d + "/n", d + "/count")),
+    ("read count", lambda: open(d + "/count").read() == "1\n"),
+    ("exchange", lambda: exchange(d + "/g", d + "/x")),
+    ("unlink", lambda: os.unlink(d + "/f")),
+    ("mkdir in dir", lambda: os.mkdir(d + "/dir/sub")),
+    ("rmdir", lambda: os.rmdir(d + "/dir/sub")),
+]
+for name, fn in steps:
+    try:
+        print(name, "wrong" if fn() is False else "ok")
+    except OSError as e:
+        print(name, os.strerror(e.errno))
+PY
+}
+
+# tree DIR: every name with its type, size, link target and content.
+tree() {
+	(cd "$1" && find . -mindepth 1 -printf '%p %y %s %l\n' | sort &&
+		find . -type f -exec sh -c 'printf "%s: " "$1"; cat "$1"' sh {} \; | sort)
+}
+
+changes "$T/native" >"$T/native.out"
+changes "$T/ma" >"$T/after.out"
+changes "$T/mb" >"$T/before.out"
+cat "$T/after.out"
+check "every change succeeds natively" sh -c '! grep -v " ok$" "$1"' sh "$T/native.out"
+check "... and through the mitm that cut them after the server's answer" cmp "$T/native.out" "$T/after.out"
+check "... and through the one that cut them before the server" cmp "$T/native.out" "$T/before.out"
+tree "$T/native" >"$T/native.tree"
+tree "$T/exp/after" >"$T/after.tree"
+tree "$T/exp/before" >"$T/before.tree"
+check "the host's tree is the native one (answers lost)" cmp "$T/native.tree" "$T/after.tree"
+check "... (requests lost)" cmp "$T/native.tree" "$T/before.tree"
+tree "$T/ma" >"$T/after-mnt.tree"
+check "... and so is the mount's" cmp "$T/native.tree" "$T/after-mnt.tree"
+n_after=$(grep -c "^qtfs-mitm: cut after the answer" "$T/mitm-after.log")
+n_before=$(grep -c "^qtfs-mitm: cut .* before the server" "$T/mitm-before.log")
+check "every kind of change was cut after its answer ($n_after connections)" [ "$n_after" -ge 12 ]
+check "... and before the server ($n_before connections)" [ "$n_before" -ge 12 ]
+check "the client says which it found made" grep -q "found made on the host" "$T/client-after.log"
+check "... and which it sent again" grep -q "not made on the host, sent again" "$T/client-before.log"
+
+# The counter of test-qtfs-containerd.sh's container, through an overlay
+# whose upper layer is on the mount: each rename's answer is lost.
+mkdir -p "$T/lower" "$T/ma/up" "$T/ma/work" "$T/ov"
+if mount -t overlay overlay -o "lowerdir=$T/lower,upperdir=$T/ma/up,workdir=$T/ma/work" "$T/ov" 2>"$T/ov.err"; then
+	QTFS_MOUNTS="$T/ov $QTFS_MOUNTS"
+	out=$(for i in 1 2 3; do
+		echo "$i" >"$T/ov/n$i" && mv "$T/ov/n$i" "$T/ov/count" && cat "$T/ov/count"
+	done 2>&1 | tr '\n' ' ')
+	check "an overlay on the mount: a counter renamed into place three times: $out" [ "$out" = "1 2 3 " ]
+	check "... the host has it" grep -qx 3 "$T/exp/after/up/count"
+	umount "$T/ov"
+else
+	fail "overlayfs with its upper layer on the mount: $(cat "$T/ov.err")"
+fi
+
+check "unmount (answers lost)" umount_qtfs "$T/ma"
+check "unmount (requests lost)" umount_qtfs "$T/mb"
+mitm=$mitm_after
+stop_mitm "$T/mitm-after.log"
+mitm=$mitm_before
+stop_mitm "$T/mitm-before.log"
+finish
