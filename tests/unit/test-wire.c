@@ -290,6 +290,31 @@ START_TEST(test_msg_golden)
 }
 END_TEST
 
+/* A copy to send again: the same bytes and options, its own buffer, and it grows on its own. */
+START_TEST(test_msg_dup)
+{
+	g_autoptr(qt_msg) m = qt_msg_new_capped(0x0123, 0, 7, 64);
+	g_autoptr(qt_msg) d = NULL;
+
+	qt_msg_put_str(m, "some/path");
+	qt_msg_put_u32(m, 0x01020304);
+	m->reply_tail_ok = true;
+	d = qt_msg_dup(m);
+	ck_assert_ptr_ne(d->data, m->data);
+	ck_assert_mem_eq_len(d->data, d->len, m->data, m->len);
+	ck_assert_uint_eq(d->max_payload, 64);
+	ck_assert(d->reply_tail_ok);
+	ck_assert_uint_eq(qt_msg_type(d), 0x0123);
+	qt_msg_put_u64(d, 1);
+	ck_assert_uint_eq(d->len, m->len + 8);
+	/* Past its cap, as the original would be. */
+	for (int i = 0; i < 8; i++)
+		qt_msg_put_u64(d, 2);
+	ck_assert_int_eq(qt_msg_finish(d), -EMSGSIZE);
+	ck_assert_int_eq(qt_msg_finish(m), 0);
+}
+END_TEST
+
 START_TEST(test_msg_golden_empty_and_raw)
 {
 	static const uint8_t want[] = {
@@ -1323,6 +1348,7 @@ static Suite *wire_suite(void)
 	suite_add_tcase(s, hdr);
 
 	tcase_add_test(msg, test_msg_golden);
+	tcase_add_test(msg, test_msg_dup);
 	tcase_add_test(msg, test_msg_golden_empty_and_raw);
 	tcase_add_test(msg, test_msg_new_header);
 	tcase_add_test(msg, test_msg_grows);
