@@ -52,8 +52,15 @@ enum {
 };
 
 /* Limits on what a peer may send; each one is checked by the decoders. */
-#define REXEC_MAX_ARGS 4096
-#define REXEC_MAX_ENV 4096
+/*
+ * Linux bounds argv and the environment by their total size (ARG_MAX, a
+ * quarter of the stack limit: 2 MiB by default) rather than by count, so
+ * xargs or find -exec {} + pass many thousands of short arguments; the
+ * counts here lie past what that total allows (a pointer and a byte
+ * each), and the EXEC frame's cap (4 MiB) bounds the bytes.
+ */
+#define REXEC_MAX_ARGS 262144
+#define REXEC_MAX_ENV 262144
 #define REXEC_MAX_ARG_LEN (128u * 1024) /* one argv or environment string */
 #define REXEC_MAX_PATH 4096
 #define REXEC_MAX_FDS 253 /* SCM_MAX_FD: per EXEC and per DATA */

@@ -142,6 +142,14 @@ check "options after CMD belong to CMD" [ "$(rx h echo -t -E -C /)" = "-t -E -C 
 check "-- before CMD" [ "$(rx h -- echo -- x)" = "-- x" ]
 big_arg=$(head -c 60000 /dev/zero | tr '\0' a)
 check "a 60000-byte argument intact" [ "$(rx h printf %s "$big_arg" | wc -c)" -eq 60000 ]
+# As many as the kernel takes here (its bound is their total size): xargs
+# and find -exec {} + pass tens of thousands.
+# shellcheck disable=SC2046 # one argument per number, on purpose
+check "100000 arguments, as locally" [ "$(rx h printf '%s\n' $(seq 1 100000) | md5sum)" = "$(seq 1 100000 | md5sum)" ]
+# shellcheck disable=SC2046
+got=$(env $(seq -f "V%g=x" 1 10000) "$REXEC" --config "$CLIENT_CONF" -H "unix:$T/h.sock" --key-file "$KEY" -E env |
+	grep -c '^V[0-9]*=x$')
+check "10000 variables with -E ($got)" [ "$got" -eq 10000 ]
 
 # -- pty ----------------------------------------------------------------------------------------------------
 rx h -t tty >"$T/tty" 2>&1
