@@ -68,6 +68,7 @@ struct writer {
 	gint acked;	  /* bytes written, not yet acknowledged; atomic */
 	gint failed;	  /* the fd refused a write; atomic */
 	bool close_sent;  /* loop thread */
+	size_t unacked;	  /* loop thread: bytes received, not yet reported written (the window) */
 	int64_t write_since; /* monotonic µs a write(2) began, 0 between writes; __atomic */
 };
 
@@ -151,8 +152,10 @@ static void writer_report(void *arg)
 	struct writer *w = arg;
 	gint n = g_atomic_int_exchange(&w->acked, 0);
 
-	if (n > 0)
+	if (n > 0) {
+		w->unacked -= MIN((size_t)n, w->unacked);
 		send_msg(w->cl, rexec_ack_encode(w->stream, (uint32_t)n));
+	}
 	if (g_atomic_int_get(&w->failed) && !w->close_sent) {
 		w->close_sent = true;
 		send_msg(w->cl, rexec_stream_encode(REXEC_MSG_CLOSE, w->stream));
@@ -598,6 +601,19 @@ static void conn_request(struct qt_conn *c, struct qt_msg *m, void *user)
 		g_free(refs);
 		if (stream == REXEC_STDIN)
 			break;
+		/*
+		 * rexecd may have REXEC_WINDOW bytes of a stream unacknowledged;
+		 * one that sends more would have them all kept here, as fast
+		 * as it sends and for as long as the reader is slow.
+		 */
+		if (cl->out[stream - 1].unacked + len > REXEC_WINDOW) {
+			say(cl, "%s sent more %s than its credit; closing the connection", cl->a->ep->uri,
+			    stream == REXEC_STDOUT ? "stdout" : "stderr");
+			qt_conn_close(cl->conn, -EPROTO, "stream credit exceeded");
+			finish(cl, REXEC_EXIT_CONN);
+			break;
+		}
+		cl->out[stream - 1].unacked += len;
 		push_output(cl, m, stream, p, len);
 		return;
 	}

@@ -223,6 +223,20 @@ check "... ends rexec after connect_timeout=1s (took $((t1 - t0)) s)" [ $((t1 - 
 check "... saying why" grep -q "authentication with .* timed out" "$T/err"
 kill "$mute" 2>/dev/null
 
+# A host that sends past the stream credit (2 MiB unacknowledged) to a
+# reader that is slow: rexec must not keep it all, as fast as it comes.
+/usr/bin/python3 "$top_srcdir/tests/rexec/greedy-rexecd.py" "$KEY" "$T/greedy.sock" 8388608 \
+	>"$T/greedy.out" 2>&1 &
+greedy=$!
+BG_PIDS="$BG_PIDS $greedy"
+wait_until 5 test -S "$T/greedy.sock"
+"$REXEC" --config "$CLIENT_CONF" -H "unix:$T/greedy.sock" --key-file "$KEY" cat 2>"$T/err" |
+	(sleep 1; wc -c >"$T/greedy.got")
+rc=$(grep -c "sent more stdout than its credit" "$T/err")
+check "a host that sends more than the window to a slow reader is cut off ($(cat "$T/err"))" [ "$rc" -eq 1 ]
+check "... after no more than the window ($(cat "$T/greedy.got") bytes)" [ "$(cat "$T/greedy.got")" -le 2097152 ]
+kill "$greedy" 2>/dev/null
+
 # rexecd raises its own soft limit on open files to the hard one, for its
 # sessions; the commands get back the limit rexecd was started with.
 soft=$(ulimit -Sn)

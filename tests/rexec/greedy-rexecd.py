@@ -1,0 +1,96 @@
+# SPDX-License-Identifier: Apache-2.0
+#
+# A rexecd that does not keep to the stream credit (docs/protocol.md,
+# "Streams and credit"): it takes one connection on a unix socket, does
+# the pre-shared-key handshake as the server, starts no command but
+# answers the EXEC as started, then sends BYTES of stdout in 256 KiB DATA
+# frames without waiting for any ACK, and EXIT 0.  The real client must
+# not keep more than REXEC_WINDOW (2 MiB) of them.
+#
+#   python3 greedy-rexecd.py KEYFILE SOCKET BYTES
+
+import hashlib
+import hmac
+import os
+import socket
+import struct
+import sys
+
+HELLO, CHALLENGE, RESPONSE, AUTH_OK = 1, 2, 3, 4
+EXEC, DATA, EXIT = 0x1000, 0x1001, 0x1007
+F_REPLY = 1
+CHUNK = 256 * 1024
+
+
+def frame(typ, payload=b"", flags=0, mid=0):
+    return struct.pack(">IBBHQ", len(payload), 1, flags, typ, mid) + payload
+
+
+class Peer:
+    def __init__(self, sock):
+        self.sock = sock
+        self.buf = b""
+
+    def recv_frame(self):
+        while True:
+            if len(self.buf) >= 16:
+                n, _, fl, typ, mid = struct.unpack(">IBBHQ", self.buf[:16])
+                if len(self.buf) >= 16 + n:
+                    p = self.buf[16:16 + n]
+                    self.buf = self.buf[16 + n:]
+                    return typ, fl, mid, p
+            d = self.sock.recv(65536)
+            if not d:
+                return None
+            self.buf += d
+
+
+def main():
+    keyfile, path, total = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    # The key is the file's bytes less one final newline (lib/auth.c).
+    with open(keyfile, "rb") as f:
+        key = f.read()
+    if key.endswith(b"\n"):
+        key = key[:-1]
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    # Listening before the name appears: a connect in between is refused.
+    srv.bind(path + ".tmp")
+    srv.listen(1)
+    os.rename(path + ".tmp", path)
+    c, _ = srv.accept()
+    peer = Peer(c)
+    f = peer.recv_frame()
+    if f is None or f[0] != HELLO:
+        sys.exit("no HELLO")
+    nc = f[3][1:33]
+    ns = os.urandom(32)
+    proof = hmac.new(key, b"qt-psk-v1 server" + nc + ns, hashlib.sha256).digest()
+    c.sendall(frame(CHALLENGE, b"\0" + ns + proof))
+    f = peer.recv_frame()
+    if f is None or f[0] != RESPONSE:
+        sys.exit("no RESPONSE")
+    c.sendall(frame(AUTH_OK))
+    while True:
+        f = peer.recv_frame()
+        if f is None:
+            sys.exit("no EXEC")
+        if f[0] == EXEC:
+            break
+    # result 0, errno 0, pid 1, message ""
+    c.sendall(frame(EXEC, struct.pack(">BIII", 0, 0, 1, 0), F_REPLY, f[2]))
+    sent = 0
+    try:
+        while sent < total:
+            n = min(CHUNK, total - sent)
+            c.sendall(frame(DATA, b"\1" + struct.pack(">I", 0) + b"x" * n))
+            sent += n
+        # not signaled, no core, code 0, no signal name
+        c.sendall(frame(EXIT, struct.pack(">BBII", 0, 0, 0, 0)))
+    except OSError:
+        pass
+    print("sent", sent, flush=True)
+    while peer.recv_frame() is not None:
+        pass
+
+
+main()
