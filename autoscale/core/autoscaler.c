@@ -1260,9 +1260,9 @@ static double utilization(const struct run *r, guint i)
 				continue;
 			if (r->o->ignore_mirror_pods_utilization && as_pod_is_mirror(p))
 				continue;
-			sum.cpu += p->requests.cpu;
-			sum.mem += p->requests.mem;
-			sum.gpu += p->requests.gpu;
+			sum.cpu = as_sat_add(sum.cpu, p->requests.cpu);
+			sum.mem = as_sat_add(sum.mem, p->requests.mem);
+			sum.gpu = as_sat_add(sum.gpu, p->requests.gpu);
 		}
 	}
 	if (n->allocatable.gpu > 0)

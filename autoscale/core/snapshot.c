@@ -26,13 +26,14 @@
 #include "config.h"
 
 #include "snapshot.h"
+#include "units.h"
 
 enum undo_kind { UNDO_ADD_NODE, UNDO_USED, UNDO_REMOVE_NODE };
 
 struct undo {
 	enum undo_kind kind;
 	guint idx;
-	struct as_resources delta;
+	struct as_resources used; /* UNDO_USED: the node's before (exact where the sum saturated) */
 };
 
 struct mark {
@@ -145,21 +146,21 @@ void as_snapshot_free(struct as_snapshot *s)
 }
 
 static void log_undo_entry(struct as_snapshot *s, enum undo_kind kind, guint idx,
-			   const struct as_resources *delta)
+			   const struct as_resources *used)
 {
 	struct undo u = {kind, idx, {0, 0, 0, 0}};
 
-	if (delta)
-		u.delta = *delta;
+	if (used)
+		u.used = *used;
 	g_array_append_val(s->undo, u);
 }
 
 static inline void log_undo(struct as_snapshot *s, enum undo_kind kind, guint idx,
-			    const struct as_resources *delta)
+			    const struct as_resources *used)
 {
 	/* Outside any fork nothing can be reverted: keep no log. */
 	if (s->marks->len > 0)
-		log_undo_entry(s, kind, idx, delta);
+		log_undo_entry(s, kind, idx, used);
 }
 
 guint as_snapshot_add_node(struct as_snapshot *s, const struct as_node *n, int group, bool upcoming)
@@ -182,16 +183,20 @@ const struct as_snap_node *as_snapshot_node(const struct as_snapshot *s, guint i
 	return &g_array_index(s->nodes, struct as_snap_node, idx);
 }
 
-/* Add @delta to node @idx's used resources. */
+/*
+ * Add @delta to node @idx's used resources, saturating: the pods the
+ * cluster bound to a node may ask for more than 2^63-1 between them, and
+ * a sum wrapped to a negative would leave room on a full node.
+ */
 static inline void add_used(struct as_snapshot *s, guint idx, const struct as_resources *delta)
 {
 	struct as_snap_node *n = &g_array_index(s->nodes, struct as_snap_node, idx);
 
-	n->used.cpu += delta->cpu;
-	n->used.mem += delta->mem;
-	n->used.gpu += delta->gpu;
-	n->used.pods += delta->pods;
-	log_undo(s, UNDO_USED, idx, delta);
+	log_undo(s, UNDO_USED, idx, &n->used);
+	n->used.cpu = as_sat_add(n->used.cpu, delta->cpu);
+	n->used.mem = as_sat_add(n->used.mem, delta->mem);
+	n->used.gpu = as_sat_add(n->used.gpu, delta->gpu);
+	n->used.pods = as_sat_add(n->used.pods, delta->pods);
 	tree_update(s, idx);
 }
 
@@ -249,10 +254,7 @@ void as_snapshot_revert(struct as_snapshot *s)
 			tree_update(s, u->idx);
 			break;
 		case UNDO_USED:
-			n->used.cpu -= u->delta.cpu;
-			n->used.mem -= u->delta.mem;
-			n->used.gpu -= u->delta.gpu;
-			n->used.pods -= u->delta.pods;
+			n->used = u->used;
 			break;
 		case UNDO_REMOVE_NODE:
 			n->removed = false;
