@@ -132,6 +132,8 @@ static bool rec_live(const struct rec *r, GHashTable *mounts, const char *sdir)
 {
 	if (strcmp(r->kind, "mount") == 0)
 		return g_hash_table_contains(mounts, r->path);
+	if (strcmp(r->kind, "dir") == 0)
+		return true; /* bookkeeping for down, not part of what runs */
 	if (strcmp(r->kind, "service") == 0 && helper_alive(r)) {
 		g_autofree char *f = service_status_file(sdir, r->path), *state = NULL;
 		unsigned starts;
@@ -277,6 +279,16 @@ static unsigned undo(GPtrArray *recs)
 					g_strerror(errno));
 				left++;
 			}
+		} else if (strcmp(r->kind, "dir") == 0) {
+			g_autofree char *real = leads_elsewhere(r->path);
+
+			/* Only while empty: what someone put there since stays, and so does it. */
+			if (real)
+				printf("  left directory %s: the path leads to %s\n", r->path, real);
+			else if (rmdir(r->path) == 0)
+				printf("  removed directory %s\n", r->path);
+			else if (errno != ENOENT)
+				printf("  left directory %s: %s\n", r->path, g_strerror(errno));
 		} else if (strcmp(r->kind, "link") == 0) {
 			g_autofree char *t = g_file_read_link(r->path, NULL);
 
@@ -338,7 +350,7 @@ static int open_dir_at(int dir, const char *name)
  * root, or where the journal does not say (/var/run -> /run), so that
  * down could not find it.
  */
-static int open_beneath(const char *root, const char *rel, const char *section)
+static int open_beneath(const char *root, const char *rel, const char *section, struct journal *j)
 {
 	g_auto(GStrv) parts = g_strsplit(rel, "/", -1);
 	g_autoptr(GString) at = g_string_new(root);
@@ -355,10 +367,16 @@ static int open_beneath(const char *root, const char *rel, const char *section)
 			continue;
 		g_string_append_printf(at, "/%s", *c);
 		next = open_dir_at(fd, *c);
-		if (next == -ENOENT && mkdirat(fd, *c, 0755) < 0 && errno != EEXIST)
-			next = -errno;
-		else if (next == -ENOENT)
-			next = open_dir_at(fd, *c);
+		if (next == -ENOENT) {
+			/* Made here, so removed by down (the intent first, as for mounts). */
+			journal_add(j, "dir", at->str, NULL, 0, 0);
+			if (mkdirat(fd, *c, 0755) < 0) {
+				next = errno == EEXIST ? open_dir_at(fd, *c) : -errno;
+				journal_cancel(j); /* not ours */
+			} else {
+				next = open_dir_at(fd, *c);
+			}
+		}
 		close(fd);
 		if (next < 0) {
 			g_autofree char *to = g_file_read_link(at->str, NULL);
@@ -484,7 +502,7 @@ static int step_mount(const struct cs_profile *p, const struct cs_step *s, const
 		      const struct cs_env_opts *o, struct journal *j)
 {
 	g_autofree char *here = NULL;
-	int err, dfd = open_beneath(p->root, s->target, s->section);
+	int err, dfd = open_beneath(p->root, s->target, s->section, j);
 
 	if (dfd < 0)
 		return dfd;
@@ -595,7 +613,7 @@ static int step_shim(const struct cs_profile *p, const struct cs_step *s, const 
 	g_autofree char *dir = g_path_get_dirname(s->target), *base = g_path_get_basename(at);
 	char old[PATH_MAX];
 	ssize_t n;
-	int err = 0, dfd = open_beneath(p->root, dir, s->section);
+	int err = 0, dfd = open_beneath(p->root, dir, s->section, j);
 
 	if (dfd < 0)
 		return dfd;
@@ -760,7 +778,7 @@ static int step_forward(const char *root, const struct cs_step *s, const char *a
 		.log = log,
 		.status = status,
 	};
-	int dfd = open_beneath(root, dir, s->section);
+	int dfd = open_beneath(root, dir, s->section, j);
 
 	if (dfd < 0)
 		return dfd;
@@ -990,13 +1008,17 @@ int cs_status(const struct cs_profile *p, const struct cs_env_opts *o, bool json
 	qt_json_append_str(js, p->name);
 	g_string_append_printf(js, ",\"state\":\"%s\",\"steps\":[",
 			       !recs->len && !complete ? "down" : complete ? "up" : "partial");
-	for (guint i = 0; i < recs->len; i++) {
+	for (guint i = 0, shown = 0; i < recs->len; i++) {
 		struct rec *r = g_ptr_array_index(recs, i);
 		g_autofree char *what = NULL, *state = NULL;
-		bool live = rec_live(r, mounts, sdir);
+		bool live;
 		unsigned starts = 0;
 		long num = 0;
 
+		/* The directories up made are for down to remove, not steps. */
+		if (strcmp(r->kind, "dir") == 0)
+			continue;
+		live = rec_live(r, mounts, sdir);
 		all = all && live;
 		if (strcmp(r->kind, "service") == 0 && helper_alive(r)) {
 			g_autofree char *f = service_status_file(sdir, r->path);
@@ -1010,7 +1032,7 @@ int cs_status(const struct cs_profile *p, const struct cs_env_opts *o, bool json
 		if (!json)
 			printf("  %-7s %-50s %s%s%s%s\n", r->kind, r->path, live ? "live" : "GONE",
 			       what ? " (" : "", what ? what : "", what ? ")" : "");
-		g_string_append_printf(js, "%s{\"kind\":", i ? "," : "");
+		g_string_append_printf(js, "%s{\"kind\":", shown++ ? "," : "");
 		qt_json_append_str(js, r->kind);
 		g_string_append(js, ",\"path\":");
 		qt_json_append_str(js, r->path);

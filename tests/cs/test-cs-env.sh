@@ -193,6 +193,8 @@ check "down kills the service that ignores SIGTERM after its stop_timeout ($stub
 	sh -c "[ -n '$stubborn' ] && ! kill -0 '$stubborn' 2>/dev/null"
 check "down removes the shim" [ ! -e "$T/root/shims/printenv" ]
 check "down removes the state" [ ! -e "$T/state/cstest" ]
+check "down removes the directories up made: the root is empty again ($(ls -A "$T/root" | tr '\n' ' '))" \
+	[ -z "$(ls -A "$T/root")" ]
 check "down twice is fine" "$CS" down "$T/p.conf"
 check "status after down fails" sh -c "! '$CS' status '$T/p.conf' >/dev/null"
 
@@ -219,6 +221,7 @@ check "... naming it" grep -q '\[service:broken\].*No such file' "$T/broken.out"
 check "... and leaves nothing mounted ($(mounts_under)) or running" \
 	sh -c "[ $(mounts_under) -eq 0 ] && ! pgrep -f '[f]orward-unix.*$T' >/dev/null"
 check "... and no state" [ ! -e "$T/state/cstest" ]
+check "... and the root as it found it ($(ls -A "$T/root" | tr '\n' ' '))" [ -z "$(ls -A "$T/root")" ]
 
 # A bad remote path: up fails on that step and undoes the ones before it.
 sed "s|^remote=$T/host\$|remote=$T/no-such-export|" "$T/p.conf" >"$T/bad.conf"
