@@ -703,7 +703,7 @@ static void metrics(struct api *a, struct bm_http_response *resp)
 	rc = bm_store_metrics(a->st, s);
 	g_mutex_unlock(&a->lock);
 	if (rc < 0)
-		return bm_http_error(resp, 500, "internal", NULL, "metrics: %s", g_strerror(-rc));
+		return store_error(resp, rc, "metrics", NULL); /* a busy database: 503, as elsewhere */
 	resp->status = 200;
 	resp->body = g_string_free(g_steal_pointer(&s), FALSE);
 	resp->content_type = "text/plain; version=0.0.4";
