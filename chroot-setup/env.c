@@ -607,6 +607,34 @@ fail:
 	return err;
 }
 
+/*
+ * Is rexec_binary an executable file inside the root, as a process there
+ * finds it (its symlinks resolved within the root)?  0, or -errno after a
+ * message: every shim would fail when run.  Checked at the shims, after
+ * the mounts that may bring it (a bind of /usr, the host's tree).
+ */
+static int check_rexec_binary(const struct cs_profile *p, const struct cs_step *s)
+{
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+	int rfd = open(p->root, O_PATH | O_DIRECTORY | O_CLOEXEC), fd = -1, err = 0;
+	struct stat st;
+
+	if (rfd < 0 || (fd = (int)syscall(SYS_openat2, rfd, p->rexec_binary, &how, sizeof(how))) < 0 ||
+	    fstat(fd, &st) < 0)
+		err = -errno;
+	else if (!S_ISREG(st.st_mode) || !(st.st_mode & 0111))
+		err = -EACCES;
+	if (err)
+		fprintf(stderr, "%s: [%s]: rexec_binary %s is not an executable file inside the root "
+			"%s (%s): the shims could not run\n", qt_cli_prog(), s->section, p->rexec_binary,
+			p->root, g_strerror(-err));
+	if (fd >= 0)
+		close(fd);
+	if (rfd >= 0)
+		close(rfd);
+	return err;
+}
+
 static int step_shim(const struct cs_profile *p, const struct cs_step *s, const char *at,
 		     struct journal *j)
 {
@@ -617,6 +645,8 @@ static int step_shim(const struct cs_profile *p, const struct cs_step *s, const 
 
 	if (dfd < 0)
 		return dfd;
+	if ((err = check_rexec_binary(p, s)) < 0)
+		goto out;
 	n = readlinkat(dfd, base, old, sizeof(old) - 1);
 	if (n >= 0) {
 		old[n] = '\0';

@@ -125,6 +125,24 @@ printf '[profile]\nname=s4s\nroot=%s/r4\nrexec_host=unix:/nowhere\nrexec_binary=
 "$CS" up "$T/s4s.conf" >"$T/out" 2>&1
 check "up refuses a shim through a symlink ($(head -n 3 "$T/out" | tail -n 1))" \
 	sh -c "grep -qF '$T/r4/escape is a symlink' '$T/out' && [ ! -L '$T/outside/x' ]"
+# A rexec_binary the root does not have (or cannot run): up fails at the
+# first shim, naming it, rather than leave shims that fail when run; and
+# takes back the directory it made for the shim.
+mkdir -p "$T/r9/usr/bin"
+: >"$T/r9/usr/bin/rexec-noexec"
+printf '[profile]\nname=s9\nroot=%s/r9\nrexec_host=unix:/nowhere\nrexec_binary=/usr/bin/rexec-gone\n[shim:x]\ndir=/shims\n' \
+	"$T" >"$T/s9.conf"
+"$CS" up "$T/s9.conf" >"$T/out" 2>&1
+rc=$?
+check "up with a rexec_binary not in the root fails (exit $rc: $(grep rexec_binary "$T/out"))" \
+	sh -c "[ $rc -eq 1 ] && grep -qF '[shim:x]: rexec_binary /usr/bin/rexec-gone is not an executable file inside the root' '$T/out'"
+check "... and leaves no shim directory" [ ! -e "$T/r9/shims" ]
+sed 's|rexec-gone|rexec-noexec|' "$T/s9.conf" >"$T/s9x.conf"
+"$CS" up "$T/s9x.conf" >"$T/out" 2>&1
+rc=$?
+check "... nor one that is not executable (exit $rc)" \
+	sh -c "[ $rc -eq 1 ] && grep -q 'rexec_binary /usr/bin/rexec-noexec .*Permission denied' '$T/out'"
+
 # A root given through a symlink: the journal has the real path, up twice
 # says already up, down unmounts.
 ln -s "$T/real4" "$T/link4"
