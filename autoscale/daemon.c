@@ -719,10 +719,10 @@ static const struct as_node_group *find_group(const struct as_cluster *c, const 
 
 static void log_decision(struct daemon *dm, const struct as_cluster *c, const struct as_decision *d)
 {
-	qt_info("loop: %u nodes (ready %d, unready %d, not started %d, unregistered %d), %u pods, "
-		"%u groups, status %s, scale-down %s",
-		c->nodes->len, d->ready, d->unready, d->not_started, d->unregistered, c->pods->len,
-		c->groups->len, d->status, d->scale_down_status);
+	qt_info("loop: %u nodes (ready %d, unready %d, not started %d, being deleted %d, "
+		"unregistered %d), %u pods, %u groups, status %s, scale-down %s",
+		c->nodes->len, d->ready, d->unready, d->not_started, d->deleted, d->unregistered,
+		c->pods->len, c->groups->len, d->status, d->scale_down_status);
 	for (guint i = 0; i < d->schedulable.n; i++) {
 		const char *where = d->schedulable.v[i].value;
 
