@@ -3876,6 +3876,18 @@ static struct qt_msg *build_create(fuse_req_t req, const char *path, uint32_t fl
 
 static void create_lost(void *arg, bool run);
 
+/*
+ * The timeout of a CREATE sent later or again: what is left of its
+ * deadline @until (ms, at least 1), not a whole timeout of its own, which
+ * would end it as late as the wait for a connection plus that.
+ */
+static uint64_t create_ms_left(gint64 until)
+{
+	gint64 left = (until - g_get_monotonic_time()) / 1000;
+
+	return (uint64_t)MAX(left, 1);
+}
+
 static void create_done(void *arg, int err, struct qt_msg *rep)
 {
 	struct create_pending *cp = arg;
@@ -3976,7 +3988,7 @@ static void create_lost(void *arg, bool run)
 	}
 	cp->sends++;
 	qtfs_client_call_cb(fs->cl, cp->slot, cp->gen, build_create(cp->req, path, cp->flags, cp->mode),
-			    qtfs_client_timeout_ms(fs->cl), create_done, cp);
+			    create_ms_left(cp->until), create_done, cp);
 }
 
 /* A CREATE that found no connection ready, on the slow pool: wait for one, then send. */
@@ -3996,7 +4008,7 @@ static void create_later(void *arg, bool run)
 		g_free(cp);
 		return;
 	}
-	qtfs_client_call_cb(fs->cl, cp->slot, cp->gen, m, qtfs_client_timeout_ms(fs->cl), create_done, cp);
+	qtfs_client_call_cb(fs->cl, cp->slot, cp->gen, m, create_ms_left(cp->until), create_done, cp);
 }
 
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,

@@ -39,8 +39,11 @@
  * before it reaches the server (WHEN before), or after the server has
  * answered it, instead of passing the answer on (after).  The client
  * cannot tell which, and must find out (changes whose answer was lost,
- * fuse-qtfs/fs.c).  OP: rename, unlink, rmdir, mkdir, mknod, symlink,
- * link, create.  No mangling then.
+ * fuse-qtfs/fs.c).  WHEN hold keeps the request, never passed on nor
+ * answered (a server that hangs).  Several rules for one OP take that
+ * OP's requests for one path in turn: the first rule the first request,
+ * the second the one sent again, and so on.  OP: rename, unlink, rmdir,
+ * mkdir, mknod, symlink, link, create.  No mangling then.
  *
  * One-way messages from the client (interrupts) are dropped: their ids
  * name requests by the client's numbering, which the upstream connection
@@ -93,7 +96,7 @@ static const struct bad bads[] = {
 };
 
 /* --cut= */
-enum cut_when { CUT_NONE, CUT_BEFORE, CUT_AFTER };
+enum cut_when { CUT_NONE, CUT_BEFORE, CUT_AFTER, CUT_HOLD };
 
 struct cut {
 	uint16_t op;
@@ -115,8 +118,9 @@ struct mitm {
 	struct qt_loop *loop;
 	struct cut cuts[MAX_CUTS];
 	unsigned n_cuts;
-	GHashTable *cut_seen; /* "OP path" of the requests cut so far */
+	GHashTable *cut_seen; /* "OP path" -> how many requests of it came so far */
 	uint64_t cut;	      /* connections broken by --cut */
+	GPtrArray *cut_held;  /* the requests --cut=hold keeps (freed at exit) */
 	struct qt_endpoint *up_ep;
 	struct qt_psk *psk;
 	GRand *rng;
@@ -375,27 +379,34 @@ static struct qt_msg *mount_masked(const struct mitm *m, const struct qt_msg *re
 	return copy;
 }
 
-/* Whether --cut breaks the connection at @req, and when. */
+/* Whether --cut breaks the connection at @req, and when (its OP's rules take a path's requests in turn). */
 static enum cut_when cut_of(struct mitm *m, const struct qt_msg *req)
 {
+	static const char *const whens[] = {
+		[CUT_BEFORE] = "before the server",
+		[CUT_AFTER] = "after the server's answer",
+		[CUT_HOLD] = "held, never answered",
+	};
 	g_autofree char *path = NULL;
+	unsigned seen, k = 0;
 	struct qt_rd r;
 	char *key;
 
+	for (unsigned i = 0; i < m->n_cuts; i++)
+		k += m->cuts[i].op == qt_msg_type(req);
+	if (!k)
+		return CUT_NONE;
+	qt_rd_init_msg(&r, req);
+	if (qt_rd_strdup(&r, 1u << 16, &path) < 0)
+		return CUT_NONE;
+	key = g_strdup_printf("%u %s", qt_msg_type(req), path);
+	seen = GPOINTER_TO_UINT(g_hash_table_lookup(m->cut_seen, key));
+	g_hash_table_insert(m->cut_seen, key, GUINT_TO_POINTER(seen + 1));
 	for (unsigned i = 0; i < m->n_cuts; i++) {
-		if (m->cuts[i].op != qt_msg_type(req))
+		if (m->cuts[i].op != qt_msg_type(req) || seen--)
 			continue;
-		qt_rd_init_msg(&r, req);
-		if (qt_rd_strdup(&r, 1u << 16, &path) < 0)
-			return CUT_NONE;
-		key = g_strdup_printf("%u %s", qt_msg_type(req), path);
-		if (g_hash_table_contains(m->cut_seen, key)) {
-			g_free(key);
-			return CUT_NONE;
-		}
-		g_hash_table_add(m->cut_seen, key);
 		fprintf(stderr, "qtfs-mitm: cut 0x%04x \"%s\" %s\n", qt_msg_type(req), path,
-			m->cuts[i].when == CUT_BEFORE ? "before the server" : "after the server's answer");
+			whens[m->cuts[i].when]);
 		return m->cuts[i].when;
 	}
 	return CUT_NONE;
@@ -421,6 +432,10 @@ static void down_request(struct qt_conn *c, struct qt_msg *req, void *user)
 		m->cut++;
 		qt_msg_free(req);
 		pair_close(p, "--cut before the server");
+		return;
+	}
+	if (cut == CUT_HOLD) {
+		g_ptr_array_add(m->cut_held, req);
 		return;
 	}
 	/* A WATCH waits on the server until names change: it must not hold a request slot. */
@@ -562,7 +577,8 @@ static void usage(FILE *f)
 		   "--cut=before:OP or after:OP: break the client's connection at the first\n"
 		   "request of OP (rename, unlink, rmdir, mkdir, mknod, symlink, link, create)\n"
 		   "for each path, before it reaches the server or after its answer (no\n"
-		   "mangling then).\n");
+		   "mangling then); hold:OP keeps it unanswered.  More rules for one OP take\n"
+		   "its requests for a path in turn.\n");
 }
 
 int main(int argc, char **argv)
@@ -631,6 +647,8 @@ int main(int argc, char **argv)
 				when = CUT_BEFORE;
 			else if (colon && !strncmp(optarg, "after:", 6))
 				when = CUT_AFTER;
+			else if (colon && !strncmp(optarg, "hold:", 5))
+				when = CUT_HOLD;
 			for (size_t i = 0; colon && i < G_N_ELEMENTS(cut_ops); i++)
 				if (!strcmp(colon + 1, cut_ops[i].name))
 					op = cut_ops[i].op;
@@ -672,6 +690,7 @@ int main(int argc, char **argv)
 	}
 	mp->rng = g_rand_new_with_seed(seed);
 	mp->cut_seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	mp->cut_held = g_ptr_array_new_with_free_func((GDestroyNotify)qt_msg_free);
 	if (qt_psk_load(key, &mp->psk, &msg) < 0 || qt_endpoint_parse(up_uri, &mp->up_ep, &msg) < 0 ||
 	    qt_endpoint_parse(listen_uri, &ep, &msg) < 0) {
 		fprintf(stderr, "qtfs-mitm: %s\n", msg);
@@ -730,5 +749,7 @@ out:
 	g_rand_free(mp->rng);
 	if (mp->cut_seen)
 		g_hash_table_destroy(mp->cut_seen);
+	if (mp->cut_held)
+		g_ptr_array_unref(mp->cut_held);
 	return rc;
 }

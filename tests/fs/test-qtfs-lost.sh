@@ -15,7 +15,9 @@
 # containerd's snapshots) then answered ESTALE for the renamed name for as
 # long as it kept it: the last part renames a file over another through
 # such an overlay, the way the container of test-qtfs-containerd.sh writes
-# its counter, and reads it back.
+# its counter, and reads it back.  Last, a change lost whose connection
+# comes back late and whose second send gets no answer ends by its
+# deadline.
 
 . "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
 . "${top_srcdir:-.}/tests/fs/hostile-env.sh"
@@ -125,6 +127,48 @@ if mount -t overlay overlay -o "lowerdir=$T/lower,upperdir=$T/ma/up,workdir=$T/m
 else
 	fail "overlayfs with its upper layer on the mount: $(cat "$T/ov.err")"
 fi
+
+# A change lost whose connection comes back late, and whose second send
+# then gets no answer (qtfs-mitm holds it): it ends by its deadline
+# (timeout=3), counted from the loss, not a whole timeout after the
+# second send.  The server stopped makes the reconnection take 1.8 s.
+# A CREATE sent again waited a whole timeout of its own: 4.7 s.
+start_mitm "$T/mitm-late.log" --listen "unix:$T/late.sock" --upstream "unix:$T/sock" \
+	--cut=before:create --cut=hold:create --cut=before:rmdir --cut=hold:rmdir
+mitm_late=$mitm
+check "mount through the mitm that holds a change sent again" \
+	mount_qtfs "unix:$T/late.sock:$T/exp/after" "$T/ml" --key-file "$KEY" \
+	-o timeout=3,entry_timeout=60,attr_timeout=60 -v 2>"$T/client-late.log"
+mkdir "$T/ml/late" "$T/ml/late/dir"
+for op in create rmdir; do
+	# Nothing for the kernel to ask first: the change is the first request out.
+	stat "$T/ml/late" "$T/ml/late/dir" >/dev/null
+	kill -STOP "$SERVER_PID"
+	python3 - "$T/ml/late" "$op" >"$T/late.out" 2>&1 <<'PY' &
+import os, sys, time
+d, op = sys.argv[1:]
+t0 = time.monotonic()
+try:
+    if op == "create":
+        os.close(os.open(d + "/f", os.O_CREAT | os.O_WRONLY, 0o644))
+    else:
+        os.rmdir(d + "/dir")
+    r = "ok"
+except OSError as e:
+    r = os.strerror(e.errno)
+print("%s %.1f" % (r.replace(" ", "_"), time.monotonic() - t0))
+PY
+	py=$!
+	sleep 1.8
+	kill -CONT "$SERVER_PID"
+	wait "$py"
+	read -r res secs <"$T/late.out"
+	check "$op lost, its connection back 1.8 s later, sent again and not answered: $res after $secs s" \
+		python3 -c 'import sys; sys.exit(float(sys.argv[1]) > 3.5)' "$secs"
+done
+check "unmount (a change sent again held)" umount_qtfs "$T/ml"
+mitm=$mitm_late
+stop_mitm "$T/mitm-late.log"
 
 check "unmount (answers lost)" umount_qtfs "$T/ma"
 check "unmount (requests lost)" umount_qtfs "$T/mb"
