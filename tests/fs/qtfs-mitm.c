@@ -39,10 +39,13 @@
  * before it reaches the server (WHEN before), or after the server has
  * answered it, instead of passing the answer on (after).  The client
  * cannot tell which, and must find out (changes whose answer was lost,
- * fuse-qtfs/fs.c).  WHEN hold keeps the request, never passed on nor
- * answered (a server that hangs).  Several rules for one OP take that
- * OP's requests for one path in turn: the first rule the first request,
- * the second the one sent again, and so on.  OP: rename, unlink, rmdir,
+ * fuse-qtfs/fs.c).  Two more WHENs: hold keeps the request, never passed
+ * on nor answered (a server that hangs), and late breaks the client's
+ * connection at once but passes the request on LATE_MS later, on the
+ * connection to the server it came for (the link lost while the server
+ * still had the request to do).  Several rules for one OP take that OP's
+ * requests for one path in turn: the first rule the first request, the
+ * second the one sent again, and so on.  OP: rename, unlink, rmdir,
  * mkdir, mknod, symlink, link, create.  No mangling then.
  *
  * One-way messages from the client (interrupts) are dropped: their ids
@@ -96,7 +99,10 @@ static const struct bad bads[] = {
 };
 
 /* --cut= */
-enum cut_when { CUT_NONE, CUT_BEFORE, CUT_AFTER, CUT_HOLD };
+enum cut_when { CUT_NONE, CUT_BEFORE, CUT_AFTER, CUT_HOLD, CUT_LATE };
+
+/* --cut=late: how long after the client's connection went its request reaches the server. */
+#define LATE_MS 1000
 
 struct cut {
 	uint16_t op;
@@ -121,6 +127,7 @@ struct mitm {
 	GHashTable *cut_seen; /* "OP path" -> how many requests of it came so far */
 	uint64_t cut;	      /* connections broken by --cut */
 	GPtrArray *cut_held;  /* the requests --cut=hold keeps (freed at exit) */
+	unsigned lates;	      /* --cut=late requests not answered yet */
 	struct qt_endpoint *up_ep;
 	struct qt_psk *psk;
 	GRand *rng;
@@ -150,6 +157,7 @@ struct fwd {
 	struct pair *p;
 	struct qt_msg *req; /* the client's, answered with the same id */
 	bool cut;	    /* --cut=after: the answer breaks the connection instead */
+	bool late;	    /* --cut=late: the client is gone; the answer ends the pair */
 };
 
 static struct pair *pair_ref(struct pair *p)
@@ -302,6 +310,12 @@ static void up_reply(struct qt_conn *c, int err, struct qt_msg *reply, void *arg
 
 	if (!p->down) {
 		/* The client is gone. */
+		if (f->late && !more) {
+			fprintf(stderr, "qtfs-mitm: late request answered (%s)\n",
+				err < 0 ? g_strerror(-err) : "done");
+			m->lates--;
+			pair_close(p, "--cut late: answered");
+		}
 	} else if (f->cut && !more) {
 		fprintf(stderr, "qtfs-mitm: cut after the answer (%s)\n", err < 0 ? g_strerror(-err) : "done");
 		m->cut++;
@@ -386,6 +400,7 @@ static enum cut_when cut_of(struct mitm *m, const struct qt_msg *req)
 		[CUT_BEFORE] = "before the server",
 		[CUT_AFTER] = "after the server's answer",
 		[CUT_HOLD] = "held, never answered",
+		[CUT_LATE] = "now, and passed on late",
 	};
 	g_autofree char *path = NULL;
 	unsigned seen, k = 0;
@@ -410,6 +425,29 @@ static enum cut_when cut_of(struct mitm *m, const struct qt_msg *req)
 		return m->cuts[i].when;
 	}
 	return CUT_NONE;
+}
+
+/* A --cut=late request on its way to the server. */
+struct late {
+	struct fwd *f;
+	struct qt_msg *copy;
+};
+
+static void late_send(void *arg)
+{
+	struct late *l = arg;
+	struct fwd *f = l->f;
+	struct pair *p = f->p;
+
+	if (!p->up)
+		qt_msg_free(l->copy);
+	if (!p->up || qt_conn_call(p->up, l->copy, 0, up_reply, f) < 0) {
+		p->m->lates--;
+		qt_msg_free(f->req);
+		pair_unref(p);
+		g_free(f);
+	}
+	g_free(l);
 }
 
 static void down_request(struct qt_conn *c, struct qt_msg *req, void *user)
@@ -456,6 +494,20 @@ static void down_request(struct qt_conn *c, struct qt_msg *req, void *user)
 	f->p = pair_ref(p);
 	f->req = req;
 	f->cut = cut == CUT_AFTER;
+	if (cut == CUT_LATE) {
+		/* The client's half goes now; ours to the server stays for the request. */
+		struct qt_conn *down = g_steal_pointer(&p->down);
+		struct late *l = g_new(struct late, 1);
+
+		*l = (struct late){.f = f, .copy = copy};
+		f->late = true;
+		m->cut++;
+		m->lates++;
+		qt_conn_close(down, -ECONNRESET, "--cut late");
+		qt_conn_unref(down);
+		qt_timer_add(m->loop, LATE_MS, late_send, l);
+		return;
+	}
 	if (qt_conn_call(p->up, copy, 0, up_reply, f) < 0) {
 		qt_conn_reply(c, qt_msg_new_error(req, EIO));
 		qt_msg_free(req);
@@ -577,8 +629,9 @@ static void usage(FILE *f)
 		   "--cut=before:OP or after:OP: break the client's connection at the first\n"
 		   "request of OP (rename, unlink, rmdir, mkdir, mknod, symlink, link, create)\n"
 		   "for each path, before it reaches the server or after its answer (no\n"
-		   "mangling then); hold:OP keeps it unanswered.  More rules for one OP take\n"
-		   "its requests for a path in turn.\n");
+		   "mangling then); hold:OP keeps it unanswered, late:OP breaks the connection\n"
+		   "and passes it on a second later.  More rules for one OP take its requests\n"
+		   "for a path in turn.\n");
 }
 
 int main(int argc, char **argv)
@@ -649,6 +702,8 @@ int main(int argc, char **argv)
 				when = CUT_AFTER;
 			else if (colon && !strncmp(optarg, "hold:", 5))
 				when = CUT_HOLD;
+			else if (colon && !strncmp(optarg, "late:", 5))
+				when = CUT_LATE;
 			for (size_t i = 0; colon && i < G_N_ELEMENTS(cut_ops); i++)
 				if (!strcmp(colon + 1, cut_ops[i].name))
 					op = cut_ops[i].op;
@@ -730,7 +785,7 @@ int main(int argc, char **argv)
 	qt_loop_run(mp->loop);
 	qt_server_shutdown(srv);
 	/* The replies held back go too (--delay-watch's are short). */
-	for (int i = 0; i < 200 && (qt_server_conn_count(srv) || mp->ups || mp->held); i++)
+	for (int i = 0; i < 200 && (qt_server_conn_count(srv) || mp->ups || mp->held || mp->lates); i++)
 		qt_loop_run_once(mp->loop, 10);
 	fprintf(stderr, "qtfs-mitm: %" G_GUINT64_FORMAT " replies, %" G_GUINT64_FORMAT " mangled, %"
 		G_GUINT64_FORMAT " connections cut\n", mp->replies, mp->mangled, mp->cut);
