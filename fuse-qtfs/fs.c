@@ -994,6 +994,7 @@ struct change {
 	const char *to;	      /* rename, link: the new name */
 	struct host_id a, b;  /* what path (link: the file) and, for RENAME_EXCHANGE, to held */
 	bool exchange;
+	bool once;	      /* RENAME_EXCHANGE, RENAME_WHITEOUT: never sent again (change_settle()) */
 	uint32_t type;	      /* mknod, mkdir, symlink: S_IFMT of the new file */
 	uint64_t rdev;	      /* mknod of a device */
 	uint64_t target_len;  /* symlink */
@@ -1125,6 +1126,20 @@ static int change_settle(struct qtfs_fs *fs, struct change *ch, struct qt_msg *m
 			qt_info("%s \"%s\": the connection went before the answer; found made on the host",
 				op_name(ch->op), ch->path);
 			err = 0;
+			break;
+		}
+		/*
+		 * A change sent again is made twice if the first reaches the host
+		 * after the look (a live server that had it queued): harmless
+		 * for most, the second failing (ENOENT, EEXIST: looked at again
+		 * below), but RENAME_EXCHANGE made twice swaps back, and
+		 * RENAME_WHITEOUT made twice renames the whiteout over the file.
+		 */
+		if (err == -QTFS_ELOST && st == CH_NOT_MADE && ch->once) {
+			qt_notice("%s \"%s\": the connection went before the answer; not made on the "
+				  "host when looked at, and not sent again (made twice it would undo "
+				  "or lose what the first did): EIO", op_name(ch->op), ch->path);
+			err = -EIO;
 			break;
 		}
 		if (err == -QTFS_ELOST && st == CH_NOT_MADE && sends < CHANGE_SENDS &&
@@ -3503,7 +3518,8 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	g_autofree char *to = path_of(fs, newparent, newname);
 	g_autoptr(qt_msg) rep = NULL;
 	struct change ch = {.op = QTFS_RENAME, .path = from, .to = to,
-			    .exchange = flags & RENAME_EXCHANGE};
+			    .exchange = flags & RENAME_EXCHANGE,
+			    .once = flags & (RENAME_EXCHANGE | RENAME_WHITEOUT)};
 	uint64_t noted[2] = {0, 0};
 	struct node *p, *np, *a, *b;
 	struct qt_msg *m;

@@ -15,9 +15,12 @@
 # containerd's snapshots) then answered ESTALE for the renamed name for as
 # long as it kept it: the last part renames a file over another through
 # such an overlay, the way the container of test-qtfs-containerd.sh writes
-# its counter, and reads it back.  Last, a change lost whose connection
-# comes back late and whose second send gets no answer ends by its
-# deadline.
+# its counter, and reads it back.  RENAME_EXCHANGE and RENAME_WHITEOUT
+# are never sent again (made twice, the second would undo or destroy what
+# the first did, should the first reach the server after the look): one
+# cut before the server is EIO, and one that reaches the server late
+# (--cut=late) is made once.  Last, a change lost whose connection comes
+# back late and whose second send gets no answer ends by its deadline.
 
 . "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
 . "${top_srcdir:-.}/tests/fs/hostile-env.sh"
@@ -43,11 +46,12 @@ check "mount through the mitm that cuts before the server" \
 	mount_qtfs "unix:$T/before.sock:$T/exp/before" "$T/mb" --key-file "$KEY" -o timeout=5 -v \
 	2>"$T/client-before.log"
 
-# changes DIR: the sequence, one line per change with its exit status.
+# changes DIR [SKIP]: the sequence, one line per change with its exit
+# status; without the step named SKIP.
 changes() {
-	python3 - "$1" <<'PY'
+	python3 - "$1" "${2:-}" <<'PY'
 import ctypes, os, sys
-d = sys.argv[1]
+d, skip = sys.argv[1], sys.argv[2]
 libc = ctypes.CDLL(None, use_errno=True)
 
 def exchange(a, b):
@@ -79,6 +83,8 @@ steps = [
     ("rmdir", lambda: os.rmdir(d + "/dir/sub")),
 ]
 for name, fn in steps:
+    if name == skip:
+        continue
     try:
         print(name, "wrong" if fn() is False else "ok")
     except OSError as e:
@@ -92,18 +98,22 @@ tree() {
 		find . -type f -exec sh -c 'printf "%s: " "$1"; cat "$1"' sh {} \; | sort)
 }
 
+mkdir -p "$T/native2"
 changes "$T/native" >"$T/native.out"
+changes "$T/native2" exchange >"$T/native2.out"
 changes "$T/ma" >"$T/after.out"
-changes "$T/mb" >"$T/before.out"
+# (The exchange, not sent again, fails there: below.)
+changes "$T/mb" exchange >"$T/before.out"
 cat "$T/after.out"
 check "every change succeeds natively" sh -c '! grep -v " ok$" "$1"' sh "$T/native.out"
 check "... and through the mitm that cut them after the server's answer" cmp "$T/native.out" "$T/after.out"
-check "... and through the one that cut them before the server" cmp "$T/native.out" "$T/before.out"
+check "... and through the one that cut them before the server" cmp "$T/native2.out" "$T/before.out"
 tree "$T/native" >"$T/native.tree"
+tree "$T/native2" >"$T/native2.tree"
 tree "$T/exp/after" >"$T/after.tree"
 tree "$T/exp/before" >"$T/before.tree"
 check "the host's tree is the native one (answers lost)" cmp "$T/native.tree" "$T/after.tree"
-check "... (requests lost)" cmp "$T/native.tree" "$T/before.tree"
+check "... (requests lost)" cmp "$T/native2.tree" "$T/before.tree"
 tree "$T/ma" >"$T/after-mnt.tree"
 check "... and so is the mount's" cmp "$T/native.tree" "$T/after-mnt.tree"
 n_after=$(grep -c "^qtfs-mitm: cut after the answer" "$T/mitm-after.log")
@@ -112,6 +122,56 @@ check "every kind of change was cut after its answer ($n_after connections)" [ "
 check "... and before the server ($n_before connections)" [ "$n_before" -ge 12 ]
 check "the client says which it found made" grep -q "found made on the host" "$T/client-after.log"
 check "... and which it sent again" grep -q "not made on the host, sent again" "$T/client-before.log"
+
+# rename2 OP A B: renameat2(A, B) with RENAME_EXCHANGE or RENAME_WHITEOUT;
+# prints ok or the error.
+rename2() {
+	python3 - "$@" <<'PY'
+import ctypes, os, sys
+op, a, b = sys.argv[1:]
+libc = ctypes.CDLL(None, use_errno=True)
+flag = {"exchange": 2, "whiteout": 4}[op]
+if libc.renameat2(-100, a.encode(), -100, b.encode(), flag) != 0:
+    print(os.strerror(ctypes.get_errno()))
+else:
+    print("ok")
+PY
+}
+
+# An exchange cut before the server: found not made, and not sent again.
+out=$(rename2 exchange "$T/mb/g" "$T/mb/x")
+check "RENAME_EXCHANGE cut before the server is not sent again: $out" [ "$out" = "Input/output error" ]
+check "... and the host's names are as they were" \
+	sh -c "[ \"\$(cat '$T/exp/before/g')\" = data ] && [ \"\$(cat '$T/exp/before/x')\" = excl ]"
+check "... which the client says" grep -q "RENAME \"g\".*not sent again" "$T/client-before.log"
+
+# One that reaches a live server after the client looked (qtfs-mitm passes
+# it on a second after breaking the connection): made once.  Sent again,
+# the exchange was made twice (the names back as they were, and 0
+# answered), and the whiteout renamed the whiteout over the file (its
+# data gone, both names whiteouts).
+mkdir -p "$T/exp/late2"
+echo A >"$T/exp/late2/a"
+echo B >"$T/exp/late2/b"
+echo C >"$T/exp/late2/c"
+echo D >"$T/exp/late2/d"
+start_mitm "$T/mitm-late2.log" --listen "unix:$T/late2.sock" --upstream "unix:$T/sock" --cut=late:rename
+mitm_late2=$mitm
+check "mount through the mitm that passes a rename on late" \
+	mount_qtfs "unix:$T/late2.sock:$T/exp/late2" "$T/m2" --key-file "$KEY" -o timeout=5 -v \
+	2>"$T/client-late2.log"
+out=$(rename2 exchange "$T/m2/a" "$T/m2/b")
+out2=$(rename2 whiteout "$T/m2/c" "$T/m2/d")
+sleep 1.5
+check "a RENAME_EXCHANGE that reaches the server late: $out" [ "$out" = "Input/output error" ]
+check "... made once: a holds B, b holds A" \
+	sh -c "[ \"\$(cat '$T/exp/late2/a')\" = B ] && [ \"\$(cat '$T/exp/late2/b')\" = A ]"
+check "a RENAME_WHITEOUT that reaches the server late: $out2" [ "$out2" = "Input/output error" ]
+check "... made once: d holds C, c is a whiteout ($(stat -c '%F %t:%T' "$T/exp/late2/c"))" \
+	sh -c "[ \"\$(cat '$T/exp/late2/d' 2>&1)\" = C ] && [ \"\$(stat -c '%F %t:%T' '$T/exp/late2/c')\" = 'character special file 0:0' ]"
+check "unmount (a rename passed on late)" umount_qtfs "$T/m2"
+mitm=$mitm_late2
+stop_mitm "$T/mitm-late2.log"
 
 # The counter of test-qtfs-containerd.sh's container, through an overlay
 # whose upper layer is on the mount: each rename's answer is lost.
