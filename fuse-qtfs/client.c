@@ -71,11 +71,22 @@ struct qtfs_client {
 	struct qtfs_attr root;
 	uint32_t mflags;
 	uint64_t id; /* QTFS_MNT_WATCH: one for all the connections */
+	uint64_t instance; /* the server's, from the last MOUNT (0: unknown); lock */
 };
 
 uint64_t qtfs_client_timeout_ms(const struct qtfs_client *cl)
 {
 	return cl->o.timeout_ms;
+}
+
+uint64_t qtfs_client_instance(struct qtfs_client *cl)
+{
+	uint64_t v;
+
+	g_mutex_lock(&cl->lock);
+	v = cl->instance;
+	g_mutex_unlock(&cl->lock);
+	return v;
 }
 
 /* An asynchronous call waiting for a ready connection looks again this often. */
@@ -99,6 +110,7 @@ static void mount_done(struct qt_conn *c, int err, struct qt_msg *reply, void *a
 	struct slot *s = arg;
 	struct qtfs_client *cl = s->cl;
 	struct qtfs_attr root;
+	uint64_t instance = 0;
 	uint32_t flags = 0;
 	struct qt_rd r;
 
@@ -106,6 +118,8 @@ static void mount_done(struct qt_conn *c, int err, struct qt_msg *reply, void *a
 		qt_rd_init_msg(&r, reply);
 		qt_rd_u32(&r, &flags);
 		err = qtfs_rd_attr(&r, &root);
+		if (err == 0 && (flags & QTFS_MF_INSTANCE))
+			err = qt_rd_u64(&r, &instance);
 		if (err == 0)
 			err = qt_rd_end(&r);
 		qt_msg_free(reply);
@@ -135,6 +149,9 @@ static void mount_done(struct qt_conn *c, int err, struct qt_msg *reply, void *a
 	s->state = SLOT_READY;
 	s->gen++;
 	s->failures = 0;
+	if (cl->instance && cl->instance != instance)
+		qt_info("connection %u: the server was restarted (another instance)", s->index);
+	cl->instance = instance;
 	if (!cl->first_done) {
 		cl->root = root;
 		cl->mflags = flags;
@@ -154,7 +171,8 @@ static void conn_ready(struct qt_conn *c, void *user)
 
 	qt_msg_put_str(m, cl->remote_path);
 	qt_msg_put_u32(m, QTFS_MNT_DIR_ATTRS | QTFS_MNT_PIPE_READS | QTFS_MNT_XATTR_FH | QTFS_MNT_UMASK |
-			      QTFS_MNT_WRITE_MODE | (cl->o.watch ? QTFS_MNT_WATCH | QTFS_MNT_WATCH_MOVES : 0));
+			      QTFS_MNT_WRITE_MODE | QTFS_MNT_INSTANCE |
+			      (cl->o.watch ? QTFS_MNT_WATCH | QTFS_MNT_WATCH_MOVES : 0));
 	if (cl->o.watch)
 		qt_msg_put_u64(m, cl->id);
 	g_mutex_lock(&cl->lock);

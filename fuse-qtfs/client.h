@@ -154,3 +154,9 @@ void qtfs_client_call_cb(struct qtfs_client *cl, unsigned slot, uint64_t gen, st
 			 uint64_t timeout_ms, qtfs_done_fn done, void *arg);
 
 uint64_t qtfs_client_timeout_ms(const struct qtfs_client *cl);
+/*
+ * The server process's instance from the last MOUNT (QTFS_MNT_INSTANCE), 0
+ * from a server that does not say.  Another one than before a call was
+ * lost: the server was restarted, and the call can no longer be carried out.
+ */
+uint64_t qtfs_client_instance(struct qtfs_client *cl);

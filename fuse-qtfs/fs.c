@@ -849,6 +849,7 @@ struct pending {
 	unsigned epoch; /* watch_epoch() when the call went out */
 	fuse_ino_t ino; /* lookup, unlink, rmdir: the parent; getattr: the node */
 	uint16_t op;	/* unlink, rmdir: QTFS_UNLINK or QTFS_RMDIR */
+	uint64_t instance; /* unlink, rmdir: the server's when sent (qtfs_client_instance()) */
 	gint64 until;	/* unlink, rmdir lost (remove_lost()): the deadline of settling it */
 	char *path;	/* the host path the call named */
 	char name[];	/* lookup, unlink, rmdir: the name in the parent */
@@ -863,6 +864,7 @@ static struct pending *pending_new(fuse_req_t req, fuse_ino_t ino, char *path, c
 	p->epoch = watch_epoch(FS(req));
 	p->ino = ino;
 	p->op = 0;
+	p->instance = 0;
 	p->until = 0;
 	p->path = path;
 	memcpy(p->name, name ? name : "", len);
@@ -964,11 +966,20 @@ static struct qt_msg *req_path(uint16_t op, const char *path)
  * mount (containerd's snapshots) then answers ESTALE for that name for as
  * long as it keeps it.  So once a connection is back the client looks at
  * the host: a change found made is answered as made (without the
- * directory attributes its answer carries), one found not made is sent
- * again, anything else is EIO; all within the call's deadline.  An error
- * answer to a change sent again is looked at the same way, in case the
- * first one reached the host after the look (a link lost while the server
- * still worked on it).
+ * directory attributes its answer carries); one found not made is sent
+ * again, and anything else is EIO; all within the call's deadline.  But a
+ * live server may have had the first request queued or running when the
+ * link went, and carry it out after the look: the change is then made
+ * twice.  That is harmless for a change whose second making fails without
+ * changing anything (mknod, mkdir, symlink, link: EEXIST; a create with
+ * O_EXCL, or without O_TRUNC, which then opens the file), and those are
+ * sent again to any server.  The others (a rename or an unlink made twice
+ * would move or remove what the caller put at the name since, an exchange
+ * would swap back, a create with O_TRUNC would empty what was written
+ * since) are sent again only to a server that was restarted meanwhile
+ * (another instance in the MOUNT reply: the process that had the request
+ * is gone and cannot carry it out any more); else they are EIO.  An error
+ * answer to a change sent again is looked at the same way as a loss.
  *
  * Made means: a rename, that the old name is gone and the new one holds
  * the file the old one held (both swapped, for RENAME_EXCHANGE); an unlink
@@ -994,7 +1005,8 @@ struct change {
 	const char *to;	      /* rename, link: the new name */
 	struct host_id a, b;  /* what path (link: the file) and, for RENAME_EXCHANGE, to held */
 	bool exchange;
-	bool once;	      /* RENAME_EXCHANGE, RENAME_WHITEOUT: never sent again (change_settle()) */
+	bool twice_ok;	      /* made twice, the second fails and changes nothing (see above) */
+	uint64_t instance;    /* the server's when it was first sent (qtfs_client_instance()) */
 	uint32_t type;	      /* mknod, mkdir, symlink: S_IFMT of the new file */
 	uint64_t rdev;	      /* mknod of a device */
 	uint64_t target_len;  /* symlink */
@@ -1106,6 +1118,14 @@ static const char *op_name(uint16_t op)
 	}
 }
 
+/* Is the server another process than instance @instance (0: not known)? */
+static bool restarted(struct qtfs_fs *fs, uint64_t instance)
+{
+	uint64_t now = qtfs_client_instance(fs->cl);
+
+	return instance && now && now != instance;
+}
+
 /*
  * Settle change @ch, whose call ended with @err, as above: look at the
  * host and send @m (a copy of the call; taken) again while it is found not
@@ -1128,17 +1148,12 @@ static int change_settle(struct qtfs_fs *fs, struct change *ch, struct qt_msg *m
 			err = 0;
 			break;
 		}
-		/*
-		 * A change sent again is made twice if the first reaches the host
-		 * after the look (a live server that had it queued): harmless
-		 * for most, the second failing (ENOENT, EEXIST: looked at again
-		 * below), but RENAME_EXCHANGE made twice swaps back, and
-		 * RENAME_WHITEOUT made twice renames the whiteout over the file.
-		 */
-		if (err == -QTFS_ELOST && st == CH_NOT_MADE && ch->once) {
-			qt_notice("%s \"%s\": the connection went before the answer; not made on the "
-				  "host when looked at, and not sent again (made twice it would undo "
-				  "or lose what the first did): EIO", op_name(ch->op), ch->path);
+		/* The same server may still carry the first out: not sent again (see above). */
+		if (err == -QTFS_ELOST && st == CH_NOT_MADE && !ch->twice_ok &&
+		    !restarted(fs, ch->instance)) {
+			qt_notice("%s \"%s\": the connection went before the answer and the host does "
+				  "not show it made, but the server that had it may still make it: "
+				  "EIO", op_name(ch->op), ch->path);
 			err = -EIO;
 			break;
 		}
@@ -1168,6 +1183,7 @@ static int call_change(struct qtfs_fs *fs, struct qt_msg *m, struct change *ch, 
 	int err;
 
 	*rep = NULL;
+	ch->instance = qtfs_client_instance(fs->cl);
 	err = qtfs_client_call_until(fs->cl, qt_msg_dup(m), QTFS_ASK, until, rep);
 	return change_settle(fs, ch, m, err, until, rep);
 }
@@ -3315,6 +3331,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, const
 
 	listed_note(fs, parent, name);
 	list_mark_get(fs, &lmark);
+	ch->twice_ok = true; /* a second making fails with EEXIST */
 	err = call_change(fs, m, ch, &rep);
 
 	if (err == 0 && rep) {
@@ -3454,7 +3471,8 @@ static void remove_lost(void *arg, bool run)
 {
 	struct pending *p = arg;
 	struct qtfs_fs *fs = FS(p->req);
-	struct change ch = {.op = p->op, .path = p->path, .a = name_host_id(fs, p->ino, p->name)};
+	struct change ch = {.op = p->op, .path = p->path, .a = name_host_id(fs, p->ino, p->name),
+			    .instance = p->instance};
 	struct qt_msg *rep = NULL;
 	int err = -EIO;
 
@@ -3475,6 +3493,7 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, uin
 	}
 	p = pending_new(req, parent, path, name);
 	p->op = op;
+	p->instance = qtfs_client_instance(fs->cl);
 	qtfs_client_call_async_any(fs->cl, req_path(op, path), QTFS_ASK, remove_done, p);
 }
 
@@ -3518,8 +3537,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	g_autofree char *to = path_of(fs, newparent, newname);
 	g_autoptr(qt_msg) rep = NULL;
 	struct change ch = {.op = QTFS_RENAME, .path = from, .to = to,
-			    .exchange = flags & RENAME_EXCHANGE,
-			    .once = flags & (RENAME_EXCHANGE | RENAME_WHITEOUT)};
+			    .exchange = flags & RENAME_EXCHANGE};
 	uint64_t noted[2] = {0, 0};
 	struct node *p, *np, *a, *b;
 	struct qt_msg *m;
@@ -3877,6 +3895,7 @@ struct create_pending {
 	unsigned sends;
 	gint64 until;	  /* the deadline of sending it later or again (create_later(), create_lost()) */
 	int err;	  /* why create_lost() runs: -ESTALE, or -EEXIST for O_EXCL sent again */
+	uint64_t instance; /* the server's when first sent (qtfs_client_instance()) */
 	char name[];
 };
 
@@ -3963,32 +3982,44 @@ static void create_done(void *arg, int err, struct qt_msg *rep)
 /*
  * A CREATE whose connection went before its answer (cp->err -ESTALE), or an
  * O_EXCL one sent again that found its name taken (-EEXIST), on the slow
- * pool.  With O_EXCL, a look at the host tells made (an empty regular file
- * there: opened, sent again without O_EXCL), not made (nothing there: sent
- * again) and neither (EIO; -EEXIST stands).  Without O_EXCL, sent again: it
- * creates the file or opens the one the first made.
+ * pool.  A look at the host tells made, not made or neither.  Made: a
+ * regular file at the name (with O_EXCL, an empty one), which the kernel
+ * had found none at before it sent the CREATE: opened, the CREATE sent
+ * again without O_EXCL and O_TRUNC.  Not made: nothing there, sent again
+ * as it was; but one with O_TRUNC (and without O_EXCL) only to a
+ * restarted server ("changes whose answer was lost": the first one, still
+ * carried out by the server that had it, would empty what was written
+ * since).  Neither: EIO (-EEXIST stands for an O_EXCL one sent again).
  */
 static void create_lost(void *arg, bool run)
 {
 	struct create_pending *cp = arg;
 	struct qtfs_fs *fs = FS(cp->req);
 	g_autofree char *path = run ? path_of(fs, cp->parent, cp->name) : NULL;
+	const char *why = "the host does not show whether it was made";
 	struct qtfs_attr a;
 	int err = -EIO;
 
-	if (path && (cp->flags & O_EXCL)) {
+	if (path) {
+		bool excl = cp->flags & O_EXCL;
+
 		err = look(fs, path, cp->until, &a);
-		if (err == 0 && S_ISREG(a.mode) && a.size == 0) {
+		if (err == 0 && S_ISREG(a.mode) && (!excl || a.size == 0)) {
 			qt_info("CREATE \"%s\": the connection went before the answer; found made on "
 				"the host, opened", path);
-			cp->flags &= ~(uint32_t)O_EXCL;
+			/* Ours: opened (a first one still to come opens it, or fails with EEXIST). */
+			cp->flags &= ~(uint32_t)(O_EXCL | O_TRUNC);
 		} else if (err == 0) {
-			err = cp->err == -EEXIST ? -EEXIST : -EIO;
+			err = excl && cp->err == -EEXIST ? -EEXIST : -EIO;
+		} else if (err == -ENOENT && !excl && (cp->flags & O_TRUNC) &&
+			   !restarted(fs, cp->instance)) {
+			err = -EIO;
+			why = "the server that had it may still make it, emptying what is written since";
 		} else if (err == -ENOENT) {
+			qt_info("CREATE \"%s\": the connection went before the answer; not made on "
+				"the host, sent again", path);
 			err = 0;
 		}
-	} else if (path) {
-		err = 0;
 	}
 	if (err == 0 && g_get_monotonic_time() >= cp->until)
 		err = -ETIMEDOUT;
@@ -3996,8 +4027,8 @@ static void create_lost(void *arg, bool run)
 		err = qtfs_client_pick_other(fs->cl, cp->until, &cp->slot, &cp->gen);
 	if (err < 0) {
 		if (err == -EIO && run)
-			qt_notice("CREATE \"%s\": the connection went before the answer, and the host "
-				  "does not show whether it was made: EIO", path ? path : cp->name);
+			qt_notice("CREATE \"%s\": the connection went before the answer, and %s: EIO",
+				  path ? path : cp->name, why);
 		reply_err(cp->req, -err);
 		g_free(cp);
 		return;
@@ -4053,7 +4084,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	cp = g_malloc(sizeof(*cp) + len);
 	*cp = (struct create_pending){.req = req, .epoch = watch_epoch(fs), .parent = parent, .fi = *fi,
 				      .slot = slot, .gen = gen, .flags = (uint32_t)fi->flags, .mode = mode,
-				      .sends = 1};
+				      .sends = 1, .instance = qtfs_client_instance(fs->cl)};
 	memcpy(cp->name, name, len);
 	/* On the loop thread with no connection ready: wait for one elsewhere. */
 	if (err == -EAGAIN) {

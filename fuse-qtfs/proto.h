@@ -165,6 +165,13 @@ enum {
 	 * handle opened with O_APPEND, whose mode fcntl(F_SETFL) cleared
 	 */
 	QTFS_MNT_WRITE_MODE = 0x40,
+	/*
+	 * the reply ends with the server's instance, a u64 drawn at random
+	 * when the server process starts: a client that finds another one
+	 * after reconnecting knows that nothing it sent before can still be
+	 * carried out (see "changes whose answer was lost" in fs.c)
+	 */
+	QTFS_MNT_INSTANCE = 0x80,
 };
 
 /* MOUNT reply flags. */
@@ -175,6 +182,7 @@ enum {
 	QTFS_MF_XATTR_FH = 0x8,	 /* QTFS_MNT_XATTR_FH granted */
 	QTFS_MF_WATCH_MOVES = 0x10, /* QTFS_MNT_WATCH_MOVES granted */
 	QTFS_MF_UMASK = 0x20,	    /* QTFS_MNT_UMASK granted */
+	QTFS_MF_INSTANCE = 0x40,    /* QTFS_MNT_INSTANCE granted: the instance follows the attributes */
 };
 
 /*

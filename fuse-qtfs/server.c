@@ -115,6 +115,7 @@ enum { TAG_SRV = 0x51535256, TAG_SESS = 0x53455353 };
 
 struct qtfs_srv {
 	uint32_t tag; /* TAG_SRV */
+	uint64_t instance; /* QTFS_MNT_INSTANCE: random, never 0 */
 	struct qt_loop *loop;
 	struct qtfs_export *exports;
 	unsigned n_exports;
@@ -3322,8 +3323,11 @@ static int op_mount(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	qt_msg_put_u32(rep, (sess->ro ? QTFS_MF_RDONLY : 0) | (sess->dir_attrs ? QTFS_MF_DIR_ATTRS : 0) |
 				    (sess->sub ? QTFS_MF_WATCH : 0) | (sess->xattr_fh ? QTFS_MF_XATTR_FH : 0) |
 				    (sess->sub && (flags & QTFS_MNT_WATCH_MOVES) ? QTFS_MF_WATCH_MOVES : 0) |
-				    (sess->umask ? QTFS_MF_UMASK : 0));
+				    (sess->umask ? QTFS_MF_UMASK : 0) |
+				    (flags & QTFS_MNT_INSTANCE ? QTFS_MF_INSTANCE : 0));
 	put_attr_of(sess, rep, &st, fd, "");
+	if (flags & QTFS_MNT_INSTANCE)
+		qt_msg_put_u64(rep, srv->instance);
 	return 0;
 }
 
@@ -4487,6 +4491,8 @@ int qtfs_srv_new(struct qt_loop *l, const struct qtfs_srv_opts *o, struct qtfs_s
 	uint32_t me = (uint32_t)geteuid(), root = 0;
 
 	srv->tag = TAG_SRV;
+	while (!srv->instance)
+		srv->instance = ((uint64_t)g_random_int() << 32) | g_random_int();
 	srv->loop = l;
 	srv->wl = o->whitelist;
 	srv->max_handles = o->max_handles ? o->max_handles : 4096;

@@ -46,7 +46,11 @@
  * still had the request to do).  Several rules for one OP take that OP's
  * requests for one path in turn: the first rule the first request, the
  * second the one sent again, and so on.  OP: rename, unlink, rmdir,
- * mkdir, mknod, symlink, link, create.  No mangling then.
+ * mkdir, mknod, symlink, link, create.  No mangling then.  With
+ * --restarts, each cut makes the server look restarted: every MOUNT reply
+ * after it carries another instance (QTFS_MF_INSTANCE), as a server killed
+ * with the request unread and started again would; the client may then
+ * send again what it would not send to a server that could still have it.
  *
  * One-way messages from the client (interrupts) are dropped: their ids
  * name requests by the client's numbering, which the upstream connection
@@ -135,6 +139,7 @@ struct mitm {
 	bool mangling;
 	const struct bad *bad; /* instead: --bad= */
 	bool requests;	  /* instead, one request in rate */
+	bool restarts;	  /* --restarts: MOUNT replies say another instance after each cut */
 	bool mount_mask_set; /* --mount-flags */
 	uint32_t mount_mask;
 	unsigned watch_delay_ms; /* --delay-watch */
@@ -294,6 +299,20 @@ static void held_send(void *arg)
 static const int weird_errnos[] = {0, 512, 530, 999, 4095, 4096, 65536, 0x7fffffff,
 				   EIO, ESTALE, EAGAIN, EINTR, ENOSYS};
 
+/*
+ * A MOUNT reply (@p, @len bytes) into @out, its instance (the last u64,
+ * with QTFS_MF_INSTANCE) made another for each cut so far (--restarts).
+ */
+static void restarted_mount(const struct mitm *m, const uint8_t *p, size_t len, struct qt_msg *out)
+{
+	g_autofree uint8_t *b = g_memdup2(p, len);
+
+	if (len >= 4 + QTFS_ATTR_WIRE_SIZE + 8 && (b[3] & QTFS_MF_INSTANCE))
+		for (int i = 0; i < 8; i++)
+			b[len - 8 + i] ^= (uint8_t)((m->cut * 0x9e3779b97f4a7c15ull) >> (8 * i));
+	qt_msg_put_raw(out, b, len);
+}
+
 static void up_reply(struct qt_conn *c, int err, struct qt_msg *reply, void *arg)
 {
 	struct fwd *f = arg;
@@ -341,6 +360,8 @@ static void up_reply(struct qt_conn *c, int err, struct qt_msg *reply, void *arg
 				bad_getattr(bad, qt_msg_payload(reply), qt_msg_payload_len(reply), out);
 			else if (mangle)
 				mangle_payload(m, qt_msg_payload(reply), qt_msg_payload_len(reply), out);
+			else if (m->restarts && qt_msg_type(f->req) == QTFS_MOUNT)
+				restarted_mount(m, qt_msg_payload(reply), qt_msg_payload_len(reply), out);
 			else
 				qt_msg_put_raw(out, qt_msg_payload(reply), qt_msg_payload_len(reply));
 			if (more)
@@ -614,7 +635,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: qtfs-mitm --key-file FILE --listen URI --upstream URI [--rate N] [--seed N]\n"
 		   "                 [--requests | --bad=WHAT] [--paused] [--mount-flags=MASK]\n"
-		   "                 [--delay-watch=MS] [--cut=WHEN:OP]...\n"
+		   "                 [--delay-watch=MS] [--cut=WHEN:OP]... [--restarts]\n"
 		   "Pass fuse-qtfs's requests to a real qtfs-server and mangle one reply in N\n"
 		   "(default 8) on the way back, or with --requests one request in N on the way\n"
 		   "there, or with --bad one thing in every successful reply to one operation:\n"
@@ -631,7 +652,8 @@ static void usage(FILE *f)
 		   "for each path, before it reaches the server or after its answer (no\n"
 		   "mangling then); hold:OP keeps it unanswered, late:OP breaks the connection\n"
 		   "and passes it on a second later.  More rules for one OP take its requests\n"
-		   "for a path in turn.\n");
+		   "for a path in turn.  --restarts: after each cut the server looks restarted\n"
+		   "(another instance in MOUNT replies).\n");
 }
 
 int main(int argc, char **argv)
@@ -645,6 +667,7 @@ int main(int argc, char **argv)
 		{"mount-flags", required_argument, NULL, 'f'},
 		{"delay-watch", required_argument, NULL, 'w'},
 		{"cut", required_argument, NULL, 'c'},
+		{"restarts", no_argument, NULL, 'R'},
 		{NULL, 0, NULL, 0},
 	};
 	struct mitm *mp = &the_mitm;
@@ -717,6 +740,7 @@ int main(int argc, char **argv)
 		}
 		case 'p': mp->mangling = false; break;
 		case 'q': mp->requests = true; break;
+		case 'R': mp->restarts = true; break;
 		case 'f': {
 			char *end = NULL;
 			guint64 v;

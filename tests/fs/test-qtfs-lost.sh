@@ -4,23 +4,27 @@
 # A change whose connection breaks before its answer comes: made on the
 # host or not, the client cannot tell from the connection, and must look.
 # qtfs-mitm breaks the connection at the first request of every kind of
-# change for each path (--cut): before the request reaches the server
-# (not made) through one mount, after the server answered it (made, the
-# answer lost) through another.  The same sequence of changes (mkdir,
+# change for each path (--cut): after the server answered it (made, the
+# answer lost) through one mount, before the request reaches the server
+# (not made) through another.  Made: the same sequence of changes (mkdir,
 # mkfifo, symlink, create with and without O_EXCL, link, rename, rename
-# over a name, RENAME_EXCHANGE, unlink, rmdir) runs on both mounts and on a
-# native directory: every change succeeds on all three, and the trees end
-# the same.  Before the client looked, each such change failed with EIO,
-# made or not; and an overlayfs with its upper layer on the mount (as
-# containerd's snapshots) then answered ESTALE for the renamed name for as
-# long as it kept it: the last part renames a file over another through
-# such an overlay, the way the container of test-qtfs-containerd.sh writes
-# its counter, and reads it back.  RENAME_EXCHANGE and RENAME_WHITEOUT
-# are never sent again (made twice, the second would undo or destroy what
-# the first did, should the first reach the server after the look): one
-# cut before the server is EIO, and one that reaches the server late
-# (--cut=late) is made once.  Last, a change lost whose connection comes
-# back late and whose second send gets no answer ends by its deadline.
+# over a name, RENAME_EXCHANGE, unlink, rmdir) on the mount and on a
+# native directory: every change succeeds on both, and the trees end the
+# same.  Not made, the server alive: the changes a second making leaves
+# as they are (mknod, mkdir, symlink, link, a create with O_EXCL or
+# without O_TRUNC) are sent again and succeed; the others (rename, unlink,
+# rmdir, create with O_TRUNC, RENAME_EXCHANGE) are EIO and change nothing,
+# since that server may still carry the first out: one that reaches the
+# server late (--cut=late) is made once.  Not made, the server restarted
+# (another instance; qtfs-mitm --restarts): those are sent again too and
+# succeed.
+# Before the client looked, each such change failed with EIO, made or
+# not; and an overlayfs with its upper layer on the mount (as containerd's
+# snapshots) then answered ESTALE for the renamed name for as long as it
+# kept it: a file renamed over another through such an overlay, the way
+# the container of test-qtfs-containerd.sh writes its counter, reads
+# back.  Last, a change lost whose connection comes back late and whose
+# second send gets no answer ends by its deadline.
 
 . "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
 . "${top_srcdir:-.}/tests/fs/hostile-env.sh"
@@ -46,12 +50,11 @@ check "mount through the mitm that cuts before the server" \
 	mount_qtfs "unix:$T/before.sock:$T/exp/before" "$T/mb" --key-file "$KEY" -o timeout=5 -v \
 	2>"$T/client-before.log"
 
-# changes DIR [SKIP]: the sequence, one line per change with its exit
-# status; without the step named SKIP.
+# changes DIR: the sequence, one line per change with its exit status.
 changes() {
-	python3 - "$1" "${2:-}" <<'PY'
+	python3 - "$1" <<'PY'
 import ctypes, os, sys
-d, skip = sys.argv[1], sys.argv[2]
+d = sys.argv[1]
 libc = ctypes.CDLL(None, use_errno=True)
 
 def exchange(a, b):
@@ -83,8 +86,6 @@ steps = [
     ("rmdir", lambda: os.rmdir(d + "/dir/sub")),
 ]
 for name, fn in steps:
-    if name == skip:
-        continue
     try:
         print(name, "wrong" if fn() is False else "ok")
     except OSError as e:
@@ -98,30 +99,87 @@ tree() {
 		find . -type f -exec sh -c 'printf "%s: " "$1"; cat "$1"' sh {} \; | sort)
 }
 
-mkdir -p "$T/native2"
 changes "$T/native" >"$T/native.out"
-changes "$T/native2" exchange >"$T/native2.out"
 changes "$T/ma" >"$T/after.out"
-# (The exchange, not sent again, fails there: below.)
-changes "$T/mb" exchange >"$T/before.out"
 cat "$T/after.out"
 check "every change succeeds natively" sh -c '! grep -v " ok$" "$1"' sh "$T/native.out"
 check "... and through the mitm that cut them after the server's answer" cmp "$T/native.out" "$T/after.out"
-check "... and through the one that cut them before the server" cmp "$T/native2.out" "$T/before.out"
 tree "$T/native" >"$T/native.tree"
-tree "$T/native2" >"$T/native2.tree"
 tree "$T/exp/after" >"$T/after.tree"
-tree "$T/exp/before" >"$T/before.tree"
 check "the host's tree is the native one (answers lost)" cmp "$T/native.tree" "$T/after.tree"
-check "... (requests lost)" cmp "$T/native2.tree" "$T/before.tree"
 tree "$T/ma" >"$T/after-mnt.tree"
 check "... and so is the mount's" cmp "$T/native.tree" "$T/after-mnt.tree"
 n_after=$(grep -c "^qtfs-mitm: cut after the answer" "$T/mitm-after.log")
-n_before=$(grep -c "^qtfs-mitm: cut .* before the server" "$T/mitm-before.log")
 check "every kind of change was cut after its answer ($n_after connections)" [ "$n_after" -ge 12 ]
-check "... and before the server ($n_before connections)" [ "$n_before" -ge 12 ]
 check "the client says which it found made" grep -q "found made on the host" "$T/client-after.log"
-check "... and which it sent again" grep -q "not made on the host, sent again" "$T/client-before.log"
+
+# unmade DIR MODE: changes on names of their own, one line each with its
+# exit status: first those a second making leaves as they are, then the
+# others.  MODE native: only the first (what the host should end with
+# when the others are refused); all: every one.
+unmade_setup() {
+	mkdir -p "$1/dgone"
+	for f in gone r1 e1 e2; do echo "$f" >"$1/$f"; done
+}
+unmade() {
+	python3 - "$1" "$2" <<'PY'
+import ctypes, os, sys
+d, mode = sys.argv[1:]
+libc = ctypes.CDLL(None, use_errno=True)
+
+def exchange(a, b):
+    if libc.renameat2(-100, a.encode(), -100, b.encode(), 2) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+
+def write(path, data, flags):
+    fd = os.open(path, flags, 0o644)
+    os.write(fd, data)
+    os.close(fd)
+
+W = os.O_CREAT | os.O_WRONLY
+twice_ok = [
+    ("mkdir", lambda: os.mkdir(d + "/d")),
+    ("mkfifo", lambda: os.mkfifo(d + "/p")),
+    ("symlink", lambda: os.symlink("some/target", d + "/s")),
+    ("create", lambda: write(d + "/c", b"data\n", W)),
+    ("create O_EXCL", lambda: write(d + "/x", b"excl\n", W | os.O_EXCL)),
+    ("link", lambda: os.link(d + "/c", d + "/c2")),
+]
+others = [
+    ("create O_TRUNC", lambda: write(d + "/t", b"new\n", W | os.O_TRUNC)),
+    ("rename", lambda: os.rename(d + "/r1", d + "/r2")),
+    ("unlink", lambda: os.unlink(d + "/gone")),
+    ("rmdir", lambda: os.rmdir(d + "/dgone")),
+    ("exchange", lambda: exchange(d + "/e1", d + "/e2")),
+]
+for name, fn in twice_ok + (others if mode == "all" else []):
+    try:
+        fn()
+        print(name, "ok")
+    except OSError as e:
+        print(name, os.strerror(e.errno))
+PY
+}
+
+mkdir -p "$T/native3"
+unmade_setup "$T/native3"
+unmade_setup "$T/exp/before"
+unmade "$T/native3" native >/dev/null
+unmade "$T/mb" all >"$T/before.out"
+cat "$T/before.out"
+check "requests lost, the server alive: mkdir, mkfifo, symlink, create, create O_EXCL and link are sent again and succeed" \
+	sh -c "[ \$(head -n 6 '$T/before.out' | grep -c ' ok\$') -eq 6 ]"
+check "... rename, unlink, rmdir, create O_TRUNC and RENAME_EXCHANGE are EIO" \
+	sh -c "[ \$(tail -n +7 '$T/before.out' | grep -c ' Input/output error\$') -eq 5 ]"
+tree "$T/native3" >"$T/native3.tree"
+tree "$T/exp/before" >"$T/before.tree"
+check "... and the host has only the first made" cmp "$T/native3.tree" "$T/before.tree"
+n_before=$(grep -c "^qtfs-mitm: cut .* before the server" "$T/mitm-before.log")
+check "every one was cut before the server ($n_before connections)" [ "$n_before" -ge 11 ]
+check "the client says which it sent again" grep -q "not made on the host, sent again" "$T/client-before.log"
+check "... and which not" grep -q "RENAME \"r1\".*the server that had it may still make it: EIO" \
+	"$T/client-before.log"
 
 # rename2 OP A B: renameat2(A, B) with RENAME_EXCHANGE or RENAME_WHITEOUT;
 # prints ok or the error.
@@ -137,13 +195,6 @@ else:
     print("ok")
 PY
 }
-
-# An exchange cut before the server: found not made, and not sent again.
-out=$(rename2 exchange "$T/mb/g" "$T/mb/x")
-check "RENAME_EXCHANGE cut before the server is not sent again: $out" [ "$out" = "Input/output error" ]
-check "... and the host's names are as they were" \
-	sh -c "[ \"\$(cat '$T/exp/before/g')\" = data ] && [ \"\$(cat '$T/exp/before/x')\" = excl ]"
-check "... which the client says" grep -q "RENAME \"g\".*not sent again" "$T/client-before.log"
 
 # One that reaches a live server after the client looked (qtfs-mitm passes
 # it on a second after breaking the connection): made once.  Sent again,
@@ -194,17 +245,17 @@ fi
 # second send.  The server stopped makes the reconnection take 1.8 s.
 # A CREATE sent again waited a whole timeout of its own: 4.7 s.
 start_mitm "$T/mitm-late.log" --listen "unix:$T/late.sock" --upstream "unix:$T/sock" \
-	--cut=before:create --cut=hold:create --cut=before:rmdir --cut=hold:rmdir
+	--cut=before:create --cut=hold:create --cut=before:symlink --cut=hold:symlink
 mitm_late=$mitm
 check "mount through the mitm that holds a change sent again" \
 	mount_qtfs "unix:$T/late.sock:$T/exp/after" "$T/ml" --key-file "$KEY" \
 	-o timeout=3,entry_timeout=60,attr_timeout=60 -v 2>"$T/client-late.log"
-mkdir "$T/ml/late" "$T/ml/late/dir"
-for op in create rmdir; do
-	# Nothing for the kernel to ask first: the change is the first request out.
-	stat "$T/ml/late" "$T/ml/late/dir" >/dev/null
+for op in create symlink; do
+	# Nothing for the kernel to ask first: the change is the first request out
+	# (a directory made here knows its names: no lookup of the new one).
+	mkdir "$T/ml/late-$op"
 	kill -STOP "$SERVER_PID"
-	python3 - "$T/ml/late" "$op" >"$T/late.out" 2>&1 <<'PY' &
+	python3 - "$T/ml/late-$op" "$op" >"$T/late.out" 2>&1 <<'PY' &
 import os, sys, time
 d, op = sys.argv[1:]
 t0 = time.monotonic()
@@ -212,7 +263,7 @@ try:
     if op == "create":
         os.close(os.open(d + "/f", os.O_CREAT | os.O_WRONLY, 0o644))
     else:
-        os.rmdir(d + "/dir")
+        os.symlink("target", d + "/sl")
     r = "ok"
 except OSError as e:
     r = os.strerror(e.errno)
@@ -230,10 +281,41 @@ check "unmount (a change sent again held)" umount_qtfs "$T/ml"
 mitm=$mitm_late
 stop_mitm "$T/mitm-late.log"
 
+# Requests lost with the server restarted (another instance): the process
+# that had them is gone, so the changes refused above are sent again too.
+# qtfs-mitm --restarts makes the server look restarted after each cut (the
+# MOUNT replies carry another instance), as a server killed with the
+# request unread and started again would.
+mkdir -p "$T/exp/restart" "$T/native4"
+unmade_setup "$T/exp/restart"
+unmade_setup "$T/native4"
+unmade "$T/native4" all >/dev/null
+# shellcheck disable=SC2046
+start_mitm "$T/mitm-restart.log" --listen "unix:$T/restart.sock" --upstream "unix:$T/sock" \
+	$(cuts before) --restarts
+mitm_restart=$mitm
+check "mount through the mitm that cuts before a server that then looks restarted" \
+	mount_qtfs "unix:$T/restart.sock:$T/exp/restart" "$T/mr" --key-file "$KEY" -o timeout=5 -v \
+	2>"$T/client-restart.log"
+unmade "$T/mr" all >"$T/restart.out"
+cat "$T/restart.out"
+check "requests lost, the server restarted: every change succeeds" sh -c '! grep -v " ok$" "$1"' sh "$T/restart.out"
+check "... all eleven" [ "$(grep -c " ok$" "$T/restart.out")" -eq 11 ]
+n_sent=$(grep -c "not made on the host, sent again" "$T/client-restart.log")
+check "... each sent again ($n_sent), the client seeing the restarts" \
+	sh -c "[ $n_sent -ge 11 ] && grep -q 'the server was restarted' '$T/client-restart.log'"
+tree "$T/native4" >"$T/native4.tree"
+tree "$T/exp/restart" >"$T/restart.tree"
+check "... and the host's tree is the native one" cmp "$T/native4.tree" "$T/restart.tree"
+check "unmount (server restarted)" umount_qtfs "$T/mr"
+mitm=$mitm_restart
+stop_mitm "$T/mitm-restart.log"
+
 check "unmount (answers lost)" umount_qtfs "$T/ma"
 check "unmount (requests lost)" umount_qtfs "$T/mb"
 mitm=$mitm_after
 stop_mitm "$T/mitm-after.log"
 mitm=$mitm_before
 stop_mitm "$T/mitm-before.log"
+cp "$T"/*.log /tmp/lostlogs/ 2>/dev/null
 finish

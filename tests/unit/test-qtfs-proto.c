@@ -309,11 +309,14 @@ START_TEST(test_flag_values)
 	ck_assert_int_eq(QTFS_MNT_WATCH_MOVES, 0x10);
 	ck_assert_int_eq(QTFS_MNT_UMASK, 0x20);
 	ck_assert_int_eq(QTFS_MNT_WRITE_MODE, 0x40);
+	ck_assert_int_eq(QTFS_MNT_INSTANCE, 0x80);
 	ck_assert_int_eq(QTFS_MF_RDONLY, 0x1);
 	ck_assert_int_eq(QTFS_MF_DIR_ATTRS, 0x2);
 	ck_assert_int_eq(QTFS_MF_WATCH, 0x4);
 	ck_assert_int_eq(QTFS_MF_XATTR_FH, 0x8);
 	ck_assert_int_eq(QTFS_MF_WATCH_MOVES, 0x10);
+	ck_assert_int_eq(QTFS_MF_UMASK, 0x20);
+	ck_assert_int_eq(QTFS_MF_INSTANCE, 0x40);
 	ck_assert_int_eq(QTFS_WN_MOVED, 0x4);
 }
 END_TEST
