@@ -47,10 +47,12 @@
  * requests for one path in turn: the first rule the first request, the
  * second the one sent again, and so on.  OP: rename, unlink, rmdir,
  * mkdir, mknod, symlink, link, create.  No mangling then.  With
- * --restarts, each cut makes the server look restarted: every MOUNT reply
- * after it carries another instance (QTFS_MF_INSTANCE), as a server killed
- * with the request unread and started again would; the client may then
- * send again what it would not send to a server that could still have it.
+ * --restarts, each cut before the server or after its answer makes the
+ * server look restarted: every MOUNT reply after it carries another
+ * instance (QTFS_MF_INSTANCE), as a server killed with the request unread
+ * (or done) and started again would; the client may then send again what
+ * it would not send to a server that could still have it.  A late cut
+ * does not: that server still carries the request out.
  *
  * One-way messages from the client (interrupts) are dropped: their ids
  * name requests by the client's numbering, which the upstream connection
@@ -130,6 +132,7 @@ struct mitm {
 	unsigned n_cuts;
 	GHashTable *cut_seen; /* "OP path" -> how many requests of it came so far */
 	uint64_t cut;	      /* connections broken by --cut */
+	uint64_t restarted;   /* --restarts: the cuts that make the server look restarted */
 	GPtrArray *cut_held;  /* the requests --cut=hold keeps (freed at exit) */
 	unsigned lates;	      /* --cut=late requests not answered yet */
 	struct qt_endpoint *up_ep;
@@ -301,7 +304,7 @@ static const int weird_errnos[] = {0, 512, 530, 999, 4095, 4096, 65536, 0x7fffff
 
 /*
  * A MOUNT reply (@p, @len bytes) into @out, its instance (the last u64,
- * with QTFS_MF_INSTANCE) made another for each cut so far (--restarts).
+ * with QTFS_MF_INSTANCE) made another for each restart so far (--restarts).
  */
 static void restarted_mount(const struct mitm *m, const uint8_t *p, size_t len, struct qt_msg *out)
 {
@@ -309,7 +312,7 @@ static void restarted_mount(const struct mitm *m, const uint8_t *p, size_t len, 
 
 	if (len >= 4 + QTFS_ATTR_WIRE_SIZE + 8 && (b[3] & QTFS_MF_INSTANCE))
 		for (int i = 0; i < 8; i++)
-			b[len - 8 + i] ^= (uint8_t)((m->cut * 0x9e3779b97f4a7c15ull) >> (8 * i));
+			b[len - 8 + i] ^= (uint8_t)((m->restarted * 0x9e3779b97f4a7c15ull) >> (8 * i));
 	qt_msg_put_raw(out, b, len);
 }
 
@@ -338,6 +341,7 @@ static void up_reply(struct qt_conn *c, int err, struct qt_msg *reply, void *arg
 	} else if (f->cut && !more) {
 		fprintf(stderr, "qtfs-mitm: cut after the answer (%s)\n", err < 0 ? g_strerror(-err) : "done");
 		m->cut++;
+		m->restarted++;
 		pair_close(p, "--cut after the answer");
 	} else if (err < 0 && !p->up) {
 		/* Our connection to the server went: so goes the client's. */
@@ -489,6 +493,7 @@ static void down_request(struct qt_conn *c, struct qt_msg *req, void *user)
 	cut = cut_of(m, req);
 	if (cut == CUT_BEFORE) {
 		m->cut++;
+		m->restarted++;
 		qt_msg_free(req);
 		pair_close(p, "--cut before the server");
 		return;
@@ -652,8 +657,8 @@ static void usage(FILE *f)
 		   "for each path, before it reaches the server or after its answer (no\n"
 		   "mangling then); hold:OP keeps it unanswered, late:OP breaks the connection\n"
 		   "and passes it on a second later.  More rules for one OP take its requests\n"
-		   "for a path in turn.  --restarts: after each cut the server looks restarted\n"
-		   "(another instance in MOUNT replies).\n");
+		   "for a path in turn.  --restarts: after each cut before or after the server\n"
+		   "it looks restarted (another instance in MOUNT replies; not after late:).\n");
 }
 
 int main(int argc, char **argv)
