@@ -45,6 +45,7 @@ struct slot {
 	enum slot_state state; /* protected by cl->lock */
 	uint64_t gen;	       /* protected by cl->lock */
 	struct qt_conn *conn;  /* protected by cl->lock; a reference */
+	uint64_t instance;     /* the server's, from this connection's MOUNT (0: unknown); cl->lock */
 	GThread *dialer;
 	unsigned failures; /* consecutive; dialer only */
 };
@@ -152,6 +153,7 @@ static void mount_done(struct qt_conn *c, int err, struct qt_msg *reply, void *a
 	if (cl->instance && cl->instance != instance)
 		qt_info("connection %u: the server was restarted (another instance)", s->index);
 	cl->instance = instance;
+	s->instance = instance;
 	if (!cl->first_done) {
 		cl->root = root;
 		cl->mflags = flags;
@@ -541,8 +543,9 @@ int qtfs_client_call(struct qtfs_client *cl, struct qt_msg *req, enum qtfs_retry
 				      g_get_monotonic_time() + (gint64)cl->o.timeout_ms * 1000, reply);
 }
 
-int qtfs_client_call_until(struct qtfs_client *cl, struct qt_msg *req, enum qtfs_retry retry,
-			   gint64 until, struct qt_msg **reply)
+/* qtfs_client_call_until(), and into *@sent_to (if not NULL) the instance of the server it went to. */
+static int call_until(struct qtfs_client *cl, struct qt_msg *req, enum qtfs_retry retry, gint64 until,
+		      struct qt_msg **reply, uint64_t *sent_to)
 {
 	struct slot_id last = NO_SLOT; /* a retry goes elsewhere */
 	struct qt_msg *spare;
@@ -562,6 +565,8 @@ int qtfs_client_call_until(struct qtfs_client *cl, struct qt_msg *req, enum qtfs
 		c = s ? qt_conn_ref(s->conn) : NULL;
 		if (s)
 			last = slot_id_of(s);
+		if (s && sent_to)
+			*sent_to = s->instance;
 		g_mutex_unlock(&cl->lock);
 		if (!c) {
 			qt_msg_free(req);
@@ -582,6 +587,31 @@ int qtfs_client_call_until(struct qtfs_client *cl, struct qt_msg *req, enum qtfs
 	}
 	qt_msg_free(spare);
 	return err;
+}
+
+int qtfs_client_call_until(struct qtfs_client *cl, struct qt_msg *req, enum qtfs_retry retry,
+			   gint64 until, struct qt_msg **reply)
+{
+	return call_until(cl, req, retry, until, reply, NULL);
+}
+
+int qtfs_client_call_change(struct qtfs_client *cl, struct qt_msg *req, gint64 until,
+			    struct qt_msg **reply, uint64_t *sent_to)
+{
+	*sent_to = 0;
+	return call_until(cl, req, QTFS_ASK, until, reply, sent_to);
+}
+
+uint64_t qtfs_client_slot_instance(struct qtfs_client *cl, unsigned slot, uint64_t gen)
+{
+	struct slot *s = &cl->slots[slot % cl->n_slots];
+	uint64_t v = 0;
+
+	g_mutex_lock(&cl->lock);
+	if (s->state == SLOT_READY && s->gen == gen)
+		v = s->instance;
+	g_mutex_unlock(&cl->lock);
+	return v;
 }
 
 int qtfs_client_pick(struct qtfs_client *cl, unsigned *slot, uint64_t *gen)
@@ -745,6 +775,7 @@ struct any_call {
 	bool waiting;	      /* counted in cl->any_waiting */
 	struct slot_id on;   /* the slot it went out on */
 	struct slot_id lost; /* the slot it was just lost on (a retry skips it once) */
+	uint64_t *sent_to;   /* if not NULL: the instance of the server it went out to */
 	qtfs_done_fn done;
 	void *arg;
 };
@@ -779,6 +810,8 @@ static void any_start(void *arg)
 	if (!stopping && (s = next_ready_but(cl, a->lost))) {
 		c = s->conn;
 		a->on = slot_id_of(s);
+		if (a->sent_to)
+			*a->sent_to = s->instance;
 	}
 	g_mutex_unlock(&cl->lock);
 	/* If it looks again, it is after RETRY_MS: the slots know by now. */
@@ -823,18 +856,31 @@ void qtfs_client_call_async_any(struct qtfs_client *cl, struct qt_msg *req, enum
 	qtfs_client_call_async_held(cl, req, retry, 0, done, arg);
 }
 
-void qtfs_client_call_async_held(struct qtfs_client *cl, struct qt_msg *req, enum qtfs_retry retry,
-				 uint64_t hold_ms, qtfs_done_fn done, void *arg)
+static void call_any(struct qtfs_client *cl, struct qt_msg *req, enum qtfs_retry retry, uint64_t hold_ms,
+		     uint64_t *sent_to, qtfs_done_fn done, void *arg)
 {
 	struct any_call *a = g_new0(struct any_call, 1);
 
 	*a = (struct any_call){
 		.cl = cl, .req = req, .spare = retry == QTFS_REPEAT ? qt_msg_dup(req) : NULL, .retry = retry,
 		.until = g_get_monotonic_time() + (gint64)(cl->o.timeout_ms + hold_ms) * 1000,
-		.lost = NO_SLOT, .done = done, .arg = arg,
+		.lost = NO_SLOT, .sent_to = sent_to, .done = done, .arg = arg,
 	};
 	if (qt_loop_in_thread(cl->loop))
 		any_start(a);
 	else
 		qt_loop_post(cl->loop, any_start, a);
+}
+
+void qtfs_client_call_async_held(struct qtfs_client *cl, struct qt_msg *req, enum qtfs_retry retry,
+				 uint64_t hold_ms, qtfs_done_fn done, void *arg)
+{
+	call_any(cl, req, retry, hold_ms, NULL, done, arg);
+}
+
+void qtfs_client_call_async_change(struct qtfs_client *cl, struct qt_msg *req, uint64_t *sent_to,
+				   qtfs_done_fn done, void *arg)
+{
+	*sent_to = 0;
+	call_any(cl, req, QTFS_ASK, 0, sent_to, done, arg);
 }

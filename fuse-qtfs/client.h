@@ -156,7 +156,29 @@ void qtfs_client_call_cb(struct qtfs_client *cl, unsigned slot, uint64_t gen, st
 uint64_t qtfs_client_timeout_ms(const struct qtfs_client *cl);
 /*
  * The server process's instance from the last MOUNT (QTFS_MNT_INSTANCE), 0
- * from a server that does not say.  Another one than before a call was
- * lost: the server was restarted, and the call can no longer be carried out.
+ * from a server that does not say.  Another one than that of the server a
+ * lost call went out to: the server was restarted, and the call can no
+ * longer be carried out.
  */
 uint64_t qtfs_client_instance(struct qtfs_client *cl);
+/*
+ * The instance of the server slot @slot's connection at generation @gen
+ * goes to (a CREATE's, qtfs_client_call_cb()); 0 when not known, or when
+ * the slot is no longer at @gen (a call there is not sent: -ESTALE).
+ */
+uint64_t qtfs_client_slot_instance(struct qtfs_client *cl, unsigned slot, uint64_t gen);
+/*
+ * qtfs_client_call_until() with QTFS_ASK for a change, and into *@sent_to
+ * the instance of the server it went out to (0: not known, or not sent).
+ * Not the one qtfs_client_instance() says before the call: while a call
+ * waits for a connection, the server may be restarted, and the call go to
+ * the new one, which can still carry it out after a loss.
+ */
+int qtfs_client_call_change(struct qtfs_client *cl, struct qt_msg *req, gint64 until,
+			    struct qt_msg **reply, uint64_t *sent_to);
+/*
+ * qtfs_client_call_async_any() with QTFS_ASK for a change, *@sent_to as
+ * for qtfs_client_call_change(), written on the loop thread before @done runs.
+ */
+void qtfs_client_call_async_change(struct qtfs_client *cl, struct qt_msg *req, uint64_t *sent_to,
+				   qtfs_done_fn done, void *arg);

@@ -849,7 +849,7 @@ struct pending {
 	unsigned epoch; /* watch_epoch() when the call went out */
 	fuse_ino_t ino; /* lookup, unlink, rmdir: the parent; getattr: the node */
 	uint16_t op;	/* unlink, rmdir: QTFS_UNLINK or QTFS_RMDIR */
-	uint64_t instance; /* unlink, rmdir: the server's when sent (qtfs_client_instance()) */
+	uint64_t instance; /* unlink, rmdir: the server's it went out to (qtfs_client_call_async_change()) */
 	gint64 until;	/* unlink, rmdir lost (remove_lost()): the deadline of settling it */
 	char *path;	/* the host path the call named */
 	char name[];	/* lookup, unlink, rmdir: the name in the parent */
@@ -1006,7 +1006,7 @@ struct change {
 	struct host_id a, b;  /* what path (link: the file) and, for RENAME_EXCHANGE, to held */
 	bool exchange;
 	bool twice_ok;	      /* made twice, the second fails and changes nothing (see above) */
-	uint64_t instance;    /* the server's when it was first sent (qtfs_client_instance()) */
+	uint64_t instance;    /* the server's it was last sent to (qtfs_client_call_change()) */
 	uint32_t type;	      /* mknod, mkdir, symlink: S_IFMT of the new file */
 	uint64_t rdev;	      /* mknod of a device */
 	uint64_t target_len;  /* symlink */
@@ -1118,7 +1118,14 @@ static const char *op_name(uint16_t op)
 	}
 }
 
-/* Is the server another process than instance @instance (0: not known)? */
+/*
+ * Is the server another process than instance @instance (0: not known)?
+ * @instance is that of the server the last send went out to: not the one
+ * known when the call began (the server may be restarted while a call
+ * waits for a connection, and the call go to the new one), nor the first
+ * send's (one sent again to a restarted server and lost again may still
+ * be carried out by that one).
+ */
 static bool restarted(struct qtfs_fs *fs, uint64_t instance)
 {
 	uint64_t now = qtfs_client_instance(fs->cl);
@@ -1161,7 +1168,8 @@ static int change_settle(struct qtfs_fs *fs, struct change *ch, struct qt_msg *m
 		    g_get_monotonic_time() < until) {
 			qt_info("%s \"%s\": the connection went before the answer; not made on the host, "
 				"sent again", op_name(ch->op), ch->path);
-			err = qtfs_client_call_until(fs->cl, qt_msg_dup(m), QTFS_ASK, until, rep);
+			/* Lost again, it is the server this one went to that may still have it. */
+			err = qtfs_client_call_change(fs->cl, qt_msg_dup(m), until, rep, &ch->instance);
 			again = true;
 			continue;
 		}
@@ -1183,8 +1191,7 @@ static int call_change(struct qtfs_fs *fs, struct qt_msg *m, struct change *ch, 
 	int err;
 
 	*rep = NULL;
-	ch->instance = qtfs_client_instance(fs->cl);
-	err = qtfs_client_call_until(fs->cl, qt_msg_dup(m), QTFS_ASK, until, rep);
+	err = qtfs_client_call_change(fs->cl, qt_msg_dup(m), until, rep, &ch->instance);
 	return change_settle(fs, ch, m, err, until, rep);
 }
 
@@ -3493,8 +3500,7 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, uin
 	}
 	p = pending_new(req, parent, path, name);
 	p->op = op;
-	p->instance = qtfs_client_instance(fs->cl);
-	qtfs_client_call_async_any(fs->cl, req_path(op, path), QTFS_ASK, remove_done, p);
+	qtfs_client_call_async_change(fs->cl, req_path(op, path), &p->instance, remove_done, p);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -3895,7 +3901,7 @@ struct create_pending {
 	unsigned sends;
 	gint64 until;	  /* the deadline of sending it later or again (create_later(), create_lost()) */
 	int err;	  /* why create_lost() runs: -ESTALE, or -EEXIST for O_EXCL sent again */
-	uint64_t instance; /* the server's when first sent (qtfs_client_instance()) */
+	uint64_t instance; /* the server's it was last sent to (qtfs_client_slot_instance()) */
 	char name[];
 };
 
@@ -4034,6 +4040,7 @@ static void create_lost(void *arg, bool run)
 		return;
 	}
 	cp->sends++;
+	cp->instance = qtfs_client_slot_instance(fs->cl, cp->slot, cp->gen);
 	qtfs_client_call_cb(fs->cl, cp->slot, cp->gen, build_create(cp->req, path, cp->flags, cp->mode),
 			    create_ms_left(cp->until), create_done, cp);
 }
@@ -4055,6 +4062,8 @@ static void create_later(void *arg, bool run)
 		g_free(cp);
 		return;
 	}
+	/* The server may have been restarted while it waited: this is the one that has it. */
+	cp->instance = qtfs_client_slot_instance(fs->cl, cp->slot, cp->gen);
 	qtfs_client_call_cb(fs->cl, cp->slot, cp->gen, m, create_ms_left(cp->until), create_done, cp);
 }
 
@@ -4084,7 +4093,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	cp = g_malloc(sizeof(*cp) + len);
 	*cp = (struct create_pending){.req = req, .epoch = watch_epoch(fs), .parent = parent, .fi = *fi,
 				      .slot = slot, .gen = gen, .flags = (uint32_t)fi->flags, .mode = mode,
-				      .sends = 1, .instance = qtfs_client_instance(fs->cl)};
+				      .sends = 1};
 	memcpy(cp->name, name, len);
 	/* On the loop thread with no connection ready: wait for one elsewhere. */
 	if (err == -EAGAIN) {
@@ -4094,6 +4103,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		slow_push(fs, create_later, cp);
 		return;
 	}
+	cp->instance = qtfs_client_slot_instance(fs->cl, slot, gen);
 	qtfs_client_call_cb(fs->cl, slot, gen, m, qtfs_client_timeout_ms(fs->cl), create_done, cp);
 }
 

@@ -17,7 +17,9 @@
 # since that server may still carry the first out: one that reaches the
 # server late (--cut=late) is made once.  Not made, the server restarted
 # (another instance; qtfs-mitm --restarts): those are sent again too and
-# succeed.
+# succeed; but not when the server that had the last send is still there
+# (sent again to the restarted one and lost again; a change that waited
+# through a real restart for its connection, then lost): EIO, made once.
 # Before the client looked, each such change failed with EIO, made or
 # not; and an overlayfs with its upper layer on the mount (as containerd's
 # snapshots) then answered ESTALE for the renamed name for as long as it
@@ -310,6 +312,71 @@ check "... and the host's tree is the native one" cmp "$T/native4.tree" "$T/rest
 check "unmount (server restarted)" umount_qtfs "$T/mr"
 mitm=$mitm_restart
 stop_mitm "$T/mitm-restart.log"
+
+# The server that may still carry a change out is the one its last send
+# went to.  Sent again to a restarted server and lost again, the request
+# passed on late (qtfs-mitm: the first cut before the server, which then
+# looks restarted; the second late, which does not): an exchange is EIO and
+# made once.  The client compared the first send's instance, sent it a
+# third time, and the late one swapped the names back (0 answered).
+mkdir -p "$T/exp/again"
+echo A >"$T/exp/again/a"
+echo B >"$T/exp/again/b"
+start_mitm "$T/mitm-again.log" --listen "unix:$T/again.sock" --upstream "unix:$T/sock" \
+	--cut=before:rename --cut=late:rename --restarts
+mitm_again=$mitm
+check "mount through the mitm that cuts a rename before a restart, then late" \
+	mount_qtfs "unix:$T/again.sock:$T/exp/again" "$T/mg" --key-file "$KEY" -o timeout=5 -v \
+	2>"$T/client-again.log"
+out=$(rename2 exchange "$T/mg/a" "$T/mg/b")
+sleep 1.5
+check "an exchange sent again to a restarted server and lost again, late: $out" [ "$out" = "Input/output error" ]
+check "... made once: a holds B, b holds A" \
+	sh -c "[ \"\$(cat '$T/exp/again/a')\" = B ] && [ \"\$(cat '$T/exp/again/b')\" = A ]"
+check "unmount (a rename lost twice)" umount_qtfs "$T/mg"
+mitm=$mitm_again
+stop_mitm "$T/mitm-again.log"
+
+# A real restart while a change waits for a connection, the change then
+# lost on its way to the new server and passed on late: the server that
+# has it is the new one, not the one the client knew when the call began.
+# It compared that one's instance, found "restarted", sent the exchange
+# again, and the late one swapped the names back (0 answered).  Its own
+# server, killed and started again on the same socket; no name watch and
+# long entry times, so that the kernel sends the RENAME without a lookup.
+mkdir -p "$T/exp5"
+echo A >"$T/exp5/a"
+echo B >"$T/exp5/b"
+server_main=$SERVER_PID
+start_server "$T/server5.log" --listen "unix:$T/sock5" --export "$T/exp5" --key-file "$KEY" || exit 1
+start_mitm "$T/mitm5.log" --listen "unix:$T/m5.sock" --upstream "unix:$T/sock5" --cut=late:rename
+mitm5=$mitm
+check "mount through the mitm that passes a rename on late (own server)" \
+	mount_qtfs "unix:$T/m5.sock:$T/exp5" "$T/m5" --key-file "$KEY" \
+	-o timeout=10,entry_timeout=60,attr_timeout=60,watch_timeout=0 -v 2>"$T/client5.log"
+cat "$T/m5/a" "$T/m5/b" >/dev/null
+kill -9 "$SERVER_PID"
+wait "$SERVER_PID" 2>/dev/null
+sleep 0.3
+rename2 exchange "$T/m5/a" "$T/m5/b" >"$T/out5" &
+py=$!
+sleep 1
+rm -f "$T/sock5"
+start_server "$T/server5b.log" --listen "unix:$T/sock5" --export "$T/exp5" --key-file "$KEY" || exit 1
+wait "$py"
+sleep 1.5
+out=$(cat "$T/out5")
+check "an exchange waiting through a restart, then lost and passed on late: $out" \
+	[ "$out" = "Input/output error" ]
+check "... made once: a holds B, b holds A" \
+	sh -c "[ \"\$(cat '$T/exp5/a')\" = B ] && [ \"\$(cat '$T/exp5/b')\" = A ]"
+check "... and it went out after the restart" grep -q "the server was restarted" "$T/client5.log"
+check "unmount (a restart while a rename waited)" umount_qtfs "$T/m5"
+mitm=$mitm5
+stop_mitm "$T/mitm5.log"
+kill "$SERVER_PID"
+wait "$SERVER_PID" 2>/dev/null
+SERVER_PID=$server_main
 
 check "unmount (answers lost)" umount_qtfs "$T/ma"
 check "unmount (requests lost)" umount_qtfs "$T/mb"
