@@ -3989,10 +3989,11 @@ static void create_done(void *arg, int err, struct qt_msg *rep)
  * A CREATE whose connection went before its answer (cp->err -ESTALE), or an
  * O_EXCL one sent again that found its name taken (-EEXIST), on the slow
  * pool.  A look at the host tells made, not made or neither.  Made: a
- * regular file at the name (with O_EXCL, an empty one), which the kernel
- * had found none at before it sent the CREATE: opened, the CREATE sent
- * again without O_EXCL and O_TRUNC.  Not made: nothing there, sent again
- * as it was; but one with O_TRUNC (and without O_EXCL) only to a
+ * regular file at the name (with O_EXCL or O_TRUNC, an empty one), which
+ * the kernel had found none at before it sent the CREATE: opened, the
+ * CREATE sent again without O_EXCL and O_TRUNC.  Not made: nothing there
+ * (or, with O_TRUNC, a regular file with data), sent again as it was;
+ * but one with O_TRUNC (and without O_EXCL) only to a
  * restarted server ("changes whose answer was lost": the first one, still
  * carried out by the server that had it, would empty what was written
  * since).  Neither: EIO (-EEXIST stands for an O_EXCL one sent again).
@@ -4007,21 +4008,29 @@ static void create_lost(void *arg, bool run)
 	int err = -EIO;
 
 	if (path) {
-		bool excl = cp->flags & O_EXCL;
+		bool excl = cp->flags & O_EXCL, trunc = cp->flags & O_TRUNC;
+		bool other, not_made;
 
 		err = look(fs, path, cp->until, &a);
-		if (err == 0 && S_ISREG(a.mode) && (!excl || a.size == 0)) {
+		/*
+		 * With O_TRUNC, the file this create leaves is empty: one with
+		 * data was put there by another (on the host, after the
+		 * kernel's lookup), and opening it without O_TRUNC would keep
+		 * that data under what the caller writes.  Not made.
+		 */
+		other = err == 0 && S_ISREG(a.mode) && a.size > 0 && trunc && !excl;
+		not_made = err == -ENOENT || other;
+		if (err == 0 && S_ISREG(a.mode) && !other && (!excl || a.size == 0)) {
 			qt_info("CREATE \"%s\": the connection went before the answer; found made on "
 				"the host, opened", path);
 			/* Ours: opened (a first one still to come opens it, or fails with EEXIST). */
 			cp->flags &= ~(uint32_t)(O_EXCL | O_TRUNC);
-		} else if (err == 0) {
+		} else if (err == 0 && !other) {
 			err = excl && cp->err == -EEXIST ? -EEXIST : -EIO;
-		} else if (err == -ENOENT && !excl && (cp->flags & O_TRUNC) &&
-			   !restarted(fs, cp->instance)) {
+		} else if (not_made && !excl && trunc && !restarted(fs, cp->instance)) {
 			err = -EIO;
 			why = "the server that had it may still make it, emptying what is written since";
-		} else if (err == -ENOENT) {
+		} else if (not_made) {
 			qt_info("CREATE \"%s\": the connection went before the answer; not made on "
 				"the host, sent again", path);
 			err = 0;

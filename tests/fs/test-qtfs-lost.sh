@@ -378,6 +378,55 @@ kill "$SERVER_PID"
 wait "$SERVER_PID" 2>/dev/null
 SERVER_PID=$server_main
 
+# A create with O_TRUNC of a name the host has just filled (its report
+# held back by qtfs-mitm, the directory's list says no such name: the
+# kernel sends CREATE, not OPEN), cut before the server: the file with
+# data there is not one this create left (it would be empty).  The server
+# alive, EIO and the data as it was; restarted, sent again with O_TRUNC:
+# what the caller wrote, alone.  The client took the file for made and
+# opened it without O_TRUNC: 0, and the old data's tail under "x".
+for how in alive restarted; do
+	flags=
+	[ "$how" = restarted ] && flags=--restarts
+	mkdir -p "$T/exp/trunc-$how"
+	# shellcheck disable=SC2086 # flags: one option or none
+	start_mitm "$T/mitm-trunc-$how.log" --listen "unix:$T/trunc-$how.sock" --upstream "unix:$T/sock" \
+		--cut=before:create --delay-watch=2000 $flags
+	eval "mitm_trunc_$how=\$mitm"
+	check "mount through the mitm that cuts a create, the host's reports late ($how)" \
+		mount_qtfs "unix:$T/trunc-$how.sock:$T/exp/trunc-$how" "$T/mt-$how" --key-file "$KEY" \
+		-o timeout=5 -v 2>"$T/client-trunc-$how.log"
+done
+sleep 2.5 # the watches' first replies, held back too
+for how in alive restarted; do
+	mkdir "$T/mt-$how/d"
+	echo "old content, long" >"$T/exp/trunc-$how/d/f"
+	out=$(python3 - "$T/mt-$how/d/f" <<'PY2'
+import os, sys
+try:
+    fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+    os.write(fd, b"x\n")
+    os.close(fd)
+    print("ok")
+except OSError as e:
+    print(os.strerror(e.errno))
+PY2
+)
+	content=$(cat "$T/exp/trunc-$how/d/f")
+	if [ "$how" = alive ]; then
+		check "a create O_TRUNC of a name just filled on the host, lost, the server alive: $out" \
+			[ "$out" = "Input/output error" ]
+		check "... the data as it was: $content" [ "$content" = "old content, long" ]
+	else
+		check "... the server restarted: $out" [ "$out" = ok ]
+		check "... sent again with O_TRUNC: $content" [ "$content" = x ]
+	fi
+	check "... it was cut" grep -q 'cut 0x010e "d/f" before the server' "$T/mitm-trunc-$how.log"
+	check "unmount (a create O_TRUNC, $how)" umount_qtfs "$T/mt-$how"
+	eval "mitm=\$mitm_trunc_$how"
+	stop_mitm "$T/mitm-trunc-$how.log"
+done
+
 check "unmount (answers lost)" umount_qtfs "$T/ma"
 check "unmount (requests lost)" umount_qtfs "$T/mb"
 mitm=$mitm_after
