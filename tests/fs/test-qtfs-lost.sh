@@ -215,7 +215,8 @@ check "mount through the mitm that passes a rename on late" \
 	2>"$T/client-late2.log"
 out=$(rename2 exchange "$T/m2/a" "$T/m2/b")
 out2=$(rename2 whiteout "$T/m2/c" "$T/m2/d")
-sleep 1.5
+# Both carried out by the server (a second after the cut), whatever the load.
+wait_until 10 sh -c "[ \$(grep -c 'late request answered' '$T/mitm-late2.log') -ge 2 ]"
 check "a RENAME_EXCHANGE that reaches the server late: $out" [ "$out" = "Input/output error" ]
 check "... made once: a holds B, b holds A" \
 	sh -c "[ \"\$(cat '$T/exp/late2/a')\" = B ] && [ \"\$(cat '$T/exp/late2/b')\" = A ]"
@@ -329,7 +330,7 @@ check "mount through the mitm that cuts a rename before a restart, then late" \
 	mount_qtfs "unix:$T/again.sock:$T/exp/again" "$T/mg" --key-file "$KEY" -o timeout=5 -v \
 	2>"$T/client-again.log"
 out=$(rename2 exchange "$T/mg/a" "$T/mg/b")
-sleep 1.5
+wait_until 10 grep -q 'late request answered' "$T/mitm-again.log"
 check "an exchange sent again to a restarted server and lost again, late: $out" [ "$out" = "Input/output error" ]
 check "... made once: a holds B, b holds A" \
 	sh -c "[ \"\$(cat '$T/exp/again/a')\" = B ] && [ \"\$(cat '$T/exp/again/b')\" = A ]"
@@ -364,7 +365,7 @@ sleep 1
 rm -f "$T/sock5"
 start_server "$T/server5b.log" --listen "unix:$T/sock5" --export "$T/exp5" --key-file "$KEY" || exit 1
 wait "$py"
-sleep 1.5
+wait_until 10 grep -q 'late request answered' "$T/mitm5.log"
 out=$(cat "$T/out5")
 check "an exchange waiting through a restart, then lost and passed on late: $out" \
 	[ "$out" = "Input/output error" ]
