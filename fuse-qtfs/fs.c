@@ -1103,21 +1103,6 @@ static enum settled change_settled(struct qtfs_fs *fs, struct change *ch, gint64
 	}
 }
 
-static const char *op_name(uint16_t op)
-{
-	switch (op) {
-	case QTFS_MKNOD: return "MKNOD";
-	case QTFS_MKDIR: return "MKDIR";
-	case QTFS_SYMLINK: return "SYMLINK";
-	case QTFS_LINK: return "LINK";
-	case QTFS_RENAME: return "RENAME";
-	case QTFS_UNLINK: return "UNLINK";
-	case QTFS_RMDIR: return "RMDIR";
-	case QTFS_CREATE: return "CREATE";
-	default: return "?";
-	}
-}
-
 /*
  * Is the server another process than instance @instance (0: not known)?
  * @instance is that of the server the last send went out to: not the one
@@ -1151,7 +1136,7 @@ static int change_settle(struct qtfs_fs *fs, struct change *ch, struct qt_msg *m
 		st = change_settled(fs, ch, until);
 		if (st == CH_MADE) {
 			qt_info("%s \"%s\": the connection went before the answer; found made on the host",
-				op_name(ch->op), ch->path);
+				qtfs_op_name(ch->op), ch->path);
 			err = 0;
 			break;
 		}
@@ -1160,14 +1145,14 @@ static int change_settle(struct qtfs_fs *fs, struct change *ch, struct qt_msg *m
 		    !restarted(fs, ch->instance)) {
 			qt_notice("%s \"%s\": the connection went before the answer and the host does "
 				  "not show it made, but the server that had it may still make it: "
-				  "EIO", op_name(ch->op), ch->path);
+				  "EIO", qtfs_op_name(ch->op), ch->path);
 			err = -EIO;
 			break;
 		}
 		if (err == -QTFS_ELOST && st == CH_NOT_MADE && sends < CHANGE_SENDS &&
 		    g_get_monotonic_time() < until) {
 			qt_info("%s \"%s\": the connection went before the answer; not made on the host, "
-				"sent again", op_name(ch->op), ch->path);
+				"sent again", qtfs_op_name(ch->op), ch->path);
 			/* Lost again, it is the server this one went to that may still have it. */
 			err = qtfs_client_call_change(fs->cl, qt_msg_dup(m), until, rep, &ch->instance);
 			again = true;
@@ -1175,7 +1160,7 @@ static int change_settle(struct qtfs_fs *fs, struct change *ch, struct qt_msg *m
 		}
 		if (err == -QTFS_ELOST) {
 			qt_notice("%s \"%s\": the connection went before the answer, and the host does not "
-				  "show whether it was made: EIO", op_name(ch->op), ch->path);
+				  "show whether it was made: EIO", qtfs_op_name(ch->op), ch->path);
 			err = -EIO;
 		}
 		break;
