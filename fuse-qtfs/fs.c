@@ -722,9 +722,14 @@ static struct qtfs_fs *FS(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
-static int call(struct qtfs_fs *fs, struct qt_msg *m, bool idempotent, struct qt_msg **rep)
+/*
+ * A call that may be sent again on another connection if its own breaks
+ * (a query, or a change the host makes the same twice); changes of names
+ * go through call_change() instead.
+ */
+static int call(struct qtfs_fs *fs, struct qt_msg *m, struct qt_msg **rep)
 {
-	return qtfs_client_call(fs->cl, m, idempotent ? QTFS_REPEAT : QTFS_ONCE, rep);
+	return qtfs_client_call(fs->cl, m, QTFS_REPEAT, rep);
 }
 
 /* A reply that is one attribute record.  0, or -EIO when it is malformed. */
@@ -737,11 +742,11 @@ static int rd_attr_reply(const struct qt_msg *rep, struct qtfs_attr *a)
 }
 
 /* A call with an empty reply. */
-static int call_void(struct qtfs_fs *fs, struct qt_msg *m, bool idempotent)
+static int call_void(struct qtfs_fs *fs, struct qt_msg *m)
 {
 	g_autoptr(qt_msg) rep = NULL;
 
-	return call(fs, m, idempotent, &rep);
+	return call(fs, m, &rep);
 }
 
 /* A directory's attributes after a change, as a reply ends with them (see the top). */
@@ -877,10 +882,10 @@ static void pending_free(struct pending *p)
 	g_free(p);
 }
 
-static void call_async(struct qtfs_fs *fs, struct qt_msg *m, bool idempotent, qtfs_done_fn done,
-		       struct pending *p)
+/* call() without waiting: @done(@p, ...) runs on the loop thread. */
+static void call_async(struct qtfs_fs *fs, struct qt_msg *m, qtfs_done_fn done, struct pending *p)
 {
-	qtfs_client_call_async_any(fs->cl, m, idempotent ? QTFS_REPEAT : QTFS_ONCE, done, p);
+	qtfs_client_call_async_any(fs->cl, m, QTFS_REPEAT, done, p);
 }
 
 /* The attributes of an asynchronous reply, or -errno. */
@@ -3068,7 +3073,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	m = req_path(QTFS_LOOKUP, path);
-	call_async(fs, m, true, lookup_done, pending_new(req, parent, g_steal_pointer(&path), name));
+	call_async(fs, m, lookup_done, pending_new(req, parent, g_steal_pointer(&path), name));
 }
 
 static void forget_one(struct qtfs_fs *fs, fuse_ino_t ino, uint64_t nlookup)
@@ -3190,7 +3195,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		struct qt_msg *m = req_path(QTFS_GETATTR, path);
 
 		qt_msg_put_u64(m, 0);
-		call_async(fs, m, true, getattr_done, pending_new(req, ino, g_steal_pointer(&path), NULL));
+		call_async(fs, m, getattr_done, pending_new(req, ino, g_steal_pointer(&path), NULL));
 		return;
 	}
 	if (!h) {
@@ -3247,7 +3252,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		if (!(fi && fi->fh))
 			fh_unref(h);
 	} else {
-		err = path ? call(fs, build_setattr(0, &c), true, &rep) : -ESTALE;
+		err = path ? call(fs, build_setattr(0, &c), &rep) : -ESTALE;
 	}
 	if (err == 0)
 		err = rd_attr_reply(rep, &a);
@@ -3285,7 +3290,7 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 		reply_err(req, ESTALE);
 		return;
 	}
-	err = call(fs, req_path(QTFS_READLINK, path), true, &rep);
+	err = call(fs, req_path(QTFS_READLINK, path), &rep);
 	if (err == 0) {
 		qt_rd_init_msg(&r, rep);
 		if (qt_rd_strdup(&r, QTFS_READLINK_MAX, &target) < 0 || qt_rd_end(&r) < 0)
@@ -4797,7 +4802,7 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	uint64_t v[11];
 	struct statvfs sv = {0};
 	struct qt_rd r;
-	int err = call(fs, req_path(QTFS_STATFS, ""), true, &rep);
+	int err = call(fs, req_path(QTFS_STATFS, ""), &rep);
 
 	if (err == 0) {
 		qt_rd_init_msg(&r, rep);
@@ -4836,7 +4841,7 @@ static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 	}
 	m = req_path(QTFS_ACCESS, path);
 	qt_msg_put_u32(m, (uint32_t)mask);
-	reply_err(req, -call_void(fs, m, true));
+	reply_err(req, -call_void(fs, m));
 }
 
 /*
@@ -4967,7 +4972,7 @@ static int xattr_call(struct qtfs_fs *fs, fuse_ino_t ino, struct xattr_ctx *c, s
 		fh_unref(h);
 		return err;
 	}
-	return c->path ? call(fs, build_xattr(0, c), true, rep) : -ESTALE;
+	return c->path ? call(fs, build_xattr(0, c), rep) : -ESTALE;
 }
 
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
