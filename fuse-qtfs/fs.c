@@ -334,6 +334,14 @@ static bool node_above(const struct node *n, const struct node *d)
 	return false;
 }
 
+/* The node named @name in @parent, or NULL.  fs->lock held. */
+static struct node *node_child_locked(struct qtfs_fs *fs, struct node *parent, const char *name)
+{
+	struct node probe = {.parent = parent, .name = (char *)name};
+
+	return g_hash_table_lookup(fs->by_name, &probe);
+}
+
 /*
  * Give @n the name @name in @parent, displacing whoever had it.  Not
  * beneath itself: the host can show a directory there (a bind mount of
@@ -344,14 +352,13 @@ static bool node_above(const struct node *n, const struct node *d)
  */
 static void node_name(struct qtfs_fs *fs, struct node *n, struct node *parent, const char *name)
 {
-	struct node probe = {.parent = parent, .name = (char *)name};
 	struct node *old;
 
 	if (n->parent == parent && n->name && !strcmp(n->name, name))
 		return;
 	if (n->type == S_IFDIR && node_above(n, parent))
 		return;
-	old = g_hash_table_lookup(fs->by_name, &probe);
+	old = node_child_locked(fs, parent, name);
 	if (old && old != n)
 		node_unname(fs, old);
 	parent->children++; /* before unnaming, which may free the old parent */
@@ -3406,9 +3413,7 @@ static void forget_name(struct qtfs_fs *fs, fuse_ino_t parent, const char *name)
 	g_mutex_lock(&fs->lock);
 	p = node_by_id(fs, parent);
 	if (p) {
-		struct node probe = {.parent = p, .name = (char *)name};
-
-		n = g_hash_table_lookup(fs->by_name, &probe);
+		n = node_child_locked(fs, p, name);
 		if (n) {
 			node_unname(fs, n);
 			if (n->nlookup == 0 && n->children == 0)
@@ -3454,11 +3459,8 @@ static struct host_id name_host_id(struct qtfs_fs *fs, fuse_ino_t parent, const 
 
 	g_mutex_lock(&fs->lock);
 	p = node_by_id(fs, parent);
-	if (p) {
-		struct node probe = {.parent = p, .name = (char *)name};
-
-		id = node_host_id(g_hash_table_lookup(fs->by_name, &probe));
-	}
+	if (p)
+		id = node_host_id(node_child_locked(fs, p, name));
 	g_mutex_unlock(&fs->lock);
 	return id;
 }
@@ -3512,16 +3514,12 @@ static bool rename_nodes_locked(struct qtfs_fs *fs, fuse_ino_t parent, const cha
 				fuse_ino_t newparent, const char *newname, struct node **p,
 				struct node **np, struct node **a, struct node **b)
 {
-	struct node pa, pb;
-
 	*p = node_by_id(fs, parent);
 	*np = node_by_id(fs, newparent);
 	if (!*p || !*np)
 		return false;
-	pa = (struct node){.parent = *p, .name = (char *)name};
-	pb = (struct node){.parent = *np, .name = (char *)newname};
-	*a = g_hash_table_lookup(fs->by_name, &pa);
-	*b = g_hash_table_lookup(fs->by_name, &pb);
+	*a = node_child_locked(fs, *p, name);
+	*b = node_child_locked(fs, *np, newname);
 	return true;
 }
 
