@@ -16,33 +16,12 @@ import socket
 import struct
 import sys
 
+from rexec_frames import FrameReader, frame
+
 HELLO, CHALLENGE, RESPONSE, AUTH_OK = 1, 2, 3, 4
 EXEC, DATA, EXIT = 0x1000, 0x1001, 0x1007
 F_REPLY = 1
 CHUNK = 256 * 1024
-
-
-def frame(typ, payload=b"", flags=0, mid=0):
-    return struct.pack(">IBBHQ", len(payload), 1, flags, typ, mid) + payload
-
-
-class Peer:
-    def __init__(self, sock):
-        self.sock = sock
-        self.buf = b""
-
-    def recv_frame(self):
-        while True:
-            if len(self.buf) >= 16:
-                n, _, fl, typ, mid = struct.unpack(">IBBHQ", self.buf[:16])
-                if len(self.buf) >= 16 + n:
-                    p = self.buf[16:16 + n]
-                    self.buf = self.buf[16 + n:]
-                    return typ, fl, mid, p
-            d = self.sock.recv(65536)
-            if not d:
-                return None
-            self.buf += d
 
 
 def main():
@@ -58,7 +37,7 @@ def main():
     srv.listen(1)
     os.rename(path + ".tmp", path)
     c, _ = srv.accept()
-    peer = Peer(c)
+    peer = FrameReader(c)
     f = peer.recv_frame()
     if f is None or f[0] != HELLO:
         sys.exit("no HELLO")

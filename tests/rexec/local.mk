@@ -7,7 +7,8 @@
 # real client against it, with python3 helpers for a terminal (ptyrun.py),
 # a hostile raw client (rexec-raw.py), unix-socket peers (unix-peer.py) and
 # a parent with a non-blocking pipe (nonblock-pipe.py) and a rexecd that
-# sends past the stream credit (greedy-rexecd.py).
+# sends past the stream credit (greedy-rexecd.py); the last two read and
+# write frames with rexec_frames.py.
 # They need root (other users, namespaces) and exit 77 without it.
 
 # In the one list of unit tests (tests/local.mk), which builds and runs them.
@@ -28,4 +29,5 @@ REXEC_TESTS = \
 	tests/rexec/test-rexec-ssh.sh
 TESTS += $(REXEC_TESTS)
 EXTRA_DIST += tests/rexec/rexec-env.sh tests/rexec/ptyrun.py tests/rexec/rexec-raw.py \
-	tests/rexec/unix-peer.py tests/rexec/nonblock-pipe.py tests/rexec/greedy-rexecd.py $(REXEC_TESTS)
+	tests/rexec/unix-peer.py tests/rexec/nonblock-pipe.py tests/rexec/greedy-rexecd.py \
+	tests/rexec/rexec_frames.py $(REXEC_TESTS)

@@ -27,6 +27,8 @@ import struct
 import sys
 import time
 
+from rexec_frames import FrameReader, frame
+
 HELLO, CHALLENGE, RESPONSE, AUTH_OK, AUTH_FAIL = 1, 2, 3, 4, 5
 EXEC, DATA, ACK, EOF, CLOSE, SIGNAL, RESIZE, EXIT = range(0x1000, 0x1008)
 FORWARD = 0x1010
@@ -44,11 +46,6 @@ def fail(msg):
     global failures
     failures += 1
     print("FAIL: " + msg)
-
-
-def frame(typ, payload=b"", flags=0, mid=0, version=1, length=None):
-    n = len(payload) if length is None else length
-    return struct.pack(">IBBHQ", n, version, flags, typ, mid) + payload
 
 
 def u8(v):
@@ -84,38 +81,20 @@ def exec_payload(cmd, argv, env=(), cwd="/", umask=0o22, flags=0, term="", fds=b
             + u16(80) + u16(24) + fds)
 
 
-class Conn:
+class Conn(FrameReader):
     def __init__(self, target, key):
         if target.startswith("unix:"):
-            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            self.sock.connect(target[5:])
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect(target[5:])
         else:
             host, port = target[len("tcp://"):].rsplit(":", 1)
-            self.sock = socket.create_connection((host, int(port)))
-        self.sock.settimeout(10)
+            sock = socket.create_connection((host, int(port)))
+        sock.settimeout(10)
+        super().__init__(sock)
         self.key = key
-        self.buf = b""
 
     def send(self, b):
         self.sock.sendall(b)
-
-    def recv_frame(self, timeout=10):
-        """A frame (type, flags, id, payload), or None at EOF/reset/timeout."""
-        self.sock.settimeout(timeout)
-        try:
-            while True:
-                if len(self.buf) >= 16:
-                    n, _, fl, typ, mid = struct.unpack(">IBBHQ", self.buf[:16])
-                    if len(self.buf) >= 16 + n:
-                        p = self.buf[16:16 + n]
-                        self.buf = self.buf[16 + n:]
-                        return typ, fl, mid, p
-                d = self.sock.recv(65536)
-                if not d:
-                    return None
-                self.buf += d
-        except (socket.timeout, ConnectionResetError, BrokenPipeError):
-            return None
 
     def closed_by_peer(self, timeout=10):
         """True if the peer closes the connection (frames before that are skipped)."""
