@@ -169,6 +169,11 @@ struct qtfs_fs {
 	GMutex slow_lock;
 	GThreadPool *slow; /* see slow_push(); NULL once stopping; slow_lock */
 
+	/* The request buffer lent with a QTFS_RUN_LOOP_LEND request (loop thread), and its return. */
+	void *lent;
+	void (*give_back)(void *arg, void *buf);
+	void *give_back_arg;
+
 	struct fuse_session *session; /* for notifications other than name caching's */
 	/* Name caching (see "Name caching" below). */
 	struct fuse_session *se; /* for the notifications; NULL: not caching */
@@ -1594,7 +1599,9 @@ struct fh_pending {
 	struct fh *h; /* a reference */
 	fuse_ino_t ino;
 	char *path;	  /* getattr: the node's path or NULL */
-	struct io_ctx c;  /* read */
+	struct io_ctx c;  /* read, write */
+	void *wbuf;	  /* write: the request buffer c.data lies in, lent by the session */
+	void *wdata;	  /* write: else a copy of the bytes (c.data) */
 	/* readdir: the request, and the listing its entries go on (see do_readdir()) */
 	struct readdir_ctx rd;
 	struct listing *reading;
@@ -1610,6 +1617,7 @@ static void fh_pending_free(struct fh_pending *p)
 	fh_unref(p->h);
 	listing_unref(p->reading);
 	g_free(p->path);
+	g_free(p->wdata);
 	g_free(p);
 }
 
@@ -4229,6 +4237,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	reply_read(req, c.size, err, rep);
 }
 
+
+
 static struct qt_msg *build_write(uint64_t sh, void *arg)
 {
 	struct io_ctx *c = arg;
@@ -4240,6 +4250,33 @@ static struct qt_msg *build_write(uint64_t sh, void *arg)
 	qt_msg_put_u32(m, c->gid);
 	qt_msg_put_bytes(m, c->data, c->size);
 	return m;
+}
+
+static void reply_write(fuse_req_t req, int err, struct qt_msg *rep)
+{
+	uint32_t n = 0;
+	struct qt_rd r;
+
+	if (err == 0) {
+		qt_rd_init_msg(&r, rep);
+		if (qt_rd_u32(&r, &n) < 0 || qt_rd_end(&r) < 0)
+			err = -EIO;
+	}
+	if (err < 0)
+		reply_err(req, -err);
+	else
+		fuse_reply_write(req, n);
+	qt_msg_free(rep);
+}
+
+static void write_answer(struct fh_pending *p, int err, struct qt_msg *rep)
+{
+	struct qtfs_fs *fs = FS(p->req);
+
+	reply_write(p->req, err, rep);
+	if (p->wbuf)
+		fs->give_back(fs->give_back_arg, p->wbuf);
+	fh_pending_free(p);
 }
 
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
@@ -4254,23 +4291,34 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		.wflags = (ctx->uid ? QTFS_WR_KILL_PRIV : 0) | ((fi->flags & O_APPEND) ? QTFS_WR_APPEND : 0),
 		.gid = ctx->gid,
 	};
-	g_autoptr(qt_msg) rep = NULL;
-	uint32_t n = 0;
-	struct qt_rd r;
-	struct qt_call_ctl *ctl = fh_of(fi)->stream ? intr_begin(req) : NULL;
-	int err = call_fh(FS(req), fh_of(fi), build_write, &c, &rep);
+	struct qtfs_fs *fs = FS(req);
+	struct qt_msg *rep = NULL;
+	struct qt_call_ctl *ctl;
+	int err;
 
-	intr_end(req, ctl);
+	if (qt_loop_in_thread(qtfs_client_loop(fs->cl))) {
+		/*
+		 * Sent from the loop thread (qtfs_fs_where()), answered when
+		 * the reply comes; the bytes stay in the request's buffer,
+		 * which the session lent, until then (a redo after a
+		 * reconnection sends them again).  Without it, a copy.
+		 */
+		struct fh_pending *fp = g_new0(struct fh_pending, 1);
+		void *wbuf = fs->lent, *wdata = wbuf ? NULL : g_memdup2(buf, c.size);
 
-	if (err == 0) {
-		qt_rd_init_msg(&r, rep);
-		if (qt_rd_u32(&r, &n) < 0 || qt_rd_end(&r) < 0)
-			err = -EIO;
+		fs->lent = NULL;
+		if (wdata)
+			c.data = wdata;
+		g_atomic_int_inc(&fh_of(fi)->refs);
+		*fp = (struct fh_pending){.req = req, .h = fh_of(fi), .ino = ino, .c = c, .wbuf = wbuf,
+					  .wdata = wdata, .build = build_write, .answer = write_answer};
+		call_fh_async(fs, fp);
+		return;
 	}
-	if (err < 0)
-		reply_err(req, -err);
-	else
-		fuse_reply_write(req, n);
+	ctl = fh_of(fi)->stream ? intr_begin(req) : NULL;
+	err = call_fh(fs, fh_of(fi), build_write, &c, &rep);
+	intr_end(req, ctl);
+	reply_write(req, err, rep);
 }
 
 struct flush_unlock {
@@ -5470,6 +5518,20 @@ struct qtfs_fs *qtfs_fs_new(const struct qtfs_fs_opts *o, struct qtfs_client *cl
 	return fs;
 }
 
+void qtfs_fs_set_lender(struct qtfs_fs *fs, void (*give_back)(void *arg, void *buf), void *arg)
+{
+	fs->give_back = give_back;
+	fs->give_back_arg = arg;
+}
+
+void *qtfs_fs_lend(struct qtfs_fs *fs, void *buf)
+{
+	void *was = fs->lent;
+
+	fs->lent = buf;
+	return was;
+}
+
 enum qtfs_run qtfs_fs_where(struct qtfs_fs *fs, const void *buf, size_t len)
 {
 	struct fuse_in_header in;
@@ -5507,6 +5569,9 @@ enum qtfs_run qtfs_fs_where(struct qtfs_fs *fs, const void *buf, size_t len)
 		memcpy(&fh, arg, sizeof(fh));
 		if (fh && ((const struct fh *)(uintptr_t)fh)->stream)
 			return QTFS_RUN_BLOCKER;
+		/* A write of a regular file too, its bytes left in the request's buffer (op_write). */
+		if (in.opcode == FUSE_WRITE)
+			return fh && alen >= sizeof(struct fuse_write_in) ? QTFS_RUN_LOOP_LEND : QTFS_RUN_WORKER;
 		/* A read of a regular file waits for nothing but its reply. */
 		return in.opcode == FUSE_READ && fh && alen >= sizeof(struct fuse_read_in) ? QTFS_RUN_LOOP
 											   : QTFS_RUN_WORKER;

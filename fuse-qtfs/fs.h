@@ -109,6 +109,12 @@ enum qtfs_run {
 	 * the kernel when the reply comes.
 	 */
 	QTFS_RUN_LOOP,
+	/*
+	 * The same, and its operation may keep the request's bytes (a
+	 * WRITE's data, sent from there) until it is answered: the session
+	 * lends it the buffer (qtfs_fs_lend()) and reads on into another.
+	 */
+	QTFS_RUN_LOOP_LEND,
 	/* It may wait: on a FUSE worker thread. */
 	QTFS_RUN_WORKER,
 	/*
@@ -119,6 +125,15 @@ enum qtfs_run {
 	QTFS_RUN_BLOCKER,
 };
 enum qtfs_run qtfs_fs_where(struct qtfs_fs *fs, const void *buf, size_t len);
+/*
+ * Lending a QTFS_RUN_LOOP_LEND request's buffer, on the loop thread:
+ * qtfs_fs_lend(fs, buf) before the request runs, qtfs_fs_lend(fs, NULL)
+ * after it, which returns the buffer unless the operation kept it.  A kept
+ * one comes back through @give_back(@arg, buf), on any thread, once its
+ * operation is answered (before qtfs_fs_stop() returns).
+ */
+void qtfs_fs_set_lender(struct qtfs_fs *fs, void (*give_back)(void *arg, void *buf), void *arg);
+void *qtfs_fs_lend(struct qtfs_fs *fs, void *buf);
 void qtfs_fs_free(struct qtfs_fs *fs);
 /*
  * The session the name cache notifications go to (before it runs).  Only

@@ -8,8 +8,8 @@
  * wake-up more per request than the work needs.  Here the loop thread
  * reads /dev/fuse itself, through a watch on the session's descriptor
  * (made non-blocking), and runs at once the requests that never wait
- * (qtfs_fs_where() says QTFS_RUN_LOOP: lookup, getattr, open, create, read, unlink,
- * rmdir, flush, release, forget, interrupt, opendir, readdir, readdirplus,
+ * (qtfs_fs_where() says QTFS_RUN_LOOP: lookup, getattr, open, create, read, write,
+ * unlink, rmdir, flush, release, forget, interrupt, opendir, readdir, readdirplus,
  * releasedir, and the check for file capabilities before a write when its
  * answer is known), whose operations
  * only send their call; the loop answers the kernel when the reply comes.  Every
@@ -24,7 +24,9 @@
  * Buffers: one request per read, into a buffer big enough for the
  * largest (1 MiB of WRITE data and the headers, as libfuse sizes its own).
  * A request run on the loop leaves its buffer for the next read; one sent
- * to a worker takes it along, and a spare one takes its place.
+ * to a worker takes it along, and a spare one takes its place, as for a
+ * WRITE run on the loop, whose bytes are sent from its buffer
+ * (QTFS_RUN_LOOP_LEND: the buffer comes back once the write is answered).
  *
  * Ending: the kernel says ENODEV once the file system is unmounted
  * (fusermount3 -u, umount); the loop thread then tells the main thread
@@ -105,6 +107,12 @@ static void process(struct qtfs_session *s, uint8_t *buf, size_t len)
 	fuse_session_process_buf(s->se, &fb);
 }
 
+/* A buffer lent to a request run on the loop is back (any thread). */
+static void given_back(void *arg, void *buf)
+{
+	buf_put(arg, buf);
+}
+
 static void work_run(gpointer data, gpointer user)
 {
 	struct work *w = data;
@@ -153,6 +161,14 @@ static void readable(struct qt_watch *wt, int fd, uint32_t revents, void *arg)
 
 		if (where == QTFS_RUN_LOOP) {
 			process(s, s->buf, (size_t)n);
+		} else if (where == QTFS_RUN_LOOP_LEND) {
+			uint8_t *b = s->buf;
+
+			s->buf = buf_get(s);
+			qtfs_fs_lend(s->fs, b);
+			process(s, b, (size_t)n);
+			if ((b = qtfs_fs_lend(s->fs, NULL)))
+				buf_put(s, b); /* not kept */
 		} else {
 			struct work *w = g_new(struct work, 1);
 
@@ -208,6 +224,7 @@ int qtfs_session_start(struct fuse_session *se, struct qt_loop *loop, struct qtf
 		qtfs_session_free(s);
 		return err;
 	}
+	qtfs_fs_set_lender(fs, given_back, s);
 	s->workers = g_thread_pool_new(work_run, NULL, (gint)max_workers, FALSE, NULL);
 	s->blockers = g_thread_pool_new(work_run, NULL, MAX_BLOCKERS, FALSE, NULL);
 	qt_loop_post(loop, start_on_loop, s);
