@@ -14,6 +14,8 @@
 #                          mount's DPU side is dropped before each read)
 #   rand read qd1          4 KiB preads at random offsets of a 64 MiB file,
 #                          readahead off: p50 / p99 latency in microseconds
+#   4k writes              5000 write(2)s of 4 KiB appending to a new file:
+#                          p50 / p99 latency of each, in microseconds
 #   create / stat / unlink 10k files, stat with attribute caching off
 #                          (each of these three times, the median reported);
 #                          create and unlink again with the export on tmpfs
@@ -207,6 +209,20 @@ def rand_read(d):
     lat.sort()
     return lat[len(lat) // 2], lat[len(lat) * 99 // 100]
 
+def small_writes(d, n=5000):
+    """4 KiB write(2)s appending to a new file: p50 / p99 latency of each."""
+    buf = b"\x5a" * 4096
+    lat = []
+    fd = os.open(os.path.join(d, "small"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    for _ in range(n):
+        t = time.perf_counter_ns()
+        os.write(fd, buf)
+        lat.append((time.perf_counter_ns() - t) / 1000)
+    os.close(fd)
+    os.unlink(os.path.join(d, "small"))
+    lat.sort()
+    return lat[len(lat) // 2], lat[len(lat) * 99 // 100]
+
 def meta(d, n=10000):
     sub = os.path.join(d, "meta")
     os.mkdir(sub)
@@ -286,6 +302,8 @@ elif cmd == "read":
     print("%.0f %.0f %.0f" % seq_read(sys.argv[2], int(sys.argv[3]), pids(sys.argv[4]), pids(sys.argv[5])))
 elif cmd == "rand":
     print("%.0f %.0f" % rand_read(sys.argv[2]))
+elif cmd == "smallw":
+    print("%.0f %.0f" % small_writes(sys.argv[2]))
 elif cmd == "meta":
     print("%.0f %.0f %.1f %.0f" % meta3(sys.argv[2]))
 elif cmd == "creates":
@@ -331,6 +349,8 @@ for target in native m-tcp m-unix m-sshfs; do
 	r=$1 rhost=$2 rdpu=$3
 	set -- $(b rand "$d")
 	p50=$1 p99=$2
+	set -- $(b smallw "$d")
+	w50=$1 w99=$2
 	rm -f "$d/big"
 	# create, readdir and unlink on the mount as it is; stat on a second
 	# mount of the same tree with attribute and entry caching off.
@@ -350,9 +370,10 @@ for target in native m-tcp m-unix m-sshfs; do
 	set -- $(b meta "$T/nc-$target")
 	s=$2
 	echo "   seq write $w MB/s, seq read $r MB/s (of $all; CPU ms/GiB: host $rhost, DPU $rdpu), rand 4k p50 ${p50}us p99 ${p99}us"
+	echo "   4k writes p50 ${w50}us p99 ${w99}us"
 	echo "   create $c/s, stat $s/s, readdir(10k) $rd/s, unlink $u/s"
 	results="$results
-$target $w $r $p50 $p99 $c $s $rd $u $rhost $rdpu"
+$target $w $r $p50 $p99 $c $s $rd $u $rhost $rdpu $w50 $w99"
 done
 
 # sshfs keeps names in its own cache for 20 s; fuse-qtfs caches the names
@@ -426,8 +447,8 @@ for line in sys.stdin.read().split("\n"):
         f = line.split()
         rows[f[0]] = [float(x) for x in f[1:]]
 cols = ["seq write MB/s", "seq read MB/s", "rand4k p50 us", "rand4k p99 us", "create/s", "stat/s", "readdir/s", "unlink/s",
-        "seq read, host CPU ms/GiB", "seq read, DPU CPU ms/GiB"]
-lower_better = {2, 3, 8, 9}
+        "seq read, host CPU ms/GiB", "seq read, DPU CPU ms/GiB", "4k write p50 us", "4k write p99 us"]
+lower_better = {2, 3, 8, 9, 10, 11}
 names = ["native", "m-tcp", "m-unix", "m-sshfs"]
 print("| workload | native | fuse-qtfs tcp | fuse-qtfs unix | sshfs | qtfs tcp / sshfs | qtfs unix / sshfs |")
 print("|---|---:|---:|---:|---:|---:|---:|")
@@ -437,7 +458,7 @@ for i, c in enumerate(cols):
         if i in lower_better:
             return b / a if a else 0
         return a / b if b else 0
-    native = "-" if i >= 8 else "%.0f" % v[0]
+    native = "-" if i in (8, 9) else "%.0f" % v[0]
     print("| %s | %s | %.0f | %.0f | %.0f | %.1fx | %.1fx |" % (c, native, v[1], v[2], v[3], ratio(v[1], v[3]), ratio(v[2], v[3])))
 print("| /proc/meminfo reads/s | %.0f | %.0f | - | %.0f | %.1fx | - |" % (mn, mq, ms, mq / ms if ms else 0))
 for i, label, v in ((4, "create/s", cnw), (7, "unlink/s", unw)):
