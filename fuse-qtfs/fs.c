@@ -3744,6 +3744,47 @@ static void finish_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 		fh_close(fs, h);
 }
 
+/*
+ * An O_TRUNC open by an unprivileged caller drops the file's set-user-ID
+ * bit, and set-group-ID where its group may execute or the caller is not
+ * in it, as a local one would; the server's open runs as root, which keeps
+ * them, and an OPEN does not say who opens (a CREATE does, and the server
+ * drops them there).  Must @req's open of a file now of attributes @a, and
+ * what mode does that leave (*@mode)?
+ */
+static bool open_kills_priv(fuse_req_t req, int flags, const struct qtfs_attr *a, uint32_t *mode)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	uint32_t m = a->mode & 07777;
+
+	if (!(flags & O_TRUNC) || ctx->uid == 0 || !S_ISREG(a->mode) || !(m & (S_ISUID | S_ISGID)))
+		return false;
+	m &= ~(uint32_t)S_ISUID;
+	if ((m & S_IXGRP) || a->gid != ctx->gid)
+		m &= ~(uint32_t)S_ISGID;
+	*mode = m;
+	return m != (a->mode & 07777);
+}
+
+/* Drop them (synchronously) through the new handle; *@a: the attributes after. */
+static void open_kill_priv(struct qtfs_fs *fs, const char *path, unsigned slot, uint64_t gen,
+			   uint64_t sh, uint32_t mode, struct qtfs_attr *a)
+{
+	struct stat st = {.st_mode = mode};
+	struct setattr_ctx c = {.path = path, .st = &st, .valid = FUSE_SET_ATTR_MODE};
+	g_autoptr(qt_msg) rep = NULL;
+	struct qtfs_attr after;
+	int err = qtfs_client_call_on(fs->cl, slot, gen, build_setattr(sh, &c), 0, &rep);
+
+	if (err == 0)
+		err = rd_attr_reply(rep, &after);
+	if (err == 0)
+		*a = after;
+	else
+		qt_notice("cannot drop the set-id bits of \"%s\" truncated by an unprivileged open: %s", path,
+			  g_strerror(-err));
+}
+
 static void open_sync(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, const char *path)
 {
 	struct qtfs_fs *fs = FS(req);
@@ -3754,6 +3795,7 @@ static void open_sync(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	struct qtfs_attr a;
 	unsigned slot;
 	uint64_t gen, sh;
+	uint32_t mode;
 	int err;
 
 	err = open_remote(fs, path, fi->flags, false, relay, &slot, &gen, &sh, &a,
@@ -3764,6 +3806,8 @@ static void open_sync(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		reply_err(req, -err);
 		return;
 	}
+	if (!relay && open_kills_priv(req, fi->flags, &a, &mode))
+		open_kill_priv(fs, path, slot, gen, sh, mode, &a);
 	finish_open(req, ino, fi, relay, slot, gen, sh, &a, &pre);
 }
 
@@ -3793,6 +3837,28 @@ static void open_pending_free(struct open_pending *p)
 	g_free(p);
 }
 
+/* An open that must drop set-id bits (open_kills_priv()), on the slow pool: the loop cannot wait. */
+struct open_kill {
+	struct open_pending *p;
+	uint64_t sh;
+	uint32_t mode;
+	struct qtfs_attr a;
+	struct prefetched pre;
+};
+
+static void open_kill_run(void *arg, bool run)
+{
+	struct open_kill *k = arg;
+	struct open_pending *p = k->p;
+
+	if (run)
+		open_kill_priv(FS(p->req), p->path, p->slot, p->gen, k->sh, k->mode, &k->a);
+	/* The open was made either way: the kernel gets its handle. */
+	finish_open(p->req, p->ino, &p->fi, false, p->slot, p->gen, k->sh, &k->a, &k->pre);
+	open_pending_free(p);
+	g_free(k);
+}
+
 static void open_redo(void *arg, bool run)
 {
 	struct open_pending *p = arg;
@@ -3812,6 +3878,7 @@ static void open_done(void *arg, int err, struct qt_msg *rep)
 	struct prefetched pre = {0};
 	bool want = (p->fi.flags & O_ACCMODE) == O_RDONLY;
 	struct qtfs_attr a;
+	uint32_t mode;
 	uint64_t sh;
 
 	if (err == -ESTALE) {
@@ -3827,6 +3894,12 @@ static void open_done(void *arg, int err, struct qt_msg *rep)
 		reply_err(p->req, -err);
 	} else if (p->dir) {
 		finish_opendir(p->req, p->ino, &p->fi, p->slot, p->gen, sh, &a);
+	} else if (open_kills_priv(p->req, p->fi.flags, &a, &mode)) {
+		struct open_kill *k = g_new(struct open_kill, 1);
+
+		*k = (struct open_kill){.p = p, .sh = sh, .mode = mode, .a = a, .pre = pre};
+		slow_push(FS(p->req), open_kill_run, k);
+		return;
 	} else {
 		finish_open(p->req, p->ino, &p->fi, false, p->slot, p->gen, sh, &a, &pre);
 	}

@@ -2098,8 +2098,15 @@ static int put_new_handle(struct session *sess, int fd, const struct stat *known
  * Opening a device can have effects of its own (a watchdog starts, a tape
  * rewinds), and a FIFO open may block, hence the look before the open.
  */
+static void kill_priv(int fd, uint32_t gid);
+
+/*
+ * Open @path, which exists.  @truncator: for CREATE, who opens it; an
+ * unprivileged one's O_TRUNC drops the file's set-id bits, as a local one
+ * would (an OPEN does not say who: the client does that, open_kill_priv()).
+ */
 static int open_existing(struct session *sess, const char *path, uint32_t flags,
-			 const uint32_t *prefetch, struct qt_msg *rep)
+			 const uint32_t *prefetch, const struct caller *truncator, struct qt_msg *rep)
 {
 	struct stat st;
 	char link[64];
@@ -2149,6 +2156,8 @@ static int open_existing(struct session *sess, const char *path, uint32_t flags,
 		goto out;
 	}
 	close(pfd);
+	if (truncator && truncator->uid && (flags & O_TRUNC) && S_ISREG(st.st_mode))
+		kill_priv(fd, truncator->gid);
 	return put_new_handle(sess, fd, NULL, false, path, (int)flags, prefetch, 0, rep);
 out:
 	close(pfd);
@@ -2167,7 +2176,7 @@ static int op_open(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	qt_rd_u32(r, &prefetch);
 	if ((err = qt_rd_end(r)) < 0)
 		return err;
-	return open_existing(sess, path, flags, &prefetch, rep);
+	return open_existing(sess, path, flags, &prefetch, NULL, rep);
 }
 
 /*
@@ -2232,7 +2241,7 @@ static int op_create(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		at_clear(&a);
 		if (err != -EEXIST || (flags & O_EXCL))
 			return err;
-		err = open_existing(sess, path, flags, NULL, rep);
+		err = open_existing(sess, path, flags, NULL, &c, rep);
 		if (err == 0)
 			put_dir_attr(sess, rep, NULL); /* the directory did not change */
 		if (err != -ENOENT)
@@ -2331,9 +2340,9 @@ static int op_read(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 }
 
 /*
- * A write by an unprivileged caller clears set-user-ID, and set-group-ID
- * when the group may execute or the caller is not in the group, as a local
- * write would; ours runs as root, which keeps them.  (The caller's
+ * A write (or a truncating open) by an unprivileged caller clears
+ * set-user-ID, and set-group-ID when the group may execute or the caller is
+ * not in the group, as a local one would; ours runs as root, which keeps them.  (The caller's
  * supplementary groups are not known here: only its primary gid counts.)
  */
 static void kill_priv(int fd, uint32_t gid)

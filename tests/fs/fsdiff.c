@@ -2904,6 +2904,9 @@ static void setup_perm_suid(struct ctx *c)
 	put(c, "suid", "data", 06777);
 	put(c, "suid2", "data", 04777);
 	put(c, "sgid_noexec", "data", 02666);
+	put(c, "suid_trunc", "data", 06777);
+	put(c, "suid_creat", "data", 06777);
+	put(c, "sgid_trunc", "data", 02666);
 	put(c, "own", "x", 0644);
 	xchown(c, "own", c->uid, 0, 0);
 	xmkdir(c, "sgid", 0777);
@@ -2926,6 +2929,16 @@ static void sc_perm_suid(struct ctx *c)
 	fd = xopen(c, "sgid_noexec", O_WRONLY, 0);
 	step(c, write(fd, "Z", 1), "write(sgid_noexec, \"Z\")");
 	xfstat(c, fd, "sgid_noexec");
+	xclose(c, fd);
+	/* so does an open that truncates (OPEN; CREATE of a file that exists) */
+	fd = xopen(c, "suid_trunc", O_WRONLY | O_TRUNC, 0);
+	xfstat(c, fd, "suid_trunc");
+	xclose(c, fd);
+	fd = xopen(c, "suid_creat", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	xfstat(c, fd, "suid_creat");
+	xclose(c, fd);
+	fd = xopen(c, "sgid_trunc", O_RDWR | O_TRUNC, 0);
+	xfstat(c, fd, "sgid_trunc");
 	xclose(c, fd);
 	/* setting set-group-ID for a group one is not in is silently refused */
 	xchmod(c, "own", 02755);

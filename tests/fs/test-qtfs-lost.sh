@@ -26,7 +26,9 @@
 # kept it: a file renamed over another through such an overlay, the way
 # the container of test-qtfs-containerd.sh writes its counter, reads
 # back.  Last, a change lost whose connection comes back late and whose
-# second send gets no answer ends by its deadline.
+# second send gets no answer ends by its deadline.  (Also here, for the
+# held-back reports it needs: an unprivileged create O_TRUNC of a set-id
+# file that exists drops its set-id bits.)
 
 . "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
 . "${top_srcdir:-.}/tests/fs/hostile-env.sh"
@@ -427,6 +429,34 @@ PY2
 	eval "mitm=\$mitm_trunc_$how"
 	stop_mitm "$T/mitm-trunc-$how.log"
 done
+
+# The same way to a CREATE of a name that exists, nothing cut: by an
+# unprivileged caller, with O_TRUNC, of a set-id file the host has just
+# made.  It truncates, and drops the set-id bits as a local open would
+# (the server's open runs as root, which keeps them).
+start_mitm "$T/mitm-suid.log" --listen "unix:$T/suid.sock" --upstream "unix:$T/sock" --rate 0 \
+	--delay-watch=2000
+mitm_suid=$mitm
+mkdir -p "$T/exp/suid"
+check "mount through a mitm that holds the host's reports back" \
+	mount_qtfs "unix:$T/suid.sock:$T/exp/suid" "$T/ms" --key-file "$KEY" -o timeout=5,allow_other
+sleep 2.5 # the watch's first reply, held back too
+check "a directory made there" sh -c 'umask 0 && mkdir "$1"' sh "$T/ms/d"
+printf 'set-id\n' >"$T/exp/suid/d/s"
+chmod 06777 "$T/exp/suid/d/s"
+out=$(setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 -c '
+import os, sys
+try:
+    os.close(os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644))
+    print("ok")
+except OSError as e:
+    print(os.strerror(e.errno))' "$T/ms/d/s")
+check "a create O_TRUNC by nobody of a set-id file the host has just made: $out" [ "$out" = ok ]
+check "... truncated it: $(stat -c %s "$T/exp/suid/d/s") bytes" [ "$(stat -c %s "$T/exp/suid/d/s")" = 0 ]
+check "... and dropped its set-id bits: $(stat -c %a "$T/exp/suid/d/s")" [ "$(stat -c %a "$T/exp/suid/d/s")" = 777 ]
+check "unmount (a create of a set-id file)" umount_qtfs "$T/ms"
+mitm=$mitm_suid
+stop_mitm "$T/mitm-suid.log"
 
 check "unmount (answers lost)" umount_qtfs "$T/ma"
 check "unmount (requests lost)" umount_qtfs "$T/mb"
