@@ -3249,6 +3249,44 @@ static struct qt_msg *build_setattr(uint64_t sh, void *arg)
 	return m;
 }
 
+/*
+ * A truncation by a caller without CAP_FSETID (the kernel says so with
+ * FATTR_KILL_SUIDGID, since the file system handles that: session.c,
+ * FUSE_HANDLE_KILLPRIV_V2) drops the file's set-id bits, as
+ * open_kills_priv() says, which the host's truncation as root did not:
+ * the file's mode is changed after it where it must be.  *@a: the
+ * attributes after the truncation, then after that.
+ */
+static int setattr_kill_priv(fuse_req_t req, struct qtfs_fs *fs, fuse_ino_t ino,
+			     struct fuse_file_info *fi, const char *path, struct qtfs_attr *a)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct stat st = {0};
+	struct setattr_ctx c = {.path = path ? path : "", .st = &st, .valid = FUSE_SET_ATTR_MODE};
+	g_autoptr(qt_msg) rep = NULL;
+	uint32_t m = a->mode & 07777;
+	struct fh *h;
+	int err;
+
+	if (!S_ISREG(a->mode) || !(m & (S_ISUID | S_ISGID)))
+		return 0;
+	m &= ~(uint32_t)S_ISUID;
+	if ((m & S_IXGRP) || a->gid != ctx->gid)
+		m &= ~(uint32_t)S_ISGID;
+	if (m == (a->mode & 07777))
+		return 0;
+	st.st_mode = m;
+	h = attr_fh(fs, ino, fi, path);
+	if (h) {
+		err = call_fh(fs, h, build_setattr, &c, &rep);
+		if (!(fi && fi->fh))
+			fh_unref(h);
+	} else {
+		err = path ? call(fs, build_setattr(0, &c), &rep) : -ESTALE;
+	}
+	return err == 0 ? rd_attr_reply(rep, a) : err;
+}
+
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		       struct fuse_file_info *fi)
 {
@@ -3271,6 +3309,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	}
 	if (err == 0)
 		err = rd_attr_reply(rep, &a);
+	if (err == 0 && (to_set & FATTR_KILL_SUIDGID) && (to_set & FUSE_SET_ATTR_SIZE))
+		err = setattr_kill_priv(req, fs, ino, fi, path, &a);
 	if (err < 0) {
 		reply_err(req, -err);
 		return;
@@ -4967,8 +5007,10 @@ static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
  * File capabilities before a write.  The kernel asks before every write(2)
  * to a file whether it has file capabilities to drop (GETXATTR
  * security.capability): a local file system marks an inode that has none
- * (S_NOSEC) and is not asked again, FUSE never does, so each write was two
- * round trips to the host.  An answer of "none" is kept attr_timeout
+ * (S_NOSEC) and is not asked again, FUSE only where the file system drops
+ * them itself (FUSE_HANDLE_KILLPRIV_V2, session.c), and then only until it
+ * refreshes the file's attributes; before that, each write was two round
+ * trips to the host.  An answer of "none" is kept attr_timeout
  * seconds per regular file, as its attributes are (never for pseudo
  * files); a SETXATTR or REMOVEXATTR of the file from here ends it at once.
  * A capability set on the host meanwhile is seen after attr_timeout, as a

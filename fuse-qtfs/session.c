@@ -43,12 +43,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fuse.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -78,6 +81,80 @@ struct qtfs_session {
 	GCond cond;
 	bool stopped; /* reading stopped (lock) */
 };
+
+/*
+ * Writes to /dev/fuse go through our hands (fuse_session_custom_io()) for
+ * one purpose: answering the kernel's INIT with FUSE_HANDLE_KILLPRIV_V2
+ * when it offers it, which libfuse 3.14 does not know.  With it the file
+ * system, not the kernel, drops set-id bits and file capabilities on a
+ * write, truncation or chown.  The host's kernel drops file capabilities
+ * at the server's own write and truncation, and set-id bits at its chown;
+ * the set-id bits of an unprivileged caller's write the server drops
+ * (QTFS_WR_KILL_PRIV), and those of its truncation the client, after it
+ * (fs.c, setattr_kill_priv(); an O_TRUNC open: open_kills_priv()).  In
+ * return the kernel marks a file with neither (S_NOSEC) until it next
+ * refreshes its attributes, and stops asking before every write(2) whether
+ * the file has capabilities to drop (a GETXATTR each).  One session per
+ * process: the hook's state is the process's.
+ */
+static struct {
+	gint offered;  /* the kernel's INIT offered it (atomic: set by the loop thread) */
+	gint answered; /* INIT is answered (atomic: set by a worker thread) */
+} init_v2;
+
+static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
+{
+	(void)userdata;
+	if (!g_atomic_int_get(&init_v2.answered) && count >= 2 &&
+	    iov[0].iov_len == sizeof(struct fuse_out_header)) {
+		const struct fuse_out_header *h = iov[0].iov_base;
+
+		/* The first reply there is INIT's: the kernel sends nothing before it is answered. */
+		g_atomic_int_set(&init_v2.answered, 1);
+		if (g_atomic_int_get(&init_v2.offered) && h->error == 0 &&
+		    iov[1].iov_len >= offsetof(struct fuse_init_out, flags) + sizeof(uint32_t)) {
+			struct fuse_init_out *o = iov[1].iov_base;
+
+			o->flags |= FUSE_HANDLE_KILLPRIV_V2;
+		}
+	}
+	return writev(fd, iov, count);
+}
+
+static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
+{
+	(void)userdata;
+	return read(fd, buf, len);
+}
+
+static ssize_t io_splice(int fdin, off_t *offin, int fdout, off_t *offout, size_t len, unsigned flags,
+			 void *userdata)
+{
+	(void)userdata;
+	return splice(fdin, offin, fdout, offout, len, flags);
+}
+
+static const struct fuse_custom_io io = {
+	.writev = io_writev,
+	.read = io_read,
+	.splice_receive = io_splice,
+	.splice_send = io_splice,
+};
+
+/* The kernel's INIT request @buf (@len bytes): does it offer FUSE_HANDLE_KILLPRIV_V2? */
+static void init_seen(const uint8_t *buf, size_t len)
+{
+	struct fuse_in_header in;
+	struct fuse_init_in init;
+
+	if (len < sizeof(in) + offsetof(struct fuse_init_in, flags) + sizeof(init.flags))
+		return;
+	memcpy(&in, buf, sizeof(in));
+	if (in.opcode != FUSE_INIT)
+		return;
+	memcpy(&init.flags, buf + sizeof(in) + offsetof(struct fuse_init_in, flags), sizeof(init.flags));
+	g_atomic_int_set(&init_v2.offered, (init.flags & FUSE_HANDLE_KILLPRIV_V2) != 0);
+}
 
 struct work {
 	struct qtfs_session *s;
@@ -159,6 +236,9 @@ static void readable(struct qt_watch *wt, int fd, uint32_t revents, void *arg)
 		}
 		enum qtfs_run where = qtfs_fs_where(s->fs, s->buf, (size_t)n);
 
+		if (!g_atomic_int_get(&init_v2.answered))
+			init_seen(s->buf, (size_t)n);
+
 		if (where == QTFS_RUN_LOOP) {
 			process(s, s->buf, (size_t)n);
 		} else if (where == QTFS_RUN_LOOP_LEND) {
@@ -225,6 +305,10 @@ int qtfs_session_start(struct fuse_session *se, struct qt_loop *loop, struct qtf
 		return err;
 	}
 	qtfs_fs_set_lender(fs, given_back, s);
+	if ((err = fuse_session_custom_io(se, &io, s->fd)) < 0) {
+		qtfs_session_free(s);
+		return err;
+	}
 	s->workers = g_thread_pool_new(work_run, NULL, (gint)max_workers, FALSE, NULL);
 	s->blockers = g_thread_pool_new(work_run, NULL, MAX_BLOCKERS, FALSE, NULL);
 	qt_loop_post(loop, start_on_loop, s);

@@ -2903,6 +2903,7 @@ static void setup_perm_suid(struct ctx *c)
 {
 	put(c, "suid", "data", 06777);
 	put(c, "suid2", "data", 04777);
+	put(c, "suid_path", "data", 06777);
 	put(c, "sgid_noexec", "data", 02666);
 	put(c, "suid_trunc", "data", 06777);
 	put(c, "suid_creat", "data", 06777);
@@ -2915,6 +2916,7 @@ static void setup_perm_suid(struct ctx *c)
 
 static void sc_perm_suid(struct ctx *c)
 {
+	g_autofree char *suid_path = at_path(c, "suid_path");
 	int fd;
 
 	/* a write or truncate by an unprivileged user drops set-ID bits */
@@ -2926,6 +2928,8 @@ static void sc_perm_suid(struct ctx *c)
 	step(c, ftruncate(fd, 2), "ftruncate(suid2, 2)");
 	xfstat(c, fd, "suid2");
 	xclose(c, fd);
+	step(c, truncate(suid_path, 3), "truncate(suid_path, 3)");
+	xstat(c, "suid_path");
 	fd = xopen(c, "sgid_noexec", O_WRONLY, 0);
 	step(c, write(fd, "Z", 1), "write(sgid_noexec, \"Z\")");
 	xfstat(c, fd, "sgid_noexec");
