@@ -3250,30 +3250,44 @@ static struct qt_msg *build_setattr(uint64_t sh, void *arg)
 }
 
 /*
- * A truncation by a caller without CAP_FSETID (the kernel says so with
- * FATTR_KILL_SUIDGID, since the file system handles that: session.c,
- * FUSE_HANDLE_KILLPRIV_V2) drops the file's set-id bits, as
- * open_kills_priv() says, which the host's truncation as root did not:
- * the file's mode is changed after it where it must be.  *@a: the
- * attributes after the truncation, then after that.
+ * A truncation (or an O_TRUNC open) by an unprivileged caller drops the
+ * file's set-user-ID bit, and set-group-ID where its group may execute or
+ * the caller is not in it (its primary group counts, as on the server:
+ * kill_priv()), as a local one would; the host's, made as root, keeps
+ * them.  Must @req's truncation of a regular file now of attributes @a, and
+ * what mode does that leave (*@mode)?
+ */
+static bool truncation_drops_setid(fuse_req_t req, const struct qtfs_attr *a, uint32_t *mode)
+{
+	uint32_t m = a->mode & 07777;
+
+	if (!S_ISREG(a->mode) || !(m & (S_ISUID | S_ISGID)))
+		return false;
+	m &= ~(uint32_t)S_ISUID;
+	if ((m & S_IXGRP) || a->gid != fuse_req_ctx(req)->gid)
+		m &= ~(uint32_t)S_ISGID;
+	*mode = m;
+	return m != (a->mode & 07777);
+}
+
+/*
+ * After a truncation by a caller without CAP_FSETID (the kernel says so
+ * with FATTR_KILL_SUIDGID and leaves it to the file system, since we ask
+ * for FUSE_HANDLE_KILLPRIV_V2: session.c), change the file's mode where
+ * truncation_drops_setid() says.  *@a: the attributes after the
+ * truncation, then after that.
  */
 static int setattr_kill_priv(fuse_req_t req, struct qtfs_fs *fs, fuse_ino_t ino,
 			     struct fuse_file_info *fi, const char *path, struct qtfs_attr *a)
 {
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct stat st = {0};
 	struct setattr_ctx c = {.path = path ? path : "", .st = &st, .valid = FUSE_SET_ATTR_MODE};
 	g_autoptr(qt_msg) rep = NULL;
-	uint32_t m = a->mode & 07777;
+	uint32_t m;
 	struct fh *h;
 	int err;
 
-	if (!S_ISREG(a->mode) || !(m & (S_ISUID | S_ISGID)))
-		return 0;
-	m &= ~(uint32_t)S_ISUID;
-	if ((m & S_IXGRP) || a->gid != ctx->gid)
-		m &= ~(uint32_t)S_ISGID;
-	if (m == (a->mode & 07777))
+	if (!truncation_drops_setid(req, a, &m))
 		return 0;
 	st.st_mode = m;
 	h = attr_fh(fs, ino, fi, path);
@@ -3785,25 +3799,15 @@ static void finish_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 }
 
 /*
- * An O_TRUNC open by an unprivileged caller drops the file's set-user-ID
- * bit, and set-group-ID where its group may execute or the caller is not
- * in it, as a local one would; the server's open runs as root, which keeps
- * them, and an OPEN does not say who opens (a CREATE does, and the server
- * drops them there).  Must @req's open of a file now of attributes @a, and
- * what mode does that leave (*@mode)?
+ * Must @req's open with @flags of a file now of attributes @a drop its
+ * set-id bits (truncation_drops_setid()), and to what mode (*@mode)?  An
+ * OPEN does not say who opens (a CREATE does, and the server drops them
+ * there), so the client does it after an O_TRUNC open by a caller other
+ * than root.
  */
 static bool open_kills_priv(fuse_req_t req, int flags, const struct qtfs_attr *a, uint32_t *mode)
 {
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	uint32_t m = a->mode & 07777;
-
-	if (!(flags & O_TRUNC) || ctx->uid == 0 || !S_ISREG(a->mode) || !(m & (S_ISUID | S_ISGID)))
-		return false;
-	m &= ~(uint32_t)S_ISUID;
-	if ((m & S_IXGRP) || a->gid != ctx->gid)
-		m &= ~(uint32_t)S_ISGID;
-	*mode = m;
-	return m != (a->mode & 07777);
+	return (flags & O_TRUNC) && fuse_req_ctx(req)->uid != 0 && truncation_drops_setid(req, a, mode);
 }
 
 /* Drop them (synchronously) through the new handle; *@a: the attributes after. */
@@ -4349,8 +4353,6 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	intr_end(req, ctl);
 	reply_read(req, c.size, err, rep);
 }
-
-
 
 static struct qt_msg *build_write(uint64_t sh, void *arg)
 {

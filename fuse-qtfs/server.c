@@ -2091,19 +2091,17 @@ static int put_new_handle(struct session *sess, int fd, const struct stat *known
 	return 0;
 }
 
+static void kill_priv(int fd, uint32_t gid);
+
 /*
  * Open an existing file in two steps: an O_PATH descriptor first (opening
  * touches nothing), checked for what it is and against the whitelist, then
  * the real open through /proc/self/fd, which reaches exactly that inode.
  * Opening a device can have effects of its own (a watchdog starts, a tape
  * rewinds), and a FIFO open may block, hence the look before the open.
- */
-static void kill_priv(int fd, uint32_t gid);
-
-/*
- * Open @path, which exists.  @truncator: for CREATE, who opens it; an
- * unprivileged one's O_TRUNC drops the file's set-id bits, as a local one
- * would (an OPEN does not say who: the client does that, open_kill_priv()).
+ * @truncator: for CREATE, who opens; an unprivileged one's O_TRUNC drops
+ * the file's set-id bits, as a local one would (an OPEN does not say who:
+ * the client does that, fs.c's open_kills_priv()).
  */
 static int open_existing(struct session *sess, const char *path, uint32_t flags,
 			 const uint32_t *prefetch, const struct caller *truncator, struct qt_msg *rep)
@@ -2341,9 +2339,10 @@ static int op_read(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 
 /*
  * A write (or a truncating open) by an unprivileged caller clears
- * set-user-ID, and set-group-ID when the group may execute or the caller is
- * not in the group, as a local one would; ours runs as root, which keeps them.  (The caller's
- * supplementary groups are not known here: only its primary gid counts.)
+ * set-user-ID, and set-group-ID when the group may execute or the caller
+ * is not in the group, as a local one would; ours runs as root, which
+ * keeps them.  (The caller's supplementary groups are not known here: only
+ * its primary gid counts.)
  */
 static void kill_priv(int fd, uint32_t gid)
 {

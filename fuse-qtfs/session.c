@@ -106,10 +106,14 @@ static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
 	(void)userdata;
 	if (!g_atomic_int_get(&init_v2.answered) && count >= 2 &&
-	    iov[0].iov_len == sizeof(struct fuse_out_header)) {
+	    iov[0].iov_len == sizeof(struct fuse_out_header) &&
+	    ((const struct fuse_out_header *)iov[0].iov_base)->unique != 0) {
 		const struct fuse_out_header *h = iov[0].iov_base;
 
-		/* The first reply there is INIT's: the kernel sends nothing before it is answered. */
+		/*
+		 * The first reply there (not a notification, unique 0) is
+		 * INIT's: the kernel sends nothing else before it is answered.
+		 */
 		g_atomic_int_set(&init_v2.answered, 1);
 		if (g_atomic_int_get(&init_v2.offered) && h->error == 0 &&
 		    iov[1].iov_len >= offsetof(struct fuse_init_out, flags) + sizeof(uint32_t)) {
