@@ -194,6 +194,11 @@ run_pass() {
 		ctr -a '$ADDR' -n '$NS' containers rm 'd1-$$'"
 	check "$MODE: the image is removed" c image rm "$IMG"
 	check "$MODE: ... and containerd's collector leaves no snapshot or blob on the host" wait_until 10 none_left
+	if ! none_left; then
+		echo "---- left on the host, and containerd's last words about it"
+		find "$SNAPS" "$BLOBS" -maxdepth 2 | head -20
+		grep -i -E 'gc|garbage|remov|snapshot|error' "$T/containerd-$MODE.log" | tail -20
+	fi
 	stop_containerd
 	check "$MODE: no overlay mount left on the mount" sh -c "! grep -q ' $MNT/.* overlay ' /proc/mounts"
 	check "$MODE: unmount" umount_qtfs "$MNT"
