@@ -70,6 +70,7 @@
 
 #include "fs.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -1601,7 +1602,6 @@ struct fh_pending {
 	char *path;	  /* getattr: the node's path or NULL */
 	struct io_ctx c;  /* read, write */
 	void *wbuf;	  /* write: the request buffer c.data lies in, lent by the session */
-	void *wdata;	  /* write: else a copy of the bytes (c.data) */
 	/* readdir: the request, and the listing its entries go on (see do_readdir()) */
 	struct readdir_ctx rd;
 	struct listing *reading;
@@ -1617,7 +1617,6 @@ static void fh_pending_free(struct fh_pending *p)
 	fh_unref(p->h);
 	listing_unref(p->reading);
 	g_free(p->path);
-	g_free(p->wdata);
 	g_free(p);
 }
 
@@ -3250,6 +3249,28 @@ static struct qt_msg *build_setattr(uint64_t sh, void *arg)
 }
 
 /*
+ * SETATTR @c of @ino (its kernel file @fi or NULL, its host @path or NULL),
+ * through an open file where there is one (attr_fh()), else by path: into
+ * *@a the attributes after.
+ */
+static int setattr_call(struct qtfs_fs *fs, fuse_ino_t ino, struct fuse_file_info *fi, const char *path,
+			struct setattr_ctx *c, struct qtfs_attr *a)
+{
+	g_autoptr(qt_msg) rep = NULL;
+	struct fh *h = attr_fh(fs, ino, fi, path);
+	int err;
+
+	if (h) {
+		err = call_fh(fs, h, build_setattr, c, &rep);
+		if (!(fi && fi->fh))
+			fh_unref(h);
+	} else {
+		err = path ? call(fs, build_setattr(0, c), &rep) : -ESTALE;
+	}
+	return err == 0 ? rd_attr_reply(rep, a) : err;
+}
+
+/*
  * A truncation (or an O_TRUNC open) by an unprivileged caller drops the
  * file's set-user-ID bit, and set-group-ID where its group may execute or
  * the caller is not in it (its primary group counts, as on the server:
@@ -3282,23 +3303,12 @@ static int setattr_kill_priv(fuse_req_t req, struct qtfs_fs *fs, fuse_ino_t ino,
 {
 	struct stat st = {0};
 	struct setattr_ctx c = {.path = path ? path : "", .st = &st, .valid = FUSE_SET_ATTR_MODE};
-	g_autoptr(qt_msg) rep = NULL;
 	uint32_t m;
-	struct fh *h;
-	int err;
 
 	if (!truncation_drops_setid(req, a, &m))
 		return 0;
 	st.st_mode = m;
-	h = attr_fh(fs, ino, fi, path);
-	if (h) {
-		err = call_fh(fs, h, build_setattr, &c, &rep);
-		if (!(fi && fi->fh))
-			fh_unref(h);
-	} else {
-		err = path ? call(fs, build_setattr(0, &c), &rep) : -ESTALE;
-	}
-	return err == 0 ? rd_attr_reply(rep, a) : err;
+	return setattr_call(fs, ino, fi, path, &c, a);
 }
 
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
@@ -3307,22 +3317,10 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	struct qtfs_fs *fs = FS(req);
 	g_autofree char *path = path_of(fs, ino, NULL);
 	struct setattr_ctx c = {.path = path ? path : "", .st = attr, .valid = to_set};
-	g_autoptr(qt_msg) rep = NULL;
 	struct qtfs_attr a;
 	struct node *n;
-	struct fh *h;
-	int err;
+	int err = setattr_call(fs, ino, fi, path, &c, &a);
 
-	h = attr_fh(fs, ino, fi, path);
-	if (h) {
-		err = call_fh(fs, h, build_setattr, &c, &rep);
-		if (!(fi && fi->fh))
-			fh_unref(h);
-	} else {
-		err = path ? call(fs, build_setattr(0, &c), &rep) : -ESTALE;
-	}
-	if (err == 0)
-		err = rd_attr_reply(rep, &a);
 	if (err == 0 && (to_set & FATTR_KILL_SUIDGID) && (to_set & FUSE_SET_ATTR_SIZE))
 		err = setattr_kill_priv(req, fs, ino, fi, path, &a);
 	if (err < 0) {
@@ -4389,8 +4387,7 @@ static void write_answer(struct fh_pending *p, int err, struct qt_msg *rep)
 	struct qtfs_fs *fs = FS(p->req);
 
 	reply_write(p->req, err, rep);
-	if (p->wbuf)
-		fs->give_back(fs->give_back_arg, p->wbuf);
+	fs->give_back(fs->give_back_arg, p->wbuf);
 	fh_pending_free(p);
 }
 
@@ -4413,20 +4410,18 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 
 	if (qt_loop_in_thread(qtfs_client_loop(fs->cl))) {
 		/*
-		 * Sent from the loop thread (qtfs_fs_where()), answered when
-		 * the reply comes; the bytes stay in the request's buffer,
-		 * which the session lent, until then (a redo after a
-		 * reconnection sends them again).  Without it, a copy.
+		 * Sent from the loop thread (qtfs_fs_where(): QTFS_RUN_LOOP_LEND),
+		 * answered when the reply comes; the bytes stay in the request's
+		 * buffer, which the session lent, until then (a redo after a
+		 * reconnection sends them again).
 		 */
 		struct fh_pending *fp = g_new0(struct fh_pending, 1);
-		void *wbuf = fs->lent, *wdata = wbuf ? NULL : g_memdup2(buf, c.size);
 
-		fs->lent = NULL;
-		if (wdata)
-			c.data = wdata;
+		assert(fs->lent);
 		g_atomic_int_inc(&fh_of(fi)->refs);
-		*fp = (struct fh_pending){.req = req, .h = fh_of(fi), .ino = ino, .c = c, .wbuf = wbuf,
-					  .wdata = wdata, .build = build_write, .answer = write_answer};
+		*fp = (struct fh_pending){.req = req, .h = fh_of(fi), .ino = ino, .c = c, .wbuf = fs->lent,
+					  .build = build_write, .answer = write_answer};
+		fs->lent = NULL;
 		call_fh_async(fs, fp);
 		return;
 	}
