@@ -2118,9 +2118,14 @@ static char *synth_target(fuse_req_t req, struct qtfs_fs *fs, uint64_t key)
  * directory's lock for one, and that lock may be held by a request waiting
  * for a reply that only the loop thread can deliver.  That same lock is
  * what orders a notification after a lookup answered just before it.  A
- * reported file name is invalidated (unhashed).  A directory's name is
- * only expired, so that mounts made on the DPU beneath it stay (an
- * invalidation would detach them); the next use asks the host again.
+ * reported name is only expired, never invalidated (unhashed): the next
+ * use asks the host again, and the kernel keeps the entry where the name
+ * still leads to the same node.  An invalidation would detach the mounts
+ * made on the DPU beneath a directory (or over a file), and would drop
+ * the entries an overlay file system on the mount holds for its upper
+ * layer: the reports of the DPU's own changes come a few milliseconds
+ * after them, and an overlay that finds another entry than its own
+ * fails the rename with ESTALE (test-qtfs-cache).
  *
  * When names may have been missed (a new subscription after a restart of
  * the server, an overflow of the events queued for us, a WATCH that failed
@@ -2131,7 +2136,7 @@ static char *synth_target(fuse_req_t req, struct qtfs_fs *fs, uint64_t key)
  * FUSE_CAP_EXPIRE_ONLY (6.2 or later); without it, no subscription.
  */
 enum inval_kind {
-	INVAL_NAME,	  /* drop @name in the directory (@dev, @ino, @gen) */
+	INVAL_NAME,	  /* expire @name in the directory (@dev, @ino, @gen) */
 	INVAL_EXPIRE,	  /* expire @name in the directory of node id @parent */
 	INVAL_ALL,	  /* expire every cached name */
 	INVAL_SEQ_DONE,	  /* the names of WATCH reply @mark are done with (see "Barrier") */
@@ -2148,7 +2153,6 @@ struct inval {
 	enum inval_kind kind;
 	uint64_t mark;	    /* INVAL_SEQ_DONE, INVAL_SWEEP_DONE */
 	unsigned epoch;	    /* INVAL_SEQ_DONE: the watch_epoch when it was pushed */
-	bool is_dir;	    /* the name is a directory's */
 	uint64_t dev, ino, gen; /* the directory */
 	uint64_t self_dev, self_ino, self_gen; /* INVAL_MOVE: the directory moved */
 	uint64_t from_dev, from_ino, from_gen; /* INVAL_MOVE: its old parent */
@@ -2167,12 +2171,11 @@ static void watch_moved(struct qtfs_fs *fs, const struct inval *v);
 static void sync_kick(struct qtfs_fs *fs);
 
 static void inval_push_name(struct qtfs_fs *fs, uint64_t dev, uint64_t ino, uint64_t gen,
-			    bool is_dir, const char *name, size_t len)
+			    const char *name, size_t len)
 {
 	struct inval *v = g_malloc(sizeof(*v) + len + 1);
 
-	*v = (struct inval){.kind = INVAL_NAME, .is_dir = is_dir, .dev = dev, .ino = ino, .gen = gen,
-			    .len = len};
+	*v = (struct inval){.kind = INVAL_NAME, .dev = dev, .ino = ino, .gen = gen, .len = len};
 	memcpy(v->name, name, len);
 	v->name[len] = '\0';
 	g_async_queue_push(fs->invals, v);
@@ -2322,11 +2325,9 @@ static gpointer notifier_main(gpointer arg)
 			}
 			g_mutex_unlock(&fs->lock);
 			/* -ENOENT: the kernel has no such name cached. */
-			if (parent && v->is_dir)
+			if (parent)
 				fuse_lowlevel_notify_expire_entry(fs->se, parent, v->name, v->len,
 								  FUSE_LL_EXPIRE_ONLY);
-			else if (parent)
-				fuse_lowlevel_notify_inval_entry(fs->se, parent, v->name, v->len);
 		}
 		g_free(v);
 	}
@@ -2948,7 +2949,7 @@ static int watch_take_reply(struct qtfs_fs *fs, const struct qt_msg *rep)
 
 		/* A new name makes nothing the kernel holds wrong. */
 		if (!n->is_new)
-			inval_push_name(fs, n->dev, n->ino, n->gen, n->is_dir, n->name, n->len);
+			inval_push_name(fs, n->dev, n->ino, n->gen, n->name, n->len);
 		if (n->moved)
 			inval_push_move(fs, n);
 	}

@@ -95,6 +95,20 @@ blobs_match() {
 host_count() {
 	cat "$SNAPS"/*/fs/data/count 2>/dev/null
 }
+# exec_count ID: the counter as exec ID into the running container reads
+# it.  Where that is not a number, the log gets the exec's status and
+# output, the host's counter, and the directory as a second exec lists it.
+exec_count() {
+	_out=$(c task exec --exec-id "$1" "d1-$$" cat /data/count 2>&1)
+	_rc=$?
+	case $_out in
+	'' | *[!0-9]*)
+		echo "exec $1: status $_rc, output '$_out'; the host's counter: '$(host_count)';" \
+			"the directory: $(c task exec --exec-id "$1-ls" "d1-$$" ls -lin /data 2>&1 | tr '\n' ' ')" >&2
+		;;
+	esac
+	printf '%s\n' "$_out"
+}
 count_grows() {
 	a=$(host_count)
 	sleep 0.5
@@ -164,7 +178,7 @@ run_pass() {
 	check "$MODE: a container runs detached" c run -d "$IMG" "d1-$$" /bin/sh -c \
 		'i=0; while :; do i=$((i + 1)); echo $i >/data/n; mv /data/n /data/count; sleep 0.1; done'
 	check "$MODE: ... its writes reach its upper layer on the host" wait_until 10 count_grows
-	out=$(c task exec --exec-id e1 "d1-$$" cat /data/count 2>&1)
+	out=$(exec_count e1)
 	check "$MODE: ... exec into it reads what it wrote ($out)" [ "$out" -gt 0 ]
 	out=$(c task exec --exec-id e2 "d1-$$" /bin/sh -c \
 		'dd if=/dev/urandom of=/data/big bs=64k count=256 2>/dev/null; sync; sha256sum /data/big' 2>&1)
@@ -179,13 +193,13 @@ run_pass() {
 	fi
 	check "$MODE: after kill -9 of qtfs-server and a restart: the container runs on" running
 	check "$MODE: ... still writing to the host" wait_until 10 count_grows
-	out=$(c task exec --exec-id e3 "d1-$$" cat /data/count 2>&1)
+	out=$(exec_count e3)
 	check "$MODE: ... exec works ($out)" [ "$out" -gt 0 ]
 
 	stop_containerd
 	check "$MODE: containerd restarts and reads its database through the mount" start_containerd
 	check "$MODE: ... finds the running container's shim again" running
-	out=$(c task exec --exec-id e4 "d1-$$" cat /data/count 2>&1)
+	out=$(exec_count e4)
 	check "$MODE: ... and execs into it ($out)" [ "$out" -gt 0 ]
 
 	check "$MODE: the container stops" c task kill -s KILL "d1-$$"
