@@ -170,6 +170,17 @@ struct qtfs_fs {
 	GMutex slow_lock;
 	GThreadPool *slow; /* see slow_push(); NULL once stopping; slow_lock */
 
+	/* Write-behind (see "Write-behind"), under wb_lock. */
+	GMutex wb_lock;
+	GCond wb_cond;	      /* a write is done */
+	GHashTable *wb_nodes; /* struct wb_node*: the nodes with writes on their way */
+	GQueue wb_all;	      /* struct wb_write*: every write on its way, oldest first */
+	GQueue wb_waiters;    /* struct wb_waiter*: calls waiting for writes of every node */
+	int wb_count;	      /* atomic: the length of wb_all */
+	size_t wb_bytes;      /* of writes answered before the host's reply, on their way */
+	unsigned wb_early;    /* those writes */
+	uint64_t wb_seq;      /* the last write's */
+
 	/* The request buffer lent with a QTFS_RUN_LOOP_LEND request (loop thread), and its return. */
 	void *lent;
 	void (*give_back)(void *arg, void *buf);
@@ -240,6 +251,7 @@ struct fh {
 	bool dir;
 	bool pseudo;
 	bool stream; /* relayed FIFO: calls have no deadline */
+	int wb_err; /* -errno of a write answered before the host's, for the next write, fsync or flush; lock */
 	struct fuse_pollhandle *ph; /* the kernel's latest poll wait; protected by lock */
 	bool poll_armed;	    /* a POLL wait is outstanding on the server; protected by lock */
 	bool flocked;		    /* holds a flock on the host; fs->lk_lock */
@@ -1596,12 +1608,15 @@ struct readdir_ctx {
  * interrupted (intr_begin()).
  */
 struct fh_pending {
-	fuse_req_t req;
+	struct qtfs_fs *fs;
+	fuse_req_t req;	  /* NULL: a write answered already (see "Write-behind") */
 	struct fh *h; /* a reference */
 	fuse_ino_t ino;
 	char *path;	  /* getattr: the node's path or NULL */
 	struct io_ctx c;  /* read, write */
 	void *wbuf;	  /* write: the request buffer c.data lies in, lent by the session */
+	void *own;	  /* write: else a copy of the bytes, c.data */
+	struct wb_write *wb; /* write: its place in the node's writes */
 	/* readdir: the request, and the listing its entries go on (see do_readdir()) */
 	struct readdir_ctx rd;
 	struct listing *reading;
@@ -1627,7 +1642,7 @@ static void fh_redo(void *arg, bool run)
 	int err;
 
 	p->c.reply_tail = false; /* not on the loop thread: see op_read() */
-	err = run ? call_fh(FS(p->req), p->h, p->build, p->arg ? p->arg : &p->c, &rep) : -EIO;
+	err = run ? call_fh(p->fs, p->h, p->build, p->arg ? p->arg : &p->c, &rep) : -EIO;
 
 	p->answer(p, err, rep);
 }
@@ -1638,7 +1653,7 @@ static void fh_done(void *arg, int err, struct qt_msg *rep)
 
 	if (err == -ESTALE) {
 		qt_msg_free(rep);
-		slow_push(FS(p->req), fh_redo, p);
+		slow_push(p->fs, fh_redo, p);
 		return;
 	}
 	p->answer(p, err, rep);
@@ -1657,6 +1672,387 @@ static void call_fh_async(struct qtfs_fs *fs, struct fh_pending *p)
 	g_mutex_unlock(&p->h->lock);
 	qtfs_client_call_cb(fs->cl, slot, gen, p->build(sh, p->arg ? p->arg : &p->c),
 			    qtfs_client_timeout_ms(fs->cl), fh_done, p);
+}
+
+/* ---- write-behind ------------------------------------------------------------ */
+
+/*
+ * Write-behind.  A write of a regular file waits for the host's reply: a
+ * round trip, where a local write(2) only copies into the page cache.  So
+ * a write of up to WB_WRITE_MAX bytes is answered at once, its bytes
+ * copied, and goes to the host behind (as sshfs and NFS do), while no more
+ * than fs->o.write_behind bytes are on their way in all; past that, and
+ * for larger writes, the kernel waits for the host as before.  An error
+ * the host gives for such a write comes with the next write, fsync or
+ * flush (close) of the file it went through, and in the log.
+ *
+ * What must not reach the host before those writes are in:
+ *  - that file's later writes, where the order matters: the server runs
+ *    the writes of a connection side by side, so a write that overlaps
+ *    one on its way, or appends (O_APPEND: the host puts it at its end of
+ *    the file), waits for those before it to be done before it goes
+ *    (struct wb_node); so does every write after one that waits.
+ *  - the calls that read the file or its attributes (a GETATTR or a
+ *    lookup would bring the host's size from before the writes, and the
+ *    kernel would cut its cached pages to it), or change it otherwise:
+ *    READ, GETATTR, OPEN (an O_TRUNC; the file's cached pages), FLUSH
+ *    (close: the error), RELEASE, SETATTR (truncation), FSYNC, locks
+ *    (another holder reads after the unlock), FALLOCATE, LSEEK
+ *    (SEEK_DATA), COPY_FILE_RANGE and LINK wait until the file's writes
+ *    before them are done; LOOKUP, CREATE and READDIRPLUS, which may
+ *    bring any file's attributes, until all writes before them are.  The
+ *    calls made on the loop thread are held as waiters (wb_hold()), those
+ *    of FUSE workers block (wb_wait()).  A call sent after the answer to
+ *    a write is the kernel's to order: its attributes do not replace
+ *    those the write left (the kernel's attr_version).
+ * O_APPEND writes (the host puts them at its end of the file, and a host
+ * process appending in turn must find them there), writes of pseudo
+ * files, O_DIRECT and O_SYNC/O_DSYNC files and the kernel's write-back of
+ * shared mappings are answered with the host's reply.
+ */
+#define WB_WRITE_MAX (128u * 1024)
+/*
+ * Writes answered early on their way at most, whatever their size: a
+ * connection takes 128 calls on the wire and 512 waiting for room
+ * (lib/conn.h), and says EAGAIN past that; the other calls need room too.
+ */
+#define WB_EARLY_MAX 256u
+
+struct wb_write {
+	struct fh_pending *p; /* the call */
+	uint64_t seq;
+	uint64_t off, end;
+	size_t bytes; /* counted in fs->wb_bytes: answered before the host's reply */
+	bool append;  /* O_APPEND: where it lands depends on every write before it */
+	bool sent, done;
+};
+
+struct wb_waiter {
+	uint64_t seq; /* runs once every write up to this one (of the node, or all) is done */
+	void (*fn)(void *arg);
+	void *arg;
+};
+
+/*
+ * A node with writes on their way; fs->wb_lock.  Its writes in @writes
+ * are also in fs->wb_all, which frees them: a write leaves its node's
+ * queue before (or as) it leaves that one.
+ */
+struct wb_node {
+	fuse_ino_t ino; /* the key */
+	GQueue writes;	/* struct wb_write*, oldest first; done ones leave from the head */
+	GList *unsent;	/* the first in @writes not sent yet; every later one waits too */
+	GQueue waiters; /* struct wb_waiter*, oldest first */
+	unsigned sent;	/* sent and not done */
+	bool append;	/* one of those appends */
+	uint64_t lo, hi; /* the range those cover */
+};
+
+static void wb_node_free(gpointer p)
+{
+	struct wb_node *n = p;
+
+	g_queue_clear(&n->writes);
+	g_queue_clear_full(&n->waiters, g_free);
+	g_free(n);
+}
+
+/* Does node @ino have writes on their way? */
+static bool wb_busy(struct qtfs_fs *fs, fuse_ino_t ino)
+{
+	bool busy;
+
+	if (!g_atomic_int_get(&fs->wb_count))
+		return false;
+	g_mutex_lock(&fs->wb_lock);
+	busy = g_hash_table_contains(fs->wb_nodes, &ino);
+	g_mutex_unlock(&fs->wb_lock);
+	return busy;
+}
+
+/* The oldest write not done in @q (done ones have left from its head), or NULL. */
+static struct wb_write *wb_oldest(GQueue *q)
+{
+	return g_queue_peek_head(q);
+}
+
+/*
+ * If writes are on their way (node @ino's; 0: any), run @fn(@arg) on the
+ * loop thread once those are done, not those that come after, and say
+ * true; else false, and the caller goes on.
+ */
+static bool wb_after(struct qtfs_fs *fs, fuse_ino_t ino, void (*fn)(void *arg), void *arg)
+{
+	struct wb_node *n = NULL;
+	struct wb_waiter *w;
+	GQueue *q;
+
+	if (!g_atomic_int_get(&fs->wb_count))
+		return false;
+	g_mutex_lock(&fs->wb_lock);
+	if (ino)
+		n = g_hash_table_lookup(fs->wb_nodes, &ino);
+	q = ino ? (n ? &n->writes : NULL) : &fs->wb_all;
+	if (q && !g_queue_is_empty(q)) {
+		w = g_new(struct wb_waiter, 1);
+		*w = (struct wb_waiter){.seq = ((struct wb_write *)g_queue_peek_tail(q))->seq, .fn = fn,
+					.arg = arg};
+		g_queue_push_tail(n ? &n->waiters : &fs->wb_waiters, w);
+	} else {
+		q = NULL;
+	}
+	g_mutex_unlock(&fs->wb_lock);
+	return q != NULL;
+}
+
+/* Wait until node @ino's writes on their way now are done.  Not on the loop thread. */
+static void wb_wait(struct qtfs_fs *fs, fuse_ino_t ino)
+{
+	struct wb_write *w;
+	struct wb_node *n;
+	uint64_t seq;
+
+	if (!g_atomic_int_get(&fs->wb_count))
+		return;
+	assert(!qt_loop_in_thread(qtfs_client_loop(fs->cl)));
+	g_mutex_lock(&fs->wb_lock);
+	n = g_hash_table_lookup(fs->wb_nodes, &ino);
+	if (n) {
+		seq = ((struct wb_write *)g_queue_peek_tail(&n->writes))->seq;
+		while ((n = g_hash_table_lookup(fs->wb_nodes, &ino)) && (w = wb_oldest(&n->writes)) &&
+		       w->seq <= seq)
+			g_cond_wait(&fs->wb_cond, &fs->wb_lock);
+	}
+	g_mutex_unlock(&fs->wb_lock);
+}
+
+/* Every write on its way is done (or given up): the client is stopping. */
+static void wb_wait_all(struct qtfs_fs *fs)
+{
+	g_mutex_lock(&fs->wb_lock);
+	while (!g_queue_is_empty(&fs->wb_all))
+		g_cond_wait(&fs->wb_cond, &fs->wb_lock);
+	g_mutex_unlock(&fs->wb_lock);
+}
+
+/* May @w go now beside the writes of @n on their way (none waiting before it)? */
+static bool wb_fits_locked(const struct wb_node *n, const struct wb_write *w)
+{
+	return n->sent == 0 || (!w->append && !n->append && (w->off >= n->hi || w->end <= n->lo));
+}
+
+static void wb_mark_sent_locked(struct wb_node *n, struct wb_write *w)
+{
+	n->lo = n->sent ? MIN(n->lo, w->off) : w->off;
+	n->hi = n->sent ? MAX(n->hi, w->end) : w->end;
+	n->append = (n->sent && n->append) || w->append;
+	n->sent++;
+	w->sent = true;
+}
+
+/* Reserve room for a write of @size bytes answered early. */
+static bool wb_reserve(struct qtfs_fs *fs, size_t size)
+{
+	bool ok;
+
+	g_mutex_lock(&fs->wb_lock);
+	ok = fs->wb_bytes + size <= fs->o.write_behind && fs->wb_early < WB_EARLY_MAX;
+	if (ok) {
+		fs->wb_bytes += size;
+		fs->wb_early++;
+	}
+	g_mutex_unlock(&fs->wb_lock);
+	return ok;
+}
+
+/* Put write @w (its call ready) among node @ino's: true if it may go now. */
+static bool wb_add(struct qtfs_fs *fs, fuse_ino_t ino, struct wb_write *w)
+{
+	struct wb_node *n;
+
+	g_mutex_lock(&fs->wb_lock);
+	n = g_hash_table_lookup(fs->wb_nodes, &ino);
+	if (!n) {
+		n = g_new0(struct wb_node, 1);
+		n->ino = ino;
+		g_hash_table_insert(fs->wb_nodes, &n->ino, n);
+	}
+	w->seq = ++fs->wb_seq;
+	g_queue_push_tail(&n->writes, w);
+	g_queue_push_tail(&fs->wb_all, w);
+	g_atomic_int_inc(&fs->wb_count);
+	if (!n->unsent && wb_fits_locked(n, w))
+		wb_mark_sent_locked(n, w);
+	else if (!n->unsent)
+		n->unsent = g_queue_peek_tail_link(&n->writes);
+	g_mutex_unlock(&fs->wb_lock);
+	return w->sent;
+}
+
+/* The waiters of @q whose writes are all done (@writes: the ones they wait for), onto *@run. */
+static void wb_ready_locked(GQueue *q, GQueue *writes, GSList **run)
+{
+	struct wb_waiter *wt;
+	struct wb_write *w;
+
+	while ((wt = g_queue_peek_head(q)) && (!(w = wb_oldest(writes)) || w->seq > wt->seq))
+		*run = g_slist_prepend(*run, g_queue_pop_head(q));
+}
+
+/*
+ * Write @w of node @ino is done: done ones leave, those that waited for it
+ * go, and so do the waiters it held back.
+ */
+static void wb_done(struct qtfs_fs *fs, fuse_ino_t ino, struct wb_write *w)
+{
+	GSList *go = NULL, *run = NULL;
+	struct wb_write *h;
+	struct wb_node *n;
+
+	g_mutex_lock(&fs->wb_lock);
+	n = g_hash_table_lookup(fs->wb_nodes, &ino);
+	assert(n && w->sent && !w->done);
+	w->done = true;
+	n->sent--;
+	fs->wb_bytes -= w->bytes;
+	fs->wb_early -= w->bytes != 0;
+	while ((h = g_queue_peek_head(&n->writes)) && h->done)
+		g_queue_pop_head(&n->writes);
+	/* Those held back go once those sent before them are done, in order, as many as fit. */
+	while (n->unsent && wb_fits_locked(n, n->unsent->data)) {
+		h = n->unsent->data;
+		wb_mark_sent_locked(n, h);
+		go = g_slist_prepend(go, h->p);
+		n->unsent = n->unsent->next;
+	}
+	wb_ready_locked(&n->waiters, &n->writes, &run);
+	if (g_queue_is_empty(&n->writes))
+		g_hash_table_remove(fs->wb_nodes, &ino);
+	while ((h = g_queue_peek_head(&fs->wb_all)) && h->done) {
+		g_free(g_queue_pop_head(&fs->wb_all));
+		g_atomic_int_dec_and_test(&fs->wb_count);
+	}
+	wb_ready_locked(&fs->wb_waiters, &fs->wb_all, &run);
+	g_cond_broadcast(&fs->wb_cond);
+	g_mutex_unlock(&fs->wb_lock);
+	go = g_slist_reverse(go);
+	for (GSList *l = go; l; l = l->next)
+		call_fh_async(fs, l->data);
+	g_slist_free(go);
+	run = g_slist_reverse(run);
+	for (GSList *l = run; l; l = l->next) {
+		struct wb_waiter *wt = l->data;
+
+		if (qt_loop_in_thread(qtfs_client_loop(fs->cl)))
+			wt->fn(wt->arg);
+		else
+			qt_loop_post(qtfs_client_loop(fs->cl), wt->fn, wt->arg);
+		g_free(wt);
+	}
+	g_slist_free(run);
+}
+
+/* The error of a write answered before the host's reply, for the next call on @h; 0 if none. */
+static int wb_take_err(struct fh *h)
+{
+	int err;
+
+	g_mutex_lock(&h->lock);
+	err = h->wb_err;
+	h->wb_err = 0;
+	g_mutex_unlock(&h->lock);
+	return err;
+}
+
+/*
+ * A call of the kernel's on the loop thread held back until the writes
+ * before it are done (wb_hold()).
+ */
+struct wb_later {
+	int op; /* FUSE_READ, _GETATTR, _OPEN, _FLUSH, _RELEASE; _LOOKUP, _CREATE, _READDIRPLUS */
+	fuse_req_t req;
+	fuse_ino_t ino; /* _LOOKUP, _CREATE: the directory */
+	struct fuse_file_info fi;
+	bool has_fi;
+	size_t size; /* _READ, _READDIRPLUS */
+	off_t off;   /* _READ, _READDIRPLUS */
+	mode_t mode; /* _CREATE */
+	char name[]; /* _LOOKUP, _CREATE */
+};
+
+static void do_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
+static void do_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+static void do_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+static void do_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+static void do_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+static void do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+static void do_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi);
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi, bool plus);
+
+static void wb_later_run(void *arg)
+{
+	struct wb_later *l = arg;
+	struct fuse_file_info *fi = l->has_fi ? &l->fi : NULL;
+
+	switch (l->op) {
+	case FUSE_READ:
+		do_read(l->req, l->ino, l->size, l->off, fi);
+		break;
+	case FUSE_GETATTR:
+		do_getattr(l->req, l->ino, fi);
+		break;
+	case FUSE_OPEN:
+		do_open(l->req, l->ino, fi);
+		break;
+	case FUSE_FLUSH:
+		do_flush(l->req, l->ino, fi);
+		break;
+	case FUSE_RELEASE:
+		do_release(l->req, l->ino, fi);
+		break;
+	case FUSE_LOOKUP:
+		do_lookup(l->req, l->ino, l->name);
+		break;
+	case FUSE_CREATE:
+		do_create(l->req, l->ino, l->name, l->mode, fi);
+		break;
+	case FUSE_READDIRPLUS:
+		do_readdir(l->req, l->ino, l->size, l->off, fi, true);
+		break;
+	default:
+		g_assert_not_reached();
+	}
+	g_free(l);
+}
+
+/*
+ * Hold call @op of the kernel's (its arguments after it) until the writes
+ * on their way now are done, if there are any: node @ino's, or for
+ * LOOKUP, CREATE and READDIRPLUS every file's.  True if held.
+ */
+static bool wb_hold(struct qtfs_fs *fs, int op, fuse_req_t req, fuse_ino_t ino,
+		    const struct fuse_file_info *fi, size_t size, off_t off, mode_t mode,
+		    const char *name)
+{
+	bool all = op == FUSE_LOOKUP || op == FUSE_CREATE || op == FUSE_READDIRPLUS;
+	size_t len = name ? strlen(name) + 1 : 0;
+	struct wb_later *l;
+
+	if (!g_atomic_int_get(&fs->wb_count) || (!all && !wb_busy(fs, ino)))
+		return false;
+	l = g_malloc0(sizeof(*l) + len);
+	*l = (struct wb_later){.op = op, .req = req, .ino = ino, .has_fi = fi != NULL, .size = size,
+			       .off = off, .mode = mode};
+	if (fi)
+		l->fi = *fi;
+	if (name)
+		memcpy(l->name, name, len);
+	if (wb_after(fs, all ? 0 : ino, wb_later_run, l))
+		return true;
+	g_free(l);
+	return false;
 }
 
 /* ---- file locks -------------------------------------------------------------- */
@@ -1893,7 +2289,11 @@ static void op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, 
 	struct fh *h = lk_route(fs, ino, fi->lock_owner, fh_of(fi));
 	struct lk_ctx c = lk_ctx_of(fi, lock);
 	uint64_t gen0 = lk_release_gen(fs);
-	int err = setlk_wait(req, h, &c, sleep);
+	int err;
+
+	/* Another holder reads what was written before the unlock (see "Write-behind"). */
+	wb_wait(fs, ino);
+	err = setlk_wait(req, h, &c, sleep);
 
 	/* An OFD lock just closed on the DPU may be what it met (lk_released_since()). */
 	if (err == -EAGAIN && lk_released_since(fs, gen0, false))
@@ -1915,7 +2315,10 @@ static void op_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, 
 	uint32_t type = 0, pid = 0;
 	uint64_t start = 0, len = 0;
 	struct qt_rd r;
-	int err = call_fh(fs, h, build_getlk, &c, &rep);
+	int err;
+
+	wb_wait(fs, ino);
+	err = call_fh(fs, h, build_getlk, &c, &rep);
 
 	fh_unref(h);
 	if (err == 0) {
@@ -1995,7 +2398,10 @@ static void op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, 
 	struct fh *h = fh_of(fi);
 	/* Releases done from here on may be what a conflict below was about. */
 	uint64_t gen0 = lk_release_gen(fs);
-	int err = setlk_wait(req, h, &c, !(op & LOCK_NB));
+	int err;
+
+	wb_wait(fs, ino);
+	err = setlk_wait(req, h, &c, !(op & LOCK_NB));
 
 	/*
 	 * A conflict may be a flock whose holder has just closed the file
@@ -3073,8 +3479,6 @@ static void lookup_done(void *arg, int err, struct qt_msg *rep)
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct qtfs_fs *fs = FS(req);
-	g_autofree char *path = NULL;
-	struct qt_msg *m;
 
 	if (fs->o.proc && parent == FUSE_ROOT_ID && proc_lookup(req, fs, name))
 		return;
@@ -3082,6 +3486,16 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		reply_err(req, ENOENT);
 		return;
 	}
+	if (!wb_hold(fs, FUSE_LOOKUP, req, parent, NULL, 0, 0, 0, name))
+		do_lookup(req, parent, name);
+}
+
+static void do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct qtfs_fs *fs = FS(req);
+	g_autofree char *path = NULL;
+	struct qt_msg *m;
+
 	path = path_of(fs, parent, name);
 	if (!path) {
 		reply_err(req, ESTALE);
@@ -3183,6 +3597,12 @@ static void getattr_fh_answer(struct fh_pending *p, int err, struct qt_msg *rep)
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	if (!wb_hold(FS(req), FUSE_GETATTR, req, ino, fi, 0, 0, 0, NULL))
+		do_getattr(req, ino, fi);
+}
+
+static void do_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
 	struct qtfs_fs *fs = FS(req);
 	g_autofree char *path = NULL;
 	struct qtfs_attr post;
@@ -3220,7 +3640,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	if (fi && fi->fh)
 		g_atomic_int_inc(&h->refs);
 	p = g_new0(struct fh_pending, 1);
-	*p = (struct fh_pending){.req = req, .h = h, .ino = ino, .path = g_steal_pointer(&path),
+	*p = (struct fh_pending){.fs = fs, .req = req, .h = h, .ino = ino, .path = g_steal_pointer(&path),
 				 .build = build_getattr, .answer = getattr_fh_answer};
 	call_fh_async(fs, p);
 }
@@ -3320,7 +3740,11 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	struct setattr_ctx c = {.path = path ? path : "", .st = attr, .valid = to_set};
 	struct qtfs_attr a;
 	struct node *n;
-	int err = setattr_call(fs, ino, fi, path, &c, &a);
+	int err;
+
+	/* A truncation after the writes before it; and attributes with them. */
+	wb_wait(fs, ino);
+	err = setattr_call(fs, ino, fi, path, &c, &a);
 
 	if (err == 0 && (to_set & FATTR_KILL_SUIDGID) && (to_set & FUSE_SET_ATTR_SIZE))
 		err = setattr_kill_priv(req, fs, ino, fi, path, &a);
@@ -3672,6 +4096,8 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	struct change ch = {.op = QTFS_LINK, .path = from, .to = to, .a = host_id_of(fs, ino)};
 	struct qt_msg *m;
 
+	/* Its reply has the file's attributes. */
+	wb_wait(fs, ino);
 	if (!from || !to) {
 		reply_err(req, ESTALE);
 		return;
@@ -3979,6 +4405,12 @@ static void open_async(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	if (!wb_hold(FS(req), FUSE_OPEN, req, ino, fi, 0, 0, 0, NULL))
+		do_open(req, ino, fi);
+}
+
+static void do_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
 	struct qtfs_fs *fs = FS(req);
 	g_autofree char *path = path_of(fs, ino, NULL);
 
@@ -4191,6 +4623,13 @@ static void create_later(void *arg, bool run)
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		      struct fuse_file_info *fi)
 {
+	if (!wb_hold(FS(req), FUSE_CREATE, req, parent, fi, 0, 0, mode, name))
+		do_create(req, parent, name, mode, fi);
+}
+
+static void do_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
 	struct qtfs_fs *fs = FS(req);
 	g_autofree char *path = path_of(fs, parent, name);
 	struct create_pending *cp;
@@ -4324,6 +4763,12 @@ static void read_answer(struct fh_pending *p, int err, struct qt_msg *rep)
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
+	if (!wb_hold(FS(req), FUSE_READ, req, ino, fi, size, off, 0, NULL))
+		do_read(req, ino, size, off, fi);
+}
+
+static void do_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
 	struct io_ctx c = {.off = (uint64_t)off, .size = MIN(size, QTFS_IO_MAX)};
 	struct qt_msg *rep = NULL;
 	struct qt_call_ctl *ctl;
@@ -4341,7 +4786,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		 */
 		c.reply_tail = true;
 		g_atomic_int_inc(&fh_of(fi)->refs);
-		*fp = (struct fh_pending){.req = req, .h = fh_of(fi), .ino = ino, .c = c,
+		*fp = (struct fh_pending){.fs = FS(req), .req = req, .h = fh_of(fi), .ino = ino, .c = c,
 					  .build = build_read, .answer = read_answer};
 		call_fh_async(FS(req), fp);
 		return;
@@ -4366,30 +4811,78 @@ static struct qt_msg *build_write(uint64_t sh, void *arg)
 	return m;
 }
 
-static void reply_write(fuse_req_t req, int err, struct qt_msg *rep)
+/* The bytes a WRITE's reply (freed here) says were written into *@n, or -errno. */
+static int write_result(int err, struct qt_msg *rep, uint32_t *n)
 {
-	uint32_t n = 0;
 	struct qt_rd r;
 
 	if (err == 0) {
 		qt_rd_init_msg(&r, rep);
-		if (qt_rd_u32(&r, &n) < 0 || qt_rd_end(&r) < 0)
+		if (qt_rd_u32(&r, n) < 0 || qt_rd_end(&r) < 0)
 			err = -EIO;
 	}
+	qt_msg_free(rep);
+	return err;
+}
+
+static void reply_write(fuse_req_t req, int err, struct qt_msg *rep)
+{
+	uint32_t n = 0;
+
+	err = write_result(err, rep, &n);
 	if (err < 0)
 		reply_err(req, -err);
 	else
 		fuse_reply_write(req, n);
-	qt_msg_free(rep);
 }
 
+/* A write answered before the host's reply failed with @err: for the next call on its file. */
+static void wb_failed(struct fh_pending *p, int err)
+{
+	g_autofree char *path = NULL;
+	bool first;
+
+	g_mutex_lock(&p->h->lock);
+	first = p->h->wb_err == 0;
+	if (first)
+		p->h->wb_err = err;
+	g_mutex_unlock(&p->h->lock);
+	if (!first)
+		return;
+	path = path_of(p->fs, p->ino, NULL);
+	qt_notice("a write of %zu bytes at %" G_GUINT64_FORMAT " to \"%s\", answered before the host's reply, "
+		  "failed there: %s; the next write, fsync or close of the file returns the error",
+		  p->c.size, p->c.off, path ? path : "(gone)", g_strerror(-err));
+}
+
+/* A write sent from the loop thread is done (on any thread; see "Write-behind"). */
 static void write_answer(struct fh_pending *p, int err, struct qt_msg *rep)
 {
-	struct qtfs_fs *fs = FS(p->req);
+	struct qtfs_fs *fs = p->fs;
+	uint32_t n = 0;
 
-	reply_write(p->req, err, rep);
-	fs->give_back(fs->give_back_arg, p->wbuf);
+	if (p->req) {
+		reply_write(p->req, err, rep);
+	} else {
+		err = write_result(err, rep, &n);
+		/* Short, for a regular file: the host's file system is full. */
+		if (err == 0 && n < p->c.size)
+			err = -ENOSPC;
+		if (err < 0)
+			wb_failed(p, err);
+	}
+	if (p->wbuf)
+		fs->give_back(fs->give_back_arg, p->wbuf);
+	g_free(p->own);
+	wb_done(fs, p->ino, p->wb);
 	fh_pending_free(p);
+}
+
+/* May a write through @fi of @size bytes be answered before the host's reply? */
+static bool wb_may_answer(struct qtfs_fs *fs, struct fuse_file_info *fi, size_t size)
+{
+	return fs->o.write_behind && size <= WB_WRITE_MAX && !fi->writepage && !fh_of(fi)->pseudo &&
+	       !(fi->flags & (O_APPEND | O_DSYNC | O_DIRECT)) && wb_reserve(fs, size);
 }
 
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
@@ -4411,19 +4904,43 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 
 	if (qt_loop_in_thread(qtfs_client_loop(fs->cl))) {
 		/*
-		 * Sent from the loop thread (qtfs_fs_where(): QTFS_RUN_LOOP_LEND),
-		 * answered when the reply comes; the bytes stay in the request's
-		 * buffer, which the session lent, until then (a redo after a
-		 * reconnection sends them again).
+		 * Sent from the loop thread (qtfs_fs_where(): QTFS_RUN_LOOP_LEND)
+		 * in its place among the file's writes (see "Write-behind").
+		 * Answered at once, its bytes copied; or when the reply comes,
+		 * the bytes left in the request's buffer, which the session
+		 * lent, until then (a redo after a reconnection sends them
+		 * again).
 		 */
-		struct fh_pending *fp = g_new0(struct fh_pending, 1);
+		struct fh_pending *fp;
+		struct wb_write *w;
+		bool early;
 
+		if ((err = wb_take_err(fh_of(fi))) < 0) {
+			reply_err(req, -err);
+			return;
+		}
 		assert(fs->lent);
+		early = wb_may_answer(fs, fi, c.size);
+		fp = g_new0(struct fh_pending, 1);
+		w = g_new0(struct wb_write, 1);
 		g_atomic_int_inc(&fh_of(fi)->refs);
-		*fp = (struct fh_pending){.req = req, .h = fh_of(fi), .ino = ino, .c = c, .wbuf = fs->lent,
+		*fp = (struct fh_pending){.fs = fs, .req = req, .h = fh_of(fi), .ino = ino, .c = c, .wb = w,
 					  .build = build_write, .answer = write_answer};
-		fs->lent = NULL;
-		call_fh_async(fs, fp);
+		*w = (struct wb_write){.p = fp, .off = c.off, .end = c.off + c.size,
+				       .append = (fi->flags & O_APPEND) != 0};
+		if (early) {
+			fp->req = NULL;
+			fp->own = g_memdup2(buf, c.size);
+			fp->c.data = fp->own;
+			w->bytes = c.size;
+		} else {
+			fp->wbuf = g_steal_pointer(&fs->lent);
+		}
+		/* Before the kernel's answer: what it sends after must find the write. */
+		if (wb_add(fs, ino, w))
+			call_fh_async(fs, fp);
+		if (early)
+			fuse_reply_write(req, c.size);
 		return;
 	}
 	ctl = fh_of(fi)->stream ? intr_begin(req) : NULL;
@@ -4436,6 +4953,7 @@ struct flush_unlock {
 	fuse_req_t req;
 	struct fh *h; /* the owner's reference */
 	uint64_t owner;
+	int err; /* the answer */
 };
 
 /* Drop every lock of @owner's on the host (its description there goes), through @h. */
@@ -4455,24 +4973,32 @@ static void flush_unlock(void *arg, bool run)
 	if (run)
 		lk_release_owner(FS(f->req), f->h, f->owner);
 	fh_unref(f->h);
-	reply_err(f->req, 0);
+	reply_err(f->req, -f->err);
 	g_free(f);
 }
 
+/* A close: once the file's writes on their way are done (see "Write-behind"). */
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	if (!wb_hold(FS(req), FUSE_FLUSH, req, ino, fi, 0, 0, 0, NULL))
+		do_flush(req, ino, fi);
+}
+
+static void do_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
 	struct qtfs_fs *fs = FS(req);
-	/* Writes are not buffered here: nothing to push to the host.  But a
-	 * close drops the closing process's POSIX locks on the file. */
+	/* The error of a write answered before the host's reply, for close(2). */
+	int err = wb_take_err(fh_of(fi));
+	/* A close drops the closing process's POSIX locks on the file. */
 	struct fh *h = lk_take(fs, ino, fi->lock_owner);
 	struct flush_unlock *f;
 
 	if (!h) {
-		reply_err(req, 0);
+		reply_err(req, -err);
 		return;
 	}
 	f = g_new(struct flush_unlock, 1);
-	*f = (struct flush_unlock){.req = req, .h = h, .owner = fi->lock_owner};
+	*f = (struct flush_unlock){.req = req, .h = h, .owner = fi->lock_owner, .err = err};
 	run_may_wait(fs, flush_unlock, f);
 }
 
@@ -4501,6 +5027,8 @@ static void release_unlock(void *arg, bool run)
 	struct qtfs_fs *fs = FS(r->req);
 
 	reply_err(r->req, 0);
+	if (run)
+		wb_wait(fs, r->h->ino);
 	for (uint64_t *o = r->ofd_owners; run && o && *o; o++)
 		lk_release_owner(fs, r->h, *o);
 	fh_close_wait(fs, r->h, run);
@@ -4511,6 +5039,12 @@ static void release_unlock(void *arg, bool run)
 	g_mutex_unlock(&fs->lk_lock);
 	g_free(r->ofd_owners);
 	g_free(r);
+}
+
+static void do_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	release_fh(req, fi);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -4526,7 +5060,8 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fs->lk_releasing++;
 	g_mutex_unlock(&fs->lk_lock);
 	if (!fi->flock_release && !ofd) {
-		release_fh(req, fi);
+		if (!wb_hold(fs, FUSE_RELEASE, req, ino, fi, 0, 0, 0, NULL))
+			release_fh(req, fi);
 		return;
 	}
 	r = g_new(struct release_unlock, 1);
@@ -4546,9 +5081,13 @@ static struct qt_msg *build_fsync(uint64_t sh, void *arg)
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	g_autoptr(qt_msg) rep = NULL;
-	int err = call_fh(FS(req), fh_of(fi), build_fsync, GINT_TO_POINTER(datasync), &rep);
+	int err, wb_err;
 
-	reply_err(req, -err);
+	wb_wait(FS(req), ino);
+	/* A write answered before the host's reply failed: fsync(2) says so, as a local one would. */
+	wb_err = wb_take_err(fh_of(fi));
+	err = call_fh(FS(req), fh_of(fi), build_fsync, GINT_TO_POINTER(datasync), &rep);
+	reply_err(req, -(wb_err ? wb_err : err));
 }
 
 /*
@@ -4914,7 +5453,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	p = g_new0(struct fh_pending, 1);
 	g_atomic_int_inc(&h->refs);
-	*p = (struct fh_pending){.req = req, .h = h, .ino = ino, .build = build_readdir,
+	*p = (struct fh_pending){.fs = fs, .req = req, .h = h, .ino = ino, .build = build_readdir,
 				 .answer = readdir_answer, .epoch = watch_epoch(fs),
 				 .rd = {.off = (uint64_t)off, .size = (uint32_t)MIN(size, QTFS_IO_MAX), .plus = plus}};
 	p->arg = &p->rd;
@@ -4939,7 +5478,8 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			   struct fuse_file_info *fi)
 {
-	do_readdir(req, ino, size, off, fi, true);
+	if (!wb_hold(FS(req), FUSE_READDIRPLUS, req, ino, fi, size, off, 0, NULL))
+		do_readdir(req, ino, size, off, fi, true);
 }
 
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -5301,6 +5841,7 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 	struct falloc_ctx c = {.mode = mode, .off = offset, .len = length};
 	g_autoptr(qt_msg) rep = NULL;
 
+	wb_wait(FS(req), ino);
 	reply_err(req, -call_fh(FS(req), fh_of(fi), build_fallocate, &c, &rep));
 }
 
@@ -5327,7 +5868,10 @@ static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 	g_autoptr(qt_msg) rep = NULL;
 	int64_t res = 0;
 	struct qt_rd r;
-	int err = call_fh(FS(req), fh_of(fi), build_lseek, &c, &rep);
+	int err;
+
+	wb_wait(FS(req), ino);
+	err = call_fh(FS(req), fh_of(fi), build_lseek, &c, &rep);
 
 	if (err == 0) {
 		qt_rd_init_msg(&r, rep);
@@ -5354,6 +5898,8 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 	uint64_t gen, bgen, ash, bsh;
 	int err;
 
+	wb_wait(fs, ino_in);
+	wb_wait(fs, ino_out);
 	/* One lock at a time: the two may be the same file, or locked the other way round. */
 	g_mutex_lock(&a->lock);
 	slot = a->slot;
@@ -5612,6 +6158,9 @@ struct qtfs_fs *qtfs_fs_new(const struct qtfs_fs_opts *o, struct qtfs_client *cl
 	}
 	g_mutex_init(&fs->lk_lock);
 	g_cond_init(&fs->lk_cond);
+	g_mutex_init(&fs->wb_lock);
+	g_cond_init(&fs->wb_cond);
+	fs->wb_nodes = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, wb_node_free);
 	fs->lk_owners = g_hash_table_new_full(lk_hash, lk_equal, lk_free, NULL);
 	fs->by_id = g_hash_table_new(g_int64_hash, g_int64_equal);
 	fs->by_key = g_hash_table_new(key_hash, key_equal);
@@ -5741,8 +6290,11 @@ void qtfs_fs_log_state(struct qtfs_fs *fs)
 
 void qtfs_fs_stopping(struct qtfs_fs *fs)
 {
-	if (fs)
-		g_atomic_int_set(&fs->watch_stop, 1);
+	if (!fs)
+		return;
+	/* The writes answered before the host's reply go first, while calls still go out. */
+	wb_wait_all(fs);
+	g_atomic_int_set(&fs->watch_stop, 1);
 }
 
 void qtfs_fs_stop(struct qtfs_fs *fs)
@@ -5808,6 +6360,9 @@ void qtfs_fs_free(struct qtfs_fs *fs)
 	g_hash_table_destroy(fs->lk_owners);
 	g_mutex_clear(&fs->lk_lock);
 	g_cond_clear(&fs->lk_cond);
+	g_hash_table_destroy(fs->wb_nodes);
+	g_mutex_clear(&fs->wb_lock);
+	g_cond_clear(&fs->wb_cond);
 	g_mutex_clear(&fs->lock);
 	g_mutex_clear(&fs->sync_lock);
 	g_free(fs->local_proc);

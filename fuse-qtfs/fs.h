@@ -75,6 +75,11 @@ struct qtfs_fs_opts {
 	 * ACL takes its place as on the host.
 	 */
 	bool umask;
+	/*
+	 * Bytes of writes answered before the host's reply, in flight at most,
+	 * in all (fs.c "Write-behind"); 0: every write waits for the host.
+	 */
+	size_t write_behind;
 	bool proc;	      /* the mount is the host's /proc: see fs.c "Proc mode" */
 	const char *local_proc;		/* proc mode: where the local procfs is; borrowed */
 	const char *const *local_comms; /* proc mode: comms whose /proc/PID is local */
@@ -92,7 +97,8 @@ struct qtfs_fs;
 struct qtfs_fs *qtfs_fs_new(const struct qtfs_fs_opts *o, struct qtfs_client *cl,
 			    const struct qtfs_attr *root);
 /*
- * Before the client shuts down: the calls it fails from then on (the
+ * Before the client shuts down: waits for the writes answered before the
+ * host's reply to be done; the calls the client fails from then on (the
  * host's name watch) are the shutdown's, not news to log or retry.
  */
 void qtfs_fs_stopping(struct qtfs_fs *fs);

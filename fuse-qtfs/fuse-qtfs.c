@@ -90,6 +90,10 @@ static void usage(void)
 	      "  dir_cache=N        names kept, in all, of directories listed before, to\n"
 	      "                     list them again while the host's copy is unchanged\n"
 	      "                     (default 262144; 0: none)\n"
+	      "  write_behind=MIB   writes of up to 128 KiB are answered at once and go to\n"
+	      "                     the host behind, up to MIB MiB on their way in all; an\n"
+	      "                     error comes with a later write, fsync or close of the\n"
+	      "                     file (default 32; 0: every write waits for the host)\n"
 	      "  conns=N            parallel connections to the server (default 1, max 64)\n"
 	      "  timeout=SEC        per-request deadline (default 30)\n"
 	      "  peer_timeout=SEC   tcp://, ssh://: a server host silent this long (power\n"
@@ -249,6 +253,11 @@ static int parse_o(struct settings *s, const char *arg)
 			if (val && strcmp(val, "0") != 0 && strcmp(val, "1") != 0)
 				return qt_cli_usage_error("-o auto_cache: \"%s\" is not 0 or 1", val), -EINVAL;
 			s->fs.auto_cache = !val || strcmp(val, "1") == 0;
+		} else if (!strcmp(key, "write_behind") && val) {
+			if (qt_parse_int(val, 0, 4096, &n) < 0)
+				return qt_cli_usage_error("-o write_behind: \"%s\" is not a number of MiB from 0 to 4096",
+							  val), -EINVAL;
+			s->fs.write_behind = (size_t)n << 20;
 		} else if (!strcmp(key, "readahead_kb") && val) {
 			if (qt_parse_int(val, 0, 65536, &n) < 0)
 				return qt_cli_usage_error("-o readahead_kb: \"%s\" is not a number from 0 to 65536", val), -EINVAL;
@@ -663,6 +672,7 @@ int main(int argc, char **argv)
 	s.fs.readahead = QTFS_READAHEAD_DEFAULT;
 	s.fs.max_read = QTFS_FUSE_READ_MAX;
 	s.fs.auto_cache = true;
+	s.fs.write_behind = (size_t)32 << 20;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":" SHORT_OPTS, long_opts, NULL)) != -1) {
 		switch (c) {
