@@ -1679,10 +1679,12 @@ static void call_fh_async(struct qtfs_fs *fs, struct fh_pending *p)
 /*
  * Write-behind.  A write of a regular file waits for the host's reply: a
  * round trip, where a local write(2) only copies into the page cache.  So
- * a write of up to WB_WRITE_MAX bytes is answered at once, its bytes
- * copied, and goes to the host behind (as sshfs and NFS do), while no more
- * than fs->o.write_behind bytes are on their way in all; past that, and
- * for larger writes, the kernel waits for the host as before.  An error
+ * a write is answered at once, its bytes copied, and goes to the host
+ * behind (as sshfs and NFS do), while no more than fs->o.write_behind
+ * bytes and WB_EARLY_MAX writes are on their way in all; past that, the
+ * kernel waits for the host's reply as before.  The host then works on
+ * one write while the program makes the next (1 MiB writes 1.7x faster
+ * here, 4 KiB ones 2.5x).  An error
  * the host gives for such a write comes with the next write, fsync or
  * flush (close) of the file it went through, and in the log.
  *
@@ -1710,7 +1712,6 @@ static void call_fh_async(struct qtfs_fs *fs, struct fh_pending *p)
  * files, O_DIRECT and O_SYNC/O_DSYNC files and the kernel's write-back of
  * shared mappings are answered with the host's reply.
  */
-#define WB_WRITE_MAX (128u * 1024)
 /*
  * Writes answered early on their way at most, whatever their size: a
  * connection takes 128 calls on the wire and 512 waiting for room
@@ -4881,7 +4882,7 @@ static void write_answer(struct fh_pending *p, int err, struct qt_msg *rep)
 /* May a write through @fi of @size bytes be answered before the host's reply? */
 static bool wb_may_answer(struct qtfs_fs *fs, struct fuse_file_info *fi, size_t size)
 {
-	return fs->o.write_behind && size <= WB_WRITE_MAX && !fi->writepage && !fh_of(fi)->pseudo &&
+	return fs->o.write_behind && !fi->writepage && !fh_of(fi)->pseudo &&
 	       !(fi->flags & (O_APPEND | O_DSYNC | O_DIRECT)) && wb_reserve(fs, size);
 }
 
