@@ -1515,6 +1515,27 @@ static bool node_is(struct qtfs_fs *fs, fuse_ino_t ino, const struct qtfs_attr *
 	return same;
 }
 
+/*
+ * An OPEN or OPENDIR of node @ino by its path ended with @err and, if 0,
+ * handle @sh on slot @slot at @gen of the host file of attributes @a.  The
+ * kernel opened a name it holds, so "no such file" there, or another file
+ * at it (renamed over on the host, its report still on its way; or a
+ * change of names whose reply came before an older lookup's), means that
+ * name is stale: -ESTALE (the handle closed), and the kernel looks the
+ * name up again and retries the open once (LOOKUP_REVAL), rather than have
+ * node @ino read and write another file.
+ */
+static int opened_node(struct qtfs_fs *fs, fuse_ino_t ino, int err, unsigned slot, uint64_t gen,
+		       uint64_t sh, const struct qtfs_attr *a)
+{
+	if (err == -ENOENT)
+		return -ESTALE;
+	if (err < 0 || node_is(fs, ino, a))
+		return err;
+	qtfs_client_call_async(fs->cl, slot, gen, build_release(sh));
+	return -ESTALE;
+}
+
 /* The connection of @h is gone: open the file again by path (see the top). */
 static int fh_reopen(struct qtfs_fs *fs, struct fh *h, uint64_t stale_gen, unsigned stale_slot)
 {
@@ -4271,6 +4292,7 @@ static void open_sync(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	err = open_remote(fs, path, fi->flags, false, relay, &slot, &gen, &sh, &a,
 			  relay || (fi->flags & O_ACCMODE) != O_RDONLY ? NULL : &pre);
 	intr_end(req, ctl);
+	err = opened_node(fs, ino, err, slot, gen, sh, &a);
 	if (err < 0) {
 		g_free(pre.data);
 		reply_err(req, -err);
@@ -4359,6 +4381,7 @@ static void open_done(void *arg, int err, struct qt_msg *rep)
 	if (err == 0)
 		err = rd_handle_reply(rep, &sh, &a, !p->dir, want && !p->dir ? &pre : NULL, NULL);
 	qt_msg_free(rep);
+	err = opened_node(FS(p->req), p->ino, err, p->slot, p->gen, sh, &a);
 	if (err < 0) {
 		g_free(pre.data);
 		reply_err(p->req, -err);
@@ -5295,6 +5318,7 @@ static void opendir_sync(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *
 	uint64_t gen, sh;
 	int err = open_remote(FS(req), path, O_RDONLY | O_DIRECTORY, true, false, &slot, &gen, &sh, &a, NULL);
 
+	err = opened_node(FS(req), ino, err, slot, gen, sh, &a);
 	if (err < 0)
 		reply_err(req, -err);
 	else
