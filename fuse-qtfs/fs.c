@@ -3597,7 +3597,12 @@ static void answer_getattr(fuse_req_t req, fuse_ino_t ino, const char *path, int
 		reply_err(req, -err);
 		return;
 	}
-	if (!attr_for_kernel(fs, ino, path, &a))
+	/*
+	 * Another file at the node's name (renamed over on the host, its
+	 * report not in yet): its attributes are not the node's.  ESTALE, and
+	 * the kernel looks the name up again (stat(2) retries once).
+	 */
+	if (!node_is(fs, ino, &a) || !attr_for_kernel(fs, ino, path, &a))
 		reply_err(req, ESTALE);
 	else
 		reply_attr(req, fs, &a);

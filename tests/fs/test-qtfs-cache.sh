@@ -585,6 +585,27 @@ PY
 )
 check "an open of a name renamed over on the host, unreported: the new file, apart from the old one still open ($out)" \
 	[ "$out" = "True True True True" ]
+# The same for attributes: a file with two names, the one the client uses
+# for it renamed over on the host.  A stat of the other name must not show
+# the new file's attributes (before, a GETATTR by that path gave them to
+# the old file).
+printf 'old\n' >"$T/exp/mem/ida"
+ln "$T/exp/mem/ida" "$T/exp/mem/idb"
+out=$(python3 - "$T/id/mem" "$T/exp/mem" <<'PY'
+import os, sys, time
+d, h = sys.argv[1], sys.argv[2]
+os.stat(d + "/idb")
+os.stat(d + "/ida")  # the name the client keeps for the file
+with open(h + "/idg", "w") as g:
+    g.write("NEW CONTENT\n")
+os.rename(h + "/idg", h + "/ida")
+time.sleep(1.2)  # attr_timeout
+a, b = os.stat(d + "/ida").st_size, os.stat(d + "/idb").st_size
+print(a, b)
+PY
+)
+check "a stat by a hard link's other name after the first was renamed over on the host, unreported: its own size ($out)" \
+	[ "$out" = "12 4" ]
 check "unmount" umount_qtfs "$T/id"
 stop_mitm "$T/mitm-id.log"
 
