@@ -122,6 +122,7 @@ struct node {
 	struct data_ver ver; /* a regular file: what its cached pages come from (open_keeps_cache()) */
 	gint64 nocaps_until; /* a regular file: no file capabilities until then ("File capabilities") */
 	unsigned xattr_gen;  /* SETXATTRs and REMOVEXATTRs made from here */
+	unsigned names_gen;  /* a directory: changes of names in it taken in here (node_name()) */
 };
 
 /* A node's host identity, as the WATCH replies name a directory. */
@@ -307,6 +308,7 @@ static void node_unname(struct qtfs_fs *fs, struct node *n)
 
 	if (!p)
 		return;
+	p->names_gen++;
 	g_hash_table_remove(fs->by_name, n);
 	n->parent = NULL;
 	g_clear_pointer(&n->name, g_free);
@@ -381,6 +383,7 @@ static void node_name(struct qtfs_fs *fs, struct node *n, struct node *parent, c
 		node_unname(fs, old);
 	parent->children++; /* before unnaming, which may free the old parent */
 	node_unname(fs, n);
+	parent->names_gen++;
 	n->parent = parent;
 	n->name = g_strdup(name);
 	g_hash_table_add(fs->by_name, n);
@@ -422,14 +425,14 @@ static bool alias_take(struct node *n, fuse_ino_t parent, const char *name)
  * the sweeps.  Only while names are cached for long (fs->invals).
  * fs->lock held.
  */
-static void alias_keep(struct qtfs_fs *fs, struct node *n)
+static void alias_note(struct qtfs_fs *fs, struct node *n, fuse_ino_t parent, const char *name)
 {
-	size_t len = strlen(n->name);
+	size_t len = strlen(name);
 	struct alias *al;
 
 	if (n->type == S_IFDIR || !fs->invals)
 		return;
-	alias_take(n, n->parent->id, n->name);
+	alias_take(n, parent, name);
 	if (g_slist_length(n->aliases) >= ALIASES_MAX) {
 		GSList *last = g_slist_last(n->aliases);
 
@@ -439,14 +442,26 @@ static void alias_keep(struct qtfs_fs *fs, struct node *n)
 		g_free(al);
 	}
 	al = g_malloc(sizeof(*al) + len + 1);
-	al->parent = n->parent->id;
-	memcpy(al->name, n->name, len + 1);
+	al->parent = parent;
+	memcpy(al->name, name, len + 1);
 	n->aliases = g_slist_prepend(n->aliases, al);
 }
 
-/* The node for (dev, ino), created if new, with one more lookup.  fs->lock held. */
-static struct node *node_learn_locked(struct qtfs_fs *fs, struct node *parent, const char *name,
-				      const struct qtfs_attr *a)
+static void alias_keep(struct qtfs_fs *fs, struct node *n)
+{
+	alias_note(fs, n, n->parent->id, n->name);
+}
+
+/*
+ * The node for (dev, ino), created if new, with one more lookup, named
+ * @name in @parent.  With @keep, the answer may be older than names taken
+ * in since (a lookup that went out before a change of names in @parent,
+ * and the kernel's revalidation of a name does not wait for those): no
+ * node's name changes then, and the node gets this name only if it has
+ * none and nobody else has it.  fs->lock held.
+ */
+static struct node *node_learn_keep_locked(struct qtfs_fs *fs, struct node *parent,
+					   const char *name, const struct qtfs_attr *a, bool keep)
 {
 	uint64_t dev = a->dev, ino = a->ino;
 	uint32_t mode = a->mode;
@@ -477,13 +492,24 @@ static struct node *node_learn_locked(struct qtfs_fs *fs, struct node *parent, c
 	n->pseudo = a->flags & QTFS_AF_PSEUDO;
 	n->relay = a->flags & QTFS_AF_RELAY;
 	n->nlookup++;
-	if (parent && name && n != fs->root) {
+	if (parent && name && n != fs->root && keep) {
+		if (!n->parent && !node_child_locked(fs, parent, name))
+			node_name(fs, n, parent, name);
+		else if (n->parent && (n->parent != parent || strcmp(n->name, name)))
+			alias_note(fs, n, parent->id, name); /* the kernel holds it by that name too */
+	} else if (parent && name && n != fs->root) {
 		if (n->parent && (n->parent != parent || strcmp(n->name, name)))
 			alias_keep(fs, n);
 		alias_take(n, parent->id, name);
 		node_name(fs, n, parent, name);
 	}
 	return n;
+}
+
+static struct node *node_learn_locked(struct qtfs_fs *fs, struct node *parent, const char *name,
+				      const struct qtfs_attr *a)
+{
+	return node_learn_keep_locked(fs, parent, name, a, false);
 }
 
 /* The path of @n relative to the mount root, or NULL if its name is unknown.  fs->lock held. */
@@ -666,17 +692,20 @@ static void listed_start_locked(struct qtfs_fs *fs, struct node *n, const struct
 /*
  * Learn the node named @name in @parent from @a and answer the kernel with
  * it.  @epoch: watch_epoch() before the call that found it; @lmark,
- * for a MKDIR, list_mark_get() before it (else NULL).
+ * for a MKDIR, list_mark_get() before it (else NULL); @names_gen, for a
+ * LOOKUP, @parent's names_gen before it (else NULL: the kernel held the
+ * directory's lock across the call).
  */
-static void reply_entry_of(fuse_req_t req, struct qtfs_fs *fs, fuse_ino_t parent, const char *name,
-			   const struct qtfs_attr *a, unsigned epoch, const struct list_mark *lmark)
+static void reply_entry_at(fuse_req_t req, struct qtfs_fs *fs, fuse_ino_t parent, const char *name,
+			   const struct qtfs_attr *a, unsigned epoch, const struct list_mark *lmark,
+			   const unsigned *names_gen)
 {
 	struct fuse_entry_param e;
 	struct node *n, *p;
 
 	g_mutex_lock(&fs->lock);
 	p = node_by_id(fs, parent);
-	n = node_learn_locked(fs, p, name, a);
+	n = node_learn_keep_locked(fs, p, name, a, names_gen && p && p->names_gen != *names_gen);
 	if (n == fs->root) {
 		/*
 		 * The mount's root beneath itself (bind-mounted inside itself
@@ -695,6 +724,12 @@ static void reply_entry_of(fuse_req_t req, struct qtfs_fs *fs, fuse_ino_t parent
 	g_mutex_unlock(&fs->lock);
 	if (fuse_reply_entry(req, &e) != 0)
 		node_unlearn(fs, n);
+}
+
+static void reply_entry_of(fuse_req_t req, struct qtfs_fs *fs, fuse_ino_t parent, const char *name,
+			   const struct qtfs_attr *a, unsigned epoch, const struct list_mark *lmark)
+{
+	reply_entry_at(req, fs, parent, name, a, epoch, lmark, NULL);
 }
 
 static void reply_entry(fuse_req_t req, struct qtfs_fs *fs, fuse_ino_t parent, const char *name,
@@ -879,6 +914,7 @@ struct pending {
 	unsigned epoch; /* watch_epoch() when the call went out */
 	fuse_ino_t ino; /* lookup, unlink, rmdir: the parent; getattr: the node */
 	uint16_t op;	/* unlink, rmdir: QTFS_UNLINK or QTFS_RMDIR */
+	unsigned names_gen; /* lookup: the parent's when the call went out */
 	uint64_t instance; /* unlink, rmdir: the server's it went out to (qtfs_client_call_async_change()) */
 	gint64 until;	/* unlink, rmdir lost (remove_lost()): the deadline of settling it */
 	char *path;	/* the host path the call named */
@@ -894,6 +930,7 @@ static struct pending *pending_new(fuse_req_t req, fuse_ino_t ino, char *path, c
 	p->epoch = watch_epoch(FS(req));
 	p->ino = ino;
 	p->op = 0;
+	p->names_gen = 0;
 	p->instance = 0;
 	p->until = 0;
 	p->path = path;
@@ -3493,7 +3530,7 @@ static void lookup_done(void *arg, int err, struct qt_msg *rep)
 		reply_err(p->req, -err);
 	} else {
 		fix_attr(fs, p->path, false, &a);
-		reply_entry(p->req, fs, p->ino, p->name, &a, p->epoch);
+		reply_entry_at(p->req, fs, p->ino, p->name, &a, p->epoch, NULL, &p->names_gen);
 	}
 	pending_free(p);
 }
@@ -3516,15 +3553,25 @@ static void do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct qtfs_fs *fs = FS(req);
 	g_autofree char *path = NULL;
+	unsigned names_gen = 0;
+	struct pending *p;
+	struct node *d;
 	struct qt_msg *m;
 
-	path = path_of(fs, parent, name);
+	g_mutex_lock(&fs->lock);
+	if ((d = node_by_id(fs, parent))) {
+		path = node_path_locked(fs, d, name);
+		names_gen = d->names_gen;
+	}
+	g_mutex_unlock(&fs->lock);
 	if (!path) {
 		reply_err(req, ESTALE);
 		return;
 	}
 	m = req_path(QTFS_LOOKUP, path);
-	call_async(fs, m, lookup_done, pending_new(req, parent, g_steal_pointer(&path), name));
+	p = pending_new(req, parent, g_steal_pointer(&path), name);
+	p->names_gen = names_gen;
+	call_async(fs, m, lookup_done, p);
 }
 
 static void forget_one(struct qtfs_fs *fs, fuse_ino_t ino, uint64_t nlookup)

@@ -33,6 +33,12 @@
  * other, so the client sees a server from before those flags, as after an
  * upgrade of the DPU alone.
  *
+ * --delay-lookup=NAME:MS[:NTH] holds the reply to the NTH (default: first)
+ * LOOKUP of a path whose last component is NAME for MS milliseconds, while later replies
+ * pass: a lookup answered on the host before a change of that name, its
+ * answer reaching the client after the change's (the kernel does not
+ * order a revalidation of a name against a rename of it).
+ *
  * --cut=WHEN:OP (more than once for more) breaks the client's connection
  * at the first request of operation OP that names a path (the first
  * time the mitm sees that OP with that path; one sent again passes):
@@ -146,6 +152,10 @@ struct mitm {
 	bool mount_mask_set; /* --mount-flags */
 	uint32_t mount_mask;
 	unsigned watch_delay_ms; /* --delay-watch */
+	char *lookup_delay_name; /* --delay-lookup: the last component, or NULL */
+	unsigned lookup_delay_ms;
+	unsigned lookup_delay_nth; /* which of its LOOKUPs (1: the first) */
+	unsigned lookup_seen;	   /* its LOOKUPs so far */
 	unsigned held;		 /* replies it holds back now */
 	unsigned ups; /* connections to the real server not closed yet */
 	uint64_t replies, mangled;
@@ -279,7 +289,7 @@ static void long_target(struct qt_msg *out)
 	qt_msg_put_bytes(out, t, sizeof(t));
 }
 
-/* A reply held back (--delay-watch), on its way to the client. */
+/* A reply held back (--delay-watch, --delay-lookup), on its way to the client. */
 struct held {
 	struct pair *p; /* a reference */
 	struct qt_msg *out;
@@ -314,6 +324,27 @@ static void restarted_mount(const struct mitm *m, const uint8_t *p, size_t len, 
 		for (int i = 0; i < 8; i++)
 			b[len - 8 + i] ^= (uint8_t)((m->restarted * 0x9e3779b97f4a7c15ull) >> (8 * i));
 	qt_msg_put_raw(out, b, len);
+}
+
+/* Is @req the LOOKUP --delay-lookup holds back (the NTH of a path whose last component is NAME)? */
+static bool lookup_delayed(struct mitm *m, const struct qt_msg *req)
+{
+	g_autofree char *path = NULL;
+	const char *last;
+	struct qt_rd r;
+
+	if (!m->lookup_delay_name || qt_msg_type(req) != QTFS_LOOKUP)
+		return false;
+	qt_rd_init_msg(&r, req);
+	if (qt_rd_strdup(&r, 1u << 16, &path) < 0)
+		return false;
+	last = strrchr(path, '/');
+	if (strcmp(last ? last + 1 : path, m->lookup_delay_name) != 0 ||
+	    ++m->lookup_seen != m->lookup_delay_nth)
+		return false;
+	fprintf(stderr, "qtfs-mitm: the reply to LOOKUP \"%s\" goes %u ms late\n", path,
+		m->lookup_delay_ms);
+	return true;
 }
 
 static void up_reply(struct qt_conn *c, int err, struct qt_msg *reply, void *arg)
@@ -374,13 +405,17 @@ static void up_reply(struct qt_conn *c, int err, struct qt_msg *reply, void *arg
 		m->replies++;
 		m->mangled += mangle;
 		p->replies++;
-		if (m->watch_delay_ms && qt_msg_type(f->req) == QTFS_WATCH) {
+		unsigned delay = m->watch_delay_ms && qt_msg_type(f->req) == QTFS_WATCH ? m->watch_delay_ms
+				 : lookup_delayed(m, f->req)				      ? m->lookup_delay_ms
+											      : 0;
+
+		if (delay) {
 			/* Every WATCH reply the same time later: they stay in order. */
 			struct held *h = g_new(struct held, 1);
 
 			*h = (struct held){.p = pair_ref(p), .out = out};
 			m->held++;
-			qt_timer_add(m->loop, m->watch_delay_ms, held_send, h);
+			qt_timer_add(m->loop, delay, held_send, h);
 		} else {
 			qt_conn_reply(p->down, out);
 		}
@@ -640,7 +675,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: qtfs-mitm --key-file FILE --listen URI --upstream URI [--rate N] [--seed N]\n"
 		   "                 [--requests | --bad=WHAT] [--paused] [--mount-flags=MASK]\n"
-		   "                 [--delay-watch=MS] [--cut=WHEN:OP]... [--restarts]\n"
+		   "                 [--delay-watch=MS] [--delay-lookup=NAME:MS[:NTH]] [--cut=WHEN:OP]...\n"
+		   "                 [--restarts]\n"
 		   "Pass fuse-qtfs's requests to a real qtfs-server and mangle one reply in N\n"
 		   "(default 8) on the way back, or with --requests one request in N on the way\n"
 		   "there, or with --bad one thing in every successful reply to one operation:\n"
@@ -651,7 +687,9 @@ static void usage(FILE *f)
 		   "SIGUSR2 starts it again.  --mount-flags: only these MOUNT flags reach the\n"
 		   "server (as from an older client; the client sees an older server).\n"
 		   "--delay-watch: every WATCH reply (the host's reports) reaches the client MS\n"
-		   "milliseconds late (in order).\n"
+		   "milliseconds late (in order).  --delay-lookup: the reply to the NTH (default\n"
+		   "first) LOOKUP of a path whose last component is NAME reaches it MS\n"
+		   "milliseconds late (after replies to later requests).\n"
 		   "--cut=before:OP or after:OP: break the client's connection at the first\n"
 		   "request of OP (rename, unlink, rmdir, mkdir, mknod, symlink, link, create)\n"
 		   "for each path, before it reaches the server or after its answer (no\n"
@@ -671,6 +709,7 @@ int main(int argc, char **argv)
 		{"requests", no_argument, NULL, 'q'},
 		{"mount-flags", required_argument, NULL, 'f'},
 		{"delay-watch", required_argument, NULL, 'w'},
+		{"delay-lookup", required_argument, NULL, 'D'},
 		{"cut", required_argument, NULL, 'c'},
 		{"restarts", no_argument, NULL, 'R'},
 		{NULL, 0, NULL, 0},
@@ -689,6 +728,22 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'k': key = optarg; break;
+		case 'D': {
+			g_auto(GStrv) f = g_strsplit(optarg, ":", 3);
+			guint64 ms = 0, nth = 1;
+
+			if (!f[0] || !*f[0] || !f[1] ||
+			    !g_ascii_string_to_unsigned(f[1], 10, 1, G_MAXUINT32, &ms, NULL) ||
+			    (f[2] && !g_ascii_string_to_unsigned(f[2], 10, 1, G_MAXUINT32, &nth, NULL))) {
+				fprintf(stderr, "qtfs-mitm: --delay-lookup: \"%s\" is not NAME:MS[:NTH]\n", optarg);
+				return 2;
+			}
+			g_free(mp->lookup_delay_name);
+			mp->lookup_delay_name = g_strdup(f[0]);
+			mp->lookup_delay_ms = (unsigned)ms;
+			mp->lookup_delay_nth = (unsigned)nth;
+			break;
+		}
 		case 'l': listen_uri = optarg; break;
 		case 'u': up_uri = optarg; break;
 		case 'r':
@@ -835,5 +890,6 @@ out:
 		g_hash_table_destroy(mp->cut_seen);
 	if (mp->cut_held)
 		g_ptr_array_unref(mp->cut_held);
+	g_free(mp->lookup_delay_name);
 	return rc;
 }

@@ -609,4 +609,39 @@ check "a stat by a hard link's other name after the first was renamed over on th
 check "unmount" umount_qtfs "$T/id"
 stop_mitm "$T/mitm-id.log"
 
+# A lookup answered on the host before a rename of its name, its answer
+# coming after the rename's: the kernel's revalidation of a name (its
+# cache time past) does not wait for a rename of it.  The client's own
+# note of the file's name must stay the rename's, or a chmod of the new
+# name went to the old one on the host (ENOENT there).  qtfs-mitm holds
+# the second LOOKUP of "racer" (the first is the create's) 1.5 s; the
+# rename's own look at the name passes.
+start_mitm "$T/mitm-race.log" --listen "unix:$T/mitm-race.sock" --upstream "unix:$T/sock-late" \
+	--rate 0 --delay-lookup=racer:1500:2
+check "mount with entry_timeout=0.5,watch_timeout=0 through a mitm holding a lookup back" \
+	mount_qtfs "unix:$T/mitm-race.sock:$T/exp" "$T/race" --key-file "$KEY" \
+	-o entry_timeout=0.5,watch_timeout=0,timeout=5
+out=$(python3 - "$T/race/mem" <<'PY'
+import os, sys, threading, time
+d = sys.argv[1]
+open(d + "/racer", "w").close()
+time.sleep(0.6)  # its name's cache time past
+t = threading.Thread(target=os.stat, args=(d + "/racer",))
+t.start()  # a revalidation, held back
+time.sleep(0.2)
+os.rename(d + "/racer", d + "/raced")
+t.join()
+try:
+    os.chmod(d + "/raced", 0o600)
+    print("chmod ok", oct(os.stat(d + "/raced").st_mode & 0o777))
+except OSError as e:
+    print("chmod", e.strerror)
+PY
+)
+check "a lookup's answer older than a rename: the file keeps its new name ($out)" [ "$out" = "chmod ok 0o600" ]
+check "... on the host too" [ "$(stat -c %a "$T/exp/mem/raced")" = 600 ]
+check "... the lookup was held back" grep -q 'LOOKUP ".*racer" goes 1500 ms late' "$T/mitm-race.log"
+check "unmount" umount_qtfs "$T/race"
+stop_mitm "$T/mitm-race.log"
+
 finish
