@@ -5103,8 +5103,6 @@ static void release_unlock(void *arg, bool run)
 	struct qtfs_fs *fs = FS(r->req);
 
 	reply_err(r->req, 0);
-	if (run)
-		wb_wait(fs, r->h->ino);
 	for (uint64_t *o = r->ofd_owners; run && o && *o; o++)
 		lk_release_owner(fs, r->h, *o);
 	fh_close_wait(fs, r->h, run);
@@ -5115,6 +5113,14 @@ static void release_unlock(void *arg, bool run)
 	g_mutex_unlock(&fs->lk_lock);
 	g_free(r->ofd_owners);
 	g_free(r);
+}
+
+/* release_unlock() once the file's writes before it are done (wb_after(), on the loop thread). */
+static void release_unlock_after(void *arg)
+{
+	struct release_unlock *r = arg;
+
+	slow_push(FS(r->req), release_unlock, r);
 }
 
 static void do_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -5142,7 +5148,9 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	}
 	r = g_new(struct release_unlock, 1);
 	*r = (struct release_unlock){.req = req, .h = fh_of(fi), .ofd_owners = ofd};
-	run_may_wait(fs, release_unlock, r);
+	/* After the file's writes on their way, without holding a thread meanwhile. */
+	if (!wb_after(fs, ino, release_unlock_after, r))
+		run_may_wait(fs, release_unlock, r);
 }
 
 static struct qt_msg *build_fsync(uint64_t sh, void *arg)
