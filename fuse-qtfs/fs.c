@@ -1581,7 +1581,7 @@ static int fh_reopen(struct qtfs_fs *fs, struct fh *h, uint64_t stale_gen, unsig
 	unsigned slot;
 	uint64_t gen, sh;
 	bool done;
-	int err;
+	int err, rc;
 
 	g_mutex_lock(&h->reopen_lock);
 	g_mutex_lock(&h->lock);
@@ -1598,26 +1598,22 @@ static int fh_reopen(struct qtfs_fs *fs, struct fh *h, uint64_t stale_gen, unsig
 	}
 	err = open_remote(fs, path, h->flags & ~(O_CREAT | O_EXCL | O_TRUNC), h->dir, h->stream, &slot,
 			  &gen, &sh, &a, NULL);
-	if (err == 0 && !node_is(fs, h->ino, &a)) {
-		/* Another file at the name now: its writes must not land there. */
-		qtfs_client_call_async(fs->cl, slot, gen, build_release(sh));
-		qt_notice("cannot reopen \"%s\" after reconnecting: another file has its name now", path);
-		g_mutex_unlock(&h->reopen_lock);
-		return -ESTALE;
-	}
-	if (err == 0) {
+	/* Another file at the name now (closed again): its writes must not land there. */
+	rc = opened_node(fs, h->ino, err, slot, gen, sh, &a);
+	if (rc == 0) {
 		g_mutex_lock(&h->lock);
 		h->slot = slot;
 		h->gen = gen;
 		h->sh = sh;
 		g_mutex_unlock(&h->lock);
 		qt_info("reopened \"%s\" after reconnecting", path);
+	} else if (err == 0) {
+		qt_notice("cannot reopen \"%s\" after reconnecting: another file has its name now", path);
 	} else {
 		qt_notice("cannot reopen \"%s\" after reconnecting: %s", path, g_strerror(-err));
-		err = err == -ENOENT ? -ESTALE : err;
 	}
 	g_mutex_unlock(&h->reopen_lock);
-	return err;
+	return rc;
 }
 
 typedef struct qt_msg *(*build_fn)(uint64_t sh, void *ctx);
@@ -1673,7 +1669,7 @@ struct fh_pending {
 	char *path;	  /* getattr: the node's path or NULL */
 	struct io_ctx c;  /* read, write */
 	void *wbuf;	  /* write: the request buffer c.data lies in, lent by the session */
-	void *own;	  /* write: else a copy of the bytes, c.data */
+	void *wdata;	  /* write: else a copy of the bytes (c.data) */
 	struct wb_write *wb; /* write: its place in the node's writes */
 	/* readdir: the request, and the listing its entries go on (see do_readdir()) */
 	struct readdir_ctx rd;
@@ -1690,6 +1686,7 @@ static void fh_pending_free(struct fh_pending *p)
 	fh_unref(p->h);
 	listing_unref(p->reading);
 	g_free(p->path);
+	g_free(p->wdata);
 	g_free(p);
 }
 
@@ -1742,9 +1739,9 @@ static void call_fh_async(struct qtfs_fs *fs, struct fh_pending *p)
  * bytes and WB_EARLY_MAX writes are on their way in all; past that, the
  * kernel waits for the host's reply as before.  The host then works on
  * one write while the program makes the next (1 MiB writes 1.7x faster
- * here, 4 KiB ones 2.5x).  An error
- * the host gives for such a write comes with the next write, fsync or
- * flush (close) of the file it went through, and in the log.
+ * here, 4 KiB ones 2.5x).  An error the host gives for such a write
+ * comes with the next write, fsync or flush (close) of the file it went
+ * through, and in the log.
  *
  * What must not reach the host before those writes are in:
  *  - that file's later writes, where the order matters: the server runs
@@ -2043,7 +2040,7 @@ static void do_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 static void do_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 static void do_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 static void do_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-static void do_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+static void release_fh(fuse_req_t req, struct fuse_file_info *fi);
 static void do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
 static void do_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		      struct fuse_file_info *fi);
@@ -2069,7 +2066,7 @@ static void wb_later_run(void *arg)
 		do_flush(l->req, l->ino, fi);
 		break;
 	case FUSE_RELEASE:
-		do_release(l->req, l->ino, fi);
+		release_fh(l->req, fi);
 		break;
 	case FUSE_LOOKUP:
 		do_lookup(l->req, l->ino, l->name);
@@ -4949,12 +4946,14 @@ static void write_answer(struct fh_pending *p, int err, struct qt_msg *rep)
 	}
 	if (p->wbuf)
 		fs->give_back(fs->give_back_arg, p->wbuf);
-	g_free(p->own);
 	wb_done(fs, p->ino, p->wb);
 	fh_pending_free(p);
 }
 
-/* May a write through @fi of @size bytes be answered before the host's reply? */
+/*
+ * May a write through @fi of @size bytes be answered before the host's
+ * reply?  If so, its room (wb_reserve()) is taken.
+ */
 static bool wb_may_answer(struct qtfs_fs *fs, struct fuse_file_info *fi, size_t size)
 {
 	return fs->o.write_behind && !fi->writepage && !fh_of(fi)->pseudo &&
@@ -5006,8 +5005,8 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 				       .append = (fi->flags & O_APPEND) != 0};
 		if (early) {
 			fp->req = NULL;
-			fp->own = g_memdup2(buf, c.size);
-			fp->c.data = fp->own;
+			fp->wdata = g_memdup2(buf, c.size);
+			fp->c.data = fp->wdata;
 			w->bytes = c.size;
 		} else {
 			fp->wbuf = g_steal_pointer(&fs->lent);
@@ -5121,12 +5120,6 @@ static void release_unlock_after(void *arg)
 	struct release_unlock *r = arg;
 
 	slow_push(FS(r->req), release_unlock, r);
-}
-
-static void do_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	(void)ino;
-	release_fh(req, fi);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
