@@ -917,6 +917,7 @@ struct pending {
 	unsigned names_gen; /* lookup: the parent's when the call went out */
 	uint64_t instance; /* unlink, rmdir: the server's it went out to (qtfs_client_call_async_change()) */
 	gint64 until;	/* unlink, rmdir lost (remove_lost()): the deadline of settling it */
+	struct wb_snap *wb; /* lookup: the files with writes on their way when it went out */
 	char *path;	/* the host path the call named */
 	char name[];	/* lookup, unlink, rmdir: the name in the parent */
 };
@@ -933,6 +934,7 @@ static struct pending *pending_new(fuse_req_t req, fuse_ino_t ino, char *path, c
 	p->names_gen = 0;
 	p->instance = 0;
 	p->until = 0;
+	p->wb = NULL;
 	p->path = path;
 	memcpy(p->name, name ? name : "", len);
 	return p;
@@ -940,6 +942,7 @@ static struct pending *pending_new(fuse_req_t req, fuse_ino_t ino, char *path, c
 
 static void pending_free(struct pending *p)
 {
+	g_free(p->wb);
 	g_free(p->path);
 	g_free(p);
 }
@@ -1675,6 +1678,7 @@ struct fh_pending {
 	struct readdir_ctx rd;
 	struct listing *reading;
 	guint reading_last;
+	struct wb_snap *wbs; /* readdirplus: the files with writes on their way when it went out */
 	unsigned epoch;
 	build_fn build;	  /* the request, from the handle's current server handle */
 	void *arg;	  /* what build takes: &c when NULL */
@@ -1685,6 +1689,7 @@ static void fh_pending_free(struct fh_pending *p)
 {
 	fh_unref(p->h);
 	listing_unref(p->reading);
+	g_free(p->wbs);
 	g_free(p->path);
 	g_free(p->wdata);
 	g_free(p);
@@ -1756,12 +1761,17 @@ static void call_fh_async(struct qtfs_fs *fs, struct fh_pending *p)
  *    (close: the error), RELEASE, SETATTR (truncation), FSYNC, locks
  *    (another holder reads after the unlock), FALLOCATE, LSEEK
  *    (SEEK_DATA), COPY_FILE_RANGE and LINK wait until the file's writes
- *    before them are done; LOOKUP, CREATE and READDIRPLUS, which may
- *    bring any file's attributes, until all writes before them are.  The
- *    calls made on the loop thread are held as waiters (wb_hold()), those
- *    of FUSE workers block (wb_wait()).  A call sent after the answer to
- *    a write is the kernel's to order: its attributes do not replace
- *    those the write left (the kernel's attr_version).
+ *    before them are done.  The calls made on the loop thread are held
+ *    as waiters (wb_hold()), those of FUSE workers block (wb_wait()).
+ *    LOOKUP and READDIRPLUS may bring any file's attributes, and which
+ *    file's is known only from the answer: they go at once, with the
+ *    files that had writes on their way then (struct wb_snap), and a
+ *    lookup that finds one of those is asked again once that file's
+ *    writes are done; a READDIRPLUS entry of one goes without attributes
+ *    (the kernel looks the name up by itself).  A CREATE waits for all
+ *    writes before it, but for an O_EXCL one (a new file).  A call sent
+ *    after the answer to a write is the kernel's to order: its attributes
+ *    do not replace those the write left (the kernel's attr_version).
  * O_APPEND writes (the host puts them at its end of the file, and a host
  * process appending in turn must find them there), writes of pseudo
  * files, O_DIRECT and O_SYNC/O_DSYNC files and the kernel's write-back of
@@ -1824,6 +1834,70 @@ static bool wb_busy(struct qtfs_fs *fs, fuse_ino_t ino)
 	busy = g_hash_table_contains(fs->wb_nodes, &ino);
 	g_mutex_unlock(&fs->wb_lock);
 	return busy;
+}
+
+/*
+ * The files with writes on their way when a LOOKUP or READDIRPLUS went
+ * out (at most WB_SNAP_MAX; past that such calls wait for every write,
+ * wb_hold()).  An answer that names one of them may carry the host's
+ * attributes from before those writes (see "Write-behind").
+ */
+#define WB_SNAP_MAX 16u
+
+struct wb_snap {
+	unsigned n;
+	fuse_ino_t ino[WB_SNAP_MAX];
+};
+
+/*
+ * The files with writes on their way now into *@out (NULL if none).  False
+ * if there are more than WB_SNAP_MAX.
+ */
+static bool wb_snap_take(struct qtfs_fs *fs, struct wb_snap **out)
+{
+	struct wb_snap *s = NULL;
+	GHashTableIter it;
+	gpointer k;
+	bool fits = true;
+
+	*out = NULL;
+	if (!g_atomic_int_get(&fs->wb_count))
+		return true;
+	g_mutex_lock(&fs->wb_lock);
+	if (g_hash_table_size(fs->wb_nodes) > WB_SNAP_MAX) {
+		fits = false;
+	} else if (g_hash_table_size(fs->wb_nodes)) {
+		s = g_new0(struct wb_snap, 1);
+		g_hash_table_iter_init(&it, fs->wb_nodes);
+		while (g_hash_table_iter_next(&it, &k, NULL))
+			s->ino[s->n++] = *(const fuse_ino_t *)k;
+	}
+	g_mutex_unlock(&fs->wb_lock);
+	*out = s;
+	return fits;
+}
+
+/*
+ * Is the host file @a one of @s's (NULL: none)?  Its node id into *@ino
+ * then; with @take it leaves @s.  fs->lock held.
+ */
+static bool wb_snap_hit_locked(struct qtfs_fs *fs, struct wb_snap *s, const struct qtfs_attr *a,
+			       bool take, fuse_ino_t *ino)
+{
+	struct node probe = {.dev = a->dev, .ino = a->ino};
+	struct node *n;
+
+	if (!s || !(n = g_hash_table_lookup(fs->by_key, &probe)))
+		return false;
+	for (unsigned i = 0; i < s->n; i++) {
+		if (s->ino[i] != n->id)
+			continue;
+		if (take)
+			s->ino[i] = s->ino[--s->n];
+		*ino = n->id;
+		return true;
+	}
+	return false;
 }
 
 /* The oldest write not done in @q (done ones have left from its head), or NULL. */
@@ -2041,11 +2115,11 @@ static void do_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void do_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 static void do_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 static void release_fh(fuse_req_t req, struct fuse_file_info *fi);
-static void do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+static void do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name, struct wb_snap *wb);
 static void do_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		      struct fuse_file_info *fi);
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		       struct fuse_file_info *fi, bool plus);
+		       struct fuse_file_info *fi, bool plus, struct wb_snap *wb);
 
 static void wb_later_run(void *arg)
 {
@@ -2069,13 +2143,13 @@ static void wb_later_run(void *arg)
 		release_fh(l->req, fi);
 		break;
 	case FUSE_LOOKUP:
-		do_lookup(l->req, l->ino, l->name);
+		do_lookup(l->req, l->ino, l->name, NULL);
 		break;
 	case FUSE_CREATE:
 		do_create(l->req, l->ino, l->name, l->mode, fi);
 		break;
 	case FUSE_READDIRPLUS:
-		do_readdir(l->req, l->ino, l->size, l->off, fi, true);
+		do_readdir(l->req, l->ino, l->size, l->off, fi, true, NULL);
 		break;
 	default:
 		g_assert_not_reached();
@@ -2086,7 +2160,9 @@ static void wb_later_run(void *arg)
 /*
  * Hold call @op of the kernel's (its arguments after it) until the writes
  * on their way now are done, if there are any: node @ino's, or for
- * LOOKUP, CREATE and READDIRPLUS every file's.  True if held.
+ * LOOKUP, CREATE and READDIRPLUS every file's (LOOKUP and READDIRPLUS
+ * only when more files than a struct wb_snap holds have writes on their
+ * way).  True if held.
  */
 static bool wb_hold(struct qtfs_fs *fs, int op, fuse_req_t req, fuse_ino_t ino,
 		    const struct fuse_file_info *fi, size_t size, off_t off, mode_t mode,
@@ -3516,25 +3592,51 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	}
 }
 
+/* A lookup asked again once the writes it met are done (lookup_done()). */
+static void lookup_again(void *arg)
+{
+	struct pending *p = arg;
+
+	do_lookup(p->req, p->ino, p->name, g_steal_pointer(&p->wb));
+	pending_free(p);
+}
+
 static void lookup_done(void *arg, int err, struct qt_msg *rep)
 {
 	struct pending *p = arg;
 	struct qtfs_fs *fs = FS(p->req);
 	struct qtfs_attr a;
+	fuse_ino_t busy = 0;
+	bool hit;
 
 	err = async_attr(err, rep, &a);
 	if (err < 0) {
 		reply_err(p->req, -err);
-	} else {
-		fix_attr(fs, p->path, false, &a);
-		reply_entry_at(p->req, fs, p->ino, p->name, &a, p->epoch, NULL, &p->names_gen);
+		pending_free(p);
+		return;
 	}
+	g_mutex_lock(&fs->lock);
+	hit = wb_snap_hit_locked(fs, p->wb, &a, true, &busy);
+	g_mutex_unlock(&fs->lock);
+	if (hit) {
+		/*
+		 * A file with writes on their way when the lookup went out: the
+		 * host may have sent its size from before them (see
+		 * "Write-behind").  Ask again once they are done.
+		 */
+		if (!wb_after(fs, busy, lookup_again, p))
+			lookup_again(p);
+		return;
+	}
+	fix_attr(fs, p->path, false, &a);
+	reply_entry_at(p->req, fs, p->ino, p->name, &a, p->epoch, NULL, &p->names_gen);
 	pending_free(p);
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct qtfs_fs *fs = FS(req);
+	struct wb_snap *wb;
 
 	if (fs->o.proc && parent == FUSE_ROOT_ID && proc_lookup(req, fs, name))
 		return;
@@ -3542,11 +3644,14 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		reply_err(req, ENOENT);
 		return;
 	}
-	if (!wb_hold(fs, FUSE_LOOKUP, req, parent, NULL, 0, 0, 0, name))
-		do_lookup(req, parent, name);
+	/* Writes on their way: the answer is checked against them (lookup_done()). */
+	if (!wb_snap_take(fs, &wb) && wb_hold(fs, FUSE_LOOKUP, req, parent, NULL, 0, 0, 0, name))
+		return;
+	do_lookup(req, parent, name, wb);
 }
 
-static void do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+/* Send a LOOKUP; @wb: the files with writes on their way when the kernel sent it (owned). */
+static void do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name, struct wb_snap *wb)
 {
 	struct qtfs_fs *fs = FS(req);
 	g_autofree char *path = NULL;
@@ -3562,12 +3667,14 @@ static void do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	g_mutex_unlock(&fs->lock);
 	if (!path) {
+		g_free(wb);
 		reply_err(req, ESTALE);
 		return;
 	}
 	m = req_path(QTFS_LOOKUP, path);
 	p = pending_new(req, parent, g_steal_pointer(&path), name);
 	p->names_gen = names_gen;
+	p->wb = wb;
 	call_async(fs, m, lookup_done, p);
 }
 
@@ -4696,7 +4803,12 @@ static void create_later(void *arg, bool run)
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		      struct fuse_file_info *fi)
 {
-	if (!wb_hold(FS(req), FUSE_CREATE, req, parent, fi, 0, 0, mode, name))
+	/*
+	 * An O_EXCL create makes a new file, which has no writes on their way:
+	 * its attributes need not wait.  Another may open a file that has
+	 * (a name the kernel did not know), and truncate it (O_TRUNC).
+	 */
+	if ((fi->flags & O_EXCL) || !wb_hold(FS(req), FUSE_CREATE, req, parent, fi, 0, 0, mode, name))
 		do_create(req, parent, name, mode, fi);
 }
 
@@ -5473,8 +5585,21 @@ static void readdir_answer(struct fh_pending *p, int err, struct qt_msg *rep)
 					  (!strcmp(name, "self") || !strcmp(name, "thread-self") ||
 					   all_digits(name)))) {
 				struct node *n, *dir;
+				fuse_ino_t busy;
 
 				g_mutex_lock(&fs->lock);
+				/*
+				 * A file with writes on their way when the call went
+				 * out: its attributes may be from before them (see
+				 * "Write-behind").  The entry goes without (node id 0),
+				 * and the kernel asks for the file by itself.
+				 */
+				if (wb_snap_hit_locked(fs, p->wbs, &a, false, &busy)) {
+					g_mutex_unlock(&fs->lock);
+					used += fuse_add_direntry_plus(req, buf + used, c->size - used,
+								       name, &e, (off_t)next);
+					continue;
+				}
 				dir = node_by_id(fs, p->ino);
 				n = node_learn_locked(fs, dir, name, &a);
 				fill_entry(fs, n, &a, p->epoch, &e);
@@ -5519,7 +5644,7 @@ out:
  * taken in by readdir_answer().
  */
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		       struct fuse_file_info *fi, bool plus)
+		       struct fuse_file_info *fi, bool plus, struct wb_snap *wb)
 {
 	struct qtfs_fs *fs = FS(req);
 	struct fh *h = fh_of(fi);
@@ -5532,7 +5657,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	p = g_new0(struct fh_pending, 1);
 	g_atomic_int_inc(&h->refs);
 	*p = (struct fh_pending){.fs = fs, .req = req, .h = h, .ino = ino, .build = build_readdir,
-				 .answer = readdir_answer, .epoch = watch_epoch(fs),
+				 .answer = readdir_answer, .epoch = watch_epoch(fs), .wbs = wb,
 				 .rd = {.off = (uint64_t)off, .size = (uint32_t)MIN(size, QTFS_IO_MAX), .plus = plus}};
 	p->arg = &p->rd;
 	g_mutex_lock(&h->lock);
@@ -5550,14 +5675,19 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
-	do_readdir(req, ino, size, off, fi, false);
+	do_readdir(req, ino, size, off, fi, false, NULL);
 }
 
 static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			   struct fuse_file_info *fi)
 {
-	if (!wb_hold(FS(req), FUSE_READDIRPLUS, req, ino, fi, size, off, 0, NULL))
-		do_readdir(req, ino, size, off, fi, true);
+	struct wb_snap *wb;
+
+	/* Writes on their way: the answer is checked against them (readdir_answer()). */
+	if (!wb_snap_take(FS(req), &wb) &&
+	    wb_hold(FS(req), FUSE_READDIRPLUS, req, ino, fi, size, off, 0, NULL))
+		return;
+	do_readdir(req, ino, size, off, fi, true, wb);
 }
 
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

@@ -6,7 +6,8 @@
 # writes answered with the host's reply, except the moment the host sees
 # them and which call says that one failed.  Right after a burst of small
 # writes, with none of them closed: the file's size (stat, a listing with
-# attributes, a hard link made then), a read through another open file,
+# attributes, a hard link made then, a lookup of a name the host gave it),
+# a read through another open file,
 # a truncation, rewrites of one range and O_APPEND writes from two open
 # files, all against what a local file gives; the host has every byte once
 # the file is closed or fsynced.  A host file system that fills up: the
@@ -29,6 +30,7 @@ cat >"$T/steps.py" <<'PY'
 import os, stat, sys
 
 d = sys.argv[1]
+host = sys.argv[2] if len(sys.argv) > 2 else d  # the same directory on the host
 out = []
 blk = lambda i: bytes([65 + i % 26]) * 4096
 
@@ -48,6 +50,21 @@ say("listing", [e.stat().st_size for e in os.scandir(d) if e.name == "burst"])
 with open(f, "rb") as r:
     data = r.read()
 say("read", len(data), data == b"".join(blk(i) for i in range(256)))
+# A name the host gives the file, looked up on the DPU right after more
+# writes: the lookup brings the host's attributes of the file.
+os.link(os.path.join(host, "burst"), os.path.join(host, "burst.host"))
+try:
+    os.getxattr(d, "user.qtfs.sync")  # the mount: the host's new name is known
+except OSError:
+    pass
+for i in range(256):
+    os.write(fd, blk(i))
+say("host name", os.stat(f + ".host").st_size, os.fstat(fd).st_size)
+# A listing with attributes opened before more writes and read after them.
+with os.scandir(d) as it:
+    for i in range(256):
+        os.write(fd, blk(i))
+    say("listing again", sorted(e.stat().st_size for e in it if e.name.startswith("burst")))
 # A hard link made now, and the size through it.
 for i in range(16):
     os.write(fd, blk(i))
@@ -103,7 +120,7 @@ os.close(fd)
 print("\n".join(out))
 PY
 python3 "$T/steps.py" "$T/local" >"$T/local.out" 2>&1
-python3 "$T/steps.py" "$T/mnt/disk" >"$T/mnt.out" 2>&1
+python3 "$T/steps.py" "$T/mnt/disk" "$T/exp/disk" >"$T/mnt.out" 2>&1
 check "writes on their way: what a local file gives ($(tr '\n' '|' <"$T/mnt.out"))" \
 	cmp -s "$T/local.out" "$T/mnt.out" || diff "$T/local.out" "$T/mnt.out"
 for f in burst rewrite log final; do
@@ -114,7 +131,7 @@ done
 # the order of one file's writes is the client's to keep.
 mkdir -m 777 "$T/local/nobody" "$T/exp/disk/nobody"
 /usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups \
-	/usr/bin/python3 "$T/steps.py" "$T/mnt/disk/nobody" >"$T/nobody.out" 2>&1
+	/usr/bin/python3 "$T/steps.py" "$T/mnt/disk/nobody" "$T/exp/disk/nobody" >"$T/nobody.out" 2>&1
 check "... as nobody too ($(tr '\n' '|' <"$T/nobody.out"))" cmp -s "$T/local.out" "$T/nobody.out"
 for f in burst rewrite log final; do
 	check "... the host has $f once it is closed" cmp -s "$T/local/$f" "$T/exp/disk/nobody/$f"
