@@ -252,6 +252,12 @@ static void adopt_fds(void *arg)
 		.name = "fuse-qtfs",
 		.handshake_ms = (unsigned)MIN(cl->o.timeout_ms, 60000),
 		.peer_timeout_s = cl->o.peer_timeout_s,
+		/*
+		 * The server serves a connection's calls side by side, so their order
+		 * on the wire is not relied on (fs.c, "Write-behind"): a lookup need
+		 * not wait behind megabytes of writes queued before it.
+		 */
+		.small_first = true,
 	};
 	struct qt_conn *c = NULL;
 	int err;

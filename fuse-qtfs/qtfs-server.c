@@ -236,7 +236,8 @@ static int run(struct settings *s)
 	struct qt_watch *sigw = NULL;
 	g_autofree char *msg = NULL;
 	struct qtfs_srv_opts so = {0};
-	struct qt_conn_opts co = {.role = QT_CONN_SERVER};
+	/* Small replies need not wait behind large ones (lib/loop.h, qt_stream_set_small_first()). */
+	struct qt_conn_opts co = {.role = QT_CONN_SERVER, .small_first = true};
 	sigset_t mask;
 	int sfd = -1, err, rc = QT_EXIT_FAILURE;
 

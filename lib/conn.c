@@ -21,6 +21,13 @@
 /* What a backlogged message costs beyond its frame: the struct and the queue link, about. */
 #define BACKLOG_MSG_COST 256
 
+enum call_lane {
+	LANE_SMALL, /* small_first: a small frame; needs no room in the queued bytes */
+	LANE_CALL,
+	LANE_LONG,
+	LANES,
+};
+
 enum conn_state {
 	CONN_HANDSHAKE,
 	CONN_READY,
@@ -36,7 +43,8 @@ struct call {
 	void *arg;
 	struct qt_timer *timer;
 	struct qt_msg *req; /* while waiting for a slot; NULL once sent */
-	GList link;	    /* in one of conn->waitq while waiting */
+	GList link;	    /* in conn->waitq[lane] while waiting */
+	unsigned lane;	    /* call_lane() */
 	bool lazy;	    /* sent with qt_stream_send_lazy() */
 	bool reply_tail;    /* its reply may come into a pipe (reply_tail_ok) */
 };
@@ -83,11 +91,13 @@ struct qt_conn {
 	GHashTable *pending; /* id -> struct call*, on the wire */
 	unsigned pending_long; /* of those, calls without a deadline (call_is_long) */
 	/*
-	 * struct call*, not yet sent: [0] those with a deadline, [1] those
-	 * without (call_is_long), each in the order made.  Apart, so that one
-	 * kind waiting for room does not hold the other.
+	 * struct call*, not yet sent, each in the order made (call_lane()):
+	 * [LANE_CALL] those with a deadline, [LANE_LONG] those without
+	 * (call_is_long), [LANE_SMALL] small ones with a deadline when
+	 * small_first.  Apart, so that one kind waiting for room does not
+	 * hold the other.
 	 */
-	GQueue waitq[2];
+	GQueue waitq[LANES];
 
 	/* the peer's requests */
 	GHashTable *serving; /* ids being served */
@@ -177,6 +187,22 @@ static bool call_is_long(const struct call *k)
 	return k->timeout_ms == 0;
 }
 
+/*
+ * Which waiting queue @k goes in.  With small_first, a small call with a
+ * deadline needs no room in the bytes queued on the stream, only a place
+ * among the calls on the wire: it does not wait behind large calls held
+ * back by the bytes before them (max_inflight of them at most, each under
+ * QT_STREAM_BULK, can be queued beyond max_queued).
+ */
+static unsigned call_lane(const struct qt_conn *c, uint64_t timeout_ms, const struct qt_msg *req)
+{
+	if (timeout_ms == 0)
+		return LANE_LONG;
+	if (c->o.small_first && req->len < QT_STREAM_BULK)
+		return LANE_SMALL;
+	return LANE_CALL;
+}
+
 static void call_timeout(void *arg)
 {
 	struct call *k = arg;
@@ -184,7 +210,7 @@ static void call_timeout(void *arg)
 
 	k->timer = NULL;
 	if (k->req) {
-		g_queue_unlink(&c->waitq[call_is_long(k)], &k->link);
+		g_queue_unlink(&c->waitq[k->lane], &k->link);
 	} else {
 		/* A late reply for this id is dropped when it arrives. */
 		pending_remove(c, k);
@@ -193,14 +219,14 @@ static void call_timeout(void *arg)
 	conn_issue_waiting(c);
 }
 
-static bool can_send_call(const struct qt_conn *c, bool long_call)
+static bool can_send_call(const struct qt_conn *c, unsigned lane)
 {
 	unsigned n = g_hash_table_size(c->pending);
 
 	return (c->state == CONN_READY || (c->state == CONN_HANDSHAKE && c->early_calls)) &&
-	       (long_call ? c->pending_long < c->o.max_parked
-			  : n - c->pending_long < c->o.max_inflight) &&
-	       qt_stream_queued(c->stream) < c->o.max_queued;
+	       (lane == LANE_LONG ? c->pending_long < c->o.max_parked
+				  : n - c->pending_long < c->o.max_inflight) &&
+	       (lane == LANE_SMALL || qt_stream_queued(c->stream) < c->o.max_queued);
 }
 
 static void pending_remove(struct qt_conn *c, struct call *k)
@@ -233,24 +259,21 @@ static void call_put_on_wire(struct qt_conn *c, struct call *k)
 
 static void conn_issue_waiting(struct qt_conn *c)
 {
-	for (int lng = 0; lng < 2; lng++)
-		while (c->waitq[lng].length && can_send_call(c, lng))
-			call_put_on_wire(c, g_queue_pop_head_link(&c->waitq[lng])->data);
+	for (unsigned lane = 0; lane < LANES; lane++)
+		while (c->waitq[lane].length && can_send_call(c, lane))
+			call_put_on_wire(c, g_queue_pop_head_link(&c->waitq[lane])->data);
 }
 
 static int conn_call(struct qt_conn *c, struct qt_msg *req, uint64_t timeout_ms, bool lazy,
 		     qt_reply_fn cb, void *arg)
 {
-	GQueue *waitq = &c->waitq[timeout_ms == 0];
+	GQueue *waitq;
 	struct call *k;
+	unsigned lane;
 
 	if (c->state >= CONN_CLOSING) {
 		qt_msg_free(req);
 		return -ENOTCONN;
-	}
-	if (waitq->length >= 4u * c->o.max_inflight && !can_send_call(c, timeout_ms == 0)) {
-		qt_msg_free(req);
-		return -EAGAIN;
 	}
 	if (++c->next_id == 0)
 		c->next_id = 1;
@@ -260,6 +283,12 @@ static int conn_call(struct qt_conn *c, struct qt_msg *req, uint64_t timeout_ms,
 		qt_msg_free(req);
 		return -EMSGSIZE;
 	}
+	lane = call_lane(c, timeout_ms, req);
+	waitq = &c->waitq[lane];
+	if (waitq->length >= 4u * c->o.max_inflight && !can_send_call(c, lane)) {
+		qt_msg_free(req);
+		return -EAGAIN;
+	}
 	k = g_new0(struct call, 1);
 	k->conn = c;
 	k->id = c->next_id;
@@ -268,13 +297,14 @@ static int conn_call(struct qt_conn *c, struct qt_msg *req, uint64_t timeout_ms,
 	k->arg = arg;
 	k->req = req;
 	k->lazy = lazy;
+	k->lane = lane;
 	k->reply_tail = req->reply_tail_ok;
 	if (k->reply_tail)
 		qt_stream_bound_reads(c->stream); /* see qt_stream_bound_reads() */
 	k->link.data = k;
 	if (timeout_ms)
 		k->timer = qt_timer_add(c->loop, timeout_ms, call_timeout, k);
-	if (can_send_call(c, call_is_long(k)) && !waitq->length)
+	if (can_send_call(c, lane) && !waitq->length)
 		call_put_on_wire(c, k);
 	else
 		g_queue_push_tail_link(waitq, &k->link);
@@ -307,8 +337,8 @@ static void fail_calls(struct qt_conn *c, int err)
 	g_hash_table_remove_all(c->pending);
 	c->pending_long = 0;
 	c->tail_calls = 0;
-	for (int lng = 0; lng < 2; lng++)
-		while ((l = g_queue_pop_head_link(&c->waitq[lng])))
+	for (unsigned lane = 0; lane < LANES; lane++)
+		while ((l = g_queue_pop_head_link(&c->waitq[lane])))
 			g_ptr_array_add(all, l->data);
 	for (guint i = 0; i < all->len; i++)
 		call_finish(g_ptr_array_index(all, i), err, NULL);
@@ -1130,12 +1160,13 @@ static struct qt_conn *conn_create(struct qt_loop *l, int rfd, int wfd, const st
 	c->pending = g_hash_table_new(g_int64_hash, g_int64_equal);
 	c->serving = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
 	c->parked = g_hash_table_new(g_int64_hash, g_int64_equal);
-	g_queue_init(&c->waitq[0]);
-	g_queue_init(&c->waitq[1]);
+	for (unsigned lane = 0; lane < LANES; lane++)
+		g_queue_init(&c->waitq[lane]);
 	g_queue_init(&c->backlog);
 	c->auth = qt_auth_new(o->role == QT_CONN_CLIENT ? QT_AUTH_CLIENT : QT_AUTH_SERVER, o->psk,
 			      o->nonces, o->name);
 	c->stream = qt_stream_new(l, rfd, wfd, &conn_stream_ops, c);
+	qt_stream_set_small_first(c->stream, o->small_first);
 	c->handshake_timer = qt_timer_add(l, c->o.handshake_ms, handshake_expired, c);
 	return c;
 }

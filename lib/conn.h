@@ -22,6 +22,10 @@
  *     calls without a deadline count apart, up to max_parked on the wire,
  *     and wait in a queue of their own: many of them waiting for room
  *     never hold the others;
+ *   - a call also waits while max_queued bytes wait to be written; with
+ *     small_first, calls under QT_STREAM_BULK bytes do not (only for a
+ *     place on the wire, in a queue of their own) and go ahead of larger
+ *     frames not yet begun (qt_stream_set_small_first);
  *   - at most max_inflight of the peer's requests are being served; beyond
  *     that, and whenever more than max_queued bytes wait to be written, we
  *     stop reading the socket, so TCP pushes back on the peer;
@@ -72,6 +76,12 @@ struct qt_conn_opts {
 	int peer_timeout_s;
 	/* Requests parked at most at once (qt_conn_park); 0: 32 x max_inflight. */
 	unsigned max_parked;
+	/*
+	 * Small frames (calls, replies) may go ahead of large ones queued
+	 * before them (qt_stream_set_small_first): for a protocol whose
+	 * requests the peer serves side by side anyway.
+	 */
+	bool small_first;
 };
 
 struct qt_conn;

@@ -74,6 +74,9 @@ struct qt_stream {
 	GQueue sendq;
 	size_t head_off;
 	size_t queued;
+	unsigned bulk;	     /* frames in sendq of QT_STREAM_BULK bytes or more */
+	unsigned iov_frames; /* of sendq's head, those the last qt__stream_fill_iov() took */
+	bool small_first;    /* qt_stream_set_small_first() */
 	bool write_pending; /* on loop->flush list */
 	bool write_failed;
 	struct qt_timer *lazy_timer; /* lazy frames wait in sendq (qt_stream_send_lazy) */

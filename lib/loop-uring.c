@@ -584,6 +584,7 @@ static void send_cqe(struct qt_stream *s, int res)
 		while ((m = g_queue_pop_head(&s->sendq)))
 			qt_msg_free(m);
 		s->queued = 0;
+		s->bulk = 0;
 		stream_maybe_release(s);
 		return;
 	}

@@ -624,16 +624,55 @@ static void stream_want_flush(struct qt_stream *s)
 	}
 }
 
+static bool frame_is_bulk(const struct qt_msg *m)
+{
+	return frame_len(m) >= QT_STREAM_BULK;
+}
+
+/*
+ * With small_first, the first large frame (QT_STREAM_BULK) of @s's queue
+ * that a smaller frame may still go ahead of, or NULL.  Not one the
+ * backend has begun or handed to the kernel: the head once partly sent,
+ * and every frame of a send in flight (io_uring's iovecs point into them,
+ * and qt__stream_consumed() counts the bytes sent off the queue's head).
+ */
+static GList *stream_first_bulk(struct qt_stream *s)
+{
+	unsigned pinned = s->head_off ? 1 : 0;
+	GList *it = s->sendq.head;
+
+	if (s->send_armed)
+		pinned = MAX(pinned, MAX(s->iov_frames, 1u));
+	for (unsigned i = 0; it && i < pinned; i++)
+		it = it->next;
+	for (; it; it = it->next)
+		if (frame_is_bulk(it->data))
+			return it;
+	return NULL;
+}
+
 /* Queue @m on @s; false if @s can send no more (@m is freed). */
 static bool stream_enqueue(struct qt_stream *s, struct qt_msg *m)
 {
+	GList *bulk;
+
 	if (s->dead || s->write_failed) {
 		qt_msg_free(m);
 		return false;
 	}
-	g_queue_push_tail(&s->sendq, m);
+	if (!frame_is_bulk(m) && s->small_first && s->bulk && (bulk = stream_first_bulk(s)))
+		g_queue_insert_before(&s->sendq, bulk, m);
+	else
+		g_queue_push_tail(&s->sendq, m);
+	if (frame_is_bulk(m))
+		s->bulk++;
 	s->queued += frame_len(m);
 	return true;
+}
+
+void qt_stream_set_small_first(struct qt_stream *s, bool on)
+{
+	s->small_first = on;
 }
 
 void qt_stream_send(struct qt_stream *s, struct qt_msg *m)
@@ -679,6 +718,7 @@ void qt_stream_close(struct qt_stream *s)
 	while (s->sendq.length > (s->send_armed ? 1u : 0u)) {
 		m = g_queue_pop_tail(&s->sendq);
 		s->queued -= frame_len(m);
+		s->bulk -= frame_is_bulk(m);
 		qt_msg_free(m);
 	}
 	s->loop->be->stream_close(s);
@@ -704,6 +744,7 @@ int qt__stream_fill_iov(struct qt_stream *s, bool *more)
 			break;
 		}
 	}
+	s->iov_frames = (unsigned)n;
 	return n;
 }
 
@@ -731,7 +772,11 @@ void qt__stream_consumed(struct qt_stream *s, size_t n)
 		}
 		n -= left;
 		s->head_off = 0;
-		qt_msg_free(g_queue_pop_head(&s->sendq));
+		m = g_queue_pop_head(&s->sendq);
+		s->bulk -= frame_is_bulk(m);
+		if (s->iov_frames)
+			s->iov_frames--;
+		qt_msg_free(m);
 	}
 	if (!s->dead && s->ops->sent)
 		s->ops->sent(s, s->arg);

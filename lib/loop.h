@@ -227,10 +227,21 @@ void qt_stream_set_reading(struct qt_stream *s, bool on);
 /* Queue a finished frame for sending (its pipe tail too); takes ownership. */
 void qt_stream_send(struct qt_stream *s, struct qt_msg *m);
 /*
+ * Frames go out in the order queued; with @on, a frame of fewer than
+ * QT_STREAM_BULK bytes goes ahead of the larger ones queued before it that
+ * have not begun to go out (small ones keep their order among themselves,
+ * large ones theirs).  For a protocol whose peer does not depend on the
+ * order of a large frame and a later small one (fuse-qtfs: a lookup need
+ * not wait behind megabytes of writes); off by default.
+ */
+#define QT_STREAM_BULK (16u * 1024)
+void qt_stream_set_small_first(struct qt_stream *s, bool on);
+/*
  * Queue a frame that nobody waits for (a close, or the answer to one):
  * it goes out with the next frame queued on @s, or with a send already in
  * flight, or after QT_STREAM_LAZY_MS, whichever comes first, so that it
- * costs the peer no wake-up of its own.  Frames keep their order.
+ * costs the peer no wake-up of its own.  Frames keep their order (but
+ * see qt_stream_set_small_first()).
  */
 #define QT_STREAM_LAZY_MS 2
 void qt_stream_send_lazy(struct qt_stream *s, struct qt_msg *m);

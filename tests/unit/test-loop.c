@@ -2306,6 +2306,97 @@ START_TEST(test_lazy_send)
 }
 END_TEST
 
+/* A frame carrying @i and @pad bytes; finished. */
+static struct qt_msg *order_frame(uint32_t i, size_t pad)
+{
+	struct qt_msg *m = qt_msg_new(QT_MSG_USER_MIN + 3, 0, i);
+	g_autofree uint8_t *fill = g_malloc(pad);
+
+	memset(fill, (int)(i & 0xff), pad);
+	qt_msg_put_u32(m, i);
+	qt_msg_put_raw(m, fill, pad);
+	ck_assert_int_eq(qt_msg_finish(m), 0);
+	return m;
+}
+
+/*
+ * Frames leave in the order queued, but with qt_stream_set_small_first() a
+ * small frame goes ahead of the large ones not yet begun (small ones in
+ * their order, large ones in theirs); never ahead of the one going out.
+ * The peer's socket is not read until all are queued, so the first large
+ * frame is still going out when the rest come.
+ */
+START_TEST(test_small_first)
+{
+	static const size_t big = 4 * QT_STREAM_BULK;
+	/* Frames in the order queued: large (L) and small (s), lazy ones among them. */
+	static const struct {
+		bool large, lazy;
+	} seq[] = {{true, false},  {true, false}, {true, false},  {false, false}, {false, true},
+		   {true, false},  {false, false}, {false, false}, {true, false}};
+
+	for (int small_first = 0; small_first < 2; small_first++) {
+		struct qt_loop *l = new_loop(_i);
+		GByteArray *want = g_byte_array_new(), *got = g_byte_array_new();
+		struct qt_msg *frames[G_N_ELEMENTS(seq)];
+		struct qt_stream *st;
+		bool closed = false;
+		int sv[2], sz = 4096;
+
+		ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+		ck_assert_int_eq(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz)), 0);
+		st = qt_stream_new(l, sv[0], sv[0], &tail_ops, &closed);
+		qt_stream_set_small_first(st, small_first);
+		for (uint32_t i = 0; i < G_N_ELEMENTS(seq); i++) {
+			struct qt_msg *m = order_frame(i, seq[i].large ? big : 16);
+
+			frames[i] = m;
+			if (seq[i].lazy)
+				qt_stream_send_lazy(st, m);
+			else
+				qt_stream_send(st, m);
+			/* The first one begins going out and fills the socket. */
+			for (int k = 0; i == 0 && k < 3; k++)
+				qt_loop_run_once(l, 0);
+			ck_assert(i > 0 || qt_stream_queued(st) > 0);
+		}
+		/*
+		 * Expected: in order; or the first large one, then the small
+		 * ones, then the other large ones.
+		 */
+		for (int pass = 0; pass < (small_first ? 3 : 1); pass++) {
+			for (uint32_t i = 0; i < G_N_ELEMENTS(seq); i++) {
+				bool first = i == 0;
+				bool take = !small_first || (pass == 0 && first) ||
+					    (pass == 1 && !seq[i].large) ||
+					    (pass == 2 && seq[i].large && !first);
+
+				if (take)
+					g_byte_array_append(want, frames[i]->data, (guint)frames[i]->len);
+			}
+		}
+		/* Read the peer's side while the loop sends the rest. */
+		for (int k = 0; k < 2000 && got->len < want->len; k++) {
+			uint8_t buf[65536];
+			ssize_t n;
+
+			qt_loop_run_once(l, 1);
+			while ((n = recv(sv[1], buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+				g_byte_array_append(got, buf, (guint)n);
+		}
+		ck_assert_uint_eq(got->len, want->len);
+		ck_assert_msg(memcmp(got->data, want->data, want->len) == 0,
+			      "frames out of the expected order (small_first %d)", small_first);
+		qt_stream_close(st);
+		ck_assert(run_until(l, &closed, 2000));
+		close(sv[1]);
+		g_byte_array_unref(want);
+		g_byte_array_unref(got);
+		qt_loop_free(l);
+	}
+}
+END_TEST
+
 static Suite *loop_suite(void)
 {
 	Suite *s = suite_create("loop");
@@ -2328,6 +2419,7 @@ static Suite *loop_suite(void)
 	tcase_add_loop_test(c, test_echo_socketpair, 0, 2);
 	tcase_add_loop_test(c, test_pipe_tails, 0, 2);
 	tcase_add_loop_test(c, test_lazy_send, 0, 2);
+	tcase_add_loop_test(c, test_small_first, 0, 2);
 	tcase_add_test(c, test_pipe_pool);
 	tcase_add_loop_test(c, test_pipelining_out_of_order, 0, 2);
 	tcase_add_loop_test(c, test_echo_pipes, 0, 2);
