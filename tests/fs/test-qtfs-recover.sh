@@ -239,10 +239,15 @@ check "the inner daemon runs again: the close ends" wait_until 10 no_flush
 # the file is closed on the host all the same.
 echo written-through >"$T/m4b/in/g"
 check "a file written into the inner mount through the client arrives" \
-	[ "$(cat "$T/inner/g" 2>/dev/null)" = written-through ]
+	[ "$(cat "$T/exp4/in/g" 2>/dev/null)" = written-through ]
 server_has_g() { holds_open "$server4" "$T/exp4/in/g"; }
 server_has_no_g() { ! server_has_g; }
 check "... and the server closed it" wait_until 5 server_has_no_g
+# The inner mount answers the server's writes before its own host's reply
+# (write-behind): its host has them once the server's close of the file
+# there (asynchronous, after the client's) is done.
+inner_has_g() { [ "$(cat "$T/inner/g" 2>/dev/null)" = written-through ]; }
+check "... and so has the inner mount's host" wait_until 5 inner_has_g
 kill "$holder" 2>/dev/null
 umount -l "$T/m4a" 2>/dev/null
 check "unmount the one that stayed" umount_qtfs "$T/m4b"
