@@ -5594,17 +5594,13 @@ static void readdir_answer(struct fh_pending *p, int err, struct qt_msg *rep)
 				 * "Write-behind").  The entry goes without (node id 0),
 				 * and the kernel asks for the file by itself.
 				 */
-				if (wb_snap_hit_locked(fs, p->wbs, &a, false, &busy)) {
-					g_mutex_unlock(&fs->lock);
-					used += fuse_add_direntry_plus(req, buf + used, c->size - used,
-								       name, &e, (off_t)next);
-					continue;
+				if (!wb_snap_hit_locked(fs, p->wbs, &a, false, &busy)) {
+					dir = node_by_id(fs, p->ino);
+					n = node_learn_locked(fs, dir, name, &a);
+					fill_entry(fs, n, &a, p->epoch, &e);
+					g_array_append_val(learned, n->id);
 				}
-				dir = node_by_id(fs, p->ino);
-				n = node_learn_locked(fs, dir, name, &a);
-				fill_entry(fs, n, &a, p->epoch, &e);
 				g_mutex_unlock(&fs->lock);
-				g_array_append_val(learned, n->id);
 			}
 			used += fuse_add_direntry_plus(req, buf + used, c->size - used, name, &e, (off_t)next);
 		}
