@@ -296,6 +296,8 @@ static void ep_stream_flush(struct qt_stream *s)
 				w = writev(s->wfd, s->iov, n);
 			}
 		}
+		/* Written or not, none of it is in flight: only a partly sent head is pinned. */
+		s->iov_frames = 0;
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
