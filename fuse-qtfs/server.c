@@ -210,7 +210,12 @@ struct handle {
 	bool splice;	  /* a regular file, not on a pseudo file system: see SPLICE_MIN */
 	int append;	  /* atomic: the descriptor has O_APPEND, pwrite(2) appends (see op_write()) */
 	int refs;    /* atomic */
-	GMutex lock; /* directory position */
+	GMutex lock; /* directory position, and the rd_* fields */
+	/* A directory: where the last READDIR ended, and what it read past that (op_readdir()). */
+	bool rd_at;	   /* the descriptor stands at rd_next, rd_left read past it */
+	uint64_t rd_next;  /* the d_off of the last entry sent */
+	uint8_t *rd_left;  /* getdents records read and not sent, or NULL */
+	size_t rd_left_len;
 };
 
 struct session {
@@ -664,6 +669,7 @@ static int at_stat(const struct at *a, struct stat *st)
 static void handle_free(struct handle *h)
 {
 	g_mutex_clear(&h->lock);
+	g_free(h->rd_left);
 	g_free(h);
 }
 
@@ -2758,6 +2764,7 @@ static int op_readdir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	uint64_t hid, off;
 	uint32_t size, flags, count = 0, wflags = 0;
 	size_t used = 0, seen = 0, count_at;
+	uint64_t last;
 	bool plus, full = false;
 	g_autofree uint8_t *buf = NULL;
 	int err = 0;
@@ -2783,44 +2790,70 @@ static int op_readdir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	qt_msg_put_u32(rep, 0);
 	buf = g_malloc(32768);
 	g_mutex_lock(&h->lock);
-	if (lseek(h->fd, (off_t)off, SEEK_SET) < 0) {
-		struct stat st;
+	/*
+	 * A READDIR that goes on from where the last one ended takes the
+	 * entries that one read past its end, then the descriptor where it
+	 * stands: no seek.  Some file systems' offsets count entries (tmpfs
+	 * before Linux 6.6, ramfs, and others built on the kernel's
+	 * dcache_readdir): a seek to one after earlier entries were removed
+	 * lands that many entries too far, and a program removing the
+	 * entries it reads as it reads them (rm -r) missed some.  The
+	 * descriptor's own cursor does not move so.
+	 */
+	if (!h->rd_at || off != h->rd_next) {
+		g_clear_pointer(&h->rd_left, g_free);
+		if (lseek(h->fd, (off_t)off, SEEK_SET) < 0) {
+			struct stat st;
 
-		err = -errno;
-		/*
-		 * A directory removed meanwhile.  ext4 then seeks in it as in
-		 * a plain file, and its end-of-listing cookie lies past where
-		 * one may (EINVAL); the host's getdents would have said ENOENT.
-		 */
-		if (err == -EINVAL && fstat(h->fd, &st) == 0 && st.st_nlink == 0)
-			err = -ENOENT;
-		goto out;
+			err = -errno;
+			/*
+			 * A directory removed meanwhile.  ext4 then seeks in it as
+			 * in a plain file, and its end-of-listing cookie lies past
+			 * where one may (EINVAL); the host's getdents would have
+			 * said ENOENT.
+			 */
+			if (err == -EINVAL && fstat(h->fd, &st) == 0 && st.st_nlink == 0)
+				err = -ENOENT;
+			h->rd_at = false;
+			goto out;
+		}
 	}
+	h->rd_at = false; /* until this one ends well */
+	last = off;
 	while (!full) {
 		/* The first entry may have taken more than @size. */
 		size_t want = getdents_want(used < size ? size - used : 0, used, seen, plus);
-		long n;
+		g_autofree uint8_t *left = NULL;
+		const uint8_t *src = buf;
+		long n, pos = 0;
 
 		if (want == 0 && count > 0)
 			break;
-		/* The first entry goes out whatever its size (the client asks again with more room). */
-		n = syscall(SYS_getdents64, h->fd, buf, want ? want : 512);
-		if (n < 0) {
-			err = -errno;
-			break;
+		if (h->rd_left) {
+			/* Read past the end of the last one. */
+			src = left = g_steal_pointer(&h->rd_left);
+			n = (long)h->rd_left_len;
+		} else {
+			/* The first entry goes out whatever its size (the client asks again with more room). */
+			n = syscall(SYS_getdents64, h->fd, buf, want ? want : 512);
+			if (n < 0) {
+				err = -errno;
+				break;
+			}
+			if (n == 0)
+				break;
 		}
-		if (n == 0)
-			break;
-		for (long pos = 0; pos < n;) {
-			struct linux_dirent64 *d = (struct linux_dirent64 *)(buf + pos);
+		for (; pos < n;) {
+			const struct linux_dirent64 *d = (const struct linux_dirent64 *)(src + pos);
 			size_t nl = strlen(d->d_name);
 			size_t cost = fuse_entry_size(nl, plus);
 
-			pos += d->d_reclen;
 			if (used + cost > size && count > 0) {
 				full = true;
 				break;
 			}
+			pos += d->d_reclen;
+			last = (uint64_t)d->d_off;
 			used += cost;
 			seen += d->d_reclen;
 			count++;
@@ -2840,6 +2873,15 @@ static int op_readdir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 				}
 			}
 		}
+		/* What did not fit waits for the next READDIR, which goes on from @last. */
+		if (full) {
+			h->rd_left_len = (size_t)(n - pos);
+			h->rd_left = g_memdup2(src + pos, h->rd_left_len);
+		}
+	}
+	if (err == 0 && !rep->err) {
+		h->rd_next = last;
+		h->rd_at = true;
 	}
 out:
 	g_mutex_unlock(&h->lock);
@@ -3097,9 +3139,15 @@ static int op_lseek(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	g_autoptr(handle) h = handle_get(sess, hid);
 	if (!h)
 		return -EBADF;
+	g_mutex_lock(&h->lock);
 	res = lseek(h->fd, (off_t)off, (int)whence);
-	if (res < 0)
-		return -errno;
+	err = res < 0 ? -errno : 0;
+	/* A directory's next READDIR seeks where it is asked to (op_readdir()). */
+	h->rd_at = false;
+	g_clear_pointer(&h->rd_left, g_free);
+	g_mutex_unlock(&h->lock);
+	if (err < 0)
+		return err;
 	qt_msg_put_i64(rep, res);
 	return 0;
 }

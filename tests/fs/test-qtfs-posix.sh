@@ -111,6 +111,39 @@ else
 	fail "mount tmpfs under the export"
 fi
 
+# A file system whose directory offsets count entries (ramfs; tmpfs before
+# Linux 6.6): a program that removes the entries of a listing as it reads
+# them (rm -r) must find every one, as on the host.  A seek to an offset
+# after entries before it were removed lands too far there, so the server
+# goes on from where the last READDIR ended without one.  The lstat of
+# each entry makes the kernel read the rest with attributes (READDIRPLUS).
+rm_as_read() {
+	python3 -c '
+import os, sys
+d = os.path.join(sys.argv[1], "rmr")
+os.mkdir(os.path.join(sys.argv[2], "rmr"))
+for i in range(600):
+    open(os.path.join(sys.argv[2], "rmr", "n%d-%s" % (i, "x" * (i % 97))), "w").close()
+n = 0
+with os.scandir(d) as it:
+    for e in it:
+        os.lstat(e.path)
+        os.unlink(e.path)
+        n += 1
+print("removed %d, left %d" % (n, len(os.listdir(d))))' "$1" "$2"
+}
+mkdir -p "$T/exp2/ram" "$T/native2/ram"
+if mount -t ramfs ramfs "$T/exp2/ram" && mount -t ramfs ramfs "$T/native2/ram"; then
+	want=$(rm_as_read "$T/native2/ram" "$T/native2/ram" 2>&1)
+	got=$(rm_as_read "$T/mnt2/ram" "$T/exp2/ram" 2>&1)
+	check "ramfs: entries removed as a listing reads them: $got (host: $want)" [ "$got" = "$want" ]
+	check "fsdiff's listings on ramfs" "$FSDIFF" --only readdir,readdir_300 "$T/native2/ram" "$T/mnt2/ram"
+	umount "$T/native2/ram"
+	umount -l "$T/exp2/ram"
+else
+	fail "mount ramfs under the export"
+fi
+
 # Parallel writers on several connections: each file must be intact.
 i=0
 pids=
