@@ -263,8 +263,12 @@ def main():
     c.close()
 
     c = conn()
-    c.send(os.urandom(1 << 16))
-    (ok if c.closed_by_peer() else fail)("64 KiB of garbage after the handshake: connection closed")
+    try:
+        c.send(os.urandom(1 << 16))
+        closed = c.closed_by_peer()
+    except (BrokenPipeError, ConnectionResetError):
+        closed = True  # closed before all of it was in (a smaller socket buffer)
+    (ok if closed else fail)("64 KiB of garbage after the handshake: connection closed")
     c.close()
 
     # A frame cut short, then the connection closes.
