@@ -26,7 +26,9 @@
  * process's working directory in it) follow.  Events of other changes
  * may come between them (another rename at the same moment); then each
  * is handed on alone, as before, and the client learns the new place by
- * its next lookup.  struct dw_move holds a move being put together.
+ * its next lookup.  struct dw_move holds a move being put together; one
+ * whose events a read ended between waits DW_MOVE_WAIT_MS for the rest
+ * (a busy host's loop can read while the rename is still queuing them).
  *
  * Locking: one mutex over both tables; qtfs_dirwatch_add() runs on any
  * thread, the events are read on the loop thread.
@@ -56,6 +58,13 @@
  * to it meanwhile; a drain that does not get to the end says so.
  */
 #define DW_DRAIN_READS_MAX 1024
+/*
+ * How long a directory's move whose events a read ended in the middle of
+ * is held for the rest (the kernel queues them within the rename, so they
+ * come at once where they come at all: where the directory or its new
+ * parent is watched).
+ */
+#define DW_MOVE_WAIT_MS 5
 
 struct dw_entry {
 	int wd;
@@ -74,6 +83,8 @@ struct dw_move {
 struct qtfs_dirwatch {
 	int fd;
 	struct dw_move move;
+	struct qt_timer *move_timer; /* a move held past the end of a read (DW_MOVE_WAIT_MS) */
+	struct qt_loop *loop;
 	struct qt_watch *watch;
 	unsigned max;
 	qtfs_dirwatch_fn fn;
@@ -134,6 +145,7 @@ static void move_flush(struct qtfs_dirwatch *w)
 {
 	struct dw_move *m = &w->move;
 
+	g_clear_pointer(&w->move_timer, qt_timer_cancel);
 	if (m->stage >= 1)
 		emit_dir_name(w, &m->from, m->from_name);
 	if (m->stage >= 2)
@@ -229,8 +241,22 @@ static void dispatch(struct qtfs_dirwatch *w, const struct inotify_event *ev)
 		w->fn(w->arg, &out);
 }
 
-/* Up to @reads reads of events, handed to the callback.  True if the queue was emptied. */
-static bool read_events(struct qtfs_dirwatch *w, unsigned reads)
+/* A move held past the end of a read got no more events: plain names. */
+static void move_due(void *arg)
+{
+	struct qtfs_dirwatch *w = arg;
+	struct qtfs_dirwatch_event end = {.kind = QTFS_DW_BATCH_END};
+
+	w->move_timer = NULL;
+	move_flush(w);
+	w->fn(w->arg, &end);
+}
+
+/*
+ * Up to @reads reads of events, handed to the callback.  True if the
+ * queue was emptied.
+ */
+static bool read_events(struct qtfs_dirwatch *w, unsigned reads, bool drain)
 {
 	/* Aligned for struct inotify_event, as inotify(7) shows. */
 	char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
@@ -263,8 +289,16 @@ static bool read_events(struct qtfs_dirwatch *w, unsigned reads)
 			pos += (ssize_t)sizeof(*ev) + ev->len;
 		}
 	}
-	/* A move cut short by the end of what was read goes as plain names. */
-	move_flush(w);
+	/*
+	 * A move cut short by the end of what was read: the rest of its
+	 * events may be queued a moment later (the rename is still under way
+	 * on another CPU), so it waits DW_MOVE_WAIT_MS for them, then goes as
+	 * plain names.  A drain (the barrier) takes what is queued now.
+	 */
+	if (drain || !w->move.stage)
+		move_flush(w);
+	else if (!w->move_timer)
+		w->move_timer = qt_timer_add(w->loop, DW_MOVE_WAIT_MS, move_due, w);
 	if (any)
 		w->fn(w->arg, &end);
 	return empty;
@@ -275,12 +309,12 @@ static void readable(struct qt_watch *qw, int fd, uint32_t revents, void *arg)
 	(void)qw;
 	(void)fd;
 	(void)revents;
-	read_events(arg, DW_READS_MAX);
+	read_events(arg, DW_READS_MAX, false);
 }
 
 bool qtfs_dirwatch_drain(struct qtfs_dirwatch *w)
 {
-	return read_events(w, DW_DRAIN_READS_MAX);
+	return read_events(w, DW_DRAIN_READS_MAX, true);
 }
 
 int qtfs_dirwatch_new(struct qt_loop *l, unsigned max_watches, qtfs_dirwatch_fn fn, void *arg,
@@ -300,6 +334,7 @@ int qtfs_dirwatch_new(struct qt_loop *l, unsigned max_watches, qtfs_dirwatch_fn 
 	w->max = max_watches;
 	w->fn = fn;
 	w->arg = arg;
+	w->loop = l;
 	g_mutex_init(&w->lock);
 	w->by_id = g_hash_table_new(id_hash, id_equal);
 	w->by_wd = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
@@ -313,6 +348,7 @@ void qtfs_dirwatch_free(struct qtfs_dirwatch *w)
 	if (!w)
 		return;
 	qt_watch_remove(w->watch);
+	g_clear_pointer(&w->move_timer, qt_timer_cancel);
 	close(w->fd);
 	g_hash_table_destroy(w->by_id);
 	g_hash_table_destroy(w->by_wd);
