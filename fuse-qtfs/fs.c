@@ -1879,7 +1879,7 @@ static bool wb_snap_take(struct qtfs_fs *fs, struct wb_snap **out)
 
 /*
  * Is the host file @a one of @s's (NULL: none)?  Its node id into *@ino
- * then; with @take it leaves @s.  fs->lock held.
+ * then (unless NULL); with @take it leaves @s.  fs->lock held.
  */
 static bool wb_snap_hit_locked(struct qtfs_fs *fs, struct wb_snap *s, const struct qtfs_attr *a,
 			       bool take, fuse_ino_t *ino)
@@ -1894,7 +1894,8 @@ static bool wb_snap_hit_locked(struct qtfs_fs *fs, struct wb_snap *s, const stru
 			continue;
 		if (take)
 			s->ino[i] = s->ino[--s->n];
-		*ino = n->id;
+		if (ino)
+			*ino = n->id;
 		return true;
 	}
 	return false;
@@ -3607,7 +3608,7 @@ static void lookup_done(void *arg, int err, struct qt_msg *rep)
 	struct qtfs_fs *fs = FS(p->req);
 	struct qtfs_attr a;
 	fuse_ino_t busy = 0;
-	bool hit;
+	bool hit = false;
 
 	err = async_attr(err, rep, &a);
 	if (err < 0) {
@@ -3615,9 +3616,11 @@ static void lookup_done(void *arg, int err, struct qt_msg *rep)
 		pending_free(p);
 		return;
 	}
-	g_mutex_lock(&fs->lock);
-	hit = wb_snap_hit_locked(fs, p->wb, &a, true, &busy);
-	g_mutex_unlock(&fs->lock);
+	if (p->wb) {
+		g_mutex_lock(&fs->lock);
+		hit = wb_snap_hit_locked(fs, p->wb, &a, true, &busy);
+		g_mutex_unlock(&fs->lock);
+	}
 	if (hit) {
 		/*
 		 * A file with writes on their way when the lookup went out: the
@@ -5585,7 +5588,6 @@ static void readdir_answer(struct fh_pending *p, int err, struct qt_msg *rep)
 					  (!strcmp(name, "self") || !strcmp(name, "thread-self") ||
 					   all_digits(name)))) {
 				struct node *n, *dir;
-				fuse_ino_t busy;
 
 				g_mutex_lock(&fs->lock);
 				/*
@@ -5594,7 +5596,7 @@ static void readdir_answer(struct fh_pending *p, int err, struct qt_msg *rep)
 				 * "Write-behind").  The entry goes without (node id 0),
 				 * and the kernel asks for the file by itself.
 				 */
-				if (!wb_snap_hit_locked(fs, p->wbs, &a, false, &busy)) {
+				if (!wb_snap_hit_locked(fs, p->wbs, &a, false, NULL)) {
 					dir = node_by_id(fs, p->ino);
 					n = node_learn_locked(fs, dir, name, &a);
 					fill_entry(fs, n, &a, p->epoch, &e);

@@ -2765,7 +2765,7 @@ static int op_readdir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	uint32_t size, flags, count = 0, wflags = 0;
 	size_t used = 0, seen = 0, count_at;
 	uint64_t last;
-	bool plus, full = false;
+	bool plus, full = false, going_on;
 	g_autofree uint8_t *buf = NULL;
 	int err = 0;
 
@@ -2800,7 +2800,9 @@ static int op_readdir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	 * entries it reads as it reads them (rm -r) missed some.  The
 	 * descriptor's own cursor does not move so.
 	 */
-	if (!h->rd_at || off != h->rd_next) {
+	going_on = h->rd_at && off == h->rd_next;
+	h->rd_at = false; /* until this one ends well */
+	if (!going_on) {
 		g_clear_pointer(&h->rd_left, g_free);
 		if (lseek(h->fd, (off_t)off, SEEK_SET) < 0) {
 			struct stat st;
@@ -2814,11 +2816,9 @@ static int op_readdir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 			 */
 			if (err == -EINVAL && fstat(h->fd, &st) == 0 && st.st_nlink == 0)
 				err = -ENOENT;
-			h->rd_at = false;
 			goto out;
 		}
 	}
-	h->rd_at = false; /* until this one ends well */
 	last = off;
 	while (!full) {
 		/* The first entry may have taken more than @size. */

@@ -198,7 +198,7 @@ static unsigned call_lane(const struct qt_conn *c, uint64_t timeout_ms, const st
 {
 	if (timeout_ms == 0)
 		return LANE_LONG;
-	if (c->o.small_first && req->len < QT_STREAM_BULK)
+	if (c->o.small_first && !qt_frame_is_bulk(req))
 		return LANE_SMALL;
 	return LANE_CALL;
 }

@@ -624,7 +624,7 @@ static void stream_want_flush(struct qt_stream *s)
 	}
 }
 
-static bool frame_is_bulk(const struct qt_msg *m)
+bool qt_frame_is_bulk(const struct qt_msg *m)
 {
 	return frame_len(m) >= QT_STREAM_BULK;
 }
@@ -646,7 +646,7 @@ static GList *stream_first_bulk(struct qt_stream *s)
 	for (unsigned i = 0; it && i < pinned; i++)
 		it = it->next;
 	for (; it; it = it->next)
-		if (frame_is_bulk(it->data))
+		if (qt_frame_is_bulk(it->data))
 			return it;
 	return NULL;
 }
@@ -660,11 +660,11 @@ static bool stream_enqueue(struct qt_stream *s, struct qt_msg *m)
 		qt_msg_free(m);
 		return false;
 	}
-	if (!frame_is_bulk(m) && s->small_first && s->bulk && (bulk = stream_first_bulk(s)))
+	if (!qt_frame_is_bulk(m) && s->small_first && s->bulk && (bulk = stream_first_bulk(s)))
 		g_queue_insert_before(&s->sendq, bulk, m);
 	else
 		g_queue_push_tail(&s->sendq, m);
-	if (frame_is_bulk(m))
+	if (qt_frame_is_bulk(m))
 		s->bulk++;
 	s->queued += frame_len(m);
 	return true;
@@ -718,7 +718,7 @@ void qt_stream_close(struct qt_stream *s)
 	while (s->sendq.length > (s->send_armed ? 1u : 0u)) {
 		m = g_queue_pop_tail(&s->sendq);
 		s->queued -= frame_len(m);
-		s->bulk -= frame_is_bulk(m);
+		s->bulk -= qt_frame_is_bulk(m);
 		qt_msg_free(m);
 	}
 	s->loop->be->stream_close(s);
@@ -773,7 +773,7 @@ void qt__stream_consumed(struct qt_stream *s, size_t n)
 		n -= left;
 		s->head_off = 0;
 		m = g_queue_pop_head(&s->sendq);
-		s->bulk -= frame_is_bulk(m);
+		s->bulk -= qt_frame_is_bulk(m);
 		if (s->iov_frames)
 			s->iov_frames--;
 		qt_msg_free(m);

@@ -236,6 +236,8 @@ void qt_stream_send(struct qt_stream *s, struct qt_msg *m);
  */
 #define QT_STREAM_BULK (16u * 1024)
 void qt_stream_set_small_first(struct qt_stream *s, bool on);
+/* Is @m, with its pipe tail, a large frame in that sense (QT_STREAM_BULK bytes or more)? */
+bool qt_frame_is_bulk(const struct qt_msg *m);
 /*
  * Queue a frame that nobody waits for (a close, or the answer to one):
  * it goes out with the next frame queued on @s, or with a send already in
