@@ -43,12 +43,18 @@ exited() {
 # -- a stranger that gets the number must not get the signal ---------------------------
 # The writer runs in a session of its own (setsid), so it is not in the
 # command's group, and forks nothing (a process started in between could
-# take the number first); ${MARK}a is for cleanup.
+# take the number first); ${MARK}a is for cleanup.  The command waits
+# until the writer runs (it makes the file its first argument names): the
+# output must not pause for rexecd's drain time (200 ms) once the command
+# has exited, or the session ends (a python3 starting under CPU emulation
+# took longer than that).
 writer_py='import sys, time
+open(sys.argv[1], "w").close()
 while True:
     print("x", flush=True)
     time.sleep(0.05)'
-bg rx h sh -c "echo \$\$; setsid /usr/bin/python3 -c '$writer_py' ${MARK}a & exit 0" >"$T/out1"
+bg rx h sh -c "echo \$\$; setsid /usr/bin/python3 -c '$writer_py' '$T/writer.up' ${MARK}a &
+	until [ -e '$T/writer.up' ]; do sleep 0.02; done; exit 0" >"$T/out1"
 c=$BG_PID
 check "the command started and printed its pid" wait_until 5 sh -c "[ -s '$T/out1' ]"
 N=$(head -n 1 "$T/out1")
