@@ -1768,8 +1768,10 @@ static void call_fh_async(struct qtfs_fs *fs, struct fh_pending *p)
  *    files that had writes on their way then (struct wb_snap), and a
  *    lookup that finds one of those is asked again once that file's
  *    writes are done; a READDIRPLUS entry of one goes without attributes
- *    (the kernel looks the name up by itself).  A CREATE waits for all
- *    writes before it, but for an O_EXCL one (a new file).  A call sent
+ *    (the kernel looks the name up by itself).  A CREATE goes at once
+ *    with O_EXCL (a new file: none of those); one without it that finds
+ *    the name taken then (a file the kernel did not know, which it may
+ *    truncate) goes as asked once every write before it is done.  A call sent
  *    after the answer to a write is the kernel's to order: its attributes
  *    do not replace those the write left (the kernel's attr_version).
  * O_APPEND writes (the host puts them at its end of the file, and a host
@@ -2118,7 +2120,7 @@ static void do_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 static void release_fh(fuse_req_t req, struct fuse_file_info *fi);
 static void do_lookup(fuse_req_t req, fuse_ino_t parent, const char *name, struct wb_snap *wb);
 static void do_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-		      struct fuse_file_info *fi);
+		      struct fuse_file_info *fi, bool probe);
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi, bool plus, struct wb_snap *wb);
 
@@ -2147,7 +2149,7 @@ static void wb_later_run(void *arg)
 		do_lookup(l->req, l->ino, l->name, NULL);
 		break;
 	case FUSE_CREATE:
-		do_create(l->req, l->ino, l->name, l->mode, fi);
+		do_create(l->req, l->ino, l->name, l->mode, fi, false);
 		break;
 	case FUSE_READDIRPLUS:
 		do_readdir(l->req, l->ino, l->size, l->off, fi, true, NULL);
@@ -4629,6 +4631,7 @@ struct create_pending {
 	gint64 until;	  /* the deadline of sending it later or again (create_later(), create_lost()) */
 	int err;	  /* why create_lost() runs: -ESTALE, or -EEXIST for O_EXCL sent again */
 	uint64_t instance; /* the server's it was last sent to (qtfs_client_slot_instance()) */
+	bool probe;	  /* O_EXCL added to a create without it (op_create()) */
 	char name[];
 };
 
@@ -4667,6 +4670,22 @@ static void create_done(void *arg, int err, struct qt_msg *rep)
 	struct fh *h;
 	uint64_t sh;
 
+	/*
+	 * Sent with O_EXCL added beside writes on their way, and the name was
+	 * taken after all (or the answer lost, and with it whether the file
+	 * was made: if so, it is new, and the create as asked opens it): as
+	 * asked, once the writes before it are done.
+	 */
+	if (cp->probe && (err == -EEXIST || err == -ESTALE)) {
+		qt_msg_free(rep);
+		qt_debug("CREATE \"%s\": the name is taken, sent again once the writes before it are "
+			 "done", cp->name);
+		if (!wb_hold(fs, FUSE_CREATE, cp->req, cp->parent, &cp->fi, 0, 0, (mode_t)cp->mode,
+			     cp->name))
+			do_create(cp->req, cp->parent, cp->name, (mode_t)cp->mode, &cp->fi, false);
+		g_free(cp);
+		return;
+	}
 	/*
 	 * Its connection went before the answer (or before it was sent):
 	 * send it again (see "changes whose answer was lost"), as is the
@@ -4808,15 +4827,19 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 {
 	/*
 	 * An O_EXCL create makes a new file, which has no writes on their way:
-	 * its attributes need not wait.  Another may open a file that has
-	 * (a name the kernel did not know), and truncate it (O_TRUNC).
+	 * it need not wait for any.  Another may open an existing file that
+	 * has (a name the kernel did not know) and truncate it (O_TRUNC):
+	 * with writes on their way it goes at once with O_EXCL added, and
+	 * only if that finds the name taken, as asked once the writes before
+	 * it are done (create_done()).
 	 */
-	if ((fi->flags & O_EXCL) || !wb_hold(FS(req), FUSE_CREATE, req, parent, fi, 0, 0, mode, name))
-		do_create(req, parent, name, mode, fi);
+	do_create(req, parent, name, mode, fi,
+		  !(fi->flags & O_EXCL) && g_atomic_int_get(&FS(req)->wb_count) > 0);
 }
 
+/* Send a CREATE; @probe: with O_EXCL added (op_create()). */
 static void do_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-		      struct fuse_file_info *fi)
+		      struct fuse_file_info *fi, bool probe)
 {
 	struct qtfs_fs *fs = FS(req);
 	g_autofree char *path = path_of(fs, parent, name);
@@ -4825,6 +4848,7 @@ static void do_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	size_t len = strlen(name) + 1;
 	unsigned slot = 0;
 	uint64_t gen = 0;
+	uint32_t flags;
 	int err;
 
 	if (!path) {
@@ -4836,12 +4860,13 @@ static void do_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		reply_err(req, -err);
 		return;
 	}
-	m = build_create(req, path, (uint32_t)fi->flags, mode);
+	flags = (uint32_t)fi->flags | (probe ? O_EXCL : 0);
+	m = build_create(req, path, flags, mode);
 	listed_note(fs, parent, name);
 	cp = g_malloc(sizeof(*cp) + len);
 	*cp = (struct create_pending){.req = req, .epoch = watch_epoch(fs), .parent = parent, .fi = *fi,
-				      .slot = slot, .gen = gen, .flags = (uint32_t)fi->flags, .mode = mode,
-				      .sends = 1};
+				      .slot = slot, .gen = gen, .flags = flags, .mode = mode,
+				      .sends = 1, .probe = probe};
 	memcpy(cp->name, name, len);
 	/* On the loop thread with no connection ready: wait for one elsewhere. */
 	if (err == -EAGAIN) {

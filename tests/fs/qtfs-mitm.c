@@ -152,6 +152,7 @@ struct mitm {
 	bool mount_mask_set; /* --mount-flags */
 	uint32_t mount_mask;
 	unsigned watch_delay_ms; /* --delay-watch */
+	unsigned write_delay_ms; /* --delay-writes */
 	char *lookup_delay_name; /* --delay-lookup: the last component, or NULL */
 	unsigned lookup_delay_ms;
 	unsigned lookup_delay_nth; /* which of its LOOKUPs (1: the first) */
@@ -487,7 +488,7 @@ static enum cut_when cut_of(struct mitm *m, const struct qt_msg *req)
 	return CUT_NONE;
 }
 
-/* A --cut=late request on its way to the server. */
+/* A request on its way to the server late (--cut=late, --delay-writes). */
 struct late {
 	struct fwd *f;
 	struct qt_msg *copy;
@@ -502,7 +503,10 @@ static void late_send(void *arg)
 	if (!p->up)
 		qt_msg_free(l->copy);
 	if (!p->up || qt_conn_call(p->up, l->copy, 0, up_reply, f) < 0) {
-		p->m->lates--;
+		if (f->late)
+			p->m->lates--;
+		else if (p->down)
+			qt_conn_reply(p->down, qt_msg_new_error(f->req, EIO));
 		qt_msg_free(f->req);
 		pair_unref(p);
 		g_free(f);
@@ -567,6 +571,14 @@ static void down_request(struct qt_conn *c, struct qt_msg *req, void *user)
 		qt_conn_close(down, -ECONNRESET, "--cut late");
 		qt_conn_unref(down);
 		qt_timer_add(m->loop, LATE_MS, late_send, l);
+		return;
+	}
+	if (m->write_delay_ms && type == QTFS_WRITE) {
+		/* Every WRITE the same time later: they stay in order. */
+		struct late *l = g_new(struct late, 1);
+
+		*l = (struct late){.f = f, .copy = copy};
+		qt_timer_add(m->loop, m->write_delay_ms, late_send, l);
 		return;
 	}
 	if (qt_conn_call(p->up, copy, 0, up_reply, f) < 0) {
@@ -676,7 +688,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: qtfs-mitm --key-file FILE --listen URI --upstream URI [--rate N] [--seed N]\n"
 		   "                 [--requests | --bad=WHAT] [--paused] [--mount-flags=MASK]\n"
 		   "                 [--delay-watch=MS] [--delay-lookup=NAME:MS[:NTH]] [--cut=WHEN:OP]...\n"
-		   "                 [--restarts]\n"
+		   "                 [--restarts] [--delay-writes=MS]\n"
 		   "Pass fuse-qtfs's requests to a real qtfs-server and mangle one reply in N\n"
 		   "(default 8) on the way back, or with --requests one request in N on the way\n"
 		   "there, or with --bad one thing in every successful reply to one operation:\n"
@@ -696,7 +708,9 @@ static void usage(FILE *f)
 		   "mangling then); hold:OP keeps it unanswered, late:OP breaks the connection\n"
 		   "and passes it on a second later.  More rules for one OP take its requests\n"
 		   "for a path in turn.  --restarts: after each cut before or after the server\n"
-		   "it looks restarted (another instance in MOUNT replies; not after late:).\n");
+		   "it looks restarted (another instance in MOUNT replies; not after late:).\n"
+		   "--delay-writes: every WRITE request reaches the server MS milliseconds late\n"
+		   "(in order; other requests overtake them).\n");
 }
 
 int main(int argc, char **argv)
@@ -709,6 +723,7 @@ int main(int argc, char **argv)
 		{"requests", no_argument, NULL, 'q'},
 		{"mount-flags", required_argument, NULL, 'f'},
 		{"delay-watch", required_argument, NULL, 'w'},
+		{"delay-writes", required_argument, NULL, 'W'},
 		{"delay-lookup", required_argument, NULL, 'D'},
 		{"cut", required_argument, NULL, 'c'},
 		{"restarts", no_argument, NULL, 'R'},
@@ -748,20 +763,27 @@ int main(int argc, char **argv)
 		case 'u': up_uri = optarg; break;
 		case 'r':
 		case 's':
-		case 'w': {
+		case 'w':
+		case 'W': {
 			guint64 v;
 
 			if (!g_ascii_string_to_unsigned(optarg, 10, 0, G_MAXUINT32, &v, NULL)) {
 				fprintf(stderr, "qtfs-mitm: --%s: \"%s\" is not a number\n",
-					c == 'r' ? "rate" : c == 's' ? "seed" : "delay-watch", optarg);
+					c == 'r'   ? "rate"
+					: c == 's' ? "seed"
+					: c == 'w' ? "delay-watch"
+						   : "delay-writes",
+					optarg);
 				return 2;
 			}
 			if (c == 'r')
 				mp->rate = (unsigned)v;
 			else if (c == 's')
 				seed = (guint32)v;
-			else
+			else if (c == 'w')
 				mp->watch_delay_ms = (unsigned)v;
+			else
+				mp->write_delay_ms = (unsigned)v;
 			break;
 		}
 		case 'b':

@@ -8,8 +8,9 @@
 # writes, with none of them closed: the file's size (stat, a listing with
 # attributes, a hard link made then, a lookup of a name the host gave it),
 # a read through another open file,
-# a truncation, rewrites of one range and O_APPEND writes from two open
-# files, all against what a local file gives; the host has every byte once
+# a truncation, rewrites of one range, O_APPEND writes from two open
+# files, a create with O_TRUNC of a name the host has just given the
+# file, all against what a local file gives; the host has every byte once
 # the file is closed or fsynced.  A host file system that fills up: the
 # error comes with a later write or the close, never lost, and the client
 # logs it; with -o write_behind=0 the failing write itself says it.  A
@@ -17,6 +18,7 @@
 # within the deadline, and where it says success the host has the bytes.
 
 . "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
+. "${top_srcdir:-.}/tests/fs/hostile-env.sh"
 
 mkdir -p "$T/exp/disk" "$T/exp/small" "$T/local"
 mount -t tmpfs -o size=1m tmpfs "$T/exp/small" || exit 1
@@ -117,13 +119,32 @@ for i in range(64):
 os.rename(f, os.path.join(d, "final"))
 say("renamed", os.stat(os.path.join(d, "final")).st_size)
 os.close(fd)
+
+# A name the host gives a file with writes on their way, made a moment
+# before the DPU opens it with O_CREAT|O_TRUNC: in a directory made from
+# the DPU, whose names the client keeps, the DPU's kernel usually still
+# finds the name absent then and sends a create, which must empty the
+# file after those writes, not before them.
+sub = os.path.join(d, "made")
+os.mkdir(sub)
+f = os.path.join(sub, "w")
+fd = os.open(f, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+for i in range(256):
+    os.write(fd, blk(i))
+os.link(os.path.join(host, "made", "w"), os.path.join(host, "made", "w2"))
+fd2 = os.open(os.path.join(sub, "w2"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+say("created over", os.fstat(fd2).st_size, os.fstat(fd).st_size)
+os.write(fd2, b"new")
+os.close(fd2)
+os.close(fd)
+say("after it", os.stat(f).st_size)
 print("\n".join(out))
 PY
 python3 "$T/steps.py" "$T/local" >"$T/local.out" 2>&1
 python3 "$T/steps.py" "$T/mnt/disk" "$T/exp/disk" >"$T/mnt.out" 2>&1
 check "writes on their way: what a local file gives ($(tr '\n' '|' <"$T/mnt.out"))" \
 	cmp -s "$T/local.out" "$T/mnt.out" || diff "$T/local.out" "$T/mnt.out"
-for f in burst rewrite log final; do
+for f in burst rewrite log final made/w; do
 	check "... the host has $f once it is closed" cmp -s "$T/local/$f" "$T/exp/disk/$f"
 done
 # The same as a user other than root: the server writes for such a caller
@@ -133,7 +154,7 @@ mkdir -m 777 "$T/local/nobody" "$T/exp/disk/nobody"
 /usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups \
 	/usr/bin/python3 "$T/steps.py" "$T/mnt/disk/nobody" "$T/exp/disk/nobody" >"$T/nobody.out" 2>&1
 check "... as nobody too ($(tr '\n' '|' <"$T/nobody.out"))" cmp -s "$T/local.out" "$T/nobody.out"
-for f in burst rewrite log final; do
+for f in burst rewrite log final made/w; do
 	check "... the host has $f once it is closed" cmp -s "$T/local/$f" "$T/exp/disk/nobody/$f"
 done
 
@@ -185,6 +206,47 @@ rm -f "$T/exp/small/big"
 
 check "write_behind: a bad value is a usage error (exit 2)" \
 	sh -c "'$FUSE_QTFS' -o write_behind=x unix:$T/sock:$T/exp '$T/bad' 2>'$T/bad.err'; [ \$? -eq 2 ] && grep -q write_behind '$T/bad.err'"
+
+# A create without O_EXCL goes at once beside writes on their way, with
+# O_EXCL added.  One that finds the name taken (a name the host has just
+# given a file whose writes are on their way, which the DPU's kernel did
+# not know yet) must empty that file after those writes, not before.
+# qtfs-mitm holds back the host's reports, so that the DPU's kernel finds
+# the name absent in a directory made from the DPU and sends a create, and
+# every WRITE for 300 ms, so that the writes are still on their way then.
+server=$SERVER_PID
+start_server "$T/server-key.log" --listen "unix:$T/ksock" --export "$T/exp" --key-file "$KEY" || exit 1
+key_server=$SERVER_PID
+SERVER_PID=$server
+start_mitm "$T/mitm.log" --listen "unix:$T/mitm.sock" --upstream "unix:$T/ksock" --rate 0 \
+	--delay-watch=2000 --delay-writes=300
+check "mount through a mitm that holds back reports and writes" \
+	mount_qtfs "unix:$T/mitm.sock:$T/exp/disk" "$T/mm" --key-file "$KEY" -o timeout=5 -vv \
+	2>"$T/client-mitm.log"
+sleep 2.5 # the watch's first reply, held back too
+out=$(python3 - "$T/mm/over" "$T/exp/disk/over" <<'PY'
+import os, sys
+d, host = sys.argv[1], sys.argv[2]
+os.mkdir(d)
+fd = os.open(os.path.join(d, "w"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+for i in range(16):
+    os.write(fd, bytes([65 + i]) * 65536)
+os.link(os.path.join(host, "w"), os.path.join(host, "w2"))
+fd2 = os.open(os.path.join(d, "w2"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(fd2, b"new")
+os.close(fd2)
+os.close(fd)
+print(os.stat(os.path.join(d, "w")).st_size, open(os.path.join(host, "w"), "rb").read()[:8])
+PY
+)
+check "a create O_TRUNC of a name the host has just given a file with writes on their way: after them ($out)" \
+	[ "$out" = "3 b'new'" ]
+check "... the create found the name taken and waited for the writes" \
+	grep -q 'CREATE "w2": the name is taken, sent again once the writes before it are done' \
+	"$T/client-mitm.log"
+check "unmount (the mitm's)" umount_qtfs "$T/mm"
+stop_mitm "$T/mitm.log"
+kill "$key_server"
 
 # kill -9 of the server with writes on their way.
 python3 - "$T/mnt/disk/killed" >"$T/killed.out" 2>&1 <<'PY' &
