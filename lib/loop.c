@@ -743,6 +743,14 @@ int qt__stream_fill_iov(struct qt_stream *s, bool *more)
 			*more = true;
 			break;
 		}
+		/*
+		 * With small_first, one large frame per send: a small frame
+		 * queued while it is in flight goes next, not behind every
+		 * large frame queued (io_uring's iovecs pin them all, see
+		 * stream_first_bulk()).
+		 */
+		if (s->small_first && qt_frame_is_bulk(m))
+			break;
 	}
 	s->iov_frames = (unsigned)n;
 	return n;

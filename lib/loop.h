@@ -230,7 +230,8 @@ void qt_stream_send(struct qt_stream *s, struct qt_msg *m);
  * Frames go out in the order queued; with @on, a frame of fewer than
  * QT_STREAM_BULK bytes goes ahead of the larger ones queued before it that
  * have not begun to go out (small ones keep their order among themselves,
- * large ones theirs).  For a protocol whose peer does not depend on the
+ * large ones theirs); a send then carries one large frame at most, so
+ * that a small frame waits for one at most.  For a protocol whose peer does not depend on the
  * order of a large frame and a later small one (fuse-qtfs: a lookup need
  * not wait behind megabytes of writes); off by default.
  */

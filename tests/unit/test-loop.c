@@ -2355,10 +2355,15 @@ START_TEST(test_small_first)
 				qt_stream_send_lazy(st, m);
 			else
 				qt_stream_send(st, m);
-			/* The first one begins going out and fills the socket. */
-			for (int k = 0; i == 0 && k < 3; k++)
+			/*
+			 * The first three (large) begin going out and fill the
+			 * socket: a send of the first, and with io_uring, one
+			 * in flight that carried the three at once before
+			 * small_first kept it to one large frame.
+			 */
+			for (int k = 0; i == 2 && k < 3; k++)
 				qt_loop_run_once(l, 0);
-			ck_assert(i > 0 || qt_stream_queued(st) > 0);
+			ck_assert(i != 2 || qt_stream_queued(st) > 0);
 		}
 		/*
 		 * Expected: in order; or the first large one, then the small
