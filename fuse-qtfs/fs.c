@@ -1373,12 +1373,22 @@ static int open_remote(struct qtfs_fs *fs, const char *path, int flags, bool dir
 		       unsigned *slot, uint64_t *gen, uint64_t *sh, struct qtfs_attr *a,
 		       struct prefetched *pre)
 {
+	gint64 until = g_get_monotonic_time() + (gint64)qtfs_client_timeout_ms(fs->cl) * 1000;
+
 	for (int attempt = 0; attempt < 3; attempt++) {
 		g_autoptr(qt_msg) rep = NULL;
 		struct qt_msg *m = dir ? req_path(QTFS_OPENDIR, path) : req_open(path, flags, pre != NULL);
 		int err;
 
-		if ((err = qtfs_client_pick(fs->cl, slot, gen)) < 0) {
+		/*
+		 * Again after a lost connection: on another one, or that one
+		 * once it is back.  Its slot may look ready for a moment after
+		 * the connection went (the loop thread has yet to take in its
+		 * end), and three quick tries there ended in EIO.
+		 */
+		err = attempt ? qtfs_client_pick_other(fs->cl, until, slot, gen)
+			      : qtfs_client_pick(fs->cl, slot, gen);
+		if (err < 0) {
 			qt_msg_free(m);
 			return err;
 		}

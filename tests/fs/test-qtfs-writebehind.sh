@@ -253,8 +253,14 @@ python3 - "$T/mnt/disk/killed" >"$T/killed.out" 2>&1 <<'PY' &
 import os, sys, time
 fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
 open(sys.argv[1] + ".go", "w").close()
-for i in range(4000):
-    os.write(fd, b"%07d\n" % i * 512)
+t = time.monotonic()
+try:
+    for i in range(4000):
+        t = time.monotonic()
+        os.write(fd, b"%07d\n" % i * 512)
+except OSError as e:
+    # A write on their way that cannot be sent again: a later one says so.
+    print("write", e.strerror, round(time.monotonic() - t, 1))
 t = time.monotonic()
 try:
     os.close(fd)
@@ -266,9 +272,9 @@ writer=$!
 wait_until 10 test -e "$T/exp/disk/killed.go"
 kill -9 "$SERVER_PID"
 start_server "$T/server2.log" --listen "unix:$T/sock" --export "$T/exp" || exit 1
-check "kill -9 of the server with writes on their way: the close comes back" wait_gone 300 "$writer"
+check "kill -9 of the server with writes on their way: the writes and the close come back" wait_gone 300 "$writer"
 check "... within the deadline ($(cat "$T/killed.out"))" grep -Eq "^close .* [0-9]\.[0-9]$" "$T/killed.out"
-if grep -q "close ok" "$T/killed.out"; then
+if grep -q "close ok" "$T/killed.out" && ! grep -q "^write" "$T/killed.out"; then
 	check "... and having said success, the host has every byte" python3 - "$T/exp/disk/killed" <<'PY'
 import sys
 with open(sys.argv[1], "rb") as f:
