@@ -231,9 +231,10 @@ void qt_stream_send(struct qt_stream *s, struct qt_msg *m);
  * QT_STREAM_BULK bytes goes ahead of the larger ones queued before it that
  * have not begun to go out (small ones keep their order among themselves,
  * large ones theirs); a send then carries one large frame at most, so
- * that a small frame waits for one at most.  For a protocol whose peer does not depend on the
- * order of a large frame and a later small one (fuse-qtfs: a lookup need
- * not wait behind megabytes of writes); off by default.
+ * that a small frame waits for one at most.  For a protocol whose peer
+ * does not depend on the order of a large frame and a later small one
+ * (fuse-qtfs: a lookup need not wait behind megabytes of writes); off by
+ * default.
  */
 #define QT_STREAM_BULK (16u * 1024)
 void qt_stream_set_small_first(struct qt_stream *s, bool on);

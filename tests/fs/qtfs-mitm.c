@@ -514,6 +514,15 @@ static void late_send(void *arg)
 	g_free(l);
 }
 
+/* Pass @copy, @f's request, on to the server @ms milliseconds from now. */
+static void send_later(struct mitm *m, struct fwd *f, struct qt_msg *copy, unsigned ms)
+{
+	struct late *l = g_new(struct late, 1);
+
+	*l = (struct late){.f = f, .copy = copy};
+	qt_timer_add(m->loop, ms, late_send, l);
+}
+
 static void down_request(struct qt_conn *c, struct qt_msg *req, void *user)
 {
 	struct pair *p = user;
@@ -562,23 +571,18 @@ static void down_request(struct qt_conn *c, struct qt_msg *req, void *user)
 	if (cut == CUT_LATE) {
 		/* The client's half goes now; ours to the server stays for the request. */
 		struct qt_conn *down = g_steal_pointer(&p->down);
-		struct late *l = g_new(struct late, 1);
 
-		*l = (struct late){.f = f, .copy = copy};
 		f->late = true;
 		m->cut++;
 		m->lates++;
 		qt_conn_close(down, -ECONNRESET, "--cut late");
 		qt_conn_unref(down);
-		qt_timer_add(m->loop, LATE_MS, late_send, l);
+		send_later(m, f, copy, LATE_MS);
 		return;
 	}
 	if (m->write_delay_ms && type == QTFS_WRITE) {
 		/* Every WRITE the same time later: they stay in order. */
-		struct late *l = g_new(struct late, 1);
-
-		*l = (struct late){.f = f, .copy = copy};
-		qt_timer_add(m->loop, m->write_delay_ms, late_send, l);
+		send_later(m, f, copy, m->write_delay_ms);
 		return;
 	}
 	if (qt_conn_call(p->up, copy, 0, up_reply, f) < 0) {
