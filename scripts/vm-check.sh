@@ -179,11 +179,24 @@ key=$({
 	cat "$top/scripts/setup-debian.sh"
 } | sha256sum | cut -d ' ' -f 1)
 
+# in_root ROOT SCRIPT [ARG]...: run SCRIPT with sh -e, $1 being ROOT and
+# the ARGs after it, in a mount namespace of its own where ROOT has /proc,
+# /sys and /dev mounted, as a chroot into it needs.
+in_root() {
+	_root=$1 _script=$2
+	shift 2
+	unshare --mount --propagation private sh -ec "
+		mount -t proc proc \"\$1/proc\"
+		mount -t sysfs sysfs \"\$1/sys\"
+		mount --rbind /dev \"\$1/dev\"
+		$_script" sh "$_root" "$@"
+}
+
 # The guest's root file system, made in $cache/rootfs and kept there (for
 # --build host) and as $cache/base.img, with the kernel and initrd beside
 # it.  The chroot's /proc, /sys and /dev are mounted in a mount namespace
-# of their own, so that nothing stays mounted on the host, whatever stops
-# the script.
+# of their own (in_root), so that nothing stays mounted on the host,
+# whatever stops the script.
 make_image() {
 	root=$cache/rootfs
 	rm -rf "$root" "$cache/base.img" "$cache/vmlinuz" "$cache/initrd.img" "$cache/key" \
@@ -215,17 +228,14 @@ EOF
 	cp "$top/scripts/setup-debian.sh" "$root/var/tmp/qtfs-setup/scripts/"
 	cp "$top/configure.ac" "$root/var/tmp/qtfs-setup/"
 	echo "== installing the kernel and scripts/setup-debian.sh's packages in the image"
-	unshare --mount --propagation private sh -ec '
+	in_root "$root" '
 		root=$1
-		mount -t proc proc "$root/proc"
-		mount -t sysfs sysfs "$root/sys"
-		mount --rbind /dev "$root/dev"
 		export DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8
 		chroot "$root" apt-get update
 		chroot "$root" apt-get install -y --no-install-recommends linux-image-amd64 initramfs-tools
 		chroot "$root" sh /var/tmp/qtfs-setup/scripts/setup-debian.sh --no-build
 		chroot "$root" apt-get clean
-	' sh "$root" >"$cache/install.log" 2>&1 ||
+	' >"$cache/install.log" 2>&1 ||
 		die "installing in the image failed; see $cache/install.log"
 	rm -rf "$root/var/tmp/qtfs-setup" "$root/usr/sbin/policy-rc.d"
 	# As on CI's machines, no sshd or containerd runs: the tests start
@@ -373,16 +383,13 @@ if [ "$build_at" = host ]; then
 	# /work is the work disk's tree, at the path the guest mounts it on.
 	echo "== build on the host, chroot $cache/rootfs (log: $out/results/build.log)"
 	mkdir "$stage/results"
-	unshare --mount --propagation private sh -ec '
+	in_root "$cache/rootfs" '
 		root=$1
-		mount -t proc proc "$root/proc"
-		mount -t sysfs sysfs "$root/sys"
-		mount --rbind /dev "$root/dev"
 		mount -t tmpfs tmpfs "$root/tmp"
 		mount --bind "$2" "$root/work"
 		chroot "$root" env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 			HOME=/root LANG=C.UTF-8 sh /work/vm-run.sh build
-	' sh "$cache/rootfs" "$stage"
+	' "$stage"
 fi
 mkfs.ext4 -q -F -L qtfs-vm-work -d "$stage" "$work" 16G >/dev/null ||
 	die "mkfs.ext4 of the work disk failed"
