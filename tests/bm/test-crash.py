@@ -9,6 +9,11 @@
 # each daemon is stopped (SIGTERM) at random moments of its start-up, once
 # its main() runs: a clean exit every time, not a death by the signal (the
 # last restart of the cycles once met the test's final stop that way).
+#
+# The kills' pace follows the machine's: a controller that takes more than
+# 100 ms to start (about 20 ms here; seconds under CPU emulation, as in
+# make check-vm) is killed that many times less often, and the waits are
+# that much longer, else it would be killed before it had done anything.
 
 import os
 import random
@@ -23,6 +28,27 @@ MACHINES = 6
 CYCLES = int(os.environ.get("BM_CRASH_CYCLES", "50"))
 
 
+def lease_count(path):
+    try:
+        with open(path) as f:
+            return f.read().count("holding the controller lease")
+    except OSError:
+        return 0
+
+
+def start_timed(e):
+    """Start the controller; return how long it took to take its lease."""
+    log = os.path.join(e.dir, "controller.log")
+    before = lease_count(log)
+    t0 = time.time()
+    e.start_controller()
+    while lease_count(log) == before:
+        check(time.time() - t0 < 60 and e.procs["controller"].poll() is None,
+              "the controller did not take its lease:\n" + e.log_tail("controller"))
+        time.sleep(0.002)
+    return time.time() - t0
+
+
 def main():
     seed = int(os.environ.get("BM_SEED", str(int(time.time()))))
     random.seed(seed)
@@ -30,7 +56,9 @@ def main():
     e = Env("crash", {"max_retries": "1000", "retry_max": "100ms", "poll_interval": "20ms"})
     e.start_handler(extra=["--boot-ms", "0", "--delay-ms", "2"])
     e.start_api()
-    e.start_controller()
+    startup = start_timed(e)
+    slow = max(1.0, startup / 0.1)
+    print("controller start-up %.3f s: kill intervals and waits x%.1f" % (startup, slow))
     for i in range(MACHINES):
         e.enroll("k%d" % i)
     for i in range(MACHINES):
@@ -52,7 +80,7 @@ def main():
     # fast or slow the machine is.
     def killer():
         while not stop.is_set():
-            time.sleep(random.uniform(0.01, 0.25))
+            time.sleep(random.uniform(0.01, 0.25) * slow)
             if not stop.is_set():
                 crash()
 
@@ -67,22 +95,22 @@ def main():
                        "networks": ["a", "b"][:random.randint(0, 2)]}
                 # Machines left deprovisioning by the previous cycle come back soon.
                 s, i = e.wait(lambda: (lambda r: r[0] != 409 and r)(e.api("POST", "/v1/instances", req)),
-                              "a free machine", timeout=60)
+                              "a free machine", timeout=60 * slow)
                 check(s == 202, "cycle %d: provision: %s %s" % (cycle, s, i))
                 insts.append(i)
-            time.sleep(random.uniform(0, 0.05))
+            time.sleep(random.uniform(0, 0.05) * slow)
             crash()
             for i in insts:
-                e.wait_state(i["machine"], "active", timeout=60)
+                e.wait_state(i["machine"], "active", timeout=60 * slow)
             for i in insts:
                 s, r = e.api("DELETE", "/v1/instances/" + i["id"])
                 check(s == 202, "cycle %d: deprovision: %s %s" % (cycle, s, r))
-            time.sleep(random.uniform(0, 0.05))
+            time.sleep(random.uniform(0, 0.05) * slow)
             crash()
             if cycle % 5 == 4:
                 continue  # leave some deprovisioning while the next cycle starts
             for i in insts:
-                e.wait_state(i["machine"], "available", timeout=60)
+                e.wait_state(i["machine"], "available", timeout=60 * slow)
     finally:
         stop.set()
         t.join()
@@ -93,7 +121,7 @@ def main():
     def settled():
         ms = e.api("GET", "/v1/machines?limit=1000")[1]["items"]
         return all(m["state"] in ("available", "active") for m in ms) and ms
-    ms = e.wait(settled, "every machine available or active", timeout=60)
+    ms = e.wait(settled, "every machine available or active", timeout=60 * slow)
     disks = {}
     for m in ms:
         check(m["error_count"] == 0, "machine went to error: %s" % m)
