@@ -5,9 +5,10 @@
  * The state file (STATE_BASE/NAME/state) is the journal of `up`: one line
  * per change, appended and fsync'd before a mount or a shim is made (an
  * intent: a crash between the two leaves the change in the journal, and
- * down checks what is really there) and right after a supervisor is
- * started, so that whatever stopped `up` (an error, a crash, a reboot of
- * the helpers), `down` knows what to undo:
+ * down checks what is really there), and by a supervisor itself, first
+ * thing after its fork (so that `up` killed at any moment from there on
+ * cannot leave one out), so that whatever stopped `up` (an error, a crash,
+ * a reboot of the helpers), `down` knows what to undo:
  *   mount   PATH                     a mount we made (binds, pseudo fs, fuse-qtfs)
  *   link    PATH TARGET              a shim symlink we created
  *   helper  PID PATH START STOP STATUS   the supervisor of a forward, its socket
@@ -200,27 +201,41 @@ struct journal {
 	GPtrArray *recs; /* what this `up` did, for the rollback */
 };
 
-static void journal_add(struct journal *j, const char *kind, const char *path, const char *extra,
-			pid_t pid, unsigned stop)
+/* Append a record's line to the journal @fd (see the top) and fsync it. */
+static void journal_write(int fd, const char *kind, const char *path, const char *extra, pid_t pid,
+			  unsigned long long start, unsigned stop)
 {
 	g_autofree char *p = g_strescape(path, NULL), *e = extra ? g_strescape(extra, NULL) : NULL;
 	g_autofree char *line = NULL;
+
+	if (pid)
+		line = g_strdup_printf("%s\t%d\t%s\t%llu\t%u\t%s\n", kind, (int)pid, p, start, stop,
+				       e ? e : "");
+	else
+		line = g_strdup_printf("%s\t%s%s%s\n", kind, p, e ? "\t" : "", e ? e : "");
+	if (write(fd, line, strlen(line)) < 0 || fsync(fd) < 0)
+		qt_warn("cannot write the state file: %s", g_strerror(errno));
+}
+
+/* The record, in what this `up` did (for its rollback); its line is written. */
+static void journal_note(struct journal *j, const char *kind, const char *path, const char *extra,
+			 pid_t pid, unsigned long long start, unsigned stop)
+{
 	struct rec *r = g_new0(struct rec, 1);
 
-	if (pid) {
-		r->start = cs_proc_start_time(pid);
-		r->stop = stop;
-		line = g_strdup_printf("%s\t%d\t%s\t%llu\t%u\t%s\n", kind, (int)pid, p, r->start, stop,
-				       e ? e : "");
-	} else
-		line = g_strdup_printf("%s\t%s%s%s\n", kind, p, e ? "\t" : "", e ? e : "");
-	if (write(j->fd, line, strlen(line)) < 0 || fsync(j->fd) < 0)
-		qt_warn("cannot write the state file: %s", g_strerror(errno));
 	g_strlcpy(r->kind, kind, sizeof(r->kind));
 	r->path = g_strdup(path);
 	r->extra = g_strdup(extra);
 	r->pid = pid;
+	r->start = start;
+	r->stop = stop;
 	g_ptr_array_add(j->recs, r);
+}
+
+static void journal_add(struct journal *j, const char *kind, const char *path, const char *extra)
+{
+	journal_write(j->fd, kind, path, extra, 0, 0, 0);
+	journal_note(j, kind, path, extra, 0, 0, 0);
 }
 
 /*
@@ -228,10 +243,15 @@ static void journal_add(struct journal *j, const char *kind, const char *path, c
  * drops it, so that neither the rollback nor a later down touches what
  * was at its path before.
  */
-static void journal_cancel(struct journal *j)
+static void journal_cancel_line(struct journal *j)
 {
 	if (write(j->fd, "cancel\n", 7) < 0 || fsync(j->fd) < 0)
 		qt_warn("cannot write the state file: %s", g_strerror(errno));
+}
+
+static void journal_cancel(struct journal *j)
+{
+	journal_cancel_line(j);
 	if (j->recs->len)
 		g_ptr_array_remove_index(j->recs, j->recs->len - 1);
 }
@@ -369,7 +389,7 @@ static int open_beneath(const char *root, const char *rel, const char *section, 
 		next = open_dir_at(fd, *c);
 		if (next == -ENOENT) {
 			/* Made here, so removed by down (the intent first, as for mounts). */
-			journal_add(j, "dir", at->str, NULL, 0, 0);
+			journal_add(j, "dir", at->str, NULL);
 			if (mkdirat(fd, *c, 0755) < 0) {
 				next = errno == EEXIST ? open_dir_at(fd, *c) : -errno;
 				journal_cancel(j); /* not ours */
@@ -520,7 +540,7 @@ static int mount_at(const struct cs_profile *p, const struct cs_step *s, const c
 	int err;
 
 	/* The intent first: a crash right after the mount must not leave it out of the journal. */
-	journal_add(j, "mount", at, NULL, 0, 0);
+	journal_add(j, "mount", at, NULL);
 	switch (s->kind) {
 	case CS_ROOT_BIND:
 	case CS_BIND:
@@ -653,7 +673,7 @@ static int step_shim(const struct cs_profile *p, const struct cs_step *s, const 
 		if (strcmp(old, p->rexec_binary) == 0)
 			goto out; /* already there, and not ours to remove later */
 	}
-	journal_add(j, "link", at, p->rexec_binary, 0, 0);
+	journal_add(j, "link", at, p->rexec_binary);
 	if (symlinkat(p->rexec_binary, dfd, base) < 0) {
 		err = -errno;
 		journal_cancel(j);
@@ -776,19 +796,43 @@ static int wait_ready(const struct cs_step *s, const char *ready, unsigned timeo
 	}
 }
 
+struct self_record {
+	int fd;
+	const char *kind, *path;
+	const struct cs_supervise *sv;
+};
+
+/* In a supervisor, first thing: its own line in the journal (cs_supervise.record). */
+static void record_self(void *arg)
+{
+	const struct self_record *r = arg;
+	pid_t self = getpid();
+
+	journal_write(r->fd, r->kind, r->path, r->sv->status, self, cs_proc_start_time(self),
+		      r->sv->stop_timeout);
+}
+
 static int supervised(const struct cs_step *s, struct cs_supervise *sv, const char *kind,
 		      const char *path, const char *ready, unsigned ready_timeout,
 		      struct journal *j)
 {
-	pid_t pid = cs_supervise_start(sv);
+	struct self_record self = {.fd = j->fd, .kind = kind, .path = path, .sv = sv};
+	off_t before = lseek(j->fd, 0, SEEK_CUR);
+	pid_t pid;
 
+	sv->record = record_self;
+	sv->record_data = &self;
+	pid = cs_supervise_start(sv);
 	if (pid < 0) {
+		/* A supervisor that wrote its line and could not start its program is gone. */
+		if (lseek(j->fd, 0, SEEK_CUR) != before)
+			journal_cancel_line(j);
 		fprintf(stderr, "%s: [%s]: cannot start %s: %s (log: %s)\n", qt_cli_prog(),
 			s->section, sv->argv[0], g_strerror((int)-pid), sv->log);
 		return (int)pid;
 	}
 	/* In the journal before the wait: a failed wait undoes it like the rest. */
-	journal_add(j, kind, path, sv->status, pid, sv->stop_timeout);
+	journal_note(j, kind, path, sv->status, pid, cs_proc_start_time(pid), sv->stop_timeout);
 	return wait_ready(s, ready, ready_timeout, sv->status, sv->log);
 }
 

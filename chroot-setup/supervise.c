@@ -272,10 +272,13 @@ pid_t cs_supervise_start(const struct cs_supervise *sv)
 	}
 	if (pid == 0) {
 		g_autofree char *title = g_strdup_printf("cs-%s", sv->name);
-		int log = open(sv->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-		int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		int log, nul;
 		sigset_t set;
 
+		if (sv->record)
+			sv->record(sv->record_data);
+		log = open(sv->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+		nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		close(rp[0]);
 		setsid();
 		prctl(PR_SET_NAME, title, 0, 0, 0);

@@ -36,10 +36,18 @@ struct cs_supervise {
 	/* In the program's process just before exec (enter the root...): 0 or -errno. */
 	int (*enter)(void *data);
 	void *data;
+	/*
+	 * In the supervisor, first thing after the fork (NULL: nothing):
+	 * record it (getpid()) where whoever stops it will look, so that the
+	 * caller killed at any moment after the fork cannot leave it out.
+	 */
+	void (*record)(void *data);
+	void *record_data;
 };
 
 /*
- * Fork a supervisor and let it start the program once.  Returns the
+ * Fork a supervisor (sv->record runs in it first) and let it start the
+ * program once.  Returns the
  * supervisor's pid once the program has been exec'd, or -errno when it
  * could not be (the supervisor is gone then and the cause is in the log).
  */

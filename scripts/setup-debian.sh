@@ -19,7 +19,7 @@ clang libclang-rt-14-dev
 runc busybox-static containerd
 iproute2 openssh-server openssh-client sshfs procps psmisc python3 python3-jsonschema util-linux
 mount e2fsprogs systemd
-ca-certificates openssl time"
+ca-certificates openssl time strace"
 # kubectl for tests/kube/test-fake-kubectl.sh.  A kubectl already installed
 # (Google's `kubectl` package, which conflicts with Debian's) does as well.
 command -v kubectl >/dev/null 2>&1 || packages="$packages kubernetes-client"
@@ -29,6 +29,7 @@ command -v kubectl >/dev/null 2>&1 || packages="$packages kubernetes-client"
 # mount and e2fsprogs: make bench-qtfs's and test-qtfs-dircache's ext4 on a loop device (both are
 # of priority required, so already there on most installs).
 # systemd: systemd-analyze verify of the units (tests/cli/test-units.sh).
+# strace: tests/cs/test-cs-safety.sh holds a program's exec with it.
 
 die() {
 	echo "setup-debian.sh: $*" >&2

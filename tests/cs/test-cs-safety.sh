@@ -316,6 +316,44 @@ check "up killed during the fuse-qtfs step (exit $rc), its mount there" \
 "$CS" down "$T/s14.conf" >"$T/out" 2>&1
 check "down after it unmounts both ($(tr '\n' ' ' <"$T/out"))" [ "$(mounts_under "$T/r14")" -eq 0 ]
 
+# 15. up dies right after it forked a service's supervisor, before the
+# program runs (strace holds every execve 2 s): the supervisor wrote its own
+# journal line first thing, so down stops the program.  (up journaled it
+# only once the program ran: down found nothing and left it running.)
+{
+	printf '[profile]\nname=s15\nroot=%s/r15\n' "$T"
+	svc_root "$T/r15"
+	printf '[service:late]\nexec=/bin/sleep 1001\nstop_timeout=2\n'
+} >"$T/s15.conf"
+strace -f -qq -o /dev/null -e trace=execve -e inject=execve:delay_enter=2000000 \
+	"$CS" up "$T/s15.conf" >"$T/out" 2>&1 &
+tracer=$!
+PIDS="$PIDS $tracer"
+up='' sup=''
+for _ in $(seq 100); do
+	up=${up:-$(pgrep -P "$tracer")}
+	[ -n "$up" ] && sup=$(pgrep -P "$up" -x cs-late) && break
+	sleep 0.1
+done
+[ -n "$sup" ] && kill -KILL "$up"
+st=$T/state/s15/service-late.status
+for _ in $(seq 100); do
+	[ -s "$st" ] && break
+	sleep 0.1
+done
+prog=$(cut -d' ' -f2 "$st" 2>/dev/null)
+PIDS="$PIDS ${prog:-}"
+check "up killed as its supervisor $sup was forked; the program ${prog:-(none)} then ran" \
+	sh -c "[ -n '$sup' ] && [ -n '$prog' ] && kill -0 '$prog'"
+"$CS" down "$T/s15.conf" >"$T/out" 2>&1
+for _ in $(seq 50); do
+	kill -0 "$prog" 2>/dev/null || break
+	sleep 0.1
+done
+check "down after it stops the program ($(tr '\n' ' ' <"$T/out"))" \
+	sh -c "! kill -0 '$prog' 2>/dev/null"
+kill -KILL "$tracer" 2>/dev/null
+
 if [ $failures -ne 0 ]; then
 	echo "$failures check(s) failed" >&2
 	exit 1
