@@ -24,6 +24,9 @@
 #   not stat: mountpoint(1) fails on a FUSE mount whose daemon is gone, and
 #   waits out the request deadline on one whose server is).
 # wait_gone TENTHS PID [MOUNTPOINT]: see below.
+# vsock_loopback: true if this machine can make a vsock connection to
+#   itself (to CID 1, VMADDR_CID_LOCAL: the vsock_loopback module, loaded
+#   here if it is there to load).  Without it no vsock test can run.
 # stop_daemons PATTERN PID...: SIGTERM each PID, wait up to 10 s each for
 #   them and for every process whose command line matches PATTERN (pgrep
 #   -f) to end, and KILL what is left: for the reports (sanitizer_found).
@@ -54,6 +57,19 @@ check() {
 	else
 		fail "$_desc"
 	fi
+}
+
+vsock_loopback() {
+	modprobe -q vsock_loopback 2>/dev/null
+	python3 - <<'PY' 2>/dev/null
+import socket
+l = socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM)
+l.bind((socket.VMADDR_CID_ANY, socket.VMADDR_PORT_ANY))
+l.listen(1)
+c = socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM)
+c.settimeout(5)
+c.connect((1, l.getsockname()[1]))
+PY
 }
 
 netns_pair() {

@@ -35,7 +35,8 @@ tests_fs_qtfs_mitm_LDADD = $(QT_LIBS)
 
 # fuse-qtfs integration tests: real mounts, real sockets, network
 # namespaces; they source qtfs-env.sh and skip (77) only without root or
-# /dev/fuse.  test-qtfs-security.sh runs qtfs-raw's attacks over unix and
+# /dev/fuse (test-qtfs-vsock.sh also without vsock loopback: make
+# check-vm runs it).  test-qtfs-security.sh runs qtfs-raw's attacks over unix and
 # tcp, then keys, whitelist, read-only exports, MOUNT checks, the unix uid
 # check and the handle and connection limits through real mounts.
 QTFS_TESTS = tests/fs/test-qtfs-posix.sh tests/fs/test-qtfs-pseudo.sh \
@@ -44,7 +45,7 @@ QTFS_TESTS = tests/fs/test-qtfs-posix.sh tests/fs/test-qtfs-pseudo.sh \
 	tests/fs/test-qtfs-cache.sh tests/fs/test-qtfs-pagecache.sh tests/fs/test-qtfs-dircache.sh \
 	tests/fs/test-qtfs-hostile.sh tests/fs/test-qtfs-hostile-client.sh tests/fs/test-qtfs-churn.sh \
 	tests/fs/test-qtfs-acl.sh tests/fs/test-qtfs-containerd.sh tests/fs/test-qtfs-lost.sh \
-	tests/fs/test-qtfs-writebehind.sh
+	tests/fs/test-qtfs-writebehind.sh tests/fs/test-qtfs-vsock.sh
 TESTS += $(QTFS_TESTS)
 EXTRA_DIST += tests/fs/qtfs-env.sh tests/fs/locks.py tests/fs/interrupt.py tests/fs/uring_workers.py \
 	tests/fs/hostile-env.sh tests/fs/hostile-workload.py tests/fs/churn.py tests/fs/oci-image.py \

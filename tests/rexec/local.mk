@@ -26,7 +26,8 @@ REXEC_TESTS = \
 	tests/rexec/test-rexec-shim.sh \
 	tests/rexec/test-rexec-forward.sh \
 	tests/rexec/test-rexec-netns.sh \
-	tests/rexec/test-rexec-ssh.sh
+	tests/rexec/test-rexec-ssh.sh \
+	tests/rexec/test-rexec-vsock.sh
 TESTS += $(REXEC_TESTS)
 EXTRA_DIST += tests/rexec/rexec-env.sh tests/rexec/ptyrun.py tests/rexec/rexec-raw.py \
 	tests/rexec/unix-peer.py tests/rexec/nonblock-pipe.py tests/rexec/greedy-rexecd.py \
