@@ -239,6 +239,7 @@ static int run(struct settings *s)
 	/* Small replies need not wait behind large ones (lib/loop.h, qt_stream_set_small_first()). */
 	struct qt_conn_opts co = {.role = QT_CONN_SERVER, .small_first = true};
 	sigset_t mask;
+	bool usage;
 	int sfd = -1, err, rc = QT_EXIT_FAILURE;
 
 	if (s->exports->len == 0)
@@ -308,25 +309,10 @@ static int run(struct settings *s)
 		}
 		stdio_server = server;
 	}
-	for (guint i = 0; i < s->listen->len; i++) {
-		const char *uri = g_ptr_array_index(s->listen, i);
-		g_autoptr(qt_endpoint) ep = NULL;
-
-		g_clear_pointer(&msg, g_free);
-		if (qt_endpoint_parse(uri, &ep, &msg) < 0) {
-			rc = qt_cli_usage_error("%s", msg);
-			goto out;
-		}
-		if ((ep->kind == QT_EP_TCP || ep->kind == QT_EP_VSOCK) && !psk) {
-			rc = qt_cli_fail("refusing to listen on %s without a pre-shared key (--key-file)",
-					 ep->uri);
-			goto out;
-		}
-		if ((err = qt_server_listen(server, ep, &msg)) < 0) {
-			rc = qt_cli_fail("%s", msg);
-			goto out;
-		}
-		qt_notice("listening on %s", ep->uri);
+	g_clear_pointer(&msg, g_free);
+	if (qt_server_listen_uris(server, s->listen, psk != NULL, &msg, &usage) < 0) {
+		rc = usage ? qt_cli_usage_error("%s", msg) : qt_cli_fail("%s", msg);
+		goto out;
 	}
 	for (guint i = 0; i < s->exports->len; i++)
 		qt_info("exporting %s%s", exports[i].path, exports[i].ro ? " (read-only)" : "");

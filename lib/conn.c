@@ -1297,6 +1297,30 @@ int qt_server_listen(struct qt_server *srv, const struct qt_endpoint *ep, char *
 	return 0;
 }
 
+int qt_server_listen_uris(struct qt_server *srv, const GPtrArray *uris, bool have_psk, char **msg,
+			  bool *usage)
+{
+	*usage = false;
+	for (guint i = 0; i < uris->len; i++) {
+		g_autoptr(qt_endpoint) ep = NULL;
+		int r;
+
+		if (qt_endpoint_parse(g_ptr_array_index(uris, i), &ep, msg) < 0) {
+			*usage = true;
+			return -EINVAL;
+		}
+		if ((ep->kind == QT_EP_TCP || ep->kind == QT_EP_VSOCK) && !have_psk) {
+			*msg = g_strdup_printf("refusing to listen on %s without a pre-shared key (--key-file)",
+					       ep->uri);
+			return -EPERM;
+		}
+		if ((r = qt_server_listen(srv, ep, msg)) < 0)
+			return r;
+		qt_notice("listening on %s", ep->uri);
+	}
+	return 0;
+}
+
 void qt_server_listen_fd(struct qt_server *srv, int fd)
 {
 	g_ptr_array_add(srv->listeners, qt_listener_add(srv->loop, fd, server_accept, srv));

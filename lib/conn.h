@@ -231,6 +231,16 @@ struct qt_server *qt_server_new(struct qt_loop *l, const struct qt_conn_opts *o,
 				const struct qt_conn_ops *ops, void *user);
 /* Listen on @ep.  0, or -errno with *msg naming the endpoint. */
 int qt_server_listen(struct qt_server *srv, const struct qt_endpoint *ep, char **msg);
+/*
+ * Listen on each URI of @uris (char *), in order, with a notice "listening
+ * on URI" for each.  A tcp or vsock URI is refused without a pre-shared
+ * key (@have_psk false): other machines reach those, and only the key
+ * tells a peer there from a stranger.  0; or -errno with *msg: -EINVAL
+ * and *usage set for a URI that does not parse (the caller's usage
+ * error), -EPERM for one that needs the key, or qt_server_listen()'s.
+ */
+int qt_server_listen_uris(struct qt_server *srv, const GPtrArray *uris, bool have_psk, char **msg,
+			  bool *usage);
 /* Serve connections accepted on an already-listening socket (owned from now on). */
 void qt_server_listen_fd(struct qt_server *srv, int fd);
 /* Serve one already-connected stream (e.g. stdio). */

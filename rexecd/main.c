@@ -270,6 +270,7 @@ static int run(struct settings *s)
 	struct qt_conn_opts co = {.role = QT_CONN_SERVER};
 	const char *wl_path = s->whitelist ? s->whitelist : DEFAULT_WHITELIST;
 	sigset_t mask;
+	bool usage;
 	int sfd = -1, err, rc = QT_EXIT_FAILURE;
 
 	if (s->listen->len == 0)
@@ -331,25 +332,10 @@ static int run(struct settings *s)
 	co.peer_timeout_s = qt_conn_peer_timeout_opt(s->peer_timeout_ms);
 	/* One session per connection, so the connection cap is the session cap. */
 	server = qt_server_new(loop, &co, (unsigned)s->max_sessions + 16, &rexecd_conn_ops, d);
-	for (guint i = 0; i < s->listen->len; i++) {
-		const char *uri = g_ptr_array_index(s->listen, i);
-		g_autoptr(qt_endpoint) ep = NULL;
-
-		g_clear_pointer(&msg, g_free);
-		if (qt_endpoint_parse(uri, &ep, &msg) < 0) {
-			rc = qt_cli_usage_error("%s", msg);
-			goto out;
-		}
-		if ((ep->kind == QT_EP_TCP || ep->kind == QT_EP_VSOCK) && !psk) {
-			rc = qt_cli_fail("refusing to listen on %s without a pre-shared key (--key-file)",
-					 ep->uri);
-			goto out;
-		}
-		if ((err = qt_server_listen(server, ep, &msg)) < 0) {
-			rc = qt_cli_fail("%s", msg);
-			goto out;
-		}
-		qt_notice("listening on %s", ep->uri);
+	g_clear_pointer(&msg, g_free);
+	if (qt_server_listen_uris(server, s->listen, psk != NULL, &msg, &usage) < 0) {
+		rc = usage ? qt_cli_usage_error("%s", msg) : qt_cli_fail("%s", msg);
+		goto out;
 	}
 
 	sigemptyset(&mask);

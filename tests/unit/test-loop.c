@@ -1250,6 +1250,71 @@ START_TEST(test_max_conns)
 }
 END_TEST
 
+/*
+ * qt_server_listen_uris: every URI in order; tcp and vsock only with a
+ * key (a unix socket without one is fine), a URI that does not parse is
+ * the caller's usage error, and the first failure stops the list.
+ */
+START_TEST(test_listen_uris)
+{
+	struct qt_conn_opts so = {.role = QT_CONN_SERVER};
+	struct qt_loop *l = new_loop(0);
+	struct qt_server *srv = qt_server_new(l, &so, 0, &srv_ops, NULL);
+	g_autofree char *dir = g_dir_make_tmp("listen-XXXXXX", NULL);
+	g_autofree char *sock = g_strdup_printf("unix:%s/s", dir), *sock2 = g_strdup_printf("unix:%s/t", dir);
+	g_autoptr(GPtrArray) uris = g_ptr_array_new();
+	char *msg = NULL;
+	bool usage = true;
+
+	ck_assert_ptr_nonnull(dir);
+	g_ptr_array_add(uris, sock);
+	ck_assert_int_eq(qt_server_listen_uris(srv, uris, false, &msg, &usage), 0);
+	ck_assert(!usage);
+	ck_assert_ptr_null(msg);
+
+	/* Without a key: the unix socket before it is made, the tcp one refused, the rest not tried. */
+	g_ptr_array_set_size(uris, 0);
+	g_ptr_array_add(uris, sock2);
+	g_ptr_array_add(uris, (char *)"tcp://127.0.0.1:0");
+	g_ptr_array_add(uris, (char *)"nonsense");
+	ck_assert_int_eq(qt_server_listen_uris(srv, uris, false, &msg, &usage), -EPERM);
+	ck_assert(!usage);
+	ck_assert_str_eq(msg, "refusing to listen on tcp://127.0.0.1:0 without a pre-shared key (--key-file)");
+	g_clear_pointer(&msg, g_free);
+	ck_assert(g_file_test(sock2 + 5, G_FILE_TEST_EXISTS));
+	g_ptr_array_remove_index(uris, 0);
+	g_ptr_array_remove_index(uris, 0);
+	g_ptr_array_insert(uris, 0, (char *)"vsock://any:5");
+	ck_assert_int_eq(qt_server_listen_uris(srv, uris, false, &msg, &usage), -EPERM);
+	ck_assert_ptr_nonnull(strstr(msg, "vsock://"));
+	g_clear_pointer(&msg, g_free);
+
+	/* With one, tcp listens; the bad URI after it is a usage error naming it. */
+	g_ptr_array_remove_index(uris, 0);
+	g_ptr_array_insert(uris, 0, (char *)"tcp://127.0.0.1:0");
+	ck_assert_int_eq(qt_server_listen_uris(srv, uris, true, &msg, &usage), -EINVAL);
+	ck_assert(usage);
+	ck_assert_ptr_nonnull(strstr(msg, "nonsense"));
+	g_clear_pointer(&msg, g_free);
+
+	/* A socket that cannot be made: the error, not a usage error. */
+	g_ptr_array_set_size(uris, 0);
+	g_ptr_array_add(uris, (char *)"unix:/nonexistent-dir/s");
+	ck_assert_int_lt(qt_server_listen_uris(srv, uris, false, &msg, &usage), 0);
+	ck_assert(!usage);
+	ck_assert_ptr_nonnull(strstr(msg, "/nonexistent-dir/s"));
+	g_clear_pointer(&msg, g_free);
+
+	qt_server_shutdown(srv);
+	qt_server_free(srv);
+	run_for(l, 10);
+	qt_loop_free(l);
+	unlink(sock + 5);
+	unlink(sock2 + 5);
+	rmdir(dir);
+}
+END_TEST
+
 /* ---- flow control ------------------------------------------------------ */
 
 START_TEST(test_backpressure_inflight)
@@ -2439,6 +2504,7 @@ static Suite *loop_suite(void)
 	tcase_add_loop_test(c, test_tcp_wrong_key, 0, 2);
 	tcase_add_loop_test(c, test_tcp_mode_mismatch, 0, 2);
 	tcase_add_loop_test(c, test_max_conns, 0, 2);
+	tcase_add_test(c, test_listen_uris);
 	tcase_add_loop_test(c, test_sync_calls_from_threads, 0, 2);
 	tcase_add_loop_test(c, test_sync_call_interrupt, 0, 2);
 	tcase_add_loop_test(f, test_backpressure_inflight, 0, 2);
