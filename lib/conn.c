@@ -226,7 +226,7 @@ static bool can_send_call(const struct qt_conn *c, unsigned lane)
 	return (c->state == CONN_READY || (c->state == CONN_HANDSHAKE && c->early_calls)) &&
 	       (lane == LANE_LONG ? c->pending_long < c->o.max_parked
 				  : n - c->pending_long < c->o.max_inflight) &&
-	       (lane == LANE_SMALL || qt_stream_queued(c->stream) < c->o.max_queued);
+	       (lane == LANE_SMALL || qt_stream_queued_cost(c->stream) < c->o.max_queued);
 }
 
 static void pending_remove(struct qt_conn *c, struct call *k)
@@ -580,7 +580,7 @@ static bool can_dispatch(const struct qt_conn *c)
 {
 	return c->state == CONN_READY &&
 	       g_hash_table_size(c->serving) - g_hash_table_size(c->parked) < c->o.max_inflight &&
-	       qt_stream_queued(c->stream) < c->o.max_queued;
+	       qt_stream_queued_cost(c->stream) < c->o.max_queued;
 }
 
 static void dispatch_request(struct qt_conn *c, struct qt_msg *m)

@@ -22,7 +22,8 @@
  *     calls without a deadline count apart, up to max_parked on the wire,
  *     and wait in a queue of their own: many of them waiting for room
  *     never hold the others;
- *   - a call also waits while max_queued bytes wait to be written; with
+ *   - a call also waits while max_queued bytes wait to be written (each
+ *     frame counted QT_STREAM_FRAME_COST more, for its memory); with
  *     small_first, calls under QT_STREAM_BULK bytes do not (only for a
  *     place on the wire, in a queue of their own) and go ahead of larger
  *     frames not yet begun (qt_stream_set_small_first);

@@ -598,6 +598,11 @@ struct qt_stream *qt_stream_new(struct qt_loop *l, int rfd, int wfd,
 int qt_stream_fd(const struct qt_stream *s) { return s->rfd; }
 struct qt_loop *qt_stream_loop(const struct qt_stream *s) { return s->loop; }
 size_t qt_stream_queued(const struct qt_stream *s) { return s->queued; }
+
+size_t qt_stream_queued_cost(const struct qt_stream *s)
+{
+	return s->queued + (size_t)s->sendq.length * QT_STREAM_FRAME_COST;
+}
 bool qt_stream_reading(const struct qt_stream *s) { return s->reading; }
 
 void qt_stream_set_reading(struct qt_stream *s, bool on)

@@ -251,6 +251,17 @@ bool qt_frame_is_bulk(const struct qt_msg *m);
 void qt_stream_send_lazy(struct qt_stream *s, struct qt_msg *m);
 /* Bytes queued and not yet written. */
 size_t qt_stream_queued(const struct qt_stream *s);
+/*
+ * What the frames queued on @s hold in memory, about: their bytes not yet
+ * written and QT_STREAM_FRAME_COST for each frame (its struct and its
+ * buffer's allocation).  Many tiny frames (acknowledgements, a few bytes
+ * each on the wire) count for what they take: a peer that sends a small
+ * request per answer it never reads fills our memory ten times faster than
+ * the bytes say.  The measure flow control holds against a limit (lib/conn's
+ * max_queued).
+ */
+#define QT_STREAM_FRAME_COST 512
+size_t qt_stream_queued_cost(const struct qt_stream *s);
 bool qt_stream_reading(const struct qt_stream *s);
 /*
  * Close: stop reading, drop unsent data, close both fds, then call

@@ -55,6 +55,7 @@ struct rexec_chan {
 	char *const *ref_allow; /* borrowed */
 	char *bad_ref;		/* the passed file that failed to re-open */
 	bool bad_ref_denied;	/* ... because the restriction refused it */
+	uint32_t unacked;	/* in_closed: bytes dropped since the last ACK (see rexec_chan_push()) */
 	uint8_t *scratch;
 };
 
@@ -573,9 +574,19 @@ int rexec_chan_push(struct rexec_chan *ch, struct qt_msg *m, const uint8_t *p, s
 	}
 
 	if (ch->in_closed || ch->in_eof) {
-		/* Nobody writes these any more: give the credit back at once. */
-		if (len && !ch->in_eof)
-			send_msg(ch, rexec_ack_encode((uint8_t)ch->in_stream, (uint32_t)len));
+		/*
+		 * Nobody writes these any more: give the credit back, a
+		 * sixteenth of the window at a time.  An ACK per frame would
+		 * let a peer that sends one-byte frames and reads nothing make
+		 * us queue an ACK (some 400 bytes of memory) per byte it sends.
+		 * What is left unacknowledged is less than the window: the
+		 * peer, told CLOSE, sends no more anyway.
+		 */
+		ch->unacked += (uint32_t)(ch->in_eof ? 0 : len);
+		if (ch->unacked >= REXEC_WINDOW / 16) {
+			send_msg(ch, rexec_ack_encode((uint8_t)ch->in_stream, ch->unacked));
+			ch->unacked = 0;
+		}
 		for (uint32_t i = 0; i < n_refs; i++)
 			rexec_fileref_clear(&refs[i]);
 		g_free(refs);

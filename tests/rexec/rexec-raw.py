@@ -142,6 +142,7 @@ def main():
     read_ref = None
     twice = False
     tiny = 0
+    tiny_cmd = "sleep 5"
     while args and args[0].startswith("--"):
         if args[0] == "--key":
             with open(args[1], "rb") as f:
@@ -161,6 +162,9 @@ def main():
         elif args[0] == "--tiny-frames":
             tiny = int(args[1])
             args = args[2:]
+        elif args[0] == "--tiny-exit":
+            tiny_cmd = "exit 0"
+            args = args[1:]
         else:
             sys.exit("rexec-raw: unknown option " + args[0])
     target = args[0]
@@ -174,9 +178,12 @@ def main():
     if tiny:
         # A command that does not read its stdin, sent @tiny 1-byte DATA
         # frames on it (within the stream's credit); rexecd must hold them
-        # without a message per byte.  Prints how many frames went out.
+        # without a message per byte.  With --tiny-exit the command exits
+        # at once, and the frames come for a stdin that is closed: rexecd
+        # must not answer each with a message of its own that we never
+        # read.  Prints how many frames went out.
         c = conn()
-        c.send(frame(EXEC, exec_payload("sh", ["sh", "-c", "sleep 5"]), mid=1))
+        c.send(frame(EXEC, exec_payload("sh", ["sh", "-c", tiny_cmd]), mid=1))
         f = c.recv_frame()
         if f is None or f[0] != EXEC or f[3][0] != 0:
             sys.exit("EXEC refused: %r" % (f,))

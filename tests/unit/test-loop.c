@@ -1356,6 +1356,19 @@ START_TEST(test_backpressure_inflight)
 }
 END_TEST
 
+/* A raw client's first frame: an insecure HELLO. */
+static struct qt_msg *raw_hello(void)
+{
+	uint8_t nonce[QT_AUTH_NONCE_LEN] = {0};
+	struct qt_msg *m = qt_msg_new(QT_MSG_HELLO, 0, 0);
+
+	qt_msg_put_u8(m, QT_AUTH_MODE_INSECURE);
+	qt_msg_put_raw(m, nonce, sizeof(nonce));
+	qt_msg_put_str(m, "raw");
+	qt_msg_finish(m);
+	return m;
+}
+
 /*
  * A peer that sends requests but never reads replies: the server must stop
  * reading instead of queueing replies without bound.
@@ -1366,7 +1379,6 @@ START_TEST(test_backpressure_queued_bytes)
 	struct srv *s = srv_new(SRV_BIG_REPLIES);
 	struct qt_conn_opts so = insecure_server;
 	struct qt_conn *sc;
-	uint8_t nonce[QT_AUTH_NONCE_LEN] = {0};
 	struct qt_msg *m;
 	int sv[2], sndbuf = 64 * 1024;
 
@@ -1375,11 +1387,7 @@ START_TEST(test_backpressure_queued_bytes)
 	setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
 	ck_assert_int_eq(qt_conn_new(l, sv[1], sv[1], &so, &srv_ops, s, &sc), 0);
 	/* Raw client: an insecure HELLO, then 200 requests, and never a read. */
-	m = qt_msg_new(QT_MSG_HELLO, 0, 0);
-	qt_msg_put_u8(m, QT_AUTH_MODE_INSECURE);
-	qt_msg_put_raw(m, nonce, sizeof(nonce));
-	qt_msg_put_str(m, "raw");
-	qt_msg_finish(m);
+	m = raw_hello();
 	ck_assert_int_eq(write(sv[0], m->data, m->len), (ssize_t)m->len);
 	qt_msg_free(m);
 	for (uint64_t id = 1; id <= 200; id++) {
@@ -1412,6 +1420,81 @@ START_TEST(test_backpressure_queued_bytes)
 	for (int i = 0; i < 200 && !s->closed; i++)
 		qt_loop_run_once(l, 10);
 	ck_assert_uint_eq(s->closed, 1);
+	srv_free(s);
+	qt_loop_free(l);
+}
+END_TEST
+
+/*
+ * The same with replies of a header each: bytes alone would let 16-byte
+ * replies fill max_queued with tens of thousands of messages, each far
+ * larger in memory than on the wire.  Frames count QT_STREAM_FRAME_COST
+ * more (qt_stream_queued_cost()), so the server stops reading with what
+ * it queued costing max_queued.
+ */
+START_TEST(test_backpressure_tiny_replies)
+{
+	struct qt_loop *l = new_loop(_i);
+	struct srv *s = srv_new(SRV_ECHO);
+	struct qt_conn_opts so = insecure_server;
+	const size_t frame = QT_WIRE_HDR_SIZE + QT_STREAM_FRAME_COST;
+	GByteArray *reqs = g_byte_array_new();
+	struct qt_conn *sc;
+	struct qt_msg *m;
+	int sv[2], sndbuf = 4096;
+	size_t off = 0;
+	const unsigned n = 50000;
+
+	so.max_queued = 256 * 1024;
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+	ck_assert_int_eq(qt_conn_new(l, sv[1], sv[1], &so, &srv_ops, s, &sc), 0);
+	m = raw_hello();
+	g_byte_array_append(reqs, m->data, (guint)m->len);
+	qt_msg_free(m);
+	for (uint64_t id = 1; id <= n; id++) {
+		m = qt_msg_new(QT_MSG_USER_MIN + 2, 0, id);
+		qt_msg_finish(m);
+		g_byte_array_append(reqs, m->data, (guint)m->len);
+		qt_msg_free(m);
+	}
+	/* Write the requests as the server takes them, never reading a reply. */
+	fcntl(sv[0], F_SETFL, fcntl(sv[0], F_GETFL) | O_NONBLOCK);
+	for (int i = 0; i < 400 && off < reqs->len; i++) {
+		ssize_t w = write(sv[0], reqs->data + off, reqs->len - off);
+
+		if (w > 0)
+			off += (size_t)w;
+		qt_loop_run_once(l, 1);
+	}
+	run_for(l, 100);
+	ck_assert_uint_eq(s->ready, 1);
+	ck_assert(!qt_conn_reading(sc));
+	ck_assert_uint_lt(s->requests, n);
+	/* What waits to be written: every frame a header, less than max_queued with their cost. */
+	ck_assert_uint_le(qt_conn_queued(sc) / QT_WIRE_HDR_SIZE * frame, so.max_queued + 2 * frame);
+	ck_assert_uint_ge(qt_conn_queued(sc) / QT_WIRE_HDR_SIZE * frame, so.max_queued - 2 * frame);
+	/* Read the replies: the server goes on and answers every request. */
+	{
+		static uint8_t sink[1 << 16];
+		gint64 end = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+
+		while (s->requests < n && g_get_monotonic_time() < end) {
+			ssize_t w = off < reqs->len ? write(sv[0], reqs->data + off, reqs->len - off) : 0;
+
+			if (w > 0)
+				off += (size_t)w;
+			while (read(sv[0], sink, sizeof(sink)) > 0)
+				;
+			qt_loop_run_once(l, 1);
+		}
+	}
+	ck_assert_uint_eq(s->requests, n);
+	close(sv[0]);
+	for (int i = 0; i < 200 && !s->closed; i++)
+		qt_loop_run_once(l, 10);
+	ck_assert_uint_eq(s->closed, 1);
+	g_byte_array_unref(reqs);
 	srv_free(s);
 	qt_loop_free(l);
 }
@@ -2509,6 +2592,7 @@ static Suite *loop_suite(void)
 	tcase_add_loop_test(c, test_sync_call_interrupt, 0, 2);
 	tcase_add_loop_test(f, test_backpressure_inflight, 0, 2);
 	tcase_add_loop_test(f, test_backpressure_queued_bytes, 0, 2);
+	tcase_add_loop_test(f, test_backpressure_tiny_replies, 0, 2);
 	tcase_add_loop_test(f, test_backpressure_both_ways, 0, 2);
 	tcase_add_loop_test(f, test_backlog_bounded, 0, 2);
 	tcase_add_loop_test(f, test_parked_requests, 0, 2);
