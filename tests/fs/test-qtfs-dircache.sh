@@ -114,6 +114,11 @@ for where in ("mem", "disk"):
     for step in range(200):
         if step % 2 == 0:
             settle()
+            # The host's reports of the last change in first (the barrier):
+            # one that came after this listing would drop what it kept, and
+            # the sample below would cross the link (19 of 20 under CPU
+            # emulation once, where a report can take longer than settle()).
+            os.getxattr(view(mnt), "user.qtfs.sync")
             os.listdir(view(mnt))  # read and kept
             if step % 10 == 0:
                 tried += 1
