@@ -130,8 +130,9 @@ check_rc_msg() {
 }
 
 # bg CMD...: start CMD in the background, tracked for cleanup; sets BG_PID.
-# CMD may be rx, rxt or rxn: BG_PID is then rexec's own pid (a function
-# would run in a subshell, and signals sent to it would miss rexec).
+# CMD may be rx, rxt or rxn (then a rexecd's NAME), or rxu (then a URI,
+# with $KEY): BG_PID is then rexec's own pid (a function would run in a
+# subshell, and signals sent to it would miss rexec).
 # shellcheck disable=SC2086 # CLIENT_WRAP is a command prefix, split on purpose
 bg() {
 	case $1 in
@@ -154,6 +155,12 @@ bg() {
 		set -- $CLIENT_WRAP "$REXEC" --config "$CLIENT_CONF" \
 			-H "tcp://$REXECD_TCP_ADDR:$(rexecd_port "$bg_name")" --key-file "$KEY" "$@"
 		;;
+	rxu)
+		shift
+		bg_uri=$1
+		shift
+		set -- $CLIENT_WRAP "$REXEC" --config "$CLIENT_CONF" -H "$bg_uri" --key-file "$KEY" "$@"
+		;;
 	esac
 	# A non-interactive shell starts background jobs with SIGINT and SIGQUIT
 	# ignored, and rexec (like any command) keeps what it was started
@@ -162,6 +169,39 @@ bg() {
 	env --default-signal=INT,QUIT,HUP "$@" &
 	BG_PID=$!
 	BG_PIDS="$BG_PIDS $BG_PID"
+}
+
+# signal_checks WHERE MODE TARGET: through `bg MODE TARGET` (rxt NAME, rxu
+# URI...), a USR1 sent to rexec reaches a trap of the remote command
+# (exit 7), and a SIGTERM ends rexec with 143 and the remote command with
+# it.  WHERE says how in the messages ("across the link").
+signal_checks() {
+	_sc_where=$1
+	shift
+	bg "$@" sh -c "trap 'echo got USR1; exit 7' USR1; echo ready; while :; do sleep 0.05; done" >"$T/sig" 2>&1
+	_sc_c=$BG_PID
+	if wait_until 10 grep -q ready "$T/sig"; then
+		kill -USR1 "$_sc_c"
+		if wait_gone "$_sc_c" 10; then
+			check "USR1 $_sc_where reaches the remote trap (exit $BG_RC)" \
+				sh -c "[ $BG_RC -eq 7 ] && grep -qx 'got USR1' '$T/sig'"
+		else
+			fail "rexec did not end after USR1"
+		fi
+	else
+		fail "remote shell did not start: $(cat "$T/sig")"
+	fi
+
+	bg "$@" sleep "${MARK}s"
+	_sc_c=$BG_PID
+	check "a remote sleep started" wait_until 10 sh -c "pgrep -f '^sleep ${MARK}s\$' >/dev/null"
+	kill -TERM "$_sc_c"
+	if wait_gone "$_sc_c" 10; then
+		check "SIGTERM to rexec: exit 143 (got $BG_RC)" [ "$BG_RC" -eq 143 ]
+	else
+		fail "rexec did not end after SIGTERM"
+	fi
+	check "... and the remote sleep is gone" wait_until 3 sh -c "! pgrep -f '^sleep ${MARK}s\$' >/dev/null"
 }
 
 # wait_gone PID SECONDS: wait until PID has exited (it must be a child of

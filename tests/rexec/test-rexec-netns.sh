@@ -52,30 +52,7 @@ rxt h sh -c 'echo out; echo err >&2' >"$T/o" 2>"$T/e"
 check "stdout and stderr apart across the link" sh -c "[ \"\$(cat '$T/o')\" = out ] && [ \"\$(cat '$T/e')\" = err ]"
 check "-e and cwd across the link" [ "$(rxt h -C /tmp -e X=y sh -c 'echo "$X $PWD"')" = "y /tmp" ]
 
-bg rxt h sh -c "trap 'echo got USR1; exit 7' USR1; echo ready; while :; do sleep 0.05; done" >"$T/sig" 2>&1
-c=$BG_PID
-if wait_until 10 grep -q ready "$T/sig"; then
-	kill -USR1 "$c"
-	if wait_gone "$c" 10; then
-		check "USR1 across the link reaches the remote trap (exit $BG_RC)" \
-			sh -c "[ $BG_RC -eq 7 ] && grep -qx 'got USR1' '$T/sig'"
-	else
-		fail "rexec did not end after USR1"
-	fi
-else
-	fail "remote shell did not start: $(cat "$T/sig")"
-fi
-
-bg rxt h sleep "${MARK}1"
-c=$BG_PID
-check "a remote sleep started" wait_until 10 sh -c "pgrep -f '^sleep ${MARK}1\$' >/dev/null"
-kill -TERM "$c"
-if wait_gone "$c" 10; then
-	check "SIGTERM to rexec: exit 143 (got $BG_RC)" [ "$BG_RC" -eq 143 ]
-else
-	fail "rexec did not end after SIGTERM"
-fi
-check "... and the remote sleep is gone" wait_until 3 sh -c "! pgrep -f '^sleep ${MARK}1\$' >/dev/null"
+signal_checks "across the link" rxt h
 
 bg rxt h sh -c "trap '' TERM; sleep ${MARK}2 & sleep ${MARK}2 & wait"
 c=$BG_PID
