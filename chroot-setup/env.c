@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <sched.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -267,6 +268,38 @@ static char *leads_elsewhere(const char *path)
 	return NULL;
 }
 
+/* Is anything mounted beneath @path now? */
+static bool mounts_beneath(const char *path)
+{
+	g_autoptr(GHashTable) mounts = mount_points();
+	g_autofree char *prefix = g_strconcat(path, "/", NULL);
+	GHashTableIter it;
+	gpointer k;
+
+	g_hash_table_iter_init(&it, mounts);
+	while (g_hash_table_iter_next(&it, &k, NULL))
+		if (g_str_has_prefix(k, prefix))
+			return true;
+	return false;
+}
+
+/*
+ * umount2(@path, 0), given a second while it is busy, unless mounts
+ * beneath it (a recursive bind's) are why: the fuse-qtfs of a mount
+ * beneath it, just unmounted, holds the directory it mounted on (its
+ * descriptor 3) until it has exited.
+ */
+static int umount_settled(const char *path)
+{
+	for (int i = 0;; i++) {
+		if (umount2(path, 0) == 0)
+			return 0;
+		if (errno != EBUSY || i == 50 || mounts_beneath(path))
+			return -1;
+		g_usleep(20 * 1000);
+	}
+}
+
 /* Undo @recs in reverse.  Returns the number of things it could not undo. */
 static unsigned undo(GPtrArray *recs)
 {
@@ -290,7 +323,7 @@ static unsigned undo(GPtrArray *recs)
 			}
 			if (!g_hash_table_contains(mounts, r->path))
 				continue;
-			if (umount2(r->path, 0) == 0) {
+			if (umount_settled(r->path) == 0) {
 				printf("  unmounted %s\n", r->path);
 			} else if (umount2(r->path, MNT_DETACH) == 0) {
 				printf("  unmounted %s (lazily: it was busy)\n", r->path);
@@ -316,6 +349,7 @@ static unsigned undo(GPtrArray *recs)
 				printf("  removed shim %s\n", r->path);
 		} else if (has_pid(r)) {
 			bool svc = strcmp(r->kind, "service") == 0;
+			g_autofree char *real = NULL;
 
 			if (helper_alive(r) && cs_supervise_stop(r->pid, r->stop) == 0)
 				printf("  stopped %s %s (pid %d)\n", svc ? "service" : "forward", r->path,
@@ -323,7 +357,8 @@ static unsigned undo(GPtrArray *recs)
 			else if (cs_supervise_stop_orphan(r->extra, r->stop) == 0)
 				printf("  stopped %s %s, whose supervisor (pid %d) was gone\n",
 				       svc ? "service" : "forward", r->path, (int)r->pid);
-			if (!svc)
+			/* Its own socket: the helper removes it as it stops, this is for a killed one. */
+			if (!svc && !(real = leads_elsewhere(r->path)))
 				unlink(r->path);
 		}
 	}
@@ -436,18 +471,35 @@ int cs_resolve_root(struct cs_profile *p, bool create)
 	return 0;
 }
 
-/* Run a program to completion; its exit status, or -errno. */
-static int run_wait(char **argv)
+/*
+ * Run a program to completion with the directory @dfd as its descriptor 3
+ * and nothing else of ours but stdin, stdout and stderr; its exit status,
+ * or -errno after a message.
+ */
+static int run_wait_dir(char **argv, int dfd)
 {
-	GError *gerr = NULL;
-	int status;
+	posix_spawn_file_actions_t fa;
+	int err, status, tmp = fcntl(dfd, F_DUPFD_CLOEXEC, 4);
+	pid_t pid;
 
-	if (!g_spawn_sync(NULL, argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_CHILD_INHERITS_STDIN, NULL,
-			  NULL, NULL, NULL, &status, &gerr)) {
-		fprintf(stderr, "%s: cannot run %s: %s\n", qt_cli_prog(), argv[0], gerr->message);
-		g_error_free(gerr);
-		return -ENOENT;
+	if (tmp < 0)
+		return -errno;
+	/* From above 3: dup2 onto the number itself would keep close-on-exec. */
+	posix_spawn_file_actions_init(&fa);
+	err = posix_spawn_file_actions_adddup2(&fa, tmp, 3);
+	if (!err)
+		err = posix_spawn_file_actions_addclosefrom_np(&fa, 4);
+	if (!err)
+		err = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(tmp);
+	if (err) {
+		fprintf(stderr, "%s: cannot run %s: %s\n", qt_cli_prog(), argv[0], g_strerror(err));
+		return -err;
 	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -516,7 +568,7 @@ static int bind_read_only(const char *at)
 }
 
 static int mount_at(const struct cs_profile *p, const struct cs_step *s, const char *at,
-		    const char *here, const struct cs_env_opts *o, struct journal *j);
+		    int dfd, const char *here, const struct cs_env_opts *o, struct journal *j);
 
 static int step_mount(const struct cs_profile *p, const struct cs_step *s, const char *at,
 		      const struct cs_env_opts *o, struct journal *j)
@@ -528,13 +580,40 @@ static int step_mount(const struct cs_profile *p, const struct cs_step *s, const
 		return dfd;
 	/* Mount on the directory just checked, not on a path looked up again. */
 	here = fd_path(dfd);
-	err = mount_at(p, s, at, here, o, j);
+	err = mount_at(p, s, at, dfd, here, o, j);
 	close(dfd);
 	return err;
 }
 
+/*
+ * fuse-qtfs mounted on the directory checked, but @at no longer leads
+ * there (a directory on the way was moved, or swapped for a symlink,
+ * meanwhile: the host can do that inside its own trees).  Take the mount
+ * back through the descriptor (@here), since the journal's path would not
+ * find it, and fail the step.
+ */
+static int qtfs_moved(const struct cs_step *s, const char *at, const char *here,
+		      struct journal *j)
+{
+	g_autofree char *now = g_file_read_link(here, NULL);
+	g_autoptr(GPtrArray) mounts = qt_mountinfo_read();
+	const struct qt_mount *m = mounts && now ? qt_mountinfo_at(mounts, now) : NULL;
+
+	journal_cancel(j);
+	/* umount2() of "/proc/self/fd/N" takes the mount on top of that directory. */
+	if (m && strcmp(m->fstype, "fuse.fuse-qtfs") == 0 && umount2(here, MNT_DETACH) == 0) {
+		fprintf(stderr, "%s: [%s]: %s changed while fuse-qtfs mounted there: the directory "
+			"checked is %s now; unmounted it\n", qt_cli_prog(), s->section, at, now);
+		return -ESTALE;
+	}
+	fprintf(stderr, "%s: [%s]: %s changed while fuse-qtfs mounted there, and its mount "
+		"cannot be found%s%s: unmount it by hand\n", qt_cli_prog(), s->section, at,
+		now ? " on " : "", now ? now : "");
+	return -ESTALE;
+}
+
 static int mount_at(const struct cs_profile *p, const struct cs_step *s, const char *at,
-		    const char *here, const struct cs_env_opts *o, struct journal *j)
+		    int dfd, const char *here, const struct cs_env_opts *o, struct journal *j)
 {
 	unsigned long fl = 0;
 	int err;
@@ -599,10 +678,13 @@ static int mount_at(const struct cs_profile *p, const struct cs_step *s, const c
 			g_ptr_array_add(av, opts);
 		}
 		g_ptr_array_add(av, uri);
-		g_ptr_array_add(av, (char *)at);
+		/* The directory just checked, its descriptor handed down as 3. */
+		g_ptr_array_add(av, (char *)"/proc/self/fd/3");
 		g_ptr_array_add(av, NULL);
-		rc = run_wait((char **)av->pdata);
+		rc = run_wait_dir((char **)av->pdata, dfd);
 		g_ptr_array_free(av, TRUE);
+		if (rc == 0 && !is_mounted(at))
+			return qtfs_moved(s, at, here, j);
 		/* The intent (above) stays when fuse-qtfs said yes: the rollback looks for it. */
 		if (rc != 0 && !is_mounted(at))
 			journal_cancel(j);
@@ -844,6 +926,7 @@ static int step_forward(const char *root, const struct cs_step *s, const char *a
 	g_autofree char *status = g_strdup_printf("%s/forward-%u.status", sdir, idx);
 	g_autofree char *name = g_strdup_printf("forward-%u", idx);
 	g_autofree char *dir = g_path_get_dirname(s->target);
+	g_autofree char *base = g_path_get_basename(s->target), *sock = NULL;
 	g_autoptr(GPtrArray) av = g_ptr_array_new();
 	struct cs_supervise sv = {
 		.name = name,
@@ -852,11 +935,18 @@ static int step_forward(const char *root, const struct cs_step *s, const char *a
 		.log = log,
 		.status = status,
 	};
-	int dfd = open_beneath(root, dir, s->section, j);
+	int err, dfd = open_beneath(root, dir, s->section, j);
 
 	if (dfd < 0)
 		return dfd;
-	close(dfd);
+	/*
+	 * The socket goes in the directory just checked, whatever its path
+	 * leads to later (the supervisor keeps it as the program's 4).  The
+	 * ready check and the journal keep the path: a socket that is not
+	 * where the profile says fails the step.
+	 */
+	sv.dir_fd = dfd;
+	sock = g_strdup_printf("/proc/self/fd/4/%s", base);
 	g_ptr_array_add(av, (char *)o->rexec);
 	g_ptr_array_add(av, (char *)"forward-unix");
 	g_ptr_array_add(av, (char *)"-H");
@@ -865,11 +955,13 @@ static int step_forward(const char *root, const struct cs_step *s, const char *a
 		g_ptr_array_add(av, (char *)"--key-file");
 		g_ptr_array_add(av, s->key_file);
 	}
-	g_ptr_array_add(av, (char *)at);
+	g_ptr_array_add(av, sock);
 	g_ptr_array_add(av, s->source);
 	g_ptr_array_add(av, NULL);
 	sv.argv = (char **)av->pdata;
-	return supervised(s, &sv, "helper", at, at, 5, j);
+	err = supervised(s, &sv, "helper", at, at, 5, j);
+	close(dfd);
+	return err;
 }
 
 static int step_service(const struct cs_profile *p, const struct cs_step *s, const char *sdir,

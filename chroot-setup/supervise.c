@@ -272,7 +272,7 @@ pid_t cs_supervise_start(const struct cs_supervise *sv)
 	}
 	if (pid == 0) {
 		g_autofree char *title = g_strdup_printf("cs-%s", sv->name);
-		int log, nul;
+		int log, nul, rep, dir;
 		sigset_t set;
 
 		if (sv->record)
@@ -288,10 +288,17 @@ pid_t cs_supervise_start(const struct cs_supervise *sv)
 			dup2(log, 1);
 			dup2(log, 2);
 		}
-		/* Nothing of `up` (the journal, the terminal) stays open in here. */
-		if (dup2(rp[1], 3) < 0)
+		/*
+		 * Nothing of `up` (the journal, the terminal) stays open in here
+		 * but the report pipe (3) and the program's directory (4, open
+		 * across its exec).  Both go above 4 first: neither may land on
+		 * the other's number before it moved.
+		 */
+		rep = fcntl(rp[1], F_DUPFD_CLOEXEC, 5);
+		dir = sv->dir_fd > 0 ? fcntl(sv->dir_fd, F_DUPFD_CLOEXEC, 5) : -1;
+		if (rep < 0 || dup2(rep, 3) < 0 || (sv->dir_fd > 0 && (dir < 0 || dup2(dir, 4) < 0)))
 			_exit(1);
-		close_range(4, ~0U, 0);
+		close_range(dir >= 0 ? 5 : 4, ~0U, 0);
 		fcntl(3, F_SETFD, FD_CLOEXEC);
 		setvbuf(stderr, NULL, _IOLBF, 0);
 		stop_signals(&set);

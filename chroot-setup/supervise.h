@@ -43,6 +43,13 @@ struct cs_supervise {
 	 */
 	void (*record)(void *data);
 	void *record_data;
+	/*
+	 * A directory to hand the program as its descriptor 4 (0: none; a
+	 * directory is never descriptor 0 here), so that it works in the
+	 * directory `up` checked, whatever its path leads to later: the
+	 * supervisor holds it across restarts.
+	 */
+	int dir_fd;
 };
 
 /*

@@ -125,6 +125,7 @@ struct settings {
 	char *uri;
 	char *remote_path;
 	char *mountpoint;
+	char *shown; /* the mount point's path, for messages and mountinfo */
 	char *key_file;
 	char *identity;
 	char *known_hosts;
@@ -148,6 +149,7 @@ static void settings_clear(struct settings *s)
 	g_free(s->uri);
 	g_free(s->remote_path);
 	g_free(s->mountpoint);
+	g_free(s->shown);
 	g_free(s->key_file);
 	g_free(s->identity);
 	g_free(s->known_hosts);
@@ -501,6 +503,16 @@ static int run(struct settings *s)
 		return qt_cli_fail("mount point \"%s\": %s", s->mountpoint, g_strerror(errno));
 	if (!S_ISDIR(mst.st_mode))
 		return qt_cli_fail("mount point \"%s\" is not a directory", s->mountpoint);
+	/*
+	 * "/proc/self/fd/N": a directory the caller opened and handed down
+	 * (chroot-setup does).  The mount goes on that directory whatever its
+	 * path leads to by then, and so does the unmount at the end, as long
+	 * as N stays open; its path now names it in messages.
+	 */
+	if (g_str_has_prefix(s->mountpoint, "/proc/self/fd/"))
+		s->shown = g_file_read_link(s->mountpoint, NULL);
+	if (!s->shown)
+		s->shown = g_canonicalize_filename(s->mountpoint, NULL);
 	co.peer_timeout_s = qt_conn_peer_timeout_opt((uint64_t)s->peer_timeout_s * 1000);
 	if (g_str_has_prefix(s->uri, "ssh://")) {
 		if (qt_ssh_target_parse(s->uri, &ssd.target, &msg) < 0)
@@ -592,12 +604,8 @@ static int run(struct settings *s)
 		goto out;
 	}
 	mounted = true;
-	{
-		g_autofree char *abs = g_canonicalize_filename(s->mountpoint, NULL);
-
-		set_readahead(abs, s->fs.readahead / 1024);
-	}
-	qt_notice("mounted %s on %s (%u connection%s%s)", s->source, s->mountpoint,
+	set_readahead(s->shown, s->fs.readahead / 1024);
+	qt_notice("mounted %s on %s (%u connection%s%s)", s->source, s->shown,
 		  s->conns ? s->conns : 1, s->conns > 1 ? "s" : "", s->fs.rdonly ? ", read-only" : "");
 	notify_parent(&notify_fd, 0);
 	if (!s->foreground) {
@@ -614,9 +622,9 @@ static int run(struct settings *s)
 	sig = qtfs_session_wait(sess);
 	rc = QT_EXIT_OK;
 	if (sig)
-		qt_notice("unmounting %s (%s)", s->mountpoint, g_strsignal(sig));
+		qt_notice("unmounting %s (%s)", s->shown, g_strsignal(sig));
 	else
-		qt_notice("%s was unmounted", s->mountpoint);
+		qt_notice("%s was unmounted", s->shown);
 out:
 	/*
 	 * No new requests; every call fails now, so the workers finish; then

@@ -318,6 +318,9 @@ rc=$?
 sed 's/^/    /' "$T/down.out"
 check "down succeeds (exit $rc)" [ $rc -eq 0 ]
 check "no mount is left ($(dpu_mounts))" [ "$(dpu_mounts)" -eq 0 ]
+# The fuse-qtfs of $T/shared holds its directory in /tmp until it exits.
+check "... /tmp, under which a fuse-qtfs was mounted, not lazily ($(grep "root/tmp\$\|root/tmp " "$T/down.out"))" \
+	grep -q "unmounted $T/dpu/root/tmp\$" "$T/down.out"
 left_procs() {
 	echo $(dpu_procs "[f]use-qtfs.*$T") $(dpu_procs "[f]orward-unix.*$T") $(dpu_procs "[a]gent.heartbeat")
 }

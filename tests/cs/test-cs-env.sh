@@ -12,8 +12,9 @@
 # `up` twice changes nothing, status is live, `down` (twice) leaves no
 # mount, helper or state, pivot_root=true enters a mount namespace of its
 # own, a bad remote path or a service that cannot start makes `up` fail
-# and undo everything, and `down` cleans up after the fuse-qtfs helper was
-# killed.  The script re-runs itself in a private mount namespace.  Needs
+# and undo everything, `down` cleans up after the fuse-qtfs helper was
+# killed, and a directory on the way swapped for a symlink as fuse-qtfs or
+# a forward starts sends neither its mount nor its socket through it.  The script re-runs itself in a private mount namespace.  Needs
 # root and /dev/fuse (77 otherwise).
 
 set -u
@@ -234,15 +235,58 @@ check "... and no state" [ ! -e "$T/state/cstest" ]
 
 # The fuse-qtfs helper dies; down still cleans up.
 "$CS" up "$T/p.conf" >/dev/null 2>&1
-pkill -KILL -f "fuse-qtfs.*$T/root/data"
+# (chroot-setup hands it the directory it checked, as /proc/self/fd/3.)
+pkill -KILL -f "fuse-qtfs .*:$T/host /proc/self/fd/3\$"
 sleep 0.2
 check "status notices the dead mount" sh -c "! '$CS' status '$T/p.conf' >/dev/null 2>&1 || ! ls '$T/root/data' >/dev/null 2>&1"
 "$CS" down "$T/p.conf" >"$T/down2.out" 2>&1
 check "down after a killed helper succeeds" [ $? -eq 0 ]
 check "... and leaves no mount ($(mounts_under))" [ "$(mounts_under)" -eq 0 ]
 
+# A directory on the way to a fuse-qtfs mount or a forward's socket moved
+# (here: swapped for a symlink out of the root, as a host can do inside a
+# tree it exports) after up checked it and before the helper used it: the
+# mount and the socket go on the directory checked, never through the
+# symlink, and up fails and undoes them.  The helper's stand-in makes the
+# swap (once), then runs the real one.
+mkdir -p "$T/outside/data"
+cat >"$T/swap-then" <<'SH'
+#!/bin/sh
+[ -L "$SWAP_DIR" ] || { mv "$SWAP_DIR" "$SWAP_DIR.old" && ln -s "$SWAP_TO" "$SWAP_DIR"; } || exit 99
+exec "$REAL" "$@"
+SH
+chmod 755 "$T/swap-then"
+outside_or() { grep -c " $T/\(outside\|$1\)[/ ]" /proc/self/mountinfo; }
+# swap_up NAME VAR DIR STEP...: up of profile NAME (root $T/NAME, STEP's
+# lines after the header) with the helper $VAR behind swap-then, which
+# swaps $T/NAME/DIR; its output in $T/NAME.out, its status in rc.
+swap_up() {
+	_n=$1 _v=$2 _d=$3
+	shift 3
+	{
+		printf '[profile]\nname=%s\nroot=%s/%s\n' "$_n" "$T" "$_n"
+		printf 'qtfs_server=unix:%s/run/q.sock\nrexec_host=unix:%s/run/r.sock\n' "$T" "$T"
+		printf '%s\n' "$@"
+	} >"$T/$_n.conf"
+	env REAL="$(printenv "$_v")" SWAP_DIR="$T/$_n/$_d" SWAP_TO="$T/outside" "$_v=$T/swap-then" \
+		"$CS" up "$T/$_n.conf" >"$T/$_n.out" 2>&1
+	rc=$?
+}
+swap_up rq FUSE_QTFS x '[qtfs:/x/data]' "remote=$T/host"
+check "up whose mount point moved as fuse-qtfs started fails (exit $rc: $(grep -F '[qtfs:' "$T/rq.out"))" \
+	sh -c "[ $rc -ne 0 ] && grep -qF '[qtfs:/x/data]: $T/rq/x/data changed while fuse-qtfs mounted there: the directory checked is $T/rq/x.old/data now; unmounted it' '$T/rq.out'"
+check "... mounted nothing through the symlink, and took its mount back ($(outside_or rq))" \
+	[ "$(outside_or rq)" -eq 0 ]
+check "... and keeps no state" [ ! -e "$T/state/rq" ]
+swap_up rf REXEC s '[forward:/s/echo.sock]' "remote=$T/host/echo.sock"
+check "up whose socket's directory moved as the forward started fails (exit $rc: $(grep -F '[forward:' "$T/rf.out"))" \
+	sh -c "[ $rc -ne 0 ] && grep -qF '[forward:/s/echo.sock]: $T/rf/s/echo.sock did not appear' '$T/rf.out'"
+check "... made no socket through the symlink, and its own is gone ($(ls "$T/outside" "$T/rf/s.old" | tr '\n' ' '))" \
+	sh -c "[ ! -e '$T/outside/echo.sock' ] && [ ! -e '$T/rf/s.old/echo.sock' ] && ! pgrep -f '[f]orward-unix.*$T/host/echo.sock' >/dev/null"
+check "... and keeps no state" [ ! -e "$T/state/rf" ]
+
 # The daemons end before their reports are read (see sanitizer_found).
-stop_daemons "(fuse-qtfs|rexec).* $T/" $PIDS
+stop_daemons "(fuse-qtfs|rexec).*[ :]$T/" $PIDS
 PIDS=
 sanitizer_found "$T/run/sanitizer" && failures=$((failures + 1))
 
