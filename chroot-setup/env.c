@@ -592,12 +592,11 @@ static int step_mount(const struct cs_profile *p, const struct cs_step *s, const
  * back through the descriptor (@here), since the journal's path would not
  * find it, and fail the step.
  */
-static int qtfs_moved(const struct cs_step *s, const char *at, const char *here,
-		      struct journal *j)
+static int qtfs_moved(const struct cs_step *s, const char *at, const char *now,
+		      const char *here, struct journal *j)
 {
-	g_autofree char *now = g_file_read_link(here, NULL);
 	g_autoptr(GPtrArray) mounts = qt_mountinfo_read();
-	const struct qt_mount *m = mounts && now ? qt_mountinfo_at(mounts, now) : NULL;
+	const struct qt_mount *m = mounts ? qt_mountinfo_at(mounts, now) : NULL;
 
 	journal_cancel(j);
 	/* umount2() of "/proc/self/fd/N" takes the mount on top of that directory. */
@@ -607,8 +606,8 @@ static int qtfs_moved(const struct cs_step *s, const char *at, const char *here,
 		return -ESTALE;
 	}
 	fprintf(stderr, "%s: [%s]: %s changed while fuse-qtfs mounted there, and its mount "
-		"cannot be found%s%s: unmount it by hand\n", qt_cli_prog(), s->section, at,
-		now ? " on " : "", now ? now : "");
+		"cannot be found on %s, the directory checked: unmount it by hand\n",
+		qt_cli_prog(), s->section, at, now);
 	return -ESTALE;
 }
 
@@ -683,8 +682,12 @@ static int mount_at(const struct cs_profile *p, const struct cs_step *s, const c
 		g_ptr_array_add(av, NULL);
 		rc = run_wait_dir((char **)av->pdata, dfd);
 		g_ptr_array_free(av, TRUE);
-		if (rc == 0 && !is_mounted(at))
-			return qtfs_moved(s, at, here, j);
+		if (rc == 0 && !is_mounted(at)) {
+			g_autofree char *now = g_file_read_link(here, NULL);
+
+			if (now && strcmp(now, at) != 0)
+				return qtfs_moved(s, at, now, here, j);
+		}
 		/* The intent (above) stays when fuse-qtfs said yes: the rollback looks for it. */
 		if (rc != 0 && !is_mounted(at))
 			journal_cancel(j);

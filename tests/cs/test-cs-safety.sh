@@ -354,6 +354,18 @@ check "down after it stops the program ($(tr '\n' ' ' <"$T/out"))" \
 	sh -c "! kill -0 '$prog' 2>/dev/null"
 kill -KILL "$tracer" 2>/dev/null
 
+# 16. A fuse-qtfs that says yes (exit 0) and mounted nothing: up fails
+# naming it, and leaves no state or directory.
+mkdir -p "$T/r16"
+printf '#!/bin/sh\nexit 0\n' >"$T/lying-qtfs"
+chmod 755 "$T/lying-qtfs"
+printf '[profile]\nname=s16\nroot=%s/r16\nqtfs_server=unix:/nowhere\n[qtfs:/b/data]\n' "$T" >"$T/s16.conf"
+FUSE_QTFS=$T/lying-qtfs "$CS" up "$T/s16.conf" >"$T/out" 2>&1
+rc=$?
+check "up with a fuse-qtfs that mounted nothing fails (exit $rc: $(grep -F '[qtfs:' "$T/out"))" \
+	sh -c "[ $rc -eq 1 ] && grep -qF '[qtfs:/b/data]: fuse-qtfs could not mount unix:/nowhere:/b/data at $T/r16/b/data (exit 0, and the mount is not there)' '$T/out'"
+check "... and leaves no state or directory" sh -c "[ ! -e '$T/state/s16' ] && [ -z \"\$(ls -A '$T/r16')\" ]"
+
 if [ $failures -ne 0 ]; then
 	echo "$failures check(s) failed" >&2
 	exit 1
