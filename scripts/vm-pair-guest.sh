@@ -64,13 +64,16 @@ wait_for() {
 }
 
 # net_up ADDRESS: ADDRESS/24 on the first interface that is not loopback
-# (the virtio-net device, whatever udev named it).
+# (the virtio-net device, whatever udev named it: the guest has no other).
 net_up() {
 	modprobe virtio_net 2>/dev/null
 	udevadm settle --timeout=30 2>/dev/null
 	_dev=
 	for _i in $(seq 30); do
-		_dev=$(ip -o link show | awk -F': ' '$2 != "lo" { sub(/@.*/, "", $2); print $2; exit }')
+		# A device's interface, not a virtual one a module made.
+		for _d in /sys/class/net/*; do
+			[ -e "$_d/device" ] && _dev=${_d##*/} && break
+		done
 		[ -n "$_dev" ] && break
 		sleep 1
 	done
