@@ -291,6 +291,20 @@ EOF
 	check "/proc/self is the caller's own DPU process ($self)" \
 		sh -c "[ '$1' = '$2' ] && echo '$3' | grep -qx '/local_proc/[0-9]*'"
 
+	# Not a check: proc mode shows a pid whose DPU process has a comm of
+	# proc_comms (rexec, kubelet...) as the DPU's own, whatever the host
+	# runs under that number, and two kernels give out pids each on their
+	# own (here from the same boot, so in the same range).
+	for p in $(pgrep -x rexec); do
+		seen=$(in_env sed -n 's/^Name:[[:space:]]*//p' "/proc/$p/status" 2>/dev/null)
+		if in_env kill -0 "$p" 2>/dev/null; then
+			on_host="the host runs a process $p too, which the mount does not show"
+		else
+			on_host="the host has no process $p"
+		fi
+		echo "note: the DPU's rexec $p reads through the mount as '$seen'; $on_host"
+	done
+
 	say "2. files cross the shared directory both ways"
 	got=$(in_env cat "$S/from-host" 2>&1)
 	check "the DPU reads a file the host wrote (got: $got)" [ "$got" = "written on the host" ]

@@ -50,8 +50,9 @@
 # results are read back from its work disk with debugfs into
 # DIR/results/host and DIR/results/dpu (run.log, checks.txt, the daemons'
 # logs); the serial consoles are DIR/host-console.log and
-# DIR/dpu-console.log.  Prints a summary with every failing check's line;
-# exits 0 only if both guests finished and every check passed.  A watchdog
+# DIR/dpu-console.log.  Prints a summary with every failing check's line
+# (and the notes: what the run saw that is not a check); exits 0 only if
+# both guests finished and every check passed.  A watchdog
 # in each guest powers it off before --timeout; the guests are stopped at
 # --timeout in any case.
 #
@@ -280,7 +281,7 @@ pass=yes
 {
 	for role in host dpu; do
 		R=$out/results/$role
-		nok=$(grep -c '^ok:' "$R/checks.txt" 2>/dev/null) || :
+		nok=$(grep -c '^ok:' "$R/run.log" 2>/dev/null) || :
 		nfail=$(grep -c '^FAIL:' "$R/run.log" 2>/dev/null) || :
 		if [ -f "$R/finished" ]; then
 			state=finished
@@ -291,7 +292,7 @@ pass=yes
 		echo "$role-vm: Linux $(cat "$R/uname" 2>/dev/null || echo '?')," \
 			"boot_id $(cat "$R/boot_id" 2>/dev/null || echo '?'), $state: ${nok:-0} ok, ${nfail:-0} FAIL"
 		[ "${nfail:-0}" -eq 0 ] && [ "${nok:-0}" -gt 0 ] || pass=no
-		grep '^FAIL:' "$R/run.log" 2>/dev/null | sed 's/^/    /' || :
+		grep -E '^(FAIL|note):' "$R/run.log" 2>/dev/null | sed 's/^/    /' || :
 	done
 	echo "tree: $desc; the run took $elapsed s (build $build_s s); $accel, 1 vCPU and 2 GiB each"
 	echo "logs: $out/results/host, $out/results/dpu (run.log, checks.txt)"
