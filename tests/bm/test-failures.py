@@ -81,7 +81,10 @@ def main():
     e.wait_state(i4["machine"], "available")
 
     # The cap: with 2 provisioning at most, the others wait as queued.
-    e.handler("PUT", "/v1/fake", {"delay_ms": 300})
+    # Each handler call takes 150 ms, well inside step_timeout (500 ms)
+    # also on a loaded machine: at 300 ms a sanitized run under load once
+    # timed a step out and left a machine in error.
+    e.handler("PUT", "/v1/fake", {"delay_ms": 150})
     ids = []
     for _ in range(5):
         s, i = e.api("POST", "/v1/instances", inst)
@@ -103,6 +106,10 @@ def main():
             break
         time.sleep(0.05)
     check(peak == 2, "the cap was never reached (peak %d)" % peak)
+    states = {i["machine"]: e.machine(i["machine"]) for i in ids}
+    check(all(m["state"] == "active" for m in states.values()),
+          "not every queued machine went active: %s" %
+          {k: (m["state"], m.get("last_error")) for k, m in states.items()})
     e.handler("PUT", "/v1/fake", {"delay_ms": 0})
 
     # Power requests on an active machine: retried, then failed with the cause.
