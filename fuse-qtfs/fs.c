@@ -123,6 +123,7 @@ struct node {
 	gint64 nocaps_until; /* a regular file: no file capabilities until then ("File capabilities") */
 	unsigned xattr_gen;  /* SETXATTRs and REMOVEXATTRs made from here */
 	unsigned names_gen;  /* a directory: changes of names in it taken in here (node_name()) */
+	unsigned made_gen;   /* a directory without a list: names made from here or reported in it */
 };
 
 /* A node's host identity, as the WATCH replies name a directory. */
@@ -1274,6 +1275,15 @@ struct listing {
 	GHashTable *by_next; /* complete: &ent.next -> 1 + the index of the entry after it */
 	struct node *owner;  /* the node holding it, or NULL; fs->lock */
 	GList lru;	     /* in fs->listings while a node holds it; fs->lock */
+	bool keep;	     /* kept to answer later opens (listing_wanted()) */
+	/*
+	 * Read for a list of the directory's names too ("listed
+	 * directories"): the host watches it for new names since the READDIR
+	 * from offset 0, which went out at list_epoch, watch_epoch and the
+	 * node's made_gen below.
+	 */
+	bool list;
+	unsigned list_epoch, watch_epoch, made_gen;
 };
 
 static void listing_unref(struct listing *l)
@@ -1666,6 +1676,7 @@ struct readdir_ctx {
 	uint64_t off;
 	uint32_t size;
 	bool plus;
+	bool list; /* QTFS_RD_LIST: see do_readdir() */
 };
 
 /*
@@ -1688,6 +1699,7 @@ struct fh_pending {
 	struct readdir_ctx rd;
 	struct listing *reading;
 	guint reading_last;
+	unsigned list_epoch, made_gen; /* readdir with list: when it went out */
 	struct wb_snap *wbs; /* readdirplus: the files with writes on their way when it went out */
 	unsigned epoch;
 	build_fn build;	  /* the request, from the handle's current server handle */
@@ -2890,7 +2902,17 @@ static gpointer notifier_main(gpointer arg)
 /*
  * A directory made here (MKDIR) is, where the host watches it for us, also
  * watched for new names, and its reply says so if it was still empty then
- * (QTFS_AF_LISTED).  From then on the names in it are: the ones made from
+ * (QTFS_AF_LISTED).  So is a directory the host made, from the READDIR
+ * that begins a listing of it (QTFS_RD_LIST, see list_wanted()): when that
+ * listing is read to its end, its names are all of the directory's but
+ * those the host reports as new from then on, and those made from here
+ * meanwhile; so the list starts with the listing's names only if no
+ * report named the directory while it was read and nothing was made in
+ * it from here (node->made_gen: a name made between two READDIRs, whose
+ * report is still on its way, would be missing).  The kernel orders the
+ * rest: a change of a directory's names holds its lock, which each
+ * READDIR takes too, so one sent before the listing began was answered
+ * before it.  From then on the names in it are: the ones made from
  * here, each noted before its request goes out, and the ones the WATCH
  * replies report.  node->names holds all of them, and maybe some that are
  * gone (a superset is safe); a LOOKUP of any other name there is answered
@@ -2979,8 +3001,12 @@ static void listed_drop_locked(struct qtfs_fs *fs, struct node *d)
 /* @name may exist in @d from now on.  fs->lock held. */
 static void listed_add_locked(struct qtfs_fs *fs, struct node *d, const char *name, size_t len)
 {
-	if (!d || !d->names)
+	if (!d)
 		return;
+	if (!d->names) {
+		d->made_gen++; /* a listing being read for a list may miss it */
+		return;
+	}
 	if (g_hash_table_size(d->names) >= LISTED_MAX || fs->listed_total >= fs->o.listed_names) {
 		listed_drop_locked(fs, d);
 		return;
@@ -3030,10 +3056,14 @@ static void listed_take(struct qtfs_fs *fs, const GArray *names)
 		const struct qtfs_watch_name *w = &g_array_index(names, struct qtfs_watch_name, i);
 		struct node *d = dir_node_locked(fs, w->dev, w->ino, w->gen);
 
-		if (d && d->names)
+		if (d && d->names) {
 			listed_add_locked(fs, d, w->name, w->len);
-		else /* perhaps a MKDIR's, its reply not taken in yet */
+		} else {
+			/* perhaps a MKDIR's, its reply not taken in yet, or a listing's */
+			if (d)
+				d->made_gen++;
 			unlisted_note_locked(fs, w->dev, w->ino, w->gen);
+		}
 	}
 	g_mutex_unlock(&fs->lock);
 }
@@ -5503,8 +5533,10 @@ static void finish_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info
 	struct fh *h = fh_new(ino, O_RDONLY | O_DIRECTORY, true, slot, gen, sh, a->flags & QTFS_AF_PSEUDO);
 
 	h->listing = listing_for_open(fs, ino, a);
-	if (!h->listing && listing_wanted(fs, a))
+	if (!h->listing && listing_wanted(fs, a)) {
 		h->reading = listing_new(a);
+		h->reading->keep = true;
+	}
 	fi->fh = (uintptr_t)h;
 	/* Not the kernel's cache of listings: see "Listings kept across opens". */
 	fi->cache_readdir = 0;
@@ -5548,8 +5580,36 @@ static struct qt_msg *build_readdir(uint64_t sh, void *arg)
 	qt_msg_put_u64(m, sh);
 	qt_msg_put_u64(m, c->off);
 	qt_msg_put_u32(m, c->size);
-	qt_msg_put_u32(m, c->plus ? QTFS_RD_PLUS : 0);
+	qt_msg_put_u32(m, (c->plus ? QTFS_RD_PLUS : 0) | (c->list ? QTFS_RD_LIST : 0));
 	return m;
+}
+
+/*
+ * @l, read to its end, is every name of the directory @ino since its
+ * READDIR from offset 0, from which on the host reports each new one:
+ * the directory's list, if no report named it and nothing was made in it
+ * from here meanwhile (either might have come after the read that should
+ * have seen it), nor any list dropped.
+ */
+static void listed_from_listing(struct qtfs_fs *fs, fuse_ino_t ino, const struct listing *l)
+{
+	struct node *n;
+
+	g_mutex_lock(&fs->lock);
+	n = node_by_id(fs, ino);
+	if (n && n->type == S_IFDIR && !n->names && g_atomic_int_get(&fs->watch_on) &&
+	    l->watch_epoch == watch_epoch(fs) && l->list_epoch == list_epoch(fs) &&
+	    l->made_gen == n->made_gen && l->ents->len <= LISTED_MAX &&
+	    fs->listed_total + l->ents->len <= fs->o.listed_names) {
+		n->names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+		for (guint i = 0; i < l->ents->len; i++) {
+			const char *name = g_array_index(l->ents, struct listing_ent, i).name;
+
+			if (strcmp(name, ".") && strcmp(name, "..") && g_hash_table_add(n->names, g_strdup(name)))
+				fs->listed_total++;
+		}
+	}
+	g_mutex_unlock(&fs->lock);
 }
 
 /* A READDIR's reply, on the loop thread (or the slow pool's, after a lost connection). */
@@ -5561,7 +5621,7 @@ static void readdir_answer(struct fh_pending *p, int err, struct qt_msg *rep)
 	g_autofree char *buf = NULL;
 	g_autoptr(GArray) learned = g_array_new(FALSE, FALSE, sizeof(fuse_ino_t));
 	size_t used = 0;
-	uint32_t count;
+	uint32_t count, lflags = 0;
 	struct qt_rd r;
 
 	if (err < 0) {
@@ -5570,9 +5630,18 @@ static void readdir_answer(struct fh_pending *p, int err, struct qt_msg *rep)
 	}
 	buf = g_malloc(c->size);
 	qt_rd_init_msg(&r, rep);
-	if (qt_rd_u32(&r, &count) < 0) {
+	if ((c->list && qt_rd_u32(&r, &lflags) < 0) || qt_rd_u32(&r, &count) < 0) {
 		reply_err(req, EIO);
 		goto out;
+	}
+	if (c->list && p->reading) {
+		/* From here on, every name that appears there is reported. */
+		p->reading->list = lflags & QTFS_AF_LISTED;
+		p->reading->list_epoch = p->list_epoch;
+		p->reading->watch_epoch = p->epoch;
+		p->reading->made_gen = p->made_gen;
+		if (!p->reading->list && !p->reading->keep)
+			g_clear_pointer(&p->reading, listing_unref);
 	}
 	for (uint32_t i = 0; i < count; i++) {
 		uint64_t d_ino, next;
@@ -5650,7 +5719,14 @@ static void readdir_answer(struct fh_pending *p, int err, struct qt_msg *rep)
 	 */
 	if (p->reading && count == 0) {
 		/* The end: every name from offset 0 on is in it. */
-		listing_install(fs, p->h->ino, g_steal_pointer(&p->reading));
+		struct listing *l = g_steal_pointer(&p->reading);
+
+		if (l->list)
+			listed_from_listing(fs, p->h->ino, l);
+		if (l->keep)
+			listing_install(fs, p->h->ino, l);
+		else
+			listing_unref(l);
 	} else if (p->reading) {
 		g_mutex_lock(&p->h->lock);
 		if (!p->h->reading) {
@@ -5669,6 +5745,30 @@ static void readdir_answer(struct fh_pending *p, int err, struct qt_msg *rep)
 out:
 	qt_msg_free(rep);
 	fh_pending_free(p);
+}
+
+/*
+ * A listing from offset 0 of a directory without a list, read from the
+ * host: worth a list of its names once read to the end?  Notes in @p
+ * where the reports stand as it goes out.
+ */
+static bool list_wanted(struct qtfs_fs *fs, struct fh_pending *p)
+{
+	struct node *n;
+	bool want = false;
+
+	/* With a listing kept, the rest is answered here: this one would not end. */
+	if (!fs->o.list_dirs || p->h->pseudo || p->h->listing || !g_atomic_int_get(&fs->watch_on))
+		return false;
+	g_mutex_lock(&fs->lock);
+	n = node_by_id(fs, p->ino);
+	if (n && n->type == S_IFDIR && !n->names && fs->listed_total < fs->o.listed_names) {
+		want = true;
+		p->list_epoch = list_epoch(fs);
+		p->made_gen = n->made_gen;
+	}
+	g_mutex_unlock(&fs->lock);
+	return want;
 }
 
 /*
@@ -5700,6 +5800,11 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	/* Only a READDIR that goes on from where the last one ended adds to a listing. */
 	if (p->reading && !listing_goes_on(p->reading, last, p->rd.off))
 		g_clear_pointer(&p->reading, listing_unref);
+	if (off == 0 && list_wanted(fs, p)) {
+		p->rd.list = true;
+		if (!p->reading)
+			p->reading = listing_new(&(struct qtfs_attr){0});
+	}
 	if (p->reading)
 		p->reading_last = p->reading->ents->len;
 	call_fh_async(fs, p);

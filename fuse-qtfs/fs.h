@@ -76,6 +76,12 @@ struct qtfs_fs_opts {
 	 */
 	bool umask;
 	/*
+	 * The server watches a directory for new names at a listing's start
+	 * when asked (QTFS_MF_LIST_DIRS): a whole listing read after that
+	 * starts a list of its names (fs.c, "listed directories").
+	 */
+	bool list_dirs;
+	/*
 	 * Bytes of writes answered before the host's reply, in flight at most,
 	 * in all (fs.c "Write-behind"); 0: every write waits for the host.
 	 */

@@ -84,8 +84,9 @@ static void usage(void)
 	      "  entry_timeout=SEC  name cache time (default 1; 0 on pseudo filesystems)\n"
 	      "  watch_timeout=SEC  name cache time where the host watches the directory\n"
 	      "                     and reports changes (default 30; 0: no watching)\n"
-	      "  listed_names=N     names kept, in all, for directories made through the\n"
-	      "                     mount, whose missing names need no lookup on the host\n"
+	      "  listed_names=N     names kept, in all, for directories made or listed\n"
+	      "                     to the end through the mount, whose missing names\n"
+	      "                     need no lookup on the host\n"
 	      "                     (default 1048576; 0: none)\n"
 	      "  dir_cache=N        names kept, in all, of directories listed before, to\n"
 	      "                     list them again while the host's copy is unchanged\n"
@@ -574,6 +575,7 @@ static int run(struct settings *s)
 		s->fs.watch_timeout = 0;
 	s->fs.xattr_fh = mflags & QTFS_MF_XATTR_FH;
 	s->fs.umask = mflags & QTFS_MF_UMASK;
+	s->fs.list_dirs = mflags & QTFS_MF_LIST_DIRS;
 	s->fs.local_proc = s->local_proc;
 	s->fs.local_comms = (const char *const *)s->comms;
 	s->fs.fifo_relay = (const char *const *)s->fifo_relay;

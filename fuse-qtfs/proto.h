@@ -172,6 +172,12 @@ enum {
 	 * carried out (see "changes whose answer was lost" in fs.c)
 	 */
 	QTFS_MNT_INSTANCE = 0x80,
+	/*
+	 * with WATCH: a READDIR from offset 0 may ask for its directory to be
+	 * watched for new names too (QTFS_RD_LIST), so that a client that
+	 * reads the whole listing may keep all its names
+	 */
+	QTFS_MNT_LIST_DIRS = 0x100,
 };
 
 /* MOUNT reply flags. */
@@ -183,6 +189,7 @@ enum {
 	QTFS_MF_WATCH_MOVES = 0x10, /* QTFS_MNT_WATCH_MOVES granted */
 	QTFS_MF_UMASK = 0x20,	    /* QTFS_MNT_UMASK granted */
 	QTFS_MF_INSTANCE = 0x40,    /* QTFS_MNT_INSTANCE granted: the instance follows the attributes */
+	QTFS_MF_LIST_DIRS = 0x80,   /* QTFS_MNT_LIST_DIRS granted */
 };
 
 /*
@@ -280,6 +287,15 @@ enum {
 /* READDIR request flags. */
 enum {
 	QTFS_RD_PLUS = 0x1, /* include each entry's attributes */
+	/*
+	 * From offset 0, on a session granted QTFS_MNT_LIST_DIRS: before any
+	 * entry is read, watch the directory for this client for new names
+	 * too, as a MKDIR's; the reply begins with a u32, QTFS_AF_LISTED if
+	 * that worked (from here on a WATCH reply reports every name that
+	 * appears in it, QTFS_WN_NEW, and the entries are read anew from the
+	 * directory's start), else 0, before the count.
+	 */
+	QTFS_RD_LIST = 0x2,
 };
 
 /*

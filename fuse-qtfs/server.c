@@ -234,6 +234,7 @@ struct session {
 	bool xattr_fh;	     /* QTFS_MNT_XATTR_FH: see xattr_open() */
 	bool umask;	     /* QTFS_MNT_UMASK: see rd_caller() */
 	bool write_mode;     /* QTFS_MNT_WRITE_MODE: see op_write() */
+	bool list_dirs;	     /* QTFS_MNT_LIST_DIRS granted: see op_readdir() */
 	bool splice;	     /* large READ replies may be spliced: see SPLICE_MIN */
 	GHashTable *handles; /* u64 -> struct handle* */
 	uint64_t next_handle;
@@ -2765,7 +2766,7 @@ static int op_readdir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	uint32_t size, flags, count = 0, wflags = 0;
 	size_t used = 0, seen = 0, count_at;
 	uint64_t last;
-	bool plus, full = false, going_on;
+	bool plus, list, full = false, going_on;
 	g_autofree uint8_t *buf = NULL;
 	int err = 0;
 
@@ -2778,14 +2779,24 @@ static int op_readdir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	if (size > QTFS_IO_MAX || off > INT64_MAX)
 		return -EINVAL;
 	plus = flags & QTFS_RD_PLUS;
+	list = flags & QTFS_RD_LIST;
+	if ((flags & ~(uint32_t)(QTFS_RD_PLUS | QTFS_RD_LIST)) || (list && (!sess->list_dirs || off != 0)))
+		return -EINVAL;
 	g_autoptr(handle) h = handle_get(sess, hid);
 	if (!h)
 		return -EBADF;
 	if (!h->dir)
 		return -ENOTDIR;
 
-	if (plus)
-		wflags = watch_fd(sess, h->fd, DIR_NAMES);
+	/*
+	 * QTFS_RD_LIST: the watch for new names goes in before the first
+	 * getdents below (a fresh read from the start, nothing kept from
+	 * before), so that every name the listing misses is reported.
+	 */
+	if (plus || list)
+		wflags = watch_fd(sess, h->fd, list ? DIR_NEW : DIR_NAMES);
+	if (list)
+		qt_msg_put_u32(rep, wflags ? QTFS_AF_LISTED : 0);
 	count_at = qt_msg_payload_len(rep);
 	qt_msg_put_u32(rep, 0);
 	buf = g_malloc(32768);
@@ -2800,7 +2811,7 @@ static int op_readdir(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	 * entries it reads as it reads them (rm -r) missed some.  The
 	 * descriptor's own cursor does not move so.
 	 */
-	going_on = h->rd_at && off == h->rd_next;
+	going_on = !list && h->rd_at && off == h->rd_next;
 	h->rd_at = false; /* until this one ends well */
 	if (!going_on) {
 		g_clear_pointer(&h->rd_left, g_free);
@@ -3371,6 +3382,7 @@ static int op_mount(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 			sess->sub->moves = true;
 			g_mutex_unlock(&srv->sub_lock);
 		}
+		sess->list_dirs = flags & QTFS_MNT_LIST_DIRS;
 	}
 	g_mutex_unlock(&sess->lock);
 	qt_info("peer %s (%s): mounted \"%s\"%s%s", qt_conn_peer(sess->conn),
@@ -3380,7 +3392,8 @@ static int op_mount(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 				    (sess->sub ? QTFS_MF_WATCH : 0) | (sess->xattr_fh ? QTFS_MF_XATTR_FH : 0) |
 				    (sess->sub && (flags & QTFS_MNT_WATCH_MOVES) ? QTFS_MF_WATCH_MOVES : 0) |
 				    (sess->umask ? QTFS_MF_UMASK : 0) |
-				    (flags & QTFS_MNT_INSTANCE ? QTFS_MF_INSTANCE : 0));
+				    (flags & QTFS_MNT_INSTANCE ? QTFS_MF_INSTANCE : 0) |
+				    (sess->list_dirs ? QTFS_MF_LIST_DIRS : 0));
 	put_attr_of(sess, rep, &st, fd, "");
 	if (flags & QTFS_MNT_INSTANCE)
 		qt_msg_put_u64(rep, srv->instance);

@@ -42,7 +42,7 @@ tests_fs_qtfs_mitm_LDADD = $(QT_LIBS)
 QTFS_TESTS = tests/fs/test-qtfs-posix.sh tests/fs/test-qtfs-pseudo.sh \
 	tests/fs/test-qtfs-recover.sh tests/fs/test-qtfs-netns.sh \
 	tests/fs/test-qtfs-security.sh tests/fs/test-qtfs-ssh.sh tests/fs/test-qtfs-locks.sh \
-	tests/fs/test-qtfs-cache.sh tests/fs/test-qtfs-pagecache.sh tests/fs/test-qtfs-dircache.sh \
+	tests/fs/test-qtfs-cache.sh tests/fs/test-qtfs-pagecache.sh tests/fs/test-qtfs-dircache.sh tests/fs/test-qtfs-listed.sh \
 	tests/fs/test-qtfs-hostile.sh tests/fs/test-qtfs-hostile-client.sh tests/fs/test-qtfs-churn.sh \
 	tests/fs/test-qtfs-acl.sh tests/fs/test-qtfs-containerd.sh tests/fs/test-qtfs-lost.sh \
 	tests/fs/test-qtfs-writebehind.sh tests/fs/test-qtfs-vsock.sh

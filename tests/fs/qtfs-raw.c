@@ -2277,6 +2277,77 @@ static void watch_reports(struct ctx *x, struct session *w)
 	rmdir(dir);
 }
 
+/* A READDIR of @hid from @off with @flags, 4 KiB at most. */
+static struct qt_msg *build_readdir(uint64_t hid, uint64_t off, uint32_t flags)
+{
+	struct qt_msg *m = qt_msg_new(QTFS_READDIR, 0, 0);
+
+	qt_msg_put_u64(m, hid);
+	qt_msg_put_u64(m, off);
+	qt_msg_put_u32(m, 4096);
+	qt_msg_put_u32(m, flags);
+	return m;
+}
+
+/*
+ * READDIR asking for its directory to be watched for new names
+ * (QTFS_RD_LIST): refused on a session that did not ask for it at MOUNT
+ * and from an offset past 0; from 0 on one that did, the reply begins
+ * with QTFS_AF_LISTED, then a well-formed listing of the export's root.
+ */
+static void attacks_list(struct ctx *x, const uint64_t id)
+{
+	struct session *l = NULL;
+	g_autofree char *msg = NULL;
+	struct qt_msg *m, *reply = NULL;
+	uint32_t mflags = 0, lflags = 0, count = 0;
+	uint64_t hid;
+	struct qt_rd r;
+	int err;
+
+	expect(x, "READDIR with unknown flags", build_readdir(BOGUS_HANDLE, 0, 0x80), EINVAL);
+	expect(x, "READDIR with LIST on a session mounted without LIST_DIRS",
+	       build_readdir(BOGUS_HANDLE, 0, QTFS_RD_LIST), EINVAL);
+	if (session_open(x, &l, &msg) < 0) {
+		printf("FAIL setup: a session for LIST_DIRS: %s\n", msg);
+		x->failures++;
+		return;
+	}
+	m = qt_msg_new(QTFS_MOUNT, 0, 0);
+	qt_msg_put_str(m, x->remote);
+	qt_msg_put_u32(m, QTFS_MNT_WATCH | QTFS_MNT_LIST_DIRS);
+	qt_msg_put_u64(m, id);
+	if (call(l, m, &reply) == 0) {
+		qt_rd_init_msg(&r, reply);
+		qt_rd_u32(&r, &mflags);
+	}
+	g_clear_pointer(&reply, qt_msg_free);
+	report(x, (mflags & QTFS_MF_LIST_DIRS) != 0, "MOUNT with WATCH and LIST_DIRS is granted", 0,
+	       "mflags LIST_DIRS");
+	/* The subscription runs from its first WATCH (START) on. */
+	call(l, build_watch(0), NULL);
+	if (open_handle(l, build(QTFS_OPENDIR, bs(""), NULL), &hid) < 0) {
+		printf("FAIL setup: OPENDIR of the export's root on the LIST_DIRS session\n");
+		x->failures++;
+		session_free(l);
+		return;
+	}
+	expect_on(x, l, "READDIR with LIST from offset 8", build_readdir(hid, 8, QTFS_RD_LIST), EINVAL);
+	err = call(l, build_readdir(hid, 0, QTFS_RD_LIST | QTFS_RD_PLUS), &reply);
+	if (err == 0) {
+		qt_rd_init_msg(&r, reply);
+		qt_rd_u32(&r, &lflags);
+		qt_rd_u32(&r, &count);
+		err = r.err;
+	}
+	g_clear_pointer(&reply, qt_msg_free);
+	report(x, err == 0 && lflags == QTFS_AF_LISTED && count > 0,
+	       "READDIR with LIST from offset 0 begins with LISTED, then entries", err,
+	       "LISTED and a count");
+	call(l, build_hid(QTFS_RELEASE, hid), NULL);
+	session_free(l);
+}
+
 /*
  * Name-cache subscriptions (WATCH): refused where the session did not ask
  * for one, and a malformed request or MOUNT is refused; a subscribed
@@ -2321,6 +2392,7 @@ static void attacks_watch(struct ctx *x)
 	if (x->canary)
 		watch_reports(x, w);
 	session_free(w);
+	attacks_list(x, id + 1);
 }
 
 /* ---- setup and main ------------------------------------------------------------ */
