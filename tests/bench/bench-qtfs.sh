@@ -18,7 +18,10 @@
 #                          p50 / p99 latency of each, in microseconds
 #   create / stat / unlink 10k files, stat with attribute caching off
 #                          (each of these three times, the median reported);
-#                          create and unlink again with the export on tmpfs
+#                          create and unlink again with the export on tmpfs;
+#                          creates again there into directories the host
+#                          made, not listed and listed first through the
+#                          mount (fuse-qtfs then knows their names)
 #   readdir                a 10k-entry directory, listings per second
 #                          (also the median of three)
 #   /proc/meminfo          whole-file reads per second (host /proc mounted)
@@ -246,6 +249,30 @@ def meta(d, n=10000):
     os.rmdir(sub)
     return c, s, r, u
 
+def hostmade3(host, d, listed, n=10000):
+    """Creates into a directory the host made (100 names in it), listed through @d first or
+    not: the median of three."""
+    runs = []
+    for i in range(3):
+        name = "h%s%d" % ("l" if listed else "n", i)
+        os.mkdir(os.path.join(host, name))
+        for j in range(100):
+            open(os.path.join(host, name, "old%d" % j), "w").close()
+        sub = os.path.join(d, name)
+        try:  # fuse-qtfs's barrier: the host's new directory is seen at once
+            os.getxattr(d, "user.qtfs.sync")
+        except OSError:
+            pass
+        if listed:
+            os.listdir(sub)
+        else:
+            os.stat(sub)
+        t = time.perf_counter()
+        for j in range(n):
+            os.close(os.open(os.path.join(sub, "f%05d" % j), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+        runs.append(n / (time.perf_counter() - t))
+    return sorted(runs)[1]
+
 def creates3(d, n=10000):
     """Only the creates of meta(), into a new directory each time: the median of three."""
     runs = []
@@ -306,6 +333,8 @@ elif cmd == "smallw":
     print("%.0f %.0f" % small_writes(sys.argv[2]))
 elif cmd == "meta":
     print("%.0f %.0f %.1f %.0f" % meta3(sys.argv[2]))
+elif cmd == "hostmade":
+    print("%.0f" % hostmade3(sys.argv[2], sys.argv[3], sys.argv[4] == "listed"))
 elif cmd == "creates":
     print("%.0f" % creates3(sys.argv[2]))
 elif cmd == "meminfo":
@@ -400,6 +429,24 @@ for target in native m-tcp m-unix m-sshfs; do
 	echo "   $target: create $1/s, unlink $4/s"
 done
 
+# Creates into directories the host made, on the tmpfs export: the kernel
+# looks each new name up first, which a directory made on the DPU answers
+# from the client's list of its names; one the host made has that list
+# only once the DPU has listed it to the end (fuse-qtfs's "listed
+# directories"), else each lookup asks the host.  (Not sshfs: it makes no
+# such difference; its creates on tmpfs are the row above.)
+echo "== creates into directories the host made (export on tmpfs), not listed / listed first"
+hostmade=""
+for target in native m-tcp m-unix; do
+	h=$T/exp/tmpfs/hm-$target
+	[ "$target" = native ] && h=$T/native/tmpfs/hm-$target
+	mkdir "$h"
+	hn=$(b hostmade "$h" "$T/$target/tmpfs/hm-$target" plain)
+	hl=$(b hostmade "$h" "$T/$target/tmpfs/hm-$target" listed)
+	hostmade="$hostmade $hn $hl"
+	echo "   $target: $hn/s not listed, $hl/s listed first"
+done
+
 # The ceiling: fuse-null answers every request at once from memory, mounted
 # as fuse-qtfs is (1 MiB requests, 16 MiB of readahead, 1 s timeouts), so
 # the kernel sends it the requests it sends fuse-qtfs.  It is what fuse-qtfs
@@ -441,6 +488,7 @@ tcp, mn, mq, ms, cnw, unw = [float(x) for x in sys.argv[1:7]]
 tm = [float(x) for x in sys.argv[7:15]]  # create, unlink on tmpfs: native, tcp, unix, sshfs
 # read, create: through /dev/fuse, sleeping; polling (as fuse-qtfs); over io_uring
 null = [None if x == "-" else float(x) for x in sys.argv[15:21]]
+hm = [float(x) for x in sys.argv[21:27]]  # host-made directories: not listed, listed; native, tcp, unix
 rows = {}
 for line in sys.stdin.read().split("\n"):
     if line.strip():
@@ -468,6 +516,12 @@ for k, label in ((0, "create/s"), (1, "unlink/s")):
     v = tm[k::2]
     print("| %s, export on tmpfs | %.0f | %.0f | %.0f | %.0f | %.1fx | %.1fx |" %
           (label, v[0], v[1], v[2], v[3], v[1] / v[3] if v[3] else 0, v[2] / v[3] if v[3] else 0))
+for k, label in ((0, "create/s, export on tmpfs, into a directory the host made"),
+                 (1, "create/s, ... the same, listed first through the mount")):
+    v = hm[k::2]
+    sv = tm[6]  # sshfs on tmpfs, where it makes no difference
+    print("| %s | %.0f | %.0f | %.0f | (%.0f) | %.1fx | %.1fx |" %
+          (label, v[0], v[1], v[2], sv, v[1] / sv if sv else 0, v[2] / sv if sv else 0))
 print()
 print("raw loopback TCP: %.0f MB/s; seq read over tcp = %.0f%% of it, over unix = %.0f%%" %
       (tcp, 100 * rows["m-tcp"][1] / tcp, 100 * rows["m-unix"][1] / tcp))
@@ -485,4 +539,4 @@ print("fuse-qtfs against that ceiling (/dev/fuse, polling): seq read %.0f%% over
       "create (export on tmpfs) %.0f%% over tcp, %.0f%% over unix" %
       (100 * rows["m-tcp"][1] / null[2], 100 * rows["m-unix"][1] / null[2],
        100 * tm[2] / null[3], 100 * tm[4] / null[3]))
-' "$tcp" "$mi_native" "$mi_qtfs" "$mi_sshfs" "$cnw" "$unw" $tmpfs $null
+' "$tcp" "$mi_native" "$mi_qtfs" "$mi_sshfs" "$cnw" "$unw" $tmpfs $null $hostmade
