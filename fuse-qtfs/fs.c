@@ -3618,8 +3618,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	if (fs->o.umask)
 		conn->want |= conn->capable & FUSE_CAP_DONT_MASK;
 	if (fs->se && !(conn->capable & FUSE_CAP_EXPIRE_ONLY)) {
-		qt_notice("this kernel cannot expire cached names (before 6.2): names are cached "
-			  "for entry_timeout only");
+		qt_notice("this kernel cannot expire cached names (FUSE's expire-only notification, "
+			  "Linux 6.2): names are cached for entry_timeout only");
 		fs->se = NULL;
 	}
 	if (fs->se && !fs->notifier) {
