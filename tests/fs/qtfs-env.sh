@@ -215,6 +215,19 @@ holds_open() {
 	return 1
 }
 
+# server_count OP [LOG]: the count of requests OP (LOOKUP, GETXATTR...)
+# the server $SERVER_PID has taken in so far, 0 for none: it logs its
+# counts into LOG (default $T/server.log) on SIGUSR1, and the line after
+# those already there is the one asked for.
+server_count() {
+	_sc_log=${2:-$T/server.log}
+	_sc_n=$(grep -c 'requests since the start:' "$_sc_log")
+	kill -USR1 "$SERVER_PID"
+	wait_until 5 sh -c "[ \$(grep -c 'requests since the start:' '$_sc_log') -gt $_sc_n ]" || return 1
+	grep 'requests since the start:' "$_sc_log" | tail -n 1 |
+		awk -v op="$1" '{ for (i = 1; i < NF; i++) if ($i == op) { print $(i + 1); exit } print 0 }'
+}
+
 # within TRIES CMD...: CMD succeeds within TRIES x 20 ms (what the host
 # reports reaches the DPU some milliseconds later).
 within() {

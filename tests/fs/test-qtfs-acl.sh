@@ -85,16 +85,6 @@ not() {
 	! "$@"
 }
 
-# The server's count of one request kind so far (its SIGUSR1 line).
-server_count() {
-	: >"$T/counts.mark"
-	kill -USR1 "$SERVER_PID"
-	wait_until 5 sh -c "[ \$(grep -c 'requests since the start' '$T/server.log') -gt ${_counts:-0} ]"
-	_counts=$(grep -c 'requests since the start' "$T/server.log")
-	grep 'requests since the start' "$T/server.log" | tail -n 1 |
-		awk -v op="$1" '{ for (i = 1; i < NF; i++) if ($i == op) { print $(i + 1); exit } print 0 }'
-}
-
 mkdir -p "$T/exp/noacl"
 start_server "$T/server.log" --listen "unix:$T/sock" --export "$T/exp" --export /proc:ro \
 	--key-file "$KEY" || exit 1

@@ -28,26 +28,17 @@ start_server "$T/server.log" --listen "unix:$T/sock" --export "$T/exp" --export 
 check "mount" mount_qtfs "unix:$T/sock:$T/exp" "$T/mnt" --key-file "$KEY" -o timeout=10
 d=$T/mnt/mem
 
-# lookups: the LOOKUP requests the server has taken in so far.
-lookups() {
-	_n=$(grep -c "requests since the start:" "$T/server.log")
-	kill -USR1 "$SERVER_PID"
-	wait_until 5 sh -c "[ \$(grep -c 'requests since the start:' '$T/server.log') -gt $_n ]" || return 1
-	grep "requests since the start:" "$T/server.log" | tail -n 1 |
-		awk '{ for (i = 1; i < NF; i++) if ($i == "LOOKUP") { print $(i + 1); exit } } END { }'
-}
-
 # lookup_of PATH: how many LOOKUPs a stat of PATH, which must say "no
 # such file", sent to the server (its directory looked up just before,
 # so that only PATH's own lookup counts).
 lookup_of() {
 	stat "$(dirname "$1")" >/dev/null || return 1
-	_before=$(lookups) || return 1
+	_before=$(server_count LOOKUP) || return 1
 	if stat "$1" >"$T/stat.out" 2>&1 || ! grep -q "No such file" "$T/stat.out"; then
 		echo "stat $1: $(cat "$T/stat.out")" >&2
 		return 1
 	fi
-	_after=$(lookups) || return 1
+	_after=$(server_count LOOKUP) || return 1
 	echo $((_after - _before))
 }
 
@@ -78,9 +69,9 @@ mkdir "$h/big"
 check "a first listing of 3000 names" sh -c "[ \$(ls '$d/big' | wc -l) -eq 3000 ]"
 check "then a missing name there is answered without the host" answered_here "$d/big/none"
 check "... and a name listed is there" stat "$d/big/n2999" >/dev/null
-before=$(lookups)
+before=$(server_count LOOKUP)
 (cd "$d/big" && seq -f new%g 1 500 | xargs touch)
-after=$(lookups)
+after=$(server_count LOOKUP)
 check "500 creates there sent no LOOKUP to the host ($before -> $after)" \
 	sh -c '[ -n "$1" ] && [ -n "$2" ] && [ "$2" -le $(($1 + 2)) ]' sh "$before" "$after"
 check "... and the names made are there, on the host too" \
