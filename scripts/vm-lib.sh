@@ -8,9 +8,11 @@
 #
 # The caller sets top (the source tree), cache (the image's directory),
 # mirror (the Debian mirror) and accel (kvm, tcg, or empty to choose), and
-# defines die MESSAGE.  It holds the lock on $cache/lock while it uses the
+# defines die MESSAGE (exit 1) and usage MESSAGE (a bad argument: exit 2).  It holds the lock on $cache/lock while it uses the
 # image.
 #
+# vm_common_args: check the options both scripts take (accel, timeout_s)
+#   and make cache and out absolute.
 # vm_host_packages: install what is missing of the host's packages.
 # vm_pick_accel: set accel (kvm where the CPU can, else tcg) if empty.
 # in_root ROOT SCRIPT [ARG]...: see below.
@@ -26,6 +28,18 @@
 # part of the key already): a cached image of another recipe is made anew.
 recipe=2
 suite=bookworm
+
+vm_common_args() {
+	case $accel in
+	'' | kvm | tcg) ;;
+	*) usage "--accel is kvm or tcg, not '$accel'" ;;
+	esac
+	case $timeout_s in
+	'' | *[!0-9]*) usage "--timeout wants a number of seconds, not '$timeout_s'" ;;
+	esac
+	case $cache in /*) ;; *) cache=$(pwd)/$cache ;; esac
+	case $out in /*) ;; *) out=$(pwd)/$out ;; esac
+}
 
 vm_host_packages() {
 	# The host's side: qemu, debootstrap and its keyring, mkfs.ext4 and

@@ -101,16 +101,8 @@ while [ $# -gt 0 ]; do
 	*) usage "unknown argument '$1'" ;;
 	esac
 done
-case $accel in
-'' | kvm | tcg) ;;
-*) usage "--accel is kvm or tcg, not '$accel'" ;;
-esac
-case $timeout_s in
-'' | *[!0-9]*) usage "--timeout wants a number of seconds, not '$timeout_s'" ;;
-esac
+vm_common_args
 [ "$timeout_s" -ge 600 ] || usage "--timeout wants at least 600 seconds, not $timeout_s"
-case $cache in /*) ;; *) cache=$(pwd)/$cache ;; esac
-case $out in /*) ;; *) out=$(pwd)/$out ;; esac
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 [ -f "$top/configure.ac" ] || die "cannot find configure.ac in '$top'"
