@@ -1,6 +1,6 @@
-# tests/: Check unit tests (tests/unit), the frame-decoder fuzz target and
-# its corpus replay (tests/fuzz), and integration scripts.  Scripts exit 77
-# to skip, only where the machine truly cannot run them.
+# tests/: Check unit tests (tests/unit) and integration scripts; the fuzz
+# targets are in tests/fuzz/local.mk.  Scripts exit 77 to skip, only where
+# the machine truly cannot run them.
 
 UNIT_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(URING_CFLAGS)
 UNIT_LDADD = $(QT_LIBS) $(CHECK_LIBS)
@@ -46,30 +46,12 @@ tests_unit_test_cs_profile_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/chroot-setu
 tests_unit_test_cs_profile_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_cs_profile_LDADD = chroot-setup/libcsprofile.a $(UNIT_LDADD)
 
-# The fuzz target is plain C; replay.c drives it over every file of the corpus
-# with gcc, and `make fuzz` builds the real libFuzzer binary with clang.
-check_PROGRAMS += tests/fuzz/replay-frame
-tests_fuzz_replay_frame_SOURCES = tests/fuzz/fuzz-frame.c tests/fuzz/replay.c
-tests_fuzz_replay_frame_LDADD = $(QT_LIBS)
-
-TESTS += $(UNIT_TESTS) tests/fuzz/test-corpus.sh tests/cli/test-help.sh tests/cli/test-units.sh
+TESTS += $(UNIT_TESTS) tests/cli/test-help.sh tests/cli/test-units.sh
 
 EXTRA_DIST += tests/clean-sshd.sh tests/cli-env.sh tests/sshd-env.sh tests/check-env.sh \
 	tests/deadline.sh tests/detach-fuse.sh
-EXTRA_DIST += tests/fuzz/test-corpus.sh tests/fuzz/make-corpus.sh tests/fuzz/corpus tests/cli/test-help.sh \
-	tests/cli/test-units.sh
+EXTRA_DIST += tests/cli/test-help.sh tests/cli/test-units.sh
 
-FUZZ_SRCS = $(top_srcdir)/tests/fuzz/fuzz-frame.c $(lib_libqt_a_SOURCES:%=$(top_srcdir)/%)
-fuzz:
-if HAVE_CLANG
-	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -I$(top_srcdir)/lib -I$(top_builddir) \
-		$(GLIB_CFLAGS) $(URING_CFLAGS) $(filter %.c,$(FUZZ_SRCS)) $(GLIB_LIBS) $(URING_LIBS) \
-		-o tests/fuzz/fuzz-frame
-	@echo "run: tests/fuzz/fuzz-frame -max_total_time=60 $(top_srcdir)/tests/fuzz/corpus/frame"
-else
-	@echo "make fuzz: clang not found; install the Debian package clang" >&2; exit 1
-endif
-CLEANFILES += tests/fuzz/fuzz-frame
 
 # Benchmarks: built and run by `make bench`, never by `make check`.
 EXTRA_PROGRAMS = tests/bench/bench-transport tests/bench/fuse-null

@@ -1,0 +1,36 @@
+# tests/fuzz: libFuzzer targets for the parsers that read what a peer sends.
+#
+# Each target NAME is plain C, LLVMFuzzerTestOneInput() in
+# tests/fuzz/fuzz-NAME.c, with a seed corpus in tests/fuzz/corpus/NAME.
+# `make check` builds it with gcc (and, under --enable-sanitizers, ASan and
+# UBSan) into tests/fuzz/replay-NAME, which replay.c drives over every seed
+# once (tests/fuzz/test-corpus.sh); `make fuzz` builds the real libFuzzer
+# binaries tests/fuzz/fuzz-NAME with clang, the code under test compiled
+# from source with coverage.  Adding a target: its two programs here, its
+# name in test-corpus.sh's list, and its seeds.
+
+FUZZ_BINS =
+FUZZ_CC = $(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -I$(top_srcdir)/lib -I$(top_builddir)
+
+# The frame decoder, the reader getters and the handshakes (lib/wire.c, lib/auth.c).
+check_PROGRAMS += tests/fuzz/replay-frame
+tests_fuzz_replay_frame_SOURCES = tests/fuzz/fuzz-frame.c tests/fuzz/replay.c
+tests_fuzz_replay_frame_LDADD = $(QT_LIBS)
+FUZZ_BINS += tests/fuzz/fuzz-frame
+FUZZ_FRAME_SRCS = $(top_srcdir)/tests/fuzz/fuzz-frame.c $(lib_libqt_a_SOURCES:%=$(top_srcdir)/%)
+tests/fuzz/fuzz-frame: $(FUZZ_FRAME_SRCS)
+	$(FUZZ_CC) $(GLIB_CFLAGS) $(URING_CFLAGS) `printf '%s\n' $(FUZZ_FRAME_SRCS) | grep '\.c$$'` $(GLIB_LIBS) $(URING_LIBS) -o $@
+
+TESTS += tests/fuzz/test-corpus.sh
+EXTRA_DIST += tests/fuzz/test-corpus.sh tests/fuzz/make-corpus.sh tests/fuzz/corpus
+CLEANFILES += $(FUZZ_BINS)
+
+if HAVE_CLANG
+fuzz: $(FUZZ_BINS)
+	@for t in $(FUZZ_BINS); do \
+		echo "run: $$t -max_total_time=60 $(top_srcdir)/tests/fuzz/corpus/$${t#tests/fuzz/fuzz-}"; \
+	done
+else
+fuzz:
+	@echo "make fuzz: clang not found; install the Debian package clang" >&2; exit 1
+endif
