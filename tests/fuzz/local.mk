@@ -21,8 +21,38 @@ FUZZ_FRAME_SRCS = $(top_srcdir)/tests/fuzz/fuzz-frame.c $(lib_libqt_a_SOURCES:%=
 tests/fuzz/fuzz-frame: $(FUZZ_FRAME_SRCS)
 	$(FUZZ_CC) $(GLIB_CFLAGS) $(URING_CFLAGS) `printf '%s\n' $(FUZZ_FRAME_SRCS) | grep '\.c$$'` $(GLIB_LIBS) $(URING_LIBS) -o $@
 
+# The rexec message decoders (rexec/proto.c).
+check_PROGRAMS += tests/fuzz/replay-rexec
+tests_fuzz_replay_rexec_SOURCES = tests/fuzz/fuzz-rexec.c tests/fuzz/replay.c
+tests_fuzz_replay_rexec_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/rexec
+tests_fuzz_replay_rexec_LDADD = rexec/librexecproto.a $(QT_LIBS)
+FUZZ_BINS += tests/fuzz/fuzz-rexec
+FUZZ_REXEC_SRCS = $(top_srcdir)/tests/fuzz/fuzz-rexec.c $(top_srcdir)/rexec/proto.c \
+	$(lib_libqt_a_SOURCES:%=$(top_srcdir)/%)
+tests/fuzz/fuzz-rexec: $(FUZZ_REXEC_SRCS)
+	$(FUZZ_CC) -I$(top_srcdir)/rexec $(GLIB_CFLAGS) $(URING_CFLAGS) `printf '%s\n' $(FUZZ_REXEC_SRCS) | grep '\.c$$'` \
+		$(GLIB_LIBS) $(URING_LIBS) -o $@
+
+# qtfs-server's request handling (fuse-qtfs/server.c): a server in the
+# process, an authenticated and mounted client sending what the input says.
+check_PROGRAMS += tests/fuzz/replay-qtfs-server
+tests_fuzz_replay_qtfs_server_SOURCES = tests/fuzz/fuzz-qtfs-server.c tests/fuzz/replay.c \
+	fuse-qtfs/server.c fuse-qtfs/dirwatch.c
+tests_fuzz_replay_qtfs_server_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/fuse-qtfs
+tests_fuzz_replay_qtfs_server_LDADD = fuse-qtfs/libqtfsproto.a fuse-qtfs/libqtfswl.a $(QT_LIBS)
+FUZZ_BINS += tests/fuzz/fuzz-qtfs-server
+FUZZ_QTFS_SERVER_SRCS = $(top_srcdir)/tests/fuzz/fuzz-qtfs-server.c \
+	$(top_srcdir)/fuse-qtfs/server.c $(top_srcdir)/fuse-qtfs/dirwatch.c \
+	$(fuse_qtfs_libqtfsproto_a_SOURCES:%=$(top_srcdir)/%) \
+	$(fuse_qtfs_libqtfswl_a_SOURCES:%=$(top_srcdir)/%) \
+	$(lib_libqt_a_SOURCES:%=$(top_srcdir)/%)
+tests/fuzz/fuzz-qtfs-server: $(FUZZ_QTFS_SERVER_SRCS)
+	$(FUZZ_CC) -I$(top_srcdir)/fuse-qtfs $(GLIB_CFLAGS) $(URING_CFLAGS) \
+		`printf '%s\n' $(FUZZ_QTFS_SERVER_SRCS) | grep '\.c$$'` $(GLIB_LIBS) $(URING_LIBS) -o $@
+
 TESTS += tests/fuzz/test-corpus.sh
-EXTRA_DIST += tests/fuzz/test-corpus.sh tests/fuzz/make-corpus.sh tests/fuzz/corpus
+EXTRA_DIST += tests/fuzz/test-corpus.sh tests/fuzz/make-corpus.sh tests/fuzz/make-corpus-rexec.py \
+	tests/fuzz/make-corpus-qtfs-server.py tests/fuzz/corpus
 CLEANFILES += $(FUZZ_BINS)
 
 if HAVE_CLANG

@@ -1,0 +1,516 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Fuzz target for qtfs-server's request handling (fuse-qtfs/server.c): a
+ * whole server in this process, serving a client that has authenticated
+ * (insecure mode, as over SSH) and mounted an export, which then sends
+ * whatever the input says.  The DPU is the less trusted side: nothing it
+ * sends may crash the host's server, leave it with work it never ends, or
+ * reach outside the export.
+ *
+ * Input layout:
+ *   u16   MOUNT flags (low 9 bits; QTFS_MNT_*); bit 15 mounts the read-only
+ *         export instead of the writable one; bit 14 sends the records all
+ *         at once (the server runs them side by side) instead of each after
+ *         the answer to the one before (or SETTLE_MS without one, or all at
+ *         once after BUDGET_MS)
+ *   then records until the input ends:
+ *   u8    op: the low 7 bits pick the request type (QTFS_MOUNT + op % the
+ *         number of types); bit 7 sends it one-way (id 0) instead of as a call
+ *   u16   payload length (big-endian; cut to what is left)
+ *   bytes payload, as the wire carries it
+ *
+ * The trees live in a tmpfs of this process's own mount namespace where it
+ * can make one (root), else in a temporary directory; file sizes are bounded
+ * by RLIMIT_FSIZE either way.  Beside the exports there is a directory the
+ * exports' symlinks point into ("outside").  After each input the target
+ * closes the connection and checks, aborting if one fails:
+ *   - every reply to a call is of the call's type, and every errno is one;
+ *   - the session ends, its requests and handles with it, within 10 s of
+ *     the close (a request blocked on a FIFO must be interrupted);
+ *   - nothing outside the writable export changed: "outside" and the
+ *     read-only export (names, types, modes, owners, sizes, contents,
+ *     extended attributes, mtimes) and the base directory's names;
+ *   - the process's descriptors do not grow from input to input.
+ * Then the writable export is made again as it was.  With FUZZ_VERBOSE set
+ * in the environment, each call's outcome and the server's log go to stderr.
+ *
+ * Built two ways: with replay.c as a plain program that runs the corpus in
+ * `make check`, and with clang -fsanitize=fuzzer by `make fuzz`.
+ */
+#define _GNU_SOURCE
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "log.h"
+#include "loop.h"
+#include "proto.h"
+#include "server.h"
+#include "wire.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define CHECK(cond)                                                                   \
+	do {                                                                          \
+		if (!(cond)) {                                                        \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
+				#cond);                                               \
+			abort();                                                      \
+		}                                                                     \
+	} while (0)
+
+#define FILE_SIZE_MAX (16u << 20)  /* RLIMIT_FSIZE */
+#define MAX_CALLS 256		   /* records run per input; the rest are ignored */
+#define SETTLE_MS 50		   /* wait for a reply at most this long */
+#define BUDGET_MS 1000		   /* and for all of an input's, at most this long */
+#define TEARDOWN_MS 10000	   /* the session must be gone this long after the close */
+#define FD_SLACK 160		   /* descriptors above the first input's count: the pipe pool */
+
+static struct {
+	char *base, *rw, *ro, *outside;
+	struct qt_loop *loop;
+	struct qtfs_srv *srv;
+	struct qt_server *server;
+	GChecksum *outside_sum, *ro_sum;
+	char *base_names;
+	int fds;
+	bool verbose; /* FUZZ_VERBOSE set: each call's outcome on stderr */
+} G;
+
+/* ---- the trees ------------------------------------------------------------ */
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+	g_autofree char *p = g_build_filename(dir, name, NULL);
+
+	CHECK(g_file_set_contents(p, text, -1, NULL));
+}
+
+static void make_at(const char *dir, const char *name, int (*fn)(const char *), const char *what)
+{
+	g_autofree char *p = g_build_filename(dir, name, NULL);
+
+	if (fn(p) < 0) {
+		fprintf(stderr, "fuzz-qtfs-server: %s %s: %s\n", what, p, strerror(errno));
+		abort();
+	}
+}
+
+static int mkdir_0755(const char *p) { return mkdir(p, 0755); }
+static int mkfifo_0644(const char *p) { return mkfifo(p, 0644); }
+
+static void symlink_at(const char *dir, const char *name, const char *target)
+{
+	g_autofree char *p = g_build_filename(dir, name, NULL);
+
+	CHECK(symlink(target, p) == 0);
+}
+
+/*
+ * What every export holds: files, a directory, a FIFO, and symlinks out of
+ * the export (absolute, relative, to its parent).
+ */
+static void populate(const char *dir)
+{
+	g_autofree char *abs = g_build_filename(G.outside, "secret", NULL);
+	g_autofree char *d = g_build_filename(dir, "d", NULL);
+
+	write_file(dir, "f", "0123456789abcdef\n");
+	make_at(dir, "d", mkdir_0755, "mkdir");
+	write_file(d, "g", "inside\n");
+	make_at(dir, "p", mkfifo_0644, "mkfifo");
+	symlink_at(dir, "abs", abs);
+	symlink_at(dir, "rel", "../outside/secret");
+	symlink_at(dir, "up", "..");
+	symlink_at(d, "upup", "../../outside");
+	symlink_at(dir, "self", "/proc/self/root");
+	CHECK(setxattr(dir, "user.fuzz", "x", 1, 0) == 0 || errno == ENOTSUP);
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	if (ftw->level == 0)
+		return 0;
+	if (remove(p) < 0 && errno != ENOENT) {
+		fprintf(stderr, "fuzz-qtfs-server: cannot remove %s: %s\n", p, strerror(errno));
+		abort();
+	}
+	return 0;
+}
+
+/* Empty @dir (kept: it is the export's root) and fill it anew. */
+static void reset_export(const char *dir)
+{
+	CHECK(chmod(dir, 0755) == 0);
+	CHECK(geteuid() != 0 || chown(dir, 0, 0) == 0);
+	CHECK(nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS) == 0);
+	populate(dir);
+}
+
+static GChecksum *sum_of;
+
+static int sum_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	char xl[4096];
+	ssize_t n;
+	struct {
+		uint32_t mode, uid, gid, nlink;
+		int64_t size, mtime_s, mtime_ns;
+	} rec = {st->st_mode, st->st_uid, st->st_gid, (uint32_t)st->st_nlink, st->st_size,
+		 st->st_mtim.tv_sec, st->st_mtim.tv_nsec};
+
+	(void)flag;
+	(void)ftw;
+	/* Directories' nlink and mtime follow their names, which are summed anyway. */
+	if (S_ISDIR(st->st_mode))
+		rec.nlink = 0, rec.mtime_s = rec.mtime_ns = 0;
+	g_checksum_update(sum_of, (const guchar *)p, strlen(p) + 1);
+	g_checksum_update(sum_of, (const guchar *)&rec, sizeof(rec));
+	if (S_ISREG(st->st_mode)) {
+		g_autofree char *text = NULL;
+		gsize len = 0;
+
+		CHECK(g_file_get_contents(p, &text, &len, NULL));
+		g_checksum_update(sum_of, (const guchar *)text, len);
+	} else if (S_ISLNK(st->st_mode)) {
+		char t[4096];
+		ssize_t k = readlink(p, t, sizeof(t));
+
+		CHECK(k >= 0);
+		g_checksum_update(sum_of, (const guchar *)t, k);
+	}
+	n = llistxattr(p, xl, sizeof(xl));
+	for (ssize_t i = 0; n > 0 && i < n; i += strlen(xl + i) + 1) {
+		char v[4096];
+		ssize_t k = lgetxattr(p, xl + i, v, sizeof(v));
+
+		g_checksum_update(sum_of, (const guchar *)xl + i, strlen(xl + i));
+		if (k > 0)
+			g_checksum_update(sum_of, (const guchar *)v, k);
+	}
+	return 0;
+}
+
+static GChecksum *tree_sum(const char *dir)
+{
+	sum_of = g_checksum_new(G_CHECKSUM_SHA256);
+	CHECK(nftw(dir, sum_one, 16, FTW_PHYS) == 0);
+	return sum_of;
+}
+
+static bool same_sum(GChecksum *a, const char *dir)
+{
+	GChecksum *b = tree_sum(dir);
+	bool same = strcmp(g_checksum_get_string(a), g_checksum_get_string(b)) == 0;
+
+	g_checksum_free(b);
+	return same;
+}
+
+static int by_name(gconstpointer a, gconstpointer b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* @dir's names, sorted and joined by '/'. */
+static char *names_of(const char *dir)
+{
+	g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+	g_autoptr(GPtrArray) v = g_ptr_array_new_with_free_func(g_free);
+	const char *n;
+
+	CHECK(d);
+	while ((n = g_dir_read_name(d)))
+		g_ptr_array_add(v, g_strdup(n));
+	g_ptr_array_sort(v, by_name);
+	g_ptr_array_add(v, NULL);
+	return g_strjoinv("/", (char **)v->pdata);
+}
+
+static int count_fds(void)
+{
+	g_autoptr(GDir) d = g_dir_open("/proc/self/fd", 0, NULL);
+	int n = 0;
+
+	CHECK(d);
+	while (g_dir_read_name(d))
+		n++;
+	return n;
+}
+
+/* ---- the server ---------------------------------------------------------- */
+
+/* At exit: the trees go (the tmpfs would go with the namespace, its mount point not). */
+static void cleanup(void)
+{
+	if (!G.base)
+		return;
+	umount2(G.base, MNT_DETACH);
+	nftw(G.base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	rmdir(G.base);
+}
+
+static void setup(void)
+{
+	struct qtfs_export_spec exports[2];
+	struct qtfs_srv_opts so = {0};
+	struct qt_conn_opts co = {.role = QT_CONN_SERVER};
+	struct rlimit fsize = {FILE_SIZE_MAX, FILE_SIZE_MAX};
+	g_autofree char *msg = NULL;
+	char tmpl[] = "/tmp/fuzz-qtfs-server.XXXXXX";
+	int err;
+
+	G.verbose = getenv("FUZZ_VERBOSE") != NULL;
+	qt_log_set_level(G.verbose ? QT_LOG_INFO : QT_LOG_ERR);
+	CHECK(mkdtemp(tmpl));
+	G.base = g_strdup(tmpl);
+	atexit(cleanup);
+	/*
+	 * A tmpfs seen by this process alone, so that what a request makes
+	 * cannot fill the machine's disk and goes with the process.
+	 */
+	if (unshare(CLONE_NEWNS) == 0) {
+		CHECK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
+		CHECK(mount("fuzz-qtfs-server", G.base, "tmpfs", 0, "size=256m,mode=0755") == 0);
+	}
+	CHECK(setrlimit(RLIMIT_FSIZE, &fsize) == 0);
+	signal(SIGXFSZ, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	G.rw = g_build_filename(G.base, "export", NULL);
+	G.ro = g_build_filename(G.base, "ro", NULL);
+	G.outside = g_build_filename(G.base, "outside", NULL);
+	CHECK(mkdir(G.rw, 0755) == 0 && mkdir(G.ro, 0755) == 0 && mkdir(G.outside, 0755) == 0);
+	write_file(G.outside, "secret", "not for the DPU\n");
+	populate(G.ro);
+	populate(G.rw);
+	G.outside_sum = tree_sum(G.outside);
+	G.ro_sum = tree_sum(G.ro);
+	G.base_names = names_of(G.base);
+
+	CHECK(qt_loop_new(QT_LOOP_AUTO, &G.loop) == 0);
+	exports[0] = (struct qtfs_export_spec){.path = G.rw};
+	exports[1] = (struct qtfs_export_spec){.path = G.ro, .ro = true};
+	so.exports = exports;
+	so.n_exports = 2;
+	so.workers = 4;
+	so.max_handles = 64;
+	err = qtfs_srv_new(G.loop, &so, &G.srv, &msg);
+	if (err < 0) {
+		fprintf(stderr, "fuzz-qtfs-server: %s\n", msg);
+		abort();
+	}
+	G.server = qt_server_new(G.loop, &co, 4, &qtfs_srv_conn_ops, G.srv);
+	G.fds = -1;
+}
+
+struct client {
+	bool ready, closed;
+	unsigned sent, answered;
+	uint16_t types[MAX_CALLS + 1]; /* by call: the request's type */
+};
+
+struct call {
+	struct client *cl;
+	uint16_t type;
+};
+
+static void c_ready(struct qt_conn *c, void *user)
+{
+	(void)c;
+	((struct client *)user)->ready = true;
+}
+
+static void c_request(struct qt_conn *c, struct qt_msg *m, void *user)
+{
+	(void)user;
+	if (qt_msg_id(m))
+		qt_conn_reply(c, qt_msg_new_error(m, ENOSYS));
+	qt_msg_free(m);
+}
+
+static void c_closed(struct qt_conn *c, int err, const char *reason, void *user)
+{
+	(void)c;
+	(void)err;
+	(void)reason;
+	((struct client *)user)->closed = true;
+}
+
+static const struct qt_conn_ops client_ops = {
+	.ready = c_ready,
+	.request = c_request,
+	.closed = c_closed,
+};
+
+static void on_reply(struct qt_conn *c, int err, struct qt_msg *reply, void *arg)
+{
+	struct call *call = arg;
+
+	(void)c;
+	if (G.verbose && !(reply && (qt_msg_flags(reply) & QT_FLAG_MORE)))
+		fprintf(stderr, "fuzz-qtfs-server: %s: %s\n", qtfs_op_name(call->type),
+			reply ? "ok" : g_strerror(-err));
+	if (reply) {
+		CHECK(qt_msg_type(reply) == call->type);
+		if (qt_msg_flags(reply) & QT_FLAG_MORE) {
+			qt_msg_free(reply);
+			return;
+		}
+		qt_msg_free(reply);
+	} else {
+		CHECK(err < 0 && err > -4096);
+	}
+	call->cl->answered++;
+	g_free(call);
+}
+
+/*
+ * Run the loop until @done, for at most @max_ms, or (@idle_ms > 0) until
+ * no call was answered for @idle_ms.
+ */
+static void pump_until(bool (*done)(struct client *), struct client *cl, int idle_ms, int max_ms)
+{
+	gint64 now = g_get_monotonic_time();
+	gint64 end = now + (gint64)max_ms * 1000, idle_end = now + (gint64)idle_ms * 1000;
+	unsigned seen = cl->answered;
+
+	while (!done(cl) && (now = g_get_monotonic_time()) < end && (!idle_ms || now < idle_end)) {
+		qt_loop_run_once(G.loop, 10);
+		if (cl->answered != seen) {
+			seen = cl->answered;
+			idle_end = g_get_monotonic_time() + (gint64)idle_ms * 1000;
+		}
+	}
+}
+
+static bool is_ready(struct client *cl)
+{
+	return cl->ready || cl->closed;
+}
+
+static bool all_answered(struct client *cl)
+{
+	return cl->closed || cl->answered == cl->sent;
+}
+
+static bool session_gone(struct client *cl)
+{
+	return cl->closed && qt_server_conn_count(G.server) == 0 && qtfs_srv_busy(G.srv) == 0;
+}
+
+static void call(struct qt_conn *c, struct client *cl, struct qt_msg *m)
+{
+	struct call *x = g_new0(struct call, 1);
+
+	x->cl = cl;
+	x->type = qt_msg_type(m);
+	cl->sent++;
+	if (qt_conn_call(c, m, 30000, on_reply, x) < 0) {
+		cl->sent--;
+		g_free(x);
+	}
+}
+
+static uint16_t be16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct qt_conn_opts co = {.role = QT_CONN_CLIENT, .name = "fuzz"};
+	struct client cl = {0};
+	struct qt_conn *c = NULL;
+	struct qt_msg *m;
+	uint16_t mflags;
+	size_t off = 2;
+	int sv[2], fds;
+	gint64 budget_end;
+
+	if (!G.loop)
+		setup();
+	if (size < 2)
+		return 0;
+	mflags = be16(data);
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+	CHECK(qt_server_adopt(G.server, sv[0], sv[0], NULL) == 0);
+	CHECK(qt_conn_new(G.loop, sv[1], sv[1], &co, &client_ops, &cl, &c) == 0);
+	qt_conn_ref(c);
+	pump_until(is_ready, &cl, 0, 5000);
+	CHECK(cl.ready);
+
+	m = qt_msg_new(QTFS_MOUNT, 0, 0);
+	qt_msg_put_str(m, mflags & 0x8000 ? G.ro : G.rw);
+	qt_msg_put_u32(m, mflags & 0x1ff);
+	if (mflags & QTFS_MNT_WATCH)
+		qt_msg_put_u64(m, 1);
+	call(c, &cl, m);
+	pump_until(all_answered, &cl, 0, 5000);
+
+	budget_end = g_get_monotonic_time() + BUDGET_MS * 1000;
+	for (unsigned n = 0; n < MAX_CALLS && size - off >= 3; n++) {
+		uint8_t op = data[off];
+		size_t len = MIN((size_t)be16(data + off + 1), size - off - 3);
+		uint16_t type = QTFS_MOUNT + (op & 0x7f) % (QTFS_OP_MAX - QTFS_MOUNT);
+
+		m = qt_msg_new(type, 0, 0);
+		qt_msg_put_raw(m, data + off + 3, len);
+		off += 3 + len;
+		if (op & 0x80) {
+			CHECK(qt_msg_finish(m) == 0);
+			qt_conn_send(c, m);
+		} else {
+			call(c, &cl, m);
+		}
+		if (!(mflags & 0x4000) && g_get_monotonic_time() < budget_end)
+			pump_until(all_answered, &cl, SETTLE_MS, BUDGET_MS);
+	}
+	pump_until(all_answered, &cl, SETTLE_MS, BUDGET_MS);
+
+	qt_conn_close(c, 0, "input done");
+	pump_until(session_gone, &cl, 0, TEARDOWN_MS);
+	if (!session_gone(&cl)) {
+		fprintf(stderr, "fuzz-qtfs-server: the session was still there %d ms after the "
+			"close (connections %u, busy %u)\n", TEARDOWN_MS,
+			qt_server_conn_count(G.server), qtfs_srv_busy(G.srv));
+		abort();
+	}
+	qt_conn_unref(c);
+
+	CHECK(same_sum(G.outside_sum, G.outside));
+	CHECK(same_sum(G.ro_sum, G.ro));
+	{
+		g_autofree char *names = names_of(G.base);
+
+		CHECK(strcmp(names, G.base_names) == 0);
+	}
+	reset_export(G.rw);
+	fds = count_fds();
+	if (G.fds < 0)
+		G.fds = fds;
+	if (fds > G.fds + FD_SLACK) {
+		fprintf(stderr, "fuzz-qtfs-server: %d descriptors open, %d after the first input\n",
+			fds, G.fds);
+		abort();
+	}
+	return 0;
+}

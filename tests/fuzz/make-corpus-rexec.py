@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Regenerates the seed corpus of the rexec fuzz target (tests/fuzz/corpus/rexec).
+
+The generated files are committed; run this only to change them:
+    python3 tests/fuzz/make-corpus-rexec.py [OUTDIR]
+
+Each seed is one kind byte (the index into fuzz-rexec.c's kinds[]) and a
+payload laid out as docs/protocol.md ("Remote execution") describes:
+big-endian integers, strings as a u32 length and the bytes.  Valid messages
+of every kind, and each of the ways a decoder must refuse one.
+"""
+import os
+import struct
+import sys
+
+EXEC, FORWARD, RESULT, EXIT, ACK, EOF, CLOSE, SIGNAL, RESIZE, DATA = range(10)
+
+
+def u8(v):
+    return struct.pack(">B", v)
+
+
+def u16(v):
+    return struct.pack(">H", v)
+
+
+def u32(v):
+    return struct.pack(">I", v)
+
+
+def u64(v):
+    return struct.pack(">Q", v)
+
+
+def s(text):
+    b = text.encode() if isinstance(text, str) else text
+    return u32(len(b)) + b
+
+
+def strv(items):
+    return u32(len(items)) + b"".join(s(i) for i in items)
+
+
+def refs(items):
+    out = u32(len(items))
+    for fd, flags, off, path in items:
+        out += u32(fd) + u32(flags) + u64(off) + s(path)
+    return out
+
+
+def exec_req(flags=0, cmd="/bin/true", argv=("true",), env=("PATH=/usr/bin",), cwd="/",
+             umask=0o22, term="", cols=0, rows=0, fds=()):
+    return (u32(flags) + s(cmd) + strv(list(argv)) + strv(list(env)) + s(cwd) + u32(umask) +
+            s(term) + u16(cols) + u16(rows) + refs(list(fds)))
+
+
+SEEDS = {
+    # EXEC
+    "exec-minimal": (EXEC, exec_req()),
+    "exec-pty": (EXEC, exec_req(flags=1, cmd="bash", argv=("bash", "-l"), term="xterm-256color",
+                                cols=80, rows=24, cwd="")),
+    "exec-fds": (EXEC, exec_req(fds=[(0, 0, 0, "/etc/hostname"), (1, 0o2001, 4096, "/var/log/x"),
+                                     (7, 0o4010002, 0, "/tmp/a b")])),
+    "exec-bad-flags": (EXEC, exec_req(flags=2)),
+    "exec-no-argv": (EXEC, exec_req(argv=())),
+    "exec-empty-cmd": (EXEC, exec_req(cmd="")),
+    "exec-env-no-equals": (EXEC, exec_req(env=("PATH",))),
+    "exec-env-empty-name": (EXEC, exec_req(env=("=x",))),
+    "exec-relative-cwd": (EXEC, exec_req(cwd="tmp")),
+    "exec-umask-over": (EXEC, exec_req(umask=0o1000)),
+    "exec-nul-in-arg": (EXEC, exec_req(argv=("a\0b",))),
+    "exec-relative-ref": (EXEC, exec_req(fds=[(3, 0, 0, "etc/passwd")])),
+    "exec-ref-fd-over": (EXEC, exec_req(fds=[(1048577, 0, 0, "/x")])),
+    "exec-ref-offset-negative": (EXEC, exec_req(fds=[(3, 0, 1 << 63, "/x")])),
+    "exec-argc-huge": (EXEC, u32(0) + s("/bin/true") + u32(0xffffffff)),
+    "exec-trailing-byte": (EXEC, exec_req() + b"\0"),
+    "exec-truncated": (EXEC, exec_req()[:-3]),
+    # FORWARD
+    "forward": (FORWARD, s("/run/containerd/containerd.sock")),
+    "forward-relative": (FORWARD, s("run/x.sock")),
+    "forward-long": (FORWARD, s("/" + "a" * 4096)),
+    # results and exits
+    "result-ok": (RESULT, u8(0) + u32(0) + u32(4242) + s("")),
+    "result-denied": (RESULT, u8(2) + u32(13) + u32(0) + s("/usr/bin/x is not in the whitelist")),
+    "result-unknown": (RESULT, u8(7) + u32(0) + u32(0) + s("")),
+    "exit-code": (EXIT, u8(0) + u8(0) + u32(3) + s("")),
+    "exit-signal": (EXIT, u8(1) + u8(1) + u32(11) + s("SEGV")),
+    "exit-code-over": (EXIT, u8(0) + u8(0) + u32(256) + s("")),
+    "exit-bool-over": (EXIT, u8(2) + u8(0) + u32(0) + s("")),
+    # streams
+    "ack": (ACK, u8(1) + u32(65536)),
+    "ack-over-window": (ACK, u8(0) + u32(2 * 1024 * 1024 + 1)),
+    "eof-stdin": (EOF, u8(0)),
+    "close-bad-stream": (CLOSE, u8(3)),
+    "signal-term": (SIGNAL, s("TERM")),
+    "signal-sigint": (SIGNAL, s("SIGINT")),
+    "signal-unknown": (SIGNAL, s("SIGFOO")),
+    "signal-too-long": (SIGNAL, s("X" * 17)),
+    "resize": (RESIZE, u16(132) + u16(43)),
+    "resize-short": (RESIZE, u16(132)),
+    "data": (DATA, u8(1) + u32(0) + b"hello\n"),
+    "data-empty": (DATA, u8(0) + u32(0)),
+    "data-ref": (DATA, u8(0) + refs([(0, 0, 0, "/etc/hostname")]) + b"x"),
+    "data-ref-no-byte": (DATA, u8(0) + refs([(0, 0, 0, "/etc/hostname")])),
+    "data-refs-count-huge": (DATA, u8(0) + u32(254) + b"x" * 20),
+}
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__),
+                                                             "corpus", "rexec")
+    os.makedirs(out, exist_ok=True)
+    for name, (kind, payload) in SEEDS.items():
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(u8(kind) + payload)
+
+
+if __name__ == "__main__":
+    main()
