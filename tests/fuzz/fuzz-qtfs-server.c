@@ -9,7 +9,10 @@
  *
  * Input layout:
  *   u16   MOUNT flags (low 9 bits; QTFS_MNT_*); bit 15 mounts the read-only
- *         export instead of the writable one; bit 14 sends the records all
+ *         export instead of the writable one; bit 13 connects to a second
+ *         server, whose whitelist allows changes (Write, Create, Mkdir,
+ *         Rmdir, Unlink, Rename, Setattr, Setxattr) only in the writable
+ *         export's d/; bit 14 sends the records all
  *         at once (the server runs them side by side) instead of each after
  *         the answer to the one before (or SETTLE_MS without one, or all at
  *         once after BUDGET_MS)
@@ -29,7 +32,8 @@
  *     the close (a request blocked on a FIFO must be interrupted);
  *   - nothing outside the writable export changed: "outside" and the
  *     read-only export (names, types, modes, owners, sizes, contents,
- *     extended attributes, mtimes) and the base directory's names;
+ *     extended attributes, mtimes) and the base directory's names; and
+ *     through the whitelisted server nothing in it either but in d/;
  *   - the process's descriptors do not grow from input to input.
  * Then the writable export is made again as it was.  With FUZZ_VERBOSE set
  * in the environment, each call's outcome and the server's log go to stderr.
@@ -85,8 +89,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static struct {
 	char *base, *rw, *ro, *outside;
 	struct qt_loop *loop;
-	struct qtfs_srv *srv;
-	struct qt_server *server;
+	/* [0] without a whitelist, [1] with one that allows changes only in d/ */
+	struct qtfs_srv *srv[2];
+	struct qt_server *server[2];
+	struct qtfs_wl *wl;
+	struct qtfs_srv *cur_srv;
+	struct qt_server *cur_server;
 	GChecksum *outside_sum, *ro_sum;
 	char *base_names;
 	int fds;
@@ -216,6 +224,21 @@ static GChecksum *tree_sum(const char *dir)
 	return sum_of;
 }
 
+/* The sum of the writable export without d/, all that the whitelist protects. */
+static int sum_but_d(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	if (ftw->level == 1 && strcmp(p + ftw->base, "d") == 0)
+		return FTW_SKIP_SUBTREE;
+	return sum_one(p, st, flag, ftw);
+}
+
+static GChecksum *tree_sum_but_d(const char *dir)
+{
+	sum_of = g_checksum_new(G_CHECKSUM_SHA256);
+	CHECK(nftw(dir, sum_but_d, 16, FTW_PHYS | FTW_ACTIONRETVAL) == 0);
+	return sum_of;
+}
+
 static bool same_sum(GChecksum *a, const char *dir)
 {
 	GChecksum *b = tree_sum(dir);
@@ -275,6 +298,7 @@ static void setup(void)
 	struct qt_conn_opts co = {.role = QT_CONN_SERVER};
 	struct rlimit fsize = {FILE_SIZE_MAX, FILE_SIZE_MAX};
 	g_autofree char *msg = NULL;
+	g_autofree char *wl_text = NULL;
 	char tmpl[] = "/tmp/fuzz-qtfs-server.XXXXXX";
 	int err;
 
@@ -312,12 +336,22 @@ static void setup(void)
 	so.n_exports = 2;
 	so.workers = 4;
 	so.max_handles = 64;
-	err = qtfs_srv_new(G.loop, &so, &G.srv, &msg);
-	if (err < 0) {
+	wl_text = g_strdup_printf("[Write]\nPath=%1$s/d\n[Mkdir]\nPath=%1$s/d\n[Rmdir]\nPath=%1$s/d\n"
+				  "[Create]\nPath=%1$s/d\n[Unlink]\nPath=%1$s/d\n[Rename]\nPath=%1$s/d\n"
+				  "[Setattr]\nPath=%1$s/d\n[Setxattr]\nPath=%1$s/d\n", G.rw);
+	if (qtfs_wl_load_data("fuzz", wl_text, &G.wl, &msg) < 0) {
 		fprintf(stderr, "fuzz-qtfs-server: %s\n", msg);
 		abort();
 	}
-	G.server = qt_server_new(G.loop, &co, 4, &qtfs_srv_conn_ops, G.srv);
+	for (int i = 0; i < 2; i++) {
+		so.whitelist = i ? G.wl : NULL;
+		err = qtfs_srv_new(G.loop, &so, &G.srv[i], &msg);
+		if (err < 0) {
+			fprintf(stderr, "fuzz-qtfs-server: %s\n", msg);
+			abort();
+		}
+		G.server[i] = qt_server_new(G.loop, &co, 4, &qtfs_srv_conn_ops, G.srv[i]);
+	}
 	G.fds = -1;
 }
 
@@ -413,7 +447,7 @@ static bool all_answered(struct client *cl)
 
 static bool session_gone(struct client *cl)
 {
-	return cl->closed && qt_server_conn_count(G.server) == 0 && qtfs_srv_busy(G.srv) == 0;
+	return cl->closed && qt_server_conn_count(G.cur_server) == 0 && qtfs_srv_busy(G.cur_srv) == 0;
 }
 
 static void call(struct qt_conn *c, struct client *cl, struct qt_msg *m)
@@ -444,6 +478,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t off = 2;
 	int sv[2], fds;
 	gint64 budget_end;
+	GChecksum *rw_sum = NULL;
 
 	if (!G.loop)
 		setup();
@@ -452,7 +487,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	mflags = be16(data);
 
 	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
-	CHECK(qt_server_adopt(G.server, sv[0], sv[0], NULL) == 0);
+	G.cur_srv = G.srv[!!(mflags & 0x2000)];
+	G.cur_server = G.server[!!(mflags & 0x2000)];
+	if (mflags & 0x2000)
+		rw_sum = tree_sum_but_d(G.rw);
+	CHECK(qt_server_adopt(G.cur_server, sv[0], sv[0], NULL) == 0);
 	CHECK(qt_conn_new(G.loop, sv[1], sv[1], &co, &client_ops, &cl, &c) == 0);
 	qt_conn_ref(c);
 	pump_until(is_ready, &cl, 0, 5000);
@@ -491,13 +530,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!session_gone(&cl)) {
 		fprintf(stderr, "fuzz-qtfs-server: the session was still there %d ms after the "
 			"close (connections %u, busy %u)\n", TEARDOWN_MS,
-			qt_server_conn_count(G.server), qtfs_srv_busy(G.srv));
+			qt_server_conn_count(G.cur_server), qtfs_srv_busy(G.cur_srv));
 		abort();
 	}
 	qt_conn_unref(c);
 
 	CHECK(same_sum(G.outside_sum, G.outside));
 	CHECK(same_sum(G.ro_sum, G.ro));
+	if (rw_sum) {
+		GChecksum *now = tree_sum_but_d(G.rw);
+
+		CHECK(strcmp(g_checksum_get_string(rw_sum), g_checksum_get_string(now)) == 0);
+		g_checksum_free(now);
+		g_checksum_free(rw_sum);
+	}
 	{
 		g_autofree char *names = names_of(G.base);
 

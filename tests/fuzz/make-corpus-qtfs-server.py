@@ -5,7 +5,9 @@
 The generated files are committed; run this only to change them:
     python3 tests/fuzz/make-corpus-qtfs-server.py [OUTDIR]
 
-Each seed is the MOUNT flags (u16; 0x8000 mounts the read-only export) and
+Each seed is the MOUNT flags (u16; 0x8000 mounts the read-only export, 0x4000
+sends the records at once, 0x2000 goes to the server whose whitelist allows
+changes only in d/) and
 records of (u8 op, u16 length, payload), op being the request type's offset
 from MOUNT (0x80 sends it one-way); payloads are laid out as
 docs/protocol.md's table says.  The exports (fuzz-qtfs-server.c) hold f, d/g,
@@ -25,7 +27,7 @@ OPS = ["MOUNT", "STATFS", "LOOKUP", "GETATTR", "SETATTR", "READLINK", "MKNOD", "
 
 DIR_ATTRS, WATCH, PIPE_READS, XATTR_FH, WATCH_MOVES, UMASK, WRITE_MODE, INSTANCE, LIST_DIRS = (
     1 << i for i in range(9))
-RO = 0x8000
+RO, ALL_AT_ONCE, WL = 0x8000, 0x4000, 0x2000
 O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_EXCL, O_TRUNC, O_APPEND = 0, 1, 2, 0o100, 0o200, 0o1000, 0o2000
 O_DIRECTORY, O_NOFOLLOW = 0o200000, 0o400000
 
@@ -173,6 +175,30 @@ SEEDS = {
     "one-way-requests": seed(0, rec("CREATE", s("ow") + u32(0o102) + u32(0o644) + CALLER, one_way=True),
                              rec("INTERRUPT", u64(1) + b"x", one_way=True)),
     "many-opens": seed(0, *[open_("f", O_RDONLY) for _ in range(70)]),
+    # Through the whitelisted server, changes only in d/.
+    "wl-outside-d": seed(WL, create("n"), rec("MKDIR", s("e") + u32(0o755) + CALLER),
+                         rec("RENAME", s("f") + s("d/f") + u32(0)), rec("LINK", s("f") + s("d/h")),
+                         rec("LINK", s("d/g") + s("h")), setattr("f", valid=8),
+                         open_("f", O_WRONLY | O_TRUNC), rec("UNLINK", s("f")),
+                         rec("SYMLINK", s("s") + s("d") + CALLER),
+                         rec("SETXATTR", s("") + s("user.fuzz") + s("y") + u32(0)),
+                         rec("RENAME", s("d/g") + s("g") + u32(0)),
+                         rec("RENAME", s("d") + s("e") + u32(0))),
+    "wl-inside-d": seed(WL, create("d/n"), write(1, "x"), rec("MKDIR", s("d/e") + u32(0o755) + CALLER),
+                        rec("RENAME", s("d/g") + s("d/e/g") + u32(0)), setattr("d/n", valid=8),
+                        rec("SYMLINK", s("d/s") + s("../f") + CALLER), open_("d/s", O_WRONLY),
+                        rec("UNLINK", s("d/upup"))),
+    "wl-through-symlinks": seed(WL, rec("SYMLINK", s("d/l") + s("../f") + CALLER),
+                                open_("d/l", O_WRONLY | O_TRUNC), setattr("d/l", valid=8),
+                                rec("RENAME", s("d/l") + s("d/m") + u32(0)),
+                                rec("LINK", s("up/export/f") + s("d/k"))),
+    "wl-handles": seed(WL, open_("f", O_RDONLY), create("d/c"),
+                       rec("COPY_RANGE", u64(1) + u64(0) + u64(2) + u64(0) + u64(16) + u32(0)),
+                       write(1, "x"), setattr("f", h=1, valid=8),
+                       rec("FALLOCATE", u64(1) + u32(0) + u64(0) + u64(10))),
+    "wl-at-once": seed(WL | ALL_AT_ONCE, create("n"), create("d/n"),
+                       rec("RENAME", s("d/n") + s("n2") + u32(0)), rec("UNLINK", s("f")),
+                       setattr("", valid=1, mode=0o777)),
 }
 
 
