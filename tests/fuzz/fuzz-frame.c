@@ -39,18 +39,10 @@
 #include <string.h>
 
 #include "auth.h"
+#include "fuzz.h"
 #include "wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                   \
-	do {                                                                          \
-		if (!(cond)) {                                                        \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-				#cond);                                               \
-			abort();                                                      \
-		}                                                                     \
-	} while (0)
 
 /* A length limit for bytes/strdup chosen by the op byte; 0 means "no limit". */
 static size_t op_limit(uint8_t op)

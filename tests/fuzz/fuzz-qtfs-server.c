@@ -44,9 +44,7 @@
 #define _GNU_SOURCE
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <ftw.h>
 #include <sched.h>
 #include <signal.h>
@@ -56,33 +54,22 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "conn.h"
+#include "fuzz.h"
 #include "log.h"
-#include "loop.h"
 #include "proto.h"
 #include "server.h"
 #include "wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(cond)                                                                   \
-	do {                                                                          \
-		if (!(cond)) {                                                        \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-				#cond);                                               \
-			abort();                                                      \
-		}                                                                     \
-	} while (0)
-
 #define FILE_SIZE_MAX (16u << 20)  /* RLIMIT_FSIZE */
 #define MAX_CALLS 256		   /* records run per input; the rest are ignored */
-#define SETTLE_MS 50		   /* wait for a reply at most this long */
-#define BUDGET_MS 1000		   /* and for all of an input's, at most this long */
+#define SETTLE_MS 20		   /* wait for a reply at most this long */
+#define BUDGET_MS 500		   /* and for all of an input's, at most this long */
 #define TEARDOWN_MS 10000	   /* the session must be gone this long after the close */
 #define FD_SLACK 160		   /* descriptors above the first input's count: the pipe pool */
 
@@ -268,17 +255,6 @@ static char *names_of(const char *dir)
 	return g_strjoinv("/", (char **)v->pdata);
 }
 
-static int count_fds(void)
-{
-	g_autoptr(GDir) d = g_dir_open("/proc/self/fd", 0, NULL);
-	int n = 0;
-
-	CHECK(d);
-	while (g_dir_read_name(d))
-		n++;
-	return n;
-}
-
 /* ---- the server ---------------------------------------------------------- */
 
 /* At exit: the trees go (the tmpfs would go with the namespace, its mount point not). */
@@ -355,128 +331,19 @@ static void setup(void)
 	G.fds = -1;
 }
 
-struct client {
-	bool ready, closed;
-	unsigned sent, answered;
-	uint16_t types[MAX_CALLS + 1]; /* by call: the request's type */
-};
-
-struct call {
-	struct client *cl;
-	uint16_t type;
-};
-
-static void c_ready(struct qt_conn *c, void *user)
-{
-	(void)c;
-	((struct client *)user)->ready = true;
-}
-
-static void c_request(struct qt_conn *c, struct qt_msg *m, void *user)
-{
-	(void)user;
-	if (qt_msg_id(m))
-		qt_conn_reply(c, qt_msg_new_error(m, ENOSYS));
-	qt_msg_free(m);
-}
-
-static void c_closed(struct qt_conn *c, int err, const char *reason, void *user)
-{
-	(void)c;
-	(void)err;
-	(void)reason;
-	((struct client *)user)->closed = true;
-}
-
-static const struct qt_conn_ops client_ops = {
-	.ready = c_ready,
-	.request = c_request,
-	.closed = c_closed,
-};
-
-static void on_reply(struct qt_conn *c, int err, struct qt_msg *reply, void *arg)
-{
-	struct call *call = arg;
-
-	(void)c;
-	if (G.verbose && !(reply && (qt_msg_flags(reply) & QT_FLAG_MORE)))
-		fprintf(stderr, "fuzz-qtfs-server: %s: %s\n", qtfs_op_name(call->type),
-			reply ? "ok" : g_strerror(-err));
-	if (reply) {
-		CHECK(qt_msg_type(reply) == call->type);
-		if (qt_msg_flags(reply) & QT_FLAG_MORE) {
-			qt_msg_free(reply);
-			return;
-		}
-		qt_msg_free(reply);
-	} else {
-		CHECK(err < 0 && err > -4096);
-	}
-	call->cl->answered++;
-	g_free(call);
-}
-
-/*
- * Run the loop until @done, for at most @max_ms, or (@idle_ms > 0) until
- * no call was answered for @idle_ms.
- */
-static void pump_until(bool (*done)(struct client *), struct client *cl, int idle_ms, int max_ms)
-{
-	gint64 now = g_get_monotonic_time();
-	gint64 end = now + (gint64)max_ms * 1000, idle_end = now + (gint64)idle_ms * 1000;
-	unsigned seen = cl->answered;
-
-	while (!done(cl) && (now = g_get_monotonic_time()) < end && (!idle_ms || now < idle_end)) {
-		qt_loop_run_once(G.loop, 10);
-		if (cl->answered != seen) {
-			seen = cl->answered;
-			idle_end = g_get_monotonic_time() + (gint64)idle_ms * 1000;
-		}
-	}
-}
-
-static bool is_ready(struct client *cl)
-{
-	return cl->ready || cl->closed;
-}
-
-static bool all_answered(struct client *cl)
-{
-	return cl->closed || cl->answered == cl->sent;
-}
-
-static bool session_gone(struct client *cl)
+/* The session is over on the server's side: connection, requests and handles. */
+static bool session_gone(struct fz_client *cl)
 {
 	return cl->closed && qt_server_conn_count(G.cur_server) == 0 && qtfs_srv_busy(G.cur_srv) == 0;
 }
 
-static void call(struct qt_conn *c, struct client *cl, struct qt_msg *m)
-{
-	struct call *x = g_new0(struct call, 1);
-
-	x->cl = cl;
-	x->type = qt_msg_type(m);
-	cl->sent++;
-	if (qt_conn_call(c, m, 30000, on_reply, x) < 0) {
-		cl->sent--;
-		g_free(x);
-	}
-}
-
-static uint16_t be16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct qt_conn_opts co = {.role = QT_CONN_CLIENT, .name = "fuzz"};
-	struct client cl = {0};
-	struct qt_conn *c = NULL;
+	struct fz_client cl = {0};
 	struct qt_msg *m;
 	uint16_t mflags;
 	size_t off = 2;
-	int sv[2], fds;
+	int fds;
 	gint64 budget_end;
 	GChecksum *rw_sum = NULL;
 
@@ -484,56 +351,47 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		setup();
 	if (size < 2)
 		return 0;
-	mflags = be16(data);
-
-	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+	mflags = fz_be16(data);
 	G.cur_srv = G.srv[!!(mflags & 0x2000)];
 	G.cur_server = G.server[!!(mflags & 0x2000)];
 	if (mflags & 0x2000)
 		rw_sum = tree_sum_but_d(G.rw);
-	CHECK(qt_server_adopt(G.cur_server, sv[0], sv[0], NULL) == 0);
-	CHECK(qt_conn_new(G.loop, sv[1], sv[1], &co, &client_ops, &cl, &c) == 0);
-	qt_conn_ref(c);
-	pump_until(is_ready, &cl, 0, 5000);
-	CHECK(cl.ready);
+	if (G.verbose)
+		cl.verbose = qtfs_op_name;
+	fz_client_open(&cl, G.loop, G.cur_server);
 
 	m = qt_msg_new(QTFS_MOUNT, 0, 0);
 	qt_msg_put_str(m, mflags & 0x8000 ? G.ro : G.rw);
 	qt_msg_put_u32(m, mflags & 0x1ff);
 	if (mflags & QTFS_MNT_WATCH)
 		qt_msg_put_u64(m, 1);
-	call(c, &cl, m);
-	pump_until(all_answered, &cl, 0, 5000);
+	fz_call(&cl, m);
+	fz_pump(&cl, fz_all_answered, 0, 5000);
 
 	budget_end = g_get_monotonic_time() + BUDGET_MS * 1000;
 	for (unsigned n = 0; n < MAX_CALLS && size - off >= 3; n++) {
 		uint8_t op = data[off];
-		size_t len = MIN((size_t)be16(data + off + 1), size - off - 3);
+		size_t len = MIN((size_t)fz_be16(data + off + 1), size - off - 3);
 		uint16_t type = QTFS_MOUNT + (op & 0x7f) % (QTFS_OP_MAX - QTFS_MOUNT);
 
 		m = qt_msg_new(type, 0, 0);
 		qt_msg_put_raw(m, data + off + 3, len);
 		off += 3 + len;
-		if (op & 0x80) {
-			CHECK(qt_msg_finish(m) == 0);
-			qt_conn_send(c, m);
-		} else {
-			call(c, &cl, m);
-		}
+		if (op & 0x80)
+			fz_send(&cl, m);
+		else
+			fz_call(&cl, m);
 		if (!(mflags & 0x4000) && g_get_monotonic_time() < budget_end)
-			pump_until(all_answered, &cl, SETTLE_MS, BUDGET_MS);
+			fz_pump(&cl, fz_all_answered, SETTLE_MS, BUDGET_MS);
 	}
-	pump_until(all_answered, &cl, SETTLE_MS, BUDGET_MS);
+	fz_pump(&cl, fz_all_answered, SETTLE_MS, BUDGET_MS);
 
-	qt_conn_close(c, 0, "input done");
-	pump_until(session_gone, &cl, 0, TEARDOWN_MS);
-	if (!session_gone(&cl)) {
+	if (!fz_client_close(&cl, session_gone, TEARDOWN_MS)) {
 		fprintf(stderr, "fuzz-qtfs-server: the session was still there %d ms after the "
 			"close (connections %u, busy %u)\n", TEARDOWN_MS,
 			qt_server_conn_count(G.cur_server), qtfs_srv_busy(G.cur_srv));
 		abort();
 	}
-	qt_conn_unref(c);
 
 	CHECK(same_sum(G.outside_sum, G.outside));
 	CHECK(same_sum(G.ro_sum, G.ro));
@@ -550,7 +408,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(strcmp(names, G.base_names) == 0);
 	}
 	reset_export(G.rw);
-	fds = count_fds();
+	fds = fz_count_fds();
 	if (G.fds < 0)
 		G.fds = fds;
 	if (fds > G.fds + FD_SLACK) {

@@ -34,18 +34,10 @@
 #include <string.h>
 
 #include "proto.h"
+#include "fuzz.h"
 #include "wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                   \
-	do {                                                                          \
-		if (!(cond)) {                                                        \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-				#cond);                                               \
-			abort();                                                      \
-		}                                                                     \
-	} while (0)
 
 /* What a decoder's outputs hold before it runs: a failure must leave it. */
 #define MARK 0xa5

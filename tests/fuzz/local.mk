@@ -36,12 +36,12 @@ tests/fuzz/fuzz-rexec: $(FUZZ_REXEC_SRCS)
 # qtfs-server's request handling (fuse-qtfs/server.c): a server in the
 # process, an authenticated and mounted client sending what the input says.
 check_PROGRAMS += tests/fuzz/replay-qtfs-server
-tests_fuzz_replay_qtfs_server_SOURCES = tests/fuzz/fuzz-qtfs-server.c tests/fuzz/replay.c \
-	fuse-qtfs/server.c fuse-qtfs/dirwatch.c
+tests_fuzz_replay_qtfs_server_SOURCES = tests/fuzz/fuzz-qtfs-server.c tests/fuzz/fuzz-client.c \
+	tests/fuzz/fuzz.h tests/fuzz/replay.c fuse-qtfs/server.c fuse-qtfs/dirwatch.c
 tests_fuzz_replay_qtfs_server_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/fuse-qtfs
 tests_fuzz_replay_qtfs_server_LDADD = fuse-qtfs/libqtfsproto.a fuse-qtfs/libqtfswl.a $(QT_LIBS)
 FUZZ_BINS += tests/fuzz/fuzz-qtfs-server
-FUZZ_QTFS_SERVER_SRCS = $(top_srcdir)/tests/fuzz/fuzz-qtfs-server.c \
+FUZZ_QTFS_SERVER_SRCS = $(top_srcdir)/tests/fuzz/fuzz-qtfs-server.c $(top_srcdir)/tests/fuzz/fuzz-client.c \
 	$(top_srcdir)/fuse-qtfs/server.c $(top_srcdir)/fuse-qtfs/dirwatch.c \
 	$(fuse_qtfs_libqtfsproto_a_SOURCES:%=$(top_srcdir)/%) \
 	$(fuse_qtfs_libqtfswl_a_SOURCES:%=$(top_srcdir)/%) \
