@@ -3,7 +3,9 @@
 #include "config.h"
 
 #include <errno.h>
+#include <ftw.h>
 #include <glib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -145,4 +147,22 @@ int fz_count_fds(void)
 	while (g_dir_read_name(d))
 		n++;
 	return n;
+}
+
+static int remove_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	if (ftw->level == 0)
+		return 0;
+	if (remove(p) < 0 && errno != ENOENT) {
+		fprintf(stderr, "fuzz: cannot remove %s: %s\n", p, g_strerror(errno));
+		abort();
+	}
+	return 0;
+}
+
+void fz_empty_dir(const char *dir)
+{
+	CHECK(nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS) == 0);
 }

@@ -138,25 +138,12 @@ static void populate(const char *dir)
 	CHECK(setxattr(dir, "user.fuzz", "x", 1, 0) == 0 || errno == ENOTSUP);
 }
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	if (ftw->level == 0)
-		return 0;
-	if (remove(p) < 0 && errno != ENOENT) {
-		fprintf(stderr, "fuzz-qtfs-server: cannot remove %s: %s\n", p, strerror(errno));
-		abort();
-	}
-	return 0;
-}
-
 /* Empty @dir (kept: it is the export's root) and fill it anew. */
 static void reset_export(const char *dir)
 {
 	CHECK(chmod(dir, 0755) == 0);
 	CHECK(geteuid() != 0 || chown(dir, 0, 0) == 0);
-	CHECK(nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS) == 0);
+	fz_empty_dir(dir);
 	populate(dir);
 }
 
@@ -263,7 +250,7 @@ static void cleanup(void)
 	if (!G.base)
 		return;
 	umount2(G.base, MNT_DETACH);
-	nftw(G.base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	fz_empty_dir(G.base);
 	rmdir(G.base);
 }
 

@@ -61,6 +61,8 @@ bool fz_all_answered(struct fz_client *cl);
  * @gone never held.
  */
 bool fz_client_close(struct fz_client *cl, bool (*gone)(struct fz_client *), int max_ms);
+/* Remove what @dir holds (not @dir); aborts if something cannot go. */
+void fz_empty_dir(const char *dir);
 /* Descriptors open in the process. */
 int fz_count_fds(void);
 static inline uint16_t fz_be16(const uint8_t *p)

@@ -50,6 +50,21 @@ tests/fuzz/fuzz-qtfs-server: $(FUZZ_QTFS_SERVER_SRCS)
 	$(FUZZ_CC) -I$(top_srcdir)/fuse-qtfs $(GLIB_CFLAGS) $(URING_CFLAGS) \
 		`printf '%s\n' $(FUZZ_QTFS_SERVER_SRCS) | grep '\.c$$'` $(GLIB_LIBS) $(URING_LIBS) -o $@
 
+# rexecd's sessions (rexecd/rexecd.c): a rexecd in the process, an
+# authenticated client sending what the input says.
+check_PROGRAMS += tests/fuzz/replay-rexecd
+tests_fuzz_replay_rexecd_SOURCES = tests/fuzz/fuzz-rexecd.c tests/fuzz/fuzz-client.c \
+	tests/fuzz/fuzz.h tests/fuzz/replay.c rexecd/rexecd.c
+tests_fuzz_replay_rexecd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/rexec -I$(top_srcdir)/rexecd
+tests_fuzz_replay_rexecd_LDADD = rexec/librexecproto.a $(QT_LIBS)
+FUZZ_BINS += tests/fuzz/fuzz-rexecd
+FUZZ_REXECD_SRCS = $(top_srcdir)/tests/fuzz/fuzz-rexecd.c $(top_srcdir)/tests/fuzz/fuzz-client.c \
+	$(top_srcdir)/rexecd/rexecd.c $(rexec_librexecproto_a_SOURCES:%=$(top_srcdir)/%) \
+	$(lib_libqt_a_SOURCES:%=$(top_srcdir)/%)
+tests/fuzz/fuzz-rexecd: $(FUZZ_REXECD_SRCS)
+	$(FUZZ_CC) -I$(top_srcdir)/rexec -I$(top_srcdir)/rexecd $(GLIB_CFLAGS) $(URING_CFLAGS) \
+		`printf '%s\n' $(FUZZ_REXECD_SRCS) | grep '\.c$$'` $(GLIB_LIBS) $(URING_LIBS) -o $@
+
 TESTS += tests/fuzz/test-corpus.sh
 EXTRA_DIST += tests/fuzz/test-corpus.sh tests/fuzz/make-corpus.sh tests/fuzz/make-corpus-rexec.py \
 	tests/fuzz/make-corpus-qtfs-server.py tests/fuzz/corpus
