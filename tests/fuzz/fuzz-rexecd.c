@@ -7,7 +7,9 @@
  * RESIZE, in any order.  The commands it may run are harmless (cat, head,
  * true, echo, sleep: the whitelist), its environment fixed, passed files
  * limited to one directory, forwards to one socket the target listens on
- * (BASE/files, BASE/sock).
+ * (BASE/files, BASE/sock: a fixed path, since the seeds name it; as root
+ * a tmpfs of the process's own mount namespace is mounted there, and the
+ * empty directory stays behind).
  *
  * Input layout:
  *   u8    flags: bit 0 sends every record at once, instead of each call
@@ -62,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define MAX_RECORDS 256
 #define SETTLE_MS 20	    /* wait for an answer at most this long */
 #define BUDGET_MS 500	    /* and for all of an input's, at most this long */
-#define EXIT_WAIT_MS 200    /* for the command's EXIT after the records */
+#define EXIT_WAIT_MS 50     /* for the command's EXIT after the records */
 #define TEARDOWN_MS 10000   /* the session must be gone this long after the close */
 #define FD_SLACK 64	    /* descriptors above the first input's count */
 
