@@ -392,6 +392,17 @@ void as_watch_parser_clear(struct as_watch_parser *p)
 	p->line = NULL;
 }
 
+/* The event types of the watch API (watch.EventType); kube.h promises no other. */
+static bool known_event_type(const char *type)
+{
+	static const char *const types[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(types); i++)
+		if (strcmp(type, types[i]) == 0)
+			return true;
+	return false;
+}
+
 static void watch_line(const char *s, size_t len, as_watch_fn fn, void *ud)
 {
 	g_autofree char *m = NULL;
@@ -410,10 +421,15 @@ static void watch_line(const char *s, size_t len, as_watch_fn fn, void *ud)
 	}
 	type = as_json_string(ev, "type");
 	obj = jobj(ev, "object");
-	if (!type || !obj)
+	if (!type || !obj) {
 		fn(ud, NULL, NULL, "watch event without a type or an object");
-	else
+	} else if (!known_event_type(type)) {
+		g_autofree char *e = g_strdup_printf("watch event of unknown type \"%s\"", type);
+
+		fn(ud, NULL, NULL, e);
+	} else {
 		fn(ud, type, obj, NULL);
+	}
 	json_object_put(ev);
 }
 
