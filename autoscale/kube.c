@@ -99,13 +99,33 @@ static struct as_kube_config *config_new(void)
 	return c;
 }
 
+/*
+ * A YAML value costs at least a byte of the document, except an alias,
+ * which repeats a whole subtree: nested aliases double and redouble it
+ * ("billion laughs"), so that a few hundred bytes would expand to
+ * billions of values.  The conversion stops at as many values as the
+ * document has bytes, plus this many for ordinary uses of anchors.
+ */
+#define YAML_ALIAS_SLACK 4096
+
+struct yaml_conv {
+	yaml_document_t *doc;
+	size_t left; /* values still allowed */
+	bool over; /* ran out: the result is incomplete */
+};
+
 /* YAML node to JSON: mappings to objects, sequences to arrays, scalars to strings. */
-static json_object *yaml_to_json(yaml_document_t *doc, yaml_node_t *n, int depth)
+static json_object *yaml_to_json(struct yaml_conv *cv, yaml_node_t *n, int depth)
 {
 	json_object *o;
 
-	if (!n || depth > JSON_DEPTH)
+	if (!n || depth > JSON_DEPTH || cv->over)
 		return NULL;
+	if (cv->left == 0) {
+		cv->over = true;
+		return NULL;
+	}
+	cv->left--;
 	switch (n->type) {
 	case YAML_SCALAR_NODE:
 		return json_object_new_string_len((const char *)n->data.scalar.value,
@@ -113,8 +133,9 @@ static json_object *yaml_to_json(yaml_document_t *doc, yaml_node_t *n, int depth
 	case YAML_SEQUENCE_NODE:
 		o = json_object_new_array();
 		for (yaml_node_item_t *i = n->data.sequence.items.start;
-		     i < n->data.sequence.items.top; i++) {
-			json_object *v = yaml_to_json(doc, yaml_document_get_node(doc, *i), depth + 1);
+		     i < n->data.sequence.items.top && !cv->over; i++) {
+			json_object *v =
+				yaml_to_json(cv, yaml_document_get_node(cv->doc, *i), depth + 1);
 
 			json_object_array_add(o, v ? v : json_object_new_string(""));
 		}
@@ -122,13 +143,13 @@ static json_object *yaml_to_json(yaml_document_t *doc, yaml_node_t *n, int depth
 	case YAML_MAPPING_NODE:
 		o = json_object_new_object();
 		for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
-		     p < n->data.mapping.pairs.top; p++) {
-			yaml_node_t *k = yaml_document_get_node(doc, p->key);
+		     p < n->data.mapping.pairs.top && !cv->over; p++) {
+			yaml_node_t *k = yaml_document_get_node(cv->doc, p->key);
 
 			if (!k || k->type != YAML_SCALAR_NODE)
 				continue;
 			json_object_object_add(o, (const char *)k->data.scalar.value,
-					       yaml_to_json(doc, yaml_document_get_node(doc, p->value),
+					       yaml_to_json(cv, yaml_document_get_node(cv->doc, p->value),
 							    depth + 1));
 		}
 		return o;
@@ -141,6 +162,7 @@ static int parse_yaml(const char *buf, size_t len, json_object **out, char **msg
 {
 	yaml_parser_t parser;
 	yaml_document_t doc;
+	struct yaml_conv cv = {&doc, len + YAML_ALIAS_SLACK, false};
 	json_object *o;
 
 	if (!yaml_parser_initialize(&parser))
@@ -152,9 +174,16 @@ static int parse_yaml(const char *buf, size_t len, json_object **out, char **msg
 		yaml_parser_delete(&parser);
 		return -EINVAL;
 	}
-	o = yaml_to_json(&doc, yaml_document_get_root_node(&doc), 0);
+	o = yaml_to_json(&cv, yaml_document_get_root_node(&doc), 0);
 	yaml_document_delete(&doc);
 	yaml_parser_delete(&parser);
+	if (cv.over) {
+		if (o)
+			json_object_put(o);
+		*msg = g_strdup_printf("aliases expand the document past %zu values", len +
+				       YAML_ALIAS_SLACK);
+		return -EINVAL;
+	}
 	if (!o || !json_object_is_type(o, json_type_object)) {
 		if (o)
 			json_object_put(o);

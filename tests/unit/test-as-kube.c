@@ -150,6 +150,37 @@ START_TEST(kubeconfig_json_and_in_cluster)
 }
 END_TEST
 
+/*
+ * Nested aliases ("billion laughs"), and an alias to the node it is in,
+ * expand a few hundred bytes to billions of values: refused, at once,
+ * while an anchor used as kubeconfigs use them still works (seen in
+ * review; tests/fuzz/fuzz-kube.c ran out of memory on it).
+ */
+START_TEST(kubeconfig_alias_expansion)
+{
+	static const char selfref[] = "a: &a [*a, *a, *a]\n";
+	static const char anchors[] =
+		"current-context: x\n"
+		"base: &base {server: 'https://h:6443', insecure-skip-tls-verify: 'true'}\n"
+		"contexts:\n- name: x\n  context: {cluster: c}\n"
+		"clusters:\n- name: c\n  cluster: *base\n- name: d\n  cluster: *base\n";
+	g_autoptr(GString) laughs = g_string_new("a: &a [x, x, x, x, x, x, x, x, x]\n");
+	g_autoptr(as_kube_config) c = NULL;
+	g_autofree char *m1 = NULL, *m2 = NULL, *m3 = NULL;
+
+	for (char k = 'b'; k <= 'j'; k++)
+		g_string_append_printf(laughs, "%c: &%c [*%c, *%c, *%c, *%c, *%c, *%c, *%c, *%c, *%c]\n",
+				       k, k, k - 1, k - 1, k - 1, k - 1, k - 1, k - 1, k - 1, k - 1, k - 1);
+	ck_assert_int_eq(parse_err(laughs->str, NULL, &m1), -EINVAL);
+	ck_assert_msg(strstr(m1, "aliases expand"), "%s", m1);
+	ck_assert_int_eq(parse_err(selfref, NULL, &m2), -EINVAL);
+	ck_assert_msg(strstr(m2, "aliases expand"), "%s", m2);
+	ck_assert_int_eq(as_kube_config_parse(anchors, strlen(anchors), "/d", NULL, &c, &m3), 0);
+	ck_assert_str_eq(c->server, "https://h:6443");
+	ck_assert(c->insecure);
+}
+END_TEST
+
 /* ---- watch parser ---- */
 
 struct seen {
@@ -660,6 +691,7 @@ int main(void)
 	tcase_add_test(tc, kubeconfig_current_and_named);
 	tcase_add_test(tc, kubeconfig_errors);
 	tcase_add_test(tc, kubeconfig_json_and_in_cluster);
+	tcase_add_test(tc, kubeconfig_alias_expansion);
 	tcase_add_test(tc, watch_parser_any_split);
 	tcase_add_test(tc, watch_parser_oversized);
 	tcase_add_test(tc, watch_parser_unknown_type);
