@@ -268,7 +268,7 @@ int as_kube_config_parse(const char *buf, size_t len, const char *dir, const cha
 {
 	g_autoptr(as_kube_config) c = config_new();
 	json_object *root = NULL, *ctx, *cluster, *user;
-	const char *cname, *cl, *un, *server, *tok, *insecure;
+	const char *cname, *cl, *un, *server, *host, *tok, *insecure;
 	g_autofree char *m = NULL;
 	int r;
 
@@ -296,8 +296,14 @@ int as_kube_config_parse(const char *buf, size_t len, const char *dir, const cha
 		goto cleanup;
 	}
 	server = as_json_string(cluster, "server");
-	if (!server || !(g_str_has_prefix(server, "https://") ||
-			 g_str_has_prefix(server, "http://"))) {
+	/* A host after the scheme: "https://" alone would lose its slashes below. */
+	if (server && g_str_has_prefix(server, "https://"))
+		host = server + strlen("https://");
+	else if (server && g_str_has_prefix(server, "http://"))
+		host = server + strlen("http://");
+	else
+		host = NULL;
+	if (!host || !*host || *host == '/') {
 		*msg = g_strdup_printf("cluster \"%s\": server \"%s\" is not an http(s) URL", cl,
 				       server ? server : "");
 		goto cleanup;

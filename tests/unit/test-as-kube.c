@@ -104,6 +104,17 @@ START_TEST(kubeconfig_errors)
 				   NULL, &m4),
 			 -EINVAL);
 	ck_assert(strstr(m4, "ftp://h"));
+	/* A scheme without a host, which used to lose its slashes and pass as "https:". */
+	for (int i = 0; i < 3; i++) {
+		static const char *const urls[] = {"https://", "http:///", "https:///api"};
+		g_autofree char *doc = g_strdup_printf(
+			"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c}\n"
+			"clusters:\n- name: c\n  cluster: {server: '%s'}\n", urls[i]);
+		g_autofree char *m = NULL;
+
+		ck_assert_int_eq(parse_err(doc, NULL, &m), -EINVAL);
+		ck_assert_msg(strstr(m, "is not an http(s) URL"), "%s", m);
+	}
 	ck_assert_int_eq(parse_err("current-context: x\ncontexts:\n- name: x\n  context: {cluster: "
 				   "c, user: u}\nclusters:\n- name: c\n  cluster: {server: "
 				   "https://h}\nusers:\n- name: u\n  user: {client-key: k}\n",
