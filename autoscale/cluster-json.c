@@ -566,7 +566,8 @@ static int parse_pod(struct jp *j, json_object *o, struct as_pod *p)
 		    (r = get_string(j, ref, "name", &name)) < 0)
 			return r;
 		jp_pop(j, o2);
-		if (ctl && !p->owner_kind) {
+		/* A controller without a kind names nothing: the pod is as one without. */
+		if (ctl && kind && !p->owner_kind) {
 			p->owner_kind = g_steal_pointer(&kind);
 			p->owner_name = name ? g_steal_pointer(&name) : g_strdup("");
 		}

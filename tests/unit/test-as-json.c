@@ -117,6 +117,27 @@ START_TEST(pod_requests_overflow)
 }
 END_TEST
 
+/*
+ * A controller reference without a kind is no controller: it used to
+ * leave owner_kind NULL with owner_name set, and leak that name when a
+ * second controller reference followed (found by tests/fuzz/fuzz-kube.c).
+ */
+START_TEST(pod_controller_without_kind)
+{
+	g_autoptr(as_cluster) c = parse_ok(
+		"{\"pods\": [{\"metadata\": {\"name\": \"a\", \"ownerReferences\": [{\"controller\": true}]}},"
+		" {\"metadata\": {\"name\": \"b\", \"ownerReferences\": ["
+		"   {\"controller\": true, \"name\": \"x\"},"
+		"   {\"controller\": true, \"kind\": \"Job\", \"name\": \"j\"}]}}]}");
+	struct as_pod *a = c->pods->pdata[0], *b = c->pods->pdata[1];
+
+	ck_assert_ptr_null(a->owner_kind);
+	ck_assert_ptr_null(a->owner_name);
+	ck_assert_str_eq(b->owner_kind, "Job");
+	ck_assert_str_eq(b->owner_name, "j");
+}
+END_TEST
+
 START_TEST(node_and_group)
 {
 	g_autoptr(as_cluster) c = parse_ok(
@@ -380,6 +401,7 @@ int main(void)
 
 	tcase_add_test(tc, pod_defaults);
 	tcase_add_test(tc, pod_requests_overflow);
+	tcase_add_test(tc, pod_controller_without_kind);
 	tcase_add_test(tc, node_and_group);
 	tcase_add_test(tc, errors_name_the_path);
 	tcase_add_test(tc, options_file);
