@@ -1151,6 +1151,12 @@ int as_options_from_json(struct as_options *o, const char *buf, size_t len, char
 		r = -EINVAL;
 		goto cleanup;
 	}
+	/* As in a snapshot: a second object after the first is a mistake, not ignored. */
+	if (json_tokener_get_parse_end(tok) < len) {
+		*msg = g_strdup("trailing data after the JSON object");
+		r = -EINVAL;
+		goto cleanup;
+	}
 	/* All or nothing: check every value on a scratch copy before touching @o. */
 	as_options_init(&scratch);
 	r = apply_options(&scratch, root, msg);

@@ -265,7 +265,7 @@ START_TEST(options_file)
 	ck_assert(!o.skip_nodes_with_local_storage);
 	ck_assert(o.scale_down_utilization_threshold == 0.25);
 	ck_assert_uint_eq(o.n_priorities, 3);
-	ck_assert_int_eq(as_options_from_json(&o, "{\"scan-intervall\": \"10s\"}", 26, &m2), -EINVAL);
+	ck_assert_int_eq(as_options_from_json(&o, "{\"scan-intervall\": \"10s\"}", 25, &m2), -EINVAL);
 	ck_assert_str_eq(m2, "unknown option \"scan-intervall\"");
 	/* all or nothing: the valid first key is not applied either */
 	ck_assert_int_eq(as_options_from_json(&o, "{\"max-nodes-total\": 7, \"scan-intervall\": \"1s\"}",
@@ -274,6 +274,28 @@ START_TEST(options_file)
 	ck_assert_int_eq(o.max_nodes_total, 200);
 	ck_assert_int_eq(as_options_from_json(&o, "{\"max-nodes-total\": [1]}", 24, &m3), -EINVAL);
 	ck_assert_str_eq(m3, "option \"max-nodes-total\": expected a string, number or boolean, got an array");
+	as_options_clear(&o);
+}
+END_TEST
+
+/*
+ * Two objects in an options file: the second was ignored, where a
+ * snapshot refuses anything after its value (a property that
+ * tests/fuzz/fuzz-kube.c checks).
+ */
+START_TEST(options_file_trailing_data)
+{
+	static const char two[] = "{\"max-nodes-total\": 5}\n{\"max-nodes-total\": 9}\n";
+	static const char spaced[] = "\n {\"max-nodes-total\": 5} \n\t\n";
+	struct as_options o;
+	g_autofree char *m1 = NULL, *m2 = NULL;
+
+	as_options_init(&o);
+	ck_assert_int_eq(as_options_from_json(&o, two, strlen(two), &m1), -EINVAL);
+	ck_assert_str_eq(m1, "trailing data after the JSON object");
+	ck_assert_int_eq(o.max_nodes_total, 0);
+	ck_assert_int_eq(as_options_from_json(&o, spaced, strlen(spaced), &m2), 0);
+	ck_assert_int_eq(o.max_nodes_total, 5);
 	as_options_clear(&o);
 }
 END_TEST
@@ -405,6 +427,7 @@ int main(void)
 	tcase_add_test(tc, node_and_group);
 	tcase_add_test(tc, errors_name_the_path);
 	tcase_add_test(tc, options_file);
+	tcase_add_test(tc, options_file_trailing_data);
 	tcase_add_test(tc, decision_json);
 	tcase_add_test(tc, mutations_never_crash);
 	suite_add_tcase(s, tc);
