@@ -64,6 +64,26 @@ FUZZ_REXECD_SRCS = $(top_srcdir)/tests/fuzz/fuzz-rexecd.c $(top_srcdir)/tests/fu
 tests/fuzz/fuzz-rexecd: $(FUZZ_REXECD_SRCS)
 	$(FUZZ_CC) -I$(top_srcdir)/rexec -I$(top_srcdir)/rexecd $(GLIB_CFLAGS) $(URING_CFLAGS) \
 		`printf '%s\n' $(FUZZ_REXECD_SRCS) | grep '\.c$$'` $(GLIB_LIBS) $(URING_LIBS) -o $@
+# The Kubernetes watch stream parser and what reads the API's objects
+# (autoscale/kube.c, autoscale/cluster-json.c), and the documents the
+# autoscaler reads whole (snapshot, options, kubeconfig).
+check_PROGRAMS += tests/fuzz/replay-kube
+tests_fuzz_replay_kube_SOURCES = tests/fuzz/fuzz-kube.c tests/fuzz/replay.c
+tests_fuzz_replay_kube_CPPFLAGS = $(ASD_CPPFLAGS)
+tests_fuzz_replay_kube_LDADD = $(ASD_LIBS)
+FUZZ_BINS += tests/fuzz/fuzz-kube
+FUZZ_KUBE_SRCS = $(top_srcdir)/tests/fuzz/fuzz-kube.c \
+	$(top_srcdir)/autoscale/kube.c $(top_srcdir)/autoscale/kube.h \
+	$(autoscale_libasjson_a_SOURCES:%=$(top_srcdir)/%) \
+	$(autoscale_core_libascore_a_SOURCES:%=$(top_srcdir)/%) \
+	$(bm_libbm_a_SOURCES:%=$(top_srcdir)/%) $(lib_libqt_a_SOURCES:%=$(top_srcdir)/%)
+tests/fuzz/fuzz-kube: $(FUZZ_KUBE_SRCS)
+	$(FUZZ_CC) -I$(top_srcdir)/autoscale -I$(top_srcdir)/autoscale/core -I$(top_srcdir)/bm \
+		$(GLIB_CFLAGS) $(URING_CFLAGS) $(JSONC_CFLAGS) $(CURL_CFLAGS) $(MHD_CFLAGS) \
+		$(YAML_CFLAGS) $(SQLITE_CFLAGS) `printf '%s\n' $(FUZZ_KUBE_SRCS) | grep '\.c$$'` \
+		$(CURL_LIBS) $(MHD_LIBS) $(YAML_LIBS) $(SQLITE_LIBS) $(JSONC_LIBS) $(GLIB_LIBS) \
+		$(URING_LIBS) -lm -o $@
+
 
 TESTS += tests/fuzz/test-corpus.sh
 EXTRA_DIST += tests/fuzz/test-corpus.sh tests/fuzz/make-corpus.sh tests/fuzz/make-corpus-rexec.py \
