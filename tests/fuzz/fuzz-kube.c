@@ -59,20 +59,12 @@
 #include <string.h>
 
 #include "cluster-json.h"
+#include "fuzz.h"
 #include "kube.h"
 #include "model.h"
 #include "options.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                   \
-	do {                                                                          \
-		if (!(cond)) {                                                        \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-				#cond);                                               \
-			abort();                                                      \
-		}                                                                     \
-	} while (0)
 
 #define SMALL_MAX_LINE 256
 #define FUZZ_ID "fuzz-autoscaler"

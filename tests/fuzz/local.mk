@@ -68,7 +68,7 @@ tests/fuzz/fuzz-rexecd: $(FUZZ_REXECD_SRCS)
 # (autoscale/kube.c, autoscale/cluster-json.c), and the documents the
 # autoscaler reads whole (snapshot, options, kubeconfig).
 check_PROGRAMS += tests/fuzz/replay-kube
-tests_fuzz_replay_kube_SOURCES = tests/fuzz/fuzz-kube.c tests/fuzz/replay.c
+tests_fuzz_replay_kube_SOURCES = tests/fuzz/fuzz-kube.c tests/fuzz/fuzz.h tests/fuzz/replay.c
 tests_fuzz_replay_kube_CPPFLAGS = $(ASD_CPPFLAGS)
 tests_fuzz_replay_kube_LDADD = $(ASD_LIBS)
 FUZZ_BINS += tests/fuzz/fuzz-kube
@@ -83,7 +83,6 @@ tests/fuzz/fuzz-kube: $(FUZZ_KUBE_SRCS)
 		$(YAML_CFLAGS) $(SQLITE_CFLAGS) `printf '%s\n' $(FUZZ_KUBE_SRCS) | grep '\.c$$'` \
 		$(CURL_LIBS) $(MHD_LIBS) $(YAML_LIBS) $(SQLITE_LIBS) $(JSONC_LIBS) $(GLIB_LIBS) \
 		$(URING_LIBS) -lm -o $@
-
 
 TESTS += tests/fuzz/test-corpus.sh
 EXTRA_DIST += tests/fuzz/test-corpus.sh tests/fuzz/make-corpus.sh tests/fuzz/make-corpus-rexec.py \
