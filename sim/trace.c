@@ -559,6 +559,10 @@ static int check_string(SimTraceReader *r, const char *field, const char *s, boo
 		return bad_field(r, field, s, "is empty");
 	if (has_control(s))
 		return bad_field(r, field, "...", "contains a control character");
+	if (strlen(s) > SIM_TRACE_MAX_TEXT) {
+		set_error(r, "field %s: longer than %d bytes", field, SIM_TRACE_MAX_TEXT);
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -1245,9 +1249,11 @@ static int parse_batch_task(SimTraceReader *r, char *line, SimPod *p)
 		p->duration_ms = end - p->arrival_ms;
 	}
 	g_string_printf(r->id, "%s/%s/", r->fields[2], r->fields[0]);
-	p->id = r->id->str; /* for check_pod; each instance gets its own */
-	r->expand = *p;
 	r->expand_prefix = (int64_t)r->id->len;
+	/* check_pod sees the longest id an instance gets; each gets its own. */
+	g_string_append_printf(r->id, "%" PRId64, instances);
+	p->id = r->id->str;
+	r->expand = *p;
 	r->expand_left = r->expand_total = instances;
 	return 1; /* instances to return */
 }
@@ -1472,8 +1478,11 @@ int sim_trace_reader_next(SimTraceReader *r, SimPod *pod)
 			continue;
 		} else {
 			rc = parse_line(r, line, len, &p);
-			if (rc > 0)
-				rc = check_pod(r, &p) < 0 ? -EINVAL : 1;
+			if (rc > 0 && check_pod(r, &p) < 0) {
+				/* A bad batch_task row (its longest id) takes its instances along. */
+				r->expand_left = 0;
+				rc = -EINVAL;
+			}
 		}
 		if (rc == -EINVAL && guessed) {
 			g_autofree char *why = g_steal_pointer(&r->error);
@@ -1484,7 +1493,6 @@ int sim_trace_reader_next(SimTraceReader *r, SimPod *pod)
 			return rc;
 		}
 		if (rc == -EINVAL && r->opts.skip_bad) {
-			r->expand_left = 0;
 			note_skipped(r);
 			continue;
 		}

@@ -34,6 +34,11 @@
 /* Limits on input: a longer line or more fields is a bad record. */
 #define SIM_TRACE_MAX_LINE (64 * 1024)
 #define SIM_TRACE_MAX_FIELDS 64
+/* Longest text field (id, class, gpu_model, labels, and the fields of a
+ * public trace they are made of): four of them, escaped by the native
+ * writers, stay well inside SIM_TRACE_MAX_LINE, so whatever a reader
+ * returns, written, reads back. */
+#define SIM_TRACE_MAX_TEXT 4096
 /* Largest instance_num an alibaba2018 batch_task row may expand to. */
 #define SIM_TRACE_MAX_INSTANCES 100000
 /* Largest value of any time field: 10 years in ms. */

@@ -61,6 +61,7 @@ static void assert_records(GPtrArray *got, const char *const *want, size_t n)
 }
 
 static char *write_tmp(const char *content, gsize len, const char *suffix);
+static char *write_trace(const SimTrace *t, SimOutFormat fmt, size_t *len);
 
 static const char *const native_want[] = {
 	"web-1|container|0|60000|500|1073741824|0||0|",
@@ -654,6 +655,90 @@ START_TEST(test_gzip_members_and_truncation)
 }
 END_TEST
 
+/*
+ * Whatever a reader returns, written in either native form, reads back:
+ * a text field is at most SIM_TRACE_MAX_TEXT bytes, which keeps a written
+ * line under SIM_TRACE_MAX_LINE even when every byte is escaped.  A
+ * 65000-byte id was read, and written as a JSON line of over 64 KiB that
+ * the reader refused (the fuzz target's round trip found it).
+ */
+START_TEST(test_text_limit)
+{
+	static const char *const fields[] = {"id", "class", "gpu_model", "labels"};
+	GString *s = g_string_new("{");
+	GString *csv = g_string_new("id,arrival_ms,cpu_milli,memory_bytes\n");
+	GString *batch = g_string_new(NULL);
+	g_autofree char *path = NULL, *pc = NULL, *pb = NULL;
+	g_autoptr(SimTrace) t = NULL;
+	g_autoptr(SimTraceReader) r = NULL;
+	g_autoptr(GPtrArray) got = NULL;
+	uint64_t skipped = 0;
+	SimPod p;
+
+	/* Four fields of quotes, each written as two bytes: about 33 KiB a line. */
+	for (size_t f = 0; f < G_N_ELEMENTS(fields); f++) {
+		g_string_append_printf(s, "\"%s\":\"", fields[f]);
+		for (int i = 0; i < SIM_TRACE_MAX_TEXT; i++)
+			g_string_append(s, "\\\"");
+		g_string_append(s, "\",");
+	}
+	g_string_append(s, "\"arrival_ms\":0,\"cpu_milli\":1,\"memory_bytes\":1}\n");
+	path = write_tmp(s->str, s->len, ".jsonl");
+	g_string_free(s, TRUE);
+	ck_assert_int_eq(sim_trace_load(path, NULL, &t, NULL), 0);
+	ck_assert_uint_eq(t->n_pods, 1);
+	ck_assert_uint_eq(strlen(t->pods[0].labels), SIM_TRACE_MAX_TEXT);
+	for (int fmt = SIM_OUT_JSONL; fmt <= SIM_OUT_CSV; fmt++) {
+		g_autoptr(SimTrace) back = NULL;
+		g_autofree char *out = NULL, *po = NULL, *again = NULL;
+		size_t len;
+
+		out = write_trace(t, (SimOutFormat)fmt, &len);
+		po = write_tmp(out, len, ".trace");
+		ck_assert_int_eq(sim_trace_load(po, NULL, &back, NULL), 0);
+		again = write_trace(back, (SimOutFormat)fmt, &len);
+		ck_assert_str_eq(again, out);
+		unlink(po);
+	}
+
+	/* One byte more is a bad record, named. */
+	g_string_append_c(csv, 'x');
+	for (int i = 0; i < SIM_TRACE_MAX_TEXT; i++)
+		g_string_append_c(csv, 'y');
+	g_string_append(csv, ",1,1,1\nok,1,1,1\n");
+	pc = write_tmp(csv->str, csv->len, ".csv");
+	g_string_free(csv, TRUE);
+	ck_assert_int_eq(sim_trace_reader_open(pc, NULL, &r, NULL), 0);
+	ck_assert_int_eq(sim_trace_reader_next(r, &p), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(sim_trace_reader_error(r), ":2: field id: longer than 4096 bytes"));
+
+	/* batch_task: the longest instance id counts, so all or none of a row is read. */
+	for (int n = 9; n <= 10; n++) {
+		g_string_append_c(batch, 'M');
+		g_string_append_printf(batch, ",%d,", n);
+		for (int i = 0; i < SIM_TRACE_MAX_TEXT - 4; i++)
+			g_string_append_c(batch, 'j');
+		g_string_append(batch, ",1,Terminated,1,2,100,1\n");
+	}
+	pb = write_tmp(batch->str, batch->len, ".csv");
+	g_string_free(batch, TRUE);
+	got = read_all(pb, SIM_FORMAT_ALIBABA2018, true, &skipped);
+	ck_assert_uint_eq(got->len, 9);
+	ck_assert_uint_eq(skipped, 1);
+	g_clear_pointer(&r, sim_trace_reader_free);
+	ck_assert_int_eq(sim_trace_reader_open(pb, NULL, &r, NULL), 0);
+	for (int i = 0; i < 9; i++)
+		ck_assert_int_eq(sim_trace_reader_next(r, &p), 1);
+	ck_assert_int_eq(sim_trace_reader_next(r, &p), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(sim_trace_reader_error(r), ":2: field id: longer than"));
+	/* None of the bad row's instances comes after its error. */
+	ck_assert_int_eq(sim_trace_reader_next(r, &p), 0);
+	unlink(path);
+	unlink(pc);
+	unlink(pb);
+}
+END_TEST
+
 static uint64_t lcg(uint64_t *x)
 {
 	*x = *x * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -839,6 +924,7 @@ int main(void)
 	tcase_add_test(t, test_line_limit);
 	tcase_add_test(t, test_missing_and_corrupt_gzip);
 	tcase_add_test(t, test_gzip_members_and_truncation);
+	tcase_add_test(t, test_text_limit);
 	tcase_add_test(t, test_round_trip);
 	tcase_add_loop_test(t, test_mutations, 0, 7);
 	tcase_add_test(t, test_format_names);
