@@ -1061,9 +1061,11 @@ static int parse_native_json(SimTraceReader *r, const char *line, size_t len, Si
 
 		if (o)
 			json_object_put(o);
+		/* json-c calls a record cut short (a truncated download) "continue". */
 		set_error(r, "not a JSON object: %s",
-			  e == json_tokener_success ? "trailing data"
-						    : json_tokener_error_desc(e));
+			  e == json_tokener_success    ? "trailing data"
+			  : e == json_tokener_continue ? "the line ends before it does"
+						       : json_tokener_error_desc(e));
 		return -EINVAL;
 	}
 	r->cur_json = o;

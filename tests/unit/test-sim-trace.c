@@ -265,6 +265,9 @@ static const struct {
 	 ":1: field x: not a known field"},
 	{SIM_FORMAT_NATIVE, "{\"id\":\"a\",\"arrival_ms\":0,\"cpu_milli\":1,\"memory_bytes\":1}\n{\"id\":\n",
 	 ":2: not a JSON object"},
+	/* A record cut short was "not a JSON object: continue", json-c's word. */
+	{SIM_FORMAT_NATIVE, "{\"id\":\"a\",\"arrival_ms\":0,\"cpu_milli\":1,\"memory_b\n",
+	 ":1: not a JSON object: the line ends before it does"},
 	{SIM_FORMAT_NATIVE, "{\"id\":\"a\\nb\",\"arrival_ms\":0,\"cpu_milli\":1,\"memory_bytes\":1}\n",
 	 ":1: field id: \"...\" contains a control character"},
 	{SIM_FORMAT_NATIVE,
