@@ -996,7 +996,9 @@ static int json_str(SimTraceReader *r, json_object *o, const char *key, bool nul
  * error, not a silent choice.  Scan @line (already parsed, so well formed)
  * for the members of its top-level object and compare each key, as
  * written, with the ones before it; @n_members is how many the parsed
- * object has.  Returns 0, or -EINVAL with the reader's error set.
+ * object has.  json-c also takes 'single-quoted' strings, so 'id' and
+ * "id" are the same key.  Returns 0, or -EINVAL with the reader's error
+ * set.
  */
 static int json_check_dup_keys(SimTraceReader *r, const char *line, size_t len, int n_members)
 {
@@ -1011,10 +1013,10 @@ static int json_check_dup_keys(SimTraceReader *r, const char *line, size_t len, 
 			depth++;
 		} else if (c == '}' || c == ']') {
 			depth--;
-		} else if (c == '"') {
+		} else if (c == '"' || c == '\'') {
 			size_t start = ++i, j;
 
-			while (i < len && line[i] != '"')
+			while (i < len && line[i] != c)
 				i += line[i] == '\\' ? 2 : 1;
 			for (j = i + 1; j < len && (line[j] == ' ' || line[j] == '\t'); j++)
 				;

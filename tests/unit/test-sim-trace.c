@@ -268,6 +268,10 @@ static const struct {
 	/* A record cut short was "not a JSON object: continue", json-c's word. */
 	{SIM_FORMAT_NATIVE, "{\"id\":\"a\",\"arrival_ms\":0,\"cpu_milli\":1,\"memory_b\n",
 	 ":1: not a JSON object: the line ends before it does"},
+	/* json-c takes single-quoted strings: 'id' is "id" given twice, not a silent choice. */
+	{SIM_FORMAT_NATIVE,
+	 "{\"id\":\"a\",'id':\"b\",\"arrival_ms\":0,\"cpu_milli\":1,\"memory_bytes\":1}\n",
+	 ":1: field id: given twice"},
 	{SIM_FORMAT_NATIVE, "{\"id\":\"a\\nb\",\"arrival_ms\":0,\"cpu_milli\":1,\"memory_bytes\":1}\n",
 	 ":1: field id: \"...\" contains a control character"},
 	{SIM_FORMAT_NATIVE,
