@@ -84,6 +84,19 @@ tests/fuzz/fuzz-kube: $(FUZZ_KUBE_SRCS)
 		$(CURL_LIBS) $(MHD_LIBS) $(YAML_LIBS) $(SQLITE_LIBS) $(JSONC_LIBS) $(GLIB_LIBS) \
 		$(URING_LIBS) -lm -o $@
 
+# The simulator's trace readers and native writers (sim/trace.c): every
+# format sim_trace_reader_open/next reads, sim_trace_load and the openb node
+# list, on the files capacity planners download.
+check_PROGRAMS += tests/fuzz/replay-trace
+tests_fuzz_replay_trace_SOURCES = tests/fuzz/fuzz-trace.c tests/fuzz/fuzz.h tests/fuzz/replay.c
+tests_fuzz_replay_trace_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim $(GIO_CFLAGS)
+tests_fuzz_replay_trace_LDADD = $(SIM_LIBS)
+FUZZ_BINS += tests/fuzz/fuzz-trace
+FUZZ_TRACE_SRCS = $(top_srcdir)/tests/fuzz/fuzz-trace.c $(sim_libsimtrace_a_SOURCES:%=$(top_srcdir)/%)
+tests/fuzz/fuzz-trace: $(FUZZ_TRACE_SRCS)
+	$(FUZZ_CC) -I$(top_srcdir)/sim $(GIO_CFLAGS) $(JSONC_CFLAGS) `printf '%s\n' $(FUZZ_TRACE_SRCS) | grep '\.c$$'` $(GIO_LIBS) $(JSONC_LIBS) -lm -o $@
+EXTRA_DIST += tests/fuzz/make-corpus-trace.sh
+
 TESTS += tests/fuzz/test-corpus.sh
 EXTRA_DIST += tests/fuzz/test-corpus.sh tests/fuzz/make-corpus.sh tests/fuzz/make-corpus-rexec.py \
 	tests/fuzz/make-corpus-qtfs-server.py tests/fuzz/corpus
