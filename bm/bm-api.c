@@ -26,6 +26,7 @@
 #include "conf.h"
 #include "httpd.h"
 #include "log.h"
+#include "request.h"
 #include "store.h"
 
 #define SHORT_OPTS "hVv"
@@ -35,7 +36,6 @@
 #define DEFAULT_TOKEN_FILE "/etc/bm/token"
 #define MAX_PAGE 1000
 #define MAX_IDEM_KEY 128
-#define MAX_NETWORKS 8
 
 enum { OPT_CONFIG = 256, OPT_LISTEN, OPT_DB, OPT_TOKEN_FILE };
 
@@ -302,11 +302,8 @@ static void machine_power(struct api *a, const struct bm_http_request *req,
 
 	if (!body)
 		return;
-	if (bm_json_str(body, "target", true, 16, &target, &msg) < 0)
+	if (bm_req_power(body, &target, &msg) < 0)
 		return bad_field(resp, msg);
-	if (strcmp(target, "on") != 0 && strcmp(target, "off") != 0 && strcmp(target, "reboot") != 0)
-		return bm_http_error(resp, 400, "bad_request", NULL,
-				     "field 'target' must be \"on\", \"off\" or \"reboot\"");
 	g_mutex_lock(&a->lock);
 	rc = bm_machine_power(a->st, id, target, &op, &state);
 	g_mutex_unlock(&a->lock);
@@ -329,7 +326,7 @@ static void machine_maintenance(struct api *a, const struct bm_http_request *req
 	if (on && req->body_len > 0) {
 		if (!(body = body_object(req, resp)))
 			return;
-		if (bm_json_str(body, "reason", false, 1024, &reason, &msg) == -EINVAL)
+		if (bm_req_maintenance(body, &reason, &msg) < 0)
 			return bad_field(resp, msg);
 	}
 	g_mutex_lock(&a->lock);
@@ -371,36 +368,6 @@ static void machine_history(struct api *a, struct bm_http_response *resp, const 
 	bm_http_json(resp, 200, o);
 }
 
-/* An image reference: not empty, printable ASCII without spaces. */
-static bool image_valid(const char *image, const char *name, char **msg)
-{
-	bool ok = *image != '\0';
-
-	for (const char *p = image; ok && *p; p++)
-		ok = g_ascii_isgraph(*p);
-	if (!ok)
-		*msg = g_strdup_printf("field '%s' must be a non-empty image reference"
-				       " without spaces or control characters", name);
-	return ok;
-}
-
-/* Six hex pairs separated by ':'. */
-static bool mac_valid(const char *mac)
-{
-	if (strlen(mac) != 17)
-		return false;
-	for (int i = 0; i < 17; i++)
-		if (i % 3 == 2 ? mac[i] != ':' : !g_ascii_isxdigit(mac[i]))
-			return false;
-	return true;
-}
-
-/* The emulated devices a DPU offers for a disk. */
-static bool bus_valid(const char *bus)
-{
-	return strcmp(bus, "virtio-blk") == 0 || strcmp(bus, "nvme") == 0;
-}
-
 static void plug_collection(struct api *a, const struct bm_http_request *req,
 			    struct bm_http_response *resp, const char *id, bool disk)
 {
@@ -427,31 +394,18 @@ static void plug_collection(struct api *a, const struct bm_http_request *req,
 		return;
 	if (disk) {
 		int64_t size = 0;
-		const char *image = "", *bus = NULL;
+		const char *image = NULL, *bus = NULL;
 
-		if (bm_json_int(body, "size_gb", true, 1, 65536, &size, &msg) < 0 ||
-		    bm_json_str(body, "image", false, 1024, &image, &msg) == -EINVAL ||
-		    (*image && !image_valid(image, "image", &msg)) ||
-		    bm_json_str(body, "bus", false, 16, &bus, &msg) == -EINVAL)
+		if (bm_req_disk(body, &size, &image, &bus, &msg) < 0)
 			return bad_field(resp, msg);
-		if (bus && !bus_valid(bus))
-			return bm_http_error(resp, 400, "bad_request", NULL,
-					     "field 'bus' must be \"virtio-blk\" or \"nvme\"");
 		g_mutex_lock(&a->lock);
 		rc = bm_disk_add(a->st, id, size, image, bus, &out, &op, &state);
 		g_mutex_unlock(&a->lock);
 	} else {
-		const char *network = NULL, *mac = "";
+		const char *network = NULL, *mac = NULL;
 
-		if (bm_json_str(body, "network", true, BM_ID_MAX, &network, &msg) < 0 ||
-		    bm_json_str(body, "mac", false, 17, &mac, &msg) == -EINVAL)
+		if (bm_req_nic(body, &network, &mac, &msg) < 0)
 			return bad_field(resp, msg);
-		if (!bm_id_valid(network))
-			return bm_http_error(resp, 400, "bad_request", NULL,
-					     "field 'network' must be an id");
-		if (*mac && !mac_valid(mac))
-			return bm_http_error(resp, 400, "bad_request", NULL,
-					     "field 'mac' must be a MAC address (xx:xx:xx:xx:xx:xx)");
 		g_mutex_lock(&a->lock);
 		rc = bm_nic_add(a->st, id, network, mac, &out, &op, &state);
 		g_mutex_unlock(&a->lock);
@@ -483,31 +437,15 @@ static void pools_post(struct api *a, const struct bm_http_request *req,
 		       struct bm_http_response *resp)
 {
 	g_autoptr(json_object) body = body_object(req, resp);
-	json_object *match = NULL, *tmpl = NULL, *labels = NULL, *out = NULL;
-	const char *name = NULL, *model = NULL;
-	int64_t cpu = 0;
+	json_object *out = NULL;
+	const char *name = NULL;
 	char *msg = NULL;
 	int rc;
 
 	if (!body)
 		return;
-	if (bm_json_str(body, "name", true, BM_ID_MAX, &name, &msg) < 0)
+	if (bm_req_pool(body, &name, &msg) < 0)
 		return bad_field(resp, msg);
-	if (!bm_id_valid(name))
-		return bm_http_error(resp, 400, "bad_request", NULL, "field 'name' must be an id");
-	if (json_object_object_get_ex(body, "match", &match) && match) {
-		if (!json_object_is_type(match, json_type_object))
-			return bm_http_error(resp, 400, "bad_request", NULL,
-					     "field 'match' must be an object");
-		if (bm_json_str(match, "model", false, 128, &model, &msg) == -EINVAL ||
-		    bm_json_int(match, "cpu", false, 0, 1 << 20, &cpu, &msg) == -EINVAL ||
-		    bm_json_labels(match, "labels", false, &labels, &msg) == -EINVAL)
-			return bad_field(resp, msg);
-	}
-	if (json_object_object_get_ex(body, "template", &tmpl) && tmpl &&
-	    !json_object_is_type(tmpl, json_type_object))
-		return bm_http_error(resp, 400, "bad_request", NULL,
-				     "field 'template' must be an object");
 	g_mutex_lock(&a->lock);
 	rc = bm_pool_create(a->st, body, &out);
 	g_mutex_unlock(&a->lock);
@@ -554,45 +492,16 @@ static void instances_post(struct api *a, const struct bm_http_request *req,
 			   struct bm_http_response *resp)
 {
 	g_autoptr(json_object) body = body_object(req, resp);
-	const char *pool = NULL, *image = NULL, *s = NULL, *bus = NULL;
-	json_object *networks = NULL, *out = NULL;
-	int64_t disk_gb = 0, op = 0;
+	const char *pool = NULL;
+	json_object *out = NULL;
+	int64_t op = 0;
 	char *msg = NULL;
 	int rc;
 
 	if (!body)
 		return;
-	if (bm_json_str(body, "pool", true, BM_ID_MAX, &pool, &msg) < 0 ||
-	    bm_json_str(body, "image", true, 1024, &image, &msg) < 0 ||
-	    !image_valid(image, "image", &msg) ||
-	    bm_json_int(body, "disk_gb", true, 1, 65536, &disk_gb, &msg) < 0 ||
-	    bm_json_str(body, "user_data", false, 65536, &s, &msg) == -EINVAL)
+	if (bm_req_instance(body, &pool, &msg) < 0)
 		return bad_field(resp, msg);
-	rc = bm_json_str(body, "disk_bus", false, 16, &bus, &msg);
-	if (rc == -EINVAL)
-		return bad_field(resp, msg);
-	if (rc == 0 && !bus_valid(bus))
-		return bm_http_error(resp, 400, "bad_request", NULL,
-				     "field 'disk_bus' must be \"virtio-blk\" or \"nvme\"");
-	if (bm_json_str(body, "id", false, BM_ID_MAX, &s, &msg) == -EINVAL)
-		return bad_field(resp, msg);
-	if (s && json_object_object_get(body, "id") && !bm_id_valid(s))
-		return bm_http_error(resp, 400, "bad_request", NULL, "field 'id' must be an id");
-	if (json_object_object_get_ex(body, "networks", &networks) && networks) {
-		if (!json_object_is_type(networks, json_type_array) ||
-		    json_object_array_length(networks) > MAX_NETWORKS)
-			return bm_http_error(resp, 400, "bad_request", NULL,
-					     "field 'networks' must be an array of at most %d network ids",
-					     MAX_NETWORKS);
-		for (size_t i = 0; i < json_object_array_length(networks); i++) {
-			json_object *n = json_object_array_get_idx(networks, i);
-
-			if (!json_object_is_type(n, json_type_string) ||
-			    !bm_id_valid(json_object_get_string(n)))
-				return bm_http_error(resp, 400, "bad_request", NULL,
-						     "field 'networks' must be an array of network ids");
-		}
-	}
 	g_mutex_lock(&a->lock);
 	rc = bm_instance_create(a->st, body, &out, &op);
 	g_mutex_unlock(&a->lock);
