@@ -681,31 +681,18 @@ static bool pool_wanted(struct yprov *p, const char *name)
 	return false;
 }
 
-static int yp_refresh(struct as_cloud_provider *pp)
+int as_yusur_provider_update(struct as_cloud_provider *pp, json_object *pools,
+			     json_object *insts)
 {
 	struct yprov *p = YP(pp);
 	g_autoptr(GPtrArray) groups = g_ptr_array_new_with_free_func(ygroup_free);
-	json_object *pools = NULL, *insts = NULL, *items;
-	long st = 0;
-	int r;
+	json_object *items = as_json_member(pools, "items");
 
-	r = call(p, "GET", "/v1/pools", NULL, NULL, &st, &pools);
-	if (r == 0 && st != 200) {
-		set_error(p, g_strdup_printf("GET /v1/pools: HTTP %ld", st));
-		r = bm_http_status_errno(st);
-	}
-	if (r == 0)
-		r = call(p, "GET", "/v1/instances", NULL, NULL, &st, &insts);
-	if (r == 0 && st != 200) {
-		set_error(p, g_strdup_printf("GET /v1/instances: HTTP %ld", st));
-		r = bm_http_status_errno(st);
-	}
-	items = as_json_member(pools, "items");
-	if (r == 0 && (!items || !json_object_is_type(items, json_type_array))) {
+	if (!items || !json_object_is_type(items, json_type_array)) {
 		set_error(p, g_strdup("GET /v1/pools: no items"));
-		r = -EBADMSG;
+		return -EBADMSG;
 	}
-	for (size_t i = 0; r == 0 && i < json_object_array_length(items); i++) {
+	for (size_t i = 0; i < json_object_array_length(items); i++) {
 		json_object *pool = json_object_array_get_idx(items, i);
 		json_object *tmpl = as_json_member(pool, "template");
 		const char *name = as_json_string(pool, "name");
@@ -738,7 +725,7 @@ static int yp_refresh(struct as_cloud_provider *pp)
 		g_ptr_array_add(groups, g);
 	}
 	items = as_json_member(insts, "items");
-	for (size_t i = 0; r == 0 && items && json_object_is_type(items, json_type_array) &&
+	for (size_t i = 0; items && json_object_is_type(items, json_type_array) &&
 			   i < json_object_array_length(items);
 	     i++) {
 		json_object *inst = json_object_array_get_idx(items, i);
@@ -752,14 +739,35 @@ static int yp_refresh(struct as_cloud_provider *pp)
 		if (g && as_yusur_instance(inst, &in))
 			g_array_append_val(g->instances, in);
 	}
-	json_object_put(pools);
-	json_object_put(insts);
-	if (r < 0)
-		return r;
 	g_ptr_array_unref(p->groups);
 	p->groups = g_steal_pointer(&groups);
 	set_error(p, NULL);
 	return 0;
+}
+
+static int yp_refresh(struct as_cloud_provider *pp)
+{
+	struct yprov *p = YP(pp);
+	json_object *pools = NULL, *insts = NULL;
+	long st = 0;
+	int r;
+
+	r = call(p, "GET", "/v1/pools", NULL, NULL, &st, &pools);
+	if (r == 0 && st != 200) {
+		set_error(p, g_strdup_printf("GET /v1/pools: HTTP %ld", st));
+		r = bm_http_status_errno(st);
+	}
+	if (r == 0)
+		r = call(p, "GET", "/v1/instances", NULL, NULL, &st, &insts);
+	if (r == 0 && st != 200) {
+		set_error(p, g_strdup_printf("GET /v1/instances: HTTP %ld", st));
+		r = bm_http_status_errno(st);
+	}
+	if (r == 0)
+		r = as_yusur_provider_update(pp, pools, insts);
+	json_object_put(pools);
+	json_object_put(insts);
+	return r;
 }
 
 static void yp_cleanup(struct as_cloud_provider *pp)

@@ -51,6 +51,16 @@ struct as_cloud_provider *as_yusur_provider_new(struct as_yusur_config *cfg);
 /* The last refresh's or call's error, for logs (borrowed; NULL when none). */
 const char *as_yusur_last_error(struct as_cloud_provider *p);
 
+/*
+ * What refresh() makes of bm-api's answers once it has them: the groups
+ * rebuilt from the bodies of GET /v1/pools (@pools) and GET /v1/instances
+ * (@insts, may be NULL), both borrowed.  0, or -EBADMSG with the last
+ * error set and the groups unchanged when @pools has no "items" array.
+ * Exposed so that the fuzz target can feed it without a bm-api.
+ */
+int as_yusur_provider_update(struct as_cloud_provider *p, json_object *pools,
+			     json_object *insts);
+
 /* ---- pure mapping, exposed for tests ---- */
 
 /* "yusur://POOL/INSTANCE" -> pool and instance (new strings); false if not ours. */

@@ -3,8 +3,9 @@
  * The yusur cloud provider's mapping (autoscale/provider-yusur.c): the
  * providerID scheme both ways, a pool template to the template node, bm-api
  * instances to Cluster Autoscaler's instance states and error classes, the
- * user-data template, and the cloud-config file.  The provider's calls to
- * bm-api run in tests/autoscale/test-daemon-e2e.py against the real bm-api.
+ * user-data template, the cloud-config file, and the groups built from
+ * bm-api's answers.  The provider's calls to bm-api run in
+ * tests/autoscale/test-daemon-e2e.py against the real bm-api.
  */
 #include "config.h"
 
@@ -133,6 +134,57 @@ START_TEST(user_data)
 }
 END_TEST
 
+/* The picture refresh() builds from bm-api's two answers, without a bm-api. */
+START_TEST(provider_update)
+{
+	g_autoptr(as_yusur_config) cfg = g_new0(struct as_yusur_config, 1);
+	struct as_cloud_provider *p;
+	struct as_node_group_if **groups = NULL;
+	json_object *pools = json_tokener_parse(
+		"{\"items\": [{\"name\": \"big\", \"free\": 2, \"in_use\": 1,"
+		" \"template\": {\"cpu\": 8, \"memory\": \"32Gi\", \"min_size\": 1,"
+		" \"max_size\": 9, \"price\": 1.5}}, {\"name\": \"bare\", \"free\": 4}, {}]}");
+	json_object *insts = json_tokener_parse(
+		"{\"items\": [{\"id\": \"big-1\", \"pool\": \"big\", \"state\": \"active\"},"
+		" {\"id\": \"big-2\", \"pool\": \"big\", \"state\": \"deprovisioning\"},"
+		" {\"id\": \"x-1\", \"pool\": \"gone\", \"state\": \"active\"}]}");
+	json_object *bad = json_tokener_parse("{\"items\": 3}");
+	const struct as_node *tmpl = NULL;
+	double price = 0;
+	int target = -1;
+
+	cfg->url = g_strdup("http://127.0.0.1:1");
+	cfg->image = g_strdup("img");
+	p = as_yusur_provider_new(g_steal_pointer(&cfg));
+	ck_assert_int_eq(as_yusur_provider_update(p, pools, insts), 0);
+	ck_assert_ptr_null(as_yusur_last_error(p));
+	ck_assert_uint_eq(p->ops->node_groups(p, &groups), 2);
+	ck_assert_str_eq(groups[0]->ops->id(groups[0]), "big");
+	ck_assert_int_eq(groups[0]->ops->min_size(groups[0]), 1);
+	/* max_size 9 in the template, but only free + in_use machines can join */
+	ck_assert_int_eq(groups[0]->ops->max_size(groups[0]), 3);
+	ck_assert_int_eq(groups[0]->ops->target_size(groups[0], &target), 0);
+	ck_assert_int_eq(target, 1);
+	ck_assert_int_eq(groups[0]->ops->template_node_info(groups[0], &tmpl), 0);
+	ck_assert_int_eq(tmpl->capacity.cpu, 8000);
+	ck_assert_int_eq(p->ops->node_price(p, groups[0], &price), 0);
+	ck_assert(price == 1.5);
+	/* No template: no template node and no price, sized by the machines alone. */
+	ck_assert_str_eq(groups[1]->ops->id(groups[1]), "bare");
+	ck_assert_int_eq(groups[1]->ops->template_node_info(groups[1], &tmpl), -ENOENT);
+	ck_assert_int_eq(p->ops->node_price(p, groups[1], &price), -ENOTSUP);
+	ck_assert_int_eq(groups[1]->ops->max_size(groups[1]), 4);
+	/* An answer without items keeps the last picture. */
+	ck_assert_int_eq(as_yusur_provider_update(p, bad, NULL), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(as_yusur_last_error(p), "items"));
+	ck_assert_uint_eq(p->ops->node_groups(p, &groups), 2);
+	p->ops->cleanup(p);
+	json_object_put(pools);
+	json_object_put(insts);
+	json_object_put(bad);
+}
+END_TEST
+
 START_TEST(cloud_config)
 {
 	g_autofree char *dir = g_dir_make_tmp("as-yusur-XXXXXX", NULL);
@@ -183,6 +235,7 @@ int main(void)
 	tcase_add_test(tc, instances);
 	tcase_add_test(tc, user_data);
 	tcase_add_test(tc, cloud_config);
+	tcase_add_test(tc, provider_update);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
