@@ -97,6 +97,24 @@ tests/fuzz/fuzz-trace: $(FUZZ_TRACE_SRCS)
 	$(FUZZ_CC) -I$(top_srcdir)/sim $(GIO_CFLAGS) $(JSONC_CFLAGS) `printf '%s\n' $(FUZZ_TRACE_SRCS) | grep '\.c$$'` $(GIO_LIBS) $(JSONC_LIBS) -lm -o $@
 EXTRA_DIST += tests/fuzz/make-corpus-trace.sh
 
+# BareMetalManager's readers of what a peer sends: the JSON parser, getters
+# and ids (bm/json.c), bm-api's request bodies (bm/request.c) and the store
+# taking them (bm/store.c), and the autoscaler's reader of bm-api's answers
+# (autoscale/provider-yusur.c).
+check_PROGRAMS += tests/fuzz/replay-bm
+tests_fuzz_replay_bm_SOURCES = tests/fuzz/fuzz-bm.c tests/fuzz/fuzz.h tests/fuzz/replay.c
+tests_fuzz_replay_bm_CPPFLAGS = $(ASD_CPPFLAGS) $(SQLITE_CFLAGS)
+tests_fuzz_replay_bm_LDADD = $(ASD_LIBS)
+FUZZ_BINS += tests/fuzz/fuzz-bm
+FUZZ_BM_SRCS = $(top_srcdir)/tests/fuzz/fuzz-bm.c $(bm_libbm_a_SOURCES:%=$(top_srcdir)/%) \
+	$(top_srcdir)/autoscale/provider-yusur.c $(autoscale_libasjson_a_SOURCES:%=$(top_srcdir)/%) \
+	$(autoscale_core_libascore_a_SOURCES:%=$(top_srcdir)/%) $(lib_libqt_a_SOURCES:%=$(top_srcdir)/%)
+tests/fuzz/fuzz-bm: $(FUZZ_BM_SRCS)
+	$(FUZZ_CC) -I$(top_srcdir)/bm -I$(top_srcdir)/autoscale -I$(top_srcdir)/autoscale/core \
+		$(GLIB_CFLAGS) $(URING_CFLAGS) $(JSONC_CFLAGS) $(SQLITE_CFLAGS) $(MHD_CFLAGS) $(CURL_CFLAGS) \
+		`printf '%s\n' $(FUZZ_BM_SRCS) | grep '\.c$$'` \
+		$(JSONC_LIBS) $(SQLITE_LIBS) $(MHD_LIBS) $(CURL_LIBS) $(GLIB_LIBS) $(URING_LIBS) -lm -o $@
+
 TESTS += tests/fuzz/test-corpus.sh
 EXTRA_DIST += tests/fuzz/test-corpus.sh tests/fuzz/make-corpus.sh tests/fuzz/make-corpus-rexec.py \
 	tests/fuzz/make-corpus-qtfs-server.py tests/fuzz/corpus
