@@ -45,6 +45,36 @@ static bool has_nul_escape(const char *buf, size_t len)
 	return false;
 }
 
+/*
+ * The depth of a parsed document: arrays and objects on its longest path.
+ * json-c counts a level only when a value goes into it, so an empty array
+ * or object one level deeper than its limit passes (17 nested arrays, the
+ * innermost empty): the limit is checked again on the result.  The
+ * recursion is bounded by json-c's limit.
+ */
+static unsigned json_depth(json_object *o)
+{
+	unsigned d = 0, e;
+
+	if (json_object_is_type(o, json_type_object)) {
+		json_object_object_foreach(o, k, v)
+		{
+			(void)k;
+			e = json_depth(v);
+			d = MAX(d, e);
+		}
+		return d + 1;
+	}
+	if (json_object_is_type(o, json_type_array)) {
+		for (size_t i = 0; i < json_object_array_length(o); i++) {
+			e = json_depth(json_object_array_get_idx(o, i));
+			d = MAX(d, e);
+		}
+		return d + 1;
+	}
+	return 0;
+}
+
 int bm_json_parse(const char *buf, size_t len, json_object **out, char **msg)
 {
 	struct json_tokener *tok;
@@ -93,6 +123,11 @@ int bm_json_parse(const char *buf, size_t len, json_object **out, char **msg)
 		}
 	}
 	json_tokener_free(tok);
+	if (json_depth(obj) > BM_JSON_MAX_DEPTH) {
+		*msg = g_strdup_printf("bad JSON: %s", json_tokener_error_desc(json_tokener_error_depth));
+		json_object_put(obj);
+		return -E2BIG;
+	}
 	if (has_nul_escape(buf, len)) {
 		*msg = g_strdup("bad JSON: a string contains \\u0000");
 		json_object_put(obj);

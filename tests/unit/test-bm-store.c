@@ -179,6 +179,27 @@ START_TEST(test_json_limits)
 	g_string_append(deep, "]");
 	ck_assert_int_eq(bm_json_parse(deep->str, deep->len, &o, &msg), -E2BIG);
 	g_clear_pointer(&msg, g_free);
+	/* One level too deep also when the innermost array or object is empty (fuzz-bm). */
+	g_string_truncate(deep, 0);
+	for (int i = 0; i < BM_JSON_MAX_DEPTH; i++)
+		g_string_append_c(deep, '[');
+	for (int i = 0; i < BM_JSON_MAX_DEPTH; i++)
+		g_string_append_c(deep, ']');
+	ck_assert_int_eq(bm_json_parse(deep->str, deep->len, &o, &msg), 0);
+	json_object_put(o);
+	g_string_prepend(deep, "[");
+	g_string_append(deep, "]");
+	ck_assert_int_eq(bm_json_parse(deep->str, deep->len, &o, &msg), -E2BIG);
+	g_clear_pointer(&msg, g_free);
+	g_string_truncate(deep, 0);
+	for (int i = 0; i < BM_JSON_MAX_DEPTH; i++)
+		g_string_append(deep, "{\"a\":");
+	g_string_append(deep, "{}");
+	for (int i = 0; i < BM_JSON_MAX_DEPTH; i++)
+		g_string_append_c(deep, '}');
+	ck_assert_int_eq(bm_json_parse(deep->str, deep->len, &o, &msg), -E2BIG);
+	ck_assert_ptr_nonnull(strstr(msg, "deep"));
+	g_clear_pointer(&msg, g_free);
 	/* Not UTF-8, a NUL byte, a \u0000 in a value or a key (json-c cut the key). */
 	ck_assert_int_eq(parse_len("{\"m\":\"\xff\xfe\"}", &o, &msg), -EBADMSG);
 	g_clear_pointer(&msg, g_free);
