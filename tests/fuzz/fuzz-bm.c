@@ -42,7 +42,8 @@
  *    of docs/bm.md, hands back the body's own values, and names a field of
  *    its request when it refuses;
  *  - the store takes what the checks passed: the machine, pool or instance
- *    read back has the fields of the request, a handler URL it enrolled
+ *    read back has the fields of the request and serialises to JSON (the
+ *    api's answer), a handler URL it enrolled
  *    can be called (a path appended stays a path), the ids it derives for
  *    the instance's disks and NICs are ids the handler accepts, and the
  *    lifecycle's invariants hold (bm_store_check);
@@ -837,6 +838,15 @@ static void check_handler_url(const char *base)
 	CHECK(host && *host && !query && !frag && g_str_has_suffix(path, "/v1/status"));
 }
 
+/* What bm-api would answer with @out (bm_http_json) is JSON. */
+static void check_answer(json_object *out)
+{
+	g_autofree char *text = bm_json_dump(out);
+	struct ref r;
+
+	CHECK(ref_json(text, strlen(text), &r));
+}
+
 static void store_enroll(struct bm_store *st, json_object *body)
 {
 	static const char *const fields[] = {"id", "handler", "model", "cpu", "memory_mb", "gpus",
@@ -852,6 +862,7 @@ static void store_enroll(struct bm_store *st, json_object *body)
 		return;
 	}
 	CHECK(!msg);
+	check_answer(out);
 	CHECK(ref_id(json_object_get_string(member(body, "id"))));
 	check_handler_url(json_object_get_string(member(body, "handler")));
 	CHECK(json_object_equal(member(out, "id"), member(body, "id")));
@@ -878,6 +889,7 @@ static void store_pool(struct bm_store *st, json_object *body)
 		return;
 	}
 	CHECK(bm_pool_create(st, body, &out) == 0);
+	check_answer(out);
 	got = member(out, "match");
 	CHECK(same_str(member(out, "name"), name));
 	CHECK(json_object_equal(member(got, "model"), member(match, "model")));
@@ -932,6 +944,7 @@ static void store_instance(struct bm_store *st, json_object *body)
 	CHECK(bm_pool_create(st, pbody, &pool) == 0);
 	CHECK(bm_instance_create(st, body, &out, &op) == 0);
 	CHECK(op > 0);
+	check_answer(out);
 	if (member(body, "id"))
 		CHECK(json_object_equal(member(out, "id"), member(body, "id")));
 	CHECK(same_str(member(out, "pool"), pname));
