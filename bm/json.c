@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 #include <time.h>
 
@@ -75,11 +76,80 @@ static unsigned json_depth(json_object *o)
 	return 0;
 }
 
+/* A number as JSON writes it: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
+static bool number_syntax(const char *s)
+{
+	if (*s == '-')
+		s++;
+	if (*s == '0')
+		s++;
+	else if (*s >= '1' && *s <= '9')
+		while (g_ascii_isdigit(*s))
+			s++;
+	else
+		return false;
+	if (*s == '.') {
+		if (!g_ascii_isdigit(*++s))
+			return false;
+		while (g_ascii_isdigit(*s))
+			s++;
+	}
+	if (*s == 'e' || *s == 'E') {
+		s++;
+		if (*s == '+' || *s == '-')
+			s++;
+		if (!g_ascii_isdigit(*s))
+			return false;
+		while (g_ascii_isdigit(*s))
+			s++;
+	}
+	return *s == '\0';
+}
+
+/*
+ * The text of the first number of a parsed document that is not a finite
+ * JSON number, NULL when there is none.  json-c's strict mode still takes
+ * NaN, Infinity and -Infinity, and numbers such as "1.", "-.5" or "01.5";
+ * it keeps a double's text and prints it back as it came, so each would be
+ * stored (a pool's template) and echoed to clients as something that is
+ * not JSON.  A number too large for a double (1e400) is infinite and would
+ * reach the arithmetic of whoever reads it (the autoscaler's price of a
+ * pool).  Integers are printed from their value: only doubles are looked
+ * at.  The recursion is bounded by the depth limit.
+ */
+static const char *bad_number(json_object *o)
+{
+	const char *bad = NULL;
+
+	switch (json_object_get_type(o)) {
+	case json_type_double:
+		/* For a double, the text it was parsed from. */
+		bad = json_object_get_string(o);
+		return number_syntax(bad) && isfinite(json_object_get_double(o)) ? NULL : bad;
+	case json_type_object: {
+		json_object_object_foreach(o, k, v)
+		{
+			(void)k;
+			if ((bad = bad_number(v)))
+				return bad;
+		}
+		return NULL;
+	}
+	case json_type_array:
+		for (size_t i = 0; !bad && i < json_object_array_length(o); i++)
+			bad = bad_number(json_object_array_get_idx(o, i));
+		return bad;
+	default:
+		return NULL;
+	}
+}
+
 int bm_json_parse(const char *buf, size_t len, json_object **out, char **msg)
 {
 	struct json_tokener *tok;
 	json_object *obj;
 	enum json_tokener_error jerr;
+	const char *bad;
 	size_t end;
 
 	if (len > INT32_MAX) {
@@ -127,6 +197,11 @@ int bm_json_parse(const char *buf, size_t len, json_object **out, char **msg)
 		*msg = g_strdup_printf("bad JSON: %s", json_tokener_error_desc(json_tokener_error_depth));
 		json_object_put(obj);
 		return -E2BIG;
+	}
+	if ((bad = bad_number(obj))) {
+		*msg = g_strdup_printf("bad JSON: %.32s is not a finite JSON number", bad);
+		json_object_put(obj);
+		return -EBADMSG;
 	}
 	if (has_nul_escape(buf, len)) {
 		*msg = g_strdup("bad JSON: a string contains \\u0000");

@@ -209,6 +209,26 @@ START_TEST(test_json_limits)
 	g_clear_pointer(&msg, g_free);
 	ck_assert_int_eq(parse_len("{\"k\\u0000x\":\"v\"}", &o, &msg), -EBADMSG);
 	g_clear_pointer(&msg, g_free);
+	/*
+	 * Numbers json-c takes but JSON has not, or that are no finite double:
+	 * their text would be echoed back as it came (fuzz-bm).
+	 */
+	{
+		static const char *const bad[] = {"[NaN]", "{\"p\": Infinity}", "-Infinity", "1.",
+						  "[1.e5]", "-.5", "01.5", "[07e6]", "1e400",
+						  "{\"p\": -2e308}"};
+		static const char *const good[] = {"1.5", "-0.0", "1E+2", "1e-400", "00", "-01",
+						   "[0.1, {\"a\": [1.25e3]}]", "\"NaN\""};
+
+		for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+			ck_assert_msg(parse_len(bad[i], &o, &msg) == -EBADMSG, "%s", bad[i]);
+			ck_assert_ptr_nonnull(strstr(msg, "number"));
+			g_clear_pointer(&msg, g_free);
+		}
+		/* Leading zeros of an integer are not echoed: it is printed from its value. */
+		for (size_t i = 0; i < G_N_ELEMENTS(good); i++)
+			json_object_put(parse(good[i]));
+	}
 	/* An escaped backslash before "u0000" is text, and UTF-8 is fine. */
 	o = parse("{\"k\":\"a\\\\u0000\", \"\\u00e9\": \"\xc3\xa9\"}");
 	ck_assert_str_eq(json_object_get_string(json_object_object_get(o, "k")), "a\\u0000");
