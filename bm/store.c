@@ -640,19 +640,27 @@ static int machine_state(struct bm_store *st, const char *id, char **state, enum
 	return 0;
 }
 
-/* http[s]://HOST[:PORT][/PATH], HOST not empty, nothing but printable ASCII without spaces. */
+/*
+ * http[s]://HOST[:PORT][/PATH], HOST not empty, nothing but printable ASCII
+ * without spaces.  The controller calls the URL with "/v1/..." appended,
+ * so what follows the host must be a port and a path: a query or fragment
+ * ("http://h/?", "http://h#x") would swallow the path of every call, and a
+ * port that is no number makes every call fail.  GUri splits it, as
+ * lenient about %-escapes as curl is.
+ */
 static bool handler_valid(const char *url)
 {
-	const char *host = g_str_has_prefix(url, "http://")    ? url + 7
-			   : g_str_has_prefix(url, "https://") ? url + 8
-							       : NULL;
+	g_autofree char *host = NULL, *query = NULL, *fragment = NULL;
 
-	if (!host || !*host || *host == '/' || *host == ':' || *host == '?' || *host == '#')
+	if (!g_str_has_prefix(url, "http://") && !g_str_has_prefix(url, "https://"))
 		return false;
 	for (const char *p = url; *p; p++)
 		if (!g_ascii_isgraph(*p))
 			return false;
-	return true;
+	if (!g_uri_split(url, G_URI_FLAGS_ENCODED | G_URI_FLAGS_PARSE_RELAXED, NULL, NULL, &host,
+			 NULL, NULL, &query, &fragment, NULL))
+		return false;
+	return host && *host && !query && !fragment;
 }
 
 int bm_machine_enroll(struct bm_store *st, json_object *req, json_object **out, char **msg)
@@ -671,7 +679,8 @@ int bm_machine_enroll(struct bm_store *st, json_object *req, json_object **out, 
 		return -EINVAL;
 	}
 	if (!handler_valid(handler)) {
-		*msg = g_strdup("field 'handler' must be an http:// or https:// URL with a host");
+		*msg = g_strdup("field 'handler' must be an http:// or https:// URL with a host,"
+				 " an optional port and path, and no query or fragment");
 		return -EINVAL;
 	}
 	if (bm_json_str(req, "model", false, 128, &model, msg) == -EINVAL ||

@@ -355,6 +355,36 @@ START_TEST(test_enroll_and_delete)
 
 	ck_assert_int_eq(bm_machine_enroll(st, bad, &out, &msg), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(msg, "'cpu'"));
+	g_clear_pointer(&msg, g_free);
+	/*
+	 * The controller appends "/v1/..." to the handler URL: a query or a
+	 * fragment would take that path, a port must be a number (fuzz-bm).
+	 */
+	{
+		static const char *const handlers[] = {"http://h/?", "http://h:8701/x?y=1", "http://h#f",
+						       "http://dpu-1:8templ701", "http://h:99999",
+						       "http://[::1", "http://u@/x", "ftp://h", "http://"};
+		static const char *const fine[] = {"http://h:8701/h/a%zz", "https://[::1]:8701",
+						   "http://u@h", "http://h:/"};
+
+		for (size_t i = 0; i < G_N_ELEMENTS(handlers); i++) {
+			g_autofree char *req = g_strdup_printf("{\"id\": \"x\", \"handler\": \"%s\"}",
+							       handlers[i]);
+			g_autoptr(json_object) r = parse(req);
+
+			ck_assert_msg(bm_machine_enroll(st, r, &out, &msg) == -EINVAL, "%s", handlers[i]);
+			ck_assert_ptr_nonnull(strstr(msg, "'handler'"));
+			g_clear_pointer(&msg, g_free);
+		}
+		for (size_t i = 0; i < G_N_ELEMENTS(fine); i++) {
+			g_autofree char *req = g_strdup_printf("{\"id\": \"f%zu\", \"handler\": \"%s\"}",
+							       i, fine[i]);
+			g_autoptr(json_object) r = parse(req);
+
+			ck_assert_msg(bm_machine_enroll(st, r, &out, &msg) == 0, "%s: %s", fine[i], msg);
+			g_clear_pointer(&out, json_object_put);
+		}
+	}
 	enroll(st, "m1", "a");
 	ck_assert_int_eq(bm_machine_get(st, "m1", &out), 0);
 	ck_assert_str_eq(json_object_get_string(json_object_object_get(out, "state")), "enrolling");
