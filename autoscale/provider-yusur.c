@@ -441,9 +441,10 @@ static int yg_increase(struct as_node_group_if *gi, int delta)
 	}
 	for (int i = 0; i < delta; i++) {
 		g_autofree char *rand = g_strdup_printf("%08x", g_random_int());
-		/* POOL-XXXXXXXX, within bm-api's 64-byte ids. */
-		g_autofree char *iid = strlen(g->id) <= 55 ? g_strdup_printf("%s-%s", g->id, rand)
-							    : g_strdup_printf("i-%s", rand);
+		/* POOL-XXXXXXXX, within bm-api's instance ids. */
+		g_autofree char *iid = strlen(g->id) + 9 <= BM_INSTANCE_ID_MAX
+					       ? g_strdup_printf("%s-%s", g->id, rand)
+					       : g_strdup_printf("i-%s", rand);
 		g_autofree char *ud = NULL;
 		json_object *body = json_object_new_object(), *out = NULL;
 		long st = 0;

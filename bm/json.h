@@ -20,6 +20,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(json_object, json_object_put)
 #define BM_JSON_MAX_DEPTH 16
 /* Longest id (machine, pool, instance, disk, NIC). */
 #define BM_ID_MAX 64
+/*
+ * Longest instance id: the store names the instance's boot disk ID-boot and
+ * its NICs ID-nic0 to ID-nic7, and the handler takes nothing but ids in its
+ * paths.
+ */
+#define BM_INSTANCE_ID_MAX (BM_ID_MAX - 5)
 
 /*
  * Parse @len bytes as one JSON document (no trailing garbage, UTF-8, no

@@ -13,6 +13,9 @@
 
 #include "request.h"
 
+/* NIC ids are ID-nicN (store.c): one digit, within BM_INSTANCE_ID_MAX's room. */
+G_STATIC_ASSERT(BM_REQ_MAX_NETWORKS <= 10);
+
 /* An image reference: not empty, printable ASCII without spaces. */
 static bool image_valid(const char *image, const char *name, char **msg)
 {
@@ -160,7 +163,7 @@ int bm_req_instance(json_object *body, const char **pool, char **msg)
 		return -EINVAL;
 	}
 	s = NULL;
-	rc = bm_json_str(body, "id", false, BM_ID_MAX, &s, msg);
+	rc = bm_json_str(body, "id", false, BM_INSTANCE_ID_MAX, &s, msg);
 	if (rc == -EINVAL)
 		return -EINVAL;
 	if (rc == 0 && !bm_id_valid(s)) {

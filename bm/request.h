@@ -39,6 +39,7 @@ int bm_req_pool(json_object *body, const char **name, char **msg);
 
 /*
  * POST /v1/instances {pool, image, disk_gb, disk_bus?, networks?, user_data?,
- * id?}: *@pool names the pool, for the 404 when there is none.
+ * id?}: *@pool names the pool, for the 404 when there is none.  An id has
+ * at most BM_INSTANCE_ID_MAX bytes, so that those of its disk and NICs fit.
  */
 int bm_req_instance(json_object *body, const char **pool, char **msg);

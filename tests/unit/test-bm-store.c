@@ -4,8 +4,9 @@
  * limits (json.c) and the SQLite store (store.c) on a temporary database:
  * schema versioning, the claim of the last free machine by two connections
  * racing in two threads, idempotency keys, the controller lease and its
- * fencing, and a full provision/deprovision walk with the invariant check
- * after every write.
+ * fencing, a full provision/deprovision walk with the invariant check
+ * after every write, and the room an instance id leaves for the ids of its
+ * disk and NICs (with bm-api's check of the body, request.c).
  */
 #include "config.h"
 
@@ -17,6 +18,7 @@
 
 #include "json.h"
 #include "lifecycle.h"
+#include "request.h"
 #include "store.h"
 
 static char *tmpdir;
@@ -580,6 +582,48 @@ START_TEST(test_error_with_instance)
 }
 END_TEST
 
+/*
+ * The longest instance id bm-api takes leaves room for the ids the store
+ * derives from it (ID-boot, ID-nicN), which the handler must accept in its
+ * paths; one byte more is refused (fuzz-bm).
+ */
+START_TEST(test_instance_id_room)
+{
+	g_autoptr(bm_store) st = open_db();
+	g_autoptr(json_object) pool = parse("{\"name\": \"p\"}");
+	g_autoptr(json_object) out = NULL, body = NULL, too_long = NULL;
+	g_autoptr(bm_machine_row) m = NULL;
+	g_autofree char *id = g_strnfill(BM_INSTANCE_ID_MAX, 'i');
+	g_autofree char *req = g_strdup_printf("{\"pool\": \"p\", \"image\": \"img\", \"disk_gb\": 1,"
+					       " \"networks\": [\"a\", \"b\", \"c\", \"d\", \"e\","
+					       " \"f\", \"g\", \"h\"], \"id\": \"%s\"}", id);
+	g_autofree char *req2 = g_strdup_printf("{\"pool\": \"p\", \"image\": \"img\", \"disk_gb\": 1,"
+						" \"id\": \"%sj\"}", id);
+	const char *name = NULL;
+	char *msg = NULL;
+	int64_t op = 0;
+
+	body = parse(req);
+	too_long = parse(req2);
+	ck_assert_int_eq(bm_req_instance(too_long, &name, &msg), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(msg, "'id'"));
+	g_clear_pointer(&msg, g_free);
+	ck_assert_int_eq(bm_req_instance(body, &name, &msg), 0);
+	enroll(st, "m1", "a");
+	drive(st, "m1", NULL);
+	ck_assert_int_eq(bm_pool_create(st, pool, &out), 0);
+	g_clear_pointer(&out, json_object_put);
+	ck_assert_int_eq(bm_instance_create(st, body, &out, &op), 0);
+	ck_assert_int_eq(bm_machine_load(st, "m1", &m), 0);
+	ck_assert_uint_eq(m->disks->len, 1);
+	ck_assert_uint_eq(m->nics->len, BM_REQ_MAX_NETWORKS);
+	for (guint i = 0; i < m->disks->len; i++)
+		ck_assert_msg(bm_id_valid(((struct bm_disk_row *)m->disks->pdata[i])->id), "disk %u", i);
+	for (guint i = 0; i < m->nics->len; i++)
+		ck_assert_msg(bm_id_valid(((struct bm_nic_row *)m->nics->pdata[i])->id), "nic %u", i);
+}
+END_TEST
+
 START_TEST(test_idempotency)
 {
 	g_autoptr(bm_store) st = open_db();
@@ -631,6 +675,7 @@ static Suite *suite(void)
 	tcase_add_test(db, test_give_up_to_error);
 	tcase_add_test(db, test_error_with_instance);
 	tcase_add_test(db, test_idempotency);
+	tcase_add_test(db, test_instance_id_room);
 	suite_add_tcase(s, db);
 	return s;
 }
