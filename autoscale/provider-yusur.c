@@ -16,6 +16,7 @@
 
 #include "cluster-json.h"
 #include "httpd.h"
+#include "json.h"
 #include "log.h"
 #include "provider-yusur.h"
 
@@ -286,7 +287,13 @@ bool as_yusur_instance(json_object *inst, struct as_instance *out)
 	const char *state = as_json_string(inst, "state"), *mstate = as_json_string(inst, "machine_state");
 	json_object *created = as_json_member(inst, "created_at");
 
-	if (!id || !pool || !state || strcmp(state, "deleted") == 0)
+	/*
+	 * Only bm-api's ids make a providerID that parses back to them: with
+	 * a '/' in either, or one empty, the instance could never be found to
+	 * be deleted.  bm-api gives no others; a broken answer is ignored.
+	 */
+	if (!id || !pool || !state || strcmp(state, "deleted") == 0 || !bm_id_valid(id) ||
+	    !bm_id_valid(pool))
 		return false;
 	out->error = AS_ERROR_NONE;
 	if (strcmp(state, "active") == 0) {
@@ -703,6 +710,10 @@ int as_yusur_provider_update(struct as_cloud_provider *pp, json_object *pools,
 
 		if (!name || !pool_wanted(p, name))
 			continue;
+		if (!bm_id_valid(name)) {
+			qt_debug("pool \"%s\": not a bm-api id, ignored", name);
+			continue;
+		}
 		g = g_new0(struct ygroup, 1);
 		g->base.ops = &ygroup_ops;
 		g->p = p;

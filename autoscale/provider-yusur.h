@@ -76,7 +76,11 @@ char *as_yusur_provider_id(const char *pool, const char *instance);
 int as_yusur_template_node(const char *pool, json_object *tmpl, struct as_node **out,
 			   char **msg);
 
-/* A bm-api instance object to a CA instance; false when it counts for nothing (deleted). */
+/*
+ * A bm-api instance object to a CA instance; false when it counts for
+ * nothing (deleted), or when its id or pool is no bm-api id (json.h), which
+ * a providerID could not carry.
+ */
 bool as_yusur_instance(json_object *inst, struct as_instance *out);
 
 /* Expand ${POOL}, ${INSTANCE}, ${PROVIDER_ID}, ${JOIN_TOKEN} in @tmpl. */

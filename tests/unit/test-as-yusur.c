@@ -119,6 +119,10 @@ START_TEST(instances)
 	ck_assert(!inst("{\"id\": \"a-6\", \"pool\": \"a\", \"state\": \"deleted\"}", &in));
 	ck_assert(!inst("{\"id\": \"a-7\", \"state\": \"active\"}", &in)); /* pool deleted */
 	ck_assert(!inst("[]", &in));
+	/* Ids a providerID cannot carry back (fuzz-bm). */
+	ck_assert(!inst("{\"id\": \"a/8\", \"pool\": \"a\", \"state\": \"active\"}", &in));
+	ck_assert(!inst("{\"id\": \"\", \"pool\": \"a\", \"state\": \"active\"}", &in));
+	ck_assert(!inst("{\"id\": \"a-9\", \"pool\": \"a/b\", \"state\": \"active\"}", &in));
 }
 END_TEST
 
@@ -143,7 +147,8 @@ START_TEST(provider_update)
 	json_object *pools = json_tokener_parse(
 		"{\"items\": [{\"name\": \"big\", \"free\": 2, \"in_use\": 1,"
 		" \"template\": {\"cpu\": 8, \"memory\": \"32Gi\", \"min_size\": 1,"
-		" \"max_size\": 9, \"price\": 1.5}}, {\"name\": \"bare\", \"free\": 4}, {}]}");
+		" \"max_size\": 9, \"price\": 1.5}}, {\"name\": \"bare\", \"free\": 4}, {},"
+		" {\"name\": \"a/b\"}, {\"name\": \"\"}]}");
 	json_object *insts = json_tokener_parse(
 		"{\"items\": [{\"id\": \"big-1\", \"pool\": \"big\", \"state\": \"active\"},"
 		" {\"id\": \"big-2\", \"pool\": \"big\", \"state\": \"deprovisioning\"},"
