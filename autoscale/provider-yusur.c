@@ -624,15 +624,21 @@ static guint yp_groups(struct as_cloud_provider *pp, struct as_node_group_if ***
 	return p->groups->len;
 }
 
-static struct ygroup *group_by_id(struct yprov *p, const char *id)
+/* The group of @groups (struct ygroup *) with id @id, NULL when none. */
+static struct ygroup *group_in(GPtrArray *groups, const char *id)
 {
-	for (guint i = 0; i < p->groups->len; i++) {
-		struct ygroup *g = p->groups->pdata[i];
+	for (guint i = 0; i < groups->len; i++) {
+		struct ygroup *g = groups->pdata[i];
 
 		if (strcmp(g->id, id) == 0)
 			return g;
 	}
 	return NULL;
+}
+
+static struct ygroup *group_by_id(struct yprov *p, const char *id)
+{
+	return group_in(p->groups, id);
 }
 
 static int yp_group_for_node(struct as_cloud_provider *pp, const struct as_node *n,
@@ -714,6 +720,11 @@ int as_yusur_provider_update(struct as_cloud_provider *pp, json_object *pools,
 			qt_debug("pool \"%s\": not a bm-api id, ignored", name);
 			continue;
 		}
+		/* The core tells groups apart by id; bm-api's pool names are unique. */
+		if (group_in(groups, name)) {
+			qt_debug("pool %s: listed twice, the second ignored", name);
+			continue;
+		}
 		g = g_new0(struct ygroup, 1);
 		g->base.ops = &ygroup_ops;
 		g->p = p;
@@ -742,12 +753,9 @@ int as_yusur_provider_update(struct as_cloud_provider *pp, json_object *pools,
 	     i++) {
 		json_object *inst = json_object_array_get_idx(items, i);
 		const char *pool = as_json_string(inst, "pool");
-		struct ygroup *g = NULL;
+		struct ygroup *g = pool ? group_in(groups, pool) : NULL;
 		struct as_instance in;
 
-		for (guint k = 0; pool && k < groups->len && !g; k++)
-			if (strcmp(((struct ygroup *)groups->pdata[k])->id, pool) == 0)
-				g = groups->pdata[k];
 		if (g && as_yusur_instance(inst, &in))
 			g_array_append_val(g->instances, in);
 	}

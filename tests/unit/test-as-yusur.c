@@ -148,7 +148,7 @@ START_TEST(provider_update)
 		"{\"items\": [{\"name\": \"big\", \"free\": 2, \"in_use\": 1,"
 		" \"template\": {\"cpu\": 8, \"memory\": \"32Gi\", \"min_size\": 1,"
 		" \"max_size\": 9, \"price\": 1.5}}, {\"name\": \"bare\", \"free\": 4}, {},"
-		" {\"name\": \"a/b\"}, {\"name\": \"\"}]}");
+		" {\"name\": \"a/b\"}, {\"name\": \"\"}, {\"name\": \"big\", \"free\": 50}]}");
 	json_object *insts = json_tokener_parse(
 		"{\"items\": [{\"id\": \"big-1\", \"pool\": \"big\", \"state\": \"active\"},"
 		" {\"id\": \"big-2\", \"pool\": \"big\", \"state\": \"deprovisioning\"},"
@@ -166,7 +166,7 @@ START_TEST(provider_update)
 	ck_assert_uint_eq(p->ops->node_groups(p, &groups), 2);
 	ck_assert_str_eq(groups[0]->ops->id(groups[0]), "big");
 	ck_assert_int_eq(groups[0]->ops->min_size(groups[0]), 1);
-	/* max_size 9 in the template, but only free + in_use machines can join */
+	/* max_size 9 in the template, but only free + in_use machines can join (of the first "big") */
 	ck_assert_int_eq(groups[0]->ops->max_size(groups[0]), 3);
 	ck_assert_int_eq(groups[0]->ops->target_size(groups[0], &target), 0);
 	ck_assert_int_eq(target, 1);
