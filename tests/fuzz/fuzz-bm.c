@@ -5,9 +5,10 @@
  * (bm/json.c), the checks of bm-api's request bodies (bm/request.c) and
  * what the store makes of a body that passed them (bm/store.c), and the
  * autoscaler's bare-metal provider reading bm-api's answers
- * (autoscale/provider-yusur.c).  bm-handler and bm-controller read bodies
- * with bm_json_parse() and nothing else the library exposes, so they are
- * covered through it.
+ * (autoscale/provider-yusur.c).  bm-handler and bm-controller read what
+ * they are sent through bm_json_parse() and bm_id_valid(), the rest being
+ * static in their main files next to the network, so they are covered
+ * through those two.
  *
  * Input layout: the first byte chooses the part, (byte - '0') mod 5, so
  * seeds start with a digit; the rest is what that part reads:
@@ -24,15 +25,18 @@
  *
  * Besides "no crash, no leak" (the sanitizers'), each part checks
  * properties and aborts when one fails:
- *  - a document is accepted exactly when it is JSON (RFC 8259, checked by
- *    an independent recognizer below) within the documented limits: at
- *    most BM_JSON_MAX_DEPTH nested arrays or objects, no \u0000, numbers
- *    that are finite doubles; deeper ones are refused with -E2BIG; a
- *    refusal has a message and leaves *out alone;
- *  - what was accepted has valid UTF-8 strings without NUL and finite
- *    numbers, re-serialises (bm_json_dump) to JSON that parses to an equal
- *    object and dumps to the same text, and still parses when wrapped in
- *    arrays up to the depth limit, one more giving -E2BIG;
+ *  - a document that is JSON (RFC 8259, checked by an independent
+ *    recognizer below) within the documented limits (at most
+ *    BM_JSON_MAX_DEPTH nested arrays or objects, no \u0000, numbers that
+ *    are finite doubles) is accepted, but for a bare null (no object to
+ *    hand back); a deeper one is refused with -E2BIG; a refusal has a
+ *    message and leaves *out alone;
+ *  - what was accepted (json-c's leniencies included: an integer's leading
+ *    zeros, raw control characters in a string) has valid UTF-8 strings
+ *    without NUL, finite numbers and the depth the recognizer measured,
+ *    re-serialises (bm_json_dump) to JSON that parses to an equal object
+ *    and dumps to the same text, and still parses when wrapped in arrays
+ *    up to the depth limit, one more giving -E2BIG;
  *  - a getter that succeeds returns a value within its bounds and length
  *    (and the field's own value), one that fails sets a message naming the
  *    field, -ENOENT only for an optional field that is absent; a field
@@ -43,10 +47,10 @@
  *    its request when it refuses;
  *  - the store takes what the checks passed: the machine, pool or instance
  *    read back has the fields of the request and serialises to JSON (the
- *    api's answer), a handler URL it enrolled
- *    can be called (a path appended stays a path), the ids it derives for
- *    the instance's disks and NICs are ids the handler accepts, and the
- *    lifecycle's invariants hold (bm_store_check);
+ *    api's answer), a handler URL it enrolled can be called (a path
+ *    appended stays a path), the ids it derives for the instance's disk
+ *    and NICs are ids the handler accepts, and the lifecycle's invariants
+ *    hold (bm_store_check);
  *  - the provider's node groups have distinct ids and 0 <= min <= max, a
  *    price that is finite and positive when there is one, a template node
  *    labelled with its pool, and instances whose providerIDs parse back to
