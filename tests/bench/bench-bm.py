@@ -35,7 +35,8 @@ def client(args):
     hdrs = {"Authorization": "Bearer " + TOKEN, "Content-Type": "application/json"}
     lat = []
     codes = {}
-    end = time.monotonic() + (seconds or 0)
+    start = time.monotonic()
+    end = start + (seconds or 0)
     i = 0
     while (time.monotonic() < end) if seconds else (i < count):
         body = body_fn(n, i) if body_fn else None
@@ -47,7 +48,7 @@ def client(args):
         codes[r.status] = codes.get(r.status, 0) + 1
         i += 1
     conn.close()
-    return lat, codes
+    return lat, codes, start, time.monotonic()
 
 
 def provision_body(n, i):
@@ -55,14 +56,20 @@ def provision_body(n, i):
 
 
 def load(port, method, path, seconds, clients, body_fn=None, count=0):
-    with multiprocessing.Pool(clients) as pool:
-        t0 = time.monotonic()
+    # Workers forked from a forkserver, which has no threads: a worker
+    # forked from this process while one of its threads (a Pool's, from the
+    # case before) held a lock waited on it forever, which hung a run now
+    # and then.
+    with multiprocessing.get_context("forkserver").Pool(clients) as pool:
         res = pool.map(client, [(port, method, path, body_fn, seconds, count, n)
-                                for n in range(clients)])
-        seconds = seconds or time.monotonic() - t0
+                                for n in range(clients)], chunksize=1)
+    # The load's window: from the first client's start to the last one's
+    # end (CLOCK_MONOTONIC is one clock for every process), so that the
+    # workers' own start is not counted.
+    seconds = max(r[3] for r in res) - min(r[2] for r in res)
     lat = sorted(x for r in res for x in r[0])
     codes = {}
-    for _, c in res:
+    for _, c, _, _ in res:
         for k, v in c.items():
             codes[k] = codes.get(k, 0) + v
 
