@@ -983,7 +983,13 @@ static int plug_add(struct bm_store *st, const char *table, const char *machine,
 		    int64_t *op, char **state)
 {
 	bool disk = strcmp(table, "disks") == 0;
-	g_autofree char *prefix = g_strdup_printf("%s-%s", machine, disk ? "d" : "n");
+	/*
+	 * MACHINE-d12345678: the machine's id cut so that the whole is an id
+	 * (BM_ID_MAX bytes), which the handler checks; the random part and the
+	 * table's key keep it unique.
+	 */
+	g_autofree char *prefix = g_strdup_printf("%.*s-%s", BM_ID_MAX - 10, machine,
+						  disk ? "d" : "n");
 	g_autofree char *id = new_id(prefix);
 	g_autofree char *sql = NULL;
 	enum bm_state s;

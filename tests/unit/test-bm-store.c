@@ -624,6 +624,39 @@ START_TEST(test_instance_id_room)
 }
 END_TEST
 
+/* Disks and NICs plugged into a machine of the longest id get ids the handler takes. */
+START_TEST(test_plug_id_room)
+{
+	g_autoptr(bm_store) st = open_db();
+	g_autoptr(json_object) pool = parse("{\"name\": \"p\"}");
+	g_autoptr(json_object) req = parse("{\"pool\": \"p\", \"image\": \"i\", \"disk_gb\": 1}");
+	g_autoptr(json_object) out = NULL;
+	g_autofree char *mid = g_strnfill(BM_ID_MAX, 'm');
+	g_autofree char *state = NULL;
+	int64_t op = 0;
+	const char *id;
+
+	enroll(st, mid, "a");
+	drive(st, mid, NULL);
+	ck_assert_int_eq(bm_pool_create(st, pool, &out), 0);
+	g_clear_pointer(&out, json_object_put);
+	ck_assert_int_eq(bm_instance_create(st, req, &out, &op), 0);
+	g_clear_pointer(&out, json_object_put);
+	ck_assert_int_eq(bm_store_promote_queued(st, NULL, 1), 0);
+	drive(st, mid, NULL);
+	ck_assert_int_eq(bm_disk_add(st, mid, 1, NULL, NULL, &out, &op, &state), 0);
+	id = json_object_get_string(json_object_object_get(out, "id"));
+	ck_assert_msg(bm_id_valid(id), "disk id %s", id);
+	ck_assert(g_str_has_prefix(id, mid + 10));
+	g_clear_pointer(&out, json_object_put);
+	g_clear_pointer(&state, g_free);
+	ck_assert_int_eq(bm_nic_add(st, mid, "n", NULL, &out, &op, &state), 0);
+	id = json_object_get_string(json_object_object_get(out, "id"));
+	ck_assert_msg(bm_id_valid(id), "nic id %s", id);
+	assert_invariants(st);
+}
+END_TEST
+
 START_TEST(test_idempotency)
 {
 	g_autoptr(bm_store) st = open_db();
@@ -676,6 +709,7 @@ static Suite *suite(void)
 	tcase_add_test(db, test_error_with_instance);
 	tcase_add_test(db, test_idempotency);
 	tcase_add_test(db, test_instance_id_room);
+	tcase_add_test(db, test_plug_id_room);
 	suite_add_tcase(s, db);
 	return s;
 }
