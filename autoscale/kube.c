@@ -111,7 +111,8 @@ static struct as_kube_config *config_new(void)
 struct yaml_conv {
 	yaml_document_t *doc;
 	size_t left; /* values still allowed */
-	bool over; /* ran out: the result is incomplete */
+	bool over; /* ran out, or too deep: the result is incomplete */
+	bool deep; /* nested past JSON_DEPTH */
 };
 
 /* YAML node to JSON: mappings to objects, sequences to arrays, scalars to strings. */
@@ -119,8 +120,12 @@ static json_object *yaml_to_json(struct yaml_conv *cv, yaml_node_t *n, int depth
 {
 	json_object *o;
 
-	if (!n || depth > JSON_DEPTH || cv->over)
+	if (!n || cv->over)
 		return NULL;
+	if (depth > JSON_DEPTH) {
+		cv->over = cv->deep = true;
+		return NULL;
+	}
 	if (cv->left == 0) {
 		cv->over = true;
 		return NULL;
@@ -162,7 +167,7 @@ static int parse_yaml(const char *buf, size_t len, json_object **out, char **msg
 {
 	yaml_parser_t parser;
 	yaml_document_t doc;
-	struct yaml_conv cv = {&doc, len + YAML_ALIAS_SLACK, false};
+	struct yaml_conv cv = {&doc, len + YAML_ALIAS_SLACK, false, false};
 	json_object *o;
 
 	if (!yaml_parser_initialize(&parser))
@@ -180,8 +185,11 @@ static int parse_yaml(const char *buf, size_t len, json_object **out, char **msg
 	if (cv.over) {
 		if (o)
 			json_object_put(o);
-		*msg = g_strdup_printf("aliases expand the document past %zu values", len +
-				       YAML_ALIAS_SLACK);
+		if (cv.deep)
+			*msg = g_strdup_printf("nested deeper than %d levels", JSON_DEPTH);
+		else
+			*msg = g_strdup_printf("aliases expand the document past %zu values",
+					       len + YAML_ALIAS_SLACK);
 		return -EINVAL;
 	}
 	if (!o || !json_object_is_type(o, json_type_object)) {

@@ -184,11 +184,28 @@ START_TEST(kubeconfig_alias_expansion)
 				       k, k, k - 1, k - 1, k - 1, k - 1, k - 1, k - 1, k - 1, k - 1, k - 1);
 	ck_assert_int_eq(parse_err(laughs->str, NULL, &m1), -EINVAL);
 	ck_assert_msg(strstr(m1, "aliases expand"), "%s", m1);
+	/* Expanded depth first, it is nested past the limit before it is too big. */
 	ck_assert_int_eq(parse_err(selfref, NULL, &m2), -EINVAL);
-	ck_assert_msg(strstr(m2, "aliases expand"), "%s", m2);
+	ck_assert_msg(strstr(m2, "nested deeper than 64"), "%s", m2);
 	ck_assert_int_eq(as_kube_config_parse(anchors, strlen(anchors), "/d", NULL, &c, &m3), 0);
 	ck_assert_str_eq(c->server, "https://h:6443");
 	ck_assert(c->insecure);
+}
+END_TEST
+
+/* A document nested past the limit is refused, not cut to "" (fuzz-kube's helper). */
+START_TEST(kubeconfig_too_deep)
+{
+	g_autoptr(GString) doc = g_string_new("current-context: x\nextensions: ");
+	g_autofree char *m = NULL;
+
+	for (int i = 0; i < 70; i++)
+		g_string_append_c(doc, '[');
+	for (int i = 0; i < 70; i++)
+		g_string_append_c(doc, ']');
+	g_string_append_c(doc, '\n');
+	ck_assert_int_eq(parse_err(doc->str, NULL, &m), -EINVAL);
+	ck_assert_msg(strstr(m, "nested deeper than 64"), "%s", m);
 }
 END_TEST
 
@@ -703,6 +720,7 @@ int main(void)
 	tcase_add_test(tc, kubeconfig_errors);
 	tcase_add_test(tc, kubeconfig_json_and_in_cluster);
 	tcase_add_test(tc, kubeconfig_alias_expansion);
+	tcase_add_test(tc, kubeconfig_too_deep);
 	tcase_add_test(tc, watch_parser_any_split);
 	tcase_add_test(tc, watch_parser_oversized);
 	tcase_add_test(tc, watch_parser_unknown_type);
