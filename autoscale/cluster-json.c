@@ -1112,20 +1112,46 @@ static int apply_options(struct as_options *o, json_object *root, char **msg)
 		else if (t == json_type_boolean || t == json_type_int || t == json_type_double)
 			text = g_strdup(json_object_to_json_string(v));
 		else if (t == json_type_object && strcmp(k, "priorities") == 0) {
-			/* {"10": ["re", ...], ...}, as in CA's ConfigMap */
-			GString *s = g_string_new(NULL);
+			/*
+			 * {"10": ["re", ...], ...}, as in CA's ConfigMap, made the
+			 * option's text PRIO:RE,RE;PRIO:...: so a priority is a
+			 * number, a regex a string, and neither may hold the
+			 * text's separators (the priority expander's option
+			 * cannot carry a regex with ',' or ';').
+			 */
+			g_autoptr(GString) s = g_string_new(NULL);
 
 			json_object_object_foreach(v, pk, pv)
 			{
+				gint64 prio;
+
+				if (!g_ascii_string_to_signed(pk, 10, G_MININT32, G_MAXINT32, &prio, NULL)) {
+					*msg = g_strdup_printf("option \"priorities\": \"%s\" is not a "
+							       "priority (an integer)", pk);
+					return -EINVAL;
+				}
+				if (json_object_get_type(pv) != json_type_array) {
+					*msg = g_strdup_printf("option \"priorities\": \"%s\": expected "
+							       "an array of regexes, got %s", pk,
+							       type_name(pv));
+					return -EINVAL;
+				}
 				g_string_append_printf(s, "%s%s:", s->len ? ";" : "", pk);
-				for (size_t i = 0; json_object_get_type(pv) == json_type_array &&
-						   i < json_object_array_length(pv);
-				     i++)
-					g_string_append_printf(s, "%s%s", i ? "," : "",
-							       json_object_get_string(
-								       json_object_array_get_idx(pv, i)));
+				for (size_t i = 0; i < json_object_array_length(pv); i++) {
+					json_object *re = json_object_array_get_idx(pv, i);
+					const char *rs = json_object_get_string(re);
+
+					if (json_object_get_type(re) != json_type_string ||
+					    strpbrk(rs, ",;")) {
+						*msg = g_strdup_printf(
+							"option \"priorities\": \"%s\": each regex "
+							"must be a string without ',' or ';'", pk);
+						return -EINVAL;
+					}
+					g_string_append_printf(s, "%s%s", i ? "," : "", rs);
+				}
 			}
-			text = g_string_free(s, FALSE);
+			text = g_strdup(s->str);
 		} else {
 			*msg = g_strdup_printf("option \"%s\": expected a string, number or boolean, got %s",
 					       k, type_name(v));

@@ -279,6 +279,42 @@ START_TEST(options_file)
 END_TEST
 
 /*
+ * The priorities of an options file become the option's text
+ * PRIO:RE,RE;...: a key holding its separators made rules of its own, and
+ * a regex holding ',' was cut in two (seen with the fuzz-kube helper).
+ */
+START_TEST(options_file_priorities)
+{
+	static const char *const bad[][2] = {
+		{"{\"priorities\": {\"10:a;20\": [\"b\"]}}", "\"10:a;20\" is not a priority"},
+		{"{\"priorities\": {\"ten\": [\"b\"]}}", "\"ten\" is not a priority"},
+		{"{\"priorities\": {\"99999999999\": [\"b\"]}}", "is not a priority"},
+		{"{\"priorities\": {\"10\": \"b\"}}", "expected an array of regexes, got a string"},
+		{"{\"priorities\": {\"10\": [\"a{1,3}\"]}}", "without ',' or ';'"},
+		{"{\"priorities\": {\"10\": [\"x;20:y\"]}}", "without ',' or ';'"},
+		{"{\"priorities\": {\"10\": [7]}}", "must be a string"},
+	};
+	static const char good[] = "{\"priorities\": {\"-5\": [\"^spot-\"], \"10\": []}}";
+	struct as_options o;
+	g_autofree char *m = NULL;
+
+	as_options_init(&o);
+	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+		char *mi = NULL;
+
+		ck_assert_int_eq(as_options_from_json(&o, bad[i][0], strlen(bad[i][0]), &mi), -EINVAL);
+		ck_assert_msg(strstr(mi, bad[i][1]), "%s: %s", bad[i][0], mi);
+		ck_assert_uint_eq(o.n_priorities, 0);
+		g_free(mi);
+	}
+	ck_assert_int_eq(as_options_from_json(&o, good, strlen(good), &m), 0);
+	ck_assert_uint_eq(o.n_priorities, 1);
+	ck_assert_int_eq(o.priorities[0].priority, -5);
+	as_options_clear(&o);
+}
+END_TEST
+
+/*
  * Two objects in an options file: the second was ignored, where a
  * snapshot refuses anything after its value (a property that
  * tests/fuzz/fuzz-kube.c checks).
@@ -428,6 +464,7 @@ int main(void)
 	tcase_add_test(tc, errors_name_the_path);
 	tcase_add_test(tc, options_file);
 	tcase_add_test(tc, options_file_trailing_data);
+	tcase_add_test(tc, options_file_priorities);
 	tcase_add_test(tc, decision_json);
 	tcase_add_test(tc, mutations_never_crash);
 	suite_add_tcase(s, tc);
