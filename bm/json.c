@@ -179,7 +179,10 @@ int bm_json_parse(const char *buf, size_t len, json_object **out, char **msg)
 		end = json_tokener_get_parse_end(tok);
 	}
 	if (jerr != json_tokener_success || !obj) {
-		*msg = g_strdup_printf("bad JSON: %s", json_tokener_error_desc(jerr));
+		/* A document of just null parses, to nothing: not a body anyone takes. */
+		*msg = jerr == json_tokener_success ? g_strdup("bad JSON: the document is null")
+						    : g_strdup_printf("bad JSON: %s",
+								      json_tokener_error_desc(jerr));
 		json_tokener_free(tok);
 		json_object_put(obj);
 		return jerr == json_tokener_success ? -EBADMSG : bm_json_errno(jerr);

@@ -156,6 +156,10 @@ START_TEST(test_json_limits)
 	const char *str = NULL;
 	int64_t n = 0;
 
+	/* A document of null is refused saying so, not "bad JSON: success" (fuzz-bm's helper). */
+	ck_assert_int_eq(bm_json_parse(" null ", 6, &o, &msg), -EBADMSG);
+	ck_assert_str_eq(msg, "bad JSON: the document is null");
+	g_clear_pointer(&msg, g_free);
 	for (int i = 0; i < 100; i++)
 		g_string_append_c(deep, '[');
 	for (int i = 0; i < 100; i++)
