@@ -115,9 +115,27 @@ tests/fuzz/fuzz-bm: $(FUZZ_BM_SRCS)
 		`printf '%s\n' $(FUZZ_BM_SRCS) | grep '\.c$$'` \
 		$(JSONC_LIBS) $(SQLITE_LIBS) $(MHD_LIBS) $(CURL_LIBS) $(GLIB_LIBS) $(URING_LIBS) -lm -o $@
 
+# The host's policies on what the DPU may touch, against models of their
+# documentation: qtfs-server's whitelist (fuse-qtfs/whitelist.c) and
+# rexecd's environment policies (rexecd_env_filter).
+check_PROGRAMS += tests/fuzz/replay-policy
+tests_fuzz_replay_policy_SOURCES = tests/fuzz/fuzz-policy.c tests/fuzz/fuzz.h tests/fuzz/replay.c \
+	rexecd/rexecd.c
+tests_fuzz_replay_policy_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/fuse-qtfs -I$(top_srcdir)/rexec \
+	-I$(top_srcdir)/rexecd
+tests_fuzz_replay_policy_LDADD = fuse-qtfs/libqtfswl.a rexec/librexecproto.a $(QT_LIBS)
+FUZZ_BINS += tests/fuzz/fuzz-policy
+FUZZ_POLICY_SRCS = $(top_srcdir)/tests/fuzz/fuzz-policy.c $(top_srcdir)/rexecd/rexecd.c \
+	$(fuse_qtfs_libqtfswl_a_SOURCES:%=$(top_srcdir)/%) \
+	$(rexec_librexecproto_a_SOURCES:%=$(top_srcdir)/%) $(lib_libqt_a_SOURCES:%=$(top_srcdir)/%)
+tests/fuzz/fuzz-policy: $(FUZZ_POLICY_SRCS)
+	$(FUZZ_CC) -I$(top_srcdir)/fuse-qtfs -I$(top_srcdir)/rexec -I$(top_srcdir)/rexecd \
+		$(GLIB_CFLAGS) $(URING_CFLAGS) `printf '%s\n' $(FUZZ_POLICY_SRCS) | grep '\.c$$'` \
+		$(GLIB_LIBS) $(URING_LIBS) -o $@
+
 TESTS += tests/fuzz/test-corpus.sh
 EXTRA_DIST += tests/fuzz/test-corpus.sh tests/fuzz/make-corpus.sh tests/fuzz/make-corpus-rexec.py \
-	tests/fuzz/make-corpus-qtfs-server.py tests/fuzz/corpus
+	tests/fuzz/make-corpus-qtfs-server.py tests/fuzz/make-corpus-policy.py tests/fuzz/corpus
 CLEANFILES += $(FUZZ_BINS)
 
 if HAVE_CLANG

@@ -12,7 +12,7 @@ set -u
 : "${top_builddir:=.}"
 
 # NAME MIN_INPUTS: tests/fuzz/replay-NAME over tests/fuzz/corpus/NAME.
-targets="frame 10 rexec 40 qtfs-server 25 rexecd 20 kube 40 trace 50 bm 50"
+targets="frame 10 rexec 40 qtfs-server 25 rexecd 20 kube 40 trace 50 bm 50 policy 20"
 
 status=0
 # shellcheck disable=SC2086 # split into its words on purpose
