@@ -89,6 +89,7 @@ struct ref {
 	bool nonfinite; /* a number is no finite double */
 	bool top_null; /* the text is null */
 	bool gave_up;
+	unsigned members; /* of every object, a key given twice counted twice */
 };
 
 static bool ref_more(const struct ref *r)
@@ -223,6 +224,7 @@ static bool ref_value(struct ref *r)
 			ref_ws(r);
 			if (!ref_string(r))
 				return false;
+			r->members++;
 			ref_ws(r);
 			if (!ref_more(r) || *r->p++ != ':')
 				return false;
@@ -415,6 +417,24 @@ static unsigned check_tree(json_object *o)
 	}
 }
 
+/* Members of every object in the tree. */
+static unsigned tree_members(json_object *o)
+{
+	unsigned n = 0;
+
+	if (json_object_is_type(o, json_type_object)) {
+		json_object_object_foreach(o, k, v)
+		{
+			(void)k;
+			n += 1 + tree_members(v);
+		}
+	} else if (json_object_is_type(o, json_type_array)) {
+		for (size_t i = 0; i < json_object_array_length(o); i++)
+			n += tree_members(json_object_array_get_idx(o, i));
+	}
+	return n;
+}
+
 /* bm_json_parse() of @text wrapped in @n arrays. */
 static int parse_wrapped(const char *text, unsigned n)
 {
@@ -457,8 +477,16 @@ static void fuzz_json(const char *doc, size_t len)
 	CHECK(o && !msg);
 	depth = check_tree(o);
 	CHECK(depth <= BM_JSON_MAX_DEPTH);
-	if (valid)
+	if (valid && r.members != tree_members(o)) {
+		/*
+		 * A key given twice: json-c keeps the last value (as most JSON
+		 * readers do), and what the text held in the first one, deeper
+		 * or a number the parser would refuse, is gone from the tree.
+		 */
+		CHECK(r.max_depth >= depth && r.members > tree_members(o));
+	} else if (valid) {
 		CHECK(allowed && r.max_depth == depth);
+	}
 
 	dump = bm_json_dump(o);
 	CHECK(ref_json(dump, strlen(dump), &rd));
