@@ -148,6 +148,17 @@ static int parse_len(const char *s, json_object **o, char **msg)
 	return bm_json_parse(s, strlen(s), o, msg);
 }
 
+/* @s made @open x @n, then @inner, then @close x @n. */
+static void nest(GString *s, int n, const char *open, const char *inner, const char *close)
+{
+	g_string_truncate(s, 0);
+	for (int i = 0; i < n; i++)
+		g_string_append(s, open);
+	g_string_append(s, inner);
+	for (int i = 0; i < n; i++)
+		g_string_append(s, close);
+}
+
 START_TEST(test_json_limits)
 {
 	g_autoptr(GString) deep = g_string_new(NULL);
@@ -160,10 +171,7 @@ START_TEST(test_json_limits)
 	ck_assert_int_eq(bm_json_parse(" null ", 6, &o, &msg), -EBADMSG);
 	ck_assert_str_eq(msg, "bad JSON: the document is null");
 	g_clear_pointer(&msg, g_free);
-	for (int i = 0; i < 100; i++)
-		g_string_append_c(deep, '[');
-	for (int i = 0; i < 100; i++)
-		g_string_append_c(deep, ']');
+	nest(deep, 100, "[", "", "]");
 	ck_assert_int_eq(bm_json_parse(deep->str, deep->len, &o, &msg), -E2BIG);
 	g_clear_pointer(&msg, g_free);
 	ck_assert_int_eq(bm_json_parse("{} x", 4, &o, &msg), -EBADMSG);
@@ -173,12 +181,7 @@ START_TEST(test_json_limits)
 	ck_assert_int_eq(bm_json_parse("42", 2, &o, &msg), 0);
 	json_object_put(o);
 	/* Depth BM_JSON_MAX_DEPTH is the number of nested objects allowed. */
-	g_string_truncate(deep, 0);
-	for (int i = 0; i < BM_JSON_MAX_DEPTH; i++)
-		g_string_append(deep, "{\"a\":");
-	g_string_append(deep, "1");
-	for (int i = 0; i < BM_JSON_MAX_DEPTH; i++)
-		g_string_append_c(deep, '}');
+	nest(deep, BM_JSON_MAX_DEPTH, "{\"a\":", "1", "}");
 	ck_assert_int_eq(bm_json_parse(deep->str, deep->len, &o, &msg), 0);
 	json_object_put(o);
 	g_string_prepend(deep, "[");
@@ -186,23 +189,14 @@ START_TEST(test_json_limits)
 	ck_assert_int_eq(bm_json_parse(deep->str, deep->len, &o, &msg), -E2BIG);
 	g_clear_pointer(&msg, g_free);
 	/* One level too deep also when the innermost array or object is empty (fuzz-bm). */
-	g_string_truncate(deep, 0);
-	for (int i = 0; i < BM_JSON_MAX_DEPTH; i++)
-		g_string_append_c(deep, '[');
-	for (int i = 0; i < BM_JSON_MAX_DEPTH; i++)
-		g_string_append_c(deep, ']');
+	nest(deep, BM_JSON_MAX_DEPTH, "[", "", "]");
 	ck_assert_int_eq(bm_json_parse(deep->str, deep->len, &o, &msg), 0);
 	json_object_put(o);
 	g_string_prepend(deep, "[");
 	g_string_append(deep, "]");
 	ck_assert_int_eq(bm_json_parse(deep->str, deep->len, &o, &msg), -E2BIG);
 	g_clear_pointer(&msg, g_free);
-	g_string_truncate(deep, 0);
-	for (int i = 0; i < BM_JSON_MAX_DEPTH; i++)
-		g_string_append(deep, "{\"a\":");
-	g_string_append(deep, "{}");
-	for (int i = 0; i < BM_JSON_MAX_DEPTH; i++)
-		g_string_append_c(deep, '}');
+	nest(deep, BM_JSON_MAX_DEPTH, "{\"a\":", "{}", "}");
 	ck_assert_int_eq(bm_json_parse(deep->str, deep->len, &o, &msg), -E2BIG);
 	ck_assert_ptr_nonnull(strstr(msg, "deep"));
 	g_clear_pointer(&msg, g_free);
