@@ -5,7 +5,11 @@
 #include <errno.h>
 #include <ftw.h>
 #include <glib.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -165,4 +169,34 @@ static int remove_one(const char *p, const struct stat *st, int flag, struct FTW
 void fz_empty_dir(const char *dir)
 {
 	CHECK(nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS) == 0);
+}
+
+bool fz_sandbox(const char *dir, const char *name, const char *size, uint64_t max_file)
+{
+	struct rlimit fsize = {max_file, max_file};
+	g_autofree char *opts = g_strdup_printf("size=%s,mode=0755", size);
+	bool mounted = false;
+
+	if (unshare(CLONE_NEWNS) == 0) {
+		CHECK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
+		CHECK(mount(name, dir, "tmpfs", 0, opts) == 0);
+		mounted = true;
+	}
+	CHECK(setrlimit(RLIMIT_FSIZE, &fsize) == 0);
+	signal(SIGXFSZ, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	return mounted;
+}
+
+void fz_check_fds(int *first, int slack, const char *who)
+{
+	int fds = fz_count_fds();
+
+	if (*first < 0)
+		*first = fds;
+	if (fds > *first + slack) {
+		fprintf(stderr, "%s: %d descriptors open, %d after the first input\n", who, fds,
+			*first);
+		abort();
+	}
 }

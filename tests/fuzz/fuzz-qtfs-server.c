@@ -46,14 +46,11 @@
 
 #include <errno.h>
 #include <ftw.h>
-#include <sched.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -259,7 +256,6 @@ static void setup(void)
 	struct qtfs_export_spec exports[2];
 	struct qtfs_srv_opts so = {0};
 	struct qt_conn_opts co = {.role = QT_CONN_SERVER};
-	struct rlimit fsize = {FILE_SIZE_MAX, FILE_SIZE_MAX};
 	g_autofree char *msg = NULL;
 	g_autofree char *wl_text = NULL;
 	char tmpl[] = "/tmp/fuzz-qtfs-server.XXXXXX";
@@ -270,17 +266,7 @@ static void setup(void)
 	CHECK(mkdtemp(tmpl));
 	G.base = g_strdup(tmpl);
 	atexit(cleanup);
-	/*
-	 * A tmpfs seen by this process alone, so that what a request makes
-	 * cannot fill the machine's disk and goes with the process.
-	 */
-	if (unshare(CLONE_NEWNS) == 0) {
-		CHECK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
-		CHECK(mount("fuzz-qtfs-server", G.base, "tmpfs", 0, "size=256m,mode=0755") == 0);
-	}
-	CHECK(setrlimit(RLIMIT_FSIZE, &fsize) == 0);
-	signal(SIGXFSZ, SIG_IGN);
-	signal(SIGPIPE, SIG_IGN);
+	fz_sandbox(G.base, "fuzz-qtfs-server", "256m", FILE_SIZE_MAX);
 	G.rw = g_build_filename(G.base, "export", NULL);
 	G.ro = g_build_filename(G.base, "ro", NULL);
 	G.outside = g_build_filename(G.base, "outside", NULL);
@@ -330,7 +316,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct qt_msg *m;
 	uint16_t mflags;
 	size_t off = 2;
-	int fds;
 	gint64 budget_end;
 	GChecksum *rw_sum = NULL;
 
@@ -395,13 +380,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(strcmp(names, G.base_names) == 0);
 	}
 	reset_export(G.rw);
-	fds = fz_count_fds();
-	if (G.fds < 0)
-		G.fds = fds;
-	if (fds > G.fds + FD_SLACK) {
-		fprintf(stderr, "fuzz-qtfs-server: %d descriptors open, %d after the first input\n",
-			fds, G.fds);
-		abort();
-	}
+	fz_check_fds(&G.fds, FD_SLACK, "fuzz-qtfs-server");
 	return 0;
 }

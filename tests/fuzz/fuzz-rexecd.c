@@ -38,14 +38,11 @@
 
 #include <errno.h>
 #include <ftw.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sched.h>
 #include <sys/mount.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -128,7 +125,6 @@ static void setup(void)
 {
 	struct rexecd_opts o = {0};
 	struct qt_conn_opts co = {.role = QT_CONN_SERVER};
-	struct rlimit fsize = {FILE_SIZE_MAX, FILE_SIZE_MAX};
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	g_autofree char *msg = NULL;
 
@@ -141,17 +137,10 @@ static void setup(void)
 	 * a fixed one: a tmpfs of this process's own mount namespace where it
 	 * can make one (root), so that runs side by side do not meet.
 	 */
-	if (unshare(CLONE_NEWNS) == 0) {
-		CHECK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
-		CHECK(mount("fuzz-rexecd", G.base, "tmpfs", 0, "size=64m,mode=0755") == 0);
-		G.own_mount = true;
-	} else {
+	G.own_mount = fz_sandbox(G.base, "fuzz-rexecd", "64m", FILE_SIZE_MAX);
+	if (!G.own_mount)
 		fz_empty_dir(G.base);
-	}
 	atexit(cleanup);
-	CHECK(setrlimit(RLIMIT_FSIZE, &fsize) == 0);
-	signal(SIGXFSZ, SIG_IGN);
-	signal(SIGPIPE, SIG_IGN);
 
 	G.files = g_build_filename(G.base, "files", NULL);
 	CHECK(mkdir(G.files, 0755) == 0);
@@ -279,7 +268,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	unsigned exits = 0;
 	size_t off = 1;
 	gint64 budget_end;
-	int fds;
 
 	if (!G.loop)
 		setup();
@@ -321,13 +309,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		close(g_array_index(G.accepted, int, i));
 	g_array_set_size(G.accepted, 0);
 	make_files(); /* a command may have written into a passed file */
-	fds = fz_count_fds();
-	if (G.fds < 0)
-		G.fds = fds;
-	if (fds > G.fds + FD_SLACK) {
-		fprintf(stderr, "fuzz-rexecd: %d descriptors open, %d after the first input\n", fds,
-			G.fds);
-		abort();
-	}
+	fz_check_fds(&G.fds, FD_SLACK, "fuzz-rexecd");
 	return 0;
 }

@@ -61,6 +61,21 @@ bool fz_all_answered(struct fz_client *cl);
  * @gone never held.
  */
 bool fz_client_close(struct fz_client *cl, bool (*gone)(struct fz_client *), int max_ms);
+/*
+ * Where a server target keeps its trees: a tmpfs of @size (mount's size=
+ * option) on @dir, in a mount namespace of this process's own, where it
+ * may make one (root), so that what an input makes cannot fill the
+ * machine's disk, goes with the process, and does not meet another run's;
+ * and files of this process and its children bounded to @max_file bytes
+ * (RLIMIT_FSIZE, SIGXFSZ ignored), SIGPIPE ignored.  True when the tmpfs
+ * was mounted.
+ */
+bool fz_sandbox(const char *dir, const char *name, const char *size, uint64_t max_file);
+/*
+ * The descriptors open now, against those after the first input (*@first,
+ * -1 until then): more than @slack above it aborts, naming @who.
+ */
+void fz_check_fds(int *first, int slack, const char *who);
 /* Remove what @dir holds (not @dir); aborts if something cannot go. */
 void fz_empty_dir(const char *dir);
 /* Descriptors open in the process. */
