@@ -1151,7 +1151,7 @@ static int apply_options(struct as_options *o, json_object *root, char **msg)
 					g_string_append_printf(s, "%s%s", i ? "," : "", rs);
 				}
 			}
-			text = g_strdup(s->str);
+			text = g_string_free(g_steal_pointer(&s), FALSE);
 		} else {
 			*msg = g_strdup_printf("option \"%s\": expected a string, number or boolean, got %s",
 					       k, type_name(v));
