@@ -46,36 +46,6 @@ static bool has_nul_escape(const char *buf, size_t len)
 	return false;
 }
 
-/*
- * The depth of a parsed document: arrays and objects on its longest path.
- * json-c counts a level only when a value goes into it, so an empty array
- * or object one level deeper than its limit passes (17 nested arrays, the
- * innermost empty): the limit is checked again on the result.  The
- * recursion is bounded by json-c's limit.
- */
-static unsigned json_depth(json_object *o)
-{
-	unsigned d = 0, e;
-
-	if (json_object_is_type(o, json_type_object)) {
-		json_object_object_foreach(o, k, v)
-		{
-			(void)k;
-			e = json_depth(v);
-			d = MAX(d, e);
-		}
-		return d + 1;
-	}
-	if (json_object_is_type(o, json_type_array)) {
-		for (size_t i = 0; i < json_object_array_length(o); i++) {
-			e = json_depth(json_object_array_get_idx(o, i));
-			d = MAX(d, e);
-		}
-		return d + 1;
-	}
-	return 0;
-}
-
 /* A number as JSON writes it: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
 static bool number_syntax(const char *s)
 {
@@ -107,40 +77,54 @@ static bool number_syntax(const char *s)
 }
 
 /*
- * The text of the first number of a parsed document that is not a finite
- * JSON number, NULL when there is none.  json-c's strict mode still takes
- * NaN, Infinity and -Infinity, and numbers such as "1.", "-.5" or "01.5";
- * it keeps a double's text and prints it back as it came, so each would be
- * stored (a pool's template) and echoed to clients as something that is
- * not JSON.  A number too large for a double (1e400) is infinite and would
- * reach the arithmetic of whoever reads it (the autoscaler's price of a
- * pool).  Integers are printed from their value: only doubles are looked
- * at.  The recursion is bounded by the depth limit.
+ * One walk of a parsed document: its depth (arrays and objects on its
+ * longest path), and in *@bad the text of its first number that is not a
+ * finite JSON number (left alone when there is none).
+ *
+ * The depth: json-c counts a level only when a value goes into it, so an
+ * empty array or object one level deeper than its limit passes (17 nested
+ * arrays, the innermost empty): the limit is checked again on the result.
+ *
+ * The numbers: json-c's strict mode still takes NaN, Infinity and
+ * -Infinity, and numbers such as "1.", "-.5" or "01.5"; it keeps a
+ * double's text and prints it back as it came, so each would be stored (a
+ * pool's template) and echoed to clients as something that is not JSON.
+ * A number too large for a double (1e400) is infinite and would reach the
+ * arithmetic of whoever reads it (the autoscaler's price of a pool).
+ * Integers are printed from their value: only doubles are looked at.
+ *
+ * The recursion is bounded by json-c's depth limit.
  */
-static const char *bad_number(json_object *o)
+static unsigned json_walk(json_object *o, const char **bad)
 {
-	const char *bad = NULL;
+	unsigned d = 0, e;
 
 	switch (json_object_get_type(o)) {
-	case json_type_double:
+	case json_type_double: {
 		/* For a double, the text it was parsed from. */
-		bad = json_object_get_string(o);
-		return number_syntax(bad) && isfinite(json_object_get_double(o)) ? NULL : bad;
+		const char *text = json_object_get_string(o);
+
+		if (!*bad && !(number_syntax(text) && isfinite(json_object_get_double(o))))
+			*bad = text;
+		return 0;
+	}
 	case json_type_object: {
 		json_object_object_foreach(o, k, v)
 		{
 			(void)k;
-			if ((bad = bad_number(v)))
-				return bad;
+			e = json_walk(v, bad);
+			d = MAX(d, e);
 		}
-		return NULL;
+		return d + 1;
 	}
 	case json_type_array:
-		for (size_t i = 0; !bad && i < json_object_array_length(o); i++)
-			bad = bad_number(json_object_array_get_idx(o, i));
-		return bad;
+		for (size_t i = 0; i < json_object_array_length(o); i++) {
+			e = json_walk(json_object_array_get_idx(o, i), bad);
+			d = MAX(d, e);
+		}
+		return d + 1;
 	default:
-		return NULL;
+		return 0;
 	}
 }
 
@@ -149,7 +133,7 @@ int bm_json_parse(const char *buf, size_t len, json_object **out, char **msg)
 	struct json_tokener *tok;
 	json_object *obj;
 	enum json_tokener_error jerr;
-	const char *bad;
+	const char *bad = NULL;
 	size_t end;
 
 	if (len > INT32_MAX) {
@@ -196,12 +180,12 @@ int bm_json_parse(const char *buf, size_t len, json_object **out, char **msg)
 		}
 	}
 	json_tokener_free(tok);
-	if (json_depth(obj) > BM_JSON_MAX_DEPTH) {
+	if (json_walk(obj, &bad) > BM_JSON_MAX_DEPTH) {
 		*msg = g_strdup_printf("bad JSON: %s", json_tokener_error_desc(json_tokener_error_depth));
 		json_object_put(obj);
 		return -E2BIG;
 	}
-	if ((bad = bad_number(obj))) {
+	if (bad) {
 		*msg = g_strdup_printf("bad JSON: %.32s is not a finite JSON number", bad);
 		json_object_put(obj);
 		return -EBADMSG;
