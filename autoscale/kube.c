@@ -892,6 +892,9 @@ static int list_all(struct watcher *w, char **msg)
 			/* 410 on a continue token: the list snapshot expired; start over. */
 			*msg = status_message(path, st, o);
 			r = as_kube_status_errno(st);
+			/* Another 2xx has no list in it: not the end of the list. */
+			if (r == 0)
+				r = -EBADMSG;
 			json_object_put(o);
 			break;
 		}
