@@ -850,7 +850,7 @@ static char *status_message(const char *what, long st, json_object *o)
 
 /* ---- cache ---- */
 
-static char *obj_key(json_object *o)
+char *as_kube_obj_key(json_object *o)
 {
 	json_object *meta = jobj(o, "metadata");
 	const char *ns = as_json_string(meta, "namespace"), *name = as_json_string(meta, "name");
@@ -867,6 +867,37 @@ static void count(struct as_kube *k, uint64_t *ctr)
 	g_mutex_unlock(&k->lock);
 }
 
+int as_kube_list_page(const char *what, long status, json_object *page, GHashTable *objs,
+		      char **rv, char **cont, char **msg)
+{
+	json_object *items = as_json_member(page, "items"), *meta = jobj(page, "metadata");
+	const char *next;
+	int r;
+
+	if (status != 200) {
+		/* 410 on a continue token: the list snapshot expired; start over. */
+		*msg = status_message(what, status, page);
+		r = as_kube_status_errno(status);
+		/* Another 2xx has no list in it: not the end of the list. */
+		return r < 0 ? r : -EBADMSG;
+	}
+	if (!items || !json_object_is_type(items, json_type_array) || !meta) {
+		*msg = g_strdup_printf("%s: not a list", what);
+		return -EBADMSG;
+	}
+	for (size_t i = 0; i < json_object_array_length(items); i++) {
+		json_object *it = json_object_array_get_idx(items, i);
+		char *key = as_kube_obj_key(it);
+
+		if (key)
+			g_hash_table_replace(objs, key, json_object_get(it));
+	}
+	next = as_json_string(meta, "continue");
+	*rv = g_strdup(as_json_string(meta, "resourceVersion"));
+	*cont = next && *next ? g_strdup(next) : NULL;
+	return 0;
+}
+
 /* List every page into a new table; 0 and w->rv set, or -errno. */
 static int list_all(struct watcher *w, char **msg)
 {
@@ -878,8 +909,8 @@ static int list_all(struct watcher *w, char **msg)
 
 	do {
 		g_autofree char *path = NULL, *esc = NULL;
-		json_object *o = NULL, *items, *meta;
-		const char *next;
+		char *page_rv = NULL, *page_cont = NULL;
+		json_object *o = NULL;
 		long st = 0;
 
 		esc = cont ? g_uri_escape_string(cont, NULL, FALSE) : NULL;
@@ -888,37 +919,14 @@ static int list_all(struct watcher *w, char **msg)
 		r = as_kube_request(k, "GET", path, NULL, 1, false, &st, &o, msg);
 		if (r < 0)
 			break;
-		if (st != 200) {
-			/* 410 on a continue token: the list snapshot expired; start over. */
-			*msg = status_message(path, st, o);
-			r = as_kube_status_errno(st);
-			/* Another 2xx has no list in it: not the end of the list. */
-			if (r == 0)
-				r = -EBADMSG;
-			json_object_put(o);
-			break;
-		}
-		items = as_json_member(o, "items");
-		meta = jobj(o, "metadata");
-		if (!items || !json_object_is_type(items, json_type_array) || !meta) {
-			*msg = g_strdup_printf("%s: not a list", path);
-			json_object_put(o);
-			r = -EBADMSG;
-			break;
-		}
-		for (size_t i = 0; i < json_object_array_length(items); i++) {
-			json_object *it = json_object_array_get_idx(items, i);
-			char *key = obj_key(it);
-
-			if (key)
-				g_hash_table_replace(objs, key, json_object_get(it));
-		}
-		g_free(rv);
-		rv = g_strdup(as_json_string(meta, "resourceVersion"));
-		next = as_json_string(meta, "continue");
-		g_free(cont);
-		cont = next && *next ? g_strdup(next) : NULL;
+		r = as_kube_list_page(path, st, o, objs, &page_rv, &page_cont, msg);
 		json_object_put(o);
+		if (r < 0)
+			break;
+		g_free(rv);
+		rv = page_rv;
+		g_free(cont);
+		cont = page_cont;
 	} while (cont && !stopping(k));
 	if (r == 0 && cont)
 		r = -ECANCELED;
@@ -964,7 +972,7 @@ static void on_event(void *ud, const char *type, json_object *obj, const char *e
 	}
 	if (strcmp(type, "BOOKMARK") == 0)
 		return;
-	key = obj_key(obj);
+	key = as_kube_obj_key(obj);
 	if (!key) {
 		count(k, &k->bad_events);
 		return;

@@ -2,7 +2,8 @@
 /*
  * The autoscaler daemon's Kubernetes client (autoscale/kube.c): kubeconfig
  * and in-cluster parsing, the watch stream parser fed in every split and
- * with malformed and oversized lines, the taint and Lease helpers, and the
+ * with malformed and oversized lines, the reader of a list answer with
+ * malformed, refused and huge pages, the taint and Lease helpers, and the
  * client against a stub API server (bm's libmicrohttpd server) that pages
  * a list, sends a broken list body, streams good and bad watch events and
  * a 410, answers 409 to an update and 429/404 to evictions.
@@ -12,6 +13,7 @@
 #include <check.h>
 #include <errno.h>
 #include <glib/gstdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -474,6 +476,197 @@ START_TEST(lease_rules_skew)
 }
 END_TEST
 
+/* ---- list pages ---- */
+
+static void put_json(gpointer o)
+{
+	json_object_put(o);
+}
+
+static gint cmp_strp(gconstpointer a, gconstpointer b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A table as list_all makes one, holding one entry a refused page must leave. */
+static GHashTable *page_table(void)
+{
+	GHashTable *t = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, put_json);
+
+	g_hash_table_replace(t, g_strdup("before"), json_object_new_object());
+	return t;
+}
+
+/* The keys of @t, sorted, each followed by a space. */
+static char *table_keys(GHashTable *t)
+{
+	g_autofree gpointer *keys = g_hash_table_get_keys_as_array(t, NULL);
+	GString *s = g_string_new(NULL);
+	guint n = g_hash_table_size(t);
+
+	qsort(keys, n, sizeof(*keys), cmp_strp);
+	for (guint i = 0; i < n; i++)
+		g_string_append_printf(s, "%s ", (const char *)keys[i]);
+	return g_string_free(s, FALSE);
+}
+
+/* as_kube_list_page() of the JSON text @doc (NULL: an empty body). */
+static int read_page(long status, const char *doc, GHashTable *t, char **rv, char **cont,
+		     char **msg)
+{
+	json_object *o = doc ? json_tokener_parse(doc) : NULL;
+	int r;
+
+	ck_assert(!doc || o);
+	r = as_kube_list_page("/api/v1/pods?limit=500", status, o, t, rv, cont, msg);
+	json_object_put(o);
+	return r;
+}
+
+START_TEST(list_page_items)
+{
+	g_autoptr(GHashTable) t = page_table();
+	g_autofree char *rv = NULL, *cont = NULL, *m = NULL, *keys = NULL;
+	json_object *second;
+
+	ck_assert_int_eq(
+		read_page(200,
+			  "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"42\","
+			  "\"continue\":\"tok\"},\"items\":["
+			  "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns1\"}},"
+			  "{\"metadata\":{\"name\":\"b\"}},"
+			  "{\"metadata\":{\"namespace\":\"ns1\"}},"
+			  "{\"metadata\":{\"name\":7,\"namespace\":\"ns1\"}},"
+			  "{\"spec\":{}},"
+			  "\"not an object\","
+			  "null,"
+			  "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns1\",\"uid\":\"2\"}}]}",
+			  t, &rv, &cont, &m),
+		0);
+	ck_assert_ptr_null(m);
+	ck_assert_str_eq(rv, "42");
+	ck_assert_str_eq(cont, "tok");
+	/* Items without a name string are skipped; a key given twice keeps the last. */
+	keys = table_keys(t);
+	ck_assert_str_eq(keys, "b before ns1/a ");
+	second = g_hash_table_lookup(t, "ns1/a");
+	ck_assert_ptr_nonnull(second);
+	ck_assert_ptr_nonnull(json_object_object_get(json_object_object_get(second, "metadata"),
+						     "uid"));
+}
+END_TEST
+
+/* No continue token, an empty one or one that is not a string: the last page. */
+START_TEST(list_page_last)
+{
+	static const char *const pages[] = {
+		"{\"metadata\":{\"resourceVersion\":\"5\"},\"items\":[]}",
+		"{\"metadata\":{\"resourceVersion\":\"5\",\"continue\":\"\"},\"items\":[]}",
+		"{\"metadata\":{\"resourceVersion\":\"5\",\"continue\":3},\"items\":[]}",
+		"{\"metadata\":{\"resourceVersion\":\"5\",\"continue\":null},\"items\":[]}",
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(pages); i++) {
+		g_autoptr(GHashTable) t = page_table();
+		g_autofree char *m = NULL;
+		char *rv = NULL, *cont = (char *)"unset";
+
+		ck_assert_int_eq(read_page(200, pages[i], t, &rv, &cont, &m), 0);
+		ck_assert_str_eq(rv, "5");
+		ck_assert_ptr_null(cont);
+		ck_assert_uint_eq(g_hash_table_size(t), 1);
+		g_free(rv);
+	}
+	/* No resourceVersion: none returned (the watch then starts from ""). */
+	{
+		g_autoptr(GHashTable) t = page_table();
+		g_autofree char *m = NULL;
+		char *rv = (char *)"unset", *cont = (char *)"unset";
+
+		ck_assert_int_eq(read_page(200, "{\"metadata\":{},\"items\":[]}", t, &rv, &cont, &m),
+				 0);
+		ck_assert_ptr_null(rv);
+		ck_assert_ptr_null(cont);
+	}
+}
+END_TEST
+
+/* A page that is not a list, or an answer that is not 200, changes nothing. */
+START_TEST(list_page_refused)
+{
+	static const struct {
+		long status;
+		const char *doc;
+		int r;
+		const char *msg;
+	} cases[] = {
+		{200, "{\"metadata\":{},\"items\":{\"a\":{}}}", -EBADMSG, "not a list"},
+		{200, "{\"metadata\":{},\"items\":null}", -EBADMSG, "not a list"},
+		{200, "{\"items\":[{\"metadata\":{\"name\":\"a\"}}]}", -EBADMSG, "not a list"},
+		{200, "{\"metadata\":[],\"items\":[{\"metadata\":{\"name\":\"a\"}}]}", -EBADMSG,
+		 "not a list"},
+		{200, "{\"metadata\":{\"continue\":\"c\"}}", -EBADMSG, "not a list"},
+		{200, "[{\"metadata\":{\"name\":\"a\"}}]", -EBADMSG, "not a list"},
+		{200, "\"items\"", -EBADMSG, "not a list"},
+		{200, NULL, -EBADMSG, "not a list"},
+		{410,
+		 "{\"kind\":\"Status\",\"code\":410,\"reason\":\"Expired\","
+		 "\"message\":\"continue token too old\",\"metadata\":{},\"items\":[]}",
+		 -ESTALE, "HTTP 410: continue token too old"},
+		{403, "{\"kind\":\"Status\",\"message\":7}", -EACCES, "HTTP 403"},
+		{404, NULL, -ENOENT, "HTTP 404"},
+		{500, "[]", -EAGAIN, "HTTP 500"},
+		{429, "{\"message\":\"slow down\"}", -EAGAIN, "HTTP 429: slow down"},
+		/* Another 2xx is no list, nor the end of one. */
+		{204, NULL, -EBADMSG, "HTTP 204"},
+		{203, "{\"metadata\":{},\"items\":[]}", -EBADMSG, "HTTP 203"},
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		g_autoptr(GHashTable) t = page_table();
+		g_autofree char *m = NULL, *want = NULL;
+		char *rv = (char *)"unset", *cont = (char *)"unset";
+
+		ck_assert_int_eq(read_page(cases[i].status, cases[i].doc, t, &rv, &cont, &m),
+				 cases[i].r);
+		want = g_strdup_printf("/api/v1/pods?limit=500: %s", cases[i].msg);
+		ck_assert_str_eq(m, want);
+		ck_assert_str_eq(rv, "unset");
+		ck_assert_str_eq(cont, "unset");
+		ck_assert_uint_eq(g_hash_table_size(t), 1);
+		ck_assert(g_hash_table_contains(t, "before"));
+	}
+}
+END_TEST
+
+/* A page far over LIST_PAGE items and a long continue token: all of it. */
+START_TEST(list_page_huge)
+{
+	enum { N = 30000 };
+	g_autoptr(GHashTable) t = page_table();
+	g_autofree char *m = NULL, *rv = NULL, *cont = NULL;
+	g_autofree char *token = g_strnfill(1 << 20, 'c');
+	GString *doc = g_string_new("{\"items\":[");
+	json_object *o;
+
+	for (int i = 0; i < N; i++)
+		g_string_append_printf(doc, "%s{\"metadata\":{\"name\":\"p%d\",\"namespace\":\"n%d\"}}",
+				       i ? "," : "", i, i % 7);
+	g_string_append_printf(doc, "],\"metadata\":{\"resourceVersion\":\"9\",\"continue\":\"%s\"}}",
+			       token);
+	o = json_tokener_parse(doc->str);
+	ck_assert_ptr_nonnull(o);
+	ck_assert_int_eq(as_kube_list_page("/api/v1/pods", 200, o, t, &rv, &cont, &m), 0);
+	json_object_put(o);
+	ck_assert_uint_eq(g_hash_table_size(t), N + 1);
+	ck_assert(g_hash_table_contains(t, "n0/p0"));
+	ck_assert(g_hash_table_contains(t, "n4/p29999"));
+	ck_assert_str_eq(cont, token);
+	ck_assert_str_eq(rv, "9");
+	g_string_free(doc, TRUE);
+}
+END_TEST
+
 /* ---- client against a stub server ---- */
 
 struct stub {
@@ -544,11 +737,6 @@ static void stub_fn(void *ud, const struct bm_http_request *req, struct bm_http_
 		resp->body = g_strdup("{\"items\":[],\"metadata\":{\"resourceVersion\":\"1\"}}");
 	}
 	g_mutex_unlock(&s->lock);
-}
-
-static gint cmp_strp(gconstpointer a, gconstpointer b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
 /* The names of the cached nodes, sorted, each followed by a space. */
@@ -728,6 +916,10 @@ int main(void)
 	tcase_add_test(tc, taint_helpers);
 	tcase_add_test(tc, lease_rules);
 	tcase_add_test(tc, lease_rules_skew);
+	tcase_add_test(tc, list_page_items);
+	tcase_add_test(tc, list_page_last);
+	tcase_add_test(tc, list_page_refused);
+	tcase_add_test(tc, list_page_huge);
 	tcase_add_test(tc, lease_call_bounded);
 	tcase_add_test(tc, client_against_stub);
 	suite_add_tcase(s, tc);
