@@ -2,8 +2,9 @@
 /*
  * Fuzz target for what the autoscaler daemon reads from the Kubernetes API
  * server: the watch stream parser (autoscale/kube.c) and, for every object
- * a watch event carries, the converters to the core's model
- * (autoscale/cluster-json.c), the Lease rule and the taint helpers.  The
+ * a watch event carries, the cache's key, the converters to the core's
+ * model (autoscale/cluster-json.c), the Lease rule and the taint helpers;
+ * and the answers to list requests (a page of a list, or a Status).  The
  * documents the autoscaler reads whole (a snapshot, an options file, a
  * kubeconfig) go through their parsers too.
  *
@@ -13,7 +14,10 @@
  *             AS_KUBE_MAX_WATCH_LINE
  *   bit 7     also hand the whole stream, as one document, to
  *             as_cluster_from_json, as_options_from_json and
- *             as_kube_config_parse
+ *             as_kube_config_parse, and, parsed as JSON (NULL, an empty
+ *             body, when it does not parse), to as_kube_list_page as the
+ *             answer to a list request, once with HTTP 200 and once with
+ *             the status list_statuses[bits 0-2]
  * The stream is newline-delimited JSON watch events, {"type": "ADDED",
  * "object": {...}}, as the API server sends them.
  *
@@ -40,6 +44,17 @@
  *   - adding a taint that is not there succeeds once, removing it succeeds
  *     once, and a Node that converted before still converts after each,
  *     with one taint more or fewer;
+ *   - an object's cache key is "namespace/name", or "name" without a
+ *     namespace, and none without a name;
+ *   - a list page is taken exactly when the answer is a 200 with an
+ *     "items" array and a "metadata" object; then the table holds what it
+ *     held plus every item that has a key, under that key (the last item
+ *     of a key given twice), and nothing else, the resourceVersion is the
+ *     page's, and the continue token the page's when it is a non-empty
+ *     string, else NULL; a page refused leaves the table and the outputs
+ *     alone and says "PATH: not a list", or, for another status,
+ *     "PATH: HTTP N" and the Status's message, with
+ *     as_kube_status_errno() of N (-EBADMSG for another 2xx);
  *   - a snapshot, options file or kubeconfig that parses gives values
  *     within their documented limits (a kubeconfig: a server URL with a
  *     host, a certificate with its key, absolute file names; options: one
@@ -281,6 +296,140 @@ static void check_lease(json_object *o)
 	CHECK(!seen.record);
 }
 
+/* ---- the cache's key, list pages ---- */
+
+/* A member of @o when it is of @type, else NULL. */
+static json_object *typed(json_object *o, const char *key, json_type type)
+{
+	json_object *v = NULL;
+
+	if (!json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v) ||
+	    !json_object_is_type(v, type))
+		return NULL;
+	return v;
+}
+
+/* The key the cache must file @o under, as kube.h says, or NULL. */
+static char *model_key(json_object *o)
+{
+	json_object *meta = typed(o, "metadata", json_type_object);
+	json_object *name = typed(meta, "name", json_type_string);
+	json_object *ns = typed(meta, "namespace", json_type_string);
+
+	if (!name)
+		return NULL;
+	if (ns && json_object_get_string_len(ns) > 0)
+		return g_strdup_printf("%s/%s", json_object_get_string(ns),
+				       json_object_get_string(name));
+	return g_strdup(json_object_get_string(name));
+}
+
+static void check_key(json_object *o)
+{
+	g_autofree char *key = as_kube_obj_key(o), *want = model_key(o);
+
+	CHECK(!key == !want);
+	CHECK(!key || strcmp(key, want) == 0);
+}
+
+static void put_json(gpointer o)
+{
+	json_object_put(o);
+}
+
+/* The statuses a list answer is also tried with (bit 7 of the control byte). */
+static const long list_statuses[] = {404, 410, 500, 204, 429, 403, 201, 418};
+#define LIST_PATH "/api/v1/pods?limit=500"
+#define SENTINEL_KEY "kept/from-an-earlier-page"
+
+static void check_list_page(json_object *page, long status)
+{
+	GHashTable *t = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, put_json);
+	GHashTable *want = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	json_object *sentinel = json_object_new_object(), *items, *meta, *v;
+	char *rv = (char *)"unset", *cont = (char *)"unset";
+	g_autofree char *msg = NULL;
+	bool is_list;
+	int r;
+
+	g_hash_table_replace(t, g_strdup(SENTINEL_KEY), sentinel);
+	g_hash_table_replace(want, g_strdup(SENTINEL_KEY), sentinel);
+	items = typed(page, "items", json_type_array);
+	meta = typed(page, "metadata", json_type_object);
+	is_list = status == 200 && items && meta;
+	r = as_kube_list_page(LIST_PATH, status, page, t, &rv, &cont, &msg);
+	if (!is_list) {
+		CHECK(r < 0 && msg);
+		CHECK(strcmp(rv, "unset") == 0 && strcmp(cont, "unset") == 0);
+		CHECK(g_hash_table_size(t) == 1 && g_hash_table_lookup(t, SENTINEL_KEY) == sentinel);
+		if (status == 200) {
+			CHECK(r == -EBADMSG);
+			CHECK(strcmp(msg, LIST_PATH ": not a list") == 0);
+		} else {
+			g_autofree char *m = NULL;
+			int e = as_kube_status_errno(status);
+
+			v = typed(page, "message", json_type_string);
+			m = g_strdup_printf(LIST_PATH ": HTTP %ld%s%s", status, v ? ": " : "",
+					    v ? json_object_get_string(v) : "");
+			CHECK(strcmp(msg, m) == 0);
+			CHECK(r == (e < 0 ? e : -EBADMSG));
+		}
+		goto cleanup;
+	}
+	CHECK(r == 0 && !msg);
+	for (size_t i = 0; i < json_object_array_length(items); i++) {
+		json_object *it = json_object_array_get_idx(items, i);
+		char *key = model_key(it);
+
+		if (key)
+			g_hash_table_replace(want, key, it);
+	}
+	/* Exactly the model's entries, each the very item (a new reference). */
+	CHECK(g_hash_table_size(t) == g_hash_table_size(want));
+	{
+		GHashTableIter it;
+		gpointer k, o;
+
+		g_hash_table_iter_init(&it, want);
+		while (g_hash_table_iter_next(&it, &k, &o)) {
+			g_autofree char *key = o == sentinel ? NULL : as_kube_obj_key(o);
+
+			CHECK(g_hash_table_lookup(t, k) == o);
+			CHECK(o == sentinel || (key && strcmp(key, k) == 0));
+		}
+	}
+	v = typed(meta, "resourceVersion", json_type_string);
+	CHECK(v ? rv && strcmp(rv, json_object_get_string(v)) == 0 : !rv);
+	v = typed(meta, "continue", json_type_string);
+	if (v && json_object_get_string_len(v) > 0)
+		CHECK(cont && strcmp(cont, json_object_get_string(v)) == 0);
+	else
+		CHECK(!cont);
+	g_free(rv);
+	g_free(cont);
+cleanup:
+	g_hash_table_unref(want);
+	g_hash_table_unref(t);
+}
+
+static void check_list_answers(const uint8_t *data, size_t size, uint8_t ctl)
+{
+	json_tokener *tok = json_tokener_new_ex(64);
+	json_object *page = json_tokener_parse_ex(tok, (const char *)data,
+						  (int)MIN(size, (size_t)G_MAXINT));
+
+	if (json_tokener_get_error(tok) != json_tokener_success ||
+	    json_tokener_get_parse_end(tok) != size) {
+		json_object_put(page);
+		page = NULL;
+	}
+	json_tokener_free(tok);
+	check_list_page(page, 200);
+	check_list_page(page, list_statuses[ctl & 7]);
+	json_object_put(page);
+}
+
 /* ---- the watch stream ---- */
 
 struct pass {
@@ -314,6 +463,7 @@ static void on_event(void *ud, const char *type, json_object *obj, const char *e
 	if (ps->check) {
 		struct as_node *n = convert_node(obj);
 
+		check_key(obj);
 		convert_pod_pdb(obj);
 		check_lease(obj);
 		check_taints(obj, n);
@@ -536,6 +686,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_cluster(data, size);
 		check_options(data, size);
 		check_kubeconfig(data, size);
+		check_list_answers(data, size, ctl);
 	}
 	return 0;
 }

@@ -64,9 +64,10 @@ FUZZ_REXECD_SRCS = $(top_srcdir)/tests/fuzz/fuzz-rexecd.c $(top_srcdir)/tests/fu
 tests/fuzz/fuzz-rexecd: $(FUZZ_REXECD_SRCS)
 	$(FUZZ_CC) -I$(top_srcdir)/rexec -I$(top_srcdir)/rexecd $(GLIB_CFLAGS) $(URING_CFLAGS) \
 		`printf '%s\n' $(FUZZ_REXECD_SRCS) | grep '\.c$$'` $(GLIB_LIBS) $(URING_LIBS) -o $@
-# The Kubernetes watch stream parser and what reads the API's objects
-# (autoscale/kube.c, autoscale/cluster-json.c), and the documents the
-# autoscaler reads whole (snapshot, options, kubeconfig).
+# The Kubernetes watch stream parser, the reader of list answers and what
+# reads the API's objects (autoscale/kube.c, autoscale/cluster-json.c),
+# and the documents the autoscaler reads whole (snapshot, options,
+# kubeconfig).
 check_PROGRAMS += tests/fuzz/replay-kube
 tests_fuzz_replay_kube_SOURCES = tests/fuzz/fuzz-kube.c tests/fuzz/fuzz.h tests/fuzz/replay.c
 tests_fuzz_replay_kube_CPPFLAGS = $(ASD_CPPFLAGS)
