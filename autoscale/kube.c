@@ -476,6 +476,20 @@ static void watch_line(const char *s, size_t len, as_watch_fn fn, void *ud)
 	json_object_put(ev);
 }
 
+/*
+ * Whether the line held plus @buf's @n bytes (up to its '\n', if any) is
+ * longer than the limit.  The limit is on the content, without the line's
+ * ending, "\n" or "\r\n": a last '\r' does not count, even before its '\n'
+ * has come, so that a '\r' held past the limit may still end the line.
+ */
+static bool too_long(const struct as_watch_parser *p, const char *buf, size_t n)
+{
+	size_t held = p->line->len + n;
+	char last = n ? buf[n - 1] : p->line->len ? p->line->str[p->line->len - 1] : '\0';
+
+	return held - (last == '\r') > p->max_line;
+}
+
 void as_watch_parser_feed(struct as_watch_parser *p, const char *buf, size_t len, as_watch_fn fn,
 			  void *ud)
 {
@@ -485,7 +499,7 @@ void as_watch_parser_feed(struct as_watch_parser *p, const char *buf, size_t len
 
 		if (p->skipping) {
 			/* The rest of an oversized line: drop it. */
-		} else if (p->line->len + n > p->max_line) {
+		} else if (too_long(p, buf, n)) {
 			g_autofree char *e = g_strdup_printf("watch event longer than %zu bytes",
 							     p->max_line);
 

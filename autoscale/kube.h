@@ -25,7 +25,7 @@
 
 /* Largest response body accepted (a list page or an object). */
 #define AS_KUBE_MAX_BODY (64u << 20)
-/* Largest single watch event line. */
+/* Largest single watch event line, without its "\n" or "\r\n". */
 #define AS_KUBE_MAX_WATCH_LINE (16u << 20)
 
 /* Where and how to connect; every string owned. */
@@ -78,6 +78,11 @@ struct as_watch_parser {
 	size_t max_line;
 	bool skipping; /* the current line went past max_line: drop until '\n' */
 };
+/*
+ * max_line bounds a line's content, without its ending ("\n" or "\r\n"):
+ * the parser holds at most max_line bytes of a line, and a '\r' after
+ * them, which may be the start of its ending.
+ */
 
 void as_watch_parser_init(struct as_watch_parser *p, size_t max_line);
 void as_watch_parser_clear(struct as_watch_parser *p);

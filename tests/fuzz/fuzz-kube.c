@@ -28,9 +28,10 @@
  *     object, or neither and an error message;
  *   - each line gives exactly the callbacks a line-by-line model of the
  *     stream expects: one "longer than" error for a line over max_line
- *     (terminated or not), one callback for every other complete line
- *     that is not blank, none for an unterminated tail; and the parser
- *     never holds more than max_line bytes;
+ *     (terminated or not; its ending, "\n" or "\r\n", not counted), one
+ *     callback for every other complete line that is not blank, none for
+ *     an unterminated tail; and the parser never holds more than max_line
+ *     bytes, but for a '\r' after them that may begin the line's ending;
  *   - the stream fed in one call gives the same callbacks, objects byte
  *     for byte, as fed in chunks;
  *   - a converter that succeeds returns an object within the model's
@@ -480,7 +481,8 @@ static GString *model_shape(const uint8_t *data, size_t size, size_t max_line)
 		const uint8_t *nl = memchr(data, '\n', size);
 		size_t n = nl ? (size_t)(nl - data) : size, len = n;
 
-		if (n > max_line) {
+		/* The limit is on the content: a last '\r' is the ending's (or may be). */
+		if (n - (n > 0 && data[n - 1] == '\r') > max_line) {
 			g_string_append_c(s, 'L');
 		} else if (nl) {
 			while (len > 0 && (data[len - 1] == '\r' || data[len - 1] == ' '))
@@ -505,8 +507,9 @@ static void feed(struct pass *ps, const uint8_t *data, size_t size, size_t chunk
 		size_t n = MIN(chunk, size);
 
 		as_watch_parser_feed(&p, (const char *)data, n, on_event, ps);
-		/* An oversized line is refused, never buffered. */
-		CHECK(p.line && p.line->len <= max_line);
+		/* An oversized line is refused, never buffered; a '\r' that may end it aside. */
+		CHECK(p.line && (p.line->len <= max_line ||
+				 (p.line->len == max_line + 1 && p.line->str[max_line] == '\r')));
 		data += n;
 		size -= n;
 	}

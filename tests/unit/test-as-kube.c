@@ -298,6 +298,75 @@ START_TEST(watch_parser_oversized)
 }
 END_TEST
 
+/* The events of @stream fed in every split into two chunks, and byte by byte; all the same. */
+static char *feed_splits(const char *text, size_t len, size_t max_line)
+{
+	char *first = NULL;
+
+	for (size_t cut = 0; cut <= len + 1; cut++) {
+		struct seen s = {g_string_new(NULL)};
+		struct as_watch_parser p;
+
+		as_watch_parser_init(&p, max_line);
+		if (cut <= len) {
+			as_watch_parser_feed(&p, text, cut, on_ev, &s);
+			as_watch_parser_feed(&p, text + cut, len - cut, on_ev, &s);
+		} else {
+			for (size_t i = 0; i < len; i++) {
+				as_watch_parser_feed(&p, text + i, 1, on_ev, &s);
+				/* Never more than the limit held, but for a '\r' that may end the line. */
+				ck_assert(p.line->len <= max_line ||
+					  (p.line->len == max_line + 1 && p.line->str[max_line] == '\r'));
+			}
+		}
+		if (!first)
+			first = g_strdup(s.log->str);
+		else
+			ck_assert_str_eq(s.log->str, first);
+		as_watch_parser_clear(&p);
+		g_string_free(s.log, TRUE);
+	}
+	return first;
+}
+
+/*
+ * The limit is on a line's content: a line of exactly max_line bytes is
+ * taken whether it ends in "\n" or "\r\n", and one a byte longer is refused
+ * with either ending.
+ */
+START_TEST(watch_parser_limit_without_ending)
+{
+	static const char line[] = "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"x\"}}}";
+	static const char longer[] = "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"xy\"}}}";
+	const size_t max = strlen(line);
+	/* The line, an ending, and the line again with a second ending unless NULL. */
+	static const struct {
+		const char *end, *end2, *events;
+	} cases[] = {
+		{"\n", NULL, "ADDED x;"},
+		{"\r\n", NULL, "ADDED x;"},
+		{"\r\n", "\n", "ADDED x;ADDED x;"},
+		{"\r\r\n", NULL, "!;"}, /* one "\r" is the ending; another is content */
+		{"\r", NULL, ""},	     /* unterminated: no event yet, nor an error */
+		{"\rx\n", NULL, "!;"},
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		g_autofree char *text = g_strconcat(line, cases[i].end, cases[i].end2 ? line : "",
+						    cases[i].end2, NULL);
+		g_autofree char *got = feed_splits(text, strlen(text), max);
+
+		ck_assert_msg(strcmp(got, cases[i].events) == 0, "case %zu: %s", i, got);
+	}
+	for (size_t i = 0; i < 2; i++) {
+		g_autofree char *text = g_strconcat(longer, i ? "\r\n" : "\n", NULL);
+		g_autofree char *got = feed_splits(text, strlen(text), max);
+
+		ck_assert_msg(strcmp(got, "!;") == 0, "longer %zu: %s", i, got);
+	}
+}
+END_TEST
+
 /*
  * A type the watch API does not have is a bad line, not an event: the
  * callback is promised one of the five (found by tests/fuzz/fuzz-kube.c).
@@ -912,6 +981,7 @@ int main(void)
 	tcase_add_test(tc, watch_parser_any_split);
 	tcase_add_test(tc, watch_parser_oversized);
 	tcase_add_test(tc, watch_parser_unknown_type);
+	tcase_add_test(tc, watch_parser_limit_without_ending);
 	tcase_add_test(tc, mutations_never_crash);
 	tcase_add_test(tc, taint_helpers);
 	tcase_add_test(tc, lease_rules);
