@@ -551,6 +551,9 @@ static int parse_pod(struct jp *j, json_object *o, struct as_pod *p)
 		return r;
 	if (!p->name || !*p->name)
 		return jp_fail(j, "missing name");
+	/* Absent is the default namespace; empty, the API never sends. */
+	if (p->ns && !*p->ns)
+		return jp_fail(j, "empty namespace");
 	if (!p->ns)
 		p->ns = g_strdup("default");
 	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
@@ -759,6 +762,8 @@ static int parse_pdb(struct jp *j, json_object *o, struct as_pdb *p)
 	old = jp_key(j, "metadata");
 	if ((r = get_string(j, meta, "name", &p->name)) < 0 || (r = get_string(j, meta, "namespace", &p->ns)) < 0)
 		return r;
+	if (p->ns && !*p->ns)
+		return jp_fail(j, "empty namespace");
 	jp_pop(j, old);
 	if (!p->name)
 		p->name = g_strdup("");

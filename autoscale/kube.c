@@ -864,12 +864,15 @@ static char *status_message(const char *what, long st, json_object *o)
 
 /* ---- cache ---- */
 
-char *as_kube_obj_key(json_object *o)
+char *as_kube_obj_key(enum as_kube_kind kind, json_object *o)
 {
 	json_object *meta = jobj(o, "metadata");
 	const char *ns = as_json_string(meta, "namespace"), *name = as_json_string(meta, "name");
 
 	if (!name)
+		return NULL;
+	/* Every kind but nodes is namespaced: the API always gives the namespace. */
+	if (kind != AS_KUBE_NODES && (!ns || !*ns))
 		return NULL;
 	return ns && *ns ? g_strdup_printf("%s/%s", ns, name) : g_strdup(name);
 }
@@ -881,8 +884,8 @@ static void count(struct as_kube *k, uint64_t *ctr)
 	g_mutex_unlock(&k->lock);
 }
 
-int as_kube_list_page(const char *what, long status, json_object *page, GHashTable *objs,
-		      char **rv, char **cont, char **msg)
+int as_kube_list_page(enum as_kube_kind kind, const char *what, long status, json_object *page,
+		      GHashTable *objs, char **rv, char **cont, char **msg)
 {
 	json_object *items = as_json_member(page, "items"), *meta = jobj(page, "metadata");
 	const char *next;
@@ -901,7 +904,7 @@ int as_kube_list_page(const char *what, long status, json_object *page, GHashTab
 	}
 	for (size_t i = 0; i < json_object_array_length(items); i++) {
 		json_object *it = json_object_array_get_idx(items, i);
-		char *key = as_kube_obj_key(it);
+		char *key = as_kube_obj_key(kind, it);
 
 		if (key)
 			g_hash_table_replace(objs, key, json_object_get(it));
@@ -933,7 +936,7 @@ static int list_all(struct watcher *w, char **msg)
 		r = as_kube_request(k, "GET", path, NULL, 1, false, &st, &o, msg);
 		if (r < 0)
 			break;
-		r = as_kube_list_page(path, st, o, objs, &page_rv, &page_cont, msg);
+		r = as_kube_list_page(w->kind, path, st, o, objs, &page_rv, &page_cont, msg);
 		json_object_put(o);
 		if (r < 0)
 			break;
@@ -986,7 +989,7 @@ static void on_event(void *ud, const char *type, json_object *obj, const char *e
 	}
 	if (strcmp(type, "BOOKMARK") == 0)
 		return;
-	key = as_kube_obj_key(obj);
+	key = as_kube_obj_key(w->kind, obj);
 	if (!key) {
 		count(k, &k->bad_events);
 		return;

@@ -109,28 +109,31 @@ const char *as_kube_kind_name(enum as_kube_kind k);
 /* ---- list pages (pure; exposed for tests) ---- */
 
 /*
- * The key the cache files an object under: "namespace/name", or "name"
- * when it has no namespace; NULL (the object is skipped) when it has no
- * metadata.name string.  g_malloc'd.
+ * The key the cache of @kind files an object under: "namespace/name", or,
+ * for a Node (cluster-scoped), "name" when it has no namespace or an empty
+ * one.  NULL, and the object is skipped as malformed, when it has no
+ * metadata.name string, or when it is of a namespaced kind (every kind but
+ * nodes) and has no metadata.namespace or an empty one, which the API
+ * never sends.  g_malloc'd.
  */
-char *as_kube_obj_key(json_object *o);
+char *as_kube_obj_key(enum as_kube_kind kind, json_object *o);
 
 /*
  * Read one answer to a list request: HTTP @status and its parsed body
  * @page (borrowed; NULL when the body was empty); @what (the request's
  * path) starts every message.  A 200 with a list (an "items" array and a
- * "metadata" object) puts each item that has a key (as_kube_obj_key()) in
- * @objs, replacing what was under the key, and skips the others; @objs
- * maps g_malloc'd keys to json_object references, and so frees them
- * (g_free and json_object_put).  Then 0 with *@rv, the list's
+ * "metadata" object) puts each item that has a key (as_kube_obj_key() of
+ * @kind) in @objs, replacing what was under the key, and skips the
+ * others; @objs maps g_malloc'd keys to json_object references, and so
+ * frees them (g_free and json_object_put).  Then 0 with *@rv, the list's
  * resourceVersion, and *@cont, its continue token, NULL when absent or
  * empty (both owned by the caller).  Anything else leaves @objs, *@rv and
  * *@cont alone and returns -errno with *@msg: "@what: HTTP N" and the
  * Status's message for another status, as_kube_status_errno() of it
  * (-EBADMSG for another 2xx), or "@what: not a list", -EBADMSG.
  */
-int as_kube_list_page(const char *what, long status, json_object *page, GHashTable *objs,
-		      char **rv, char **cont, char **msg);
+int as_kube_list_page(enum as_kube_kind kind, const char *what, long status, json_object *page,
+		      GHashTable *objs, char **rv, char **cont, char **msg);
 
 struct as_kube;
 

@@ -16,8 +16,8 @@
  *             as_cluster_from_json, as_options_from_json and
  *             as_kube_config_parse, and, parsed as JSON (NULL, an empty
  *             body, when it does not parse), to as_kube_list_page as the
- *             answer to a list request, once with HTTP 200 and once with
- *             the status list_statuses[bits 0-2]
+ *             answer to a list of nodes and of pods with HTTP 200, and of
+ *             pods with the status list_statuses[bits 0-2]
  * The stream is newline-delimited JSON watch events, {"type": "ADDED",
  * "object": {...}}, as the API server sends them.
  *
@@ -35,8 +35,9 @@
  *   - the stream fed in one call gives the same callbacks, objects byte
  *     for byte, as fed in chunks;
  *   - a converter that succeeds returns an object within the model's
- *     documented limits (names set, quantities not negative, a pod's key
- *     "ns/name" and its pods request 1, enums in range, a PDB's selector
+ *     documented limits (names set, a pod's and a PDB's namespace not
+ *     empty, quantities not negative, a pod's key "ns/name" and its pods
+ *     request 1, enums in range, a PDB's selector
  *     operators the four a label selector has ...); one that fails sets a
  *     message and leaves its output alone;
  *   - a Lease held by someone else is never takeable when first seen, is
@@ -45,8 +46,10 @@
  *   - adding a taint that is not there succeeds once, removing it succeeds
  *     once, and a Node that converted before still converts after each,
  *     with one taint more or fewer;
- *   - an object's cache key is "namespace/name", or "name" without a
- *     namespace, and none without a name;
+ *   - an object's cache key, for every kind, is "namespace/name", or, for
+ *     a Node, "name" without a namespace or with an empty one; none
+ *     without a name, nor for a namespaced kind without a namespace or
+ *     with an empty one;
  *   - a list page is taken exactly when the answer is a 200 with an
  *     "items" array and a "metadata" object; then the table holds what it
  *     held plus every item that has a key, under that key (the last item
@@ -128,7 +131,7 @@ static void check_pod(const struct as_pod *p)
 {
 	g_autofree char *key = NULL;
 
-	CHECK(p->name && *p->name && p->ns && p->key);
+	CHECK(p->name && *p->name && p->ns && *p->ns && p->key);
 	key = g_strdup_printf("%s/%s", p->ns, p->name);
 	CHECK(strcmp(p->key, key) == 0);
 	CHECK(!p->node_name || *p->node_name);
@@ -156,7 +159,7 @@ static void check_pod(const struct as_pod *p)
 
 static void check_pdb(const struct as_pdb *p)
 {
-	CHECK(p->name && p->ns);
+	CHECK(p->name && p->ns && *p->ns);
 	CHECK(p->disruptions_allowed >= 0);
 	check_kvs(&p->match_labels);
 	check_exprs(p->exprs, p->n_exprs, false);
@@ -310,16 +313,18 @@ static json_object *typed(json_object *o, const char *key, json_type type)
 	return v;
 }
 
-/* The key the cache must file @o under, as kube.h says, or NULL. */
-static char *model_key(json_object *o)
+/* The key the cache of @kind must file @o under, as kube.h says, or NULL. */
+static char *model_key(enum as_kube_kind kind, json_object *o)
 {
 	json_object *meta = typed(o, "metadata", json_type_object);
 	json_object *name = typed(meta, "name", json_type_string);
 	json_object *ns = typed(meta, "namespace", json_type_string);
 
-	if (!name)
+	bool has_ns = ns && json_object_get_string_len(ns) > 0;
+
+	if (!name || (kind != AS_KUBE_NODES && !has_ns))
 		return NULL;
-	if (ns && json_object_get_string_len(ns) > 0)
+	if (has_ns)
 		return g_strdup_printf("%s/%s", json_object_get_string(ns),
 				       json_object_get_string(name));
 	return g_strdup(json_object_get_string(name));
@@ -327,10 +332,13 @@ static char *model_key(json_object *o)
 
 static void check_key(json_object *o)
 {
-	g_autofree char *key = as_kube_obj_key(o), *want = model_key(o);
+	for (int kind = 0; kind < AS_KUBE_N_KINDS; kind++) {
+		g_autofree char *key = as_kube_obj_key((enum as_kube_kind)kind, o);
+		g_autofree char *want = model_key((enum as_kube_kind)kind, o);
 
-	CHECK(!key == !want);
-	CHECK(!key || strcmp(key, want) == 0);
+		CHECK(!key == !want);
+		CHECK(!key || strcmp(key, want) == 0);
+	}
 }
 
 static void put_json(gpointer o)
@@ -343,7 +351,7 @@ static const long list_statuses[] = {404, 410, 500, 204, 429, 403, 201, 418};
 #define LIST_PATH "/api/v1/pods?limit=500"
 #define SENTINEL_KEY "kept/from-an-earlier-page"
 
-static void check_list_page(json_object *page, long status)
+static void check_list_page(json_object *page, long status, enum as_kube_kind kind)
 {
 	GHashTable *t = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, put_json);
 	GHashTable *want = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -358,7 +366,7 @@ static void check_list_page(json_object *page, long status)
 	items = typed(page, "items", json_type_array);
 	meta = typed(page, "metadata", json_type_object);
 	is_list = status == 200 && items && meta;
-	r = as_kube_list_page(LIST_PATH, status, page, t, &rv, &cont, &msg);
+	r = as_kube_list_page(kind, LIST_PATH, status, page, t, &rv, &cont, &msg);
 	if (!is_list) {
 		CHECK(r < 0 && msg);
 		CHECK(strcmp(rv, "unset") == 0 && strcmp(cont, "unset") == 0);
@@ -381,7 +389,7 @@ static void check_list_page(json_object *page, long status)
 	CHECK(r == 0 && !msg);
 	for (size_t i = 0; i < json_object_array_length(items); i++) {
 		json_object *it = json_object_array_get_idx(items, i);
-		char *key = model_key(it);
+		char *key = model_key(kind, it);
 
 		if (key)
 			g_hash_table_replace(want, key, it);
@@ -394,7 +402,7 @@ static void check_list_page(json_object *page, long status)
 
 		g_hash_table_iter_init(&it, want);
 		while (g_hash_table_iter_next(&it, &k, &o)) {
-			g_autofree char *key = o == sentinel ? NULL : as_kube_obj_key(o);
+			g_autofree char *key = o == sentinel ? NULL : as_kube_obj_key(kind, o);
 
 			CHECK(g_hash_table_lookup(t, k) == o);
 			CHECK(o == sentinel || (key && strcmp(key, k) == 0));
@@ -426,8 +434,9 @@ static void check_list_answers(const uint8_t *data, size_t size, uint8_t ctl)
 		page = NULL;
 	}
 	json_tokener_free(tok);
-	check_list_page(page, 200);
-	check_list_page(page, list_statuses[ctl & 7]);
+	check_list_page(page, 200, AS_KUBE_NODES);
+	check_list_page(page, 200, AS_KUBE_PODS);
+	check_list_page(page, list_statuses[ctl & 7], AS_KUBE_PODS);
 	json_object_put(page);
 }
 

@@ -138,6 +138,47 @@ START_TEST(pod_controller_without_kind)
 }
 END_TEST
 
+/*
+ * A pod's or PDB's namespace may be absent (a snapshot's default, as the
+ * API defaults it) but not empty: the API never sends "" for a namespaced
+ * object, and it made the pod's key "/a".
+ */
+START_TEST(namespace_empty_refused)
+{
+	struct json_object *o;
+	struct as_pod *pod = NULL;
+	struct as_pdb *pdb = NULL;
+	g_autofree char *m = NULL;
+
+	expect_error("{\"pods\": [{\"metadata\": {\"name\": \"a\", \"namespace\": \"\"}}]}",
+		     "pods[0].metadata: empty namespace");
+	expect_error("{\"pdbs\": [{\"metadata\": {\"name\": \"a\", \"namespace\": \"\"}}]}",
+		     "pdbs[0].metadata: empty namespace");
+	o = json_tokener_parse("{\"metadata\": {\"name\": \"a\", \"namespace\": \"\"}}");
+	ck_assert_int_eq(as_pod_from_json(o, &pod, &m), -EINVAL);
+	ck_assert_ptr_null(pod);
+	ck_assert_str_eq(m, "metadata: empty namespace");
+	g_clear_pointer(&m, g_free);
+	ck_assert_int_eq(as_pdb_from_json(o, &pdb, &m), -EINVAL);
+	ck_assert_ptr_null(pdb);
+	ck_assert_str_eq(m, "metadata: empty namespace");
+	json_object_put(o);
+	/* A Node is cluster-scoped: a namespace, empty or not, changes nothing. */
+	{
+		g_autoptr(as_cluster) c = parse_ok(
+			"{\"nodes\": [{\"metadata\": {\"name\": \"n\", \"namespace\": \"\"}}],"
+			" \"pods\": [{\"metadata\": {\"name\": \"a\"}}],"
+			" \"pdbs\": [{\"metadata\": {\"name\": \"b\"}}]}");
+		struct as_pod *p = c->pods->pdata[0];
+		struct as_pdb *b = c->pdbs->pdata[0];
+
+		ck_assert_str_eq(((struct as_node *)c->nodes->pdata[0])->name, "n");
+		ck_assert_str_eq(p->key, "default/a");
+		ck_assert_str_eq(b->ns, "default");
+	}
+}
+END_TEST
+
 START_TEST(node_and_group)
 {
 	g_autoptr(as_cluster) c = parse_ok(
@@ -460,6 +501,7 @@ int main(void)
 	tcase_add_test(tc, pod_defaults);
 	tcase_add_test(tc, pod_requests_overflow);
 	tcase_add_test(tc, pod_controller_without_kind);
+	tcase_add_test(tc, namespace_empty_refused);
 	tcase_add_test(tc, node_and_group);
 	tcase_add_test(tc, errors_name_the_path);
 	tcase_add_test(tc, options_file);

@@ -580,14 +580,14 @@ static char *table_keys(GHashTable *t)
 }
 
 /* as_kube_list_page() of the JSON text @doc (NULL: an empty body). */
-static int read_page(long status, const char *doc, GHashTable *t, char **rv, char **cont,
-		     char **msg)
+static int read_page(enum as_kube_kind kind, long status, const char *doc, GHashTable *t,
+		     char **rv, char **cont, char **msg)
 {
 	json_object *o = doc ? json_tokener_parse(doc) : NULL;
 	int r;
 
 	ck_assert(!doc || o);
-	r = as_kube_list_page("/api/v1/pods?limit=500", status, o, t, rv, cont, msg);
+	r = as_kube_list_page(kind, "/api/v1/pods?limit=500", status, o, t, rv, cont, msg);
 	json_object_put(o);
 	return r;
 }
@@ -599,11 +599,11 @@ START_TEST(list_page_items)
 	json_object *second;
 
 	ck_assert_int_eq(
-		read_page(200,
+		read_page(AS_KUBE_PODS, 200,
 			  "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"42\","
 			  "\"continue\":\"tok\"},\"items\":["
 			  "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns1\"}},"
-			  "{\"metadata\":{\"name\":\"b\"}},"
+			  "{\"metadata\":{\"name\":\"b\",\"namespace\":\"ns2\"}},"
 			  "{\"metadata\":{\"namespace\":\"ns1\"}},"
 			  "{\"metadata\":{\"name\":7,\"namespace\":\"ns1\"}},"
 			  "{\"spec\":{}},"
@@ -617,11 +617,58 @@ START_TEST(list_page_items)
 	ck_assert_str_eq(cont, "tok");
 	/* Items without a name string are skipped; a key given twice keeps the last. */
 	keys = table_keys(t);
-	ck_assert_str_eq(keys, "b before ns1/a ");
+	ck_assert_str_eq(keys, "before ns1/a ns2/b ");
 	second = g_hash_table_lookup(t, "ns1/a");
 	ck_assert_ptr_nonnull(second);
 	ck_assert_ptr_nonnull(json_object_object_get(json_object_object_get(second, "metadata"),
 						     "uid"));
+}
+END_TEST
+
+/*
+ * A namespaced object's key needs its namespace: one without, or with an
+ * empty one, which the API never sends, is skipped as one without a name
+ * is; a Node, cluster-scoped, is keyed by its name whatever its metadata
+ * says of a namespace.
+ */
+START_TEST(list_page_namespace)
+{
+	static const char page[] =
+		"{\"metadata\":{\"resourceVersion\":\"3\"},\"items\":["
+		"{\"metadata\":{\"name\":\"a\",\"namespace\":\"\"}},"
+		"{\"metadata\":{\"name\":\"b\"}},"
+		"{\"metadata\":{\"name\":\"c\",\"namespace\":null}},"
+		"{\"metadata\":{\"name\":\"d\",\"namespace\":\"ns\"}}]}";
+	static const struct {
+		enum as_kube_kind kind;
+		const char *keys;
+	} cases[] = {
+		{AS_KUBE_NODES, "a b before c ns/d "},
+		{AS_KUBE_PODS, "before ns/d "},
+		{AS_KUBE_PDBS, "before ns/d "},
+		{AS_KUBE_REPLICASETS, "before ns/d "},
+		{AS_KUBE_JOBS, "before ns/d "},
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		g_autoptr(GHashTable) t = page_table();
+		g_autofree char *rv = NULL, *cont = NULL, *m = NULL, *keys = NULL;
+
+		ck_assert_int_eq(read_page(cases[i].kind, 200, page, t, &rv, &cont, &m), 0);
+		keys = table_keys(t);
+		ck_assert_msg(strcmp(keys, cases[i].keys) == 0, "%s: %s",
+			      as_kube_kind_name(cases[i].kind), keys);
+	}
+	/* What the watch files an event's object under is the same key. */
+	{
+		json_object *o = json_tokener_parse("{\"metadata\":{\"name\":\"a\",\"namespace\":\"\"}}");
+		g_autofree char *node = as_kube_obj_key(AS_KUBE_NODES, o);
+
+		ck_assert_str_eq(node, "a");
+		ck_assert_ptr_null(as_kube_obj_key(AS_KUBE_PODS, o));
+		ck_assert_ptr_null(as_kube_obj_key(AS_KUBE_DAEMONSETS, o));
+		json_object_put(o);
+	}
 }
 END_TEST
 
@@ -640,7 +687,7 @@ START_TEST(list_page_last)
 		g_autofree char *m = NULL;
 		char *rv = NULL, *cont = (char *)"unset";
 
-		ck_assert_int_eq(read_page(200, pages[i], t, &rv, &cont, &m), 0);
+		ck_assert_int_eq(read_page(AS_KUBE_PODS, 200, pages[i], t, &rv, &cont, &m), 0);
 		ck_assert_str_eq(rv, "5");
 		ck_assert_ptr_null(cont);
 		ck_assert_uint_eq(g_hash_table_size(t), 1);
@@ -652,7 +699,8 @@ START_TEST(list_page_last)
 		g_autofree char *m = NULL;
 		char *rv = (char *)"unset", *cont = (char *)"unset";
 
-		ck_assert_int_eq(read_page(200, "{\"metadata\":{},\"items\":[]}", t, &rv, &cont, &m),
+		ck_assert_int_eq(read_page(AS_KUBE_PODS, 200, "{\"metadata\":{},\"items\":[]}", t,
+					   &rv, &cont, &m),
 				 0);
 		ck_assert_ptr_null(rv);
 		ck_assert_ptr_null(cont);
@@ -696,7 +744,7 @@ START_TEST(list_page_refused)
 		g_autofree char *m = NULL, *want = NULL;
 		char *rv = (char *)"unset", *cont = (char *)"unset";
 
-		ck_assert_int_eq(read_page(cases[i].status, cases[i].doc, t, &rv, &cont, &m),
+		ck_assert_int_eq(read_page(AS_KUBE_PODS, cases[i].status, cases[i].doc, t, &rv, &cont, &m),
 				 cases[i].r);
 		want = g_strdup_printf("/api/v1/pods?limit=500: %s", cases[i].msg);
 		ck_assert_str_eq(m, want);
@@ -725,7 +773,7 @@ START_TEST(list_page_huge)
 			       token);
 	o = json_tokener_parse(doc->str);
 	ck_assert_ptr_nonnull(o);
-	ck_assert_int_eq(as_kube_list_page("/api/v1/pods", 200, o, t, &rv, &cont, &m), 0);
+	ck_assert_int_eq(as_kube_list_page(AS_KUBE_PODS, "/api/v1/pods", 200, o, t, &rv, &cont, &m), 0);
 	json_object_put(o);
 	ck_assert_uint_eq(g_hash_table_size(t), N + 1);
 	ck_assert(g_hash_table_contains(t, "n0/p0"));
@@ -987,6 +1035,7 @@ int main(void)
 	tcase_add_test(tc, lease_rules);
 	tcase_add_test(tc, lease_rules_skew);
 	tcase_add_test(tc, list_page_items);
+	tcase_add_test(tc, list_page_namespace);
 	tcase_add_test(tc, list_page_last);
 	tcase_add_test(tc, list_page_refused);
 	tcase_add_test(tc, list_page_huge);
