@@ -854,12 +854,40 @@ int as_kube_request(struct as_kube *k, const char *method, const char *path, jso
 	return request_until(k, method, path, body, attempts, retry_429, 0, status, out, msg);
 }
 
-/* The message of a Status answer, or the HTTP code. */
+/*
+ * The message of a Status answer, or the HTTP code.  The server's text ends
+ * up in one log line: it is made UTF-8, its control characters (a newline
+ * would start a line that looks like ours) become spaces, and it is cut
+ * at AS_KUBE_MAX_STATUS_MESSAGE bytes, where it could be up to the body's
+ * 64 MiB.
+ */
 static char *status_message(const char *what, long st, json_object *o)
 {
 	const char *m = as_json_string(o, "message");
+	g_autofree char *valid = m ? g_utf8_make_valid(m, -1) : NULL;
+	GString *s = g_string_new(NULL);
+	const char *end;
 
-	return g_strdup_printf("%s: HTTP %ld%s%s", what, st, m ? ": " : "", m ? m : "");
+	g_string_printf(s, "%s: HTTP %ld", what, st);
+	if (!valid)
+		return g_string_free(s, FALSE);
+	g_string_append(s, ": ");
+	end = valid + strlen(valid);
+	if (end - valid > AS_KUBE_MAX_STATUS_MESSAGE) {
+		end = valid + AS_KUBE_MAX_STATUS_MESSAGE;
+		/* Back to the start of the character the limit falls in. */
+		while (end > valid && ((guchar)*end & 0xc0) == 0x80)
+			end--;
+	}
+	for (const char *p = valid; p < end; p = g_utf8_next_char(p)) {
+		if (g_unichar_iscntrl(g_utf8_get_char(p)))
+			g_string_append_c(s, ' ');
+		else
+			g_string_append_len(s, p, g_utf8_next_char(p) - p);
+	}
+	if (*end)
+		g_string_append(s, "...");
+	return g_string_free(s, FALSE);
 }
 
 /* ---- cache ---- */

@@ -25,6 +25,11 @@
 
 /* Largest response body accepted (a list page or an object). */
 #define AS_KUBE_MAX_BODY (64u << 20)
+/*
+ * Most bytes of a Status's message put in an error message (then cut on a
+ * character and followed by "...").
+ */
+#define AS_KUBE_MAX_STATUS_MESSAGE 1024
 /* Largest single watch event line, without its "\n" or "\r\n". */
 #define AS_KUBE_MAX_WATCH_LINE (16u << 20)
 
@@ -130,7 +135,10 @@ char *as_kube_obj_key(enum as_kube_kind kind, json_object *o);
  * empty (both owned by the caller).  Anything else leaves @objs, *@rv and
  * *@cont alone and returns -errno with *@msg: "@what: HTTP N" and the
  * Status's message for another status, as_kube_status_errno() of it
- * (-EBADMSG for another 2xx), or "@what: not a list", -EBADMSG.
+ * (-EBADMSG for another 2xx), or "@what: not a list", -EBADMSG.  The
+ * Status's message, there and in every other error of this client, is
+ * made one printable line: UTF-8, control characters as spaces, at most
+ * AS_KUBE_MAX_STATUS_MESSAGE bytes of it and then "...".
  */
 int as_kube_list_page(enum as_kube_kind kind, const char *what, long status, json_object *page,
 		      GHashTable *objs, char **rv, char **cont, char **msg);

@@ -58,7 +58,10 @@
  *     string, else NULL; a page refused leaves the table and the outputs
  *     alone and says "PATH: not a list", or, for another status,
  *     "PATH: HTTP N" and the Status's message, with
- *     as_kube_status_errno() of N (-EBADMSG for another 2xx);
+ *     as_kube_status_errno() of N (-EBADMSG for another 2xx); the
+ *     message is UTF-8 without control characters, cut to
+ *     AS_KUBE_MAX_STATUS_MESSAGE bytes and "...", and unchanged when it
+ *     is all that already;
  *   - a snapshot, options file or kubeconfig that parses gives values
  *     within their documented limits (a kubeconfig: a server URL with a
  *     host, a certificate with its key, absolute file names; options: one
@@ -351,6 +354,42 @@ static const long list_statuses[] = {404, 410, 500, 204, 429, 403, 201, 418};
 #define LIST_PATH "/api/v1/pods?limit=500"
 #define SENTINEL_KEY "kept/from-an-earlier-page"
 
+static bool has_cntrl(const char *s)
+{
+	for (const char *p = s; *p; p = g_utf8_next_char(p))
+		if (g_unichar_iscntrl(g_utf8_get_char(p)))
+			return true;
+	return false;
+}
+
+/*
+ * "PATH: HTTP N", and ": " and the Status's message @m when it has one:
+ * UTF-8 without control characters, at most AS_KUBE_MAX_STATUS_MESSAGE
+ * bytes and "...", and the message itself when it is all that already.
+ */
+static void check_status_message(const char *msg, long status, json_object *m)
+{
+	g_autofree char *head = g_strdup_printf(LIST_PATH ": HTTP %ld", status);
+	const char *text, *tail;
+	size_t len;
+
+	CHECK(g_str_has_prefix(msg, head));
+	tail = msg + strlen(head);
+	if (!m) {
+		CHECK(!*tail);
+		return;
+	}
+	CHECK(g_str_has_prefix(tail, ": "));
+	tail += 2;
+	CHECK(g_utf8_validate(tail, -1, NULL) && !has_cntrl(tail));
+	CHECK(strlen(tail) <= AS_KUBE_MAX_STATUS_MESSAGE + 3);
+	text = json_object_get_string(m);
+	len = (size_t)json_object_get_string_len(m);
+	if (strlen(text) == len && len <= AS_KUBE_MAX_STATUS_MESSAGE &&
+	    g_utf8_validate(text, -1, NULL) && !has_cntrl(text))
+		CHECK(strcmp(tail, text) == 0);
+}
+
 static void check_list_page(json_object *page, long status, enum as_kube_kind kind)
 {
 	GHashTable *t = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, put_json);
@@ -375,13 +414,9 @@ static void check_list_page(json_object *page, long status, enum as_kube_kind ki
 			CHECK(r == -EBADMSG);
 			CHECK(strcmp(msg, LIST_PATH ": not a list") == 0);
 		} else {
-			g_autofree char *m = NULL;
 			int e = as_kube_status_errno(status);
 
-			v = typed(page, "message", json_type_string);
-			m = g_strdup_printf(LIST_PATH ": HTTP %ld%s%s", status, v ? ": " : "",
-					    v ? json_object_get_string(v) : "");
-			CHECK(strcmp(msg, m) == 0);
+			check_status_message(msg, status, typed(page, "message", json_type_string));
 			CHECK(r == (e < 0 ? e : -EBADMSG));
 		}
 		goto cleanup;

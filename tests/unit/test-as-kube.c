@@ -756,6 +756,58 @@ START_TEST(list_page_refused)
 }
 END_TEST
 
+/*
+ * A Status's message goes into one log line: control characters are
+ * spaces, bytes that are not UTF-8 are U+FFFD, and past
+ * AS_KUBE_MAX_STATUS_MESSAGE bytes it is cut (on a character) and ends in
+ * "...".
+ */
+START_TEST(list_page_status_message)
+{
+	GString *big_doc = g_string_new("{\"message\":\"x");
+	static const struct {
+		const char *doc, *msg;
+	} cases[] = {
+		{"{\"message\":\"line one\\nline two\\r\\u0001\\u007f\\u0085 end\"}",
+		 "line one line two     end"},
+		{"{\"message\":\"caf\\u00e9 \xff\xfe ok\"}", "caf\xc3\xa9 \xef\xbf\xbd\xef\xbf\xbd ok"},
+		{"{\"message\":\"\"}", ""},
+	};
+
+	for (int i = 0; i < 60000; i++)
+		g_string_append(big_doc, "\\u00e9");
+	g_string_append(big_doc, "\"}");
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		g_autoptr(GHashTable) t = page_table();
+		g_autofree char *m = NULL, *want = NULL;
+		char *rv = NULL, *cont = NULL;
+
+		ck_assert_int_eq(read_page(AS_KUBE_PODS, 500, cases[i].doc, t, &rv, &cont, &m),
+				 -EAGAIN);
+		want = g_strdup_printf("/api/v1/pods?limit=500: HTTP 500: %s", cases[i].msg);
+		ck_assert_str_eq(m, want);
+	}
+	{
+		g_autoptr(GHashTable) t = page_table();
+		g_autofree char *m = NULL;
+		const char *tail;
+		char *rv = NULL, *cont = NULL;
+
+		ck_assert_int_eq(read_page(AS_KUBE_PODS, 410, big_doc->str, t, &rv, &cont, &m),
+				 -ESTALE);
+		tail = strstr(m, "HTTP 410: ");
+		ck_assert_ptr_nonnull(tail);
+		tail += strlen("HTTP 410: ");
+		/* "x" and two-byte "é"s: the limit falls inside one, which is left out. */
+		ck_assert_uint_eq(strlen(tail), AS_KUBE_MAX_STATUS_MESSAGE - 1 + 3);
+		ck_assert(g_str_has_prefix(tail, "x\xc3\xa9\xc3\xa9"));
+		ck_assert(g_str_has_suffix(tail, "\xc3\xa9..."));
+		ck_assert(g_utf8_validate(tail, -1, NULL));
+	}
+	g_string_free(big_doc, TRUE);
+}
+END_TEST
+
 /* A page far over LIST_PAGE items and a long continue token: all of it. */
 START_TEST(list_page_huge)
 {
@@ -1038,6 +1090,7 @@ int main(void)
 	tcase_add_test(tc, list_page_namespace);
 	tcase_add_test(tc, list_page_last);
 	tcase_add_test(tc, list_page_refused);
+	tcase_add_test(tc, list_page_status_message);
 	tcase_add_test(tc, list_page_huge);
 	tcase_add_test(tc, lease_call_bounded);
 	tcase_add_test(tc, client_against_stub);
