@@ -762,11 +762,11 @@ static int parse_pdb(struct jp *j, json_object *o, struct as_pdb *p)
 	old = jp_key(j, "metadata");
 	if ((r = get_string(j, meta, "name", &p->name)) < 0 || (r = get_string(j, meta, "namespace", &p->ns)) < 0)
 		return r;
+	if (!p->name || !*p->name)
+		return jp_fail(j, "missing name");
 	if (p->ns && !*p->ns)
 		return jp_fail(j, "empty namespace");
 	jp_pop(j, old);
-	if (!p->name)
-		p->name = g_strdup("");
 	if (!p->ns)
 		p->ns = g_strdup("default");
 	old = jp_key(j, "spec");

@@ -897,12 +897,12 @@ char *as_kube_obj_key(enum as_kube_kind kind, json_object *o)
 	json_object *meta = jobj(o, "metadata");
 	const char *ns = as_json_string(meta, "namespace"), *name = as_json_string(meta, "name");
 
-	if (!name)
+	if (!name || !*name)
 		return NULL;
-	/* Every kind but nodes is namespaced: the API always gives the namespace. */
-	if (kind != AS_KUBE_NODES && (!ns || !*ns))
-		return NULL;
-	return ns && *ns ? g_strdup_printf("%s/%s", ns, name) : g_strdup(name);
+	/* Nodes have no namespace; every other kind has one: the API always gives it. */
+	if (kind == AS_KUBE_NODES)
+		return g_strdup(name);
+	return ns && *ns ? g_strdup_printf("%s/%s", ns, name) : NULL;
 }
 
 static void count(struct as_kube *k, uint64_t *ctr)

@@ -115,11 +115,11 @@ const char *as_kube_kind_name(enum as_kube_kind k);
 
 /*
  * The key the cache of @kind files an object under: "namespace/name", or,
- * for a Node (cluster-scoped), "name" when it has no namespace or an empty
- * one.  NULL, and the object is skipped as malformed, when it has no
- * metadata.name string, or when it is of a namespaced kind (every kind but
- * nodes) and has no metadata.namespace or an empty one, which the API
- * never sends.  g_malloc'd.
+ * for a Node (cluster-scoped), "name" whatever its metadata says of a
+ * namespace.  NULL, and the object is skipped as malformed, when it has no
+ * metadata.name string or an empty one, or when it is of a namespaced kind
+ * (every kind but nodes) and has no metadata.namespace or an empty one,
+ * which the API never sends.  g_malloc'd.
  */
 char *as_kube_obj_key(enum as_kube_kind kind, json_object *o);
 

@@ -325,12 +325,13 @@ static char *model_key(enum as_kube_kind kind, json_object *o)
 
 	bool has_ns = ns && json_object_get_string_len(ns) > 0;
 
-	if (!name || (kind != AS_KUBE_NODES && !has_ns))
+	if (!name || json_object_get_string_len(name) == 0)
 		return NULL;
-	if (has_ns)
-		return g_strdup_printf("%s/%s", json_object_get_string(ns),
-				       json_object_get_string(name));
-	return g_strdup(json_object_get_string(name));
+	if (kind == AS_KUBE_NODES)
+		return g_strdup(json_object_get_string(name));
+	if (!has_ns)
+		return NULL;
+	return g_strdup_printf("%s/%s", json_object_get_string(ns), json_object_get_string(name));
 }
 
 static void check_key(json_object *o)

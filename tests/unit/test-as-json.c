@@ -154,6 +154,10 @@ START_TEST(namespace_empty_refused)
 		     "pods[0].metadata: empty namespace");
 	expect_error("{\"pdbs\": [{\"metadata\": {\"name\": \"a\", \"namespace\": \"\"}}]}",
 		     "pdbs[0].metadata: empty namespace");
+	/* A PDB needs a name, as a pod and a node do. */
+	expect_error("{\"pdbs\": [{\"metadata\": {\"namespace\": \"ns\"}}]}",
+		     "pdbs[0].metadata: missing name");
+	expect_error("{\"pdbs\": [{\"metadata\": {\"name\": \"\"}}]}", "pdbs[0].metadata: missing name");
 	o = json_tokener_parse("{\"metadata\": {\"name\": \"a\", \"namespace\": \"\"}}");
 	ck_assert_int_eq(as_pod_from_json(o, &pod, &m), -EINVAL);
 	ck_assert_ptr_null(pod);

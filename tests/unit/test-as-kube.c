@@ -638,12 +638,13 @@ START_TEST(list_page_namespace)
 		"{\"metadata\":{\"name\":\"a\",\"namespace\":\"\"}},"
 		"{\"metadata\":{\"name\":\"b\"}},"
 		"{\"metadata\":{\"name\":\"c\",\"namespace\":null}},"
-		"{\"metadata\":{\"name\":\"d\",\"namespace\":\"ns\"}}]}";
+		"{\"metadata\":{\"name\":\"d\",\"namespace\":\"ns\"}},"
+		"{\"metadata\":{\"name\":\"\",\"namespace\":\"ns\"}}]}";
 	static const struct {
 		enum as_kube_kind kind;
 		const char *keys;
 	} cases[] = {
-		{AS_KUBE_NODES, "a b before c ns/d "},
+		{AS_KUBE_NODES, "a b before c d "},
 		{AS_KUBE_PODS, "before ns/d "},
 		{AS_KUBE_PDBS, "before ns/d "},
 		{AS_KUBE_REPLICASETS, "before ns/d "},
