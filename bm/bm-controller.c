@@ -34,6 +34,7 @@
 
 #include "cli.h"
 #include "conf.h"
+#include "handler-proto.h"
 #include "httpd.h"
 #include "log.h"
 #include "store.h"
@@ -138,14 +139,9 @@ static int call(struct ctl *c, struct bm_client *cl, const char *base, const cha
 		*err = g_steal_pointer(&msg);
 		return rc;
 	}
-	rc = bm_http_status_errno(status);
-	if (rc < 0) {
-		json_object *m = res ? json_object_object_get(res, "message") : NULL;
-
-		*err = g_strdup_printf("%s %s: HTTP %ld: %s", method, path, status,
-				       m ? json_object_get_string(m) : "no message");
+	rc = bm_handler_answer(method, path, status, res, err);
+	if (rc < 0)
 		return rc;
-	}
 	if (out)
 		*out = g_steal_pointer(&res);
 	return 0;
@@ -276,13 +272,11 @@ static enum outcome do_step(struct ctl *c, struct bm_client *cl, const struct bm
 		break;
 	case BM_STEP_WAIT_BOOT: {
 		g_autoptr(json_object) st = NULL;
-		json_object *booted;
 
 		rc = call(c, cl, base, "GET", "/v1/status", NULL, &st, err);
 		if (rc < 0)
 			break;
-		booted = st ? json_object_object_get(st, "booted") : NULL;
-		if (booted && json_object_get_boolean(booted))
+		if (bm_handler_booted(st))
 			return DONE;
 		if (bm_now_ms() - m->state_since > (int64_t)c->boot_timeout_ms) {
 			*err = g_strdup_printf("not booted after %" G_GUINT64_FORMAT " ms",

@@ -32,6 +32,7 @@
 
 #include "cli.h"
 #include "conf.h"
+#include "handler-proto.h"
 #include "httpd.h"
 #include "log.h"
 
@@ -64,12 +65,6 @@ static const struct option long_opts[] = {
 	{NULL, 0, NULL, 0},
 };
 
-struct fault {
-	int64_t count; /* calls left to fail; -1 = every call */
-	bool hang; /* sleep hang_ms instead of answering at once, then fail */
-	int64_t hang_ms;
-};
-
 struct handler {
 	bool exec_driver;
 	char *exec_cmd;
@@ -77,7 +72,7 @@ struct handler {
 	/* fake driver */
 	GMutex lock; /* protects hosts, faults and the tunables below */
 	GHashTable *hosts; /* host name -> json_object (see fake_host) */
-	GHashTable *faults; /* action -> struct fault */
+	GHashTable *faults; /* action -> struct bm_fault */
 	int64_t delay_ms;
 	int64_t boot_ms;
 	double fail_rate;
@@ -139,9 +134,9 @@ static const char *str_of(json_object *o, const char *k)
 }
 
 /* Under h->lock: consume one injected fault for @action. */
-static bool take_fault(struct handler *h, const char *action, struct fault *out)
+static bool take_fault(struct handler *h, const char *action, struct bm_fault *out)
 {
-	struct fault *f = g_hash_table_lookup(h->faults, action);
+	struct bm_fault *f = g_hash_table_lookup(h->faults, action);
 
 	if (!f)
 		f = g_hash_table_lookup(h->faults, "*");
@@ -152,7 +147,7 @@ static bool take_fault(struct handler *h, const char *action, struct fault *out)
 		return true;
 	}
 	if (h->fail_rate > 0 && strcmp(action, "status") != 0 && g_random_double() < h->fail_rate) {
-		*out = (struct fault){.count = 1};
+		*out = (struct bm_fault){.count = 1};
 		return true;
 	}
 	return false;
@@ -192,11 +187,13 @@ static bool is_booted(struct handler *h, json_object *host)
  * object or an error message.
  */
 static int fake_act(struct handler *h, const char *hostname, const char *action, const char *id,
-		    json_object *req, json_object **out, char **msg)
+		    json_object *body, json_object **out, char **msg)
 {
 	json_object *host, *vols, *disks, *nics;
-	struct fault f = {0};
-	bool faulty;
+	struct bm_handler_fields req;
+	g_autofree char *bad = NULL;
+	struct bm_fault f = {0};
+	bool faulty, req_ok = bm_handler_fields(action, body, &req, &bad) == 0;
 	int64_t delay;
 	int status = 200;
 
@@ -240,20 +237,18 @@ static int fake_act(struct handler *h, const char *hostname, const char *action,
 		}
 	} else if (strcmp(action, "volume_create") == 0) {
 		json_object *v = json_object_object_get(vols, id);
-		json_object *size = sub(req, "size_gb");
 
-		if (!size || !json_object_is_type(size, json_type_int)) {
-			*msg = g_strdup("missing field 'size_gb'");
+		if (!req_ok) {
+			*msg = g_steal_pointer(&bad);
 			status = 400;
-		} else if (v && json_object_get_int64(sub(v, "size_gb")) != json_object_get_int64(size)) {
+		} else if (v && json_object_get_int64(sub(v, "size_gb")) != req.size_gb) {
 			*msg = g_strdup_printf("volume %s exists with another size", id);
 			status = 409;
 		} else if (!v) {
 			v = json_object_new_object();
-			json_object_object_add(v, "size_gb", json_object_get(size));
-			json_object_object_add(v, "image", json_object_new_string(str_of(req, "image")));
-			json_object_object_add(v, "user_data",
-					       json_object_new_string(str_of(req, "user_data")));
+			json_object_object_add(v, "size_gb", json_object_new_int64(req.size_gb));
+			json_object_object_add(v, "image", json_object_new_string(req.image));
+			json_object_object_add(v, "user_data", json_object_new_string(req.user_data));
 			json_object_object_add(vols, id, v);
 		}
 	} else if (strcmp(action, "volume_delete") == 0) {
@@ -271,7 +266,7 @@ static int fake_act(struct handler *h, const char *hostname, const char *action,
 			json_object_object_del(vols, id);
 		}
 	} else if (strcmp(action, "disk_attach") == 0) {
-		const char *vol = str_of(req, "volume");
+		const char *vol = req.volume;
 		json_object *d = json_object_object_get(disks, id);
 
 		if (!json_object_object_get(vols, vol)) {
@@ -285,7 +280,7 @@ static int fake_act(struct handler *h, const char *hostname, const char *action,
 			*msg = g_strdup("no free hot-plug function");
 			status = 409;
 		} else if (!d) {
-			const char *bus = str_of(req, "bus");
+			const char *bus = req.bus;
 
 			d = json_object_new_object();
 			json_object_object_add(d, "volume", json_object_new_string(vol));
@@ -306,15 +301,15 @@ static int fake_act(struct handler *h, const char *hostname, const char *action,
 				json_object *n = json_object_new_object();
 
 				json_object_object_add(n, "network",
-						       json_object_new_string(str_of(req, "network")));
-				json_object_object_add(n, "mac", json_object_new_string(str_of(req, "mac")));
+						       json_object_new_string(req.network));
+				json_object_object_add(n, "mac", json_object_new_string(req.mac));
 				json_object_object_add(nics, id, n);
 			}
 		}
 	} else if (strcmp(action, "nic_detach") == 0) {
 		json_object_object_del(nics, id);
 	} else if (strcmp(action, "set_boot") == 0) {
-		const char *dev = str_of(req, "device");
+		const char *dev = req.device;
 
 		if (strcmp(dev, "none") != 0 && !json_object_object_get(disks, dev)) {
 			*msg = g_strdup_printf("no disk \"%s\" to boot from", dev);
@@ -481,14 +476,10 @@ static int exec_act(struct handler *h, const char *action, json_object *req, jso
 		g_autofree char *status = WIFEXITED(wstatus)
 			? g_strdup_printf("exit status %d", WEXITSTATUS(wstatus))
 			: g_strdup_printf("killed by signal %d", WTERMSIG(wstatus));
-		const char *e = "";
-		char *perr = NULL;
+		g_autofree char *oe = o[0].too_large ? NULL : bm_handler_exec_error(so->str, so->len);
+		const char *e = oe ? oe : "";
 
 		/* The output's "error" if it has one, else stderr's first line. */
-		if (!o[0].too_large && so->len > 0 &&
-		    bm_json_parse(so->str, so->len, &res, &perr) == 0)
-			e = str_of(res, "error");
-		g_free(perr);
 		if (!*e) {
 			char *nl = strchr(se->str, '\n');
 
@@ -498,7 +489,6 @@ static int exec_act(struct handler *h, const char *action, json_object *req, jso
 		}
 		*msg = g_strdup_printf("exec driver: %s %s: %s", h->exec_cmd, action,
 				       *e ? e : status);
-		json_object_put(res);
 		return 500;
 	}
 	if (o[0].too_large) {
@@ -506,17 +496,16 @@ static int exec_act(struct handler *h, const char *action, json_object *req, jso
 				       h->exec_cmd, action, MAX_EXEC_OUTPUT);
 		return 500;
 	}
-	if (so->len > 0) {
-		char *perr = NULL;
+	{
+		g_autofree char *perr = NULL;
 
-		if (bm_json_parse(so->str, so->len, &res, &perr) < 0) {
+		if (bm_handler_exec_output(so->str, so->len, &res, &perr) < 0) {
 			*msg = g_strdup_printf("exec driver: %s %s: output is not JSON (%s)",
 					       h->exec_cmd, action, perr);
-			g_free(perr);
 			return 500;
 		}
 	}
-	*out = res ? res : json_object_new_object();
+	*out = res;
 	return 200;
 }
 
@@ -544,117 +533,53 @@ static void fake_inventory(struct handler *h, struct bm_http_response *resp)
 /* PUT /v1/fake: {"delay_ms", "boot_ms", "fail_rate", "faults": {ACTION: {count, hang_ms}}} */
 static void fake_tune(struct handler *h, json_object *body, struct bm_http_response *resp)
 {
-	json_object *faults = NULL;
-	int64_t n = 0;
-	char *msg = NULL;
+	struct bm_fake_tune t;
 
+	bm_fake_tune_parse(body, &t);
 	g_mutex_lock(&h->lock);
-	if (bm_json_int(body, "delay_ms", false, 0, 600000, &n, &msg) == 0)
-		h->delay_ms = n;
-	if (bm_json_int(body, "boot_ms", false, 0, 3600000, &n, &msg) == 0)
-		h->boot_ms = n;
-	if (json_object_object_get(body, "fail_rate"))
-		h->fail_rate = json_object_get_double(json_object_object_get(body, "fail_rate"));
-	if (json_object_object_get_ex(body, "faults", &faults) &&
-	    json_object_is_type(faults, json_type_object)) {
-		g_hash_table_remove_all(h->faults);
-		json_object_object_foreach(faults, action, spec)
-		{
-			struct fault *f = g_new0(struct fault, 1);
-
-			f->count = json_object_get_int64(json_object_object_get(spec, "count"));
-			f->hang_ms = json_object_get_int64(json_object_object_get(spec, "hang_ms"));
-			f->hang = f->hang_ms > 0;
-			g_hash_table_insert(h->faults, g_strdup(action), f);
-		}
+	if (t.has_delay)
+		h->delay_ms = t.delay_ms;
+	if (t.has_boot)
+		h->boot_ms = t.boot_ms;
+	if (t.has_fail_rate)
+		h->fail_rate = t.fail_rate;
+	if (t.faults) {
+		g_hash_table_unref(h->faults);
+		h->faults = g_steal_pointer(&t.faults);
 	}
 	g_mutex_unlock(&h->lock);
-	g_free(msg);
+	bm_fake_tune_clear(&t);
 	bm_http_json(resp, 200, NULL);
-}
-
-/* Map (method, resource) to a driver action; NULL when there is none. */
-static const char *action_of(const char *method, const char *res, const char *id,
-			     json_object *body)
-{
-	bool put = strcmp(method, "PUT") == 0 || strcmp(method, "POST") == 0;
-	bool del = strcmp(method, "DELETE") == 0;
-
-	if (strcmp(res, "status") == 0 && !id && strcmp(method, "GET") == 0)
-		return "status";
-	if (strcmp(res, "power") == 0 && !id && put) {
-		const char *s = str_of(body, "state");
-
-		return strcmp(s, "on") == 0 ? "power_on" : strcmp(s, "off") == 0 ? "power_off" : NULL;
-	}
-	if (strcmp(res, "boot") == 0 && !id && put)
-		return "set_boot";
-	if (!id)
-		return NULL;
-	if (strcmp(res, "volumes") == 0)
-		return put ? "volume_create" : del ? "volume_delete" : NULL;
-	if (strcmp(res, "disks") == 0)
-		return put ? "disk_attach" : del ? "disk_detach" : NULL;
-	if (strcmp(res, "nics") == 0)
-		return put ? "nic_attach" : del ? "nic_detach" : NULL;
-	return NULL;
 }
 
 static void dispatch(void *ud, const struct bm_http_request *req, struct bm_http_response *resp)
 {
 	struct handler *h = ud;
-	g_auto(GStrv) p = g_strsplit(req->path, "/", 8);
 	g_autoptr(json_object) body = NULL;
 	g_autofree char *msg = NULL;
-	const char *host = "default", *res, *id, *action;
+	struct bm_handler_route r;
 	json_object *out = NULL;
-	unsigned n = g_strv_length(p), i = 1;
-	int status;
+	int status, rc;
 
 	if (strcmp(req->path, "/healthz") == 0)
 		return bm_http_json(resp, 200, NULL);
-	if (req->body_len > 0) {
-		if (bm_json_parse(req->body, req->body_len, &body, &msg) < 0)
-			return bm_http_error(resp, 400, "bad_json", NULL, "%s", msg);
-		if (!json_object_is_type(body, json_type_object))
-			return bm_http_error(resp, 400, "bad_json", NULL, "body must be an object");
-	} else {
-		body = json_object_new_object();
-	}
-	if (n >= 3 && strcmp(p[1], "h") == 0) {
-		host = p[2];
-		i = 3;
-		if (!bm_id_valid(host))
-			return bm_http_error(resp, 400, "bad_request", NULL, "bad host name");
-	}
-	if (n < i + 2 || strcmp(p[i], "v1") != 0)
-		return bm_http_error(resp, 404, "not_found", NULL, "no such resource: %s", req->path);
-	res = p[i + 1];
-	id = n > i + 2 && p[i + 2][0] ? p[i + 2] : NULL;
-	if (n > i + 3 || (id && !bm_id_valid(id)))
-		return bm_http_error(resp, 404, "not_found", NULL, "no such resource: %s", req->path);
-	if (!h->exec_driver && strcmp(res, "inventory") == 0 && i == 1)
+	if (bm_handler_body(req->body, req->body_len, &body, &msg) < 0)
+		return bm_http_error(resp, 400, "bad_json", NULL, "%s", msg);
+	rc = bm_handler_route(req->method, req->path, body, !h->exec_driver, &r, &msg);
+	if (rc < 0)
+		return bm_http_error(resp, rc == -EINVAL ? 400 : 404,
+				     rc == -EINVAL ? "bad_request" : "not_found", NULL, "%s", msg);
+	if (r.kind == BM_HANDLER_INVENTORY)
 		return fake_inventory(h, resp);
-	if (!h->exec_driver && strcmp(res, "fake") == 0 && i == 1)
+	if (r.kind == BM_HANDLER_FAKE)
 		return fake_tune(h, body, resp);
-	action = action_of(req->method, res, id, body);
-	if (!action) {
-		if (strcmp(res, "power") == 0)
-			return bm_http_error(resp, 400, "bad_request", NULL,
-					     "field 'state' must be \"on\" or \"off\"");
-		return bm_http_error(resp, 404, "not_found", NULL, "no such action: %s %s",
-				     req->method, req->path);
-	}
 	if (h->exec_driver) {
-		json_object_object_add(body, "action", json_object_new_string(action));
-		json_object_object_add(body, "host", json_object_new_string(host));
-		if (id)
-			json_object_object_add(body, "id", json_object_new_string(id));
-		status = exec_act(h, action, body, &out, &msg);
+		bm_handler_exec_request(body, r.action, r.host, r.id);
+		status = exec_act(h, r.action, body, &out, &msg);
 	} else {
-		status = fake_act(h, host, action, id, body, &out, &msg);
+		status = fake_act(h, r.host, r.action, r.id, body, &out, &msg);
 	}
-	qt_debug("%s %s (%s %s) -> %d", req->method, req->path, host, action, status);
+	qt_debug("%s %s (%s %s) -> %d", req->method, req->path, r.host, r.action, status);
 	if (status != 200)
 		return bm_http_error(resp, status, status == 503 ? "injected" : "driver_error", NULL,
 				     "%s", msg ? msg : "failed");
@@ -666,11 +591,6 @@ static void dispatch(void *ud, const struct bm_http_request *req, struct bm_http
 static void host_free(gpointer p)
 {
 	json_object_put(p);
-}
-
-static void fault_free(gpointer p)
-{
-	g_free(p);
 }
 
 int main(int argc, char **argv)
@@ -782,7 +702,7 @@ int main(int argc, char **argv)
 	g_mutex_init(&h.lock);
 	h.hosts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
 					host_free);
-	h.faults = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, fault_free);
+	h.faults = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	hc.listen = listen;
 	hc.max_body = max_body;
 	hc.threads = (unsigned)threads;

@@ -3,14 +3,15 @@
 # bm/: BareMetalManager.  bm-api (REST service and database), bm-controller
 # (lifecycle reconciler), bm-handler (one per DPU) and the bmctl client.
 # libbm holds what they share: the lifecycle (pure), JSON helpers, the
-# checks of bm-api's request bodies, the SQLite store and the HTTP
-# server/client.
+# checks of bm-api's request bodies, the handler API as the handler and the
+# controller read it, the SQLite store and the HTTP server/client.
 
 noinst_LIBRARIES += bm/libbm.a
 bm_libbm_a_SOURCES = \
 	bm/lifecycle.c bm/lifecycle.h \
 	bm/json.c bm/json.h \
 	bm/request.c bm/request.h \
+	bm/handler-proto.c bm/handler-proto.h \
 	bm/store.c bm/store.h \
 	bm/httpd.c bm/httpd.h
 bm_libbm_a_CPPFLAGS = $(AM_CPPFLAGS) $(JSONC_CFLAGS) $(SQLITE_CFLAGS) $(MHD_CFLAGS) $(CURL_CFLAGS)

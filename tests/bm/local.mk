@@ -11,6 +11,13 @@ tests_unit_test_bm_store_CPPFLAGS = $(BM_CPPFLAGS) -I$(top_srcdir)/bm
 tests_unit_test_bm_store_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_bm_store_LDADD = $(BM_LIBS) $(CHECK_LIBS)
 
+# The handler API as bm-handler and bm-controller read it (bm/handler-proto.c).
+UNIT_TESTS += tests/unit/test-bm-handler-proto
+tests_unit_test_bm_handler_proto_SOURCES = tests/unit/test-bm-handler-proto.c
+tests_unit_test_bm_handler_proto_CPPFLAGS = $(BM_CPPFLAGS) -I$(top_srcdir)/bm
+tests_unit_test_bm_handler_proto_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_bm_handler_proto_LDADD = $(BM_LIBS) $(CHECK_LIBS)
+
 BM_TESTS = \
 	tests/bm/test-api.py \
 	tests/bm/test-failures.py \
