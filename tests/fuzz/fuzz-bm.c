@@ -5,12 +5,11 @@
  * (bm/json.c), the checks of bm-api's request bodies (bm/request.c) and
  * what the store makes of a body that passed them (bm/store.c), and the
  * autoscaler's bare-metal provider reading bm-api's answers
- * (autoscale/provider-yusur.c).  bm-handler and bm-controller read what
- * they are sent through bm_json_parse() and bm_id_valid(), the rest being
- * static in their main files next to the network, so they are covered
- * through those two.
+ * (autoscale/provider-yusur.c), and the handler API as bm-handler reads
+ * the controller's requests and bm-controller the handler's answers
+ * (bm/handler-proto.c).
  *
- * Input layout: the first byte chooses the part, (byte - '0') mod 5, so
+ * Input layout: the first byte chooses the part, (byte - '0') mod 7, so
  * seeds start with a digit; the rest is what that part reads:
  *   0  json      one document for bm_json_parse()
  *   1  getters   one document; bm_json_str/int/labels() on each of its
@@ -22,6 +21,11 @@
  *                passes it, and as an instance when bm_req_instance() does
  *   4  provider  the body of GET /v1/pools, optionally a NUL byte and the
  *                body of GET /v1/instances (as_yusur_provider_update)
+ *   5  handler   METHOD '\n' PATH '\n' BODY: a request to bm-handler (its
+ *                body, route, the fields its action takes, PUT /v1/fake,
+ *                the exec driver's request), BODY also as the exec
+ *                driver's command's output
+ *   6  answer    STATUS '\n' BODY: a handler's answer to bm-controller
  *
  * Besides "no crash, no leak" (the sanitizers'), each part checks
  * properties and aborts when one fails:
@@ -54,7 +58,22 @@
  *  - the provider's node groups have distinct ids and 0 <= min <= max, a
  *    price that is finite and positive when there is one, a template node
  *    labelled with its pool, and instances whose providerIDs parse back to
- *    the group and lead back to it.
+ *    the group and lead back to it;
+ *  - bm-handler takes as a body exactly the JSON objects bm_json_parse()
+ *    takes (or nothing); a route it takes spells its path back
+ *    ([/h/HOST]/v1/RES[/ID], HOST and ID ids), with a method and an id
+ *    that fit the action (power's from the body's state), and a refused
+ *    one is a 400 only for a bad host or power state; the fake driver's
+ *    fields are the body's, volume_create refused exactly without an
+ *    integer size_gb; PUT /v1/fake takes delay_ms and boot_ms exactly
+ *    within their limits, a fail rate within 0..1 and one fault per
+ *    action; the exec driver's request keeps the body's fields but for
+ *    the handler's action, host and id; the exec output is the JSON its
+ *    text is, and its error the output's "error";
+ *  - bm-controller maps a handler's status as bm_http_status_errno()
+ *    does, with the answer's message (or "no message") in its error, and
+ *    reads "booted" as json-c reads a boolean;
+ *  - every refusal leaves the outputs alone and says why.
  *
  * Built two ways: with replay.c as a plain program that runs the corpus in
  * `make check`, and with clang -fsanitize=fuzzer by `make fuzz`.
@@ -70,6 +89,8 @@
 #include <string.h>
 
 #include "fuzz.h"
+#include "handler-proto.h"
+#include "httpd.h"
 #include "json.h"
 #include "provider-yusur.h"
 #include "request.h"
@@ -1098,13 +1119,317 @@ static void fuzz_provider(const char *doc, size_t len)
 	p->ops->cleanup(p);
 }
 
+/* ---- part 5: bm-handler reading a request ---- */
+
+/* The resource of a path that names @action (docs/bm.md's table). */
+static const char *resource_of(const char *action)
+{
+	static const char *const map[][2] = {
+		{"status", "status"},	      {"power_on", "power"},	  {"power_off", "power"},
+		{"set_boot", "boot"},	      {"volume_create", "volumes"}, {"volume_delete", "volumes"},
+		{"disk_attach", "disks"},     {"disk_detach", "disks"},	  {"nic_attach", "nics"},
+		{"nic_detach", "nics"},
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(map); i++)
+		if (strcmp(map[i][0], action) == 0)
+			return map[i][1];
+	return NULL;
+}
+
+/* The methods docs/bm.md gives @action (PUT also as POST). */
+static bool method_fits(const char *method, const char *action)
+{
+	bool put = strcmp(method, "PUT") == 0 || strcmp(method, "POST") == 0;
+
+	if (strcmp(action, "status") == 0)
+		return strcmp(method, "GET") == 0;
+	if (g_str_has_suffix(action, "_delete") || g_str_has_suffix(action, "_detach"))
+		return strcmp(method, "DELETE") == 0;
+	return put;
+}
+
+/* json-c's text of a field, "" when absent or null: what the fake driver takes. */
+static const char *text_of(json_object *o, const char *k)
+{
+	json_object *v = member(o, k);
+
+	return v ? json_object_get_string(v) : "";
+}
+
+static void check_route(const char *method, const char *path, json_object *body, bool fake)
+{
+	struct bm_handler_route r, sentinel;
+	g_autofree char *want = NULL, *want_slash = NULL;
+	const char *res, *rest;
+	char *msg = NULL;
+	int rc;
+
+	memset(&sentinel, 0x5a, sizeof(sentinel));
+	r = sentinel;
+	rc = bm_handler_route(method, path, body, fake, &r, &msg);
+	if (rc < 0) {
+		CHECK(rc == -EINVAL || rc == -ENOENT);
+		CHECK(msg && *msg && memcmp(&r, &sentinel, sizeof(r)) == 0);
+		if (rc == -EINVAL)
+			CHECK(strcmp(msg, "bad host name") == 0 ||
+			      strstr(msg, "field 'state'") != NULL);
+		g_free(msg);
+		return;
+	}
+	CHECK(!msg);
+	/* The route spells the path back: [/h/HOST]/v1/RES[/ID], and nothing else. */
+	CHECK(strcmp(r.host, "default") == 0 || bm_id_valid(r.host));
+	CHECK(!*r.id || bm_id_valid(r.id));
+	switch (r.kind) {
+	case BM_HANDLER_INVENTORY:
+	case BM_HANDLER_FAKE:
+		CHECK(fake && !r.action && !*r.id && strcmp(r.host, "default") == 0);
+		res = r.kind == BM_HANDLER_FAKE ? "fake" : "inventory";
+		break;
+	default:
+		CHECK(r.action && (res = resource_of(r.action)) != NULL);
+		CHECK(method_fits(method, r.action));
+		/* Status, power and boot are of the host; the others name an object. */
+		CHECK(!*r.id == (strcmp(res, "status") == 0 || strcmp(res, "power") == 0 ||
+				 strcmp(res, "boot") == 0));
+		if (strcmp(res, "power") == 0)
+			CHECK(strcmp(text_of(body, "state"), strcmp(r.action, "power_on") == 0 ? "on"
+											     : "off") == 0);
+		break;
+	}
+	/*
+	 * What comes before the path's first '/' is not looked at (an HTTP
+	 * request line's target always starts with one, but for "*" and the
+	 * absolute form, which route nowhere).
+	 */
+	rest = strchr(path, '/');
+	CHECK(rest);
+	want = g_strdup_printf("%s%s/v1/%s%s%s", g_str_has_prefix(rest, "/h/") ? "/h/" : "",
+			       g_str_has_prefix(rest, "/h/") ? r.host : "", res, *r.id ? "/" : "",
+			       r.id);
+	want_slash = g_strconcat(want, "/", NULL);
+	CHECK(strcmp(rest, want) == 0 || (!*r.id && strcmp(rest, want_slash) == 0));
+}
+
+static void check_fields(const char *action, json_object *body)
+{
+	static const char *const keys[] = {"image", "user_data", "volume", "bus",
+					   "network", "mac", "device"};
+	struct bm_handler_fields f, sentinel = {.size_gb = 4242, .image = SENTINEL};
+	json_object *size = member(body, "size_gb");
+	bool has_size = size && json_object_is_type(size, json_type_int);
+	char *msg = NULL;
+	int rc;
+
+	f = sentinel;
+	rc = bm_handler_fields(action, body, &f, &msg);
+	if (rc < 0) {
+		CHECK(rc == -EINVAL && strcmp(action, "volume_create") == 0 && !has_size);
+		CHECK(names_field(msg, (const char *const[]){"size_gb", NULL}));
+		CHECK(f.size_gb == 4242 && strcmp(f.image, SENTINEL) == 0);
+		g_free(msg);
+		return;
+	}
+	CHECK(!msg && f.has_size == has_size && (strcmp(action, "volume_create") != 0 || has_size));
+	CHECK(!has_size || f.size_gb == json_object_get_int64(size));
+	{
+		const char *got[] = {f.image, f.user_data, f.volume, f.bus, f.network, f.mac, f.device};
+
+		for (size_t i = 0; i < G_N_ELEMENTS(keys); i++)
+			CHECK(got[i] && strcmp(got[i], text_of(body, keys[i])) == 0);
+	}
+}
+
+static void check_fake_tune(json_object *body)
+{
+	json_object *faults = member(body, "faults");
+	struct bm_fake_tune t;
+
+	bm_fake_tune_parse(body, &t);
+	CHECK(t.has_delay == int_ok(member(body, "delay_ms"), 0, BM_FAKE_MAX_DELAY_MS));
+	CHECK(!t.has_delay || t.delay_ms == int_of(member(body, "delay_ms")));
+	CHECK(t.has_boot == int_ok(member(body, "boot_ms"), 0, BM_FAKE_MAX_BOOT_MS));
+	CHECK(!t.has_boot || t.boot_ms == int_of(member(body, "boot_ms")));
+	CHECK(t.has_fail_rate == (member(body, "fail_rate") != NULL));
+	CHECK(!t.has_fail_rate || (t.fail_rate >= 0 && t.fail_rate <= 1));
+	CHECK(!t.faults == !json_object_is_type(faults, json_type_object));
+	if (t.faults) {
+		CHECK(g_hash_table_size(t.faults) == (guint)json_object_object_length(faults));
+		json_object_object_foreach(faults, action, spec)
+		{
+			struct bm_fault *f = g_hash_table_lookup(t.faults, action);
+
+			CHECK(f && f->hang == (f->hang_ms > 0));
+			(void)spec;
+		}
+	}
+	bm_fake_tune_clear(&t);
+	CHECK(!t.faults);
+}
+
+/* The exec driver's request carries the body and the handler's own action, host and id. */
+static void check_exec_request(json_object *body, const struct bm_handler_route *r)
+{
+	g_autoptr(json_object) copy = NULL, back = NULL;
+	g_autofree char *dump = NULL, *msg = NULL;
+
+	CHECK(json_object_deep_copy(body, &copy, NULL) == 0);
+	bm_handler_exec_request(copy, r->action, r->host, r->id);
+	dump = bm_json_dump(copy);
+	CHECK(bm_json_parse(dump, strlen(dump), &back, &msg) == 0);
+	CHECK(same_str(member(back, "action"), r->action) && same_str(member(back, "host"), r->host));
+	CHECK(*r->id ? same_str(member(back, "id"), r->id) : json_object_equal(member(back, "id"), member(body, "id")));
+	json_object_object_foreach(body, k, v)
+	{
+		if (strcmp(k, "action") != 0 && strcmp(k, "host") != 0 && strcmp(k, "id") != 0)
+			CHECK(json_object_equal(member(back, k), v));
+	}
+}
+
+/* What the exec driver makes of @buf as its command's stdout. */
+static void check_exec_output(const char *buf, size_t len)
+{
+	json_object *out = (json_object *)&out, *parsed = NULL;
+	g_autofree char *msg = NULL, *msg2 = NULL;
+	char *e;
+	int rc = bm_handler_exec_output(buf, len, &out, &msg);
+	bool json = len > 0 && bm_json_parse(buf, len, &parsed, &msg2) == 0;
+
+	if (rc < 0) {
+		CHECK(len > 0 && !json && out == (json_object *)&out && msg && *msg);
+	} else {
+		CHECK(!msg);
+		CHECK(len == 0 ? json_object_is_type(out, json_type_object) &&
+					 json_object_object_length(out) == 0
+			       : json && json_object_equal(out, parsed));
+		json_object_put(out);
+	}
+	e = bm_handler_exec_error(buf, len);
+	CHECK(!e || (*e && json && strcmp(e, text_of(parsed, "error")) == 0));
+	CHECK(e || !json || !*text_of(parsed, "error"));
+	g_free(e);
+	json_object_put(parsed);
+}
+
+/*
+ * Input: METHOD '\n' PATH '\n' BODY.  The body as both drivers read it,
+ * the route with and without the fake driver's paths, and what the route's
+ * action takes of the body.
+ */
+static void fuzz_handler(const char *doc, size_t len)
+{
+	const char *nl1 = memchr(doc, '\n', len), *nl2, *body_text;
+	g_autofree char *method = NULL, *path = NULL;
+	json_object *body = (json_object *)&body;
+	char *msg = NULL;
+	size_t body_len;
+	int rc;
+
+	if (!nl1 || !(nl2 = memchr(nl1 + 1, '\n', len - (size_t)(nl1 + 1 - doc))))
+		return;
+	method = g_strndup(doc, (gsize)(nl1 - doc));
+	path = g_strndup(nl1 + 1, (gsize)(nl2 - nl1 - 1));
+	/* libmicrohttpd hands over C strings. */
+	if (strlen(method) != (size_t)(nl1 - doc) || strlen(path) != (size_t)(nl2 - nl1 - 1))
+		return;
+	body_text = nl2 + 1;
+	body_len = len - (size_t)(body_text - doc);
+	check_exec_output(body_text, body_len);
+	rc = bm_handler_body(body_text, body_len, &body, &msg);
+	if (rc < 0) {
+		json_object *o = NULL;
+		char *m2 = NULL;
+
+		CHECK(rc == -EBADMSG || rc == -E2BIG);
+		CHECK(body == (json_object *)&body && msg && *msg && body_len > 0);
+		/* Refused: not JSON, or JSON that is no object. */
+		if (bm_json_parse(body_text, body_len, &o, &m2) == 0)
+			CHECK(!json_object_is_type(o, json_type_object) &&
+			      strcmp(msg, "body must be an object") == 0);
+		json_object_put(o);
+		g_free(m2);
+		g_free(msg);
+		return;
+	}
+	CHECK(!msg && json_object_is_type(body, json_type_object));
+	check_route(method, path, body, false);
+	check_route(method, path, body, true);
+	{
+		struct bm_handler_route r;
+
+		if (bm_handler_route(method, path, body, true, &r, &msg) == 0) {
+			if (r.kind == BM_HANDLER_ACTION) {
+				check_fields(r.action, body);
+				check_exec_request(body, &r);
+			}
+		} else {
+			g_clear_pointer(&msg, g_free);
+		}
+	}
+	check_fake_tune(body);
+	json_object_put(body);
+}
+
+/* ---- part 6: bm-controller reading a handler's answer ---- */
+
+/* json-c's reading of a value as a boolean, as docs/bm.md leaves "booted" to it. */
+static bool truthy(json_object *v)
+{
+	switch (json_object_get_type(v)) {
+	case json_type_boolean:
+	case json_type_int:
+		return json_object_get_int64(v) != 0 || json_object_get_uint64(v) != 0;
+	case json_type_double:
+		return json_object_get_double(v) != 0;
+	case json_type_string:
+		return json_object_get_string_len(v) > 0;
+	default:
+		return false;
+	}
+}
+
+/* Input: STATUS '\n' BODY (what bm_client_call hands over: parsed, NULL when empty). */
+static void fuzz_answer(const char *doc, size_t len)
+{
+	const char *nl = memchr(doc, '\n', len);
+	g_autofree char *st_text = NULL, *prefix = NULL;
+	g_autoptr(json_object) res = NULL;
+	json_object *m;
+	char *err = NULL, *msg = NULL;
+	long status;
+	int rc;
+
+	if (!nl)
+		return;
+	st_text = g_strndup(doc, (gsize)(nl - doc));
+	status = (long)g_ascii_strtoll(st_text, NULL, 10);
+	if ((size_t)(len - (size_t)(nl + 1 - doc)) > 0 &&
+	    bm_json_parse(nl + 1, len - (size_t)(nl + 1 - doc), &res, &msg) < 0) {
+		g_free(msg);
+		return;
+	}
+	rc = bm_handler_answer("PUT", "/v1/disks/d", status, res, &err);
+	CHECK(rc == bm_http_status_errno(status));
+	if (rc == 0) {
+		CHECK(status >= 200 && status < 300 && !err);
+	} else {
+		prefix = g_strdup_printf("PUT /v1/disks/d: HTTP %ld: ", status);
+		m = member(res, "message");
+		CHECK(err && g_str_has_prefix(err, prefix));
+		CHECK(strcmp(err + strlen(prefix), m ? json_object_get_string(m) : "no message") == 0);
+		g_free(err);
+	}
+	CHECK(bm_handler_booted(res) == truthy(member(res, "booted")));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *doc = (const char *)data + 1;
 
 	if (size == 0)
 		return 0;
-	switch ((uint8_t)(data[0] - '0') % 5) {
+	switch ((uint8_t)(data[0] - '0') % 7) {
 	case 0:
 		fuzz_json(doc, size - 1);
 		break;
@@ -1117,8 +1442,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 3:
 		fuzz_store(doc, size - 1);
 		break;
-	default:
+	case 4:
 		fuzz_provider(doc, size - 1);
+		break;
+	case 5:
+		fuzz_handler(doc, size - 1);
+		break;
+	default:
+		fuzz_answer(doc, size - 1);
 		break;
 	}
 	return 0;
