@@ -46,6 +46,94 @@ static bool bus_valid(const char *bus)
 	return strcmp(bus, "virtio-blk") == 0 || strcmp(bus, "nvme") == 0;
 }
 
+/*
+ * A Kubernetes quantity without a minus sign: digits with an optional
+ * fraction (or a fraction alone), then nothing, a binary suffix (Ki ... Ei),
+ * a decimal one (n u m k M G T P E) or an exponent; a leading '+' is
+ * allowed, as Kubernetes allows it.
+ */
+static bool quantity_valid(const char *s)
+{
+	static const char *const suffixes[] = {"Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u", "m",
+					       "k", "M", "G", "T", "P", "E", ""};
+	bool digits = false;
+
+	if (*s == '+')
+		s++;
+	for (; g_ascii_isdigit(*s); s++)
+		digits = true;
+	if (*s == '.')
+		for (s++; g_ascii_isdigit(*s); s++)
+			digits = true;
+	if (!digits)
+		return false;
+	/* "1E" is exa, "1Ei" exbi, "1e3" and "1E-2" exponents. */
+	if ((*s == 'e' || *s == 'E') &&
+	    (g_ascii_isdigit(s[1]) || ((s[1] == '+' || s[1] == '-') && g_ascii_isdigit(s[2])))) {
+		s++;
+		if (*s == '+' || *s == '-')
+			s++;
+		if (!g_ascii_isdigit(*s))
+			return false;
+		while (g_ascii_isdigit(*s))
+			s++;
+		return *s == '\0';
+	}
+	for (size_t i = 0; i < G_N_ELEMENTS(suffixes); i++)
+		if (strcmp(s, suffixes[i]) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The numbers of a pool's template the autoscaler reads
+ * (autoscale/provider-yusur.c): the node's quantities, each a
+ * non-negative integer or a quantity string, and the group's sizes and
+ * price, none negative.  A negative capacity would be a node template no
+ * pod fits in, or worse, arithmetic the autoscaler does not expect.
+ */
+static int template_valid(json_object *tmpl, char **msg)
+{
+	static const char *const quantities[] = {"cpu", "memory", "pods", "gpu"};
+	static const char *const sizes[] = {"min_size", "max_size"};
+	json_object *v;
+
+	for (size_t i = 0; i < G_N_ELEMENTS(quantities); i++) {
+		bool ok;
+
+		if (!json_object_object_get_ex(tmpl, quantities[i], &v) || !v)
+			continue;
+		if (json_object_is_type(v, json_type_int))
+			ok = json_object_get_int64(v) >= 0;
+		else
+			ok = json_object_is_type(v, json_type_string) &&
+			     json_object_get_string_len(v) <= 64 &&
+			     quantity_valid(json_object_get_string(v));
+		if (!ok) {
+			*msg = g_strdup_printf("template: field '%s' must be an integer >= 0 or a"
+					       " quantity such as \"8\", \"32Gi\" or \"500m\" (no"
+					       " negative one)", quantities[i]);
+			return -EINVAL;
+		}
+	}
+	for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
+		if (!json_object_object_get_ex(tmpl, sizes[i], &v) || !v)
+			continue;
+		if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0) {
+			*msg = g_strdup_printf("template: field '%s' must be an integer >= 0",
+					       sizes[i]);
+			return -EINVAL;
+		}
+	}
+	if (json_object_object_get_ex(tmpl, "price", &v) && v &&
+	    (!(json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)) ||
+	     json_object_get_double(v) < 0)) {
+		*msg = g_strdup("template: field 'price' must be a number >= 0");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int bm_req_power(json_object *body, const char **target, char **msg)
 {
 	const char *t = NULL;
@@ -133,10 +221,13 @@ int bm_req_pool(json_object *body, const char **name, char **msg)
 		    bm_json_labels(match, "labels", false, &labels, msg) == -EINVAL)
 			return -EINVAL;
 	}
-	if (json_object_object_get_ex(body, "template", &tmpl) && tmpl &&
-	    !json_object_is_type(tmpl, json_type_object)) {
-		*msg = g_strdup("field 'template' must be an object");
-		return -EINVAL;
+	if (json_object_object_get_ex(body, "template", &tmpl) && tmpl) {
+		if (!json_object_is_type(tmpl, json_type_object)) {
+			*msg = g_strdup("field 'template' must be an object");
+			return -EINVAL;
+		}
+		if (template_valid(tmpl, msg) < 0)
+			return -EINVAL;
 	}
 	*name = n;
 	return 0;

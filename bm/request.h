@@ -34,7 +34,13 @@ int bm_req_disk(json_object *body, int64_t *size_gb, const char **image, const c
 /* POST /v1/machines/ID/nics {network, mac?}: *@mac is "" without one. */
 int bm_req_nic(json_object *body, const char **network, const char **mac, char **msg);
 
-/* POST /v1/pools {name, match?: {model?, cpu?, labels?}, template?}. */
+/*
+ * POST /v1/pools {name, match?: {model?, cpu?, labels?}, template?}.  The
+ * template is free-form but for the numbers the autoscaler reads: cpu,
+ * memory, pods and gpu are non-negative integers or quantity strings
+ * without a minus sign, min_size and max_size integers >= 0, price a
+ * number >= 0.
+ */
 int bm_req_pool(json_object *body, const char **name, char **msg);
 
 /*

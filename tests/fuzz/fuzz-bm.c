@@ -743,6 +743,37 @@ static void check_nic(json_object *body)
 	}
 }
 
+/* A Kubernetes quantity without a minus sign (docs/bm.md, a pool's template). */
+static bool quantity_ok(json_object *v)
+{
+	static GRegex *re;
+
+	if (!re)
+		re = g_regex_new("^\\+?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)"
+				 "([eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?$",
+				 G_REGEX_OPTIMIZE, 0, NULL);
+	if (json_object_is_type(v, json_type_int))
+		return json_object_get_int64(v) >= 0;
+	return str_ok(v, 64) && g_regex_match(re, json_object_get_string(v), 0, NULL);
+}
+
+/* docs/bm.md's rules for the numbers of a pool's template the autoscaler reads. */
+static bool template_ok(json_object *t)
+{
+	static const char *const quantities[] = {"cpu", "memory", "pods", "gpu"};
+	json_object *price = member(t, "price");
+
+	for (size_t i = 0; i < G_N_ELEMENTS(quantities); i++)
+		if (member(t, quantities[i]) && !quantity_ok(member(t, quantities[i])))
+			return false;
+	if ((member(t, "min_size") && !int_ok(member(t, "min_size"), 0, INT64_MAX)) ||
+	    (member(t, "max_size") && !int_ok(member(t, "max_size"), 0, INT64_MAX)))
+		return false;
+	return !price || ((json_object_is_type(price, json_type_int) ||
+			   json_object_is_type(price, json_type_double)) &&
+			  json_object_get_double(price) >= 0);
+}
+
 /* docs/bm.md's rules for POST /v1/pools. */
 static bool pool_ok(json_object *body)
 {
@@ -756,19 +787,30 @@ static bool pool_ok(json_object *body)
 		      (member(match, "cpu") && !int_ok(member(match, "cpu"), 0, 1 << 20)) ||
 		      (member(match, "labels") && !labels_ok(member(match, "labels")))))
 		return false;
-	return !tmpl || json_object_is_type(tmpl, json_type_object);
+	return !tmpl || (json_object_is_type(tmpl, json_type_object) && template_ok(tmpl));
 }
 
 static void check_pool(json_object *body)
 {
-	static const char *const fields[] = {"name", "match", "model", "cpu", "labels", "template", NULL};
+	static const char *const fields[] = {"name",	 "match",    "model",	 "cpu",	  "labels",
+					     "template", "memory",   "pods",	 "gpu",	  "min_size",
+					     "max_size", "price",    NULL};
 	const char *name = SENTINEL;
 	char *msg = NULL;
 	int rc = bm_req_pool(body, &name, &msg);
 
 	CHECK((rc == 0) == pool_ok(body));
 	if (rc == 0) {
+		json_object *tmpl = member(body, "template");
+		struct as_node *node = NULL;
+
 		CHECK(!msg && name == json_object_get_string(member(body, "name")));
+		/* What the autoscaler makes of a template bm-api took has no negative capacity. */
+		if (tmpl && as_yusur_template_node(name, tmpl, &node, &msg) == 0)
+			CHECK(node->capacity.cpu >= 0 && node->capacity.mem >= 0 &&
+			      node->capacity.pods >= 0 && node->capacity.gpu >= 0);
+		as_node_free(node);
+		g_clear_pointer(&msg, g_free);
 	} else {
 		CHECK(rc == -EINVAL && names_field(msg, fields) && strcmp(name, SENTINEL) == 0);
 		g_free(msg);

@@ -73,6 +73,30 @@ START_TEST(template_node)
 	ck_assert(strstr(m, "cpu"));
 	g_clear_pointer(&m, g_free);
 	ck_assert_int_eq(as_yusur_template_node("x", NULL, &n, &m), -EINVAL);
+	g_clear_pointer(&m, g_free);
+	/*
+	 * A template of negative capacity, stored by a bm-api that did not
+	 * check: no template node (the group scales from zero with none).
+	 */
+	{
+		static const char *const neg[] = {
+			"{\"cpu\": -8, \"memory\": \"1Gi\"}",
+			"{\"cpu\": 8, \"memory\": \"-1Gi\"}",
+			"{\"cpu\": 8, \"memory\": \"1Gi\", \"pods\": -1}",
+			"{\"cpu\": 8, \"memory\": \"1Gi\", \"gpu\": \"-2\"}",
+		};
+
+		for (size_t i = 0; i < G_N_ELEMENTS(neg); i++) {
+			json_object *o = json_tokener_parse(neg[i]);
+
+			n = NULL;
+			ck_assert_msg(as_yusur_template_node("x", o, &n, &m) == -EINVAL, "%s", neg[i]);
+			ck_assert_ptr_null(n);
+			ck_assert_ptr_nonnull(strstr(m, "negative"));
+			g_clear_pointer(&m, g_free);
+			json_object_put(o);
+		}
+	}
 	json_object_put(t);
 	json_object_put(nocpu);
 }

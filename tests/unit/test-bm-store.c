@@ -686,6 +686,54 @@ START_TEST(test_idempotency)
 }
 END_TEST
 
+/* bm_req_pool() on @text: its -errno, and the message (g_malloc'd) in *@msg. */
+static int pool_body(const char *text, char **msg)
+{
+	g_autoptr(json_object) body = NULL;
+	const char *name = NULL;
+
+	ck_assert_int_eq(bm_json_parse(text, strlen(text), &body, msg), 0);
+	return bm_req_pool(body, &name, msg);
+}
+
+START_TEST(test_pool_template)
+{
+	static const char *const good[] = {
+		"{\"name\":\"p\",\"template\":{\"cpu\":\"64\",\"memory\":\"256Gi\",\"gpu\":8,"
+		"\"pods\":\"110\",\"min_size\":0,\"max_size\":4,\"price\":3.5}}",
+		"{\"name\":\"p\",\"template\":{\"cpu\":\"500m\",\"memory\":\"1.5e9\",\"pods\":0}}",
+		"{\"name\":\"p\",\"template\":{\"cpu\":\"+2\",\"memory\":\"1Ei\",\"gpu\":\"1E\"}}",
+		"{\"name\":\"p\",\"template\":{\"cpu\":16,\"max_pods\":110,\"note\":-1}}",
+	};
+	static const struct {
+		const char *body, *field;
+	} bad[] = {
+		{"{\"name\":\"p\",\"template\":{\"cpu\":-4,\"memory\":\"1Gi\"}}", "cpu"},
+		{"{\"name\":\"p\",\"template\":{\"cpu\":4,\"memory\":\"-1Gi\"}}", "memory"},
+		{"{\"name\":\"p\",\"template\":{\"pods\":\"-0\"}}", "pods"},
+		{"{\"name\":\"p\",\"template\":{\"gpu\":-1}}", "gpu"},
+		{"{\"name\":\"p\",\"template\":{\"cpu\":\"lots\"}}", "cpu"},
+		{"{\"name\":\"p\",\"template\":{\"cpu\":1.5}}", "cpu"},
+		{"{\"name\":\"p\",\"template\":{\"min_size\":-1}}", "min_size"},
+		{"{\"name\":\"p\",\"template\":{\"max_size\":\"4\"}}", "max_size"},
+		{"{\"name\":\"p\",\"template\":{\"price\":-0.5}}", "price"},
+	};
+	char *msg = NULL;
+
+	for (size_t i = 0; i < G_N_ELEMENTS(good); i++) {
+		ck_assert_msg(pool_body(good[i], &msg) == 0, "%s: %s", good[i], msg);
+		ck_assert_ptr_null(msg);
+	}
+	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+		g_autofree char *want = g_strdup_printf("template: field '%s' must be", bad[i].field);
+
+		ck_assert_msg(pool_body(bad[i].body, &msg) == -EINVAL, "%s taken", bad[i].body);
+		ck_assert_msg(g_str_has_prefix(msg, want), "%s: %s", bad[i].body, msg);
+		g_clear_pointer(&msg, g_free);
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("bm-store");
@@ -694,6 +742,7 @@ static Suite *suite(void)
 
 	tcase_add_test(pure, test_lifecycle_table);
 	tcase_add_test(pure, test_json_limits);
+	tcase_add_test(pure, test_pool_template);
 	suite_add_tcase(s, pure);
 	tcase_add_checked_fixture(db, setup, teardown);
 	tcase_add_test(db, test_schema_version);
