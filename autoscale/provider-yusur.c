@@ -700,6 +700,7 @@ int as_yusur_provider_update(struct as_cloud_provider *pp, json_object *pools,
 {
 	struct yprov *p = YP(pp);
 	g_autoptr(GPtrArray) groups = g_ptr_array_new_with_free_func(ygroup_free);
+	g_autoptr(GHashTable) ids = g_hash_table_new(g_str_hash, g_str_equal);
 	json_object *items = as_json_member(pools, "items");
 
 	if (!items || !json_object_is_type(items, json_type_array)) {
@@ -752,10 +753,21 @@ int as_yusur_provider_update(struct as_cloud_provider *pp, json_object *pools,
 			   i < json_object_array_length(items);
 	     i++) {
 		json_object *inst = json_object_array_get_idx(items, i);
-		const char *pool = as_json_string(inst, "pool");
+		const char *pool = as_json_string(inst, "pool"), *id = as_json_string(inst, "id");
 		struct ygroup *g = pool ? group_in(groups, pool) : NULL;
 		struct as_instance in;
 
+		/*
+		 * bm-api's instance ids are unique: one listed twice is an answer
+		 * that cannot be trusted (which of the two states is true, is it
+		 * one node or two?).  Keep the last picture, as for an answer
+		 * without items, and say why; the daemon logs it.
+		 */
+		if (id && !g_hash_table_add(ids, (char *)id)) {
+			set_error(p, g_strdup_printf("GET /v1/instances: instance \"%.64s\" listed twice,"
+						     " the answer is ignored", id));
+			return -EBADMSG;
+		}
 		if (g && as_yusur_instance(inst, &in))
 			g_array_append_val(g->instances, in);
 	}

@@ -57,8 +57,9 @@
  *    hold (bm_store_check);
  *  - the provider's node groups have distinct ids and 0 <= min <= max, a
  *    price that is finite and positive when there is one, a template node
- *    labelled with its pool, and instances whose providerIDs parse back to
- *    the group and lead back to it;
+ *    labelled with its pool, and instances whose providerIDs are distinct,
+ *    parse back to the group and lead back to it; an answer listing an
+ *    instance id twice is refused;
  *  - bm-handler takes as a body exactly the JSON objects bm_json_parse()
  *    takes (or nothing); a route it takes spells its path back
  *    ([/h/HOST]/v1/RES[/ID], HOST and ID ids), with a method and an id
@@ -1125,6 +1126,9 @@ static void fuzz_provider(const char *doc, size_t len)
 	g_autoptr(as_yusur_config) cfg = g_new0(struct as_yusur_config, 1);
 	g_autoptr(json_object) pools = NULL, insts = NULL;
 	g_autoptr(GHashTable) ids = g_hash_table_new(g_str_hash, g_str_equal);
+	g_autoptr(GHashTable) inst_ids = g_hash_table_new(g_str_hash, g_str_equal);
+	g_autoptr(GHashTable) provider_ids = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	bool dup_id = false;
 	struct as_node_group_if **groups = NULL;
 	struct as_cloud_provider *p;
 	const char *nul = memchr(doc, '\0', len);
@@ -1144,19 +1148,35 @@ static void fuzz_provider(const char *doc, size_t len)
 	p = as_yusur_provider_new(g_steal_pointer(&cfg));
 	rc = as_yusur_provider_update(p, pools, insts);
 	items = member(pools, "items");
+	/* bm-api's instance ids are unique: an answer listing one twice is refused. */
+	for (size_t i = 0; json_object_is_type(member(insts, "items"), json_type_array) &&
+			   i < json_object_array_length(member(insts, "items"));
+	     i++) {
+		json_object *id = member(json_object_array_get_idx(member(insts, "items"), i), "id");
+
+		if (is_str(id) && !g_hash_table_add(inst_ids, (char *)json_object_get_string(id)))
+			dup_id = true;
+	}
 	if (rc < 0) {
 		CHECK(rc == -EBADMSG && as_yusur_last_error(p));
-		CHECK(!json_object_is_type(items, json_type_array));
+		CHECK(!json_object_is_type(items, json_type_array) || dup_id);
 	} else {
 		CHECK(rc == 0 && !as_yusur_last_error(p));
-		CHECK(json_object_is_type(items, json_type_array));
+		CHECK(json_object_is_type(items, json_type_array) && !dup_id);
 	}
 	n = p->ops->node_groups(p, &groups);
 	CHECK(rc < 0 ? n == 0 : n <= json_object_array_length(items));
 	for (guint i = 0; i < n; i++) {
-		/* The core tells groups apart by id. */
+		struct as_instance *v = NULL;
+		guint nv = 0;
+
+		/* The core tells groups apart by id, and instances by providerID. */
 		CHECK(g_hash_table_add(ids, (char *)groups[i]->ops->id(groups[i])));
 		check_group(p, groups[i]);
+		CHECK(groups[i]->ops->nodes(groups[i], &v, &nv) == 0);
+		for (guint j = 0; j < nv; j++)
+			CHECK(g_hash_table_add(provider_ids, g_strdup(v[j].id)));
+		as_instances_free(v, nv);
 	}
 	p->ops->cleanup(p);
 }

@@ -207,6 +207,32 @@ START_TEST(provider_update)
 	ck_assert_int_eq(as_yusur_provider_update(p, bad, NULL), -EBADMSG);
 	ck_assert_ptr_nonnull(strstr(as_yusur_last_error(p), "items"));
 	ck_assert_uint_eq(p->ops->node_groups(p, &groups), 2);
+	/*
+	 * So does one that lists an instance id twice, in any state or pool:
+	 * bm-api's ids are unique, and which of the two would be true?
+	 */
+	{
+		static const char *const dups[] = {
+			"{\"items\": [{\"id\": \"big-1\", \"pool\": \"big\", \"state\": \"active\"},"
+			" {\"id\": \"big-1\", \"pool\": \"big\", \"state\": \"provisioning\"}]}",
+			"{\"items\": [{\"id\": \"big-1\", \"pool\": \"big\", \"state\": \"active\"},"
+			" {\"id\": \"big-1\", \"pool\": \"bare\", \"state\": \"deleted\"}]}",
+		};
+		struct as_instance *v = NULL;
+		guint n = 0;
+
+		for (size_t i = 0; i < G_N_ELEMENTS(dups); i++) {
+			json_object *d = json_tokener_parse(dups[i]);
+
+			ck_assert_int_eq(as_yusur_provider_update(p, pools, d), -EBADMSG);
+			ck_assert_ptr_nonnull(strstr(as_yusur_last_error(p), "\"big-1\" listed twice"));
+			json_object_put(d);
+		}
+		ck_assert_uint_eq(p->ops->node_groups(p, &groups), 2);
+		ck_assert_int_eq(groups[0]->ops->nodes(groups[0], &v, &n), 0);
+		ck_assert_uint_eq(n, 2);
+		as_instances_free(v, n);
+	}
 	p->ops->cleanup(p);
 	json_object_put(pools);
 	json_object_put(insts);
