@@ -16,6 +16,7 @@ lib_libqt_a_SOURCES = \
 	lib/pipe.c \
 	lib/mountinfo.c lib/mountinfo.h \
 	lib/json-str.c lib/json-str.h \
+	lib/json-keys.c lib/json-keys.h \
 	lib/qtfs-sync.c lib/qtfs-sync.h
 lib_libqt_a_CPPFLAGS = $(AM_CPPFLAGS) $(URING_CFLAGS)
 

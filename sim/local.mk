@@ -13,7 +13,8 @@ sim_libsimtrace_a_SOURCES = \
 # gen.c promises the same bytes on every machine: no fused multiply-add.
 sim_libsimtrace_a_CFLAGS = $(AM_CFLAGS) -ffp-contract=off
 sim_libsimtrace_a_CPPFLAGS = $(AM_CPPFLAGS) $(GIO_CFLAGS) $(JSONC_CFLAGS)
-SIM_LIBS = sim/libsimtrace.a $(GIO_LIBS) $(JSONC_LIBS) -lm
+# lib/libqt.a for json-keys.c (the trace reader's repeated keys), which needs GLib alone.
+SIM_LIBS = sim/libsimtrace.a lib/libqt.a $(GIO_LIBS) $(JSONC_LIBS) -lm
 
 # The engine: cluster configuration, simulation, outputs.  It links the
 # autoscaler core (autoscale/core/libascore.a), the code the live

@@ -21,6 +21,7 @@
 #include <gio/gio.h>
 #include <json-c/json.h>
 
+#include "json-keys.h"
 #include "trace.h"
 
 /* Ranges a record must fall in: generous, but far from overflow. */
@@ -993,50 +994,18 @@ static int json_str(SimTraceReader *r, json_object *o, const char *key, bool nul
 
 /*
  * json-c keeps the last of a key given twice; a record with one must be an
- * error, not a silent choice.  Scan @line (already parsed, so well formed)
- * for the members of its top-level object and compare each key, as
- * written, with the ones before it; @n_members is how many the parsed
- * object has.  json-c also takes 'single-quoted' strings, so 'id' and
- * "id" are the same key.  Returns 0, or -EINVAL with the reader's error
- * set.
+ * error, not a silent choice.  Only the record's own fields are looked at
+ * (a repeated label name is the labels' business).  Returns 0, or -EINVAL
+ * with the reader's error set.
  */
-static int json_check_dup_keys(SimTraceReader *r, const char *line, size_t len, int n_members)
+static int json_check_dup_keys(SimTraceReader *r, const char *line, size_t len)
 {
-	const char *keys[SIM_TRACE_MAX_FIELDS];
-	size_t klen[SIM_TRACE_MAX_FIELDS];
-	int depth = 0, n = 0;
+	g_autofree char *key = NULL, *shown = NULL;
 
-	for (size_t i = 0; i < len; i++) {
-		char c = line[i];
-
-		if (c == '{' || c == '[') {
-			depth++;
-		} else if (c == '}' || c == ']') {
-			depth--;
-		} else if (c == '"' || c == '\'') {
-			size_t start = ++i, j;
-
-			while (i < len && line[i] != c)
-				i += line[i] == '\\' ? 2 : 1;
-			for (j = i + 1; j < len && (line[j] == ' ' || line[j] == '\t'); j++)
-				;
-			if (depth != 1 || j >= len || line[j] != ':')
-				continue;
-			for (int k = 0; k < n; k++) {
-				if (klen[k] == i - start && memcmp(keys[k], line + start, klen[k]) == 0) {
-					set_error(r, "field %.*s: given twice", (int)klen[k], keys[k]);
-					return -EINVAL;
-				}
-			}
-			if (n == SIM_TRACE_MAX_FIELDS)
-				break;
-			keys[n] = line + start;
-			klen[n++] = i - start;
-		}
-	}
-	if (n > n_members) {
-		/* The same key spelt with escapes. */
-		set_error(r, "a field is given twice");
+	if (qt_json_repeated_key(line, len, 1, &key)) {
+		/* Decoded: "i\u0064" is "id".  Escaped again for the one-line message. */
+		shown = g_strescape(key, NULL);
+		set_error(r, "field %s: given twice", shown);
 		return -EINVAL;
 	}
 	return 0;
@@ -1075,7 +1044,7 @@ static int parse_native_json(SimTraceReader *r, const char *line, size_t len, Si
 		set_error(r, "not a JSON object");
 		return -EINVAL;
 	}
-	if ((rc = json_check_dup_keys(r, line, len, json_object_object_length(o))) < 0)
+	if ((rc = json_check_dup_keys(r, line, len)) < 0)
 		return rc;
 	json_object_object_foreach(o, key, val) {
 		size_t i;

@@ -93,7 +93,8 @@ tests_fuzz_replay_trace_SOURCES = tests/fuzz/fuzz-trace.c tests/fuzz/fuzz.h test
 tests_fuzz_replay_trace_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/sim $(GIO_CFLAGS)
 tests_fuzz_replay_trace_LDADD = $(SIM_LIBS)
 FUZZ_BINS += tests/fuzz/fuzz-trace
-FUZZ_TRACE_SRCS = $(top_srcdir)/tests/fuzz/fuzz-trace.c $(sim_libsimtrace_a_SOURCES:%=$(top_srcdir)/%)
+FUZZ_TRACE_SRCS = $(top_srcdir)/tests/fuzz/fuzz-trace.c $(sim_libsimtrace_a_SOURCES:%=$(top_srcdir)/%) \
+	$(top_srcdir)/lib/json-keys.c $(top_srcdir)/lib/json-keys.h
 tests/fuzz/fuzz-trace: $(FUZZ_TRACE_SRCS)
 	$(FUZZ_CC) -I$(top_srcdir)/sim $(GIO_CFLAGS) $(JSONC_CFLAGS) `printf '%s\n' $(FUZZ_TRACE_SRCS) | grep '\.c$$'` $(GIO_LIBS) $(JSONC_LIBS) -lm -o $@
 EXTRA_DIST += tests/fuzz/make-corpus-trace.sh

@@ -239,7 +239,7 @@ static const struct {
 	{SIM_FORMAT_NATIVE,
 	 "{\"id\":\"a:\\\"b\\\"\",\"arrival_ms\":0,\"cpu_milli\":1,\"memory_bytes\":1}\n"
 	 "{\"id\":\"a\",\"arrival_ms\":0,\"cpu_milli\":1,\"memory_bytes\":1,\"i\\u0064\":\"b\"}\n",
-	 ":2: a field is given twice"},
+	 ":2: field id: given twice"},
 	{SIM_FORMAT_NATIVE,
 	 "id,class,arrival_ms,duration_ms,cpu_milli,memory_bytes\n"
 	 "a,vm,0,10,100,100\nb,vm,0,10,abc,100\n",
