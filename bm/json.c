@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "json-keys.h"
 #include "json.h"
 
 int bm_json_errno(int tokener_error)
@@ -134,6 +135,7 @@ int bm_json_parse(const char *buf, size_t len, json_object **out, char **msg)
 	json_object *obj;
 	enum json_tokener_error jerr;
 	const char *bad = NULL;
+	char *key = NULL;
 	size_t end;
 
 	if (len > INT32_MAX) {
@@ -192,6 +194,21 @@ int bm_json_parse(const char *buf, size_t len, json_object **out, char **msg)
 	}
 	if (has_nul_escape(buf, len)) {
 		*msg = g_strdup("bad JSON: a string contains \\u0000");
+		json_object_put(obj);
+		return -EBADMSG;
+	}
+	/*
+	 * json-c keeps the last value of a key given twice: a check of the
+	 * body would see one value and a reader of the stored text, or a
+	 * proxy in front, the other.  Refused, naming the key (cut to 64
+	 * characters: it is the peer's text).
+	 */
+	if (qt_json_repeated_key(buf, len, G_MAXUINT, &key)) {
+		g_autofree char *shown = g_utf8_strlen(key, -1) > 64 ? g_utf8_substring(key, 0, 64)
+								     : g_strdup(key);
+
+		*msg = g_strdup_printf("bad JSON: key \"%s\" is given twice", shown);
+		g_free(key);
 		json_object_put(obj);
 		return -EBADMSG;
 	}

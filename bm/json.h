@@ -29,7 +29,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(json_object, json_object_put)
 
 /*
  * Parse @len bytes as one JSON document (no trailing garbage, UTF-8, no
- * \u0000 in any string or key).  0 and *@out (owned by the caller), or
+ * \u0000 in any string or key, no key given twice in one object).  0 and *@out (owned by the caller), or
  * -EBADMSG (-E2BIG when more than BM_JSON_MAX_DEPTH arrays or objects are
  * nested) and *@msg (g_malloc'd).
  */

@@ -32,9 +32,11 @@
  *  - a document that is JSON (RFC 8259, checked by an independent
  *    recognizer below) within the documented limits (at most
  *    BM_JSON_MAX_DEPTH nested arrays or objects, no \u0000, numbers that
- *    are finite doubles) is accepted, but for a bare null (no object to
- *    hand back); a deeper one is refused with -E2BIG; a refusal has a
- *    message and leaves *out alone;
+ *    are finite doubles, no key given twice in an object) is accepted,
+ *    but for a bare null (no object to hand back); a deeper one is refused
+ *    with -E2BIG; one refused for a repeated key has one (the text has
+ *    more members than json-c's tree of it); a refusal has a message and
+ *    leaves *out alone;
  *  - what was accepted (json-c's leniencies included: an integer's leading
  *    zeros, raw control characters in a string) has valid UTF-8 strings
  *    without NUL, finite numbers and the depth the recognizer measured,
@@ -475,6 +477,27 @@ static int parse_wrapped(const char *text, unsigned n)
 	return rc;
 }
 
+/*
+ * Whether the JSON text @doc (ref_json() said so, *r its members) gives a
+ * key twice in one object: json-c keeps one value per key, so its tree then
+ * has fewer members than the text.
+ */
+static bool repeats_a_key(const char *doc, size_t len, const struct ref *r)
+{
+	struct json_tokener *tok = json_tokener_new_ex(REF_MAX_DEPTH + 1);
+	json_object *o;
+	bool dup;
+
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+	o = json_tokener_parse_ex(tok, doc, (int)len);
+	if (!o && json_tokener_get_error(tok) == json_tokener_continue)
+		o = json_tokener_parse_ex(tok, "", 1);
+	dup = o && r->members > tree_members(o);
+	json_object_put(o);
+	json_tokener_free(tok);
+	return dup;
+}
+
 static void fuzz_json(const char *doc, size_t len)
 {
 	json_object *o = NULL, *again = NULL;
@@ -487,28 +510,27 @@ static void fuzz_json(const char *doc, size_t len)
 	int rc = bm_json_parse(doc, len, &o, &msg);
 
 	if (rc < 0) {
+		/* A key given twice is refused, also when its first value was too deep. */
+		bool dup = strstr(msg, "\" is given twice") != NULL;
+
 		CHECK(rc == -EBADMSG || rc == -E2BIG);
 		CHECK(!o && msg && *msg);
+		CHECK(!dup || rc == -EBADMSG);
+		if (dup && valid)
+			CHECK(repeats_a_key(doc, len, &r));
 		/* A top-level null is the one JSON text refused within the limits (no object). */
-		CHECK(!allowed || r.top_null);
+		CHECK(!allowed || r.top_null || dup);
 		if (valid && r.max_depth > BM_JSON_MAX_DEPTH)
-			CHECK(rc == -E2BIG);
+			CHECK(rc == -E2BIG || dup);
 		g_free(msg);
 		return;
 	}
 	CHECK(o && !msg);
 	depth = check_tree(o);
 	CHECK(depth <= BM_JSON_MAX_DEPTH);
-	if (valid && r.members != tree_members(o)) {
-		/*
-		 * A key given twice: json-c keeps the last value (as most JSON
-		 * readers do), and what the text held in the first one, deeper
-		 * or a number the parser would refuse, is gone from the tree.
-		 */
-		CHECK(r.max_depth >= depth && r.members > tree_members(o));
-	} else if (valid) {
-		CHECK(allowed && r.max_depth == depth);
-	}
+	/* No key given twice: the tree holds every member of the text. */
+	if (valid)
+		CHECK(r.members == tree_members(o) && allowed && r.max_depth == depth);
 
 	dump = bm_json_dump(o);
 	CHECK(ref_json(dump, strlen(dump), &rd));

@@ -159,6 +159,50 @@ static void nest(GString *s, int n, const char *open, const char *inner, const c
 		g_string_append(s, close);
 }
 
+/* bm_json_parse() of @text: its -errno, *@msg set on failure. */
+static int parse_text(const char *text, char **msg)
+{
+	json_object *o = NULL;
+	int rc = bm_json_parse(text, strlen(text), &o, msg);
+
+	json_object_put(o);
+	return rc;
+}
+
+START_TEST(test_json_repeated_key)
+{
+	static const struct {
+		const char *text, *msg;
+	} bad[] = {
+		{"{\"a\":1,\"a\":2}", "bad JSON: key \"a\" is given twice"},
+		{"{\"name\":\"p\",\"match\":{\"cpu\":1,\"cpu\":-1}}",
+		 "bad JSON: key \"cpu\" is given twice"},
+		/* As json-c stores keys: escapes decoded. */
+		{"{\"id\":\"x\", \"i\\u0064\" : \"y\"}", "bad JSON: key \"id\" is given twice"},
+		{"[{\"t\":{\"k\":[{\"z\":1,\"z\":1}]}}]", "bad JSON: key \"z\" is given twice"},
+		/* The first value gone deeper than the limit: refused all the same. */
+		{"{\"a\":[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]],\"a\":1}", "bad JSON: key \"a\" is given twice"},
+	};
+	static const char *const good[] = {
+		"{\"a\":{\"b\":1},\"c\":{\"b\":1}}",
+		"[{\"a\":1},{\"a\":1}]",
+		"{\"x\":\"a\",\"a\":\"x\",\"y\":[\"a\",\"a\"]}",
+		"{\"a\\\"\":1,\"a\":2}",
+		"{\"A\":1,\"a\":2}",
+	};
+	char *msg = NULL;
+
+	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+		ck_assert_msg(parse_text(bad[i].text, &msg) == -EBADMSG, "%s taken", bad[i].text);
+		ck_assert_str_eq(msg, bad[i].msg);
+		g_clear_pointer(&msg, g_free);
+	}
+	for (size_t i = 0; i < G_N_ELEMENTS(good); i++) {
+		ck_assert_msg(parse_text(good[i], &msg) == 0, "%s: %s", good[i], msg);
+	}
+}
+END_TEST
+
 START_TEST(test_json_limits)
 {
 	g_autoptr(GString) deep = g_string_new(NULL);
@@ -742,6 +786,7 @@ static Suite *suite(void)
 
 	tcase_add_test(pure, test_lifecycle_table);
 	tcase_add_test(pure, test_json_limits);
+	tcase_add_test(pure, test_json_repeated_key);
 	tcase_add_test(pure, test_pool_template);
 	suite_add_tcase(s, pure);
 	tcase_add_checked_fixture(db, setup, teardown);
