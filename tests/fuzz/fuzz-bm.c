@@ -771,9 +771,10 @@ static bool quantity_ok(json_object *v)
 {
 	static GRegex *re;
 
+	/* \z, not $: $ also matches before a final newline or carriage return. */
 	if (!re)
 		re = g_regex_new("^\\+?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)"
-				 "([eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?$",
+				 "([eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?\\z",
 				 G_REGEX_OPTIMIZE, 0, NULL);
 	if (json_object_is_type(v, json_type_int))
 		return json_object_get_int64(v) >= 0;
