@@ -850,7 +850,7 @@ static bool instance_ok(json_object *body)
 	if (!str_ok(member(body, "pool"), BM_ID_MAX) || !image_ok(member(body, "image")) ||
 	    !int_ok(member(body, "disk_gb"), 1, 65536) || (ud && !str_ok(ud, 65536)) ||
 	    (bus && !(str_ok(bus, 16) && str_in(json_object_get_string(bus), buses))) ||
-	    (id && !(str_ok(id, BM_ID_MAX) && ref_id(json_object_get_string(id)))))
+	    (id && !(str_ok(id, BM_INSTANCE_ID_MAX) && ref_id(json_object_get_string(id)))))
 		return false;
 	if (!nets)
 		return true;
