@@ -864,29 +864,13 @@ int as_kube_request(struct as_kube *k, const char *method, const char *path, jso
 static char *status_message(const char *what, long st, json_object *o)
 {
 	const char *m = as_json_string(o, "message");
-	g_autofree char *valid = m ? g_utf8_make_valid(m, -1) : NULL;
 	GString *s = g_string_new(NULL);
-	const char *end;
 
 	g_string_printf(s, "%s: HTTP %ld", what, st);
-	if (!valid)
-		return g_string_free(s, FALSE);
-	g_string_append(s, ": ");
-	end = valid + strlen(valid);
-	if (end - valid > AS_KUBE_MAX_STATUS_MESSAGE) {
-		end = valid + AS_KUBE_MAX_STATUS_MESSAGE;
-		/* Back to the start of the character the limit falls in. */
-		while (end > valid && ((guchar)*end & 0xc0) == 0x80)
-			end--;
+	if (m) {
+		g_string_append(s, ": ");
+		qt_log_text_append(s, m, AS_KUBE_MAX_STATUS_MESSAGE);
 	}
-	for (const char *p = valid; p < end; p = g_utf8_next_char(p)) {
-		if (g_unichar_iscntrl(g_utf8_get_char(p)))
-			g_string_append_c(s, ' ');
-		else
-			g_string_append_len(s, p, g_utf8_next_char(p) - p);
-	}
-	if (*end)
-		g_string_append(s, "...");
 	return g_string_free(s, FALSE);
 }
 

@@ -15,6 +15,7 @@
 
 #include "handler-proto.h"
 #include "httpd.h"
+#include "log.h"
 
 /* The field's value as a string: "" when absent or null, else json-c's text of it. */
 static const char *str_of(json_object *o, const char *k)
@@ -80,6 +81,11 @@ int bm_handler_route(const char *method, const char *path, json_object *body, bo
 	enum bm_handler_route_kind kind = BM_HANDLER_ACTION;
 	unsigned n = g_strv_length(p), i = 1;
 
+	/* Nothing before the first '/': "x/h/dpu/v1/status" names no resource. */
+	if (n < 2 || p[0][0]) {
+		*msg = g_strdup_printf("no such resource: %s", path);
+		return -ENOENT;
+	}
 	if (n >= 3 && strcmp(p[1], "h") == 0) {
 		host = p[2];
 		i = 3;
@@ -181,7 +187,8 @@ void bm_fake_tune_parse(json_object *body, struct bm_fake_tune *out)
 			struct bm_fault *f = g_new0(struct bm_fault, 1);
 
 			f->count = json_object_get_int64(json_object_object_get(spec, "count"));
-			f->hang_ms = json_object_get_int64(json_object_object_get(spec, "hang_ms"));
+			f->hang_ms = CLAMP(json_object_get_int64(json_object_object_get(spec, "hang_ms")), 0,
+					   BM_FAKE_MAX_DELAY_MS);
 			f->hang = f->hang_ms > 0;
 			g_hash_table_insert(out->faults, g_strdup(action), f);
 		}
@@ -236,12 +243,15 @@ int bm_handler_answer(const char *method, const char *path, long status, json_ob
 {
 	int rc = bm_http_status_errno(status);
 	json_object *m;
+	GString *s;
 
 	if (rc >= 0)
 		return 0;
 	m = res ? json_object_object_get(res, "message") : NULL;
-	*err = g_strdup_printf("%s %s: HTTP %ld: %s", method, path, status,
-			       m ? json_object_get_string(m) : "no message");
+	s = g_string_new(NULL);
+	g_string_printf(s, "%s %s: HTTP %ld: ", method, path, status);
+	qt_log_text_append(s, m ? json_object_get_string(m) : "no message", BM_HANDLER_MAX_MESSAGE);
+	*err = g_string_free(s, FALSE);
 	return rc;
 }
 
@@ -249,5 +259,6 @@ bool bm_handler_booted(json_object *status)
 {
 	json_object *booted = status ? json_object_object_get(status, "booted") : NULL;
 
-	return booted && json_object_get_boolean(booted);
+	/* A JSON true: json-c's reading of a string "false" as a boolean is true. */
+	return json_object_is_type(booted, json_type_boolean) && json_object_get_boolean(booted);
 }

@@ -96,7 +96,8 @@ struct bm_fake_tune {
  * another type is not taken (delay_ms, boot_ms) or is clamped (fail_rate,
  * of any type json-c reads as a number), faults that are not an object
  * keep the old ones, an action's count and hang_ms are read as json-c
- * reads an integer (absent: 0).
+ * reads an integer (absent: 0), hang_ms then clamped to
+ * 0..BM_FAKE_MAX_DELAY_MS.
  */
 void bm_fake_tune_parse(json_object *body, struct bm_fake_tune *out);
 void bm_fake_tune_clear(struct bm_fake_tune *t);
@@ -127,11 +128,15 @@ char *bm_handler_exec_error(const char *buf, size_t len);
  * What a handler's answer of HTTP @status to "@method @path" means: 0 for
  * a 2xx, else bm_http_status_errno()'s -errno with *@err (g_malloc'd)
  * naming the call and carrying the answer's "message" (the JSON text of a
- * message that is not a string; "no message" without one).  @res is the
- * parsed body, NULL when there was none.
+ * message that is not a string; "no message" without one), made one line
+ * of at most BM_HANDLER_MAX_MESSAGE bytes (qt_log_text_append(): it ends
+ * up in logs and in the machine's last_error).  @res is the parsed body,
+ * NULL when there was none.
  */
+#define BM_HANDLER_MAX_MESSAGE 1024
+
 int bm_handler_answer(const char *method, const char *path, long status, json_object *res,
 		      char **err);
 
-/* Whether a status answer says the host booted: its "booted" as json-c reads a boolean. */
+/* Whether a status answer says the host booted: its "booted" is true (a JSON boolean; anything else is not). */
 bool bm_handler_booted(json_object *status);

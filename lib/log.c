@@ -132,3 +132,24 @@ void qt_log(enum qt_log_level level, const char *fmt, ...)
 	qt_logv(level, fmt, ap);
 	va_end(ap);
 }
+
+void qt_log_text_append(GString *out, const char *text, size_t max)
+{
+	g_autofree char *valid = g_utf8_make_valid(text, -1);
+	const char *end = valid + strlen(valid);
+
+	if ((size_t)(end - valid) > max) {
+		end = valid + max;
+		/* Back to the start of the character the limit falls in. */
+		while (end > valid && ((guchar)*end & 0xc0) == 0x80)
+			end--;
+	}
+	for (const char *p = valid; p < end; p = g_utf8_next_char(p)) {
+		if (g_unichar_iscntrl(g_utf8_get_char(p)))
+			g_string_append_c(out, ' ');
+		else
+			g_string_append_len(out, p, g_utf8_next_char(p) - p);
+	}
+	if (*end)
+		g_string_append(out, "...");
+}

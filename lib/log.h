@@ -45,3 +45,11 @@ void qt_logv(enum qt_log_level level, const char *fmt, va_list ap) G_GNUC_PRINTF
 		if (qt_log_get_level() >= QT_LOG_DEBUG)         \
 			qt_log(QT_LOG_DEBUG, __VA_ARGS__);      \
 	} while (0)
+
+/*
+ * Append @text, a peer's (a server's error message, say), to @out made fit
+ * for one log line: valid UTF-8 (bytes that are not become U+FFFD), control
+ * characters as spaces (a newline would start a line that looks like
+ * ours), cut at @max bytes on a character boundary with "..." after it.
+ */
+void qt_log_text_append(GString *out, const char *text, size_t max);

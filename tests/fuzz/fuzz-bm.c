@@ -1458,20 +1458,10 @@ static void fuzz_handler(const char *doc, size_t len)
 
 /* ---- part 6: bm-controller reading a handler's answer ---- */
 
-/* json-c's reading of a value as a boolean, as docs/bm.md leaves "booted" to it. */
-static bool truthy(json_object *v)
+/* "booted" as docs/bm.md gives it: a JSON boolean, and true. */
+static bool booted_true(json_object *v)
 {
-	switch (json_object_get_type(v)) {
-	case json_type_boolean:
-	case json_type_int:
-		return json_object_get_int64(v) != 0 || json_object_get_uint64(v) != 0;
-	case json_type_double:
-		return json_object_get_double(v) != 0;
-	case json_type_string:
-		return json_object_get_string_len(v) > 0;
-	default:
-		return false;
-	}
+	return json_object_get_type(v) == json_type_boolean && json_object_get_boolean(v);
 }
 
 /* Input: STATUS '\n' BODY (what bm_client_call hands over: parsed, NULL when empty). */
@@ -1505,7 +1495,7 @@ static void fuzz_answer(const char *doc, size_t len)
 		CHECK(strcmp(err + strlen(prefix), m ? json_object_get_string(m) : "no message") == 0);
 		g_free(err);
 	}
-	CHECK(bm_handler_booted(res) == truthy(member(res, "booted")));
+	CHECK(bm_handler_booted(res) == booted_true(member(res, "booted")));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -99,6 +99,15 @@ START_TEST(test_route)
 	g_clear_pointer(&msg, g_free);
 	ck_assert_int_eq(route("PUT", "/v1/disks/a..b%", "", false, &r, &msg), -ENOENT);
 	g_clear_pointer(&msg, g_free);
+	/* Nothing may come before the path's first '/'. */
+	ck_assert_int_eq(route("GET", "x/h/dpu/v1/status", "", false, &r, &msg), -ENOENT);
+	ck_assert_str_eq(msg, "no such resource: x/h/dpu/v1/status");
+	g_clear_pointer(&msg, g_free);
+	ck_assert_int_eq(route("GET", "v1/status", "", false, &r, &msg), -ENOENT);
+	g_clear_pointer(&msg, g_free);
+	ck_assert_int_eq(route("GET", "", "", false, &r, &msg), -ENOENT);
+	g_clear_pointer(&msg, g_free);
+	g_clear_pointer(&msg, g_free);
 	/* A volume without an id is no action. */
 	ck_assert_int_eq(route("PUT", "/v1/volumes/", "", false, &r, &msg), -ENOENT);
 	ck_assert_str_eq(msg, "no such action: PUT /v1/volumes/");
@@ -141,7 +150,8 @@ START_TEST(test_fake_tune)
 	g_autoptr(json_object) b = parse(
 		"{\"delay_ms\": 150, \"boot_ms\": 3600001, \"fail_rate\": 7,"
 		" \"faults\": {\"power_on\": {\"count\": -1}, \"*\": {\"count\": 2, \"hang_ms\": 10},"
-		" \"x\": 3}}");
+		" \"x\": 3, \"status\": {\"hang_ms\": 9223372036854775807},"
+		" \"nic_attach\": {\"hang_ms\": -5}}}");
 	g_autoptr(json_object) rate = parse("{\"fail_rate\": \"nan\", \"faults\": []}");
 	struct bm_fake_tune t;
 	struct bm_fault *f;
@@ -153,13 +163,18 @@ START_TEST(test_fake_tune)
 	ck_assert(!t.has_boot);
 	ck_assert(t.has_fail_rate);
 	ck_assert(t.fail_rate == 1.0);
-	ck_assert_uint_eq(g_hash_table_size(t.faults), 3);
+	ck_assert_uint_eq(g_hash_table_size(t.faults), 5);
 	f = g_hash_table_lookup(t.faults, "power_on");
 	ck_assert(f->count == -1 && !f->hang);
 	f = g_hash_table_lookup(t.faults, "*");
 	ck_assert(f->count == 2 && f->hang && f->hang_ms == 10);
 	f = g_hash_table_lookup(t.faults, "x");
 	ck_assert(f->count == 0 && !f->hang);
+	/* A hang is at most BM_FAKE_MAX_DELAY_MS; a negative one is none. */
+	f = g_hash_table_lookup(t.faults, "status");
+	ck_assert(f->hang && f->hang_ms == BM_FAKE_MAX_DELAY_MS);
+	f = g_hash_table_lookup(t.faults, "nic_attach");
+	ck_assert(!f->hang && f->hang_ms == 0);
 	bm_fake_tune_clear(&t);
 	ck_assert_ptr_null(t.faults);
 	bm_fake_tune_parse(rate, &t);
@@ -211,6 +226,11 @@ START_TEST(test_answer)
 	g_autoptr(json_object) num = parse("{\"message\": 42}");
 	g_autoptr(json_object) st = parse("{\"booted\": true}");
 	g_autoptr(json_object) no = parse("{\"booted\": false}");
+	g_autoptr(json_object) str = parse("{\"booted\": \"false\"}");
+	g_autoptr(json_object) one = parse("{\"booted\": 1}");
+	g_autoptr(json_object) lines = parse("{\"message\": \"one\\ntwo\\u0007\"}");
+	g_autoptr(json_object) big = NULL;
+	g_autofree char *long_msg = g_strnfill(5000, 'e');
 	char *msg = NULL;
 
 	ck_assert_int_eq(bm_handler_answer("PUT", "/v1/disks/d", 200, NULL, &msg), 0);
@@ -223,7 +243,20 @@ START_TEST(test_answer)
 	g_clear_pointer(&msg, g_free);
 	ck_assert_int_lt(bm_handler_answer("GET", "/v1/status", 503, NULL, &msg), 0);
 	ck_assert_str_eq(msg, "GET /v1/status: HTTP 503: no message");
+	g_clear_pointer(&msg, g_free);
+	/* One line, of a bounded length, whatever the handler sends. */
+	ck_assert_int_lt(bm_handler_answer("GET", "/v1/status", 500, lines, &msg), 0);
+	ck_assert_str_eq(msg, "GET /v1/status: HTTP 500: one two ");
+	g_clear_pointer(&msg, g_free);
+	big = json_object_new_object();
+	json_object_object_add(big, "message", json_object_new_string(long_msg));
+	ck_assert_int_lt(bm_handler_answer("GET", "/v1/status", 500, big, &msg), 0);
+	ck_assert_uint_eq(strlen(msg), strlen("GET /v1/status: HTTP 500: ") + BM_HANDLER_MAX_MESSAGE + 3);
+	ck_assert(g_str_has_suffix(msg, "eee..."));
 	g_free(msg);
+	/* Only a JSON true says booted. */
+	ck_assert(!bm_handler_booted(str));
+	ck_assert(!bm_handler_booted(one));
 	ck_assert(bm_handler_booted(st));
 	ck_assert(!bm_handler_booted(no));
 	ck_assert(!bm_handler_booted(err));
