@@ -1076,8 +1076,13 @@ static int watch_once(struct watcher *w, char **msg)
 		r = curl_errno(cc);
 		*msg = g_strdup_printf("watch %s: %s", kinds[w->kind].name, curl_easy_strerror(cc));
 	} else if (s.status != 200) {
+		/* The answer's Status, when it is one, says why (up to 64 KiB of it kept). */
+		json_object *st = json_tokener_parse(s.err_body->str);
+		g_autofree char *what = g_strdup_printf("watch %s", kinds[w->kind].name);
+
 		r = as_kube_status_errno(s.status);
-		*msg = g_strdup_printf("watch %s: HTTP %ld", kinds[w->kind].name, s.status);
+		*msg = status_message(what, s.status, st);
+		json_object_put(st);
 	}
 	curl_easy_cleanup(s.c);
 	curl_slist_free_all(hdrs);
@@ -1510,13 +1515,13 @@ int as_kube_write_configmap(struct as_kube *k, const char *ns, const char *name,
 		json_object_put(cm);
 		if (r < 0)
 			return r;
+		if (st != 200 && st != 201 && st != 409)
+			*msg = status_message(path, st, o);
 		json_object_put(o);
 		if (st == 200 || st == 201)
 			return 0;
-		if (st != 409) {
-			*msg = g_strdup_printf("%s: HTTP %ld", path, st);
+		if (st != 409)
 			return as_kube_status_errno(st);
-		}
 	}
 	*msg = g_strdup_printf("%s: still conflicting after 3 attempts", path);
 	return -EBUSY;
@@ -1621,13 +1626,14 @@ int as_kube_lease_acquire(struct as_kube *k, const char *ns, const char *name,
 		*leader = true;
 		return 0;
 	}
-	json_object_put(o);
 	if (st == 409) {
 		/* Another candidate wrote first. */
+		json_object_put(o);
 		*leader = false;
 		return 0;
 	}
-	*msg = g_strdup_printf("%s: HTTP %ld", path, st);
+	*msg = status_message(path, st, o);
+	json_object_put(o);
 	return as_kube_status_errno(st);
 }
 
@@ -1656,10 +1662,10 @@ int as_kube_lease_release(struct as_kube *k, const char *ns, const char *name,
 	json_object_object_add(spec, "leaseDurationSeconds", json_object_new_int(1));
 	r = as_kube_request(k, "PUT", path, cur, 1, false, &st, &o, msg);
 	json_object_put(cur);
-	json_object_put(o);
 	if (r == 0 && st != 200) {
-		*msg = g_strdup_printf("%s: HTTP %ld", path, st);
+		*msg = status_message(path, st, o);
 		r = as_kube_status_errno(st);
 	}
+	json_object_put(o);
 	return r;
 }

@@ -898,6 +898,14 @@ static void stub_fn(void *ud, const struct bm_http_request *req, struct bm_http_
 			resp->status = s->node_puts++ == 0 ? 409 : 200;
 			resp->body = g_strdup(req->body);
 		}
+	} else if (strstr(req->path, "/namespaces/denied/")) {
+		/*
+		 * A ConfigMap or Lease in namespace "denied": none there yet
+		 * (404), and the write that would make it refused with a
+		 * Status whose message says why, over two lines.
+		 */
+		resp->status = strcmp(req->method, "GET") == 0 ? 404 : 403;
+		resp->body = g_strdup("{\"kind\":\"Status\",\"message\":\"no writes\\nhere\"}");
 	} else if (g_str_has_suffix(req->path, "/eviction")) {
 		resp->status = strstr(req->path, "/p429/") ? 429 : strstr(req->path, "/p404/") ? 404 : 201;
 		resp->body = g_strdup("{\"kind\":\"Status\",\"message\":\"stub\"}");
@@ -1004,6 +1012,22 @@ START_TEST(client_against_stub)
 	g_clear_pointer(&m, g_free);
 	ck_assert_int_eq(as_kube_evict(k, "default", "p404", 30, &m), -ENOENT);
 	g_clear_pointer(&m, g_free);
+	/* A refused write says what the server said, on one line. */
+	ck_assert_int_eq(as_kube_write_configmap(k, "denied", "status", "k", "v", &m), -EACCES);
+	ck_assert_str_eq(m, "/api/v1/namespaces/denied/configmaps/status: HTTP 403: no writes here");
+	g_clear_pointer(&m, g_free);
+	{
+		struct as_kube_lease_seen seen = {0};
+		bool leader = true;
+
+		ck_assert_int_eq(as_kube_lease_acquire(k, "denied", "lock", "me", 15, &seen, 5000,
+						       &leader, &m),
+				 -EACCES);
+		ck_assert_str_eq(m, "/apis/coordination.k8s.io/v1/namespaces/denied/leases/lock: HTTP 403: "
+				    "no writes here");
+		g_clear_pointer(&m, g_free);
+		as_kube_lease_seen_clear(&seen);
+	}
 	g_clear_pointer(&k, as_kube_free);
 	bm_httpd_stop(h);
 }
