@@ -44,6 +44,7 @@ enum {
 	OPT_SKIP_BAD, OPT_QUIET, OPT_OUT_FORMAT, OPT_MACHINE_MEMORY, OPT_MACHINE_CPU,
 	OPT_CLASS, OPT_PODS, OPT_DURATION, OPT_RATE, OPT_AMPLITUDE, OPT_PEAK,
 	OPT_RUNTIME_MEAN, OPT_RUNTIME_DIST, OPT_RUNTIME_SIGMA, OPT_RUNTIME_MAX, OPT_MIX,
+	OPT_MAX_PODS,
 	OPT_O, /* -o, counted with the long ones */
 	OPT_END
 };
@@ -72,6 +73,7 @@ static const struct option long_opts[] = {
 	{"runtime-sigma", required_argument, NULL, OPT_RUNTIME_SIGMA},
 	{"runtime-max", required_argument, NULL, OPT_RUNTIME_MAX},
 	{"mix", required_argument, NULL, OPT_MIX},
+	{"max-pods", required_argument, NULL, OPT_MAX_PODS},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, 'V'},
 	{NULL, 0, NULL, 0},
@@ -85,10 +87,11 @@ static const struct {
 } commands[] = {
 	{"run", B(OPT_TRACE) | B(OPT_FORMAT) | B(OPT_CLUSTER) | B(OPT_NODES) | B(OPT_OUT) |
 			B(OPT_SEED) | B(OPT_UNTIL) | B(OPT_SKIP_BAD) | B(OPT_QUIET) |
-			B(OPT_MACHINE_MEMORY) | B(OPT_MACHINE_CPU) | B(OPT_CLASS)},
+			B(OPT_MACHINE_MEMORY) | B(OPT_MACHINE_CPU) | B(OPT_CLASS) | B(OPT_MAX_PODS)},
 	{"compare", B(OPT_TRACE) | B(OPT_FORMAT) | B(OPT_CLUSTER) | B(OPT_NODES) | B(OPT_OUT) |
 			    B(OPT_SEED) | B(OPT_UNTIL) | B(OPT_SKIP_BAD) | B(OPT_QUIET) |
-			    B(OPT_MACHINE_MEMORY) | B(OPT_MACHINE_CPU) | B(OPT_CLASS)},
+			    B(OPT_MACHINE_MEMORY) | B(OPT_MACHINE_CPU) | B(OPT_CLASS) |
+			    B(OPT_MAX_PODS)},
 	{"convert", B(OPT_TRACE) | B(OPT_FORMAT) | B(OPT_O) | B(OPT_OUT_FORMAT) |
 			    B(OPT_SKIP_BAD) | B(OPT_QUIET) | B(OPT_MACHINE_MEMORY) |
 			    B(OPT_MACHINE_CPU) | B(OPT_CLASS)},
@@ -143,6 +146,8 @@ static void usage(void)
 	      "                     sizes are fractions of, e.g. 96Gi (default 96Gi)\n"
 	      "  --machine-cpu N    cores of the machine google2011 cpu requests are\n"
 	      "                     fractions of (default 96)\n"
+	      "  --max-pods N       run, compare: stop with an error past N pods in the\n"
+	      "                     trace, 0 for no limit (default 20000000, about 2 GiB)\n"
 	      "\n"
 	      "Output options (convert, gen):\n"
 	      "  -o OUT             output file, gzip-compressed if it ends in .gz;\n"
@@ -317,6 +322,10 @@ static int take_option(Args *a, int c, const char *arg)
 			return qt_cli_usage_error("--machine-cpu: '%s' is not a core count 1..1000000",
 						  arg);
 		a->topts.machine_cpu_milli = (int64_t)u * 1000;
+		break;
+	case OPT_MAX_PODS:
+		if (parse_u64(arg, UINT64_MAX, &a->topts.max_pods) < 0)
+			return qt_cli_usage_error("--max-pods: '%s' is not a non-negative integer", arg);
 		break;
 	case OPT_CLASS:
 		if (!*arg)

@@ -614,6 +614,7 @@ void sim_trace_options_init(SimTraceOptions *opts)
 	opts->default_class = SIM_CLASS_CONTAINER;
 	opts->machine_memory_bytes = SIM_DEFAULT_MACHINE_MEMORY;
 	opts->machine_cpu_milli = SIM_DEFAULT_MACHINE_CPU;
+	opts->max_pods = SIM_TRACE_DEFAULT_MAX_PODS;
 }
 
 void sim_trace_reader_free(SimTraceReader *r)
@@ -1523,6 +1524,7 @@ int sim_trace_load(const char *path, const SimTraceOptions *opts, SimTrace **out
 {
 	g_autoptr(SimTraceReader) r = NULL;
 	g_autoptr(SimTrace) t = NULL;
+	uint64_t max = opts ? opts->max_pods : SIM_TRACE_DEFAULT_MAX_PODS;
 	SimPod p;
 	int rc;
 
@@ -1533,6 +1535,12 @@ int sim_trace_load(const char *path, const SimTraceOptions *opts, SimTrace **out
 	t->strings = g_string_chunk_new(1 << 20);
 	t->array = g_array_new(FALSE, FALSE, sizeof(SimPod));
 	while ((rc = sim_trace_reader_next(r, &p)) > 0) {
+		if (max && t->array->len >= max) {
+			if (errmsg)
+				*errmsg = g_strdup_printf("%s: more than %" PRIu64 " pods, the limit "
+							  "(--max-pods)", path, max);
+			return -E2BIG;
+		}
 		p.id = g_string_chunk_insert(t->strings, p.id);
 		p.cls = chunk_opt(t->strings, p.cls);
 		p.gpu_model = chunk_opt(t->strings, p.gpu_model);

@@ -87,7 +87,15 @@ typedef struct {
 	 * SIM_DEFAULT_MACHINE_*. */
 	int64_t machine_memory_bytes;
 	int64_t machine_cpu_milli;
+	/* sim_trace_load() stops with -E2BIG past this many pods (0: no
+	 * limit); default SIM_TRACE_DEFAULT_MAX_PODS.  One batch_task row of
+	 * alibaba2018 stands for up to SIM_TRACE_MAX_INSTANCES pods, so a small
+	 * file can ask for gigabytes. */
+	uint64_t max_pods;
 } SimTraceOptions;
+
+/* 20 million pods: a little over 2 GiB in memory (a pod, its id and the array's slack). */
+#define SIM_TRACE_DEFAULT_MAX_PODS UINT64_C(20000000)
 
 #define SIM_DEFAULT_MACHINE_MEMORY (INT64_C(96) << 30)
 #define SIM_DEFAULT_MACHINE_CPU INT64_C(96000)
@@ -134,6 +142,7 @@ typedef struct {
 } SimTrace;
 
 /* Read all of @path; same errors as the reader. */
+/* Reads every record of @path; -E2BIG past @opts->max_pods of them. */
 int sim_trace_load(const char *path, const SimTraceOptions *opts, SimTrace **out, char **errmsg);
 void sim_trace_free(SimTrace *t);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimTrace, sim_trace_free)

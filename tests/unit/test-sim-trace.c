@@ -909,6 +909,54 @@ START_TEST(test_format_names)
 }
 END_TEST
 
+/*
+ * sim_trace_load holds at most opts.max_pods pods: past them it stops with
+ * -E2BIG and says so, where one batch_task row of 100,000 instances and a
+ * few rows like it would take gigabytes.
+ */
+START_TEST(test_load_max_pods)
+{
+	static const char four[] = "{\"id\":\"a\",\"arrival_ms\":0,\"cpu_milli\":1,\"memory_bytes\":1}\n"
+				   "{\"id\":\"b\",\"arrival_ms\":0,\"cpu_milli\":1,\"memory_bytes\":1}\n"
+				   "{\"id\":\"c\",\"arrival_ms\":0,\"cpu_milli\":1,\"memory_bytes\":1}\n"
+				   "{\"id\":\"d\",\"arrival_ms\":0,\"cpu_milli\":1,\"memory_bytes\":1}\n";
+	static const char rows[] = "M1,100000,j_1,1,Terminated,1,2,100,1\n"
+				   "M2,100000,j_1,1,Terminated,1,2,100,1\n";
+	g_autofree char *pf = write_tmp(four, sizeof(four) - 1, ".jsonl");
+	g_autofree char *pb = write_tmp(rows, sizeof(rows) - 1, ".csv");
+	g_autofree char *msg = NULL, *want = NULL;
+	SimTrace *t = NULL;
+	SimTraceOptions o;
+
+	sim_trace_options_init(&o);
+	ck_assert_uint_eq(o.max_pods, SIM_TRACE_DEFAULT_MAX_PODS);
+	o.max_pods = 4;
+	ck_assert_int_eq(sim_trace_load(pf, &o, &t, &msg), 0);
+	ck_assert_uint_eq(t->n_pods, 4);
+	g_clear_pointer(&t, sim_trace_free);
+	o.max_pods = 3;
+	ck_assert_int_eq(sim_trace_load(pf, &o, &t, &msg), -E2BIG);
+	ck_assert_ptr_null(t);
+	want = g_strdup_printf("%s: more than 3 pods, the limit (--max-pods)", pf);
+	ck_assert_str_eq(msg, want);
+	g_clear_pointer(&msg, g_free);
+	/* 0: no limit. */
+	o.max_pods = 0;
+	ck_assert_int_eq(sim_trace_load(pf, &o, &t, &msg), 0);
+	ck_assert_uint_eq(t->n_pods, 4);
+	g_clear_pointer(&t, sim_trace_free);
+	/* The first row's instances count one by one: stopped inside it. */
+	o.max_pods = 1000;
+	o.format = SIM_FORMAT_ALIBABA2018;
+	ck_assert_int_eq(sim_trace_load(pb, &o, &t, &msg), -E2BIG);
+	ck_assert_ptr_nonnull(strstr(msg, ": more than 1000 pods"));
+	o.max_pods = 200000;
+	ck_assert_int_eq(sim_trace_load(pb, &o, &t, NULL), 0);
+	ck_assert_uint_eq(t->n_pods, 200000);
+	sim_trace_free(t);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sim-trace");
@@ -933,6 +981,7 @@ int main(void)
 	tcase_add_test(t, test_gzip_members_and_truncation);
 	tcase_add_test(t, test_text_limit);
 	tcase_add_test(t, test_round_trip);
+	tcase_add_test(t, test_load_max_pods);
 	tcase_add_loop_test(t, test_mutations, 0, 7);
 	tcase_add_test(t, test_format_names);
 	suite_add_tcase(s, t);
