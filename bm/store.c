@@ -646,8 +646,41 @@ static int machine_state(struct bm_store *st, const char *id, char **state, enum
  * so what follows the host must be a port and a path: a query or fragment
  * ("http://h/?", "http://h#x") would swallow the path of every call, and a
  * port that is no number makes every call fail.  GUri splits it, as
- * lenient about %-escapes as curl is.
+ * lenient about %-escapes as curl is; the host must then be an IP address
+ * or a host name (labels of letters, digits, '-' and '_', each 1 to 63
+ * bytes, not starting or ending with '-'; a trailing dot allowed), which
+ * GUri's relaxed parsing alone is not ("http://)/" has the host ")").
  */
+static bool host_valid(const char *host)
+{
+	g_autofree char *plain = g_uri_unescape_string(host, NULL);
+	g_auto(GStrv) labels = NULL;
+	guint n;
+
+	if (!plain || !*plain)
+		return false;
+	if (g_hostname_is_ip_address(plain))
+		return true;
+	if (strlen(plain) > 253)
+		return false;
+	labels = g_strsplit(plain, ".", -1);
+	n = g_strv_length(labels);
+	for (guint i = 0; i < n; i++) {
+		const char *l = labels[i];
+		size_t len = strlen(l);
+
+		/* The empty label after a trailing dot. */
+		if (len == 0 && i == n - 1 && i > 0)
+			continue;
+		if (len == 0 || len > 63 || l[0] == '-' || l[len - 1] == '-')
+			return false;
+		for (const char *c = l; *c; c++)
+			if (!g_ascii_isalnum(*c) && *c != '-' && *c != '_')
+				return false;
+	}
+	return true;
+}
+
 static bool handler_valid(const char *url)
 {
 	g_autofree char *host = NULL, *query = NULL, *fragment = NULL;
@@ -660,7 +693,7 @@ static bool handler_valid(const char *url)
 	if (!g_uri_split(url, G_URI_FLAGS_ENCODED | G_URI_FLAGS_PARSE_RELAXED, NULL, NULL, &host,
 			 NULL, NULL, &query, &fragment, NULL))
 		return false;
-	return host && *host && !query && !fragment;
+	return host && host_valid(host) && !query && !fragment;
 }
 
 int bm_machine_enroll(struct bm_store *st, json_object *req, json_object **out, char **msg)
@@ -679,8 +712,9 @@ int bm_machine_enroll(struct bm_store *st, json_object *req, json_object **out, 
 		return -EINVAL;
 	}
 	if (!handler_valid(handler)) {
-		*msg = g_strdup("field 'handler' must be an http:// or https:// URL with a host,"
-				 " an optional port and path, and no query or fragment");
+		*msg = g_strdup("field 'handler' must be an http:// or https:// URL with a host"
+				 " name or IP address, an optional port and path, and no query or"
+				 " fragment");
 		return -EINVAL;
 	}
 	if (bm_json_str(req, "model", false, 128, &model, msg) == -EINVAL ||

@@ -940,7 +940,8 @@ static struct bm_store *fresh_store(void)
 /*
  * The controller calls BASE + "/v1/..." (trailing '/' of BASE dropped): for
  * every handler URL enrolled that must still be an http(s) URL with a host
- * whose path ends in the handler's path, no query or fragment taking it.
+ * whose path ends in the handler's path, no query or fragment taking it;
+ * the host, %-escapes decoded, an IP address or a name of DNS-like labels.
  */
 static void check_handler_url(const char *base)
 {
@@ -955,6 +956,16 @@ static void check_handler_url(const char *base)
 			  NULL, &path, &query, &frag, NULL));
 	CHECK(strcmp(scheme, "http") == 0 || strcmp(scheme, "https") == 0);
 	CHECK(host && *host && !query && !frag && g_str_has_suffix(path, "/v1/status"));
+	{
+		g_autofree char *plain = g_uri_unescape_string(host, NULL);
+
+		CHECK(plain && (g_hostname_is_ip_address(plain) ||
+				(strlen(plain) <= 253 &&
+				 g_regex_match_simple("^[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
+						      "(\\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*"
+						      "\\.?\\z",
+						      plain, 0, 0))));
+	}
 }
 
 /* What bm-api would answer with @out (bm_http_json) is JSON. */

@@ -407,9 +407,12 @@ START_TEST(test_enroll_and_delete)
 	{
 		static const char *const handlers[] = {"http://h/?", "http://h:8701/x?y=1", "http://h#f",
 						       "http://dpu-1:8templ701", "http://h:99999",
-						       "http://[::1", "http://u@/x", "ftp://h", "http://"};
+						       "http://[::1", "http://u@/x", "ftp://h", "http://",
+						       "http://)/", "http://-h/", "http://a..b", "http://h%20x",
+						       "http://.", "http://[nothost]:1"};
 		static const char *const fine[] = {"http://h:8701/h/a%zz", "https://[::1]:8701",
-						   "http://u@h", "http://h:/"};
+						   "http://u@h", "http://h:/", "http://dpu-1.rack_2.example.",
+						   "http://10.0.0.7:8701", "http://%64pu"};
 
 		for (size_t i = 0; i < G_N_ELEMENTS(handlers); i++) {
 			g_autofree char *req = g_strdup_printf("{\"id\": \"x\", \"handler\": \"%s\"}",
