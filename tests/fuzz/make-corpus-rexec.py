@@ -21,35 +21,12 @@ out, and a symlink up to /etc/hostname); forwards may reach its sock
 (BASE, /tmp/qtfs-fuzz-rexecd, in fuzz-rexecd.c).
 """
 import os
-import struct
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "rexec"))
+from rexec_frames import s, strv, u8, u16, u32, u64  # noqa: E402
+
 EXEC, FORWARD, RESULT, EXIT, ACK, EOF, CLOSE, SIGNAL, RESIZE, DATA = range(10)
-
-
-def u8(v):
-    return struct.pack(">B", v)
-
-
-def u16(v):
-    return struct.pack(">H", v)
-
-
-def u32(v):
-    return struct.pack(">I", v)
-
-
-def u64(v):
-    return struct.pack(">Q", v)
-
-
-def s(text):
-    b = text.encode() if isinstance(text, str) else text
-    return u32(len(b)) + b
-
-
-def strv(items):
-    return u32(len(items)) + b"".join(s(i) for i in items)
 
 
 def refs(items):

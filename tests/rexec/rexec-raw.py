@@ -27,7 +27,7 @@ import struct
 import sys
 import time
 
-from rexec_frames import FrameReader, frame
+from rexec_frames import FrameReader, frame, s, strv, u8, u16, u32, u64
 
 HELLO, CHALLENGE, RESPONSE, AUTH_OK, AUTH_FAIL = 1, 2, 3, 4, 5
 EXEC, DATA, ACK, EOF, CLOSE, SIGNAL, RESIZE, EXIT = range(0x1000, 0x1008)
@@ -46,32 +46,6 @@ def fail(msg):
     global failures
     failures += 1
     print("FAIL: " + msg)
-
-
-def u8(v):
-    return struct.pack(">B", v)
-
-
-def u16(v):
-    return struct.pack(">H", v)
-
-
-def u32(v):
-    return struct.pack(">I", v)
-
-
-def u64(v):
-    return struct.pack(">Q", v)
-
-
-def s(b):
-    if isinstance(b, str):
-        b = b.encode()
-    return u32(len(b)) + b
-
-
-def strv(v):
-    return u32(len(v)) + b"".join(s(x) for x in v)
 
 
 def exec_payload(cmd, argv, env=(), cwd="/", umask=0o22, flags=0, term="", fds=b"\0\0\0\0",

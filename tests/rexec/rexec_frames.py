@@ -1,11 +1,40 @@
 # SPDX-License-Identifier: Apache-2.0
 #
-# The framed protocol's frames (docs/protocol.md, "Frames") for the tests'
-# hand-made peers of rexec and rexecd: rexec-raw.py (a hostile client) and
-# greedy-rexecd.py (a server that ignores the stream credit).
+# The framed protocol's frames (docs/protocol.md, "Frames") and the
+# encodings of rexec's payloads (docs/protocol.md, "Remote execution") for the tests'
+# hand-made peers of rexec and rexecd: rexec-raw.py (a hostile client),
+# greedy-rexecd.py (a server that ignores the stream credit) and the fuzz
+# seeds' generator (tests/fuzz/make-corpus-rexec.py).
 
 import socket
 import struct
+
+
+def u8(v):
+    return struct.pack(">B", v)
+
+
+def u16(v):
+    return struct.pack(">H", v)
+
+
+def u32(v):
+    return struct.pack(">I", v)
+
+
+def u64(v):
+    return struct.pack(">Q", v)
+
+
+def s(text):
+    """A string: its length (u32), then its bytes (UTF-8 if @text is a str)."""
+    b = text.encode() if isinstance(text, str) else text
+    return u32(len(b)) + b
+
+
+def strv(items):
+    """A list of strings: their count (u32), then each as s()."""
+    return u32(len(items)) + b"".join(s(i) for i in items)
 
 
 def frame(typ, payload=b"", flags=0, mid=0, version=1, length=None):
