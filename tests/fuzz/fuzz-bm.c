@@ -1469,6 +1469,29 @@ static void fuzz_handler(const char *doc, size_t len)
 
 /* ---- part 6: bm-controller reading a handler's answer ---- */
 
+/*
+ * @got is @text made one log line (qt_log_text_append()): valid UTF-8
+ * without control characters, at most BM_HANDLER_MAX_MESSAGE bytes and
+ * "..." when cut; @text itself when it already was such a line.
+ */
+static void check_one_line(const char *got, const char *text)
+{
+	size_t n = strlen(got), tn = strlen(text);
+	bool plain = tn <= BM_HANDLER_MAX_MESSAGE && g_utf8_validate(text, -1, NULL);
+
+	CHECK(g_utf8_validate(got, -1, NULL));
+	for (const char *p = got; *p; p = g_utf8_next_char(p))
+		CHECK(!g_unichar_iscntrl(g_utf8_get_char(p)));
+	for (const char *p = text; plain && *p; p = g_utf8_next_char(p))
+		plain = !g_unichar_iscntrl(g_utf8_get_char(p));
+	if (plain)
+		CHECK(strcmp(got, text) == 0);
+	CHECK(n <= BM_HANDLER_MAX_MESSAGE + 3);
+	/* Past the limit only when cut. */
+	if (n > BM_HANDLER_MAX_MESSAGE)
+		CHECK(g_str_has_suffix(got, "..."));
+}
+
 /* "booted" as docs/bm.md gives it: a JSON boolean, and true. */
 static bool booted_true(json_object *v)
 {
@@ -1503,7 +1526,7 @@ static void fuzz_answer(const char *doc, size_t len)
 		prefix = g_strdup_printf("PUT /v1/disks/d: HTTP %ld: ", status);
 		m = member(res, "message");
 		CHECK(err && g_str_has_prefix(err, prefix));
-		CHECK(strcmp(err + strlen(prefix), m ? json_object_get_string(m) : "no message") == 0);
+		check_one_line(err + strlen(prefix), m ? json_object_get_string(m) : "no message");
 		g_free(err);
 	}
 	CHECK(bm_handler_booted(res) == booted_true(member(res, "booted")));
