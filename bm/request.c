@@ -89,14 +89,15 @@ static bool quantity_valid(const char *s)
  * The numbers of a pool's template the autoscaler reads
  * (autoscale/provider-yusur.c): the node's quantities, each a
  * non-negative integer or a quantity string, and the group's sizes and
- * price, none negative.  A negative capacity would be a node template no
- * pod fits in, or worse, arithmetic the autoscaler does not expect.
+ * price, none negative, and max_size not below min_size.  A negative
+ * capacity would be a node template no pod fits in, or worse, arithmetic
+ * the autoscaler does not expect.
  */
 static int template_valid(json_object *tmpl, char **msg)
 {
 	static const char *const quantities[] = {"cpu", "memory", "pods", "gpu"};
 	static const char *const sizes[] = {"min_size", "max_size"};
-	json_object *v;
+	json_object *v, *max;
 
 	for (size_t i = 0; i < G_N_ELEMENTS(quantities); i++) {
 		bool ok;
@@ -124,6 +125,13 @@ static int template_valid(json_object *tmpl, char **msg)
 					       sizes[i]);
 			return -EINVAL;
 		}
+	}
+	/* A group whose maximum is below its minimum has no size it may take. */
+	if (json_object_object_get_ex(tmpl, "min_size", &v) && v &&
+	    json_object_object_get_ex(tmpl, "max_size", &max) && max &&
+	    json_object_get_int64(max) < json_object_get_int64(v)) {
+		*msg = g_strdup("template: field 'max_size' must be >= 'min_size'");
+		return -EINVAL;
 	}
 	if (json_object_object_get_ex(tmpl, "price", &v) && v &&
 	    (!(json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)) ||

@@ -793,6 +793,9 @@ static bool template_ok(json_object *t)
 	if ((member(t, "min_size") && !int_ok(member(t, "min_size"), 0, INT64_MAX)) ||
 	    (member(t, "max_size") && !int_ok(member(t, "max_size"), 0, INT64_MAX)))
 		return false;
+	if (member(t, "min_size") && member(t, "max_size") &&
+	    json_object_get_int64(member(t, "max_size")) < json_object_get_int64(member(t, "min_size")))
+		return false;
 	return !price || ((json_object_is_type(price, json_type_int) ||
 			   json_object_is_type(price, json_type_double)) &&
 			  json_object_get_double(price) >= 0);

@@ -748,6 +748,7 @@ START_TEST(test_pool_template)
 	static const char *const good[] = {
 		"{\"name\":\"p\",\"template\":{\"cpu\":\"64\",\"memory\":\"256Gi\",\"gpu\":8,"
 		"\"pods\":\"110\",\"min_size\":0,\"max_size\":4,\"price\":3.5}}",
+		"{\"name\":\"p\",\"template\":{\"min_size\":2,\"max_size\":2}}",
 		"{\"name\":\"p\",\"template\":{\"cpu\":\"500m\",\"memory\":\"1.5e9\",\"pods\":0}}",
 		"{\"name\":\"p\",\"template\":{\"cpu\":\"+2\",\"memory\":\"1Ei\",\"gpu\":\"1E\"}}",
 		"{\"name\":\"p\",\"template\":{\"cpu\":16,\"max_pods\":110,\"note\":-1}}",
@@ -764,6 +765,7 @@ START_TEST(test_pool_template)
 		{"{\"name\":\"p\",\"template\":{\"min_size\":-1}}", "min_size"},
 		{"{\"name\":\"p\",\"template\":{\"max_size\":\"4\"}}", "max_size"},
 		{"{\"name\":\"p\",\"template\":{\"price\":-0.5}}", "price"},
+		{"{\"name\":\"p\",\"template\":{\"min_size\":3,\"max_size\":2}}", "max_size"},
 	};
 	char *msg = NULL;
 
