@@ -117,7 +117,9 @@ int sim_trace_reader_open(const char *path, const SimTraceOptions *opts,
  * The next record into @pod (its strings borrowed until the next call):
  * 1 a record, 0 end of input, -EINVAL a bad record (or -errno an I/O
  * error); then sim_trace_reader_error() says why.  With skip_bad, bad
- * records are counted and never returned as an error.
+ * records are counted and never returned as an error.  After -EINVAL the
+ * reader is past the bad record and the next call reads on (as skip_bad
+ * does, without the count); after any other error, stop reading.
  */
 int sim_trace_reader_next(SimTraceReader *r, SimPod *pod);
 /* The last error message ("FILE:LINE: field F: ..."), or NULL. */
