@@ -721,10 +721,16 @@ int as_yusur_provider_update(struct as_cloud_provider *pp, json_object *pools,
 			qt_debug("pool \"%s\": not a bm-api id, ignored", name);
 			continue;
 		}
-		/* The core tells groups apart by id; bm-api's pool names are unique. */
+		/*
+		 * The core tells groups apart by id, and bm-api's pool names are
+		 * unique: an answer that repeats one is broken (which of the two
+		 * sizes and templates is true?), refused as one that repeats an
+		 * instance id, the last picture kept.
+		 */
 		if (group_in(groups, name)) {
-			qt_debug("pool %s: listed twice, the second ignored", name);
-			continue;
+			set_error(p, g_strdup_printf("GET /v1/pools: pool \"%s\" listed twice, the answer"
+						     " is ignored", name));
+			return -EBADMSG;
 		}
 		g = g_new0(struct ygroup, 1);
 		g->base.ops = &ygroup_ops;

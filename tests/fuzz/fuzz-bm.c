@@ -61,7 +61,7 @@
  *    price that is finite and positive when there is one, a template node
  *    labelled with its pool, and instances whose providerIDs are distinct,
  *    parse back to the group and lead back to it; an answer listing an
- *    instance id twice is refused;
+ *    instance id or a pool (of a name that is an id) twice is refused;
  *  - bm-handler takes as a body exactly the JSON objects bm_json_parse()
  *    takes (or nothing); a route it takes spells its path back
  *    ([/h/HOST]/v1/RES[/ID], HOST and ID ids), with a method and an id
@@ -1164,6 +1164,7 @@ static void fuzz_provider(const char *doc, size_t len)
 	g_autoptr(json_object) pools = NULL, insts = NULL;
 	g_autoptr(GHashTable) ids = g_hash_table_new(g_str_hash, g_str_equal);
 	g_autoptr(GHashTable) inst_ids = g_hash_table_new(g_str_hash, g_str_equal);
+	g_autoptr(GHashTable) pool_names = g_hash_table_new(g_str_hash, g_str_equal);
 	g_autoptr(GHashTable) provider_ids = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	bool dup_id = false;
 	struct as_node_group_if **groups = NULL;
@@ -1185,13 +1186,23 @@ static void fuzz_provider(const char *doc, size_t len)
 	p = as_yusur_provider_new(g_steal_pointer(&cfg));
 	rc = as_yusur_provider_update(p, pools, insts);
 	items = member(pools, "items");
-	/* bm-api's instance ids are unique: an answer listing one twice is refused. */
+	/* bm-api's instance ids and pool names are unique: an answer listing one twice is refused. */
 	for (size_t i = 0; json_object_is_type(member(insts, "items"), json_type_array) &&
 			   i < json_object_array_length(member(insts, "items"));
 	     i++) {
 		json_object *id = member(json_object_array_get_idx(member(insts, "items"), i), "id");
 
 		if (is_str(id) && !g_hash_table_add(inst_ids, (char *)json_object_get_string(id)))
+			dup_id = true;
+	}
+	/* So are pool names; one that is no bm-api id is ignored, not counted. */
+	for (size_t i = 0; json_object_is_type(items, json_type_array) &&
+			   i < json_object_array_length(items);
+	     i++) {
+		json_object *name = member(json_object_array_get_idx(items, i), "name");
+
+		if (is_str(name) && bm_id_valid(json_object_get_string(name)) &&
+		    !g_hash_table_add(pool_names, (char *)json_object_get_string(name)))
 			dup_id = true;
 	}
 	if (rc < 0) {

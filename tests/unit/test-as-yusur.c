@@ -172,7 +172,7 @@ START_TEST(provider_update)
 		"{\"items\": [{\"name\": \"big\", \"free\": 2, \"in_use\": 1,"
 		" \"template\": {\"cpu\": 8, \"memory\": \"32Gi\", \"min_size\": 1,"
 		" \"max_size\": 9, \"price\": 1.5}}, {\"name\": \"bare\", \"free\": 4}, {},"
-		" {\"name\": \"a/b\"}, {\"name\": \"\"}, {\"name\": \"big\", \"free\": 50}]}");
+		" {\"name\": \"a/b\"}, {\"name\": \"\"}]}");
 	json_object *insts = json_tokener_parse(
 		"{\"items\": [{\"id\": \"big-1\", \"pool\": \"big\", \"state\": \"active\"},"
 		" {\"id\": \"big-2\", \"pool\": \"big\", \"state\": \"deprovisioning\"},"
@@ -190,7 +190,7 @@ START_TEST(provider_update)
 	ck_assert_uint_eq(p->ops->node_groups(p, &groups), 2);
 	ck_assert_str_eq(groups[0]->ops->id(groups[0]), "big");
 	ck_assert_int_eq(groups[0]->ops->min_size(groups[0]), 1);
-	/* max_size 9 in the template, but only free + in_use machines can join (of the first "big") */
+	/* max_size 9 in the template, but only free + in_use machines can join */
 	ck_assert_int_eq(groups[0]->ops->max_size(groups[0]), 3);
 	ck_assert_int_eq(groups[0]->ops->target_size(groups[0], &target), 0);
 	ck_assert_int_eq(target, 1);
@@ -232,6 +232,18 @@ START_TEST(provider_update)
 		ck_assert_int_eq(groups[0]->ops->nodes(groups[0], &v, &n), 0);
 		ck_assert_uint_eq(n, 2);
 		as_instances_free(v, n);
+	}
+	/* And one that lists a pool twice. */
+	{
+		json_object *twice = json_tokener_parse(
+			"{\"items\": [{\"name\": \"big\", \"free\": 2}, {\"name\": \"other\"},"
+			" {\"name\": \"big\", \"free\": 50}]}");
+
+		ck_assert_int_eq(as_yusur_provider_update(p, twice, insts), -EBADMSG);
+		ck_assert_ptr_nonnull(strstr(as_yusur_last_error(p), "pool \"big\" listed twice"));
+		ck_assert_uint_eq(p->ops->node_groups(p, &groups), 2);
+		ck_assert_int_eq(groups[0]->ops->max_size(groups[0]), 3);
+		json_object_put(twice);
 	}
 	p->ops->cleanup(p);
 	json_object_put(pools);
