@@ -126,13 +126,6 @@ static json_object *sub(json_object *o, const char *k)
 	return json_object_object_get(o, k);
 }
 
-static const char *str_of(json_object *o, const char *k)
-{
-	json_object *v = json_object_object_get(o, k);
-
-	return v ? json_object_get_string(v) : "";
-}
-
 /* Under h->lock: consume one injected fault for @action. */
 static bool take_fault(struct handler *h, const char *action, struct bm_fault *out)
 {
@@ -175,9 +168,9 @@ static void run_on_boot(struct handler *h, const char *host, const char *disk,
 
 static bool is_booted(struct handler *h, json_object *host)
 {
-	const char *boot = str_of(host, "boot_device");
+	const char *boot = bm_json_text(host, "boot_device");
 
-	return strcmp(str_of(host, "power"), "on") == 0 && strcmp(boot, "none") != 0 &&
+	return strcmp(bm_json_text(host, "power"), "on") == 0 && strcmp(boot, "none") != 0 &&
 	       json_object_object_get(sub(host, "disks"), boot) &&
 	       bm_now_ms() - json_object_get_int64(sub(host, "powered_on_at")) >= h->boot_ms;
 }
@@ -224,16 +217,18 @@ static int fake_act(struct handler *h, const char *hostname, const char *action,
 	if (strcmp(action, "power_on") == 0 || strcmp(action, "power_off") == 0) {
 		bool on = strcmp(action, "power_on") == 0;
 
-		if (on != (strcmp(str_of(host, "power"), "on") == 0)) {
+		if (on != (strcmp(bm_json_text(host, "power"), "on") == 0)) {
 			json_object_object_add(host, "power", json_object_new_string(on ? "on" : "off"));
 			json_object_object_add(host, "powered_on_at",
 					       json_object_new_int64(on ? bm_now_ms() : 0));
-			json_object *bd = json_object_object_get(disks, str_of(host, "boot_device"));
+			const char *boot = bm_json_text(host, "boot_device");
+			json_object *bd = json_object_object_get(disks, boot);
 
-			if (on && h->on_boot && bd)
-				run_on_boot(h, hostname, str_of(host, "boot_device"),
-					    str_of(json_object_object_get(vols, str_of(bd, "volume")),
-						   "user_data"));
+			if (on && h->on_boot && bd) {
+				json_object *vol = sub(vols, bm_json_text(bd, "volume"));
+
+				run_on_boot(h, hostname, boot, bm_json_text(vol, "user_data"));
+			}
 		}
 	} else if (strcmp(action, "volume_create") == 0) {
 		json_object *v = json_object_object_get(vols, id);
@@ -257,7 +252,7 @@ static int fake_act(struct handler *h, const char *hostname, const char *action,
 		json_object_object_foreach(disks, d, dv)
 		{
 			(void)d;
-			used |= strcmp(str_of(dv, "volume"), id) == 0;
+			used |= strcmp(bm_json_text(dv, "volume"), id) == 0;
 		}
 		if (used) {
 			*msg = g_strdup_printf("volume %s is attached", id);
@@ -272,7 +267,7 @@ static int fake_act(struct handler *h, const char *hostname, const char *action,
 		if (!json_object_object_get(vols, vol)) {
 			*msg = g_strdup_printf("no volume \"%s\"", vol);
 			status = 404;
-		} else if (d && strcmp(str_of(d, "volume"), vol) != 0) {
+		} else if (d && strcmp(bm_json_text(d, "volume"), vol) != 0) {
 			*msg = g_strdup_printf("disk %s is attached to another volume", id);
 			status = 409;
 		} else if (!d && json_object_object_length(disks) + json_object_object_length(nics) >=
@@ -289,7 +284,7 @@ static int fake_act(struct handler *h, const char *hostname, const char *action,
 		}
 	} else if (strcmp(action, "disk_detach") == 0) {
 		json_object_object_del(disks, id);
-		if (strcmp(str_of(host, "boot_device"), id) == 0)
+		if (strcmp(bm_json_text(host, "boot_device"), id) == 0)
 			json_object_object_add(host, "boot_device", json_object_new_string("none"));
 	} else if (strcmp(action, "nic_attach") == 0) {
 		if (!json_object_object_get(nics, id)) {
@@ -325,9 +320,10 @@ static int fake_act(struct handler *h, const char *hostname, const char *action,
 		json_object *r = json_object_new_object();
 
 		json_object_object_add(r, "host", json_object_new_string(hostname));
-		json_object_object_add(r, "power", json_object_new_string(str_of(host, "power")));
+		json_object_object_add(r, "power",
+				       json_object_new_string(bm_json_text(host, "power")));
 		json_object_object_add(r, "boot_device",
-				       json_object_new_string(str_of(host, "boot_device")));
+				       json_object_new_string(bm_json_text(host, "boot_device")));
 		json_object_object_add(r, "booted", json_object_new_boolean(is_booted(h, host)));
 		json_object_object_add(r, "volumes", json_object_get(vols));
 		json_object_object_add(r, "disks", json_object_get(disks));

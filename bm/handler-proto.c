@@ -17,14 +17,6 @@
 #include "httpd.h"
 #include "log.h"
 
-/* The field's value as a string: "" when absent or null, else json-c's text of it. */
-static const char *str_of(json_object *o, const char *k)
-{
-	json_object *v = json_object_object_get(o, k);
-
-	return v ? json_object_get_string(v) : "";
-}
-
 int bm_handler_body(const char *buf, size_t len, json_object **out, char **msg)
 {
 	json_object *body = NULL;
@@ -56,7 +48,7 @@ static const char *action_of(const char *method, const char *res, const char *id
 	if (strcmp(res, "status") == 0 && !id && strcmp(method, "GET") == 0)
 		return "status";
 	if (strcmp(res, "power") == 0 && !id && put) {
-		const char *s = str_of(body, "state");
+		const char *s = bm_json_text(body, "state");
 
 		return strcmp(s, "on") == 0 ? "power_on" : strcmp(s, "off") == 0 ? "power_off" : NULL;
 	}
@@ -141,13 +133,13 @@ int bm_handler_fields(const char *action, json_object *body, struct bm_handler_f
 	*out = (struct bm_handler_fields){
 		.size_gb = has_size ? json_object_get_int64(size) : 0,
 		.has_size = has_size,
-		.image = str_of(body, "image"),
-		.user_data = str_of(body, "user_data"),
-		.volume = str_of(body, "volume"),
-		.bus = str_of(body, "bus"),
-		.network = str_of(body, "network"),
-		.mac = str_of(body, "mac"),
-		.device = str_of(body, "device"),
+		.image = bm_json_text(body, "image"),
+		.user_data = bm_json_text(body, "user_data"),
+		.volume = bm_json_text(body, "volume"),
+		.bus = bm_json_text(body, "bus"),
+		.network = bm_json_text(body, "network"),
+		.mac = bm_json_text(body, "mac"),
+		.device = bm_json_text(body, "device"),
 	};
 	return 0;
 }
@@ -234,7 +226,7 @@ char *bm_handler_exec_error(const char *buf, size_t len)
 
 	if (len == 0 || bm_json_parse(buf, len, &res, &perr) < 0)
 		return NULL;
-	e = str_of(res, "error");
+	e = bm_json_text(res, "error");
 	return *e ? g_strdup(e) : NULL;
 }
 

@@ -320,6 +320,13 @@ int bm_json_labels(json_object *obj, const char *name, bool required, json_objec
 	return 0;
 }
 
+const char *bm_json_text(json_object *obj, const char *key)
+{
+	json_object *v = json_object_object_get(obj, key);
+
+	return v ? json_object_get_string(v) : "";
+}
+
 bool bm_id_valid(const char *s)
 {
 	size_t n = strlen(s);

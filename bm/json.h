@@ -51,6 +51,12 @@ int bm_json_int(json_object *obj, const char *field, bool required, int64_t min,
 int bm_json_labels(json_object *obj, const char *field, bool required, json_object **out,
 		   char **msg);
 
+/*
+ * Field @key of @obj as text: "" when absent or null, else json-c's string
+ * of it (a value of another type as its JSON text).  Borrowed from @obj.
+ */
+const char *bm_json_text(json_object *obj, const char *key);
+
 /* [A-Za-z0-9][A-Za-z0-9._-]*, at most BM_ID_MAX bytes. */
 bool bm_id_valid(const char *s);
 
