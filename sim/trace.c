@@ -1524,7 +1524,6 @@ int sim_trace_load(const char *path, const SimTraceOptions *opts, SimTrace **out
 {
 	g_autoptr(SimTraceReader) r = NULL;
 	g_autoptr(SimTrace) t = NULL;
-	uint64_t max = opts ? opts->max_pods : SIM_TRACE_DEFAULT_MAX_PODS;
 	SimPod p;
 	int rc;
 
@@ -1535,6 +1534,9 @@ int sim_trace_load(const char *path, const SimTraceOptions *opts, SimTrace **out
 	t->strings = g_string_chunk_new(1 << 20);
 	t->array = g_array_new(FALSE, FALSE, sizeof(SimPod));
 	while ((rc = sim_trace_reader_next(r, &p)) > 0) {
+		/* The reader's options: @opts, or the defaults for NULL. */
+		uint64_t max = r->opts.max_pods;
+
 		if (max && t->array->len >= max) {
 			if (errmsg)
 				*errmsg = g_strdup_printf("%s: more than %" PRIu64 " pods, the limit "
