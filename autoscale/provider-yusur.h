@@ -55,9 +55,9 @@ const char *as_yusur_last_error(struct as_cloud_provider *p);
  * What refresh() makes of bm-api's answers once it has them: the groups
  * rebuilt from the bodies of GET /v1/pools (@pools) and GET /v1/instances
  * (@insts, may be NULL), both borrowed.  0, or -EBADMSG with the last
- * error set and the groups unchanged when @pools has no "items" array or
- * @insts lists an instance id twice (bm-api's ids are unique: such an
- * answer cannot be trusted).
+ * error set and the groups unchanged when @pools has no "items" array, or
+ * lists a pool name twice, or @insts lists an instance id twice (bm-api's
+ * names and ids are unique: such an answer cannot be trusted).
  * Exposed so that the fuzz target can feed it without a bm-api.
  */
 int as_yusur_provider_update(struct as_cloud_provider *p, json_object *pools,
