@@ -110,7 +110,7 @@ struct settings {
 	int64_t max_conns, max_handles, max_inflight, workers;
 	int64_t max_watches, client_watches, peer_timeout_s;
 	bool inline_metadata, ring_file_ops, name_watch;
-	GArray *unix_uids;
+	GArray *unix_uids; /* of uint32_t, set by load_config() */
 	int verbose;
 	char *log_level;
 };
@@ -137,7 +137,8 @@ static int load_config(struct settings *s, bool explicit_config)
 {
 	g_autoptr(qt_conf) conf = NULL;
 	g_autofree char *msg = NULL;
-	g_auto(GStrv) listen = NULL, exports = NULL, uids = NULL;
+	g_auto(GStrv) listen = NULL, exports = NULL;
+	g_autoptr(GArray) uids = NULL;
 	g_autofree char *key = NULL, *wl = NULL, *level = NULL;
 
 	if (qt_conf_load(s->config, !explicit_config, &conf, &msg) < 0 ||
@@ -151,7 +152,7 @@ static int load_config(struct settings *s, bool explicit_config)
 	    qt_conf_get_int(conf, "server", "max_handles", 4096, 1, 1 << 20, &s->max_handles, &msg) < 0 ||
 	    qt_conf_get_int(conf, "server", "max_inflight", 128, 1, 4096, &s->max_inflight, &msg) < 0 ||
 	    qt_conf_get_int(conf, "server", "workers", 64, 1, 1024, &s->workers, &msg) < 0 ||
-	    qt_conf_get_strv(conf, "server", "unix_uids", &uids, &msg) < 0 ||
+	    qt_conf_get_uids(conf, "server", "unix_uids", &uids, &msg) < 0 ||
 	    qt_conf_get_bool(conf, "server", "inline_metadata", true, &s->inline_metadata, &msg) < 0 ||
 	    qt_conf_get_bool(conf, "server", "ring_file_ops", true, &s->ring_file_ops, &msg) < 0 ||
 	    qt_conf_get_bool(conf, "server", "name_watch", true, &s->name_watch, &msg) < 0 ||
@@ -174,17 +175,7 @@ static int load_config(struct settings *s, bool explicit_config)
 		s->whitelist = g_steal_pointer(&wl);
 	if (!s->log_level)
 		s->log_level = g_steal_pointer(&level);
-	for (char **p = uids; *p; p++) {
-		int64_t v;
-		uint32_t u;
-
-		if (qt_parse_int(*p, 0, UINT32_MAX - 1, &v) < 0) {
-			qt_cli_fail("%s: [server] unix_uids: \"%s\" is not a uid", qt_conf_path(conf), *p);
-			return -EINVAL;
-		}
-		u = (uint32_t)v;
-		g_array_append_val(s->unix_uids, u);
-	}
+	s->unix_uids = g_steal_pointer(&uids);
 	return 0;
 }
 
@@ -385,7 +376,6 @@ int main(int argc, char **argv)
 	qt_cli_raise_nofile(NULL);
 	s.listen = g_ptr_array_new_with_free_func(g_free);
 	s.exports = g_ptr_array_new_with_free_func(g_free);
-	s.unix_uids = g_array_new(FALSE, FALSE, sizeof(uint32_t));
 	s.config = g_strdup(DEFAULT_CONFIG);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":" SHORT_OPTS, long_opts, NULL)) != -1) {

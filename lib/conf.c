@@ -336,6 +336,28 @@ int qt_conf_get_strv(const struct qt_conf *c, const char *group, const char *key
 	return 0;
 }
 
+int qt_conf_get_uids(const struct qt_conf *c, const char *group, const char *key, GArray **out,
+		     char **msg)
+{
+	g_auto(GStrv) v = NULL;
+	g_autoptr(GArray) uids = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+
+	if (qt_conf_get_strv(c, group, key, &v, msg) < 0)
+		return -EINVAL;
+	for (char **p = v; *p; p++) {
+		int64_t n;
+		uint32_t u;
+
+		/* (uid_t)-1 is "no uid" to the kernel's calls, never a peer's. */
+		if (qt_parse_int(*p, 0, UINT32_MAX - 1, &n) < 0)
+			return conf_bad(c, group, key, msg, *p, "is not a uid");
+		u = (uint32_t)n;
+		g_array_append_val(uids, u);
+	}
+	*out = g_steal_pointer(&uids);
+	return 0;
+}
+
 int qt_conf_check_keys(const struct qt_conf *c, const char *group, const char *const *known,
 		       char **msg)
 {

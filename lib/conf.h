@@ -52,6 +52,12 @@ int qt_conf_get_duration_ms(const struct qt_conf *c, const char *group, const ch
 /* A ';'-separated list; absent yields an empty (not NULL) vector. */
 int qt_conf_get_strv(const struct qt_conf *c, const char *group, const char *key, char ***out,
 		     char **msg);
+/*
+ * A ';'-separated list of numeric uids (0 to 4294967294) in a new array of
+ * uint32_t; absent yields an empty array.
+ */
+int qt_conf_get_uids(const struct qt_conf *c, const char *group, const char *key, GArray **out,
+		     char **msg);
 /* Keys present in @group that are not in @known (NULL-terminated): -EINVAL naming the first. */
 int qt_conf_check_keys(const struct qt_conf *c, const char *group, const char *const *known,
 		       char **msg);

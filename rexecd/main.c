@@ -100,7 +100,7 @@ struct settings {
 	GStrv env_allow, env_fixed, forward_allow, pass_fds_allow;
 	int64_t max_sessions;
 	uint64_t kill_grace_ms, drain_ms, peer_timeout_ms;
-	GArray *unix_uids;
+	GArray *unix_uids; /* of uint32_t, set by load_config() */
 };
 
 static void settings_clear(struct settings *s)
@@ -145,7 +145,8 @@ static int load_config(struct settings *s, bool explicit_config)
 {
 	g_autoptr(qt_conf) conf = NULL;
 	g_autofree char *msg = NULL, *key = NULL, *wl = NULL, *level = NULL;
-	g_auto(GStrv) listen = NULL, uids = NULL;
+	g_auto(GStrv) listen = NULL;
+	g_autoptr(GArray) uids = NULL;
 
 	if (qt_conf_load(s->config, !explicit_config, &conf, &msg) < 0 ||
 	    qt_conf_check_keys(conf, "rexecd", keys, &msg) < 0 ||
@@ -164,7 +165,7 @@ static int load_config(struct settings *s, bool explicit_config)
 	    qt_conf_get_duration_ms(conf, "rexecd", "drain", 200, &s->drain_ms, &msg) < 0 ||
 	    qt_conf_get_duration_ms(conf, "rexecd", "peer_timeout", QT_CONN_DEFAULT_PEER_TIMEOUT_S * 1000,
 				    &s->peer_timeout_ms, &msg) < 0 ||
-	    qt_conf_get_strv(conf, "rexecd", "unix_uids", &uids, &msg) < 0) {
+	    qt_conf_get_uids(conf, "rexecd", "unix_uids", &uids, &msg) < 0) {
 		qt_cli_fail("%s", msg);
 		return -EINVAL;
 	}
@@ -207,17 +208,7 @@ static int load_config(struct settings *s, bool explicit_config)
 		qt_cli_fail("%s: [rexecd] drain must be at least 1ms", qt_conf_path(conf));
 		return -EINVAL;
 	}
-	for (char **p = uids; *p; p++) {
-		int64_t v;
-		uint32_t u;
-
-		if (qt_parse_int(*p, 0, UINT32_MAX - 1, &v) < 0) {
-			qt_cli_fail("%s: [rexecd] unix_uids: \"%s\" is not a uid", qt_conf_path(conf), *p);
-			return -EINVAL;
-		}
-		u = (uint32_t)v;
-		g_array_append_val(s->unix_uids, u);
-	}
+	s->unix_uids = g_steal_pointer(&uids);
 	return 0;
 }
 
@@ -390,7 +381,6 @@ int main(int argc, char **argv)
 	/* Sessions multiply descriptors (socket, three pipes, a pidfd): use the hard limit. */
 	child_nofile_set = qt_cli_raise_nofile(&child_nofile);
 	s.listen = g_ptr_array_new_with_free_func(g_free);
-	s.unix_uids = g_array_new(FALSE, FALSE, sizeof(uint32_t));
 	s.config = g_strdup(DEFAULT_CONFIG);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":" SHORT_OPTS, long_opts, NULL)) != -1) {

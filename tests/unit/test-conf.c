@@ -689,6 +689,51 @@ START_TEST(test_get_strv)
 }
 END_TEST
 
+START_TEST(test_get_uids)
+{
+	g_autoptr(qt_conf) c = load("[g]\n"
+				    "two = 0; 1000 ;\n"
+				    "top = 4294967294\n"
+				    "empty =\n"
+				    "minus1 = 0;-1\n"
+				    "nouid = 4294967295\n"
+				    "name = root\n"
+				    "bad = x\\qy\n");
+	static const char *const bad[] = {"minus1", "nouid", "name", "bad"};
+	static const char *const shown[] = {"-1", "4294967295", "root", "x\\qy"};
+	GArray *v = NULL, *keep;
+	char *msg = NULL;
+
+	ck_assert_int_eq(qt_conf_get_uids(c, "g", "two", &v, &msg), 0);
+	ck_assert_uint_eq(v->len, 2);
+	ck_assert_uint_eq(g_array_index(v, uint32_t, 0), 0);
+	ck_assert_uint_eq(g_array_index(v, uint32_t, 1), 1000);
+	g_array_unref(v);
+	ck_assert_int_eq(qt_conf_get_uids(c, "g", "top", &v, &msg), 0);
+	ck_assert_uint_eq(v->len, 1);
+	ck_assert_uint_eq(g_array_index(v, uint32_t, 0), 4294967294u);
+	g_array_unref(v);
+	ck_assert_int_eq(qt_conf_get_uids(c, "g", "empty", &v, &msg), 0);
+	ck_assert_uint_eq(v->len, 0);
+	g_array_unref(v);
+	/* Absent: an empty array, never NULL. */
+	ck_assert_int_eq(qt_conf_get_uids(c, "g", "absent", &v, &msg), 0);
+	ck_assert_uint_eq(v->len, 0);
+	g_array_unref(v);
+	ck_assert_ptr_null(msg);
+
+	/* (uid_t)-1 is no one's uid; a name is not looked up.  Nothing is written on error. */
+	keep = v = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+		ck_assert_int_eq(qt_conf_get_uids(c, "g", bad[i], &v, &msg), -EINVAL);
+		ck_assert_ptr_eq(v, keep);
+		ck_msg_names(msg, NAME, "g", bad[i], shown[i]);
+		g_clear_pointer(&msg, g_free);
+	}
+	g_array_unref(keep);
+}
+END_TEST
+
 /* ---- unknown keys ------------------------------------------------------ */
 
 START_TEST(test_check_keys)
@@ -761,6 +806,7 @@ static Suite *conf_suite(void)
 	tcase_add_test(get, test_parse_duration);
 	tcase_add_test(get, test_get_duration);
 	tcase_add_test(get, test_get_strv);
+	tcase_add_test(get, test_get_uids);
 	tcase_add_test(get, test_check_keys);
 	suite_add_tcase(s, get);
 	return s;
