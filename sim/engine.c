@@ -131,6 +131,7 @@ typedef struct {
 	struct as_node_group *ag; /* in cluster->groups */
 	GArray *alive; /* uint32_t instance indices */
 	uint32_t n_new;
+	int max_cap; /* its max size alone: the config group's max, its type's machines */
 } CaGroup;
 
 /* One allocation fraction and how long it held, in ms. */
@@ -1081,6 +1082,28 @@ static void export_instances(Engine *e)
 }
 
 
+/*
+ * A config group's max holds over all its machine types, but the core sees
+ * one node group per type: tell each the room the config group has left,
+ * as CA sees a group at its max size, so that the core neither asks for a
+ * node past the max nor backs off a type for a refusal no cloud would give.
+ * It follows from the targets, which change only in loops that act.
+ */
+static void export_max_sizes(Engine *e)
+{
+	g_autofree int64_t *size = g_new0(int64_t, e->cl->groups->len);
+
+	for (guint k = 0; k < e->n_cags; k++)
+		size[e->cags[k].cfg] += e->cags[k].ag->target_size;
+	for (guint k = 0; k < e->n_cags; k++) {
+		CaGroup *cg = &e->cags[k];
+		const SimGroupCfg *gc = &g_array_index(e->cl->groups, SimGroupCfg, cg->cfg);
+		int64_t room = MAX(0, (int64_t)gc->max - size[cg->cfg]);
+
+		cg->ag->max_size = (int)MIN((int64_t)cg->max_cap, cg->ag->target_size + room);
+	}
+}
+
 static bool decision_acts(const struct as_decision *d)
 {
 	if (d->scale_up_group || d->scale_down_nodes->len || d->evict_pods->len ||
@@ -1180,6 +1203,7 @@ static int autoscale(Engine *e)
 	e->loops_full++;
 	e->loop_no = e->loops;
 	export_instances(e);
+	export_max_sizes(e);
 	rc = as_run_once(e->c, &e->opts, e->now, &run_env, &d, &msg);
 	if (rc < 0) {
 		e->err = g_strdup_printf("autoscaler at t=%" G_GINT64_FORMAT "ms: %s", e->now, msg);
@@ -1517,6 +1541,7 @@ static int setup(Engine *e, char **err)
 				ag->max_size = (int)MIN((int64_t)gc->max, cap);
 				if (ag->max_size < ag->min_size)
 					ag->max_size = ag->min_size;
+				cg->max_cap = ag->max_size;
 				ag->template_node = make_template(e, gc, mt, ag->id);
 				ag->price = mt->cost_per_hour;
 				ag->scale_up_time = AS_TIME_NEVER;

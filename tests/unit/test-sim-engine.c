@@ -248,6 +248,47 @@ START_TEST(test_provisioning_delay_honoured)
 }
 END_TEST
 
+/*
+ * A group's max holds over all its machine types.  Group g may use types
+ * a (4 cores) and b (8 cores), max 1 node; boot 60 s, unneeded 1 m.
+ *   t=0   p1 (3 cores, 100 s): scale up a (least waste)
+ *   t=5   p2 (3 cores, 10 s) does not fit beside p1; the group is at its
+ *         max, so no scale-up: it waits for p1
+ *   t=60  a ready, p1 runs (waited 60 s); t=160 p1 ends, p2 runs (155 s)
+ *   t=170 p2 ends; a unneeded from 170, deleted at 230
+ *   t=240 p3 (7 cores, only b fits): scale up b, ready at 300 (60 s)
+ * Two scale-ups.  Before, the core saw max 1 for a and for b, asked b for
+ * a node at 10 past the group's max, was refused, and backed b off for
+ * 5 minutes, so p3 waited until 320 and 380: 140 s, and three scale-ups.
+ */
+START_TEST(test_group_max_over_types)
+{
+	g_autoptr(SimCluster) c = load(
+		"[cluster]\ndeprovision_delay = fixed 0s\n[boot b]\ndelay = fixed 60s\n"
+		"[machine a]\ncpu = 4\nmemory = 16Gi\ncount = 5\n"
+		"[machine b]\ncpu = 8\nmemory = 32Gi\ncount = 5\n"
+		"[group g]\nclass = container\nmachine_types = a, b\nboot = b\nmax = 1\n"
+		"[autoscaler]\nscan-interval = 10s\nscale-down-unneeded-time = 1m\n"
+		"scale-down-delay-after-add = 0s\n");
+	SimPod pods[] = {pod("container", 0, 100, 3000, 1), pod("container", 5, 10, 3000, 1),
+			 pod("container", 240, 100, 7000, 1)};
+	SimResult r;
+
+	for (int full = 0; full <= 1; full++) {
+		run(c, pods, 3, 600, full, 1, &r);
+		check_conservation(&r);
+		ck_assert_uint_eq(r.finished, 3);
+		ck_assert_double_eq_tol(r.pending_p50, 60, EPS);
+		ck_assert_double_eq_tol(r.pending_max, 155, EPS);
+		ck_assert_double_eq_tol(r.pending_mean, (60 + 155 + 60) / 3.0, EPS);
+		ck_assert_int_eq(r.groups[0].nodes_peak, 1);
+		ck_assert_int_eq(r.groups[0].scale_ups, 2);
+		ck_assert_int_eq(r.scale_ups, 2);
+		sim_result_clear(&r);
+	}
+}
+END_TEST
+
 #define TWO_GROUPS(MODE, OWN_A, OWN_B)                                                           \
 	"[cluster]\nmode = " MODE "\n[boot fast]\ndelay = fixed 10s\n"                           \
 	"[machine m]\ncpu = 4\nmemory = 16Gi\ncount = 4\n"                                      \
@@ -503,6 +544,7 @@ int main(void)
 	tcase_add_test(t, test_long_run_sampling);
 	tcase_add_test(t, test_pool_exhausted);
 	tcase_add_test(t, test_provisioning_delay_honoured);
+	tcase_add_test(t, test_group_max_over_types);
 	tcase_add_test(t, test_dedicated_never_lends);
 	tcase_add_test(t, test_baremetal_whole_machine);
 	tcase_add_test(t, test_vm_needs_vm_worker);
