@@ -545,16 +545,24 @@ static void pod_destroy(struct as_pod *ap)
 	pod_free_ap(ap);
 }
 
+/* One resource's NodeResourcesFit score, 0..100, rounded down as kube-scheduler does:
+ * requested x 100 / capacity (most-allocated) or free x 100 / capacity (least-allocated). */
+static int64_t resource_score(int64_t requested, int64_t capacity, bool most)
+{
+	if (capacity <= 0)
+		return 0;
+	requested = MIN(requested, capacity);
+	return (int64_t)((__int128)(most ? requested : capacity - requested) * 100 / capacity);
+}
+
 /* kube-scheduler's NodeResourcesFit scores, 0..100, integers so ties are exact. */
 static int64_t score(const Engine *e, const Node *n, const struct as_pod *p)
 {
 	const struct as_resources *al = &n->an->allocatable;
-	int64_t cpu = al->cpu ? (n->used.cpu + p->requests.cpu) * 100 / al->cpu : 100;
-	int64_t mem = al->mem ? (n->used.mem + p->requests.mem) * 100 / al->mem : 100;
+	bool most = e->cl->most_allocated;
 
-	if (e->cl->most_allocated)
-		return (cpu + mem) / 2;
-	return ((100 - cpu) + (100 - mem)) / 2;
+	return (resource_score(n->used.cpu + p->requests.cpu, al->cpu, most) +
+		resource_score(n->used.mem + p->requests.mem, al->mem, most)) / 2;
 }
 
 /* Filter (the core's predicates) and score; NULL when no node fits. */

@@ -289,6 +289,36 @@ START_TEST(test_group_max_over_types)
 }
 END_TEST
 
+/*
+ * Scores are kube-scheduler's NodeResourcesFit integers, each resource
+ * rounded down: least-allocated gives (capacity - requested) x 100 /
+ * capacity.  Node x (3 cores, 3 GiB, empty) and node y (100 cores, 100
+ * GiB, 32 and 32 GiB in use); a pod of 1 core and 1 GiB scores
+ * 200/3 = 66 on x and 6700/100 = 67 on y, so it goes to y.  Before, the
+ * score was 100 - requested x 100 / capacity, 67 on both, and the tie
+ * went to x, the first node.
+ */
+START_TEST(test_least_allocated_rounding)
+{
+	g_autoptr(SimCluster) c = load(
+		"[cluster]\n"
+		"[machine x]\ncpu = 3\nmemory = 3Gi\ncount = 1\n"
+		"[machine y]\ncpu = 100\nmemory = 100Gi\ncount = 1\n"
+		"[group gx]\nclass = container\nmachine_types = x\nmin = 1\nmax = 1\n"
+		"[group gy]\nclass = container\nmachine_types = y\nmin = 1\nmax = 1\n"
+		"[autoscaler]\nscan-interval = 10s\n");
+	SimPod pods[] = {pod("container", 0, 100, 32000, 32), pod("container", 1, 99, 1000, 1)};
+	SimResult r;
+
+	run(c, pods, 2, 100, false, 1, &r);
+	ck_assert_uint_eq(r.finished, 2);
+	/* x stays empty; y holds 32 cores from 0 and 33 from 1 to 100 */
+	ck_assert_double_eq_tol(r.groups[0].cpu_alloc_mean, 0, EPS);
+	ck_assert_double_eq_tol(r.groups[1].cpu_alloc_mean, (32 * 1 + 33 * 99) / 10000.0, EPS);
+	sim_result_clear(&r);
+}
+END_TEST
+
 #define TWO_GROUPS(MODE, OWN_A, OWN_B)                                                           \
 	"[cluster]\nmode = " MODE "\n[boot fast]\ndelay = fixed 10s\n"                           \
 	"[machine m]\ncpu = 4\nmemory = 16Gi\ncount = 4\n"                                      \
@@ -545,6 +575,7 @@ int main(void)
 	tcase_add_test(t, test_pool_exhausted);
 	tcase_add_test(t, test_provisioning_delay_honoured);
 	tcase_add_test(t, test_group_max_over_types);
+	tcase_add_test(t, test_least_allocated_rounding);
 	tcase_add_test(t, test_dedicated_never_lends);
 	tcase_add_test(t, test_baremetal_whole_machine);
 	tcase_add_test(t, test_vm_needs_vm_worker);
