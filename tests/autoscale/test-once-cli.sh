@@ -66,15 +66,16 @@ run run --in-cluster --cloud-provider=yusur --cloud-config "$tmp/none.conf"
 run run --kubeconfig a --in-cluster --cloud-provider=yusur --cloud-config x
 [ "$rc" -eq 2 ] || fail "run with --kubeconfig and --in-cluster: exit $rc"
 
-# --now wins over the snapshot's now: unneeded since 11:55, 10m needed
+# --now wins over the snapshot's now: unneeded since 11:55, more than 10m needed (CA:
+# since + 10m must be before now)
 snap=$dir/sd-not-unneeded-long-enough.json
-run once --snapshot "$snap" --now 2024-05-01T12:04:59Z
-grep -q '"n1": "NotUnneededLongEnough"' "$tmp/out" || fail "--now 12:04:59: n1 should stay"
 run once --snapshot "$snap" --now 2024-05-01T12:05:00Z
+grep -q '"n1": "NotUnneededLongEnough"' "$tmp/out" || fail "--now 12:05:00: n1 should stay"
+run once --snapshot "$snap" --now 2024-05-01T12:05:01Z
 python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["scale_down"]["nodes"] != ["n1"])' "$tmp/out" ||
-	fail "--now 12:05:00: n1 should go"
+	fail "--now 12:05:01: n1 should go"
 # booleans take Go's forms
-run once --snapshot "$snap" --now 2024-05-01T12:05:00Z --scale-down-enabled=false
+run once --snapshot "$snap" --now 2024-05-01T12:05:01Z --scale-down-enabled=false
 grep -q '"scale_down_status": "ScaleDownDisabled"' "$tmp/out" || fail "--scale-down-enabled=false"
 
 cli_finish "ok: autoscale once command line"

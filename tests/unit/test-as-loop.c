@@ -461,8 +461,20 @@ START_TEST(unneeded_timer)
 	ck_assert_str_eq(w2, "NotUnneededLongEnough");
 	ck_assert_int_eq(g_array_index(d->unneeded, struct as_unneeded, 0).since, NOW - 10 * MIN_MS + 1000);
 	as_decision_free(d);
+	/*
+	 * Exactly 10m is not yet enough: CA removes a node only once
+	 * since + scale-down-unneeded-time is before now (strictly).
+	 */
 	as_cluster_set_unneeded_since(s.c, "n1", NOW - 10 * MIN_MS);
+	expect_reason(&s, "NotUnneededLongEnough");
+	as_cluster_set_unneeded_since(s.c, "n1", NOW - 10 * MIN_MS - 1);
 	expect_removed(&s);
+	/* with an unneeded time of 0, a node found unneeded in this loop waits for the next */
+	g_hash_table_remove_all(s.c->unneeded_since);
+	s.o.scale_down_unneeded_time = 0;
+	expect_reason(&s, "NotUnneededLongEnough");
+	s.o.scale_down_unneeded_time = 10 * MIN_MS;
+	as_cluster_set_unneeded_since(s.c, "n1", NOW - 10 * MIN_MS - 1);
 	/* the node becomes busy: the timer resets (dropped from the output) */
 	s.victim->requests.cpu = 3000;
 	w3 = sd_run(&s, &d);
@@ -486,6 +498,8 @@ START_TEST(unready_time)
 	as_cluster_set_unneeded_since(s.c, "n1", NOW - 15 * MIN_MS);
 	expect_reason(&s, "NotUnreadyLongEnough");
 	as_cluster_set_unneeded_since(s.c, "n1", NOW - 20 * MIN_MS);
+	expect_reason(&s, "NotUnreadyLongEnough"); /* exactly 20m: not yet, as in CA */
+	as_cluster_set_unneeded_since(s.c, "n1", NOW - 20 * MIN_MS - 1);
 	expect_removed(&s);
 	sd_free(&s);
 }

@@ -160,8 +160,12 @@ START_TEST(loops_up_then_down)
 	ck_assert_uint_eq(d->unneeded->len, 3);
 	ck_assert_uint_eq(d->scale_down_nodes->len, 0);
 	as_decision_free(d);
-	/* 10 minutes later they go, all three at once (empty) */
+	/* exactly 10 minutes later they are not unneeded long enough yet (CA's Before) */
 	d = loop(c, &o, T0 + 15 * MIN_MS);
+	ck_assert_uint_eq(d->scale_down_nodes->len, 0);
+	as_decision_free(d);
+	/* a loop later they go, all three at once (empty) */
+	d = loop(c, &o, T0 + 15 * MIN_MS + 10000);
 	ck_assert_uint_eq(d->scale_down_nodes->len, 3);
 	ck_assert_int_eq(g_array_index(d->groups, struct as_group_state, 0).target_size, 0);
 	ck_assert_int_eq(((struct as_node_group *)c->groups->pdata[0])->n_instances, 0);

@@ -93,11 +93,12 @@ static void check_conservation(const SimResult *r)
  *   t=10  loop: the pod is pending -> scale up by 1; machine taken at 10
  *   t=70  node ready (boot fixed 60 s), the pod binds: pending 70-5 = 65 s
  *   t=170 the pod ends; the loop at 170 finds the node empty: unneeded since 170
- *   t=230 unneeded for 60 s = scale-down-unneeded-time: deleted
- *   t=260 the machine is back in the pool (deprovision 30 s)
- * Until 400 s: machine held 10..260 = 250 s = 0.0694444 h, cost 2/h ->
- * 0.138889; the node counted (provisioning + ready) 10..230 = 220 s, mean
- * 220/400 = 0.55; one scale-up, one scale-down; 41 loops (0, 10, ..., 400).
+ *   t=230 unneeded for 60 s, not more than scale-down-unneeded-time: kept
+ *   t=240 unneeded for 70 s: deleted
+ *   t=270 the machine is back in the pool (deprovision 30 s)
+ * Until 400 s: machine held 10..270 = 260 s = 0.0722222 h, cost 2/h ->
+ * 0.144444; the node counted (provisioning + ready) 10..240 = 230 s, mean
+ * 230/400 = 0.575; one scale-up, one scale-down; 41 loops (0, 10, ..., 400).
  */
 START_TEST(test_tiny_hand_computed)
 {
@@ -111,9 +112,9 @@ START_TEST(test_tiny_hand_computed)
 	ck_assert_uint_eq(r.finished, 1);
 	ck_assert_double_eq_tol(r.pending_p50, 65, EPS);
 	ck_assert_double_eq_tol(r.pending_max, 65, EPS);
-	ck_assert_double_eq_tol(r.overall.machine_hours, 250.0 / 3600, EPS);
-	ck_assert_double_eq_tol(r.groups[0].cost, 250.0 / 3600 * 2, EPS);
-	ck_assert_double_eq_tol(r.groups[0].nodes_mean, 220.0 / 400, EPS);
+	ck_assert_double_eq_tol(r.overall.machine_hours, 260.0 / 3600, EPS);
+	ck_assert_double_eq_tol(r.groups[0].cost, 260.0 / 3600 * 2, EPS);
+	ck_assert_double_eq_tol(r.groups[0].nodes_mean, 230.0 / 400, EPS);
 	ck_assert_int_eq(r.groups[0].nodes_peak, 1);
 	ck_assert_int_eq(r.scale_ups, 1);
 	ck_assert_int_eq(r.scale_downs, 1);
@@ -121,9 +122,9 @@ START_TEST(test_tiny_hand_computed)
 	ck_assert_int_eq(r.groups[0].scale_downs, 1);
 	ck_assert_int_eq(r.machines_used_peak, 1);
 	ck_assert_int_eq(r.machines_total, 3);
-	/* Ready 70..230: CPU 2/4 for 100 s of 160, memory 4/16. */
-	ck_assert_double_eq_tol(r.groups[0].cpu_alloc_mean, 50.0 / 160, EPS);
-	ck_assert_double_eq_tol(r.groups[0].mem_alloc_mean, 25.0 / 160, EPS);
+	/* Ready 70..240: CPU 2/4 for 100 s of 170, memory 4/16. */
+	ck_assert_double_eq_tol(r.groups[0].cpu_alloc_mean, 50.0 / 170, EPS);
+	ck_assert_double_eq_tol(r.groups[0].mem_alloc_mean, 25.0 / 170, EPS);
 	ck_assert_double_eq_tol(r.groups[0].cpu_alloc_p95, 0.5, EPS);
 	ck_assert_uint_eq(r.loops, 41);
 	sim_result_clear(&r);
