@@ -534,15 +534,14 @@ static void cluster_state(struct run *r)
 }
 
 /*
- * Nodes being deleted are not unready (cluster_state()), but they are
- * nodes of the cluster: CA takes the percentage of all of them.
+ * Nodes being deleted are not unready (cluster_state()), nor are nodes
+ * still starting, but they are nodes of the cluster: CA takes the
+ * percentage of all of them (len(csr.nodes)).
  */
 static bool cluster_unhealthy(const struct run *r)
 {
-	int total = r->d->ready + r->d->unready + r->d->deleted;
-
 	return r->d->unready > r->o->ok_total_unready_count &&
-	       (double)r->d->unready > r->o->max_total_unready_percentage / 100.0 * total;
+	       (double)r->d->unready > r->o->max_total_unready_percentage / 100.0 * r->n_nodes;
 }
 
 /* --- DaemonSet pods on new nodes --------------------------------------- */
@@ -1622,9 +1621,9 @@ static void scale_down(struct run *r)
 static void report_unhealthy(struct run *r)
 {
 	g_autofree char *why = g_strdup_printf(
-		"ClusterUnhealthy: %d of %d nodes unready (ok-total-unready-count %" G_GINT64_FORMAT
+		"ClusterUnhealthy: %d of %u nodes unready (ok-total-unready-count %" G_GINT64_FORMAT
 		", max-total-unready-percentage %g)",
-		r->d->unready, r->d->ready + r->d->unready, r->o->ok_total_unready_count,
+		r->d->unready, r->n_nodes, r->o->ok_total_unready_count,
 		r->o->max_total_unready_percentage);
 
 	for (guint k = 0; k < r->c->pods->len; k++) {

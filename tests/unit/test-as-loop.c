@@ -961,6 +961,47 @@ START_TEST(unhealthy_and_unregistered)
 }
 END_TEST
 
+/*
+ * CA's health check takes the unready count against every node of the
+ * cluster (len(csr.nodes)), those still starting too: 4 unready of 10
+ * nodes, 5 of them not started yet, is 40% and healthy.
+ */
+START_TEST(unhealthy_percentage_of_all_nodes)
+{
+	struct su s;
+	struct as_decision *d;
+
+	su_init(&s, 1);
+	for (int i = 0; i < 4; i++) {
+		g_autofree char *n = g_strdup_printf("bad%d", i);
+
+		b_add(s.c, s.g, b_node(n, 1000, 1024, 110))->ready = false;
+	}
+	b_add(s.c, s.g, b_node("good", 1000, 1024, 110));
+	for (int i = 0; i < 5; i++) {
+		g_autofree char *n = g_strdup_printf("new%d", i);
+		struct as_node *x = b_add(s.c, s.g, b_node(n, 1000, 1024, 110));
+
+		x->ready = false;
+		x->creation_time = NOW - MIN_MS; /* within max-node-startup-time */
+	}
+	d = b_run(s.c, &s.o, NOW);
+	ck_assert_int_eq(d->unready, 4);
+	ck_assert_int_eq(d->not_started, 5);
+	ck_assert_str_eq(d->status, "ok");
+	as_decision_free(d);
+	/* a fifth unready node: 5 of 11 is 45.5%, above 45% */
+	b_add(s.c, s.g, b_node("bad4", 1000, 1024, 110))->ready = false;
+	d = b_run(s.c, &s.o, NOW);
+	ck_assert_str_eq(d->status, "ClusterUnhealthy");
+	ck_assert_str_eq(kvs_get(&d->unhelped, "default/p0"),
+			 "ClusterUnhealthy: 5 of 11 nodes unready (ok-total-unready-count 3, "
+			 "max-total-unready-percentage 45)");
+	as_decision_free(d);
+	su_free(&s);
+}
+END_TEST
+
 START_TEST(balance_similar)
 {
 	struct as_cluster *c = as_cluster_new();
@@ -1168,6 +1209,7 @@ int main(void)
 	tcase_add_test(up, no_group_fits_all);
 	tcase_add_test(up, filter_out_schedulable_by_priority);
 	tcase_add_test(up, unhealthy_and_unregistered);
+	tcase_add_test(up, unhealthy_percentage_of_all_nodes);
 	tcase_add_test(up, balance_similar);
 	tcase_add_test(up, random_expander_across_loops);
 	tcase_add_test(up, invariant_check_catches);
