@@ -1302,7 +1302,13 @@ static int loop_once(struct daemon *dm, bool first)
 		not_triggered_events(dm, d, now);
 		observe(&dm->m, FN_UP, secs_since(t));
 		t = g_get_monotonic_time();
-		soft_taints(dm, c, d, now);
+		/*
+		 * An unhealthy loop has no unneeded nodes (its timers start
+		 * over) but leaves the DeletionCandidate taints as they are, as
+		 * CA, which does not reach its scale-down in such a loop.
+		 */
+		if (strcmp(d->status, "ok") == 0)
+			soft_taints(dm, c, d, now);
 		for (guint i = 0; i < d->scale_down_nodes->len; i++)
 			start_deletion(dm, c, d->scale_down_nodes->pdata[i], now);
 		progress_deletions(dm, c, now);

@@ -12,8 +12,9 @@
  *   of the snapshot that are not themselves unneeded in this loop.
  * - unneeded_since[node] keeps the first loop time of an unbroken run of
  *   unneeded loops; a loop in which the node is not unneeded drops it (the
- *   timer resets).  Output = input time for nodes still unneeded, now for
- *   newly unneeded ones.
+ *   timer resets), and so does a ClusterUnhealthy loop, for every node.
+ *   Output = input time for nodes still unneeded, now for newly unneeded
+ *   ones.
  * - An unneeded node is deleted once now - since > scale-down-unneeded-time
  *   (scale-down-unready-time for an unready node; strictly more, as CA's
  *   since.Add(time).Before(now), so a node found unneeded at t with a 10m
@@ -1636,30 +1637,6 @@ static void report_unhealthy(struct run *r)
 		unremovable(r, i, "%s", why);
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void keep_unneeded(struct run *r)
-{
-	GHashTableIter it;
-	gpointer k, v;
-	g_autoptr(GPtrArray) names = g_ptr_array_new();
-
-	g_hash_table_iter_init(&it, r->c->unneeded_since);
-	while (g_hash_table_iter_next(&it, &k, &v))
-		g_ptr_array_add(names, k);
-	g_ptr_array_sort(names, cmp_str);
-	for (guint i = 0; i < names->len; i++) {
-		struct as_unneeded un = {g_strdup(names->pdata[i]),
-					 *(int64_t *)g_hash_table_lookup(r->c->unneeded_since,
-									names->pdata[i])};
-
-		g_array_append_val(r->d->unneeded, un);
-	}
-}
-
 int as_decision_check(const struct as_cluster *c, const struct as_decision *d, char **msg)
 {
 	g_autoptr(GHashTable) deleted = g_hash_table_new(g_str_hash, g_str_equal);
@@ -1742,7 +1719,11 @@ int as_run_once(const struct as_cluster *c, const struct as_options *o, int64_t 
 		r.d->status = "ClusterUnhealthy";
 		r.d->scale_down_status = "ClusterUnhealthy";
 		report_unhealthy(&r);
-		keep_unneeded(&r);
+		/*
+		 * Nor are unneeded nodes kept (CA's CleanUpUnneededNodes()):
+		 * nobody looked at them in this loop, so their time as unneeded
+		 * starts over in the next healthy one.
+		 */
 		goto done;
 	}
 	build_snapshot(&r);

@@ -489,6 +489,42 @@ START_TEST(unneeded_timer)
 }
 END_TEST
 
+/*
+ * A ClusterUnhealthy loop decides nothing and, as CA's
+ * scaleDownPlanner.CleanUpUnneededNodes(), forgets the unneeded nodes:
+ * a node is removed only after being seen unneeded continuously, and in
+ * an unhealthy loop nobody looked.
+ */
+START_TEST(unhealthy_resets_unneeded_timers)
+{
+	struct sd s;
+	struct as_decision *d;
+
+	sd_init(&s);
+	for (int i = 0; i < 4; i++) {
+		g_autofree char *n = g_strdup_printf("bad%d", i);
+
+		b_add(s.c, NULL, b_node(n, 1000, 1024, 110))->ready = false;
+	}
+	d = b_run(s.c, &s.o, NOW);
+	ck_assert_str_eq(d->status, "ClusterUnhealthy");
+	ck_assert_uint_eq(d->scale_down_nodes->len, 0);
+	ck_assert_uint_eq(d->unneeded->len, 0);
+	as_cluster_carry_state(s.c, d);
+	as_decision_free(d);
+	/* healthy again 10 s later: n1's timer starts over */
+	for (int i = 0; i < 4; i++)
+		((struct as_node *)s.c->nodes->pdata[2 + i])->ready = true;
+	d = b_run(s.c, &s.o, NOW + 10000);
+	ck_assert_str_eq(d->status, "ok");
+	ck_assert_str_eq(kvs_get(&d->unremovable, "n1"), "NotUnneededLongEnough");
+	ck_assert_uint_eq(d->unneeded->len, 1);
+	ck_assert_int_eq(g_array_index(d->unneeded, struct as_unneeded, 0).since, NOW + 10000);
+	as_decision_free(d);
+	sd_free(&s);
+}
+END_TEST
+
 START_TEST(unready_time)
 {
 	struct sd s;
@@ -1192,6 +1228,7 @@ int main(void)
 	tcase_add_test(down, utilization_threshold);
 	tcase_add_test(down, unneeded_timer);
 	tcase_add_test(down, unready_time);
+	tcase_add_test(down, unhealthy_resets_unneeded_timers);
 	tcase_add_test(down, cooldowns);
 	tcase_add_test(down, cooldown_after_scale_up_in_same_loop);
 	tcase_add_test(down, min_size);
