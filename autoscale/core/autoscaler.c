@@ -509,10 +509,15 @@ static void cluster_state(struct run *r)
 			gs.scale_up_time = AS_TIME_NEVER;
 			backoff(r, g, &gs);
 			up = 0;
-		} else if (errored > 0) {
+		} else if (errored > 0 && grp->scale_up_time != AS_TIME_NEVER) {
 			/*
-			 * The provider reported creation errors: back off at once and
-			 * delete the failed instances (above); the others may still come.
+			 * The provider reported creation errors in a scale-up: back off
+			 * at once and delete the failed instances (above); the others
+			 * may still come.  Once, as CA backs off only for errors it has
+			 * not seen and while the group is scaling up: the scale-up ends
+			 * here, and a failed instance still listed later (one kept for
+			 * min size, or whose deletion is slow) does not back the group
+			 * off again in every loop.
 			 */
 			gs.scale_up_time = AS_TIME_NEVER;
 			backoff(r, g, &gs);

@@ -891,6 +891,50 @@ START_TEST(creation_errors_back_off_at_once)
 }
 END_TEST
 
+/*
+ * An instance the provider failed to create backs its group off once, in
+ * the scale-up that asked for it (CA: only instances not seen before, and
+ * only while the group is scaling up).  At min size it is not deleted and
+ * stays listed loop after loop; that must not back the group off again
+ * each time, doubling up to 30m and never letting it scale up.
+ */
+START_TEST(creation_error_seen_again_no_new_backoff)
+{
+	struct su s;
+	struct as_decision *d;
+	const struct as_group_state *gs;
+
+	su_init(&s, 1);
+	s.g->min_size = 1;
+	s.g->target_size = 1;
+	s.g->instances = g_new0(struct as_instance, 1);
+	s.g->instances[0] = (struct as_instance){g_strdup("i0"), AS_INSTANCE_CREATING,
+						 AS_ERROR_OUT_OF_RESOURCES, NOW - 6 * MIN_MS};
+	s.g->n_instances = 1;
+	/* backed off 6 minutes ago for it, the scale-up is over */
+	s.g->scale_up_time = AS_TIME_NEVER;
+	s.g->backoff_duration = 5 * MIN_MS;
+	s.g->backoff_until = NOW - MIN_MS;
+	s.g->last_failure = NOW - 6 * MIN_MS;
+	ck_assert_int_eq(su_delta(&s, &d), 1);
+	gs = &g_array_index(d->groups, struct as_group_state, 0);
+	ck_assert_uint_eq(d->delete_instances->len, 0); /* min size 1 */
+	ck_assert_int_eq(gs->backoff_until, NOW - MIN_MS);
+	ck_assert_int_eq(gs->backoff_duration, 5 * MIN_MS);
+	ck_assert_int_eq(gs->target_size, 2);
+	as_decision_free(d);
+	/* still within that backoff: it is neither lengthened nor doubled */
+	s.g->backoff_until = NOW + 4 * MIN_MS;
+	s.g->last_failure = NOW - MIN_MS;
+	ck_assert_int_eq(su_delta(&s, &d), 0);
+	gs = &g_array_index(d->groups, struct as_group_state, 0);
+	ck_assert_int_eq(gs->backoff_until, NOW + 4 * MIN_MS);
+	ck_assert_int_eq(gs->backoff_duration, 5 * MIN_MS);
+	as_decision_free(d);
+	su_free(&s);
+}
+END_TEST
+
 START_TEST(expendable_and_daemonset)
 {
 	struct su s;
@@ -1241,6 +1285,7 @@ int main(void)
 	tcase_add_test(up, backoff);
 	tcase_add_test(up, never_registered_backs_off);
 	tcase_add_test(up, creation_errors_back_off_at_once);
+	tcase_add_test(up, creation_error_seen_again_no_new_backoff);
 	tcase_add_test(up, expendable_and_daemonset);
 	tcase_add_test(up, new_pod_scale_up_delay);
 	tcase_add_test(up, no_group_fits_all);
