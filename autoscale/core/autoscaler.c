@@ -22,7 +22,8 @@
  *   (delay-after-add since the last scale-up, including one in this loop;
  *   delay-after-delete; delay-after-failure), without taking its group
  *   below min size or the cluster below the cores/memory minimums (nodes
- *   with the ToBeDeleted taint count as already gone for both), and
+ *   with the ToBeDeleted taint count as already gone for both; the
+ *   --gpu-total minimum too, for nodes with GPUs), and
  *   within max-scale-down-parallelism (empty nodes) and
  *   max-drain-parallelism (nodes with pods to move).  Empty nodes go first.
  * Invariants, checked by as_decision_check() after every loop unless built
@@ -208,7 +209,7 @@ struct run {
 	 */
 	int *deleting;
 	/* Capacity of the nodes not being deleted, for the scale-down minimums. */
-	int64_t sd_cores, sd_mem;
+	int64_t sd_cores, sd_mem, sd_gpu;
 	bool *backed_off;
 	/*
 	 * One pod per DaemonSet (see ds_samples()), NULL until first needed;
@@ -439,6 +440,7 @@ static void cluster_state(struct run *r)
 		if (!being_deleted) {
 			r->sd_cores = as_sat_add(r->sd_cores, cores_of(n));
 			r->sd_mem = as_sat_add(r->sd_mem, mem_of(n));
+			r->sd_gpu = as_sat_add(r->sd_gpu, n->capacity.gpu);
 		}
 		if (g >= 0 && r->readiness[i] == R_READY)
 			ready[g]++;
@@ -533,6 +535,8 @@ static void cluster_state(struct run *r)
 			r->total_mem = as_sat_add(r->total_mem, as_sat_mul(up, mem_of(grp->template_node)));
 			r->sd_cores = as_sat_add(r->sd_cores, as_sat_mul(up, cores_of(grp->template_node)));
 			r->sd_mem = as_sat_add(r->sd_mem, as_sat_mul(up, mem_of(grp->template_node)));
+			r->sd_gpu = as_sat_add(r->sd_gpu,
+					       as_sat_mul(up, grp->template_node->capacity.gpu));
 			r->total_gpu = as_sat_add(r->total_gpu, as_sat_mul(up, grp->template_node->capacity.gpu));
 		}
 		g_array_append_val(r->d->groups, gs);
@@ -1519,7 +1523,7 @@ static void scale_down(struct run *r)
 	g_autofree int32_t *pdb_left = g_new0(int32_t, c->pdbs->len ? c->pdbs->len : 1);
 	g_autoptr(GHashTable) hints = g_hash_table_new(g_str_hash, g_str_equal);
 	g_autofree int *deleted_in_group = g_new0(int, c->groups->len ? c->groups->len : 1);
-	int64_t cores = r->sd_cores, mem = r->sd_mem;
+	int64_t cores = r->sd_cores, mem = r->sd_mem, gpu = r->sd_gpu;
 	int n_deleted = 0, n_drained = 0;
 	g_autoptr(GHashTable) deleted = g_hash_table_new(g_str_hash, g_str_equal);
 	struct removal rm = {0};
@@ -1576,7 +1580,9 @@ static void scale_down(struct run *r)
 		} else if (r->target[g] - r->deleting[g] - deleted_in_group[g] - 1 < grp->min_size) {
 			unremovable(r, i, "NodeGroupMinSizeReached: %s at min size %d", grp->id,
 				    grp->min_size);
-		} else if (cores - cores_of(n) < o->cores_min || mem - mem_of(n) < gib_bytes(o->memory_min)) {
+		} else if (cores - cores_of(n) < o->cores_min ||
+			   mem - mem_of(n) < gib_bytes(o->memory_min) ||
+			   (n->capacity.gpu > 0 && gpu - n->capacity.gpu < o->gpu_min)) {
 			unremovable(r, i, "MinimalResourceLimitExceeded");
 		} else if (n_deleted >= o->max_scale_down_parallelism) {
 			unremovable(r, i, "MaxScaleDownParallelismReached");
@@ -1607,6 +1613,7 @@ static void scale_down(struct run *r)
 			g_array_index(r->d->groups, struct as_group_state, (guint)g).target_size--;
 			cores -= cores_of(n);
 			mem -= mem_of(n);
+			gpu -= n->capacity.gpu;
 			n_deleted++;
 			if (!cd->empty)
 				n_drained++;

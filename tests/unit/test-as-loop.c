@@ -609,6 +609,29 @@ START_TEST(cores_min)
 }
 END_TEST
 
+/*
+ * --gpu-total's MIN holds in scale-down as --cores-total's does (CA keeps
+ * every resource limit, GPUs too); a node without GPUs takes none away.
+ */
+START_TEST(gpu_min)
+{
+	struct sd s;
+
+	sd_init(&s);
+	s.n1->capacity.gpu = s.n1->allocatable.gpu = 1;
+	s.n2->capacity.gpu = s.n2->allocatable.gpu = 1;
+	s.o.gpu_min = 2; /* 2 GPUs in the cluster, removing n1 leaves 1 */
+	expect_reason(&s, "MinimalResourceLimitExceeded");
+	s.o.gpu_min = 1;
+	expect_removed(&s);
+	/* below the minimum already, but n1 has no GPU: its removal changes nothing */
+	s.n1->capacity.gpu = s.n1->allocatable.gpu = 0;
+	s.o.gpu_min = 5;
+	expect_removed(&s);
+	sd_free(&s);
+}
+END_TEST
+
 START_TEST(parallelism_and_empty_first)
 {
 	struct as_cluster *c = as_cluster_new();
@@ -1277,6 +1300,7 @@ int main(void)
 	tcase_add_test(down, cooldown_after_scale_up_in_same_loop);
 	tcase_add_test(down, min_size);
 	tcase_add_test(down, cores_min);
+	tcase_add_test(down, gpu_min);
 	tcase_add_test(down, parallelism_and_empty_first);
 	tcase_add_test(up, scale_up_base);
 	tcase_add_test(up, limits);
