@@ -256,11 +256,12 @@ END_TEST
  *   t=5   p2 (3 cores, 10 s) does not fit beside p1; the group is at its
  *         max, so no scale-up: it waits for p1
  *   t=60  a ready, p1 runs (waited 60 s); t=160 p1 ends, p2 runs (155 s)
- *   t=170 p2 ends; a unneeded from 170, deleted at 230
- *   t=240 p3 (7 cores, only b fits): scale up b, ready at 300 (60 s)
+ *   t=170 p2 ends; a unneeded from 170, deleted at 240 (unneeded for
+ *         more than 1 m)
+ *   t=250 p3 (7 cores, only b fits): scale up b, ready at 310 (60 s)
  * Two scale-ups.  Before, the core saw max 1 for a and for b, asked b for
  * a node at 10 past the group's max, was refused, and backed b off for
- * 5 minutes, so p3 waited until 320 and 380: 140 s, and three scale-ups.
+ * 5 minutes, so p3 waited past the backoff, and three scale-ups.
  */
 START_TEST(test_group_max_over_types)
 {
@@ -272,7 +273,7 @@ START_TEST(test_group_max_over_types)
 		"[autoscaler]\nscan-interval = 10s\nscale-down-unneeded-time = 1m\n"
 		"scale-down-delay-after-add = 0s\n");
 	SimPod pods[] = {pod("container", 0, 100, 3000, 1), pod("container", 5, 10, 3000, 1),
-			 pod("container", 240, 100, 7000, 1)};
+			 pod("container", 250, 100, 7000, 1)};
 	SimResult r;
 
 	for (int full = 0; full <= 1; full++) {
