@@ -18,7 +18,8 @@
  * - An unneeded node is deleted once now - since > scale-down-unneeded-time
  *   (scale-down-unready-time for an unready node; strictly more, as CA's
  *   since.Add(time).Before(now), so a node found unneeded at t with a 10m
- *   time and a 10s loop goes at t+10m10s), outside every cooldown
+ *   time and a 10s loop goes at t+10m10s; a time of 0 waits for nothing,
+ *   as CA's removalThreshold > 0 test), outside every cooldown
  *   (delay-after-add since the last scale-up, including one in this loop;
  *   delay-after-delete; delay-after-failure), without taking its group
  *   below min size or the cluster below the cores/memory minimums (nodes
@@ -1571,7 +1572,7 @@ static void scale_down(struct run *r)
 		g_array_append_val(r->d->unneeded, un);
 		need = r->readiness[i] == R_UNREADY ? o->scale_down_unready_time
 						    : o->scale_down_unneeded_time;
-		if (r->now - un.since <= need) {
+		if (need > 0 && r->now - un.since <= need) {
 			unremovable(r, i, "%s",
 				    r->readiness[i] == R_UNREADY ? "NotUnreadyLongEnough"
 								 : "NotUnneededLongEnough");
