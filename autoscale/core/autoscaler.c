@@ -7,7 +7,8 @@
  * Scale-down tracking, the state this file owns across loops:
  * - A node is *unneeded* in a loop when it is a candidate (autoscaled,
  *   not being deleted, not annotated scale-down-disabled, its group above
- *   min size), its utilization is at most the threshold, no pod on it is
+ *   min size), its utilization is below the threshold (CA's own code
+ *   keeps a node whose utilization equals it), no pod on it is
  *   blocked by a drain rule, and all its movable pods fit on other nodes
  *   of the snapshot that are not themselves unneeded in this loop.
  * - unneeded_since[node] keeps the first loop time of an unbroken run of
@@ -1352,8 +1353,8 @@ static bool candidate_ok(struct run *r, guint i, bool *empty)
 	u = utilization(r, i);
 	thr = n->allocatable.gpu > 0 ? r->o->scale_down_gpu_utilization_threshold
 				     : r->o->scale_down_utilization_threshold;
-	if (u > thr) {
-		unremovable(r, i, "NotUnderutilized: utilization %.3f above threshold %g", u, thr);
+	if (u >= thr) {
+		unremovable(r, i, "NotUnderutilized: utilization %.3f not below threshold %g", u, thr);
 		return false;
 	}
 	*empty = true;

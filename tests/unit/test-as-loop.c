@@ -431,13 +431,13 @@ START_TEST(utilization_threshold)
 	struct sd s;
 
 	sd_init(&s);
-	s.victim->requests.cpu = 2000; /* exactly 0.5: underutilized (<=) */
+	s.victim->requests.cpu = 1999; /* below 0.5: underutilized */
 	expect_removed(&s);
-	s.victim->requests.cpu = 2001;
-	expect_reason(&s, "NotUnderutilized: utilization 0.500 above threshold 0.5");
+	s.victim->requests.cpu = 2000; /* exactly 0.5: not (CA: utilization >= threshold keeps it) */
+	expect_reason(&s, "NotUnderutilized: utilization 0.500 not below threshold 0.5");
 	s.victim->requests.cpu = 100;
 	s.victim->requests.mem = 5000 * MIB; /* memory decides: max of the two */
-	expect_reason(&s, "NotUnderutilized: utilization 0.610 above threshold 0.5");
+	expect_reason(&s, "NotUnderutilized: utilization 0.610 not below threshold 0.5");
 	sd_free(&s);
 }
 END_TEST
