@@ -40,9 +40,11 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -268,6 +270,48 @@ static char *leads_elsewhere(const char *path)
 	return NULL;
 }
 
+/*
+ * Does a process listen on the unix socket @name in the directory @dfd?
+ * 1 yes, 0 no (connection refused: a socket left by one that is gone), or
+ * -errno when that cannot be told.
+ */
+static int socket_listened(int dfd, const char *name)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	int fd, r;
+
+	if (g_snprintf(sun.sun_path, sizeof(sun.sun_path), "/proc/self/fd/%d/%s", dfd, name) >=
+	    (int)sizeof(sun.sun_path))
+		return -ENAMETOOLONG;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	r = connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0 ? 1 : errno;
+	close(fd);
+	if (r == 1 || r == EAGAIN)
+		return 1; /* accepted, or a live listener's full backlog */
+	return r == ECONNREFUSED ? 0 : -r;
+}
+
+/*
+ * Remove a forward's socket at @path that its rexec, killed, left behind:
+ * only a socket nobody listens on.  A file that was there before, or a
+ * socket another process made there since, is not ours.
+ */
+static void remove_stale_socket(const char *path)
+{
+	g_autofree char *dir = g_path_get_dirname(path), *base = g_path_get_basename(path);
+	struct stat st;
+	int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	if (dfd < 0)
+		return;
+	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode) &&
+	    socket_listened(dfd, base) == 0)
+		unlinkat(dfd, base, 0);
+	close(dfd);
+}
+
 /* Is anything mounted beneath @path now? */
 static bool mounts_beneath(const char *path)
 {
@@ -359,7 +403,7 @@ static unsigned undo(GPtrArray *recs)
 				       svc ? "service" : "forward", r->path, (int)r->pid);
 			/* Its own socket: the helper removes it as it stops, this is for a killed one. */
 			if (!svc && !(real = leads_elsewhere(r->path)))
-				unlink(r->path);
+				remove_stale_socket(r->path);
 		}
 	}
 	return left;
@@ -921,6 +965,41 @@ static int supervised(const struct cs_step *s, struct cs_supervise *sv, const ch
 	return wait_ready(s, ready, ready_timeout, sv->status, sv->log);
 }
 
+/*
+ * The forward's socket @name in the directory @dfd (@at for messages) is
+ * free for its rexec: nothing there, or a socket nobody listens on (left
+ * by a rexec that was killed), which is removed.  A file or a live
+ * socket that is there already is not the forward's to replace: rexec
+ * would fail on it, while the ready check, seeing the path, took it for
+ * the forward's, and down then removed it.  0, or -errno after a message.
+ */
+static int forward_target_free(int dfd, const char *name, const struct cs_step *s,
+			       const char *at)
+{
+	struct stat st;
+	int live;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISSOCK(st.st_mode)) {
+		fprintf(stderr, "%s: [%s]: %s exists and is not a socket: not replacing it\n",
+			qt_cli_prog(), s->section, at);
+		return -EEXIST;
+	}
+	live = socket_listened(dfd, name);
+	if (live == 0 && unlinkat(dfd, name, 0) == 0)
+		return 0;
+	if (live == 0)
+		live = -errno;
+	if (live > 0)
+		fprintf(stderr, "%s: [%s]: %s is in use: a process listens on it\n", qt_cli_prog(),
+			s->section, at);
+	else
+		fprintf(stderr, "%s: [%s]: cannot tell whether %s is in use: %s\n", qt_cli_prog(),
+			s->section, at, g_strerror(-live));
+	return live > 0 ? -EADDRINUSE : live;
+}
+
 static int step_forward(const char *root, const struct cs_step *s, const char *at,
 			const struct cs_env_opts *o,
 			const char *sdir, unsigned idx, struct journal *j)
@@ -942,6 +1021,10 @@ static int step_forward(const char *root, const struct cs_step *s, const char *a
 
 	if (dfd < 0)
 		return dfd;
+	if ((err = forward_target_free(dfd, base, s, at)) < 0) {
+		close(dfd);
+		return err;
+	}
 	/*
 	 * The socket goes in the directory just checked, whatever its path
 	 * leads to later (the supervisor keeps it as the program's 4).  The

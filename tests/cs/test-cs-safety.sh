@@ -366,6 +366,46 @@ check "up with a fuse-qtfs that mounted nothing fails (exit $rc: $(grep -F '[qtf
 	sh -c "[ $rc -eq 1 ] && grep -qF '[qtfs:/b/data]: fuse-qtfs could not mount unix:/nowhere:/b/data at $T/r16/b/data (exit 0, and the mount is not there)' '$T/out'"
 check "... and leaves no state or directory" sh -c "[ ! -e '$T/state/s16' ] && [ -z \"\$(ls -A '$T/r16')\" ]"
 
+# 17. A forward's socket path where something is already: a file, or a
+# socket another process listens on.  up took the path for the forward's
+# socket (its rexec failed with "in use"), said up, and down deleted what
+# was there.  Now up refuses it and leaves it; a socket nobody listens on
+# (a killed rexec's) is replaced, and down removes the forward's.
+mkdir -p "$T/r17/s"
+echo precious >"$T/r17/s/f.sock"
+fwd17() {
+	printf '[profile]\nname=s17\nroot=%s/r17\nrexec_host=unix:%s/nowhere\n' "$T" "$T"
+	printf '[forward:/s/%s]\nremote=/nowhere.sock\n' "$1"
+}
+fwd17 f.sock >"$T/s17.conf"
+REXEC=$top/rexec/rexec "$CS" up "$T/s17.conf" >"$T/out" 2>&1
+rc=$?
+"$CS" down "$T/s17.conf" >/dev/null 2>&1
+check "up with a file at a forward's socket path fails (exit $rc: $(grep -F '[forward:' "$T/out"))" \
+	sh -c "[ $rc -eq 1 ] && grep -qF '[forward:/s/f.sock]: $T/r17/s/f.sock exists and is not a socket' '$T/out'"
+check "... and up and down leave the file as it was" grep -qx precious "$T/r17/s/f.sock"
+python3 -c '
+import os, socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1] + ".tmp"); s.listen(4)
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(60)' "$T/r17/s/live.sock" &
+PIDS="$PIDS $!"
+wait_until 5 test -S "$T/r17/s/live.sock"
+fwd17 live.sock >"$T/s17.conf"
+REXEC=$top/rexec/rexec "$CS" up "$T/s17.conf" >"$T/out" 2>&1
+rc=$?
+"$CS" down "$T/s17.conf" >/dev/null 2>&1
+check "up with a live socket at a forward's socket path fails (exit $rc: $(grep -F '[forward:' "$T/out"))" \
+	sh -c "[ $rc -eq 1 ] && grep -qF '[forward:/s/live.sock]: $T/r17/s/live.sock is in use' '$T/out'"
+check "... and up and down leave that socket" test -S "$T/r17/s/live.sock"
+python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$T/r17/s/stale.sock"
+fwd17 stale.sock >"$T/s17.conf"
+REXEC=$top/rexec/rexec "$CS" up "$T/s17.conf" >"$T/out" 2>&1
+rc=$?
+check "up with a socket nobody listens on at a forward's path replaces it (exit $rc)" [ $rc -eq 0 ]
+"$CS" down "$T/s17.conf" >"$T/out" 2>&1
+check "... and down removes the forward's ($(tr '\n' ' ' <"$T/out"))" [ ! -e "$T/r17/s/stale.sock" ]
+
 if [ $failures -ne 0 ]; then
 	echo "$failures check(s) failed" >&2
 	exit 1
