@@ -201,12 +201,34 @@ static GPtrArray *read_journal(const char *file, bool *complete)
 
 struct journal {
 	int fd;
-	GPtrArray *recs; /* what this `up` did, for the rollback */
+	const char *file; /* for messages */
+	off_t last;	  /* where the line of the last record added begins */
+	GPtrArray *recs;  /* what this `up` did, for the rollback */
 };
 
-/* Append a record's line to the journal @fd (see the top) and fsync it. */
-static void journal_write(int fd, const char *kind, const char *path, const char *extra, pid_t pid,
-			  unsigned long long start, unsigned stop)
+/*
+ * Append @line to the journal @fd and fsync it: 0, or -errno with the
+ * journal as it was (a part written is cut off, so that the next line does
+ * not run into it).  The journal is what down undoes: a change whose line
+ * could not be written must not be made.
+ */
+static int journal_put(int fd, const char *line)
+{
+	off_t at = lseek(fd, 0, SEEK_CUR);
+	size_t len = strlen(line);
+	ssize_t n = write(fd, line, len);
+	int err = n < 0 ? -errno : (size_t)n < len ? -ENOSPC : 0;
+
+	if (!err && fsync(fd) < 0)
+		err = -errno;
+	if (err && at >= 0 && (ftruncate(fd, at) < 0 || lseek(fd, at, SEEK_SET) < 0))
+		qt_warn("cannot cut the state file back: %s", g_strerror(errno));
+	return err;
+}
+
+/* Append a record's line to the journal @fd (see the top): 0 or -errno (journal_put()). */
+static int journal_write(int fd, const char *kind, const char *path, const char *extra, pid_t pid,
+			 unsigned long long start, unsigned stop)
 {
 	g_autofree char *p = g_strescape(path, NULL), *e = extra ? g_strescape(extra, NULL) : NULL;
 	g_autofree char *line = NULL;
@@ -216,8 +238,7 @@ static void journal_write(int fd, const char *kind, const char *path, const char
 				       e ? e : "");
 	else
 		line = g_strdup_printf("%s\t%s%s%s\n", kind, p, e ? "\t" : "", e ? e : "");
-	if (write(fd, line, strlen(line)) < 0 || fsync(fd) < 0)
-		qt_warn("cannot write the state file: %s", g_strerror(errno));
+	return journal_put(fd, line);
 }
 
 /* The record, in what this `up` did (for its rollback); its line is written. */
@@ -235,26 +256,43 @@ static void journal_note(struct journal *j, const char *kind, const char *path, 
 	g_ptr_array_add(j->recs, r);
 }
 
-static void journal_add(struct journal *j, const char *kind, const char *path, const char *extra)
+/*
+ * The intent of a change, before it is made: 0, or -errno after a message
+ * (and the change is not to be made).
+ */
+static int journal_add(struct journal *j, const char *kind, const char *path, const char *extra)
 {
-	journal_write(j->fd, kind, path, extra, 0, 0, 0);
+	off_t at = lseek(j->fd, 0, SEEK_CUR);
+	int err = journal_write(j->fd, kind, path, extra, 0, 0, 0);
+
+	if (err < 0) {
+		fprintf(stderr, "%s: cannot write the state file %s: %s (before: %s %s)\n",
+			qt_cli_prog(), j->file, g_strerror(-err), kind, path);
+		return err;
+	}
+	j->last = at;
 	journal_note(j, kind, path, extra, 0, 0, 0);
+	return 0;
 }
 
 /*
- * The last record's action failed and changed nothing: a "cancel" line
- * drops it, so that neither the rollback nor a later down touches what
- * was at its path before.
+ * The last line, which begins at @line_at, recorded an action that failed
+ * and changed nothing: a "cancel" line drops it, so that neither the
+ * rollback nor a later down touches what was at its path before.  When
+ * even that cannot be written (a full disk), the line itself is cut off.
  */
-static void journal_cancel_line(struct journal *j)
+static void journal_cancel_line(struct journal *j, off_t line_at)
 {
-	if (write(j->fd, "cancel\n", 7) < 0 || fsync(j->fd) < 0)
-		qt_warn("cannot write the state file: %s", g_strerror(errno));
+	if (journal_put(j->fd, "cancel\n") == 0)
+		return;
+	if (line_at < 0 || ftruncate(j->fd, line_at) < 0 || lseek(j->fd, line_at, SEEK_SET) < 0 ||
+	    fsync(j->fd) < 0)
+		qt_warn("cannot write the state file %s: %s", j->file, g_strerror(errno));
 }
 
 static void journal_cancel(struct journal *j)
 {
-	journal_cancel_line(j);
+	journal_cancel_line(j, j->last);
 	if (j->recs->len)
 		g_ptr_array_remove_index(j->recs, j->recs->len - 1);
 }
@@ -468,7 +506,10 @@ static int open_beneath(const char *root, const char *rel, const char *section, 
 		next = open_dir_at(fd, *c);
 		if (next == -ENOENT) {
 			/* Made here, so removed by down (the intent first, as for mounts). */
-			journal_add(j, "dir", at->str, NULL);
+			if ((err = journal_add(j, "dir", at->str, NULL)) < 0) {
+				close(fd);
+				return err;
+			}
 			if (mkdirat(fd, *c, 0755) < 0) {
 				next = errno == EEXIST ? open_dir_at(fd, *c) : -errno;
 				journal_cancel(j); /* not ours */
@@ -662,7 +703,8 @@ static int mount_at(const struct cs_profile *p, const struct cs_step *s, const c
 	int err;
 
 	/* The intent first: a crash right after the mount must not leave it out of the journal. */
-	journal_add(j, "mount", at, NULL);
+	if ((err = journal_add(j, "mount", at, NULL)) < 0)
+		return err;
 	switch (s->kind) {
 	case CS_ROOT_BIND:
 	case CS_BIND:
@@ -802,7 +844,8 @@ static int step_shim(const struct cs_profile *p, const struct cs_step *s, const 
 		if (strcmp(old, p->rexec_binary) == 0)
 			goto out; /* already there, and not ours to remove later */
 	}
-	journal_add(j, "link", at, p->rexec_binary);
+	if ((err = journal_add(j, "link", at, p->rexec_binary)) < 0)
+		goto out;
 	if (symlinkat(p->rexec_binary, dfd, base) < 0) {
 		err = -errno;
 		journal_cancel(j);
@@ -932,13 +975,13 @@ struct self_record {
 };
 
 /* In a supervisor, first thing: its own line in the journal (cs_supervise.record). */
-static void record_self(void *arg)
+static int record_self(void *arg)
 {
 	const struct self_record *r = arg;
 	pid_t self = getpid();
 
-	journal_write(r->fd, r->kind, r->path, r->sv->status, self, cs_proc_start_time(self),
-		      r->sv->stop_timeout);
+	return journal_write(r->fd, r->kind, r->path, r->sv->status, self, cs_proc_start_time(self),
+			     r->sv->stop_timeout);
 }
 
 static int supervised(const struct cs_step *s, struct cs_supervise *sv, const char *kind,
@@ -952,10 +995,15 @@ static int supervised(const struct cs_step *s, struct cs_supervise *sv, const ch
 	sv->record = record_self;
 	sv->record_data = &self;
 	pid = cs_supervise_start(sv);
+	if (pid < 0 && lseek(j->fd, 0, SEEK_CUR) == before) {
+		/* It could not write its line, and stopped there. */
+		fprintf(stderr, "%s: cannot write the state file %s: %s (before: %s %s)\n",
+			qt_cli_prog(), j->file, g_strerror((int)-pid), kind, path);
+		return (int)pid;
+	}
 	if (pid < 0) {
 		/* A supervisor that wrote its line and could not start its program is gone. */
-		if (lseek(j->fd, 0, SEEK_CUR) != before)
-			journal_cancel_line(j);
+		journal_cancel_line(j, before);
 		fprintf(stderr, "%s: [%s]: cannot start %s: %s (log: %s)\n", qt_cli_prog(),
 			s->section, sv->argv[0], g_strerror((int)-pid), sv->log);
 		return (int)pid;
@@ -1146,7 +1194,7 @@ int cs_down(const char *name, const struct cs_env_opts *o)
 static int up_locked(const struct cs_profile *p, const struct cs_env_opts *o)
 {
 	g_autofree char *sdir = state_dir(p, o), *file = g_build_filename(sdir, "state", NULL);
-	struct journal j = {.fd = -1};
+	struct journal j = {.fd = -1, .file = file, .last = -1};
 	bool complete;
 	int err = 0;
 
@@ -1195,6 +1243,10 @@ static int up_locked(const struct cs_profile *p, const struct cs_env_opts *o)
 		}
 		printf("  %2u. %s%s\n", i + 1, d, err ? "  FAILED" : "");
 	}
+	/* Without its last line the journal says "partly up": no up, then. */
+	if (!err && (err = journal_put(j.fd, "up\n")) < 0)
+		fprintf(stderr, "%s: cannot write the state file %s: %s (its last line, up)\n",
+			qt_cli_prog(), file, g_strerror(-err));
 	if (err) {
 		unsigned left;
 
@@ -1212,8 +1264,6 @@ static int up_locked(const struct cs_profile *p, const struct cs_env_opts *o)
 		remove_state(sdir);
 		return QT_EXIT_FAILURE;
 	}
-	if (write(j.fd, "up\n", 3) < 0 || fsync(j.fd) < 0)
-		qt_warn("cannot write the state file: %s", g_strerror(errno));
 	close(j.fd);
 	g_ptr_array_unref(j.recs);
 	printf("%s is up\n", p->name);

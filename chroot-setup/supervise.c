@@ -275,8 +275,12 @@ pid_t cs_supervise_start(const struct cs_supervise *sv)
 		int log, nul, rep, dir;
 		sigset_t set;
 
-		if (sv->record)
-			sv->record(sv->record_data);
+		if (sv->record && (err = sv->record(sv->record_data)) < 0) {
+			/* Not recorded, so never to be found and stopped: it stops here. */
+			if (write(rp[1], &err, sizeof(err)) < 0)
+				_exit(1);
+			_exit(1);
+		}
 		log = open(sv->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 		nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		close(rp[0]);

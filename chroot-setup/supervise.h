@@ -40,8 +40,10 @@ struct cs_supervise {
 	 * In the supervisor, first thing after the fork (NULL: nothing):
 	 * record it (getpid()) where whoever stops it will look, so that the
 	 * caller killed at any moment after the fork cannot leave it out.
+	 * 0, or -errno: then the supervisor exits at once, starting nothing,
+	 * and cs_supervise_start() returns that.
 	 */
-	void (*record)(void *data);
+	int (*record)(void *data);
 	void *record_data;
 	/*
 	 * A directory to hand the program as its descriptor 4 (0: none; a

@@ -406,6 +406,29 @@ check "up with a socket nobody listens on at a forward's path replaces it (exit 
 "$CS" down "$T/s17.conf" >"$T/out" 2>&1
 check "... and down removes the forward's ($(tr '\n' ' ' <"$T/out"))" [ ! -e "$T/r17/s/stale.sock" ]
 
+# 18. The state directory fills up during up: each change is made only
+# once its journal line is written.  up warned and went on without a
+# journal, said up, and down then found nothing to undo and left every
+# mount.  Now up fails at the line it cannot write and undoes the rest.
+mkdir -p "$T/st18" "$T/r18"
+mount -t tmpfs -o size=64k st18 "$T/st18"
+# One page (4 KiB) left: the journal runs out of space some ten steps in.
+head -c $((15 * 4096)) /dev/zero >"$T/st18/fill"
+long=$(printf '%0120d' 0)
+{
+	printf '[profile]\nname=s18\nroot=%s/r18\n' "$T"
+	for i in $(seq 30); do printf '[mount:/%s%02d]\ntype=tmpfs\n' "$long" "$i"; done
+} >"$T/s18.conf"
+CHROOT_SETUP_STATE_DIR=$T/st18 "$CS" up "$T/s18.conf" >"$T/out" 2>&1
+rc=$?
+check "up with a state directory that fills up fails (exit $rc: $(grep -c '^  unmounted' "$T/out") undone)" \
+	sh -c "[ $rc -eq 1 ] && grep -q 'cannot write the state file $T/st18/s18/state: No space left' '$T/out'"
+check "... and leaves nothing mounted ($(mounts_under "$T/r18")), no directory, no state" \
+	sh -c "[ $(mounts_under "$T/r18") -eq 0 ] && [ -z \"\$(ls -A '$T/r18')\" ] && [ ! -e '$T/st18/s18' ]"
+CHROOT_SETUP_STATE_DIR=$T/st18 "$CS" down "$T/s18.conf" >/dev/null 2>&1
+for m in $(grep " $T/r18/" /proc/self/mountinfo | cut -d' ' -f5); do umount "$m"; done
+umount "$T/st18"
+
 if [ $failures -ne 0 ]; then
 	echo "$failures check(s) failed" >&2
 	exit 1
