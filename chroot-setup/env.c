@@ -9,7 +9,8 @@
  * thing after its fork (so that `up` killed at any moment from there on
  * cannot leave one out), so that whatever stopped `up` (an error, a crash,
  * a reboot of the helpers), `down` knows what to undo:
- *   mount   PATH                     a mount we made (binds, pseudo fs, fuse-qtfs)
+ *   mount   PATH [UNDER]             a mount we made (binds, pseudo fs, fuse-qtfs); UNDER
+ *                                    is the id of the mount on top at PATH before, if any
  *   link    PATH TARGET              a shim symlink we created
  *   helper  PID PATH START STOP STATUS   the supervisor of a forward, its socket
  *   service PID NAME START STOP STATUS   the supervisor of a service, its stop timeout
@@ -86,25 +87,44 @@ static char *state_dir(const struct cs_profile *p, const struct cs_env_opts *o)
 	return g_build_filename(o->state_base, p->name, NULL);
 }
 
-/* Mount points of this mount namespace, unescaped. */
+/*
+ * Mount points of this mount namespace, unescaped, each to the id of the
+ * mount on top there (GUINT_TO_POINTER; ids are never 0).
+ */
 static GHashTable *mount_points(void)
 {
 	GHashTable *set = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	g_autoptr(GPtrArray) mounts = qt_mountinfo_read();
 
+	/* Later lines were mounted later: the last one on a point is on top. */
 	for (guint i = 0; mounts && i < mounts->len; i++) {
 		const struct qt_mount *m = mounts->pdata[i];
 
-		g_hash_table_add(set, g_strdup(m->mount_point));
+		g_hash_table_insert(set, g_strdup(m->mount_point), GUINT_TO_POINTER(m->id));
 	}
 	return set;
 }
 
-static bool is_mounted(const char *path)
+/* The id of the mount on top at @path, 0 when nothing is mounted there. */
+static unsigned top_mount(const char *path)
 {
 	g_autoptr(GHashTable) set = mount_points();
 
-	return g_hash_table_contains(set, path);
+	return GPOINTER_TO_UINT(g_hash_table_lookup(set, path));
+}
+
+/*
+ * Is the mount a "mount" record @r stands for at its path, in @mounts
+ * (mount_points())?  Something is mounted there, and it is not the mount
+ * that was on top there before up (r->extra, its id, when there was one):
+ * a mount point that was one already (a partition at the root, a mount
+ * made by hand) is not up's to unmount when its step made nothing.
+ */
+static bool our_mount(GHashTable *mounts, const struct rec *r)
+{
+	unsigned top = GPOINTER_TO_UINT(g_hash_table_lookup(mounts, r->path));
+
+	return top && (!r->extra || top != (unsigned)g_ascii_strtoull(r->extra, NULL, 10));
 }
 
 static bool helper_alive(const struct rec *r)
@@ -135,7 +155,7 @@ static char *service_status_file(const char *sdir, const char *name)
 static bool rec_live(const struct rec *r, GHashTable *mounts, const char *sdir)
 {
 	if (strcmp(r->kind, "mount") == 0)
-		return g_hash_table_contains(mounts, r->path);
+		return our_mount(mounts, r);
 	if (strcmp(r->kind, "dir") == 0)
 		return true; /* bookkeeping for down, not part of what runs */
 	if (strcmp(r->kind, "service") == 0 && helper_alive(r)) {
@@ -395,7 +415,7 @@ static unsigned undo(GPtrArray *recs)
 		if (strcmp(r->kind, "mount") == 0) {
 			g_autofree char *real = NULL;
 
-			if (!g_hash_table_contains(mounts, r->path) &&
+			if (!our_mount(mounts, r) &&
 			    (real = leads_elsewhere(r->path))) {
 				fprintf(stderr, "%s: cannot find the mount at %s: the path leads to %s "
 					"(a symlink on the way); not unmounting anything there\n",
@@ -403,7 +423,7 @@ static unsigned undo(GPtrArray *recs)
 				left++;
 				continue;
 			}
-			if (!g_hash_table_contains(mounts, r->path))
+			if (!our_mount(mounts, r))
 				continue;
 			if (umount_settled(r->path) == 0) {
 				printf("  unmounted %s\n", r->path);
@@ -700,10 +720,16 @@ static int mount_at(const struct cs_profile *p, const struct cs_step *s, const c
 		    int dfd, const char *here, const struct cs_env_opts *o, struct journal *j)
 {
 	unsigned long fl = 0;
+	unsigned under = top_mount(at);
+	g_autofree char *under_id = under ? g_strdup_printf("%u", under) : NULL;
 	int err;
 
-	/* The intent first: a crash right after the mount must not leave it out of the journal. */
-	if ((err = journal_add(j, "mount", at, NULL)) < 0)
+	/*
+	 * The intent first: a crash right after the mount must not leave it
+	 * out of the journal.  With the mount that is on top there now, if
+	 * any, which is not ours to unmount.
+	 */
+	if ((err = journal_add(j, "mount", at, under_id)) < 0)
 		return err;
 	switch (s->kind) {
 	case CS_ROOT_BIND:
@@ -743,6 +769,8 @@ static int mount_at(const struct cs_profile *p, const struct cs_step *s, const c
 		g_autoptr(GPtrArray) o_list = g_ptr_array_new();
 		g_autofree char *opts = NULL;
 		GPtrArray *av = g_ptr_array_new();
+		unsigned top;
+		bool mounted;
 		int rc;
 
 		if (s->proc)
@@ -768,16 +796,18 @@ static int mount_at(const struct cs_profile *p, const struct cs_step *s, const c
 		g_ptr_array_add(av, NULL);
 		rc = run_wait_dir((char **)av->pdata, dfd);
 		g_ptr_array_free(av, TRUE);
-		if (rc == 0 && !is_mounted(at)) {
+		top = top_mount(at);
+		mounted = top && top != under;
+		if (rc == 0 && !mounted) {
 			g_autofree char *now = g_file_read_link(here, NULL);
 
 			if (now && strcmp(now, at) != 0)
 				return qtfs_moved(s, at, now, here, j);
 		}
 		/* The intent (above) stays when fuse-qtfs said yes: the rollback looks for it. */
-		if (rc != 0 && !is_mounted(at))
+		if (rc != 0 && !mounted)
 			journal_cancel(j);
-		if (rc != 0 || !is_mounted(at)) {
+		if (rc != 0 || !mounted) {
 			fprintf(stderr, "%s: [%s]: fuse-qtfs could not mount %s at %s (exit %d%s)\n",
 				qt_cli_prog(), s->section, uri, at, rc,
 				rc == 0 ? ", and the mount is not there" : "");

@@ -429,6 +429,41 @@ CHROOT_SETUP_STATE_DIR=$T/st18 "$CS" down "$T/s18.conf" >/dev/null 2>&1
 for m in $(grep " $T/r18/" /proc/self/mountinfo | cut -d' ' -f5); do umount "$m"; done
 umount "$T/st18"
 
+# 19. A target that is a mount point already (a partition, a mount made by
+# hand): a step that mounted nothing there must leave that mount.  A
+# fuse-qtfs that cannot connect left its intent in the journal, since the
+# path was mounted, and the rollback unmounted what was there; one that
+# mounted nothing and said yes passed; a down after up was killed
+# between the intent and the mount unmounted it too.
+# (Mounted again where a case took it away, so that each case counts.)
+mine19() {
+	mkdir -p "$T/r19/data"
+	grep -qx mine "$T/r19/data/f" 2>/dev/null && return
+	mount -t tmpfs mine19 "$T/r19/data" && echo mine >"$T/r19/data/f"
+}
+mine19
+printf '[profile]\nname=s19\nroot=%s/r19\nqtfs_server=unix:/nowhere\n[qtfs:/data]\n' "$T" >"$T/s19.conf"
+FUSE_QTFS=false "$CS" up "$T/s19.conf" >"$T/out" 2>&1
+rc=$?
+check "up with a fuse-qtfs that fails over a mount point fails (exit $rc)" [ $rc -eq 1 ]
+check "... and leaves the mount that was there ($(grep unmounted "$T/out"))" grep -qx mine "$T/r19/data/f"
+mine19
+FUSE_QTFS=$T/lying-qtfs "$CS" up "$T/s19.conf" >"$T/out" 2>&1
+rc=$?
+check "up with a fuse-qtfs that mounts nothing over a mount point fails (exit $rc)" \
+	sh -c "[ $rc -eq 1 ] && grep -qF 'exit 0, and the mount is not there' '$T/out'"
+check "... and leaves the mount that was there" grep -qx mine "$T/r19/data/f"
+printf '#!/bin/sh\nkill -KILL "$PPID"\n' >"$T/killing-qtfs"
+chmod 755 "$T/killing-qtfs"
+"$CS" down "$T/s19.conf" >/dev/null 2>&1
+mine19
+FUSE_QTFS=$T/killing-qtfs "$CS" up "$T/s19.conf" >/dev/null 2>&1
+rc=$?
+"$CS" down "$T/s19.conf" >"$T/out" 2>&1
+check "down after up was killed before fuse-qtfs mounted (exit $rc) leaves the mount that was there ($(grep unmounted "$T/out"))" \
+	sh -c "grep -qx mine '$T/r19/data/f' && [ ! -e '$T/state/s19' ]"
+for m in $(grep " $T/r19/" /proc/self/mountinfo | cut -d' ' -f5 | sort -r); do umount "$m"; done
+
 if [ $failures -ne 0 ]; then
 	echo "$failures check(s) failed" >&2
 	exit 1
