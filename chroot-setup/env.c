@@ -16,6 +16,7 @@
  *   service PID NAME START STOP STATUS   the supervisor of a service, its stop timeout
  * (STATUS: the supervisor's status file, which names its program's process
  * group, for when the supervisor itself is gone)
+ *   profile ROOT PATH                the first line: the profile whose journal it is
  *   cancel                           the line before failed and changed nothing
  *   up                               the last line of a complete `up`
  * (fields separated by tabs; START is the supervisor's start time, so that
@@ -171,13 +172,21 @@ static bool rec_live(const struct rec *r, GHashTable *mounts, const char *sdir)
 	return g_file_test(r->path, G_FILE_TEST_IS_SYMLINK);
 }
 
-static GPtrArray *read_journal(const char *file, bool *complete)
+/*
+ * The records of the journal @file; *complete when it ends with "up".
+ * @root (NULL: not wanted) gets the root of the profile it belongs to and
+ * @path that profile's file, or NULL when the journal does not say (one
+ * written before it did).
+ */
+static GPtrArray *read_journal(const char *file, bool *complete, char **root, char **path)
 {
 	GPtrArray *recs = g_ptr_array_new_with_free_func(rec_free);
 	g_autofree char *data = NULL;
 	g_auto(GStrv) lines = NULL;
 
 	*complete = false;
+	if (root)
+		*root = *path = NULL;
 	if (!g_file_get_contents(file, &data, NULL, NULL))
 		return recs;
 	lines = g_strsplit(data, "\n", -1);
@@ -187,6 +196,13 @@ static GPtrArray *read_journal(const char *file, bool *complete)
 
 		if (!f[0] || !*f[0])
 			continue;
+		if (strcmp(f[0], "profile") == 0) {
+			if (root && !*root && f[1] && f[2]) {
+				*root = g_strcompress(f[1]);
+				*path = g_strcompress(f[2]);
+			}
+			continue;
+		}
 		if (strcmp(f[0], "up") == 0) {
 			*complete = true;
 			continue;
@@ -1221,6 +1237,24 @@ int cs_down(const char *name, const struct cs_env_opts *o)
 	return rc;
 }
 
+/*
+ * Is the state of @p's name another profile's, one of the same name with
+ * another root (its journal's @root, from the file @path)?  Then, after a
+ * message, true: its journal says nothing of @p, whose environment is
+ * neither up nor down for it.  A journal that does not say (NULL) is
+ * taken for @p's.
+ */
+static bool other_profile(const struct cs_profile *p, const char *root, const char *path)
+{
+	if (!root || strcmp(root, p->root) == 0)
+		return false;
+	fprintf(stderr, "%s: %s: the state named %s is of %s (root %s), not of this profile (root "
+		"%s): another profile of that name, or this one before its root changed; give one "
+		"another name=, or take that one down first\n", qt_cli_prog(), p->path, p->name,
+		path, root, p->root);
+	return true;
+}
+
 static int up_locked(const struct cs_profile *p, const struct cs_env_opts *o)
 {
 	g_autofree char *sdir = state_dir(p, o), *file = g_build_filename(sdir, "state", NULL);
@@ -1229,9 +1263,11 @@ static int up_locked(const struct cs_profile *p, const struct cs_env_opts *o)
 	int err = 0;
 
 	{
-		g_autoptr(GPtrArray) old = read_journal(file, &complete);
-		g_autofree char *gone = NULL;
+		g_autofree char *root = NULL, *path = NULL, *gone = NULL;
+		g_autoptr(GPtrArray) old = read_journal(file, &complete, &root, &path);
 
+		if (other_profile(p, root, path))
+			return QT_EXIT_FAILURE;
 		if (complete && journal_live(old, sdir, &gone)) {
 			printf("%s is already up: nothing to do\n", p->name);
 			return 0;
@@ -1246,6 +1282,14 @@ static int up_locked(const struct cs_profile *p, const struct cs_env_opts *o)
 	if (mkdir_p(sdir) < 0 ||
 	    (j.fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
 		fprintf(stderr, "%s: cannot write %s: %s\n", qt_cli_prog(), file, g_strerror(errno));
+		return QT_EXIT_FAILURE;
+	}
+	/* First, whose journal it is: a profile of the same name is not this one. */
+	if ((err = journal_write(j.fd, "profile", p->root, p->path, 0, 0, 0)) < 0) {
+		fprintf(stderr, "%s: cannot write the state file %s: %s\n", qt_cli_prog(), file,
+			g_strerror(-err));
+		close(j.fd);
+		remove_state(sdir);
 		return QT_EXIT_FAILURE;
 	}
 	j.recs = g_ptr_array_new_with_free_func(rec_free);
@@ -1312,7 +1356,7 @@ static int down_locked(const char *name, const struct cs_env_opts *o)
 		printf("%s is not up: nothing to do\n", name);
 		return 0;
 	}
-	recs = read_journal(file, &complete);
+	recs = read_journal(file, &complete, NULL, NULL);
 	printf("down %s\n", name);
 	left = undo(recs);
 	if (left) {
@@ -1331,9 +1375,12 @@ int cs_status(const struct cs_profile *p, const struct cs_env_opts *o, bool json
 	g_autoptr(GPtrArray) recs = NULL;
 	g_autoptr(GString) js = g_string_new("");
 	g_autoptr(GHashTable) mounts = mount_points();
+	g_autofree char *root = NULL, *path = NULL;
 	bool complete, all = true;
 
-	recs = read_journal(file, &complete);
+	recs = read_journal(file, &complete, &root, &path);
+	if (other_profile(p, root, path))
+		return QT_EXIT_FAILURE;
 	if (!json)
 		printf("%s: %s\n", p->name, !recs->len && !complete ? "down" : complete ? "up" : "partly up");
 	g_string_append(js, "{\"name\":");

@@ -464,6 +464,27 @@ check "down after up was killed before fuse-qtfs mounted (exit $rc) leaves the m
 	sh -c "grep -qx mine '$T/r19/data/f' && [ ! -e '$T/state/s19' ]"
 for m in $(grep " $T/r19/" /proc/self/mountinfo | cut -d' ' -f5 | sort -r); do umount "$m"; done
 
+# 20. Two profiles of the same name in different directories (the name
+# names the state): the journal of one says nothing of the other.  up of
+# the second said "already up" (exit 0) and status "up", all live, with
+# the first one's mounts, while nothing of the second was mounted.
+mkdir -p "$T/p20a" "$T/p20b" "$T/r20a" "$T/r20b"
+printf '[profile]\nroot=%s/r20a\n[mount:/x]\ntype=tmpfs\n' "$T" >"$T/p20a/off20.conf"
+printf '[profile]\nroot=%s/r20b\n[mount:/y]\ntype=tmpfs\n' "$T" >"$T/p20b/off20.conf"
+"$CS" up "$T/p20a/off20.conf" >/dev/null 2>&1
+"$CS" up "$T/p20b/off20.conf" >"$T/out" 2>&1
+rc=$?
+check "up of another profile of the same name fails (exit $rc: $(cat "$T/out"))" \
+	sh -c "[ $rc -eq 1 ] && grep -qF '$T/p20b/off20.conf: the state named off20 is of $T/p20a/off20.conf (root $T/r20a)' '$T/out'"
+"$CS" status "$T/p20b/off20.conf" >"$T/out" 2>&1
+rc=$?
+check "... and so does its status (exit $rc)" [ $rc -eq 1 ]
+check "... while the first one's says up" "$CS" status "$T/p20a/off20.conf"
+"$CS" down "$T/p20a/off20.conf" >/dev/null 2>&1
+check "... and once it is down, the second one comes up" "$CS" up "$T/p20b/off20.conf"
+"$CS" down "$T/p20b/off20.conf" >/dev/null 2>&1
+check "... and down leaves nothing mounted" [ "$(mounts_under "$T/r20a") $(mounts_under "$T/r20b")" = "0 0" ]
+
 if [ $failures -ne 0 ]; then
 	echo "$failures check(s) failed" >&2
 	exit 1
