@@ -688,6 +688,85 @@ static int bind_read_only(const char *at)
 	return bind_read_only_top(at);
 }
 
+/*
+ * Bind @src, with the mounts beneath it, on the directory @dfd: a slave
+ * of @src's peer group (see bind_private()), read-only all the way down
+ * when @ro.  Through descriptors only (open_tree, mount_setattr,
+ * move_mount; Linux 5.12), the tree made what it is before it is
+ * attached: no path is looked up again after up checked it, so a
+ * directory on the way that a host moves or swaps for a symlink meanwhile
+ * cannot send the slave and read-only settings onto a mount outside the
+ * root.  0, -ENOSYS on a kernel without them, or -errno with nothing
+ * mounted.
+ */
+static int bind_at(const char *src, int dfd, bool ro)
+{
+	struct mount_attr attr = {.attr_set = ro ? MOUNT_ATTR_RDONLY : 0, .propagation = MS_SLAVE};
+	struct mount_attr slave = {.propagation = MS_SLAVE};
+	int err = 0, t = open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+
+	if (t < 0)
+		return -errno;
+	if (mount_setattr(t, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0 ||
+	    move_mount(t, "", dfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0) {
+		err = -errno;
+	} else if (mount_setattr(t, "", AT_EMPTY_PATH | AT_RECURSIVE, &slave, sizeof(slave)) < 0) {
+		/* Attached under a shared mount, it joined its propagation: a slave only again. */
+		g_autofree char *top = fd_path(t);
+
+		err = -errno;
+		umount2(top, MNT_DETACH);
+	}
+	close(t);
+	return err;
+}
+
+/*
+ * A bind: bind_at(), or on a kernel without it, by the paths (@here, the
+ * checked directory's /proc/self/fd/N, then @at).  0 or -errno, and
+ * *attached when the bind was made (a failure after it is for the caller
+ * to undo).
+ */
+static int bind_step(const char *src, int dfd, const char *here, const char *at, bool ro,
+		     bool *attached)
+{
+	int err = bind_at(src, dfd, ro);
+
+	*attached = err == 0;
+	if (err != -ENOSYS)
+		return err;
+	if ((err = bind_private(src, here, at)) < 0)
+		return err;
+	*attached = true;
+	return ro ? bind_read_only(at) : 0;
+}
+
+/*
+ * After a bind on the directory @here (/proc/self/fd/N) checked for @at:
+ * does @at still lead there?  Else a directory on the way was moved, or
+ * swapped for a symlink, while it was mounted: the journal's path would
+ * not find the mount, so take it back through the descriptor and fail.
+ */
+static int bind_moved(const struct cs_step *s, const char *at, const char *here,
+		      struct journal *j)
+{
+	g_autofree char *now = g_file_read_link(here, NULL);
+
+	if (!now || strcmp(now, at) == 0)
+		return 0;
+	/* umount2() of "/proc/self/fd/N" takes the mount on top of that directory. */
+	if (umount2(here, MNT_DETACH) == 0) {
+		journal_cancel(j);
+		fprintf(stderr, "%s: [%s]: %s changed while it was mounted: the directory checked is "
+			"%s now; unmounted it\n", qt_cli_prog(), s->section, at, now);
+	} else {
+		fprintf(stderr, "%s: [%s]: %s changed while it was mounted, and its mount cannot be "
+			"taken back from %s, the directory checked: unmount it by hand\n",
+			qt_cli_prog(), s->section, at, now);
+	}
+	return -ESTALE;
+}
+
 static int mount_at(const struct cs_profile *p, const struct cs_step *s, const char *at,
 		    int dfd, const char *here, const struct cs_env_opts *o, struct journal *j);
 
@@ -738,6 +817,7 @@ static int mount_at(const struct cs_profile *p, const struct cs_step *s, const c
 	unsigned long fl = 0;
 	unsigned under = top_mount(at);
 	g_autofree char *under_id = under ? g_strdup_printf("%u", under) : NULL;
+	bool attached;
 	int err;
 
 	/*
@@ -750,23 +830,22 @@ static int mount_at(const struct cs_profile *p, const struct cs_step *s, const c
 	switch (s->kind) {
 	case CS_ROOT_BIND:
 	case CS_BIND:
-		if ((err = bind_private(s->source, here, at)) < 0) {
-			journal_cancel(j);
+		if ((err = bind_step(s->source, dfd, here, at, s->ro, &attached)) < 0) {
+			if (!attached)
+				journal_cancel(j);
 			errno = -err;
 			goto fail;
 		}
-		if (s->ro && (err = bind_read_only(at)) < 0) {
-			errno = -err;
-			goto fail;
-		}
-		return 0;
+		return bind_moved(s, at, here, j);
 	case CS_PSEUDO:
 		if (strcmp(s->fstype, "devbind") == 0) {
-			if ((err = bind_private("/dev", here, at)) < 0) {
-				journal_cancel(j);
+			if ((err = bind_step("/dev", dfd, here, at, false, &attached)) < 0) {
+				if (!attached)
+					journal_cancel(j);
 				errno = -err;
 				goto fail;
 			}
+			return bind_moved(s, at, here, j);
 		} else {
 			if (s->ro)
 				fl |= MS_RDONLY;

@@ -485,6 +485,34 @@ check "... and once it is down, the second one comes up" "$CS" up "$T/p20b/off20
 "$CS" down "$T/p20b/off20.conf" >/dev/null 2>&1
 check "... and down leaves nothing mounted" [ "$(mounts_under "$T/r20a") $(mounts_under "$T/r20b")" = "0 0" ]
 
+# 21. A directory on the way to a bind's target swapped for a symlink out
+# of the root while the bind is made (a host can do that in a tree it
+# exports; strace holds the first mount call 1.5 s, and the test swaps
+# then).  up bound on the directory it had checked, but then made the
+# bind a slave and read-only by its path, looked up again: through the
+# symlink, onto the DPU's own mount there, which became read-only.
+mkdir -p "$T/r21" "$T/out21/b" "$T/src21"
+mount -t tmpfs out21 "$T/out21/b"
+printf '[profile]\nname=s21\nroot=%s/r21\n[bind:/x/b]\nsource=%s/src21\nro=true\n' "$T" "$T" \
+	>"$T/s21.conf"
+# (LeakSanitizer cannot run under ptrace: no leak check of this up.)
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+	strace -f -qq -o /dev/null -e trace=mount,open_tree \
+	-e inject=mount,open_tree:delay_exit=1500000:when=1 "$CS" up "$T/s21.conf" >"$T/out" 2>&1 &
+tracer=$!
+PIDS="$PIDS $tracer"
+wait_until 10 test -d "$T/r21/x/b" && mv "$T/r21/x" "$T/r21/x.old" && ln -s "$T/out21" "$T/r21/x"
+wait "$tracer"
+rc=$?
+check "a mount outside the root, where a bind's path was sent, stays writable" touch "$T/out21/b/f"
+check "... up fails naming the bind (exit $rc: $(grep -F '[bind:' "$T/out"))" \
+	sh -c "[ $rc -eq 1 ] && grep -qF '[bind:/x/b]: $T/r21/x/b changed while it was mounted' '$T/out'"
+check "... and leaves nothing mounted in the root ($(mounts_under "$T/r21")), nor state" \
+	sh -c "[ $(mounts_under "$T/r21") -eq 0 ] && [ ! -e '$T/state/s21' ]"
+for m in $(grep " $T/\(r21\|out21\)/" /proc/self/mountinfo | cut -d' ' -f5 | sort -r); do
+	umount -l "$m"
+done
+
 if [ $failures -ne 0 ]; then
 	echo "$failures check(s) failed" >&2
 	exit 1
