@@ -22,11 +22,11 @@
  * that does not read) and the fuse-qtfs barrier can take long, with the
  * signals still blocked.  A thread of its own (tail_guard_main) then reads
  * the signalfd until we exit: SIGINT, SIGTERM, SIGHUP or SIGQUIT end us at
- * once with 128+N, the terminal restored, as they would end a local
- * command stuck on a write.  The same holds while the loop runs: a
- * terminating signal that comes while stdout or stderr has been blocked
- * on a write for WRITE_STUCK_MS (a reader that does not read) is still
- * forwarded, then ends us.  Waiting for EXIT there could take for ever:
+ * once, killed by that signal (rexec_die_of_signal), the terminal
+ * restored, as they would end a local command stuck on a write.  The same
+ * holds while the loop runs: a terminating signal that comes while stdout
+ * or stderr has been blocked on a write for WRITE_STUCK_MS (a reader that
+ * does not read) is still forwarded, then ends us.  Waiting for EXIT there could take for ever:
  * rexecd sends it only after every output byte, and no byte goes.
  */
 #include "config.h"
@@ -364,7 +364,7 @@ static void *tail_guard_main(void *arg)
 			/* The command is over; what is left is ours, and the user wants it ended. */
 			if (tail_guard.raw)
 				rexec_tty_restore(STDIN_FILENO, &tail_guard.saved);
-			_exit(128 + sig);
+			rexec_die_of_signal(sig);
 		}
 		/* The rest (TSTP, CONT, USR1, WINCH...) has nobody to go to any more. */
 	}
@@ -464,7 +464,7 @@ static void on_signal(struct qt_watch *wt, int fd, uint32_t revents, void *arg)
 			 * started meanwhile).
 			 */
 			if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT)
-				finish(cl, 128 + sig);
+				finish(cl, REXEC_STATUS_SIGNAL + sig);
 			continue;
 		}
 		send_msg(cl, rexec_signal_encode(rexec_signal_name(sig)));
@@ -479,7 +479,7 @@ static void on_signal(struct qt_watch *wt, int fd, uint32_t revents, void *arg)
 			qt_loop_flush(cl->loop);
 			if (cl->raw)
 				rexec_tty_restore(STDIN_FILENO, &cl->saved);
-			_exit(128 + sig);
+			rexec_die_of_signal(sig);
 		}
 		if (sig == SIGTSTP) {
 			/*
@@ -642,9 +642,11 @@ static void conn_request(struct qt_conn *c, struct qt_msg *m, void *user)
 		} else {
 			int sig = rexec_signal_number(e.signame);
 
-			rc = 128 + (sig > 0 ? sig : (int)e.code);
-			if (rc > 255)
-				rc = 255;
+			/* A signal without a name here: its number there, as an exit code. */
+			if (sig > 0)
+				rc = REXEC_STATUS_SIGNAL + sig;
+			else
+				rc = MIN(128 + (int)e.code, 255);
 		}
 		rexec_exit_clear(&e);
 		finish(cl, rc);

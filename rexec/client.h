@@ -21,8 +21,10 @@ struct rexec_client_args {
 
 /*
  * Run @a->req on the host and relay stdio, signals and window size until it
- * ends.  Returns the status rexec should exit with (see tty.h), having
- * printed one line on stderr for any failure of its own.
+ * ends.  Returns the status rexec should exit with (see tty.h), or
+ * REXEC_STATUS_SIGNAL + N when the command (or rexec, before it started)
+ * was killed by signal N, having printed one line on stderr for any
+ * failure of its own.
  */
 int rexec_client_run(const struct rexec_client_args *a);
 

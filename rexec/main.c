@@ -801,5 +801,10 @@ out:
 		rexec_fileref_clear(&fds[i]);
 	g_free(fds);
 	opts_clear(&o);
+	if (rc >= REXEC_STATUS_SIGNAL) {
+		/* Killed by a signal there: so here too, as a local command would be. */
+		fflush(NULL);
+		rexec_die_of_signal(rc - REXEC_STATUS_SIGNAL);
+	}
 	return rc;
 }

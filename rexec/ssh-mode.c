@@ -28,20 +28,23 @@
  *   RELAY: poll rfd + signalfd.  SIGWINCH resizes the pty; SIGINT, SIGTERM,
  *     SIGHUP or SIGQUIT frees the channel (sshd then hangs up on the
  *     command: SIGHUP on a pty, EOF and broken pipes otherwise; signals are
- *     not forwarded in --ssh mode) and returns 128+N like a killed child.
+ *     not forwarded in --ssh mode) and returns REXEC_STATUS_SIGNAL + N:
+ *     rexec then dies of that signal, like a killed child.
  *     EOF on rfd, or our stdout gone (EPIPE: rfd is closed, which closes the
  *     channel as ssh(1) does), goes to WAITING.
  *   WAITING: the remote output ended but the channel may stay open (a
  *     command that closed its stdout and stderr and runs on).  A waiter
  *     thread blocks in qt_ssh_chan_wait() and posts an eventfd; the main
- *     thread polls that and the signalfd.  ssh.h forbids freeing a channel while another
- *     thread waits on it, so a stop signal here ends the process with
- *     _exit(128+N) after restoring the terminal: the kernel closes the TCP
- *     connection and sshd hangs up on the command just the same.
+ *     thread polls that and the signalfd.  ssh.h forbids freeing a channel
+ *     while another thread waits on it, so a stop signal here ends the
+ *     process with rexec_die_of_signal(N) after restoring the terminal:
+ *     the kernel closes the TCP connection and sshd hangs up on the
+ *     command just the same.
  *   DONE: the waiter returned; stop and join the input thread, free the
- *     channel and return the remote status (128+N for a signal), 141
- *     (SIGPIPE) when our stdout went away first, or REXEC_EXIT_CONN with one
- *     line on stderr when the connection failed.
+ *     channel and return the remote status (REXEC_STATUS_SIGNAL + N for a
+ *     signal), REXEC_STATUS_SIGNAL + SIGPIPE when our stdout went away
+ *     first, or REXEC_EXIT_CONN with one line on stderr when the
+ *     connection failed.
  */
 #include "config.h"
 
@@ -79,6 +82,7 @@ struct relay {
 	/* written by the waiter before it posts done, read after joining it */
 	int wait_r;
 	int exit_code;
+	char *exit_signal;	/* owned; the signal's name when one ended the command */
 	char *errmsg;		/* owned; why the connection failed */
 };
 
@@ -200,7 +204,7 @@ static gpointer waiter_main(gpointer arg)
 {
 	struct relay *r = arg;
 
-	r->wait_r = qt_ssh_chan_wait(r->ch, &r->exit_code, NULL);
+	r->wait_r = qt_ssh_chan_wait(r->ch, &r->exit_code, &r->exit_signal);
 	post(r->done);
 	return NULL;
 }
@@ -307,7 +311,7 @@ static int relay_run(struct relay *r)
 			if (signo && waiting) {
 				if (r->raw)
 					rexec_tty_restore(STDIN_FILENO, &r->saved);
-				_exit(128 + signo);
+				rexec_die_of_signal(signo);
 			}
 			if (signo) {
 				r->stopped = true;
@@ -323,15 +327,19 @@ static int relay_run(struct relay *r)
 	if (signo < 0) {
 		code = REXEC_EXIT_CONN;
 	} else if (signo) {
-		code = 128 + signo;
+		code = REXEC_STATUS_SIGNAL + signo;
 	} else if (r->wait_r == -EPIPE && r->stdout_gone) {
-		code = 128 + SIGPIPE; /* what a local command writing to a closed pipe gets */
+		/* What a local command writing to a closed pipe gets. */
+		code = REXEC_STATUS_SIGNAL + SIGPIPE;
 	} else if (r->wait_r < 0) {
 		r->errmsg = g_strdup(qt_ssh_chan_error(r->ch));
 		code = REXEC_EXIT_CONN;
+	} else if (r->exit_signal && qt_ssh_signal_number(r->exit_signal) > 0) {
+		code = REXEC_STATUS_SIGNAL + qt_ssh_signal_number(r->exit_signal);
 	} else {
 		code = r->exit_code;
 	}
+	g_clear_pointer(&r->exit_signal, g_free);
 	/* Stop before freeing: a write blocked on wfd gets EPIPE once the channel is freed. */
 	post(r->stop);
 	qt_ssh_chan_free(g_steal_pointer(&r->ch));
@@ -399,11 +407,11 @@ static int relay(struct qt_ssh_chan *ch, int rfd, int wfd, bool pty)
 	 * Stop signals still queued would kill us once unblocked: the same
 	 * signal twice (timeout(1) sends one to us and one to our process
 	 * group), or one that came while the command ended.  Take them here:
-	 * a stop asked for is a stop, reported as 128+N.
+	 * a stop asked for is a stop, reported as a death by that signal.
 	 */
 	signo = drain_signals(r.sigfd);
 	if (signo && !r.stopped)
-		code = 128 + signo;
+		code = REXEC_STATUS_SIGNAL + signo;
 cleanup:
 	qt_ssh_chan_free(r.ch); /* NULL unless setting up failed */
 	close_fd(&r.rfd);

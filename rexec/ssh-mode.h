@@ -23,10 +23,11 @@ struct rexec_ssh_args {
  * Run the command and relay stdin, stdout and stderr (or the pty, with the
  * local terminal in raw mode and SIGWINCH forwarded) until it ends.
  * Returns the exit status for rexec to exit with: the remote status,
- * 128+N for a signal, or a REXEC_EXIT_* code with one line on stderr.
- * SIGINT, SIGTERM, SIGHUP or SIGQUIT close the channel (they are not
- * forwarded) and give 128+N; once the remote output has ended they end the
- * process at once with _exit(128+N) (see ssh-mode.c).  Our stdout going
- * away closes the channel and gives 141, as SIGPIPE would.
+ * REXEC_STATUS_SIGNAL + N for signal N (tty.h), or a REXEC_EXIT_* code
+ * with one line on stderr.  SIGINT, SIGTERM, SIGHUP or SIGQUIT close the
+ * channel (they are not forwarded) and give REXEC_STATUS_SIGNAL + N; once
+ * the remote output has ended they end the process at once by that signal
+ * (see ssh-mode.c).  Our stdout going away closes the channel and gives
+ * REXEC_STATUS_SIGNAL + SIGPIPE, as SIGPIPE would end a local command.
  */
 int rexec_ssh_run(const struct rexec_ssh_args *a);

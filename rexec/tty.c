@@ -3,10 +3,15 @@
  * Raw mode and window size of the local terminal, for rexec -t: the remote
  * pty does the line editing and signal characters, so ours must pass every
  * byte through untouched, and come back exactly as it was on every exit.
+ * And how rexec ends when its command was killed by a signal.
  */
 #include "config.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "tty.h"
@@ -45,4 +50,26 @@ void rexec_tty_size(int fd, unsigned *cols, unsigned *rows)
 		*cols = 80;
 		*rows = 24;
 	}
+}
+
+void rexec_die_of_signal(int sig)
+{
+	struct sigaction sa = {.sa_handler = SIG_DFL};
+	struct rlimit no_core = {0, 0};
+	sigset_t set;
+
+	/*
+	 * Not dumpable: the kernel then makes no core at all, not even through
+	 * a core_pattern pipe, which ignores RLIMIT_CORE.
+	 */
+	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	(void)setrlimit(RLIMIT_CORE, &no_core);
+	sigemptyset(&sa.sa_mask);
+	(void)sigaction(sig, &sa, NULL);
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	(void)pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	/* To this thread, which has it unblocked: delivered before raise() returns. */
+	(void)raise(sig);
+	_exit(128 + sig > 255 ? 255 : 128 + sig);
 }

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <termios.h>
 
+#include <glib.h>
+
 /* rexec's own exit codes; every other status is the remote command's. */
 enum {
 	REXEC_EXIT_SETUP = 124,	   /* the host could not set the command up (cwd, pty, fds, busy) */
@@ -16,6 +18,27 @@ enum {
 	REXEC_EXIT_NOTFOUND = 127, /* not found on the host */
 	REXEC_EXIT_CONN = 255,	   /* connection, authentication or protocol failure */
 };
+
+/*
+ * A status rexec_client_run() and --ssh return for a command that a signal
+ * ended: REXEC_STATUS_SIGNAL + N for signal N (a local number).  main()
+ * then ends rexec by that signal (rexec_die_of_signal()), so its parent
+ * sees what it would see of a local child: WIFSIGNALED, not an exit code
+ * of 128+N.  A shell's $? is 128+N either way, but a shell waiting for a
+ * child that ^C killed stops its script only if the child died of SIGINT
+ * (bash's "wait and cooperative exit"), and Python, Go and the like tell a
+ * death by a signal from an exit code.
+ */
+#define REXEC_STATUS_SIGNAL 256
+
+/*
+ * End the process as if signal @sig had killed it: from any thread, with
+ * the signal unblocked here and its default action back.  No core file
+ * is made (the command's, if any, is on the host).  A signal that cannot
+ * end a process (a stop, one ignored by default) gives _exit(128 + @sig),
+ * at most 255.  Call it with the terminal restored.
+ */
+void rexec_die_of_signal(int sig) G_GNUC_NORETURN;
 
 /*
  * Put @fd's terminal in raw mode, remembering its settings in @saved.

@@ -3,7 +3,9 @@
 #
 # Signals and process lifetimes.  INT, TERM, HUP, QUIT, USR1 and USR2 sent
 # to rexec reach the remote command; a remote sleep dies with rexec's
-# SIGTERM and rexec reports 143.  Once the command has ended and rexec is
+# SIGTERM and rexec reports 143.  A command killed by a signal kills rexec
+# by the same signal, as its parent would see of a local child (a bash
+# loop over rexec ends on ^C).  Once the command has ended and rexec is
 # stuck writing its last output, SIGTERM or SIGINT ends rexec at once
 # (and restores a raw terminal), and so does SIGTERM while the command
 # still runs, its output stuck.  When rexec itself is SIGKILLed, rexecd
@@ -140,8 +142,8 @@ holder=$!
 python3 -c "$tail_pty" "$T/h.log" "$T/fifo" "$(grep -c 'status=' "$T/h.log")" \
 	"$REXEC" --config "$CLIENT_CONF" -H "unix:$T/h.sock" --key-file "$KEY" -t \
 	head -c 1048576 /dev/zero >"$T/tailpty" 2>&1
-check "-t: SIGTERM ends rexec stuck on its last write with 143 and restores the terminal ($(cat "$T/tailpty"))" \
-	grep -qx "exit 143 raw-before True canon-after True" "$T/tailpty"
+check "-t: SIGTERM kills rexec stuck on its last write, terminal restored ($(cat "$T/tailpty"))" \
+	grep -qx "exit -15 raw-before True canon-after True" "$T/tailpty"
 kill "$holder" 2>/dev/null
 
 # -- each forwarded signal reaches a trapping remote shell -------------------------------
@@ -190,6 +192,54 @@ if wait_gone "$c" 5; then
 	check "... and the shell, which ignored it, exited 0 when they were gone (got $BG_RC)" [ "$BG_RC" -eq 0 ]
 else
 	fail "rexec did not end after its remote group finished"
+fi
+
+# -- a command killed by a signal: rexec is killed by it too ----------------------------
+# A local child that a signal killed is WIFSIGNALED to its parent, not an
+# exit code of 128+N: a shell's $? is 128+N either way, but Python's
+# returncode, Go's ExitError and a shell's ^C handling tell them apart.
+died_of='import subprocess, sys
+print(subprocess.run(sys.argv[1:], stdin=subprocess.DEVNULL).returncode)'
+for sig in TERM KILL SEGV; do
+	want=$(python3 -c "$died_of" sh -c "kill -$sig \$\$")
+	got=$(python3 -c "$died_of" "$REXEC" --config "$CLIENT_CONF" -H "unix:$T/h.sock" \
+		--key-file "$KEY" sh -c "kill -$sig \$\$")
+	check "a remote death by SIG$sig is one here (returncode $got, locally $want)" \
+		sh -c "[ '$got' = '$want' ] && [ '$want' -lt 0 ]"
+done
+# ^C in a terminal sends SIGINT to the whole foreground group: a bash
+# script and the command it waits for.  bash ends the script only if that
+# command died of the SIGINT (one that exits, even with 130, is taken to
+# have handled it, as an editor does), so a loop over rexec went on.
+if command -v bash >/dev/null; then
+	ctrl_c='import os, signal, subprocess, sys, time
+mark, cmd = sys.argv[1], sys.argv[2:]
+p = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.PIPE,
+                     stdin=subprocess.DEVNULL)
+deadline = time.time() + 10
+while time.time() < deadline and subprocess.run(["pgrep", "-f", mark],
+                                                stdout=subprocess.DEVNULL).returncode:
+    time.sleep(0.05)
+os.killpg(p.pid, signal.SIGINT)
+try:
+    out = p.communicate(timeout=20)[0]
+except subprocess.TimeoutExpired:
+    os.killpg(p.pid, signal.SIGKILL)
+    out = p.communicate()[0] + b"timeout"
+print("%d:%s" % (p.returncode, out.decode().replace("\n", " ").strip()))'
+	# shellcheck disable=SC2016 # the loop is for bash, not for us
+	loop='for i in 1 2 3; do "$@"; echo "after $i: $?"; done'
+	want=$(python3 -c "$ctrl_c" "^sleep ${MARK}7\$" \
+		env --default-signal=INT bash -c "$loop" bash sleep "${MARK}7")
+	got=$(python3 -c "$ctrl_c" "^sleep ${MARK}7\$" \
+		env --default-signal=INT bash -c "$loop" bash \
+		"$REXEC" --config "$CLIENT_CONF" -H "unix:$T/h.sock" --key-file "$KEY" \
+		sleep "${MARK}7")
+	check "SIGINT to a bash loop over rexec ends it, as locally (\"$got\", locally \"$want\")" \
+		sh -c "[ '$got' = '$want' ] && [ '$want' = -2: ]"
+	check "... and the remote sleep is gone" wait_until 3 sleeps_are 7 0
+else
+	fail "bash is needed for the ^C check"
 fi
 
 # -- SIGTSTP: the remote group stops with rexec, and goes on with it ----------------------------

@@ -87,7 +87,7 @@ elapsed() {
 	secs=$(($(date +%s) - start))
 }
 
-# (1) exit statuses, and a signal as 128+N
+# (1) exit statuses, and a signal as 128+N (a death by that signal)
 run rx -- true </dev/null
 [ "$rc" -eq 0 ] || {
 	fail "true: exit $rc; stderr: $(cat "$tmp/err")"
@@ -100,6 +100,11 @@ run rx -- sh -c 'exit 42' </dev/null
 [ "$rc" -eq 42 ] || fail "exit 42: exit $rc; stderr: $(cat "$tmp/err")"
 run rx -- sh -c 'kill -TERM $$' </dev/null
 [ "$rc" -eq 143 ] || fail "kill -TERM \$\$: exit $rc, expected 143; stderr: $(cat "$tmp/err")"
+# ... and rexec is killed by it, as a local child would be (WIFSIGNALED).
+got=$(python3 -c 'import subprocess, sys
+print(subprocess.run(sys.argv[1:], stdin=subprocess.DEVNULL).returncode)' \
+	"$rexec" --ssh "$dest" -i "$tmp/id" -- sh -c 'kill -TERM $$' 2>"$tmp/err")
+[ "$got" = -15 ] || fail "kill -TERM \$\$: returncode $got, expected -15; stderr: $(cat "$tmp/err")"
 run rx -- "$tmp/no-such-command" </dev/null
 [ "$rc" -eq 127 ] || fail "missing command: exit $rc, expected 127; stderr: $(cat "$tmp/err")"
 
