@@ -348,6 +348,7 @@ static int run_command(struct opts *o, const char *cmd, char **argv, bool all_en
 			.dest = o->ssh,
 			.identity = o->identity,
 			.pty = o->pty,
+			.one_output = !o->pty && rexec_stdio_one_output(),
 			.argv = argv,
 			.env = env,
 			.cwd = o->cwd,
@@ -387,6 +388,8 @@ static int run_command(struct opts *o, const char *cmd, char **argv, bool all_en
 	rexec_tty_size(isatty(STDIN_FILENO) ? STDIN_FILENO : STDOUT_FILENO, &cols, &rows);
 
 	req.flags = o->pty ? REXEC_EXEC_PTY : 0;
+	if (!o->pty && rexec_stdio_one_output())
+		req.flags |= REXEC_EXEC_ONE_OUTPUT;
 	req.cmd = (char *)cmd;
 	req.argv = argv;
 	req.env = env;

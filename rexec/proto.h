@@ -48,7 +48,13 @@ enum {
 /* EXEC flags. */
 enum {
 	REXEC_EXEC_PTY = 0x1,
-	REXEC_EXEC_KNOWN = 0x1,
+	/*
+	 * Without a pty: the command's stderr is its stdout pipe, one stream
+	 * (REXEC_STDOUT) for both, in the order written.  For a client whose
+	 * stdout and stderr are one open file (2>&1).
+	 */
+	REXEC_EXEC_ONE_OUTPUT = 0x2,
+	REXEC_EXEC_KNOWN = 0x3,
 };
 
 /* Limits on what a peer may send; each one is checked by the decoders. */

@@ -8,7 +8,7 @@
  * argv is sent as a POSIX-sh-quoted string and arrives byte-exact whatever
  * it contains (the login shell must be a POSIX sh, bash, zsh or similar):
  *
- *   cd -- 'DIR' || exit 124; exec env -- 'NAME=VALUE'... 'argv0' 'arg1'...
+ *   cd -- 'DIR' || exit 124; exec env -- 'NAME=VALUE'... 'argv0' 'arg1'... 2>&1
  *
  * The environment goes through env(1), not SSH "env" requests, which sshd
  * drops unless its AcceptEnv lists the name.  A -C directory that cannot
@@ -135,6 +135,9 @@ static char *build_command(const struct rexec_ssh_args *a)
 		g_string_append_c(cmd, ' ');
 		sh_quote(cmd, *v);
 	}
+	/* One channel for both, in the order written, as here (tty.h). */
+	if (a->one_output)
+		g_string_append(cmd, " 2>&1");
 	return g_string_free(cmd, FALSE);
 }
 

@@ -12,6 +12,7 @@ struct rexec_ssh_args {
 	const char *identity;	 /* private key file, or NULL for ~/.ssh keys and the agent */
 	const char *known_hosts; /* NULL: ~/.ssh/known_hosts */
 	bool pty;		 /* -t */
+	bool one_output;	 /* without -t: stderr goes where stdout does (2>&1) */
 	char *const *argv;	 /* the command, NULL-terminated, argv[0] first */
 	char *const *env;	 /* "NAME=VALUE" to set for the command; may be NULL */
 	const char *cwd;	 /* directory to run in on the host; NULL: the login directory */

@@ -12,7 +12,10 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/kcmp.h>
 
 #include "tty.h"
 
@@ -37,6 +40,19 @@ bool rexec_tty_make_raw(int fd, const struct termios *orig)
 void rexec_tty_restore(int fd, const struct termios *saved)
 {
 	tcsetattr(fd, TCSADRAIN, saved);
+}
+
+bool rexec_stdio_one_output(void)
+{
+	struct stat o, e;
+	pid_t self = getpid();
+
+	if (fstat(STDOUT_FILENO, &o) < 0 || fstat(STDERR_FILENO, &e) < 0 || o.st_dev != e.st_dev ||
+	    o.st_ino != e.st_ino)
+		return false;
+	if (!S_ISREG(o.st_mode))
+		return true;
+	return syscall(SYS_kcmp, self, self, KCMP_FILE, STDOUT_FILENO, STDERR_FILENO) == 0;
 }
 
 void rexec_tty_size(int fd, unsigned *cols, unsigned *rows)

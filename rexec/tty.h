@@ -50,5 +50,13 @@ bool rexec_tty_raw(int fd, struct termios *saved);
 /* Raw mode again, from the settings @orig that rexec_tty_raw() saved (after a stop). */
 bool rexec_tty_make_raw(int fd, const struct termios *orig);
 void rexec_tty_restore(int fd, const struct termios *saved);
+/*
+ * Are our stdout and stderr one output (2>&1, one terminal), where the
+ * order between what goes to each is kept?  The command then gets one
+ * pipe for both, as it would here: two, relayed as two streams, would
+ * mix that order up.  The same pipe, socket or terminal, or the same open
+ * regular file (one offset; two opens of a file overwrite each other).
+ */
+bool rexec_stdio_one_output(void);
 /* @fd's window size, or 80 x 24 when it is not a terminal. */
 void rexec_tty_size(int fd, unsigned *cols, unsigned *rows);

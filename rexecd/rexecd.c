@@ -862,7 +862,10 @@ static void do_exec(struct sess *s, struct qt_msg *m)
 			goto out;
 		}
 	} else {
-		for (int i = 0; i < 3; i++) {
+		/* One output (2>&1 at the client): stderr is the stdout pipe, as it was there. */
+		bool one_output = r.flags & REXEC_EXEC_ONE_OUTPUT;
+
+		for (int i = 0; i < (one_output ? 2 : 3); i++) {
 			if (pipe2(pipes[i], O_CLOEXEC) < 0) {
 				err = errno;
 				reply_result(s, REXEC_R_SETUP, err, "cannot create pipes: %s", g_strerror(err));
@@ -873,11 +876,11 @@ static void do_exec(struct sess *s, struct qt_msg *m)
 		 * Bigger pipes mean fewer, larger reads and frames for bulk
 		 * output (best effort: pipe-max-size may be lower).
 		 */
-		for (int i = 0; i < 3; i++)
+		for (int i = 0; i < (one_output ? 2 : 3); i++)
 			fcntl(pipes[i][0], F_SETPIPE_SZ, REXECD_PIPE_SIZE);
 		childfds[0] = pipes[0][0];
 		childfds[1] = pipes[1][1];
-		childfds[2] = pipes[2][1];
+		childfds[2] = one_output ? pipes[1][1] : pipes[2][1];
 	}
 	if (pipe2(errp, O_CLOEXEC) < 0) {
 		err = errno;
@@ -919,7 +922,9 @@ static void do_exec(struct sess *s, struct qt_msg *m)
 	} else {
 		s->in = rexec_chan_new(d->loop, s->conn, pipes[0][1], -1, REXEC_STDIN, 0, on_chan, s);
 		s->out[0] = rexec_chan_new(d->loop, s->conn, pipes[1][0], REXEC_STDOUT, -1, 0, on_chan, s);
-		s->out[1] = rexec_chan_new(d->loop, s->conn, pipes[2][0], REXEC_STDERR, -1, 0, on_chan, s);
+		if (pipes[2][0] >= 0)
+			s->out[1] = rexec_chan_new(d->loop, s->conn, pipes[2][0], REXEC_STDERR, -1,
+						   0, on_chan, s);
 		pipes[0][1] = pipes[1][0] = pipes[2][0] = -1;
 	}
 	/*

@@ -3,7 +3,8 @@
 #
 # rexec runs a command on the host as if it ran here: exit statuses
 # (including death by a signal), stdout and stdin byte for byte (100 MiB
-# each way, compared by sha256 with the local file), stderr kept apart,
+# each way, compared by sha256 with the local file), stderr kept apart
+# (and in the order written when it goes where stdout does, 2>&1),
 # the environment (-e, -E, and nothing else without -E), the working
 # directory (-C, and the local one by default), the umask, argv with
 # spaces, newlines, quotes and empty strings, and a pty with -t: the remote
@@ -96,6 +97,20 @@ rc=$?
 check "stdout and stderr separate: exit 3" [ $rc -eq 3 ]
 check "... stdout has only out" [ "$(cat "$T/o")" = out ]
 check "... stderr has only err" [ "$(cat "$T/e")" = err ]
+# With 2>&1 what the command writes to each keeps its order, as locally,
+# in a pipe and in a file (two pipes on the host mixed it up).
+# shellcheck disable=SC2016 # for the remote shell
+pairs='i=0; while [ $i -lt 500 ]; do echo "o$i"; echo "e$i" >&2; i=$((i + 1)); done'
+sh -c "$pairs" >"$T/pairs.want" 2>&1
+rx h sh -c "$pairs" 2>&1 | cat >"$T/pairs.got"
+check "2>&1 into a pipe: stdout and stderr in the order written ($(head -n 4 "$T/pairs.got" |
+	tr '\n' ' '))" cmp -s "$T/pairs.want" "$T/pairs.got"
+rx h sh -c "$pairs" >"$T/pairs.got" 2>&1
+check "2>&1 into a file: the same bytes as locally" cmp -s "$T/pairs.want" "$T/pairs.got"
+got=$(rx h sh -c 'readlink /proc/$$/fd/1 /proc/$$/fd/2 | uniq | wc -l' 2>&1)
+check "... the command's stdout and stderr are one pipe there, as here ($got)" [ "$got" = 1 ]
+got=$(rx h sh -c 'readlink /proc/$$/fd/1 /proc/$$/fd/2 | uniq | wc -l' 2>"$T/e")
+check "... and two without 2>&1 ($got)" [ "$got" = 2 ]
 
 # -- environment ------------------------------------------------------------------------
 LEAKME=secret-$MARK

@@ -108,6 +108,14 @@ print(subprocess.run(sys.argv[1:], stdin=subprocess.DEVNULL).returncode)' \
 run rx -- "$tmp/no-such-command" </dev/null
 [ "$rc" -eq 127 ] || fail "missing command: exit $rc, expected 127; stderr: $(cat "$tmp/err")"
 
+# stdout and stderr both to one pipe (2>&1): in the order written, as locally
+# shellcheck disable=SC2016 # for the remote shell
+pairs='i=0; while [ $i -lt 500 ]; do echo "o$i"; echo "e$i" >&2; i=$((i + 1)); done'
+want=$(sh -c "$pairs" 2>&1 | md5sum)
+got=$(rx -- sh -c "$pairs" </dev/null 2>&1 | md5sum)
+[ "$got" = "$want" ] || fail "2>&1: stdout and stderr out of order: $(rx -- sh -c "$pairs" \
+	</dev/null 2>&1 | head -n 3 | tr '\n' ' ')"
+
 # (2) 10 MiB of random bytes out, and back in through stdin, unchanged
 head -c $((10 * 1024 * 1024)) /dev/urandom >"$tmp/blob"
 want=$(sha256sum <"$tmp/blob" | cut -d' ' -f1)

@@ -889,6 +889,12 @@ START_TEST(test_exec_malformed)
 	e = raw_default();
 	e.flags = REXEC_EXEC_PTY;
 	ck_assert_int_eq(raw_exec_decode(&e), 0);
+	/* The wire values, as docs/protocol.md gives them. */
+	ck_assert_int_eq(REXEC_EXEC_PTY, 0x1);
+	ck_assert_int_eq(REXEC_EXEC_ONE_OUTPUT, 0x2);
+	e = raw_default();
+	e.flags = REXEC_EXEC_ONE_OUTPUT;
+	ck_assert_int_eq(raw_exec_decode(&e), 0);
 
 	e = raw_default();
 	e.cwd = "tmp";
