@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "chan.h"
@@ -205,6 +206,8 @@ int rexec_forward_run(const struct qt_endpoint *ep, const struct qt_psk *psk, in
 	g_autofree char *uri = g_strdup_printf("unix:%s", local), *msg = NULL;
 	struct qt_listener *ls;
 	struct qt_watch *sigw = NULL;
+	struct stat made, now;
+	bool named;
 	sigset_t mask;
 	int err, lfd, sfd;
 
@@ -231,6 +234,8 @@ int rexec_forward_run(const struct qt_endpoint *ep, const struct qt_psk *psk, in
 			g_strerror(-err));
 		return REXEC_EXIT_SETUP;
 	}
+	/* The socket's file, to remove on the way out only if it is still ours. */
+	named = local[0] != '@' && stat(local, &made) == 0;
 	ls = qt_listener_add(loop, lfd, on_accept, &f);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd >= 0)
@@ -238,7 +243,7 @@ int rexec_forward_run(const struct qt_endpoint *ep, const struct qt_psk *psk, in
 	qt_notice("forwarding %s to %s on %s", local, remote, ep->uri);
 	err = qt_loop_run(loop);
 	qt_listener_remove(ls);
-	if (local[0] != '@')
+	if (named && stat(local, &now) == 0 && now.st_dev == made.st_dev && now.st_ino == made.st_ino)
 		unlink(local);
 	qt_watch_remove(sigw);
 	if (sfd >= 0)

@@ -178,6 +178,24 @@ fi
 kill "$FWD_HELLO"
 wait "$FWD_HELLO" 2>/dev/null
 
+# -- its socket path on stop ---------------------------------------------------------------------------
+# A forward that stops removes its socket, and only that: a file put at the
+# path since (the socket removed, the name taken by someone else) stays.
+if forward "$D/own.sock" "$H/http.sock"; then
+	kill "$FWD_PID"
+	wait "$FWD_PID" 2>/dev/null
+	check "a stopped forward removes its socket" sh -c "! test -e '$D/own.sock'"
+fi
+if forward "$D/taken.sock" "$H/http.sock"; then
+	rm -f "$D/taken.sock"
+	echo "not the forward's" >"$D/taken.sock"
+	kill "$FWD_PID"
+	wait "$FWD_PID" 2>/dev/null
+	check "... but not a file put at its path since" \
+		[ "$(cat "$D/taken.sock" 2>/dev/null)" = "not the forward's" ]
+	rm -f "$D/taken.sock"
+fi
+
 # -- usage ----------------------------------------------------------------------------------------------
 check_rc_msg "forward-unix with one socket only: 125" 125 "LOCAL_SOCKET" rx h forward-unix "$D/x.sock"
 check "the HTTP forward ran all along" kill -0 "$FWD_HTTP"
