@@ -76,6 +76,11 @@ EXTRA_DIST += tests/autoscale/test-scenarios.sh tests/autoscale/test-once-cli.sh
 TESTS += tests/autoscale/test-daemon-e2e.py
 EXTRA_DIST += tests/autoscale/test-daemon-e2e.py tests/autoscale/register-node.py
 
+# `autoscale run`'s scale-down when evictions, pods, bm-api or the Node
+# object misbehave: fake API server + a stand-in bm-api.
+TESTS += tests/autoscale/test-daemon-drain.py
+EXTRA_DIST += tests/autoscale/test-daemon-drain.py
+
 # The autoscaler core on 1,000 and 5,000-node synthetic clusters; the script
 # compiles its own -O2 copy of the core, so any configuration works, then
 # runs the build tree's `autoscale once` on a 5,000-node snapshot.

@@ -1,0 +1,324 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+#
+# `autoscale run`'s scale-down actuation when things go wrong, against the
+# fake API server (tests/kube) and a stand-in bm-api whose pool and
+# instances the test holds (no bm-controller, no machines: fast).
+#
+# Each case starts from a fresh cluster: pool "a" with instances a-1 and
+# a-2, nodes n1 (yusur://a/a-1, 3.5 of 4 cpu used) and n2 (yusur://a/a-2)
+# with one 100m pod of ReplicaSet "web" that fits on n1.  So n2 is the one
+# node RunOnce removes, after --scale-down-unneeded-time=1s.
+#
+# Each case_* function is one case, its docstring says what CA does there.
+# Arguments: names of cases to run (default: all).
+
+import http.server
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+SRC = os.environ.get("top_srcdir", os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD = os.environ.get("top_builddir", os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(SRC, "tests", "kube"))
+from kubefake import FakeKube  # noqa: E402
+
+TAINT = "ToBeDeletedByClusterAutoscaler"
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Failure(msg)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class BmState:
+    """Pool "a" and its instances; DELETE as bm-api answers it (docs/bm.md)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.instances = {}  # id -> state
+        self.deletes = []  # ids DELETEd, in order
+        self.delete_status = None  # force this status on DELETE
+
+    def pools(self):
+        return {"items": [{"name": "a", "free": 4, "in_use": len(self.instances),
+                           "template": {"cpu": "4", "memory": "8Gi", "min_size": 0,
+                                        "max_size": 10}}]}
+
+    def list(self):
+        return {"items": [{"id": i, "pool": "a", "state": s, "created_at": 1}
+                          for i, s in self.instances.items() if s != "deleted"]}
+
+
+def bm_handler(state):
+    class H(http.server.BaseHTTPRequestHandler):
+        def reply(self, code, obj):
+            body = json.dumps(obj).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self):
+            with state.lock:
+                if self.path == "/v1/pools":
+                    return self.reply(200, state.pools())
+                if self.path == "/v1/instances":
+                    return self.reply(200, state.list())
+            self.reply(404, {"code": "not_found", "message": "no such path"})
+
+        def do_DELETE(self):
+            iid = self.path.rsplit("/", 1)[-1]
+            with state.lock:
+                state.deletes.append(iid)
+                if state.delete_status:
+                    return self.reply(state.delete_status, {"code": "internal", "message": "boom"})
+                s = state.instances.get(iid)
+                if s is None:
+                    return self.reply(404, {"code": "not_found", "message": "instance not found"})
+                if s == "deleted":
+                    return self.reply(409, {"code": "conflict", "state": "deleted",
+                                            "message": "instance is deleted"})
+                state.instances[iid] = "deleted"
+            self.reply(202, {"operation": "/v1/operations/1"})
+
+        def log_message(self, *args):
+            pass
+    return H
+
+
+class Env:
+    def __init__(self, name):
+        self.kube = FakeKube(name="as-drain-" + name)
+        self.bm = BmState()
+        self.bm.instances = {"a-1": "active", "a-2": "active"}
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), bm_handler(self.bm))
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+        self.proc = None
+        self.log_path = os.path.join(self.kube.dir, "autoscale.log")
+        with open(os.path.join(self.kube.dir, "token"), "w") as f:
+            f.write("bm-token\n")
+        self.cloud = os.path.join(self.kube.dir, "cloud.conf")
+        with open(self.cloud, "w") as f:
+            f.write("[yusur]\nurl = http://127.0.0.1:%d\ntoken_file = token\nimage = worker-1\n"
+                    % self.srv.server_address[1])
+        k = self.kube
+        k.add_node("n1", cpu="4", memory="8Gi", provider_id="yusur://a/a-1")
+        k.add_node("n2", cpu="4", memory="8Gi", provider_id="yusur://a/a-2")
+        k.must(201, "POST", "/apis/apps/v1/namespaces/default/replicasets", {
+            "apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"}},
+                                  "spec": {"containers": [{"name": "c", "image": "x"}]}}}})
+        k.add_pod("big", cpu="3500m", memory="1Gi", node="n1", labels={"app": "web"},
+                  owner=("ReplicaSet", "web"))
+
+    def start(self, extra=()):
+        port = free_port()
+        self.url = "http://127.0.0.1:%d" % port
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                [os.path.join(BUILD, "autoscale", "autoscale"), "run",
+                 "--kubeconfig", self.kube.kubeconfig, "--cloud-provider=yusur",
+                 "--cloud-config", self.cloud, "--address", "127.0.0.1:%d" % port,
+                 "--scan-interval=1s", "--scale-down-unneeded-time=1s",
+                 "--scale-down-delay-after-add=0s", "--scale-down-delay-after-failure=0s",
+                 "--scale-down-utilization-threshold=0.5", "--max-graceful-termination-sec=1",
+                 "--leader-elect=false"] + list(extra),
+                stdout=log, stderr=subprocess.STDOUT, cwd=self.kube.dir)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                rc = self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise Failure("autoscale did not exit on SIGTERM")
+            check(rc == 0, "autoscale exited with %s on SIGTERM" % rc)
+        self.proc = None
+
+    def close(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.srv.shutdown()
+        self.srv.server_close()
+        self.kube.close()
+
+    def log(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def node(self, name):
+        s, n = self.kube.get("/api/v1/nodes/" + name)
+        return n if s == 200 else None
+
+    def taints(self, name):
+        n = self.node(name)
+        return [t["key"] for t in (n or {}).get("spec", {}).get("taints") or []]
+
+    def pods(self, ns="default"):
+        s, o = self.kube.get("/api/v1/namespaces/%s/pods" % ns)
+        return {p["metadata"]["name"]: p for p in o["items"]}
+
+    def events(self, reason):
+        s, o = self.kube.get("/api/v1/events")
+        return [e for e in o["items"] if e["reason"] == reason]
+
+    def wait(self, cond, what, timeout=30):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            check(self.proc is None or self.proc.poll() is None,
+                  "autoscale exited with %s" % (self.proc and self.proc.returncode))
+            v = cond()
+            if v:
+                return v
+            time.sleep(0.1)
+        raise Failure("timed out waiting for " + what)
+
+
+def run_case(fn):
+    env = Env(fn.__name__.replace("_", "-"))
+    print("--", fn.__doc__.strip().splitlines()[0], flush=True)
+    try:
+        fn(env)
+        env.stop()
+    except Exception:
+        if os.path.exists(env.log_path):
+            tail = "".join(env.log().splitlines(True)[-50:])
+            sys.stderr.write("==== autoscale.log (tail)\n%s\n" % tail)
+        raise
+    finally:
+        env.close()
+
+
+def case_eviction_refused(env):
+    """Evictions refused (429) past --max-pod-eviction-time: the node is released.
+
+    CA gives a drain up once its evictions are still refused after
+    max-pod-eviction-time: the node gets its taint removed and is
+    uncordoned, a ScaleDownFailed event is recorded, and the
+    --scale-down-delay-after-failure cooldown (here 1h) keeps every node
+    from being tainted again.
+    """
+    env.kube.add_pod("mover", cpu="100m", memory="64Mi", node="n2", labels={"app": "web"},
+                     owner=("ReplicaSet", "web"))
+    env.kube.fault(r"/eviction$", 429, count=-1)
+    env.start(["--max-pod-eviction-time=3s", "--scale-down-delay-after-failure=1h"])
+    env.wait(lambda: TAINT in env.taints("n2"), "n2 to be tainted")
+    env.wait(lambda: env.node("n2")["spec"].get("unschedulable"), "n2 to be cordoned", 5)
+    env.wait(lambda: TAINT not in env.taints("n2"), "n2 to be untainted", 20)
+    env.wait(lambda: not env.node("n2")["spec"].get("unschedulable"), "n2 to be uncordoned", 5)
+    check(env.events("ScaleDownFailed"), "no ScaleDownFailed event")
+    check("mover" in env.pods(), "the mover pod went")
+    time.sleep(4)
+    check(TAINT not in env.taints("n2") and TAINT not in env.taints("n1"),
+          "a node was tainted again within --scale-down-delay-after-failure")
+    check(env.bm.deletes == [], "instances deleted: %s" % env.bm.deletes)
+
+
+def case_pod_stays(env):
+    """An evicted pod that never goes: the node is released, not deleted.
+
+    The eviction is accepted but the pod is held by a finalizer.  CA waits
+    for the evicted pods to go for their grace period plus a headroom, then
+    gives the drain up: the instance must not be deleted under the pod.
+    """
+    env.kube.add_pod("stuck", cpu="100m", memory="64Mi", node="n2", labels={"app": "web"},
+                     owner=("ReplicaSet", "web"))
+    env.kube.must(200, "PATCH", "/api/v1/namespaces/default/pods/stuck",
+                  {"metadata": {"finalizers": ["example.com/hold"]}},
+                  "application/merge-patch+json")
+    env.start(["--node-deletion-delay-timeout=2s", "--scale-down-delay-after-failure=1h"])
+    env.wait(lambda: TAINT in env.taints("n2"), "n2 to be tainted")
+    env.wait(lambda: env.pods()["stuck"]["metadata"].get("deletionTimestamp"),
+             "the stuck pod to be evicted")
+    env.wait(lambda: TAINT not in env.taints("n2"), "n2 to be untainted", 20)
+    env.wait(lambda: not env.node("n2")["spec"].get("unschedulable"), "n2 to be uncordoned", 5)
+    check(env.events("ScaleDownFailed"), "no ScaleDownFailed event")
+    check(env.bm.deletes == [], "instances deleted: %s" % env.bm.deletes)
+
+
+def case_stale_taint(env):
+    """A ToBeDeleted taint left by an earlier run is removed at start.
+
+    As CA at start-up: the taint goes and the node is uncordoned.
+    """
+    env.kube.add_pod("keep", cpu="3", memory="1Gi", node="n2", labels={"app": "web"},
+                     owner=("ReplicaSet", "web"))
+    env.kube.must(200, "PATCH", "/api/v1/nodes/n2",
+                  {"spec": {"unschedulable": True,
+                            "taints": [{"key": TAINT, "value": "1700000000",
+                                        "effect": "NoSchedule"}]}},
+                  "application/merge-patch+json")
+    env.start()
+    env.wait(lambda: TAINT not in env.taints("n2"), "the stale taint to go", 20)
+    env.wait(lambda: not env.node("n2")["spec"].get("unschedulable"), "n2 to be uncordoned", 5)
+
+
+def case_delete_fails(env):
+    """DeleteNodes refused by bm-api: the node is released and cools down."""
+    env.bm.delete_status = 500
+    env.start(["--scale-down-delay-after-failure=1h"])
+    env.wait(lambda: env.bm.deletes, "a DELETE of the instance")
+    env.wait(lambda: TAINT not in env.taints("n2"), "n2 to be untainted", 20)
+    env.wait(lambda: not env.node("n2")["spec"].get("unschedulable"), "n2 to be uncordoned", 5)
+    check(env.events("ScaleDownFailed"), "no ScaleDownFailed event")
+    n = len(env.bm.deletes)
+    time.sleep(4)
+    check(len(env.bm.deletes) == n and TAINT not in env.taints("n2"),
+          "tried again within --scale-down-delay-after-failure")
+
+
+def case_node_deleted(env):
+    """The Node object deleted by someone else mid-drain: the instance still goes."""
+    env.kube.add_pod("mover", cpu="100m", memory="64Mi", node="n2", labels={"app": "web"},
+                     owner=("ReplicaSet", "web"))
+    env.kube.must(200, "PATCH", "/api/v1/namespaces/default/pods/mover",
+                  {"metadata": {"finalizers": ["example.com/hold"]}},
+                  "application/merge-patch+json")
+    env.start(["--scale-down-delay-after-failure=1h"])
+    env.wait(lambda: TAINT in env.taints("n2"), "n2 to be tainted")
+    env.kube.delete("/api/v1/nodes/n2")
+    env.kube.must(200, "PATCH", "/api/v1/namespaces/default/pods/mover",
+                  {"metadata": {"finalizers": None}}, "application/merge-patch+json")
+    env.wait(lambda: "a-2" in env.bm.deletes, "the instance to be deleted", 30)
+    check(not env.events("ScaleDownFailed"), "ScaleDownFailed: %s"
+          % [e["message"] for e in env.events("ScaleDownFailed")])
+
+
+CASES = [case_eviction_refused, case_pod_stays, case_stale_taint, case_delete_fails,
+         case_node_deleted]
+
+
+def main():
+    only = sys.argv[1:]
+    for fn in CASES:
+        if not only or fn.__name__ in only:
+            run_case(fn)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
