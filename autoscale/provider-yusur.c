@@ -504,6 +504,19 @@ static int yg_increase(struct as_node_group_if *gi, int delta)
 	return 0;
 }
 
+/*
+ * Whether bm-api's answer to a DELETE says the instance is gone already: a
+ * 404, or the 409 it gives an instance deleted before (docs/bm.md), whose
+ * body names the state.  Someone else deprovisioned it, or our own earlier
+ * DELETE went through: either way there is nothing left to delete.
+ */
+static bool already_deleted(long st, json_object *out)
+{
+	const char *state = as_json_string(out, "state");
+
+	return st == 404 || (st == 409 && state && strcmp(state, "deleted") == 0);
+}
+
 /* DELETE one instance of @g; marks it Deleting.  0 also when already gone. */
 static int delete_instance(struct ygroup *g, const char *iid)
 {
@@ -517,7 +530,7 @@ static int delete_instance(struct ygroup *g, const char *iid)
 
 	if (r < 0)
 		return r;
-	if (st != 202 && st != 200 && st != 204 && st != 404) {
+	if (st != 202 && st != 200 && st != 204 && !already_deleted(st, out)) {
 		const char *m = as_json_string(out, "message");
 
 		set_error(p, g_strdup_printf("DELETE %s: HTTP %ld: %s", path, st, m ? m : ""));

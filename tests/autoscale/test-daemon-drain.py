@@ -277,6 +277,29 @@ def case_stale_taint(env):
     env.wait(lambda: not env.node("n2")["spec"].get("unschedulable"), "n2 to be uncordoned", 5)
 
 
+def case_instance_gone(env):
+    """DeleteNodes of an instance someone else deleted meanwhile: the node goes.
+
+    bm-api answers 409 with state "deleted" to a DELETE of an instance
+    already deleted (docs/bm.md); the machine is gone, as a 404 would say,
+    so the removal is done, not failed.
+    """
+    env.kube.add_pod("mover", cpu="100m", memory="64Mi", node="n2", labels={"app": "web"},
+                     owner=("ReplicaSet", "web"))
+    env.kube.must(200, "PATCH", "/api/v1/namespaces/default/pods/mover",
+                  {"metadata": {"finalizers": ["example.com/hold"]}},
+                  "application/merge-patch+json")
+    env.start(["--scale-down-delay-after-failure=1h"])
+    env.wait(lambda: TAINT in env.taints("n2"), "n2 to be tainted")
+    with env.bm.lock:
+        env.bm.instances["a-2"] = "deleted"
+    env.kube.must(200, "PATCH", "/api/v1/namespaces/default/pods/mover",
+                  {"metadata": {"finalizers": None}}, "application/merge-patch+json")
+    env.wait(lambda: env.node("n2") is None, "node n2 to be deleted", 20)
+    check(not env.events("ScaleDownFailed"), "ScaleDownFailed: %s"
+          % [e["message"] for e in env.events("ScaleDownFailed")])
+
+
 def case_delete_fails(env):
     """DeleteNodes refused by bm-api: the node is released and cools down."""
     env.bm.delete_status = 500
@@ -308,8 +331,8 @@ def case_node_deleted(env):
           % [e["message"] for e in env.events("ScaleDownFailed")])
 
 
-CASES = [case_eviction_refused, case_pod_stays, case_stale_taint, case_delete_fails,
-         case_node_deleted]
+CASES = [case_eviction_refused, case_pod_stays, case_stale_taint, case_instance_gone,
+         case_delete_fails, case_node_deleted]
 
 
 def main():
