@@ -11,7 +11,8 @@
  * Watch thread states: LISTING -> WATCHING -> (timeout/EOF) WATCHING
  * again from the last version | (410) LISTING | (error) backoff, then
  * WATCHING with the version kept.  Invariant: w->rv is NULL exactly when
- * the next step is a list.
+ * the next step is a list.  The backoff starts over after a list, and
+ * after a watch that ended normally or streamed for a minute.
  */
 #include "config.h"
 
@@ -28,6 +29,8 @@
 
 #define JSON_DEPTH 64
 #define LIST_PAGE 500
+/* A watch that lasted this long before it failed counts as a working one. */
+#define WATCH_HEALTHY_US (60 * G_USEC_PER_SEC)
 
 /* ---- JSON helpers ---- */
 
@@ -1128,6 +1131,15 @@ static gpointer watch_thread(gpointer ud)
 		w->relist = false;
 		started = g_get_monotonic_time();
 		r = watch_once(w, &m);
+		/*
+		 * A watch that ended normally, or that streamed for a while
+		 * before it broke, shows the server working again: the next
+		 * failure backs off from the start, as client-go's reflector
+		 * forgets its backoff once unused, instead of from the step
+		 * that failures hours ago had reached (up to 30 s blind).
+		 */
+		if (r == 0 || g_get_monotonic_time() - started >= WATCH_HEALTHY_US)
+			backoff = 250;
 		/* A server that ends watches at once must not make this a busy loop. */
 		if (r == 0 && g_get_monotonic_time() - started < G_USEC_PER_SEC && !nap(k, 1000))
 			break;

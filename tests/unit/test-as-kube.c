@@ -1090,6 +1090,96 @@ START_TEST(lease_call_bounded)
 }
 END_TEST
 
+/*
+ * Watches of nodes: four 500s, two watches that end normally, a 500, then
+ * normal watches; when each watch request came, in monotonic us.
+ */
+struct flaky {
+	GMutex lock;
+	int n;
+	int64_t at[16];
+};
+
+static void flaky_fn(void *ud, const struct bm_http_request *req, struct bm_http_response *resp)
+{
+	struct flaky *f = ud;
+	bool fail = false;
+
+	resp->content_type = "application/json";
+	resp->status = 200;
+	if (!bm_http_query(req, "watch")) {
+		resp->body = g_strdup("{\"items\":[],\"metadata\":{\"resourceVersion\":\"1\"}}");
+		return;
+	}
+	if (strcmp(req->path, "/api/v1/nodes") == 0) {
+		g_mutex_lock(&f->lock);
+		if (f->n < (int)G_N_ELEMENTS(f->at))
+			f->at[f->n] = g_get_monotonic_time();
+		fail = f->n < 4 || f->n == 6;
+		f->n++;
+		g_mutex_unlock(&f->lock);
+	}
+	if (fail) {
+		resp->status = 500;
+		resp->body = g_strdup("{\"kind\":\"Status\",\"code\":500}");
+	} else {
+		resp->body = g_strdup("");
+	}
+}
+
+/*
+ * A watch that worked ends the backoff of the failures before it, as
+ * client-go's reflector forgets its backoff once it has gone unused: a
+ * failure after it waits the first step (250 ms), not the step the old
+ * failures had reached.  Else a daemon up for days, whose watches an API
+ * server restart or a load balancer cut now and then, ends up blind for
+ * 30 s after each cut.
+ */
+START_TEST(watch_backoff_resets)
+{
+	struct bm_httpd_config hc = {NULL, 65536, 4, 64, 5};
+	static struct flaky f;
+	struct bm_httpd *h = NULL;
+	g_autofree char *m = NULL;
+	struct as_kube_config *cfg = g_new0(struct as_kube_config, 1);
+	g_autoptr(as_kube) k = NULL;
+	int64_t gap;
+	int port = 0, n = 0;
+
+	g_mutex_init(&f.lock);
+	for (int p = 20000 + (int)((getpid() + 4049) % 20000), tries = 0; tries < 50 && !h;
+	     tries++, p++) {
+		g_autofree char *l = g_strdup_printf("127.0.0.1:%d", p);
+
+		hc.listen = l;
+		g_clear_pointer(&m, g_free);
+		if (bm_httpd_start(&hc, flaky_fn, &f, &h, &m) == 0)
+			port = p;
+	}
+	ck_assert_ptr_nonnull(h);
+	cfg->server = g_strdup_printf("http://127.0.0.1:%d", port);
+	k = as_kube_new(cfg);
+	as_kube_set_timeouts(k, 5000, 1);
+	as_kube_start(k);
+	/* 0.25 + 0.5 + 1 + 2 s of backoff, two 1 s pauses, and the last gap. */
+	for (int i = 0; i < 300 && n < 8; i++) {
+		g_usleep(50000);
+		g_mutex_lock(&f.lock);
+		n = f.n;
+		g_mutex_unlock(&f.lock);
+	}
+	ck_assert_int_ge(n, 8);
+	g_mutex_lock(&f.lock);
+	gap = (f.at[7] - f.at[6]) / 1000;
+	g_mutex_unlock(&f.lock);
+	/* 250 ms after the failure, with room for a slow machine; 4 s unreset. */
+	ck_assert_msg(gap < 2000, "the watch after a lone failure came %" G_GINT64_FORMAT
+		      " ms later", gap);
+	g_clear_pointer(&k, as_kube_free);
+	bm_httpd_stop(h);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("as-kube");
@@ -1119,6 +1209,7 @@ int main(void)
 	tcase_add_test(tc, list_page_huge);
 	tcase_add_test(tc, lease_call_bounded);
 	tcase_add_test(tc, client_against_stub);
+	tcase_add_test(tc, watch_backoff_resets);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
