@@ -300,6 +300,26 @@ def case_instance_gone(env):
           % [e["message"] for e in env.events("ScaleDownFailed")])
 
 
+def case_grace_uncapped(env):
+    """--max-graceful-termination-sec=0: evictions keep the pod's own grace period.
+
+    CA caps a pod's grace period only when the flag is above 0 (its
+    evictPod: maxTermination > 0 && termination > maxTermination); an
+    Eviction with gracePeriodSeconds 0 would remove the pod from the API
+    at once, while its containers still run.
+    """
+    env.kube.add_pod("mover", cpu="100m", memory="64Mi", node="n2", labels={"app": "web"},
+                     owner=("ReplicaSet", "web"), spec={"terminationGracePeriodSeconds": 7})
+    env.kube.must(200, "PATCH", "/api/v1/namespaces/default/pods/mover",
+                  {"metadata": {"finalizers": ["example.com/hold"]}},
+                  "application/merge-patch+json")
+    env.start(["--max-graceful-termination-sec=0"])
+    pod = env.wait(lambda: env.pods()["mover"]["metadata"].get("deletionTimestamp") and
+                   env.pods()["mover"], "the mover pod to be evicted")
+    grace = pod["metadata"].get("deletionGracePeriodSeconds")
+    check(grace == 7, "evicted with a grace period of %s s, not the pod's 7 s" % grace)
+
+
 def case_delete_fails(env):
     """DeleteNodes refused by bm-api: the node is released and cools down."""
     env.bm.delete_status = 500
@@ -332,7 +352,7 @@ def case_node_deleted(env):
 
 
 CASES = [case_eviction_refused, case_pod_stays, case_stale_taint, case_instance_gone,
-         case_delete_fails, case_node_deleted]
+         case_grace_uncapped, case_delete_fails, case_node_deleted]
 
 
 def main():
