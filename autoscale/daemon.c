@@ -897,19 +897,6 @@ static GPtrArray *pods_to_drain(const struct as_cluster *c, const char *node)
 	return a;
 }
 
-/*
- * The gracePeriodSeconds of @p's Eviction: its own, capped by
- * --max-graceful-termination-sec when that is above 0, as CA's evictPod
- * caps it.  0 is no cap: an Eviction with grace 0 would take the pod out
- * of the API at once, its containers still running.
- */
-static int64_t evict_grace(const struct daemon *dm, const struct as_pod *p)
-{
-	int64_t max = dm->o->max_graceful_termination_sec;
-
-	return max > 0 ? MIN(p->grace_period_s, max) : p->grace_period_s;
-}
-
 static void evict_daemonset_pods(struct daemon *dm, const struct as_cluster *c, const char *node)
 {
 	for (guint i = 0; i < c->pods->len; i++) {
@@ -921,7 +908,7 @@ static void evict_daemonset_pods(struct daemon *dm, const struct as_cluster *c, 
 			continue;
 		if (!acting(dm))
 			return;
-		if (as_kube_evict(dm->kube, p->ns, p->name, evict_grace(dm, p), &m) < 0)
+		if (as_kube_evict(dm->kube, p->ns, p->name, as_eviction_grace_s(dm->o, p), &m) < 0)
 			qt_debug("DaemonSet pod \"%s\" not evicted: %s", p->key, m);
 	}
 }
@@ -999,7 +986,7 @@ static bool progress_deletion(struct daemon *dm, const struct as_cluster *c, str
 
 	for (guint i = 0; i < pods->len; i++) {
 		const struct as_pod *p = pods->pdata[i];
-		int64_t grace = evict_grace(dm, p);
+		int64_t grace = as_eviction_grace_s(dm->o, p);
 		int r;
 
 		int64_t *when = g_hash_table_lookup(del->evicted, p->key);

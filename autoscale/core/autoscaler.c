@@ -1594,7 +1594,7 @@ static void scale_down(struct run *r)
 			g_ptr_array_add(r->d->scale_down_nodes, g_strdup(n->name));
 			for (guint e = 0; e < evict->len; e++) {
 				const struct as_pod *p = evict->pdata[e];
-				int64_t grace = MIN(p->grace_period_s, o->max_graceful_termination_sec);
+				int64_t grace = as_eviction_grace_s(o, p);
 
 				g_ptr_array_add(r->d->evict_pods, g_strdup(p->key));
 				g_array_append_val(r->d->evict_grace_s, grace);
@@ -1649,6 +1649,13 @@ static void report_unhealthy(struct run *r)
 	}
 	for (guint i = 0; i < r->n_nodes; i++)
 		unremovable(r, i, "%s", why);
+}
+
+int64_t as_eviction_grace_s(const struct as_options *o, const struct as_pod *p)
+{
+	int64_t max = o->max_graceful_termination_sec;
+
+	return max > 0 ? MIN(p->grace_period_s, max) : p->grace_period_s;
 }
 
 int as_decision_check(const struct as_cluster *c, const struct as_decision *d, char **msg)

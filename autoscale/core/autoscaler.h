@@ -130,5 +130,13 @@ bool as_templates_similar(const struct as_node *a, const struct as_node *b);
 void as_group_backoff(const struct as_options *o, int64_t now, int64_t *duration,
 		      int64_t *until, int64_t *last_failure);
 
+/*
+ * The gracePeriodSeconds of @p's Eviction: its own, capped by
+ * --max-graceful-termination-sec when that is above 0, as CA's evictPod
+ * caps it.  0 is no cap: an Eviction with grace 0 would take the pod out
+ * of the API at once, its containers still running.
+ */
+int64_t as_eviction_grace_s(const struct as_options *o, const struct as_pod *p);
+
 /* Is @n Ready as CA counts it (Ready, no pressure that matters, no not-ready taint, schedulable)? */
 bool as_node_is_ready(const struct as_node *n);

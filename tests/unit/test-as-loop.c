@@ -119,6 +119,13 @@ START_TEST(eviction_grace_capped)
 	ck_assert_ptr_null(why);
 	ck_assert_int_eq(g_array_index(d->evict_grace_s, int64_t, 0), 600);
 	as_decision_free(d);
+	/* 0 is no cap (CA caps only above 0): never a grace of 0, a forced deletion */
+	s.o.max_graceful_termination_sec = 0;
+	g_free(why);
+	why = sd_run(&s, &d);
+	ck_assert_ptr_null(why);
+	ck_assert_int_eq(g_array_index(d->evict_grace_s, int64_t, 0), 3600);
+	as_decision_free(d);
 	sd_free(&s);
 }
 END_TEST
