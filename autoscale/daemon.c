@@ -1549,8 +1549,23 @@ int as_daemon_run(const struct as_daemon_args *a, const struct as_options *o)
 	qt_notice("serving /metrics and /healthz on %s%s", listen,
 		  a->dry_run ? "; dry run: deciding and logging only" : "");
 	as_kube_start(dm.kube);
-	while (!stop_signal && !as_kube_synced(dm.kube))
+	/*
+	 * Nothing is decided before every kind is listed.  A kind that cannot
+	 * be (RBAC, an API server out of reach) would keep the daemon waiting
+	 * in silence: say why after 10 s, then every minute.
+	 */
+	for (int64_t since = g_get_monotonic_time(), next = since + 10 * G_USEC_PER_SEC;
+	     !stop_signal && !as_kube_synced(dm.kube);) {
 		sleep_ms(100);
+		if (g_get_monotonic_time() >= next) {
+			g_autofree char *why = as_kube_sync_problem(dm.kube);
+
+			if (why)
+				qt_warn("cache not synced after %" G_GINT64_FORMAT " s: %s",
+					(g_get_monotonic_time() - since) / G_USEC_PER_SEC, why);
+			next += 60 * G_USEC_PER_SEC;
+		}
+	}
 	if (stop_signal)
 		goto done;
 	qt_notice("cache synced");

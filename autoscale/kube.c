@@ -554,6 +554,7 @@ struct watcher {
 	/* protected by k->lock: */
 	GHashTable *objs; /* "ns/name" -> json_object (ref) */
 	bool synced;
+	char *error; /* why the last list or watch failed; NULL once one works */
 	/* thread-local: */
 	char *rv;
 	bool relist; /* set by an ERROR 410 event */
@@ -608,6 +609,7 @@ void as_kube_free(struct as_kube *k)
 			g_thread_join(k->w[i].thread);
 		g_hash_table_unref(k->w[i].objs);
 		g_free(k->w[i].rv);
+		g_free(k->w[i].error);
 	}
 	g_mutex_clear(&k->lock);
 	g_cond_clear(&k->cond);
@@ -899,6 +901,15 @@ static void count(struct as_kube *k, uint64_t *ctr)
 	g_mutex_unlock(&k->lock);
 }
 
+/* @w's last failure (@msg, taken), or NULL: its list or watch works. */
+static void set_error(struct watcher *w, char *msg)
+{
+	g_mutex_lock(&w->k->lock);
+	g_free(w->error);
+	w->error = msg;
+	g_mutex_unlock(&w->k->lock);
+}
+
 int as_kube_list_page(enum as_kube_kind kind, const char *what, long status, json_object *page,
 		      GHashTable *objs, char **rv, char **cont, char **msg)
 {
@@ -1119,6 +1130,7 @@ static gpointer watch_thread(gpointer ud)
 			}
 			if (r < 0) {
 				qt_debug("list %s: %s", kinds[w->kind].name, m);
+				set_error(w, g_strdup_printf("list %s: %s", kinds[w->kind].name, m));
 				count(k, &k->watch_errors);
 				if (!nap(k, backoff))
 					break;
@@ -1126,6 +1138,7 @@ static gpointer watch_thread(gpointer ud)
 				continue;
 			}
 			count(k, &k->relists);
+			set_error(w, NULL);
 			backoff = 250;
 		}
 		w->relist = false;
@@ -1138,8 +1151,10 @@ static gpointer watch_thread(gpointer ud)
 		 * forgets its backoff once unused, instead of from the step
 		 * that failures hours ago had reached (up to 30 s blind).
 		 */
-		if (r == 0 || g_get_monotonic_time() - started >= WATCH_HEALTHY_US)
+		if (r == 0 || g_get_monotonic_time() - started >= WATCH_HEALTHY_US) {
 			backoff = 250;
+			set_error(w, NULL);
+		}
 		/* A server that ends watches at once must not make this a busy loop. */
 		if (r == 0 && g_get_monotonic_time() - started < G_USEC_PER_SEC && !nap(k, 1000))
 			break;
@@ -1148,6 +1163,8 @@ static gpointer watch_thread(gpointer ud)
 		if (r == -ECANCELED)
 			break;
 		qt_debug("%s", m);
+		if (r != -ESTALE)
+			set_error(w, g_strdup(m));
 		if (r == -ESTALE) {
 			/* 410 Gone or an ERROR event: the version is too old. */
 			g_clear_pointer(&w->rv, g_free);
@@ -1182,6 +1199,21 @@ bool as_kube_synced(struct as_kube *k)
 		ok = ok && k->w[i].synced;
 	g_mutex_unlock(&k->lock);
 	return ok;
+}
+
+char *as_kube_sync_problem(struct as_kube *k)
+{
+	char *why = NULL;
+
+	g_mutex_lock(&k->lock);
+	for (int i = 0; i < AS_KUBE_N_KINDS && !why; i++) {
+		if (k->w[i].synced)
+			continue;
+		why = k->w[i].error ? g_strdup(k->w[i].error)
+				    : g_strdup_printf("list %s: no answer yet", kinds[i].name);
+	}
+	g_mutex_unlock(&k->lock);
+	return why;
 }
 
 void as_kube_snapshot(struct as_kube *k, GPtrArray *out[AS_KUBE_N_KINDS])

@@ -159,6 +159,12 @@ void as_kube_set_timeouts(struct as_kube *k, long request_ms, long watch_s);
 void as_kube_start(struct as_kube *k);
 /* Whether every kind has been listed at least once. */
 bool as_kube_synced(struct as_kube *k);
+/*
+ * Why the cache is not synced yet: the first kind not yet listed, with
+ * why its last list failed ("list pods: HTTP 403: ..."), or "list KIND: no
+ * answer yet"; NULL when every kind is listed.  g_malloc'd.
+ */
+char *as_kube_sync_problem(struct as_kube *k);
 
 /*
  * A consistent copy of the cache: per kind, a new array of new

@@ -839,6 +839,23 @@ END_TEST
 
 /* ---- client against a stub server ---- */
 
+/* Start @fn as an HTTP server on a free port of 127.0.0.1: its port, *@h set. */
+static int start_stub(bm_http_fn fn, void *ud, struct bm_httpd **h)
+{
+	struct bm_httpd_config hc = {NULL, 65536, 4, 64, 5};
+
+	*h = NULL;
+	for (int p = 20000 + (int)(getpid() % 20000), tries = 0; tries < 50; tries++, p++) {
+		g_autofree char *l = g_strdup_printf("127.0.0.1:%d", p), *m = NULL;
+
+		hc.listen = l;
+		if (bm_httpd_start(&hc, fn, ud, h, &m) == 0)
+			return p;
+	}
+	ck_abort_msg("no free port for a stub server");
+	return -1;
+}
+
 struct stub {
 	GMutex lock;
 	int node_lists, pod_lists, node_watches, node_puts, node_gets;
@@ -942,25 +959,15 @@ static char *node_names(struct as_kube *k)
 
 START_TEST(client_against_stub)
 {
-	struct bm_httpd_config hc = {"127.0.0.1:0", 65536, 4, 64, 5};
 	struct bm_httpd *h = NULL;
 	g_autofree char *m = NULL;
 	struct as_kube_config *cfg = g_new0(struct as_kube_config, 1);
 	g_autoptr(as_kube) k = NULL;
 	uint64_t relists, werr, bad;
-	int port = 0;
+	int port;
 
 	g_mutex_init(&stub.lock);
-	/* Find a free port: bind, then start the stub on it. */
-	for (int p = 20000 + (int)(getpid() % 20000), tries = 0; tries < 50 && !h; tries++, p++) {
-		g_autofree char *l = g_strdup_printf("127.0.0.1:%d", p);
-
-		hc.listen = l;
-		g_clear_pointer(&m, g_free);
-		if (bm_httpd_start(&hc, stub_fn, &stub, &h, &m) == 0)
-			port = p;
-	}
-	ck_assert_ptr_nonnull(h);
+	port = start_stub(stub_fn, &stub, &h);
 	cfg->server = g_strdup_printf("http://127.0.0.1:%d", port);
 	cfg->token = g_strdup("t");
 	k = as_kube_new(cfg);
@@ -1137,26 +1144,15 @@ static void flaky_fn(void *ud, const struct bm_http_request *req, struct bm_http
  */
 START_TEST(watch_backoff_resets)
 {
-	struct bm_httpd_config hc = {NULL, 65536, 4, 64, 5};
 	static struct flaky f;
 	struct bm_httpd *h = NULL;
-	g_autofree char *m = NULL;
 	struct as_kube_config *cfg = g_new0(struct as_kube_config, 1);
 	g_autoptr(as_kube) k = NULL;
 	int64_t gap;
-	int port = 0, n = 0;
+	int port, n = 0;
 
 	g_mutex_init(&f.lock);
-	for (int p = 20000 + (int)((getpid() + 4049) % 20000), tries = 0; tries < 50 && !h;
-	     tries++, p++) {
-		g_autofree char *l = g_strdup_printf("127.0.0.1:%d", p);
-
-		hc.listen = l;
-		g_clear_pointer(&m, g_free);
-		if (bm_httpd_start(&hc, flaky_fn, &f, &h, &m) == 0)
-			port = p;
-	}
-	ck_assert_ptr_nonnull(h);
+	port = start_stub(flaky_fn, &f, &h);
 	cfg->server = g_strdup_printf("http://127.0.0.1:%d", port);
 	k = as_kube_new(cfg);
 	as_kube_set_timeouts(k, 5000, 1);
@@ -1175,6 +1171,57 @@ START_TEST(watch_backoff_resets)
 	/* 250 ms after the failure, with room for a slow machine; 4 s unreset. */
 	ck_assert_msg(gap < 2000, "the watch after a lone failure came %" G_GINT64_FORMAT
 		      " ms later", gap);
+	g_clear_pointer(&k, as_kube_free);
+	bm_httpd_stop(h);
+}
+END_TEST
+
+/* Every list of pods refused, as RBAC refuses it; every other kind empty. */
+static void no_pods_fn(void *ud, const struct bm_http_request *req, struct bm_http_response *resp)
+{
+	(void)ud;
+	resp->content_type = "application/json";
+	resp->status = 200;
+	if (bm_http_query(req, "watch")) {
+		resp->body = g_strdup("");
+	} else if (strcmp(req->path, "/api/v1/pods") == 0) {
+		resp->status = 403;
+		resp->body = g_strdup("{\"kind\":\"Status\",\"code\":403,\"message\":"
+				      "\"pods is forbidden: User \\\"x\\\" cannot list pods\"}");
+	} else {
+		resp->body = g_strdup("{\"items\":[],\"metadata\":{\"resourceVersion\":\"1\"}}");
+	}
+}
+
+/*
+ * A kind that cannot be listed keeps the cache unsynced, and the daemon
+ * waiting: as_kube_sync_problem() says which kind and why, for its log.
+ */
+START_TEST(sync_problem_names_the_kind)
+{
+	struct bm_httpd *h = NULL;
+	struct as_kube_config *cfg = g_new0(struct as_kube_config, 1);
+	g_autoptr(as_kube) k = NULL;
+	g_autofree char *why = NULL;
+	int port = start_stub(no_pods_fn, NULL, &h);
+
+	cfg->server = g_strdup_printf("http://127.0.0.1:%d", port);
+	k = as_kube_new(cfg);
+	as_kube_set_timeouts(k, 5000, 1);
+	why = as_kube_sync_problem(k);
+	ck_assert_str_eq(why, "list nodes: no answer yet");
+	as_kube_start(k);
+	for (int i = 0; i < 200; i++) {
+		g_free(why);
+		why = as_kube_sync_problem(k);
+		if (why && strstr(why, "403"))
+			break;
+		g_usleep(25000);
+	}
+	ck_assert_msg(why && g_str_has_prefix(why, "list pods: ") && strstr(why, "HTTP 403") &&
+			      strstr(why, "pods is forbidden"),
+		      "why: %s", why ? why : "(null)");
+	ck_assert(!as_kube_synced(k));
 	g_clear_pointer(&k, as_kube_free);
 	bm_httpd_stop(h);
 }
@@ -1210,6 +1257,7 @@ int main(void)
 	tcase_add_test(tc, lease_call_bounded);
 	tcase_add_test(tc, client_against_stub);
 	tcase_add_test(tc, watch_backoff_resets);
+	tcase_add_test(tc, sync_problem_names_the_kind);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
