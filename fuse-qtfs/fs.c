@@ -101,6 +101,7 @@ struct data_ver {
 	int64_t size, mtime_sec, ctime_sec;
 	uint32_t mtime_nsec, ctime_nsec;
 	bool settled; /* an open recorded it, and the attributes had QTFS_AF_SETTLED */
+	bool opened;  /* an open recorded it */
 };
 
 struct node {
@@ -4394,25 +4395,53 @@ static struct data_ver data_ver_of(const struct qtfs_attr *a)
 		.mtime_nsec = a->mtime_nsec,
 		.ctime_nsec = a->ctime_nsec,
 		.settled = (a->flags & QTFS_AF_SETTLED) != 0,
+		.opened = true,
 	};
 }
 
-/* May this open of @ino, of host attributes @a, keep its cached pages?  Notes @a. */
-static bool open_keeps_cache(struct qtfs_fs *fs, fuse_ino_t ino, const struct qtfs_attr *a)
+/*
+ * May this open of @ino, of host attributes @a, keep its cached pages?  Notes
+ * @a.  *@changed (if not NULL): the host's size, mtime or ctime are not those
+ * of the last open, or there was none.
+ */
+static bool open_keeps_cache(struct qtfs_fs *fs, fuse_ino_t ino, const struct qtfs_attr *a,
+			     bool *changed)
 {
 	struct node *n;
-	bool keep = false;
+	bool keep = false, same = false;
 
 	if (!S_ISREG(a->mode) || (a->flags & (QTFS_AF_PSEUDO | QTFS_AF_RELAY)))
 		return false;
 	g_mutex_lock(&fs->lock);
 	n = node_by_id(fs, ino);
 	if (n && n->dev == a->dev && n->ino == a->ino && n->gen == a->gen) {
-		keep = fs->o.auto_cache && n->ver.settled && ver_same(&n->ver, a);
+		same = n->ver.opened && ver_same(&n->ver, a);
+		keep = fs->o.auto_cache && n->ver.settled && same;
 		n->ver = data_ver_of(a);
 	}
 	g_mutex_unlock(&fs->lock);
+	if (changed)
+		*changed = !same;
 	return keep;
+}
+
+/*
+ * Close-to-open for the attributes, too.  The kernel bounds every read of
+ * its page cache by the size it holds, and an open does not refresh that:
+ * it keeps the attributes a lookup, a stat or a listing brought for
+ * attr_timeout.  A file the host rewrote after a stat on the DPU and
+ * before an open there was read up to its old size (a longer file cut
+ * short, its new bytes up to the old length) although the open dropped
+ * the pages.  So when the open's reply shows the host's file changed
+ * since the last open (or this is the first), the kernel's attributes are
+ * dropped before it has the open file, and its next stat or read past the
+ * end it knows asks the host.  (Only the attributes: no page lock is taken,
+ * so the notification is safe while the kernel waits for this OPEN.)
+ */
+static void open_drops_attr(struct qtfs_fs *fs, fuse_ino_t ino)
+{
+	if (fs->session)
+		fuse_lowlevel_notify_inval_inode(fs->session, ino, -1, 0);
 }
 
 static void set_open_flags(struct fuse_file_info *fi, bool pseudo, bool keep)
@@ -4438,7 +4467,15 @@ static void finish_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	/* A relayed FIFO, or a pseudo file whose reads wait for events (QTFS_AF_STREAM). */
 	h->stream = relay || (a->flags & QTFS_AF_STREAM);
 	fi->fh = (uintptr_t)h;
-	set_open_flags(fi, h->pseudo, !h->pseudo && open_keeps_cache(fs, ino, a));
+	if (!h->pseudo) {
+		bool changed = false;
+
+		set_open_flags(fi, false, open_keeps_cache(fs, ino, a, &changed));
+		if (changed && S_ISREG(a->mode) && !(a->flags & QTFS_AF_RELAY))
+			open_drops_attr(fs, ino);
+	} else {
+		set_open_flags(fi, true, false);
+	}
 	if (h->stream)
 		fi->nonseekable = 1;
 	fh_attach(fs, h);
@@ -4761,7 +4798,7 @@ static void create_done(void *arg, int err, struct qt_msg *rep)
 	h = fh_new(n->id, cp->fi.flags, false, cp->slot, cp->gen, sh, a.flags & QTFS_AF_PSEUDO);
 	cp->fi.fh = (uintptr_t)h;
 	/* A new file: nothing cached, but its attributes are noted. */
-	open_keeps_cache(fs, n->id, &a);
+	open_keeps_cache(fs, n->id, &a, NULL);
 	set_open_flags(&cp->fi, h->pseudo, false);
 	fh_attach(fs, h);
 	if (fuse_reply_create(cp->req, &e, &cp->fi) != 0) {

@@ -19,7 +19,8 @@ clang libclang-rt-14-dev
 runc busybox-static containerd
 iproute2 openssh-server openssh-client sshfs procps psmisc python3 python3-jsonschema util-linux
 mount e2fsprogs systemd
-ca-certificates openssl time strace"
+ca-certificates openssl time strace
+git sqlite3 rsync attr"
 # kubectl for tests/kube/test-fake-kubectl.sh.  A kubectl already installed
 # (Google's `kubectl` package, which conflicts with Debian's) does as well.
 command -v kubectl >/dev/null 2>&1 || packages="$packages kubernetes-client"
@@ -30,6 +31,8 @@ command -v kubectl >/dev/null 2>&1 || packages="$packages kubernetes-client"
 # of priority required, so already there on most installs).
 # systemd: systemd-analyze verify of the units (tests/cli/test-units.sh).
 # strace: tests/cs/test-cs-safety.sh holds a program's exec with it.
+# git, sqlite3, rsync, attr (getfattr, setfattr): tests/fs/test-qtfs-tools.sh
+# runs them on a mount and on the native file system side by side.
 
 die() {
 	echo "setup-debian.sh: $*" >&2
