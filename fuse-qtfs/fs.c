@@ -123,6 +123,7 @@ struct node {
 	struct data_ver ver; /* a regular file: what its cached pages come from (open_keeps_cache()) */
 	gint64 nocaps_until; /* a regular file: no file capabilities until then ("File capabilities") */
 	unsigned xattr_gen;  /* SETXATTRs and REMOVEXATTRs made from here */
+	bool setid;	     /* the kernel was last told of set-id bits (write_kills_setid()) */
 	unsigned names_gen;  /* a directory: changes of names in it taken in here (node_name()) */
 	unsigned made_gen;   /* a directory without a list: names made from here or reported in it */
 };
@@ -662,11 +663,18 @@ static double entry_timeout_of(struct qtfs_fs *fs, const struct qtfs_attr *a, un
 	return fs->o.entry_timeout;
 }
 
-static void fill_entry(struct qtfs_fs *fs, const struct node *n, const struct qtfs_attr *a,
+/* A regular file with set-id bits in @a, which the kernel is to have (write_kills_setid()). */
+static bool attr_setid(const struct qtfs_attr *a)
+{
+	return S_ISREG(a->mode) && (a->mode & (S_ISUID | S_ISGID));
+}
+
+static void fill_entry(struct qtfs_fs *fs, struct node *n, const struct qtfs_attr *a,
 		       unsigned epoch, struct fuse_entry_param *e)
 {
 	bool pseudo = a->flags & QTFS_AF_PSEUDO;
 
+	n->setid = attr_setid(a);
 	memset(e, 0, sizeof(*e));
 	e->ino = n->id;
 	e->generation = a->gen;
@@ -769,10 +777,17 @@ static bool attr_for_kernel(struct qtfs_fs *fs, fuse_ino_t ino, const char *path
 	return attr_type_ok(fs, ino, mode, a->mode);
 }
 
-static void reply_attr(fuse_req_t req, struct qtfs_fs *fs, const struct qtfs_attr *a)
+/* The attributes @a of node @ino, for the kernel's GETATTR or SETATTR @req. */
+static void reply_attr(fuse_req_t req, struct qtfs_fs *fs, fuse_ino_t ino,
+		       const struct qtfs_attr *a)
 {
 	struct stat st;
+	struct node *n;
 
+	g_mutex_lock(&fs->lock);
+	if ((n = node_by_id(fs, ino)))
+		n->setid = attr_setid(a);
+	g_mutex_unlock(&fs->lock);
 	to_stat(a, &st);
 	fuse_reply_attr(req, &st, attr_timeout(fs, a->flags & QTFS_AF_PSEUDO));
 }
@@ -3802,7 +3817,7 @@ static void answer_getattr(fuse_req_t req, fuse_ino_t ino, const char *path, int
 	if (!node_is(fs, ino, &a) || !attr_for_kernel(fs, ino, path, &a))
 		reply_err(req, ESTALE);
 	else
-		reply_attr(req, fs, &a);
+		reply_attr(req, fs, ino, &a);
 }
 
 static void getattr_done(void *arg, int err, struct qt_msg *rep)
@@ -3984,7 +3999,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	if ((n = node_by_id(fs, ino)))
 		post_attr_drop_locked(n);
 	g_mutex_unlock(&fs->lock);
-	reply_attr(req, fs, &a);
+	reply_attr(req, fs, ino, &a);
 }
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -5177,6 +5192,33 @@ static bool wb_may_answer(struct qtfs_fs *fs, struct fuse_file_info *fi, size_t 
 	       !(fi->flags & (O_APPEND | O_DSYNC | O_DIRECT)) && wb_reserve(fs, size);
 }
 
+/*
+ * A write by a caller other than root drops the file's set-id bits on the
+ * host (QTFS_WR_KILL_PRIV), as a local write would; but the DPU's kernel
+ * leaves that to the file system (FUSE_HANDLE_KILLPRIV_V2) and keeps the
+ * mode it holds, which after a write it refreshes for a stat of the size
+ * or times, not for one of the mode alone: `stat -c %A` (statx for
+ * STATX_MODE) showed the bits gone on the host until attr_timeout passed.
+ * So when the kernel was last told that node @ino has such bits, its
+ * attributes go, before the write is answered and once the write is among
+ * the file's writes (a GETATTR waits for those).  Attributes only: safe
+ * while the kernel waits for the WRITE.
+ */
+static void write_kills_setid(struct qtfs_fs *fs, fuse_ino_t ino)
+{
+	struct node *n;
+	bool had;
+
+	g_mutex_lock(&fs->lock);
+	n = node_by_id(fs, ino);
+	had = n && n->setid;
+	if (had)
+		n->setid = false;
+	g_mutex_unlock(&fs->lock);
+	if (had && fs->session)
+		fuse_lowlevel_notify_inval_inode(fs->session, ino, -1, 0);
+}
+
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
@@ -5231,6 +5273,8 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		/* Before the kernel's answer: what it sends after must find the write. */
 		if (wb_add(fs, ino, w))
 			call_fh_async(fs, fp);
+		if (c.wflags & QTFS_WR_KILL_PRIV)
+			write_kills_setid(fs, ino);
 		if (early)
 			fuse_reply_write(req, c.size);
 		return;
@@ -5238,6 +5282,8 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	ctl = fh_of(fi)->stream ? intr_begin(req) : NULL;
 	err = call_fh(fs, fh_of(fi), build_write, &c, &rep);
 	intr_end(req, ctl);
+	if (c.wflags & QTFS_WR_KILL_PRIV)
+		write_kills_setid(fs, ino);
 	reply_write(req, err, rep);
 }
 

@@ -8,7 +8,8 @@
 # sparse files, long names and xattrs; cp -a and rsync -aHAX into and out
 # of the tree; git (rename, link, fsync, mmap, lock files); sqlite3 with a
 # rollback journal and with WAL, three writers at once; make's timestamps;
-# flock(1) counters; parallel O_APPEND writers; files used after unlink.
+# flock(1) counters; parallel O_APPEND writers; files used after unlink;
+# set-id bits dropped by a write.
 # Then what only two hosts can show: a file the host rewrites while the
 # DPU holds its attributes, read through the mount (close-to-open).
 
@@ -161,6 +162,21 @@ os.rename("w", "v")
 os.write(fd, b"more")
 print(os.pread(fd, 10, 0), open("v").read(), os.fstat(fd).st_nlink)
 EOF'
+# A write by a caller other than root drops the set-id bits at once; the
+# DPU's kernel kept the mode it held, so that a stat of the mode alone
+# (statx for STATX_MODE, as stat -c %A asks) showed them until
+# attr_timeout passed.
+both "a write by an unprivileged caller drops set-id bits, as stat -c %A sees at once" '
+	as_nobody="setpriv --reuid=65534 --regid=65534 --clear-groups"
+	for how in append write; do
+		cp /bin/true x && chown 65534:65534 x && chmod 6755 x && stat -c %A x
+		case $how in
+		append) $as_nobody sh -c "echo >>x" ;;
+		write) printf a | $as_nobody dd of=x bs=1 seek=5 conv=notrunc status=none ;;
+		esac
+		echo "$how: $(stat -c %A x)"
+		rm x
+	done'
 
 # The host rewrites a file after the DPU's kernel took its attributes
 # (a stat, a listing) and before a program there opens and reads it: the
