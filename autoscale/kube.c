@@ -290,7 +290,7 @@ int as_kube_config_parse(const char *buf, size_t len, const char *dir, const cha
 	cname = context ? context : as_json_string(root, "current-context");
 	r = -EINVAL;
 	if (!cname || !*cname) {
-		*msg = g_strdup("no current-context and no --context given");
+		*msg = g_strdup("no current-context (set one: kubectl config use-context NAME)");
 		goto cleanup;
 	}
 	ctx = named(root, "contexts", cname, "context");

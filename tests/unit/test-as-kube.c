@@ -95,9 +95,13 @@ static int parse_err(const char *doc, const char *ctx, char **m)
 START_TEST(kubeconfig_errors)
 {
 	g_autofree char *m1 = NULL, *m2 = NULL, *m3 = NULL, *m4 = NULL, *m5 = NULL, *m6 = NULL;
+	g_autofree char *m7 = NULL;
 
 	ck_assert_int_eq(parse_err(kubeconfig_yaml, "nope", &m1), -EINVAL);
 	ck_assert(strstr(m1, "\"nope\" not found"));
+	/* autoscale has no --context option: the message must not send users to one. */
+	ck_assert_int_eq(parse_err("contexts: []\n", NULL, &m7), -EINVAL);
+	ck_assert_msg(strstr(m7, "current-context") && !strstr(m7, "--context"), "%s", m7);
 	ck_assert_int_eq(parse_err("clusters: [\n", NULL, &m2), -EINVAL);
 	ck_assert(strstr(m2, "line"));
 	ck_assert_int_eq(parse_err("- a\n- b\n", NULL, &m3), -EINVAL);
