@@ -1043,8 +1043,20 @@ static bool progress_deletion(struct daemon *dm, const struct as_cluster *c, str
 	/* Drained: give the instance back, then remove the Node object. */
 	if (!acting(dm))
 		return false;
-	gi = group_if(dm, del->group);
-	if (gi) {
+	/*
+	 * No group any more (its pool gone from bm-api): nothing can give the
+	 * machine back, and deleting the Node object alone would leave it
+	 * running, its kubelet registering it again.  A failed removal, as
+	 * in CA.
+	 */
+	if (!(gi = group_if(dm, del->group))) {
+		g_autofree char *why = g_strdup_printf("node group \"%s\" is no longer listed",
+						       del->group);
+
+		release(dm, del, why, now);
+		return true;
+	}
+	{
 		struct as_node stand_in = {.name = del->node, .provider_id = del->provider_id};
 		const struct as_node *one[] = {n ? n : &stand_in};
 

@@ -56,13 +56,18 @@ class BmState:
         self.instances = {}  # id -> state
         self.deletes = []  # ids DELETEd, in order
         self.delete_status = None  # force this status on DELETE
+        self.pool_gone = False  # bm-api lists neither pool "a" nor its instances
 
     def pools(self):
+        if self.pool_gone:
+            return {"items": []}
         return {"items": [{"name": "a", "free": 4, "in_use": len(self.instances),
                            "template": {"cpu": "4", "memory": "8Gi", "min_size": 0,
                                         "max_size": 10}}]}
 
     def list(self):
+        if self.pool_gone:
+            return {"items": []}
         return {"items": [{"id": i, "pool": "a", "state": s, "created_at": 1}
                           for i, s in self.instances.items() if s != "deleted"]}
 
@@ -351,8 +356,35 @@ def case_node_deleted(env):
           % [e["message"] for e in env.events("ScaleDownFailed")])
 
 
+def case_group_gone(env):
+    """The node's group no longer listed mid-drain: the node is released, not deleted.
+
+    With no group there is no DeleteNodes to call, and deleting the Node
+    object alone would leave its machine running (its kubelet registering
+    it again); CA fails such a removal too.
+    """
+    env.kube.add_pod("mover", cpu="100m", memory="64Mi", node="n2", labels={"app": "web"},
+                     owner=("ReplicaSet", "web"))
+    env.kube.must(200, "PATCH", "/api/v1/namespaces/default/pods/mover",
+                  {"metadata": {"finalizers": ["example.com/hold"]}},
+                  "application/merge-patch+json")
+    env.start(["--scale-down-delay-after-failure=1h"])
+    env.wait(lambda: TAINT in env.taints("n2"), "n2 to be tainted")
+    with env.bm.lock:
+        env.bm.pool_gone = True
+    time.sleep(2)  # a loop or two: the provider reads bm-api again
+    env.kube.must(200, "PATCH", "/api/v1/namespaces/default/pods/mover",
+                  {"metadata": {"finalizers": None}}, "application/merge-patch+json")
+    env.wait(lambda: env.node("n2") is None or TAINT not in env.taints("n2"),
+             "n2 to be released or deleted", 20)
+    check(env.node("n2") is not None, "node n2 deleted without its instance")
+    env.wait(lambda: not env.node("n2")["spec"].get("unschedulable"), "n2 to be uncordoned", 5)
+    check(env.events("ScaleDownFailed"), "no ScaleDownFailed event")
+    check(env.bm.deletes == [], "instances deleted: %s" % env.bm.deletes)
+
+
 CASES = [case_eviction_refused, case_pod_stays, case_stale_taint, case_instance_gone,
-         case_grace_uncapped, case_delete_fails, case_node_deleted]
+         case_grace_uncapped, case_delete_fails, case_node_deleted, case_group_gone]
 
 
 def main():
