@@ -66,8 +66,9 @@
  * which is also how a failed provisioning is cleaned up.
  *
  * A failed call increments attempts and sets next_at to now + base *
- * 2^attempts (capped, with +-25% jitter); after max_retries the machine goes
- * to error.  Calls have a timeout, so no step waits forever; booting has
+ * 2^attempts (capped, with +-25% jitter); after max_retries failures in a
+ * row the machine goes to error (wait_boot's successful polls reset attempts:
+ * the boot deadline, not isolated glitches, ends a slow boot).  Calls have a timeout, so no step waits forever; booting has
  * its own deadline.
  *
  * Writes by the controller are conditional on (state, step) being what it

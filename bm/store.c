@@ -1992,8 +1992,14 @@ int bm_step_wait(struct bm_store *st, const char *holder, const struct bm_machin
 	if (rc < 0)
 		return rc;
 	rc = fence(st, holder, m);
+	/*
+	 * The handler answered: a row of failed polls, if any, is over, so
+	 * max_retries counts failures in a row, not glitches over a long boot
+	 * (whose end the boot timeout decides).
+	 */
 	if (rc >= 0)
-		rc = exec(st, "UPDATE machines SET next_at = ? WHERE id = ?", "is", next_at, m->id);
+		rc = exec(st, "UPDATE machines SET next_at = ?, attempts = 0 WHERE id = ?", "is",
+			  next_at, m->id);
 	return end(st, rc);
 }
 

@@ -209,7 +209,10 @@ int bm_step_done(struct bm_store *st, const char *holder, const struct bm_machin
  */
 int bm_step_failed(struct bm_store *st, const char *holder, const struct bm_machine_row *m,
 		   const char *error, int64_t next_at, bool give_up, int64_t step_ms);
-/* Not done yet (booting): look again at @next_at, without counting an attempt. */
+/*
+ * Not done yet (booting): look again at @next_at.  The call succeeded, so
+ * the count of failed attempts starts again from 0.
+ */
 int bm_step_wait(struct bm_store *st, const char *holder, const struct bm_machine_row *m,
 		 int64_t next_at);
 /*

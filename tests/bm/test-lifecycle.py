@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+#
+# Lifecycle rules of bm-controller that the other scripts do not reach:
+# what counts against max_retries while a machine waits for its boot.
+
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bmenv import Env, check, run  # noqa: E402
+
+
+def failed_polls(e, mid):
+    _, hist = e.api("GET", "/v1/machines/%s/history" % mid)
+    return [h for h in hist["items"] if h["step"] == "wait_boot" and h["result"] != "ok"]
+
+
+def boot_glitches(e):
+    """A handler whose status call fails now and then during a long boot,
+    with good answers in between, is not a handler that is down: max_retries
+    counts failures in a row, and a successful poll ends the row.  Three
+    isolated glitches with max_retries 3 must not fail the boot."""
+    e.handler("PUT", "/v1/fake", {"boot_ms": 600000, "faults": {}})
+    s, inst = e.api("POST", "/v1/instances", {"pool": "p", "image": "img", "disk_gb": 4})
+    check(s == 202, "provision: %s %s" % (s, inst))
+    mid = inst["machine"]
+    e.wait_state(mid, "booting")
+    for k in range(1, 4):
+        e.handler("PUT", "/v1/fake", {"faults": {"status": {"count": 1}}})
+        e.wait(lambda: len(failed_polls(e, mid)) >= k, "failed status poll %d" % k)
+        # Backoff is at most retry_max (400 ms) + 25 %, polls every 50 ms:
+        # by now the controller has seen the host answer again.
+        time.sleep(1.5)
+        m = e.machine(mid)
+        check(m["state"] == "booting",
+              "after %d isolated status failures (max_retries 3, good polls between) the"
+              " machine is %s: %s" % (k, m["state"], m["last_error"]))
+    e.handler("PUT", "/v1/fake", {"boot_ms": 0})
+    e.wait_state(mid, "active")
+    s, _ = e.api("DELETE", "/v1/instances/" + inst["id"])
+    check(s == 202, "deprovision: %s" % s)
+    e.wait_state(mid, "available")
+
+
+def main():
+    e = Env("lifecycle", {"max_retries": "3", "boot_timeout": "60s"})
+    e.start_handler(extra=["--boot-ms", "0"])
+    e.start_api()
+    e.start_controller()
+    e.enroll("l0")
+    e.wait_state("l0", "available")
+    e.api("POST", "/v1/pools", {"name": "p", "match": {"model": "m1"}})
+    boot_glitches(e)
+    e.stop("controller")
+    e.stop("api")
+    e.stop("handler")
+
+
+run(main)
