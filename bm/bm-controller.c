@@ -383,18 +383,28 @@ static void run_active(struct ctl *c, struct bm_store *st, struct bm_client *cl,
 {
 	if (*m->power_target && m->next_at <= bm_now_ms()) {
 		g_autofree char *err = NULL;
-		bool on = strcmp(m->power_target, "on") == 0;
+		bool on = strcmp(m->power_target, "on") == 0, stale = false;
 		int rc;
 
 		if (strcmp(m->power_target, "reboot") == 0) {
 			rc = power(c, cl, m->handler, false, &err);
-			if (rc >= 0)
+			/*
+			 * Recorded before the "on": a restart then replays only
+			 * the "on" (a no-op if it was done), not a second power
+			 * cycle.  Not recorded (superseded, lease lost): stop here.
+			 */
+			if (rc >= 0 && bm_machine_power_progress(st, c->id, m->id, m->power_op,
+								  "off", "on") < 0)
+				stale = true;
+			else if (rc >= 0)
 				rc = power(c, cl, m->handler, true, &err);
 			on = true;
 		} else {
 			rc = power(c, cl, m->handler, on, &err);
 		}
-		if (rc >= 0)
+		if (stale) {
+			/* The newer request, or the deprovisioning, is for the next round. */
+		} else if (rc >= 0)
 			bm_machine_set_power(st, c->id, m->id, m->power_op, on ? "on" : "off", NULL, 0);
 		else if (m->attempts + 1 < c->max_retries)
 			bm_machine_set_power(st, c->id, m->id, m->power_op, NULL, err,

@@ -2039,6 +2039,26 @@ int bm_machine_set_power(struct bm_store *st, const char *holder, const char *id
 	return end(st, rc);
 }
 
+int bm_machine_power_progress(struct bm_store *st, const char *holder, const char *id, int64_t op,
+			      const char *power, const char *target)
+{
+	int rc = begin(st);
+
+	if (rc < 0)
+		return rc;
+	rc = lease_held(st, holder);
+	if (rc >= 0)
+		rc = exec(st, "UPDATE machines SET power = ? WHERE id = ?", "ss", power, id);
+	if (rc >= 0)
+		rc = exec(st,
+			  "UPDATE machines SET power_target = ? WHERE id = ? AND power_op = ?"
+			  " AND state = 'active'",
+			  "ssi", target, id, op);
+	if (rc == 0)
+		rc = -ESTALE;
+	return end(st, rc);
+}
+
 /*
  * Fenced on the row's (state, op_id) the controller read: a detach that
  * replaced an attach in flight changed both, and the attach's outcome

@@ -227,6 +227,14 @@ int bm_step_wait(struct bm_store *st, const char *holder, const struct bm_machin
 int bm_machine_set_power(struct bm_store *st, const char *holder, const char *id, int64_t op,
 			 const char *power, const char *error, int64_t retry_at);
 /*
+ * Half-way through the power request @op (a reboot whose "off" is done):
+ * record @power and make @target what is left to do, so that a restart
+ * carries out only that.  -ESTALE, changing nothing but @power, when a
+ * newer request or a deprovisioning replaced @op meanwhile.
+ */
+int bm_machine_power_progress(struct bm_store *st, const char *holder, const char *id, int64_t op,
+			      const char *power, const char *target);
+/*
  * Hot-plug results for the row @d as the controller read it: the row goes
  * to @state ("" deletes it), its operation finishes with @error (NULL:
  * success).  With @retry_at > 0 the row keeps its state and waits
