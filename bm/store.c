@@ -832,6 +832,28 @@ int bm_machine_delete(struct bm_store *st, const char *id, char **state)
 	return end(st, rc);
 }
 
+/* Within a transaction: take @id, in a state that allows it, into maintenance. */
+static int maintenance_start(struct bm_store *st, const char *id, const char *reason)
+{
+	/*
+	 * An enroll or recover still verifying will not be carried out: its
+	 * operation ends now, like any request overtaken by another.
+	 */
+	int rc = exec(st,
+		      "UPDATE operations SET state = 'failed', error = 'superseded by maintenance',"
+		      " finished_at = ? WHERE id = (SELECT op_id FROM machines WHERE id = ?)"
+		      " AND finished_at = 0",
+		      "is", bm_now_ms(), id);
+
+	if (rc >= 0)
+		rc = exec(st,
+			  "UPDATE machines SET state = 'maintenance', step = '',"
+			  " maintenance_reason = ?, state_since = ?, attempts = 0"
+			  " WHERE id = ?",
+			  "sis", reason ? reason : "", bm_now_ms(), id);
+	return rc;
+}
+
 int bm_machine_maintenance(struct bm_store *st, const char *id, bool on, const char *reason,
 			   char **state)
 {
@@ -855,11 +877,7 @@ int bm_machine_maintenance(struct bm_store *st, const char *id, bool on, const c
 		else if (!bm_transition_allowed(s, BM_MAINTENANCE))
 			rc = -EBUSY;
 		else
-			rc = exec(st,
-				  "UPDATE machines SET state = 'maintenance', step = '',"
-				  " maintenance_reason = ?, state_since = ?, attempts = 0"
-				  " WHERE id = ?",
-				  "sis", reason ? reason : "", bm_now_ms(), id);
+			rc = maintenance_start(st, id, reason);
 	} else if (rc >= 0) {
 		if (s != BM_MAINTENANCE)
 			rc = -EBUSY;

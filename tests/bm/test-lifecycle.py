@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # Lifecycle rules of bm-controller that the other scripts do not reach:
-# what counts against max_retries while a machine waits for its boot, and
-# a controller killed in the middle of a reboot.
+# what counts against max_retries while a machine waits for its boot, a
+# controller killed in the middle of a reboot, and the operation of an
+# enrollment that maintenance interrupts.
 
 import os
 import sys
@@ -86,6 +87,28 @@ def reboot_crash(e):
     e.wait_state(mid, "available")
 
 
+def maintenance_ends_enroll(e):
+    """A machine taken into maintenance while it is enrolling will not be
+    verified: its enroll operation must not stay open (bmctl --wait and
+    every client polling it would wait for ever)."""
+    e.stop("controller")
+    m = e.enroll("l9")
+    s, op = e.api("GET", "/v1/operations/%d" % m["operation"])
+    check(s == 200 and op["type"] == "enroll" and op["state"] == "pending", "enroll op: %s" % op)
+    s, mm = e.api("POST", "/v1/machines/l9/maintenance", {"reason": "rack work"})
+    check(s == 200 and mm["state"] == "maintenance", "maintenance: %s %s" % (s, mm))
+    e.start_controller()
+    time.sleep(0.5)
+    _, op = e.api("GET", "/v1/operations/%d" % m["operation"])
+    check(op["state"] == "failed" and "maintenance" in op["error"],
+          "enroll operation of a machine in maintenance: %s" % op)
+    s, _ = e.api("DELETE", "/v1/machines/l9/maintenance")
+    check(s == 200, "end of maintenance: %s" % s)
+    e.wait_state("l9", "available")
+    s, _ = e.api("DELETE", "/v1/machines/l9")
+    check(s == 204, "delete l9: %s" % s)
+
+
 def main():
     e = Env("lifecycle", {"max_retries": "3", "boot_timeout": "60s"})
     e.start_handler(extra=["--boot-ms", "0", "--on-boot",
@@ -97,6 +120,7 @@ def main():
     e.api("POST", "/v1/pools", {"name": "p", "match": {"model": "m1"}})
     boot_glitches(e)
     reboot_crash(e)
+    maintenance_ends_enroll(e)
     e.stop("controller")
     e.stop("api")
     e.stop("handler")
