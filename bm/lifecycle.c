@@ -67,9 +67,10 @@
  *
  * A failed call increments attempts and sets next_at to now + base *
  * 2^attempts (capped, with +-25% jitter); after max_retries failures in a
- * row the machine goes to error (wait_boot's successful polls reset attempts:
- * the boot deadline, not isolated glitches, ends a slow boot).  Calls have a timeout, so no step waits forever; booting has
- * its own deadline.
+ * row the machine goes to error (wait_boot's successful polls reset
+ * attempts: the boot deadline, not isolated glitches, ends a slow boot).
+ * Calls have a timeout, so no step waits forever; booting has its own
+ * deadline.
  *
  * Writes by the controller are conditional on (state, step) being what it
  * read and on the controller lease being held by the writer (store.c), so
