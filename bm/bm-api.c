@@ -199,6 +199,11 @@ static void machines_post(struct api *a, const struct bm_http_request *req,
 	g_mutex_unlock(&a->lock);
 	if (rc == -EINVAL)
 		return bad_field(resp, msg);
+	if (rc == -EEXIST && msg) {
+		bm_http_error(resp, 409, "exists", NULL, "%s", msg);
+		g_free(msg);
+		return;
+	}
 	if (rc < 0) {
 		g_free(msg);
 		return store_error(resp, rc, "machine", NULL);

@@ -696,6 +696,35 @@ static bool handler_valid(const char *url)
 	return host && host_valid(host) && !query && !fragment;
 }
 
+/*
+ * Within a transaction: is @handler no other machine's than @id's?  A
+ * handler is one host's power, disks and boot: two machines on one would
+ * be two instances provisioning, rebooting and wiping the same host.  Two
+ * URLs that differ only by trailing slashes are the same.  0, or -EEXIST
+ * with *@msg naming the machine that has it.
+ */
+static int handler_free(struct bm_store *st, const char *id, const char *handler, char **msg)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = prep(st, &s,
+		      "SELECT id FROM machines WHERE rtrim(handler, '/') = rtrim(?, '/')"
+		      " AND id <> ? LIMIT 1",
+		      "ss", handler, id);
+
+	if (rc < 0)
+		return rc;
+	rc = first_row(s);
+	if (rc == 0) {
+		*msg = g_strdup_printf("handler %s is machine \"%s\"'s already", handler,
+				       (const char *)sqlite3_column_text(s, 0));
+		rc = -EEXIST;
+	} else if (rc == -ENOENT) {
+		rc = 0;
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
 int bm_machine_enroll(struct bm_store *st, json_object *req, json_object **out, char **msg)
 {
 	const char *id = NULL, *model = "", *handler = NULL;
@@ -728,13 +757,16 @@ int bm_machine_enroll(struct bm_store *st, json_object *req, json_object **out, 
 	rc = begin(st);
 	if (rc < 0)
 		return rc;
-	rc = exec(st,
-		  "INSERT INTO machines(id, model, cpu, memory_mb, gpus, labels, handler, state,"
-		  " step, state_since, created_at) VALUES(?, ?, ?, ?, ?, ?, ?, 'enrolling',"
-		  " 'verify', ?, ?8)",
-		  "ssiiissi", id, model, cpu, mem, gpus, labels_s, handler, now);
-	if (rc == -EEXIST)
-		*msg = g_strdup_printf("machine \"%s\" already exists", id);
+	rc = handler_free(st, id, handler, msg);
+	if (rc >= 0) {
+		rc = exec(st,
+			  "INSERT INTO machines(id, model, cpu, memory_mb, gpus, labels, handler,"
+			  " state, step, state_since, created_at) VALUES(?, ?, ?, ?, ?, ?, ?,"
+			  " 'enrolling', 'verify', ?, ?8)",
+			  "ssiiissi", id, model, cpu, mem, gpus, labels_s, handler, now);
+		if (rc == -EEXIST)
+			*msg = g_strdup_printf("machine \"%s\" already exists", id);
+	}
 	if (rc >= 0)
 		rc = op_new(st, "enroll", id, NULL, NULL, &op);
 	if (rc >= 0)

@@ -92,6 +92,13 @@ def main():
     m = expect(e.api("POST", "/v1/machines", good), 201, what="enroll a1")
     check(m["state"] == "enrolling" and m["labels"] == good["labels"], "enrolled: %s" % m)
     expect(e.api("POST", "/v1/machines", good), 409, "exists", "enroll twice")
+    # one host's handler is one machine's: another id on it (a trailing slash too) is refused
+    for h in (good["handler"], good["handler"] + "/"):
+        b = expect(e.api("POST", "/v1/machines", {**good, "id": "a1-again", "handler": h}), 409,
+                   "exists", "enroll a1's handler again as %s" % h)
+        check("a1" in b["message"] and "handler" in b["message"],
+              "409 does not name the machine holding the handler: %s" % b)
+    expect(e.api("GET", "/v1/machines/a1-again"), 404, "not_found", "the refused machine")
     for i in range(2, 8):
         e.enroll("a%d" % i, labels={"rack": "r%d" % (i % 2)})
     expect(e.api("GET", "/v1/machines/zz"), 404, "not_found", "unknown machine")
