@@ -30,11 +30,15 @@
 #define TIMEOUT_MS 30000L
 #define MAX_INVENTORY (16u << 20)
 
-enum { OPT_URL = 256, OPT_TOKEN_FILE };
+enum { OPT_URL = 256, OPT_TOKEN_FILE, OPT_WAIT_TIMEOUT };
+
+/* How long --wait waits for an operation by default: longer than any provisioning should take. */
+#define DEFAULT_WAIT_TIMEOUT_MS (60 * 60 * 1000)
 
 static const struct option long_opts[] = {
 	{"url", required_argument, NULL, OPT_URL},
 	{"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+	{"wait-timeout", required_argument, NULL, OPT_WAIT_TIMEOUT},
 	{"output", required_argument, NULL, 'o'},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, 'V'},
@@ -45,6 +49,7 @@ struct ctx {
 	const char *url;
 	struct bm_client *client;
 	bool json;
+	uint64_t wait_timeout_ms; /* --wait gives up after this; 0: never */
 };
 
 static void usage(void)
@@ -80,6 +85,9 @@ static void usage(void)
 	      "  --url URL          bm-api address (default $BM_URL or " DEFAULT_URL ")\n"
 	      "  --token-file FILE  bearer token (default $BM_TOKEN_FILE or " DEFAULT_TOKEN_FILE ")\n"
 	      "  -o, --output FMT   table (default) or json\n"
+	      "  --wait-timeout DURATION\n"
+	      "                     how long --wait waits for its operation (default 1h, 0: no\n"
+	      "                     limit); then exit 1, the operation going on\n"
 	      "  -h, --help         show this help and exit\n"
 	      "  -V, --version      show the version and exit\n"
 	      "\n"
@@ -372,6 +380,8 @@ static int get_show(struct ctx *c, const char *path, const char *const *cols)
 /* Poll an operation until it finishes; 0 if it succeeded. */
 static int wait_op(struct ctx *c, const char *url)
 {
+	gint64 end = g_get_monotonic_time() + (gint64)c->wait_timeout_ms * 1000;
+
 	for (;;) {
 		g_autoptr(json_object) op = NULL;
 		const char *st;
@@ -383,6 +393,10 @@ static int wait_op(struct ctx *c, const char *url)
 			return QT_EXIT_OK;
 		if (strcmp(st, "failed") == 0)
 			return qt_cli_fail("operation %s failed: %s", url, s_of(op, "error"));
+		/* Nobody may be carrying it out (bm-controller down): do not wait for ever. */
+		if (c->wait_timeout_ms && g_get_monotonic_time() >= end)
+			return qt_cli_fail("operation %s is still %s after --wait-timeout; it goes on "
+					   "(bmctl operation ID shows it)", url, st);
 		g_usleep(500 * 1000);
 	}
 }
@@ -687,7 +701,7 @@ int main(int argc, char **argv)
 	const char *url = g_getenv("BM_URL"), *token_file = g_getenv("BM_TOKEN_FILE");
 	g_autofree char *token = NULL;
 	g_autoptr(GError) err = NULL;
-	struct ctx c = {0};
+	struct ctx c = {.wait_timeout_ms = DEFAULT_WAIT_TIMEOUT_MS};
 	int ch, rc;
 
 	qt_cli_init(argv[0]);
@@ -700,6 +714,12 @@ int main(int argc, char **argv)
 			break;
 		case OPT_TOKEN_FILE:
 			token_file = optarg;
+			break;
+		case OPT_WAIT_TIMEOUT:
+			if (qt_parse_duration_ms(optarg, &c.wait_timeout_ms) < 0)
+				return qt_cli_usage_error("--wait-timeout: \"%s\" is not a duration "
+							  "(e.g. 90s, 30m, 2h; 0 for no limit)",
+							  optarg);
 			break;
 		case 'o':
 			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "table") != 0)

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bmenv import Env, check, run, free_port  # noqa: E402
@@ -95,6 +96,17 @@ def main():
     ctl("get", rc=2)
     ctl("-o", "yaml", "list", rc=2)
     ctl("provision", "big", "--disk-gb", "x", rc=2)
+    # --wait gives up after --wait-timeout when nobody carries the operation out
+    ctl("--wait-timeout", "soon", "list", rc=2)
+    e.stop("controller")
+    t0 = time.monotonic()
+    out, err = ctl("-o", "json", "--wait-timeout", "2s", "provision", "big", "--image", "deb",
+                   "--disk-gb", "8", "--id", "w2", "--wait", rc=1)
+    check("still pending after --wait-timeout" in err and time.monotonic() - t0 < 30,
+          "provision --wait without a controller: %s" % err)
+    e.start_controller()
+    e.api("DELETE", "/v1/instances/w2")
+    e.wait_state(json.loads(out)["machine"], "available")
 
     # The exec driver with the example script.
     port = free_port()
