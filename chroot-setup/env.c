@@ -931,7 +931,8 @@ fail:
  */
 static int check_rexec_binary(const struct cs_profile *p, const struct cs_step *s)
 {
-	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
 	int rfd = open(p->root, O_PATH | O_DIRECTORY | O_CLOEXEC), fd = -1, err = 0;
 	struct stat st;
 

@@ -200,7 +200,9 @@ static const char *const profile_keys[] = {
 };
 static const char *const bind_keys[] = {"source", "ro", NULL};
 static const char *const mount_keys[] = {"type", "options", "ro", NULL};
-static const char *const qtfs_keys[] = {"remote", "proc", "ro", "options", "server", "key_file", NULL};
+static const char *const qtfs_keys[] = {
+	"remote", "proc", "ro", "options", "server", "key_file", NULL,
+};
 static const char *const shim_keys[] = {"host", "dir", NULL};
 static const char *const forward_keys[] = {"remote", "host", "key_file", NULL};
 static const char *const service_keys[] = {"exec", "restart", "ready", "ready_timeout",

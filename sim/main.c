@@ -36,7 +36,6 @@
 #include "report.h"
 #include "trace.h"
 
-#define ISSUE 7
 #define SHORT_OPTS "hVo:"
 
 enum {
@@ -187,8 +186,7 @@ static void usage(void)
 	      "Configuration: the --cluster files; no default file.\n"
 	      "Exit status: 0 success, 1 failure, 2 usage error.\n",
 	      stdout);
-	printf("Progress goes to stderr when it is a terminal (--quiet silences it).\n"
-	       "Issue %d.\n", ISSUE);
+	fputs("Progress goes to stderr when it is a terminal (--quiet silences it).\n", stdout);
 }
 
 static const char *opt_name(int o)
