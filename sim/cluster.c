@@ -216,6 +216,12 @@ static bool id_ok(const char *s)
 	return true;
 }
 
+/* A run name is also a directory: `sim compare` writes OUT/NAME/. */
+static bool dir_name_ok(const char *s)
+{
+	return strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
+}
+
 static void machine_type_clear(gpointer x)
 {
 	SimMachineTypeCfg *m = x;
@@ -491,6 +497,8 @@ static int read_cluster(P *p, SimCluster *c, const char *nodes_override)
 	if (name) {
 		if (!id_ok(name))
 			return fail(p, sec, "name", "'%s' must be 1-64 of [A-Za-z0-9_.-]", name);
+		if (!dir_name_ok(name))
+			return fail(p, sec, "name", "'%s' cannot be a directory name", name);
 		c->name = g_steal_pointer(&name);
 	}
 	mode = get(p, sec, "mode");
@@ -639,20 +647,24 @@ int sim_cluster_load(const char *path, const char *nodes_override, SimCluster **
 			}
 		}
 	}
+	if (rc == 0 && !c->name) {
+		g_autofree char *base = g_path_get_basename(path);
+		char *dot = strrchr(base, '.');
+
+		if (dot && dot != base)
+			*dot = '\0';
+		if (dir_name_ok(base))
+			c->name = g_steal_pointer(&base);
+		else
+			rc = fail(&p, "cluster", "name", "'%s' (the file name without extension) "
+				  "cannot be a directory name: set it", base);
+	}
 	if (rc < 0) {
 		*err = g_steal_pointer(&p.err);
 		return rc;
 	}
 	if (c->sample_interval_ms <= 0)
 		c->sample_interval_ms = c->as.scan_interval;
-	if (!c->name) {
-		g_autofree char *base = g_path_get_basename(path);
-		char *dot = strrchr(base, '.');
-
-		if (dot && dot != base)
-			*dot = '\0';
-		c->name = g_steal_pointer(&base);
-	}
 	*out = g_steal_pointer(&c);
 	return 0;
 }

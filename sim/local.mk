@@ -68,8 +68,8 @@ tests_unit_test_sim_gen_CFLAGS = $(SIM_TEST_CC)
 tests_unit_test_sim_gen_LDADD = $(SIM_TEST_LIBS)
 
 # The command line: convert and gen end to end.
-TESTS += tests/sim/test-convert.sh tests/sim/test-run.sh
-EXTRA_DIST += tests/sim/test-convert.sh tests/sim/test-run.sh
+TESTS += tests/sim/test-convert.sh tests/sim/test-run.sh tests/sim/test-output.sh
+EXTRA_DIST += tests/sim/test-convert.sh tests/sim/test-run.sh tests/sim/test-output.sh
 dist_man_MANS += man/sim.1
 dist_doc_DATA += docs/sim-traces.md docs/sim-cluster.md docs/sim-output.md
 EXTRA_DIST += sim/examples/README.md sim/examples/mixed-workload.jsonl \

@@ -1,0 +1,50 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# What sim writes where: a run's name is a directory under `sim compare
+# --out`, so it can never be "." or ".." (from [cluster] name or from the
+# file name), which wrote a run's files over the compare directory or
+# outside --out, and gave a compare directory `sim report` refuses.
+
+set -u
+
+top_srcdir=${top_srcdir:-.}
+top_builddir=${top_builddir:-.}
+sim=$top_builddir/sim/sim
+ex=$top_srcdir/sim/examples
+trace=$ex/mixed-workload.jsonl
+
+cli_test=test-output
+. "$top_srcdir/tests/cli-env.sh"
+
+mkdir -p "$tmp/cfg" "$tmp/res"
+sed 's/^name = .*/name = other/' "$ex/mixed-dedicated.ini" >"$tmp/cfg/other.ini"
+for name in . ..; do
+	sed "s/^name = .*/name = $name/" "$ex/mixed-pooled.ini" >"$tmp/cfg/dots.ini"
+	expect 1 "$sim" compare --trace "$trace" --cluster "$tmp/cfg/dots.ini" \
+		--cluster "$tmp/cfg/other.ini" --out "$tmp/res/cmp" --quiet
+	grep -q "^sim: $tmp/cfg/dots.ini: \[cluster\] name: '$name' " "$tmp/err" ||
+		fail "name $name: $(cat "$tmp/err")"
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "name $name: not one line: $(cat "$tmp/err")"
+	[ -e "$tmp/res/summary.json" ] && fail "name $name: wrote $tmp/res/summary.json"
+	[ -e "$tmp/res/cmp" ] && fail "name $name: wrote $tmp/res/cmp"
+	rm -rf "$tmp/res" && mkdir "$tmp/res"
+done
+# The same names from the file name: "..ini" is "." without its extension.
+grep -v '^name = ' "$ex/mixed-pooled.ini" >"$tmp/cfg/..ini"
+grep -v '^name = ' "$ex/mixed-pooled.ini" >"$tmp/cfg/...ini"
+for f in ..ini ...ini; do
+	expect 1 "$sim" compare --trace "$trace" --cluster "$tmp/cfg/$f" \
+		--cluster "$tmp/cfg/other.ini" --out "$tmp/res/cmp" --quiet
+	grep -q "^sim: $tmp/cfg/$f: \[cluster\] name: " "$tmp/err" || fail "$f: $(cat "$tmp/err")"
+	[ -e "$tmp/res/summary.json" ] && fail "$f: wrote $tmp/res/summary.json"
+	rm -rf "$tmp/res" && mkdir "$tmp/res"
+done
+# A name with dots in it is still a name.
+sed 's/^name = .*/name = a..b/' "$ex/mixed-pooled.ini" >"$tmp/cfg/ab.ini"
+expect 0 "$sim" compare --trace "$trace" --cluster "$tmp/cfg/ab.ini" \
+	--cluster "$tmp/cfg/other.ini" --out "$tmp/res/cmp" --quiet
+[ -s "$tmp/res/cmp/a..b/summary.json" ] || fail "a..b: no summary.json"
+expect 0 "$sim" report "$tmp/res/cmp" -o "$tmp/res/again.html"
+
+cli_finish "ok: sim output paths"
