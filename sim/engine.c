@@ -1917,8 +1917,8 @@ static int ts_open(Engine *e, const char *dir, char **tmp, char **err)
 	return 0;
 }
 
-/* Close the file; with @ok, rename it to @dir/timeseries.csv, else remove it. */
-static int ts_close(Engine *e, const char *dir, char *tmp, bool ok, char **err)
+/* Flush and close the file (the caller renames or removes it). */
+static int ts_close(Engine *e, const char *dir, bool ok, char **err)
 {
 	g_autofree char *path = g_build_filename(dir, "timeseries.csv", NULL);
 	int rc = 0;
@@ -1931,13 +1931,27 @@ static int ts_close(Engine *e, const char *dir, char *tmp, bool ok, char **err)
 	if (fclose(e->ts) != 0 && rc == 0)
 		rc = -errno;
 	e->ts = NULL;
-	if (ok && rc == 0 && rename(tmp, path) < 0)
-		rc = -errno;
 	if (ok && rc < 0)
 		*err = g_strdup_printf("cannot write '%s': %s", path, g_strerror(-rc));
-	if (!ok || rc < 0)
-		unlink(tmp);
 	return ok ? rc : 0;
+}
+
+/* Rename the closed @tmp to @dir/timeseries.csv, once summary.json is
+ * written: a run that fails leaves neither file new, so a directory never
+ * holds a timeseries.csv without the summary.json of the same run. */
+static int ts_commit(const char *dir, const char *tmp, char **err)
+{
+	g_autofree char *path = g_build_filename(dir, "timeseries.csv", NULL);
+	g_autofree char *sum = g_build_filename(dir, "summary.json", NULL);
+	int rc;
+
+	if (rename(tmp, path) == 0)
+		return 0;
+	rc = -errno;
+	*err = g_strdup_printf("cannot write '%s': %s", path, g_strerror(-rc));
+	unlink(tmp);
+	unlink(sum);
+	return rc;
 }
 
 int sim_engine_run(const SimRunConfig *cfg, const char *out_dir, SimResult *res, char **err)
@@ -1984,12 +1998,16 @@ int sim_engine_run(const SimRunConfig *cfg, const char *out_dir, SimResult *res,
 		r.wall_seconds = (double)(g_get_monotonic_time() - t0) / 1e6;
 	}
 	if (out_dir) {
-		int rc2 = ts_close(&e, out_dir, ts_tmp, rc == 0, err);
+		int rc2 = ts_close(&e, out_dir, rc == 0, err);
 
 		if (rc == 0)
 			rc = rc2;
 		if (rc == 0)
 			rc = write_summary(&e, &r, out_dir, err);
+		if (rc == 0)
+			rc = ts_commit(out_dir, ts_tmp, err);
+		else if (ts_tmp)
+			unlink(ts_tmp);
 	}
 	teardown(&e);
 	if (rc < 0) {

@@ -4,7 +4,8 @@
 # What sim writes where: a run's name is a directory under `sim compare
 # --out`, so it can never be "." or ".." (from [cluster] name or from the
 # file name), which wrote a run's files over the compare directory or
-# outside --out, and gave a compare directory `sim report` refuses.
+# outside --out, and gave a compare directory `sim report` refuses.  A run
+# whose summary.json cannot be written leaves no timeseries.csv either.
 
 set -u
 
@@ -46,5 +47,16 @@ expect 0 "$sim" compare --trace "$trace" --cluster "$tmp/cfg/ab.ini" \
 	--cluster "$tmp/cfg/other.ini" --out "$tmp/res/cmp" --quiet
 [ -s "$tmp/res/cmp/a..b/summary.json" ] || fail "a..b: no summary.json"
 expect 0 "$sim" report "$tmp/res/cmp" -o "$tmp/res/again.html"
+
+# summary.json cannot be written (a directory is in its way): exit 1, one
+# line, and no timeseries.csv (it was renamed into place before the summary
+# failed) nor temporary file left next to it.
+mkdir -p "$tmp/nosum/summary.json"
+expect 1 "$sim" run --trace "$trace" --cluster "$ex/mixed-pooled.ini" --out "$tmp/nosum" --quiet
+grep -q "^sim: cannot write '$tmp/nosum/summary.json': " "$tmp/err" ||
+	fail "no summary: $(cat "$tmp/err")"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "no summary: not one line: $(cat "$tmp/err")"
+left=$(cd "$tmp/nosum" && echo *)
+[ "$left" = summary.json ] || fail "no summary: left behind: $left"
 
 cli_finish "ok: sim output paths"
