@@ -1936,9 +1936,11 @@ static int ts_close(Engine *e, const char *dir, bool ok, char **err)
 	return ok ? rc : 0;
 }
 
-/* Rename the closed @tmp to @dir/timeseries.csv, once summary.json is
+/*
+ * Rename the closed @tmp to @dir/timeseries.csv, once summary.json is
  * written: a run that fails leaves neither file new, so a directory never
- * holds a timeseries.csv without the summary.json of the same run. */
+ * holds a timeseries.csv without the summary.json of the same run.
+ */
 static int ts_commit(const char *dir, const char *tmp, char **err)
 {
 	g_autofree char *path = g_build_filename(dir, "timeseries.csv", NULL);
