@@ -1948,22 +1948,27 @@ static int op_link(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	(O_ACCMODE | O_APPEND | O_TRUNC | O_NONBLOCK | O_DSYNC | O_SYNC | O_NOATIME | \
 	 O_LARGEFILE | O_DIRECTORY | O_NOCTTY)
 
-/* @fd: what is being opened (O_PATH, or already open). */
-static int check_open(struct session *sess, int fd, int flags)
+/*
+ * What is being opened: @fd itself (O_PATH, or already open; @name NULL),
+ * or @name in the directory @fd, a file CREATE is about to make.  A new
+ * file's handle is judged as an OPEN of it would be: [Create] alone lets a
+ * file be made, not written or read where [Write] or [Read] deny it.
+ */
+static int check_open(struct session *sess, int fd, const char *name, int flags)
 {
 	int err;
 
 	if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) {
 		if (sess->ro)
 			return -EROFS;
-		if ((err = wl_check_fd(sess, QTFS_WL_WRITE, fd, NULL)) < 0)
+		if ((err = wl_check_fd(sess, QTFS_WL_WRITE, fd, name)) < 0)
 			return err;
 	}
 	/* [Read] is judged when the file is opened for reading: the reads go by handle. */
 	if ((flags & O_ACCMODE) != O_WRONLY && !(flags & O_DIRECTORY) &&
-	    (err = wl_check_fd(sess, QTFS_WL_READ, fd, NULL)) < 0)
+	    (err = wl_check_fd(sess, QTFS_WL_READ, fd, name)) < 0)
 		return err;
-	return wl_check_fd(sess, QTFS_WL_OPEN, fd, NULL);
+	return wl_check_fd(sess, QTFS_WL_OPEN, fd, name);
 }
 
 /*
@@ -2137,7 +2142,7 @@ static int open_existing(struct session *sess, const char *path, uint32_t flags,
 		err = -EACCES;
 		goto out;
 	}
-	if ((err = check_open(sess, pfd, (int)flags)) < 0)
+	if ((err = check_open(sess, pfd, NULL, (int)flags)) < 0)
 		goto out;
 	if (S_ISFIFO(st.st_mode) && !(flags & O_NONBLOCK) && !tl_blocking_ok) {
 		err = DEFER;
@@ -2225,6 +2230,10 @@ static int op_create(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 
 		if ((err = at_resolve_wl(sess, path, QTFS_WL_CREATE, &a)) < 0)
 			return err;
+		if ((err = check_open(sess, a.dirfd, a.name, (int)flags & ~O_DIRECTORY)) < 0) {
+			at_clear(&a);
+			return err;
+		}
 		wflags = watch_dir(sess, &a);
 		/*
 		 * Always exclusive here, so that "did we create it" (and must
@@ -4291,6 +4300,10 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 		};
 		if ((err = ring_at(sess, rj, path, QTFS_WL_CREATE)) == DEFER)
 			return false;
+		/* The handle as op_create() judges it; ring_end() drops rj->at on an error. */
+		if (err == 0)
+			err = check_open(sess, rj->at.dirfd, rj->at.name,
+					 (int)rj->flags & ~O_DIRECTORY);
 		if (err == 0 && !caller_mode_here(sess, &rj->at, u & 07777, &rj->caller)) {
 			ring_at_drop(rj);
 			return false;

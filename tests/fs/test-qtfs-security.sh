@@ -201,6 +201,13 @@ for op_path in "Create:$WX/denied/new" "Mkdir:$WX/denied/newdir" "Unlink:$WX/den
 	n=$(grep -c "peer unix(uid=0[^)]*): $op \"$p\" denied by the whitelist" "$T/server-wl.log")
 	check "log: one line for $op \"$p\" (found $n)" [ "$n" -eq 1 ]
 done
+# [Create] without [Write] lets a file be made, not filled: the handle a CREATE
+# answers with is judged as an OPEN for the same access would be.
+expect_fail "create where files may be made but not written" "Permission denied" \
+	sh -c "echo hi >'$W/linkable/new'"
+check "... nothing made on the host" [ ! -e "$WX/linkable/new" ]
+check "... and one log line for it" \
+	grep -q "): Write \"$WX/linkable/new\" denied by the whitelist" "$T/server-wl.log"
 check "unmount" umount_qtfs "$W"
 # A raw client may send "allowed/link/x" where link -> ../denied: the whitelist
 # must judge the path the server really reaches.
