@@ -1511,7 +1511,7 @@ static int op_setattr(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	uint32_t valid, mode, uid, gid, ans, mns;
 	int64_t size, as, ms;
 	g_autoptr(handle) h = NULL;
-	int fd = -1, err = 0;
+	int fd = -1, err = 0, wfl;
 	struct stat tst;
 	char pfd[64];
 
@@ -1543,6 +1543,15 @@ static int op_setattr(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	}
 	if ((err = proc_fd_path(fd, pfd)) < 0 || (err = wl_check_fd(sess, QTFS_WL_SETATTR, fd, NULL)) < 0)
 		goto out;
+	/*
+	 * A truncation not through a handle open to write (whose open [Write]
+	 * judged) opens the file to write below: [Write] judges it as it does
+	 * an O_TRUNC open, before anything changes.
+	 */
+	wfl = (valid & QTFS_SA_SIZE) && h && !h->dir ? fcntl(fd, F_GETFL) : -1;
+	if ((valid & QTFS_SA_SIZE) && (wfl < 0 || (wfl & O_ACCMODE) == O_RDONLY) &&
+	    (err = wl_check_fd(sess, QTFS_WL_WRITE, fd, NULL)) < 0)
+		goto out;
 	if (fstat(fd, &tst) < 0) {
 		err = -errno;
 		goto out;
@@ -1572,9 +1581,7 @@ static int op_setattr(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	}
 	if (valid & QTFS_SA_SIZE) {
 		/* A handle open for reading only (the client's choice for any SETATTR of an open file) cannot. */
-		int fl = h && !h->dir ? fcntl(fd, F_GETFL) : -1;
-
-		if (fl >= 0 && (fl & O_ACCMODE) != O_RDONLY) {
+		if (wfl >= 0 && (wfl & O_ACCMODE) != O_RDONLY) {
 			err = ftruncate(fd, size) < 0 ? -errno : 0;
 		} else {
 			int wfd;

@@ -208,6 +208,16 @@ expect_fail "create where files may be made but not written" "Permission denied"
 check "... nothing made on the host" [ ! -e "$WX/linkable/new" ]
 check "... and one log line for it" \
 	grep -q "): Write \"$WX/linkable/new\" denied by the whitelist" "$T/server-wl.log"
+# A truncate is a write: truncate(2) by path (a SETATTR, no handle) is judged
+# by [Write] as an O_TRUNC open is, whatever [Setattr] allows (here: all).
+expect_fail "truncate(2) where files may not be written" "Permission denied" \
+	python3 -c 'import os, sys; os.truncate(sys.argv[1], 0)' "$W/linkable/kept"
+check "... the file is intact on the host" [ "$(cat "$WX/linkable/kept")" = kept ]
+check "... and one log line for it" \
+	grep -q "): Write \"$WX/linkable/kept\" denied by the whitelist" "$T/server-wl.log"
+check "truncate(2) where files may be written works" sh -c \
+	"echo data >'$W/allowed/t' && python3 -c 'import os; os.truncate(\"$W/allowed/t\", 2)' &&
+	[ \"\$(cat '$WX/allowed/t')\" = da ] && rm '$W/allowed/t'"
 check "unmount" umount_qtfs "$W"
 # A raw client may send "allowed/link/x" where link -> ../denied: the whitelist
 # must judge the path the server really reaches.
