@@ -1158,9 +1158,25 @@ static char *host_path(int fd, const char *name)
 	return strcmp(dir, "/") ? g_strconcat(dir, "/", name, NULL) : g_strconcat("/", name, NULL);
 }
 
+/*
+ * A host path made fit for a denial's log line: its names are the
+ * client's, so control characters (a newline would start a line of the
+ * client's making), quotes and backslashes are escaped C-style; other
+ * bytes, UTF-8 included, are kept as they are.
+ */
+static char *wl_log_path(const char *path)
+{
+	char keep[129];
+
+	for (size_t i = 0; i < 128; i++)
+		keep[i] = (char)(0x80 + i);
+	keep[128] = '\0';
+	return g_strescape(path, keep);
+}
+
 static int wl_check_fd(struct session *sess, enum qtfs_wl_op op, int fd, const char *name)
 {
-	g_autofree char *hp = NULL;
+	g_autofree char *hp = NULL, *quoted = NULL;
 
 	if (!sess->srv->wl || !qtfs_wl_restricts(sess->srv->wl, op))
 		return 0;
@@ -1172,8 +1188,9 @@ static int wl_check_fd(struct session *sess, enum qtfs_wl_op op, int fd, const c
 	}
 	if (qtfs_wl_check(sess->srv->wl, op, hp))
 		return 0;
+	quoted = wl_log_path(hp);
 	qt_warn("peer %s: %s \"%s\" denied by the whitelist", qt_conn_peer(sess->conn),
-		qtfs_wl_op_name(op), hp);
+		qtfs_wl_op_name(op), quoted);
 	return -EACCES;
 }
 
@@ -1229,8 +1246,10 @@ static int wl_check_link_access(struct session *sess, const struct at *a, const 
 		    (!to && !(to = host_path(b->dirfd, b->name))))
 			return -EACCES;
 		if (qtfs_wl_check(wl, ops[i], to) && !qtfs_wl_check(wl, ops[i], from)) {
+			g_autofree char *qto = wl_log_path(to), *qfrom = wl_log_path(from);
+
 			qt_warn("peer %s: Link \"%s\" to \"%s\" denied by the whitelist: it would "
-				"allow %s there", qt_conn_peer(sess->conn), to, from,
+				"allow %s there", qt_conn_peer(sess->conn), qto, qfrom,
 				qtfs_wl_op_name(ops[i]));
 			return -EACCES;
 		}

@@ -218,6 +218,12 @@ check "... and one log line for it" \
 check "truncate(2) where files may be written works" sh -c \
 	"echo data >'$W/allowed/t' && python3 -c 'import os; os.truncate(\"$W/allowed/t\", 2)' &&
 	[ \"\$(cat '$WX/allowed/t')\" = da ] && rm '$W/allowed/t'"
+# Names are the client's: one with a newline must not start a log line of its own.
+expect_fail "mkdir of a name with a newline in the denied dir" "Permission denied" \
+	mkdir "$W/denied/$(printf 'nl\nforged')"
+check "... logged on one line, escaped" \
+	grep -q "): Mkdir \"$WX/denied/nl\\\\nforged\" denied by the whitelist" "$T/server-wl.log"
+check "... and no line of the client's making" sh -c "! grep -q '^forged' '$T/server-wl.log'"
 check "unmount" umount_qtfs "$W"
 # A raw client may send "allowed/link/x" where link -> ../denied: the whitelist
 # must judge the path the server really reaches.
