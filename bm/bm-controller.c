@@ -16,8 +16,8 @@
  * Only the holder of the "controller" lease (store.c) works; others wait
  * and take over when it expires.  A restarted controller with the same --id
  * takes its own lease back at once, as an Ironic conductor clears its own
- * stale locks.  Every write is fenced by the lease and by the (state, step)
- * the worker read, so a slow worker cannot undo newer progress.
+ * stale locks.  Every write is fenced by the lease and by the (state, step,
+ * operation) the worker read, so a slow worker cannot undo newer progress.
  *
  * Concurrency: the main thread owns its store connection; each worker
  * thread opens its own (thread-private) connection and HTTP client.
@@ -92,7 +92,10 @@ static void close_client(gpointer p)
 	bm_client_free(p);
 }
 
-/* Per worker thread: its database connection and HTTP client (static: GLib never frees a GPrivate). */
+/*
+ * Per worker thread: its database connection and HTTP client (static: GLib
+ * never frees a GPrivate).
+ */
 static GPrivate st_key = G_PRIVATE_INIT(close_store);
 static GPrivate client_key = G_PRIVATE_INIT(close_client);
 

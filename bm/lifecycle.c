@@ -72,10 +72,10 @@
  * Calls have a timeout, so no step waits forever; booting has its own
  * deadline.
  *
- * Writes by the controller are conditional on (state, step) being what it
- * read and on the controller lease being held by the writer (store.c), so
- * an api request that moved the machine meanwhile, or a second controller,
- * makes the write a no-op instead of a lost update.
+ * Writes by the controller are conditional on (state, step, operation)
+ * being what it read and on the controller lease being held by the writer
+ * (store.c), so an api request that moved the machine meanwhile, or a
+ * second controller, makes the write a no-op instead of a lost update.
  *
  * INVARIANTS (bm_machine_check(), run by the store in debug builds and by
  * the unit test)

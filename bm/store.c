@@ -16,9 +16,9 @@
  * its own transaction.
  *
  * Controller writes are fenced: each checks, in its transaction, that the
- * machine is still in the (state, step) the controller read and that the
- * writer still holds the lease, so a slow controller that lost its lease
- * cannot overwrite the newer one's progress.
+ * machine is still in the (state, step, operation) the controller read and
+ * that the writer still holds the lease, so a slow controller that lost its
+ * lease cannot overwrite the newer one's progress.
  */
 #include "config.h"
 
@@ -1894,7 +1894,10 @@ cleanup:
 	return 0;
 }
 
-/* Within a transaction: -ESTALE unless the lease is held and the row is still at (state, step). */
+/*
+ * Within a transaction: -ESTALE unless the lease is held and the row is
+ * still at (state, step) under the operation the worker read.
+ */
 static int fence(struct bm_store *st, const char *holder, const struct bm_machine_row *m)
 {
 	int64_t n = 0;
@@ -1902,8 +1905,15 @@ static int fence(struct bm_store *st, const char *holder, const struct bm_machin
 
 	if (rc < 0)
 		return rc;
-	rc = query_int(st, &n, "SELECT count(*) FROM machines WHERE id = ? AND state = ? AND step = ?",
-		       "sss", m->id, bm_state_name(m->state), bm_step_name(m->step));
+	/*
+	 * The operation too: a machine deleted and enrolled again under its id
+	 * while a worker verified it is in the same state and step, but under
+	 * another enroll operation, and not the machine the worker looked at.
+	 */
+	rc = query_int(st, &n,
+		       "SELECT count(*) FROM machines WHERE id = ? AND state = ? AND step = ?"
+		       " AND op_id = ?",
+		       "sssi", m->id, bm_state_name(m->state), bm_step_name(m->step), m->op);
 	if (rc < 0)
 		return rc;
 	return n == 1 ? 0 : -ESTALE;

@@ -566,6 +566,31 @@ START_TEST(test_walk_and_fencing)
 }
 END_TEST
 
+/*
+ * A machine deleted and enrolled again under its id while a worker
+ * verifies it is in the same (state, step) as before, but not the same
+ * machine: the old worker's outcome must not verify the new one.
+ */
+START_TEST(test_fence_reenrolled)
+{
+	g_autoptr(bm_store) st = open_db();
+	g_autoptr(bm_machine_row) row = NULL;
+	g_autoptr(json_object) m = NULL;
+	g_autofree char *state = NULL;
+
+	enroll(st, "m1", "a");
+	ck_assert_int_eq(bm_lease_acquire(st, "c1", 10000), 0);
+	ck_assert_int_eq(bm_machine_load(st, "m1", &row), 0);
+	ck_assert_int_eq(row->state, BM_ENROLLING);
+	ck_assert_int_eq(bm_step_begin(st, "c1", row), 0);
+	ck_assert_int_eq(bm_machine_delete(st, "m1", &state), 0);
+	enroll(st, "m1", "b");
+	ck_assert_int_eq(bm_step_done(st, "c1", row, NULL, NULL, 1), -ESTALE);
+	ck_assert_int_eq(bm_machine_get(st, "m1", &m), 0);
+	ck_assert_str_eq(json_object_get_string(json_object_object_get(m, "state")), "enrolling");
+}
+END_TEST
+
 START_TEST(test_give_up_to_error)
 {
 	g_autoptr(bm_store) st = open_db();
@@ -802,6 +827,7 @@ static Suite *suite(void)
 	tcase_add_test(db, test_enroll_and_delete);
 	tcase_add_test(db, test_last_free_machine);
 	tcase_add_test(db, test_walk_and_fencing);
+	tcase_add_test(db, test_fence_reenrolled);
 	tcase_add_test(db, test_give_up_to_error);
 	tcase_add_test(db, test_error_with_instance);
 	tcase_add_test(db, test_idempotency);
