@@ -485,6 +485,21 @@ static bool conn_lost(int err)
 }
 
 /*
+ * Did a call on @c (NULL: none was to be had) fail because the connection
+ * went?  The connection fails its calls with the errnos of conn_lost(),
+ * but the server answers with some of them too: a write into a relayed
+ * FIFO whose reader has gone is EPIPE, and must reach the writer as such,
+ * not be taken for a lost connection and sent again after a reopen (which
+ * would wait for the next reader).  A connection marks itself closing
+ * before it fails its calls, so one still ready answered; the caller
+ * reads that after the call's end, which the loop thread published.
+ */
+static bool call_lost(struct qt_conn *c, int err)
+{
+	return conn_lost(err) && !(c && qt_conn_is_ready(c));
+}
+
+/*
  * One connection: slot @index at generation @gen.  A call lost on it is
  * retried on another one: its slot looks ready until the loop thread has
  * seen it close.
@@ -565,6 +580,7 @@ static int call_until(struct qtfs_client *cl, struct qt_msg *req, enum qtfs_retr
 		struct qt_conn *c;
 		struct slot *s;
 		gint64 left;
+		bool lost;
 
 		g_mutex_lock(&cl->lock);
 		s = wait_ready_but(cl, until, last);
@@ -581,8 +597,9 @@ static int call_until(struct qtfs_client *cl, struct qt_msg *req, enum qtfs_retr
 		}
 		left = (until - g_get_monotonic_time()) / 1000;
 		err = qt_conn_call_sync(c, req, (uint64_t)MAX(left, 1), reply);
+		lost = call_lost(c, err);
 		qt_conn_unref(c);
-		if (!conn_lost(err))
+		if (!lost)
 			break;
 		if (!spare || g_get_monotonic_time() >= until) {
 			err = lost_err(retry);
@@ -671,6 +688,7 @@ int qtfs_client_call_on(struct qtfs_client *cl, unsigned slot, uint64_t gen, str
 	struct qt_call_ctl *ctl = timeout_ms == QTFS_NO_DEADLINE ? tl_interrupt : NULL;
 	struct slot *s = &cl->slots[slot % cl->n_slots];
 	struct qt_conn *c = NULL;
+	bool lost;
 	int err;
 
 	g_mutex_lock(&cl->lock);
@@ -686,8 +704,9 @@ int qtfs_client_call_on(struct qtfs_client *cl, unsigned slot, uint64_t gen, str
 	else if (timeout_ms == QTFS_NO_DEADLINE)
 		timeout_ms = 0;
 	err = qt_conn_call_sync_ctl(c, req, timeout_ms, ctl, reply);
+	lost = call_lost(c, err);
 	qt_conn_unref(c);
-	return conn_lost(err) ? -ESTALE : err;
+	return lost ? -ESTALE : err;
 }
 
 struct async_call {
@@ -706,7 +725,7 @@ static void async_done(struct qt_conn *c, int err, struct qt_msg *reply, void *a
 	struct async_call *a = arg;
 
 	/* As for qtfs_client_call_on(): the handle's connection is gone. */
-	if (conn_lost(err))
+	if (call_lost(c, err))
 		err = -ESTALE;
 
 	if (a->done)
@@ -842,8 +861,7 @@ static void any_done(struct qt_conn *c, int err, struct qt_msg *reply, void *arg
 {
 	struct any_call *a = arg;
 
-	(void)c;
-	if (conn_lost(err)) {
+	if (call_lost(c, err)) {
 		if (a->spare && g_get_monotonic_time() < a->until) {
 			a->req = a->spare;
 			a->spare = qt_msg_dup(a->req);
