@@ -5219,6 +5219,23 @@ static void write_kills_setid(struct qtfs_fs *fs, fuse_ino_t ino)
 		fuse_lowlevel_notify_inval_inode(fs->session, ino, -1, 0);
 }
 
+/*
+ * A write into a relayed FIFO that no one reads any more: the host says
+ * EPIPE.  A local pipe would also send the writer SIGPIPE (which kills
+ * `yes >fifo` quietly, where EPIPE alone makes it complain and exit 1);
+ * FUSE has no way to say so, so the signal goes from here, before the
+ * answer: the writer waits in the kernel for it, so its pid is still its
+ * own.  kill() aims at the writer's process, not its thread as the pipe
+ * does.  Nothing for a writer in a pid namespace hidden from us (pid 0).
+ */
+static void write_sigpipe(fuse_req_t req)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+
+	if (ctx->pid > 0 && kill(ctx->pid, SIGPIPE) < 0)
+		qt_debug("SIGPIPE to pid %d: %s", (int)ctx->pid, g_strerror(errno));
+}
+
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
@@ -5284,6 +5301,8 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	intr_end(req, ctl);
 	if (c.wflags & QTFS_WR_KILL_PRIV)
 		write_kills_setid(fs, ino);
+	if (err == -EPIPE && fh_of(fi)->stream)
+		write_sigpipe(req);
 	reply_write(req, err, rep);
 }
 

@@ -3,8 +3,8 @@
 #
 # Relayed FIFOs at their edges, against the same FIFO used on the host
 # alone (tests/fs/fifo_edges.py): O_NONBLOCK opens and reads, O_RDWR, the
-# writer or the reader going away on either side, two writers, a full
-# pipe, poll's POLLHUP.  test-qtfs-pseudo.sh has the plain traffic,
+# writer or the reader going away on either side (EPIPE, SIGPIPE), two
+# writers, a full pipe, poll's POLLHUP.  test-qtfs-pseudo.sh has the plain traffic,
 # interrupts and many FIFOs at once.
 
 . "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
@@ -20,5 +20,22 @@ for s in $(python3 "$EDGES" --list); do
 	rc=$?
 	check "FIFO $s: the relay does what the host does ($out, rc=$rc)" [ "$rc" -eq 0 ]
 done
+# The reader goes: a local writer dies of SIGPIPE (status 141 in the
+# shell), quietly, before it sees EPIPE.  The same writer on the DPU.
+# sigpipe_status DIR: the shell's status of `yes` writing to DIR/sp while
+# a host reader takes 10 bytes and leaves.
+sigpipe_status() {
+	rm -f "$T/exp/fifos/sp"
+	mkfifo "$T/exp/fifos/sp"
+	timeout 10 head -c 10 "$T/exp/fifos/sp" >/dev/null &
+	_r=$!
+	# SIGPIPE back at its default, whatever the harness left it at.
+	timeout -s KILL 10 sh -c 'trap - PIPE; yes >"$1" 2>/dev/null; echo $?' sh "$1/sp"
+	wait "$_r"
+}
+on_host=$(sigpipe_status "$T/exp/fifos")
+on_dpu=$(sigpipe_status "$T/mnt/fifos")
+check "a writer whose reader left dies of SIGPIPE on the host (status $on_host)" [ "$on_host" = 141 ]
+check "... and on the DPU through the relay (status $on_dpu)" [ "$on_dpu" = 141 ]
 check "the mount still answers" timeout 5 ls "$T/mnt/fifos"
 finish
