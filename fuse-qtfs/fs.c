@@ -1708,6 +1708,8 @@ struct fh_pending {
 	fuse_ino_t ino;
 	char *path;	  /* getattr: the node's path or NULL */
 	struct io_ctx c;  /* read, write */
+	uint8_t *rest;	  /* read: prefetched bytes before the host's (read_prefetched()) */
+	size_t rest_len;
 	void *wbuf;	  /* write: the request buffer c.data lies in, lent by the session */
 	void *wdata;	  /* write: else a copy of the bytes (c.data) */
 	struct wb_write *wb; /* write: its place in the node's writes */
@@ -1730,6 +1732,7 @@ static void fh_pending_free(struct fh_pending *p)
 	g_free(p->wbs);
 	g_free(p->path);
 	g_free(p->wdata);
+	g_free(p->rest);
 	g_free(p);
 }
 
@@ -4988,13 +4991,20 @@ static struct qt_msg *build_read(uint64_t sh, void *arg)
 /*
  * Answer a READ from the bytes the host sent with the OPEN, when they hold
  * the whole answer (the range lies inside them, or they are the whole
- * file) and the read continues one sequential pass from offset 0.  Any
- * other read drops them, so that a reader that goes back (lseek to 0 and
- * read again, as monitors of cgroup and PSI files do) gets the host's
+ * file) and the read continues one sequential pass from offset 0.  A read
+ * of that pass that goes past them takes the rest of them into *@rest
+ * (*@rest_len bytes; the caller reads on from the host, whose descriptor
+ * stands at their end: see put_prefetch() in server.c), so that the pass
+ * stays one pass on the host, as a local reader's would: a seq_file read
+ * again from an offset inside it starts over, with the content as it is
+ * then (a line cut in two, or nothing at all once its process is gone).
+ * Any other read drops them, so that a reader that goes back (lseek to 0
+ * and read again, as monitors of cgroup and PSI files do) gets the host's
  * current content and never a mix of two generations; so does the read
  * that finds the end.
  */
-static bool read_prefetched(fuse_req_t req, struct fh *h, size_t size, off_t off)
+static bool read_prefetched(fuse_req_t req, struct fh *h, size_t size, off_t off, uint8_t **rest,
+			    size_t *rest_len)
 {
 	g_autofree uint8_t *done = NULL;
 	bool answered = false;
@@ -5012,6 +5022,10 @@ static bool read_prefetched(fuse_req_t req, struct fh *h, size_t size, off_t off
 			if (n == 0)
 				done = g_steal_pointer(&h->pre.data);
 		} else {
+			if (off >= 0 && o == h->pre_pos && o < len) {
+				*rest = g_memdup2(h->pre.data + o, len - o);
+				*rest_len = len - o;
+			}
 			done = g_steal_pointer(&h->pre.data);
 		}
 	}
@@ -5020,11 +5034,16 @@ static bool read_prefetched(fuse_req_t req, struct fh *h, size_t size, off_t off
 }
 
 /*
- * Answer a READ of @size bytes from its reply (freed here) or error.  More
- * bytes than asked is no answer a host gives, and the kernel would refuse
- * the reply (and fail the read with EIO): EIO here, without that.
+ * Answer a READ of @size bytes from its reply (freed here) or error, after
+ * the @pre_len bytes @pre (the rest of the prefetched start of the file,
+ * see read_prefetched(); NULL when none): with them, an error or the end
+ * of the file is a short read, and the error comes again with the next
+ * one, as a local seq_file answers.  More bytes than asked is no answer
+ * a host gives, and the kernel would refuse the reply (and fail the read
+ * with EIO): EIO here, without that.
  */
-static void reply_read(fuse_req_t req, size_t size, int err, struct qt_msg *rep)
+static void reply_read(fuse_req_t req, size_t size, int err, struct qt_msg *rep,
+		       const uint8_t *pre, size_t pre_len)
 {
 	const uint8_t *d = NULL;
 	struct qt_rd r;
@@ -5038,6 +5057,7 @@ static void reply_read(fuse_req_t req, size_t size, int err, struct qt_msg *rep)
 		 * go on to the kernel by splice too (libfuse's, when it can
 		 * have a pipe of the size; else it reads them and writes),
 		 * so that the DPU copies them once, into the page cache.
+		 * (Never after prefetched bytes: those reads want no pipe.)
 		 */
 		struct fuse_bufvec bv = FUSE_BUFVEC_INIT(rep->tail_len);
 
@@ -5052,16 +5072,24 @@ static void reply_read(fuse_req_t req, size_t size, int err, struct qt_msg *rep)
 		if (qt_rd_bytes(&r, size, &d, &n) < 0 || qt_rd_end(&r) < 0)
 			err = -EIO;
 	}
-	if (err < 0)
+	if (pre) {
+		struct iovec iov[2] = {
+			{.iov_base = (void *)pre, .iov_len = pre_len},
+			{.iov_base = (void *)d, .iov_len = err < 0 ? 0 : n},
+		};
+
+		fuse_reply_iov(req, iov, 2);
+	} else if (err < 0) {
 		reply_err(req, -err);
-	else
+	} else {
 		fuse_reply_buf(req, (const char *)d, n);
+	}
 	qt_msg_free(rep);
 }
 
 static void read_answer(struct fh_pending *p, int err, struct qt_msg *rep)
 {
-	reply_read(p->req, p->c.size, err, rep);
+	reply_read(p->req, p->c.size, err, rep, p->rest, p->rest_len);
 	fh_pending_free(p);
 }
 
@@ -5077,10 +5105,15 @@ static void do_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 	struct io_ctx c = {.off = (uint64_t)off, .size = MIN(size, QTFS_IO_MAX)};
 	struct qt_msg *rep = NULL;
 	struct qt_call_ctl *ctl;
+	g_autofree uint8_t *rest = NULL;
+	size_t rest_len = 0;
 	int err;
 
-	if (fh_of(fi)->pseudo && read_prefetched(req, fh_of(fi), size, off))
+	if (fh_of(fi)->pseudo && read_prefetched(req, fh_of(fi), size, off, &rest, &rest_len))
 		return;
+	/* The read goes on from the end of the prefetched bytes (all < c.size of them). */
+	c.off += rest_len;
+	c.size -= MIN(rest_len, c.size);
 	if (!fh_of(fi)->stream) {
 		struct fh_pending *fp = g_new0(struct fh_pending, 1);
 
@@ -5089,9 +5122,10 @@ static void do_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 		 * a reply from a pipe takes; a FUSE worker would need one
 		 * of its own (1 MiB each, against the user's pipe quota).
 		 */
-		c.reply_tail = true;
+		c.reply_tail = !rest;
 		g_atomic_int_inc(&fh_of(fi)->refs);
 		*fp = (struct fh_pending){.fs = FS(req), .req = req, .h = fh_of(fi), .ino = ino, .c = c,
+					  .rest = g_steal_pointer(&rest), .rest_len = rest_len,
 					  .build = build_read, .answer = read_answer};
 		call_fh_async(FS(req), fp);
 		return;
@@ -5100,7 +5134,7 @@ static void do_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 	ctl = intr_begin(req);
 	err = call_fh(FS(req), fh_of(fi), build_read, &c, &rep);
 	intr_end(req, ctl);
-	reply_read(req, c.size, err, rep);
+	reply_read(req, c.size, err, rep, rest, rest_len);
 }
 
 static struct qt_msg *build_write(uint64_t sh, void *arg)

@@ -2041,21 +2041,31 @@ static void put_prefetch(struct qt_msg *rep, int fd, uint32_t want)
 		rep->len -= 4 + (size_t)want;
 		return;
 	}
-	rep->len -= want - (size_t)n;
-	qt_msg_patch_u32(rep, len_at, (uint32_t)n);
-	/* A short read of a generated file is not proof of its end; a read
-	 * that returns nothing is. */
+	/*
+	 * A short read of a generated file is not proof of its end; a read
+	 * that returns nothing is.  A byte that the probe finds goes with
+	 * the others: the descriptor's position is then the end of what the
+	 * client has, and its READ from there continues the seq_file where
+	 * this read left it (the rest of a record, from the same pass)
+	 * instead of starting it again.
+	 */
 	if ((size_t)n < want) {
-		off_t end = (off_t)n;
+		ssize_t more;
 
 		do
-			n = pread(fd, &probe, 1, end);
-		while (n < 0 && errno == EINTR);
-		if (n == 0) {
+			more = pread(fd, &probe, 1, (off_t)n);
+		while (more < 0 && errno == EINTR);
+		if (more == 0) {
+			rep->len -= want - (size_t)n;
+			qt_msg_patch_u32(rep, len_at, (uint32_t)n);
 			qt_msg_patch_u32(rep, state_at, QTFS_PREFETCH_ALL);
 			return;
 		}
+		if (more == 1)
+			p[4 + n++] = (uint8_t)probe;
 	}
+	rep->len -= want - (size_t)n;
+	qt_msg_patch_u32(rep, len_at, (uint32_t)n);
 	qt_msg_patch_u32(rep, state_at, QTFS_PREFETCH_PART);
 }
 

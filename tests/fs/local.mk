@@ -50,5 +50,5 @@ QTFS_TESTS = tests/fs/test-qtfs-posix.sh tests/fs/test-qtfs-pseudo.sh \
 TESTS += $(QTFS_TESTS)
 EXTRA_DIST += tests/fs/qtfs-env.sh tests/fs/locks.py tests/fs/interrupt.py tests/fs/uring_workers.py \
 	tests/fs/hostile-env.sh tests/fs/hostile-workload.py tests/fs/churn.py tests/fs/oci-image.py \
-	tests/fs/fifo_edges.py \
+	tests/fs/fifo_edges.py tests/fs/proc_pass.py \
 	$(QTFS_TESTS)

@@ -39,6 +39,16 @@ for f in maps status environ cmdline limits; do
 	dd if="$T/proc/$quiet/$f" bs=97 2>/dev/null | filter $f >"$T/chunked"
 	check "/proc/PID/$f read in 97-byte chunks is identical" cmp "$T/local" "$T/chunked"
 done
+# A pass over /proc/PID/maps in small reads while the process unmaps
+# some of the mappings listed first, or exits, between two of them
+# (tests/fs/proc_pass.py): a local reader gets whole lines, each a mapping
+# of the process, and every mapping it had all along.  The first read is
+# answered from the bytes the OPEN brought; the host's descriptor must
+# go on from their end, not start the pass again.
+for w in exit unmap; do
+	out=$(timeout 30 python3 "$top_srcdir/tests/fs/proc_pass.py" "$T/proc" $w 2>&1)
+	check "/proc/PID/maps read in chunks across a change ($w): $out" [ "$out" = "whole lines" ]
+done
 cut -d: -f1 /proc/meminfo >"$T/mi.local"
 cut -d: -f1 "$T/proc/meminfo" >"$T/mi.remote"
 check "/proc/meminfo has the same fields" cmp -s "$T/mi.local" "$T/mi.remote"
