@@ -258,6 +258,7 @@ struct fh {
 	int wb_err; /* -errno of a write answered before the host's, for the next write, fsync or flush; lock */
 	struct fuse_pollhandle *ph; /* the kernel's latest poll wait; protected by lock */
 	bool poll_armed;	    /* a POLL wait is outstanding on the server; protected by lock */
+	uint32_t poll_seen;	    /* POLLPRI/POLLERR the wait took: see poll_woke(); lock */
 	bool flocked;		    /* holds a flock on the host; fs->lk_lock */
 	pid_t flock_pid;	    /* the process that took it; fs->lk_lock */
 	unsigned lk_routes;	    /* fs->lk_owners entries routed through it; fs->lk_lock */
@@ -6459,6 +6460,16 @@ static void poll_woke(void *arg, int err, struct qt_msg *reply)
 	}
 	g_mutex_lock(&h->lock);
 	h->poll_armed = false;
+	/*
+	 * Some pseudo files report a change to the first poll that looks
+	 * and not after it: /proc/PID/mountinfo and /proc/PID/mounts (a
+	 * mount or unmount), PSI triggers.  The kernel's poll that this
+	 * wake-up brings would find nothing on the host: it gets them from
+	 * here.  Only those bits, only on pseudo files that are not
+	 * streams: a FIFO's readiness is the host's as it is now.
+	 */
+	if (err == 0 && !h->stream)
+		h->poll_seen |= revents & (POLLPRI | POLLERR);
 	if (err == 0 && revents == 0 && h->ph) {
 		/* Nothing yet: keep waiting as long as the kernel does. */
 		poll_arm(pw->fs, h, pw->events);
@@ -6538,6 +6549,10 @@ static void op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		reply_err(req, -err);
 		return;
 	}
+	g_mutex_lock(&h->lock);
+	revents |= h->poll_seen;
+	h->poll_seen = 0;
+	g_mutex_unlock(&h->lock);
 	if (ph) {
 		g_mutex_lock(&h->lock);
 		if (revents & (c.events | POLLERR | POLLHUP | POLLNVAL)) {

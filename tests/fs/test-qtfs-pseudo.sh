@@ -49,6 +49,33 @@ for w in exit unmap; do
 	out=$(timeout 30 python3 "$top_srcdir/tests/fs/proc_pass.py" "$T/proc" $w 2>&1)
 	check "/proc/PID/maps read in chunks across a change ($w): $out" [ "$out" = "whole lines" ]
 done
+# poll on /proc/PID/mountinfo wakes at a mount in the process's
+# namespace, with POLLPRI|POLLERR, which the host reports to one poll
+# only: the server's wait takes it, and the DPU's poller must still get
+# it.  In a mount namespace of its own, so the machine's table stays as
+# it was whatever happens.
+mkdir -p "$T/pollmnt"
+# shellcheck disable=SC2016 # $1 and $2 are the inner shell's
+unshare -m --propagation private sh -c 'exec python3 - "$1" "$2"' sh "$T/proc" "$T/pollmnt" \
+	>"$T/mipoll.out" 2>&1 <<'PY'
+import os, select, signal, subprocess, sys
+signal.alarm(20)
+for base in ("/proc", sys.argv[1]):
+    fd = os.open("%s/%d/mountinfo" % (base, os.getpid()), os.O_RDONLY)
+    os.read(fd, 1 << 20)
+    p = select.poll()
+    p.register(fd, select.POLLPRI | select.POLLERR)
+    before = p.poll(100)
+    subprocess.run(["mount", "-t", "tmpfs", "qtfs-poll", sys.argv[2]], check=True)
+    after = p.poll(5000)
+    subprocess.run(["umount", sys.argv[2]], check=True)
+    print("local" if base == "/proc" else "mount", [e for _, e in before], [e for _, e in after])
+    os.close(fd)
+PY
+check "poll on /proc/PID/mountinfo wakes at a mount (control: locally)" \
+	grep -qx "local \[\] \[10\]" "$T/mipoll.out"
+check "poll on /proc/PID/mountinfo through the mount wakes at a mount, POLLPRI|POLLERR" \
+	grep -qx "mount \[\] \[10\]" "$T/mipoll.out"
 cut -d: -f1 /proc/meminfo >"$T/mi.local"
 cut -d: -f1 "$T/proc/meminfo" >"$T/mi.remote"
 check "/proc/meminfo has the same fields" cmp -s "$T/mi.local" "$T/mi.remote"
