@@ -203,6 +203,21 @@ class Env:
         raise Failure("timed out waiting for " + what)
 
 
+def add_held_mover(env, **spec):
+    """Pod "mover" on n2, of a ReplicaSet, held by a finalizer: evicted, it stays
+    (deletionTimestamp set) until release_mover()."""
+    env.kube.add_pod("mover", cpu="100m", memory="64Mi", node="n2", labels={"app": "web"},
+                     owner=("ReplicaSet", "web"), **spec)
+    env.kube.must(200, "PATCH", "/api/v1/namespaces/default/pods/mover",
+                  {"metadata": {"finalizers": ["example.com/hold"]}},
+                  "application/merge-patch+json")
+
+
+def release_mover(env):
+    env.kube.must(200, "PATCH", "/api/v1/namespaces/default/pods/mover",
+                  {"metadata": {"finalizers": None}}, "application/merge-patch+json")
+
+
 def run_case(fn):
     env = Env(fn.__name__.replace("_", "-"))
     print("--", fn.__doc__.strip().splitlines()[0], flush=True)
@@ -289,17 +304,12 @@ def case_instance_gone(env):
     already deleted (docs/bm.md); the machine is gone, as a 404 would say,
     so the removal is done, not failed.
     """
-    env.kube.add_pod("mover", cpu="100m", memory="64Mi", node="n2", labels={"app": "web"},
-                     owner=("ReplicaSet", "web"))
-    env.kube.must(200, "PATCH", "/api/v1/namespaces/default/pods/mover",
-                  {"metadata": {"finalizers": ["example.com/hold"]}},
-                  "application/merge-patch+json")
+    add_held_mover(env)
     env.start(["--scale-down-delay-after-failure=1h"])
     env.wait(lambda: TAINT in env.taints("n2"), "n2 to be tainted")
     with env.bm.lock:
         env.bm.instances["a-2"] = "deleted"
-    env.kube.must(200, "PATCH", "/api/v1/namespaces/default/pods/mover",
-                  {"metadata": {"finalizers": None}}, "application/merge-patch+json")
+    release_mover(env)
     env.wait(lambda: env.node("n2") is None, "node n2 to be deleted", 20)
     check(not env.events("ScaleDownFailed"), "ScaleDownFailed: %s"
           % [e["message"] for e in env.events("ScaleDownFailed")])
@@ -313,11 +323,7 @@ def case_grace_uncapped(env):
     Eviction with gracePeriodSeconds 0 would remove the pod from the API
     at once, while its containers still run.
     """
-    env.kube.add_pod("mover", cpu="100m", memory="64Mi", node="n2", labels={"app": "web"},
-                     owner=("ReplicaSet", "web"), spec={"terminationGracePeriodSeconds": 7})
-    env.kube.must(200, "PATCH", "/api/v1/namespaces/default/pods/mover",
-                  {"metadata": {"finalizers": ["example.com/hold"]}},
-                  "application/merge-patch+json")
+    add_held_mover(env, spec={"terminationGracePeriodSeconds": 7})
     env.start(["--max-graceful-termination-sec=0"])
     pod = env.wait(lambda: env.pods()["mover"]["metadata"].get("deletionTimestamp") and
                    env.pods()["mover"], "the mover pod to be evicted")
@@ -341,16 +347,11 @@ def case_delete_fails(env):
 
 def case_node_deleted(env):
     """The Node object deleted by someone else mid-drain: the instance still goes."""
-    env.kube.add_pod("mover", cpu="100m", memory="64Mi", node="n2", labels={"app": "web"},
-                     owner=("ReplicaSet", "web"))
-    env.kube.must(200, "PATCH", "/api/v1/namespaces/default/pods/mover",
-                  {"metadata": {"finalizers": ["example.com/hold"]}},
-                  "application/merge-patch+json")
+    add_held_mover(env)
     env.start(["--scale-down-delay-after-failure=1h"])
     env.wait(lambda: TAINT in env.taints("n2"), "n2 to be tainted")
     env.kube.delete("/api/v1/nodes/n2")
-    env.kube.must(200, "PATCH", "/api/v1/namespaces/default/pods/mover",
-                  {"metadata": {"finalizers": None}}, "application/merge-patch+json")
+    release_mover(env)
     env.wait(lambda: "a-2" in env.bm.deletes, "the instance to be deleted", 30)
     check(not env.events("ScaleDownFailed"), "ScaleDownFailed: %s"
           % [e["message"] for e in env.events("ScaleDownFailed")])
@@ -363,18 +364,13 @@ def case_group_gone(env):
     object alone would leave its machine running (its kubelet registering
     it again); CA fails such a removal too.
     """
-    env.kube.add_pod("mover", cpu="100m", memory="64Mi", node="n2", labels={"app": "web"},
-                     owner=("ReplicaSet", "web"))
-    env.kube.must(200, "PATCH", "/api/v1/namespaces/default/pods/mover",
-                  {"metadata": {"finalizers": ["example.com/hold"]}},
-                  "application/merge-patch+json")
+    add_held_mover(env)
     env.start(["--scale-down-delay-after-failure=1h"])
     env.wait(lambda: TAINT in env.taints("n2"), "n2 to be tainted")
     with env.bm.lock:
         env.bm.pool_gone = True
     time.sleep(2)  # a loop or two: the provider reads bm-api again
-    env.kube.must(200, "PATCH", "/api/v1/namespaces/default/pods/mover",
-                  {"metadata": {"finalizers": None}}, "application/merge-patch+json")
+    release_mover(env)
     env.wait(lambda: env.node("n2") is None or TAINT not in env.taints("n2"),
              "n2 to be released or deleted", 20)
     check(env.node("n2") is not None, "node n2 deleted without its instance")
