@@ -778,17 +778,24 @@ static bool attr_for_kernel(struct qtfs_fs *fs, fuse_ino_t ino, const char *path
 	return attr_type_ok(fs, ino, mode, a->mode);
 }
 
-/* The attributes @a of node @ino, for the kernel's GETATTR or SETATTR @req. */
-static void reply_attr(fuse_req_t req, struct qtfs_fs *fs, fuse_ino_t ino,
-		       const struct qtfs_attr *a)
+/* The kernel is about to be told @a for node @ino: note what write_kills_setid() needs. */
+static void attr_told(struct qtfs_fs *fs, fuse_ino_t ino, const struct qtfs_attr *a)
 {
-	struct stat st;
 	struct node *n;
 
 	g_mutex_lock(&fs->lock);
 	if ((n = node_by_id(fs, ino)))
 		n->setid = attr_setid(a);
 	g_mutex_unlock(&fs->lock);
+}
+
+/* The attributes @a of node @ino, for the kernel's GETATTR or SETATTR @req. */
+static void reply_attr(fuse_req_t req, struct qtfs_fs *fs, fuse_ino_t ino,
+		       const struct qtfs_attr *a)
+{
+	struct stat st;
+
+	attr_told(fs, ino, a);
 	to_stat(a, &st);
 	fuse_reply_attr(req, &st, attr_timeout(fs, a->flags & QTFS_AF_PSEUDO));
 }
@@ -3863,6 +3870,7 @@ static void do_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	if (post_attr_take(fs, ino, &post, &valid) && attr_type_ok(fs, ino, post.mode, post.mode)) {
 		struct stat st;
 
+		attr_told(fs, ino, &post);
 		to_stat(&post, &st);
 		fuse_reply_attr(req, &st, valid);
 		return;
@@ -4421,7 +4429,8 @@ static struct data_ver data_ver_of(const struct qtfs_attr *a)
 /*
  * May this open of @ino, of host attributes @a, keep its cached pages?  Notes
  * @a.  *@changed (if not NULL): the host's size, mtime or ctime are not those
- * of the last open, or there was none.
+ * of the last open, or there was none (false for a file whose pages are
+ * never kept: not a regular file, a pseudo file or a relayed FIFO).
  */
 static bool open_keeps_cache(struct qtfs_fs *fs, fuse_ino_t ino, const struct qtfs_attr *a,
 			     bool *changed)
@@ -4429,6 +4438,8 @@ static bool open_keeps_cache(struct qtfs_fs *fs, fuse_ino_t ino, const struct qt
 	struct node *n;
 	bool keep = false, same = false;
 
+	if (changed)
+		*changed = false;
 	if (!S_ISREG(a->mode) || (a->flags & (QTFS_AF_PSEUDO | QTFS_AF_RELAY)))
 		return false;
 	g_mutex_lock(&fs->lock);
@@ -4445,19 +4456,23 @@ static bool open_keeps_cache(struct qtfs_fs *fs, fuse_ino_t ino, const struct qt
 }
 
 /*
- * Close-to-open for the attributes, too.  The kernel bounds every read of
- * its page cache by the size it holds, and an open does not refresh that:
- * it keeps the attributes a lookup, a stat or a listing brought for
- * attr_timeout.  A file the host rewrote after a stat on the DPU and
- * before an open there was read up to its old size (a longer file cut
- * short, its new bytes up to the old length) although the open dropped
- * the pages.  So when the open's reply shows the host's file changed
- * since the last open (or this is the first), the kernel's attributes are
- * dropped before it has the open file, and its next stat or read past the
- * end it knows asks the host.  (Only the attributes: no page lock is taken,
- * so the notification is safe while the kernel waits for this OPEN.)
+ * The kernel's attributes of @ino go, so that its next stat (or read past
+ * the end it knows) asks the host.  Only the attributes: no page lock is
+ * taken, so the notification is safe while the kernel waits for the
+ * OPEN or WRITE being answered.
+ *
+ * An open uses it for close-to-open of the attributes too.  The kernel
+ * bounds every read of its page cache by the size it holds, and an open
+ * does not refresh that: it keeps the attributes a lookup, a stat or a
+ * listing brought for attr_timeout.  A file the host rewrote after a stat
+ * on the DPU and before an open there was read up to its old size (a
+ * longer file cut short, its new bytes up to the old length) although the
+ * open dropped the pages.  So when the open's reply shows the host's file
+ * changed since the last open (or this is the first), the kernel's
+ * attributes are dropped before it has the open file.  A write that drops
+ * set-id bits uses it too (write_kills_setid()).
  */
-static void open_drops_attr(struct qtfs_fs *fs, fuse_ino_t ino)
+static void drop_kernel_attr(struct qtfs_fs *fs, fuse_ino_t ino)
 {
 	if (fs->session)
 		fuse_lowlevel_notify_inval_inode(fs->session, ino, -1, 0);
@@ -4487,11 +4502,11 @@ static void finish_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	h->stream = relay || (a->flags & QTFS_AF_STREAM);
 	fi->fh = (uintptr_t)h;
 	if (!h->pseudo) {
-		bool changed = false;
+		bool changed;
 
 		set_open_flags(fi, false, open_keeps_cache(fs, ino, a, &changed));
-		if (changed && S_ISREG(a->mode) && !(a->flags & QTFS_AF_RELAY))
-			open_drops_attr(fs, ino);
+		if (changed)
+			drop_kernel_attr(fs, ino);
 	} else {
 		set_open_flags(fi, true, false);
 	}
@@ -5235,9 +5250,8 @@ static bool wb_may_answer(struct qtfs_fs *fs, struct fuse_file_info *fi, size_t 
  * or times, not for one of the mode alone: `stat -c %A` (statx for
  * STATX_MODE) showed the bits gone on the host until attr_timeout passed.
  * So when the kernel was last told that node @ino has such bits, its
- * attributes go, before the write is answered and once the write is among
- * the file's writes (a GETATTR waits for those).  Attributes only: safe
- * while the kernel waits for the WRITE.
+ * attributes go (drop_kernel_attr()), before the write is answered and
+ * once the write is among the file's writes (a GETATTR waits for those).
  */
 static void write_kills_setid(struct qtfs_fs *fs, fuse_ino_t ino)
 {
@@ -5250,8 +5264,8 @@ static void write_kills_setid(struct qtfs_fs *fs, fuse_ino_t ino)
 	if (had)
 		n->setid = false;
 	g_mutex_unlock(&fs->lock);
-	if (had && fs->session)
-		fuse_lowlevel_notify_inval_inode(fs->session, ino, -1, 0);
+	if (had)
+		drop_kernel_attr(fs, ino);
 }
 
 /*
@@ -6552,9 +6566,7 @@ static void op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	g_mutex_lock(&h->lock);
 	revents |= h->poll_seen;
 	h->poll_seen = 0;
-	g_mutex_unlock(&h->lock);
 	if (ph) {
-		g_mutex_lock(&h->lock);
 		if (revents & (c.events | POLLERR | POLLHUP | POLLNVAL)) {
 			fuse_pollhandle_destroy(ph);
 		} else {
@@ -6564,8 +6576,8 @@ static void op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 			if (!h->poll_armed)
 				poll_arm(fs, h, c.events);
 		}
-		g_mutex_unlock(&h->lock);
 	}
+	g_mutex_unlock(&h->lock);
 	fuse_reply_poll(req, revents);
 }
 
