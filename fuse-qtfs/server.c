@@ -2022,6 +2022,7 @@ static bool prefetch_ok(enum dev_kind kind, const struct stat *st, int flags, co
 static void put_prefetch(struct qt_msg *rep, int fd, uint32_t want)
 {
 	size_t state_at = qt_msg_payload_len(rep), len_at;
+	uint32_t state = QTFS_PREFETCH_PART;
 	char probe;
 	uint8_t *p;
 	ssize_t n;
@@ -2055,18 +2056,14 @@ static void put_prefetch(struct qt_msg *rep, int fd, uint32_t want)
 		do
 			more = pread(fd, &probe, 1, (off_t)n);
 		while (more < 0 && errno == EINTR);
-		if (more == 0) {
-			rep->len -= want - (size_t)n;
-			qt_msg_patch_u32(rep, len_at, (uint32_t)n);
-			qt_msg_patch_u32(rep, state_at, QTFS_PREFETCH_ALL);
-			return;
-		}
-		if (more == 1)
+		if (more == 0)
+			state = QTFS_PREFETCH_ALL;
+		else if (more == 1)
 			p[4 + n++] = (uint8_t)probe;
 	}
 	rep->len -= want - (size_t)n;
 	qt_msg_patch_u32(rep, len_at, (uint32_t)n);
-	qt_msg_patch_u32(rep, state_at, QTFS_PREFETCH_PART);
+	qt_msg_patch_u32(rep, state_at, state);
 }
 
 /*
