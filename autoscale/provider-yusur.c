@@ -741,8 +741,8 @@ int as_yusur_provider_update(struct as_cloud_provider *pp, json_object *pools,
 		 * instance id, the last picture kept.
 		 */
 		if (group_in(groups, name)) {
-			set_error(p, g_strdup_printf("GET /v1/pools: pool \"%s\" listed twice, the answer"
-						     " is ignored", name));
+			set_error(p, g_strdup_printf("GET /v1/pools: pool \"%s\" listed twice, "
+						     "the answer is ignored", name));
 			return -EBADMSG;
 		}
 		g = g_new0(struct ygroup, 1);

@@ -395,8 +395,8 @@ static int wait_op(struct ctx *c, const char *url)
 			return qt_cli_fail("operation %s failed: %s", url, s_of(op, "error"));
 		/* Nobody may be carrying it out (bm-controller down): do not wait for ever. */
 		if (c->wait_timeout_ms && g_get_monotonic_time() >= end)
-			return qt_cli_fail("operation %s is still %s after --wait-timeout; it goes on "
-					   "(bmctl operation ID shows it)", url, st);
+			return qt_cli_fail("operation %s is still %s after --wait-timeout; it goes "
+					   "on (bmctl operation ID shows it)", url, st);
 		g_usleep(500 * 1000);
 	}
 }

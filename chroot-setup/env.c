@@ -703,8 +703,9 @@ static int bind_at(const char *src, int dfd, bool ro)
 {
 	struct mount_attr attr = {.attr_set = ro ? MOUNT_ATTR_RDONLY : 0, .propagation = MS_SLAVE};
 	struct mount_attr slave = {.propagation = MS_SLAVE};
-	int err = 0, t = open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	int err = 0, t;
 
+	t = open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
 	if (t < 0)
 		return -errno;
 	if (mount_setattr(t, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0 ||
@@ -757,8 +758,8 @@ static int bind_moved(const struct cs_step *s, const char *at, const char *here,
 	/* umount2() of "/proc/self/fd/N" takes the mount on top of that directory. */
 	if (umount2(here, MNT_DETACH) == 0) {
 		journal_cancel(j);
-		fprintf(stderr, "%s: [%s]: %s changed while it was mounted: the directory checked is "
-			"%s now; unmounted it\n", qt_cli_prog(), s->section, at, now);
+		fprintf(stderr, "%s: [%s]: %s changed while it was mounted: the directory checked "
+			"is %s now; unmounted it\n", qt_cli_prog(), s->section, at, now);
 	} else {
 		fprintf(stderr, "%s: [%s]: %s changed while it was mounted, and its mount cannot be "
 			"taken back from %s, the directory checked: unmount it by hand\n",

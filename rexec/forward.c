@@ -243,7 +243,8 @@ int rexec_forward_run(const struct qt_endpoint *ep, const struct qt_psk *psk, in
 	qt_notice("forwarding %s to %s on %s", local, remote, ep->uri);
 	err = qt_loop_run(loop);
 	qt_listener_remove(ls);
-	if (named && stat(local, &now) == 0 && now.st_dev == made.st_dev && now.st_ino == made.st_ino)
+	if (named && stat(local, &now) == 0 && now.st_dev == made.st_dev &&
+	    now.st_ino == made.st_ino)
 		unlink(local);
 	qt_watch_remove(sigw);
 	if (sfd >= 0)

@@ -1354,7 +1354,8 @@ static bool candidate_ok(struct run *r, guint i, bool *empty)
 	thr = n->allocatable.gpu > 0 ? r->o->scale_down_gpu_utilization_threshold
 				     : r->o->scale_down_utilization_threshold;
 	if (u >= thr) {
-		unremovable(r, i, "NotUnderutilized: utilization %.3f not below threshold %g", u, thr);
+		unremovable(r, i, "NotUnderutilized: utilization %.3f not below threshold %g", u,
+			    thr);
 		return false;
 	}
 	*empty = true;
