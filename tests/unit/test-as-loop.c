@@ -17,6 +17,16 @@
 #define MIN_MS (60 * 1000LL)
 #define NOW (1000 * 60 * MIN_MS)
 
+/* @n nodes bad0.. of 1 cpu in @g (NULL: none), registered and not Ready. */
+static void add_unready(struct as_cluster *c, struct as_node_group *g, int n)
+{
+	for (int i = 0; i < n; i++) {
+		g_autofree char *name = g_strdup_printf("bad%d", i);
+
+		b_add(c, g, b_node(name, 1000, 1024, 110))->ready = false;
+	}
+}
+
 /*
  * Scale-down base: n1 (group g, min 0) runs "victim" (500m), unneeded for
  * an hour; n2 (not autoscaled) runs a 1-cpu filler and has room for it.
@@ -508,11 +518,7 @@ START_TEST(unhealthy_resets_unneeded_timers)
 	struct as_decision *d;
 
 	sd_init(&s);
-	for (int i = 0; i < 4; i++) {
-		g_autofree char *n = g_strdup_printf("bad%d", i);
-
-		b_add(s.c, NULL, b_node(n, 1000, 1024, 110))->ready = false;
-	}
+	add_unready(s.c, NULL, 4);
 	d = b_run(s.c, &s.o, NOW);
 	ck_assert_str_eq(d->status, "ClusterUnhealthy");
 	ck_assert_uint_eq(d->scale_down_nodes->len, 0);
@@ -1046,11 +1052,7 @@ START_TEST(unhealthy_and_unregistered)
 	struct as_decision *d;
 
 	su_init(&s, 1);
-	for (int i = 0; i < 4; i++) {
-		g_autofree char *n = g_strdup_printf("bad%d", i);
-
-		b_add(s.c, s.g, b_node(n, 1000, 1024, 110))->ready = false;
-	}
+	add_unready(s.c, s.g, 4);
 	b_add(s.c, s.g, b_node("good", 1000, 1024, 110));
 	ck_assert_int_eq(su_delta(&s, &d), 0);
 	ck_assert_str_eq(d->status, "ClusterUnhealthy");
@@ -1082,11 +1084,7 @@ START_TEST(unhealthy_percentage_of_all_nodes)
 	struct as_decision *d;
 
 	su_init(&s, 1);
-	for (int i = 0; i < 4; i++) {
-		g_autofree char *n = g_strdup_printf("bad%d", i);
-
-		b_add(s.c, s.g, b_node(n, 1000, 1024, 110))->ready = false;
-	}
+	add_unready(s.c, s.g, 4);
 	b_add(s.c, s.g, b_node("good", 1000, 1024, 110));
 	for (int i = 0; i < 5; i++) {
 		g_autofree char *n = g_strdup_printf("new%d", i);
