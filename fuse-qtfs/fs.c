@@ -257,7 +257,9 @@ struct fh {
 	bool stream; /* relayed FIFO: calls have no deadline */
 	int wb_err; /* -errno of a write answered before the host's, for the next write, fsync or flush; lock */
 	struct fuse_pollhandle *ph; /* the kernel's latest poll wait; protected by lock */
-	bool poll_armed;	    /* a POLL wait is outstanding on the server; protected by lock */
+	uint32_t poll_want;	    /* events the kernel's waits want, since its last wake-up; lock */
+	uint32_t poll_armed;	    /* events of the POLL wait outstanding on the server, or 0; lock */
+	unsigned poll_gen;	    /* which POLL wait is the outstanding one; lock */
 	uint32_t poll_seen;	    /* POLLPRI/POLLERR the wait took: see poll_woke(); lock */
 	bool flocked;		    /* holds a flock on the host; fs->lk_lock */
 	pid_t flock_pid;	    /* the process that took it; fs->lk_lock */
@@ -6447,16 +6449,19 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
  * re-armed while nothing happens) whose end is passed on with
  * fuse_lowlevel_notify_poll().  The notification is sent from the loop
  * thread, never from inside a request, and the kernel then polls again.
+ * The wait asks for what every waiting poll of the file asked for: when a
+ * poll wants an event the outstanding wait does not, a wait for all of
+ * them takes its place (the one before ends unheeded).
  */
 #define POLL_WAIT_MS 25000
 
 struct poll_wait {
 	struct qtfs_fs *fs;
 	struct fh *h; /* a reference */
-	uint32_t events;
+	unsigned gen; /* h->poll_gen when armed */
 };
 
-static void poll_arm(struct qtfs_fs *fs, struct fh *h, uint32_t events);
+static void poll_arm(struct qtfs_fs *fs, struct fh *h);
 
 static void poll_woke(void *arg, int err, struct qt_msg *reply)
 {
@@ -6465,6 +6470,7 @@ static void poll_woke(void *arg, int err, struct qt_msg *reply)
 	struct fuse_pollhandle *ph = NULL;
 	uint32_t revents = 0;
 	struct qt_rd r;
+	bool current;
 
 	if (err == 0) {
 		qt_rd_init_msg(&r, reply);
@@ -6473,7 +6479,10 @@ static void poll_woke(void *arg, int err, struct qt_msg *reply)
 		qt_msg_free(reply);
 	}
 	g_mutex_lock(&h->lock);
-	h->poll_armed = false;
+	/* The outstanding wait, or one that a wait for more events replaced? */
+	current = pw->gen == h->poll_gen;
+	if (current)
+		h->poll_armed = 0;
 	/*
 	 * Some pseudo files report a change to the first poll that looks
 	 * and not after it: /proc/PID/mountinfo and /proc/PID/mounts (a
@@ -6486,10 +6495,12 @@ static void poll_woke(void *arg, int err, struct qt_msg *reply)
 		h->poll_seen |= revents & (POLLPRI | POLLERR);
 	if (err == 0 && revents == 0 && h->ph) {
 		/* Nothing yet: keep waiting as long as the kernel does. */
-		poll_arm(pw->fs, h, pw->events);
+		if (current)
+			poll_arm(pw->fs, h);
 	} else {
 		ph = h->ph;
 		h->ph = NULL;
+		h->poll_want = 0; /* the kernel's polls after the wake-up ask again */
 	}
 	g_mutex_unlock(&h->lock);
 	if (ph) {
@@ -6500,20 +6511,20 @@ static void poll_woke(void *arg, int err, struct qt_msg *reply)
 	g_free(pw);
 }
 
-/* h->lock held. */
-static void poll_arm(struct qtfs_fs *fs, struct fh *h, uint32_t events)
+/* Wait on the server for the events in h->poll_want.  h->lock held. */
+static void poll_arm(struct qtfs_fs *fs, struct fh *h)
 {
 	struct poll_wait *pw = g_new0(struct poll_wait, 1);
 	struct qt_msg *m = qt_msg_new(QTFS_POLL, 0, 0);
 
 	qt_msg_put_u64(m, h->sh);
-	qt_msg_put_u32(m, events);
+	qt_msg_put_u32(m, h->poll_want);
 	qt_msg_put_u32(m, POLL_WAIT_MS);
 	pw->fs = fs;
 	pw->h = h;
-	pw->events = events;
+	pw->gen = ++h->poll_gen;
 	g_atomic_int_inc(&h->refs);
-	h->poll_armed = true;
+	h->poll_armed = h->poll_want;
 	qtfs_client_call_cb(fs->cl, h->slot, h->gen, m, POLL_WAIT_MS + qtfs_client_timeout_ms(fs->cl),
 			    poll_woke, pw);
 }
@@ -6573,8 +6584,9 @@ static void op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 			if (h->ph)
 				fuse_pollhandle_destroy(h->ph);
 			h->ph = ph;
-			if (!h->poll_armed)
-				poll_arm(fs, h, c.events);
+			h->poll_want |= c.events;
+			if (h->poll_want & ~h->poll_armed)
+				poll_arm(fs, h);
 		}
 	}
 	g_mutex_unlock(&h->lock);

@@ -183,9 +183,44 @@ def poll_hup(dp, hp):
     return (before, after)
 
 
+def poll_two_masks(dp, hp):
+    """Two polls of one DPU reader, for POLLOUT (never on a read end) and
+    for POLLIN: a host write wakes the POLLIN one."""
+    w = os.open(hp, os.O_RDWR)
+    fd = os.open(dp, os.O_RDONLY | os.O_NONBLOCK)
+    w2 = os.open(hp, os.O_WRONLY)
+    os.close(w)
+    out = {}
+
+    def wait_out():
+        p = select.poll()
+        p.register(fd, select.POLLOUT)
+        out["out"] = [ev for _, ev in p.poll(2000)]
+    t = threading.Thread(target=wait_out)
+    t.start()
+    time.sleep(0.2)  # the POLLOUT poll waits first
+
+    def write_later():
+        time.sleep(0.2)
+        os.write(w2, b"x")
+    t2 = threading.Thread(target=write_later)
+    t2.start()
+    p = select.poll()
+    p.register(fd, select.POLLIN)
+    start = time.monotonic()
+    got = [ev for _, ev in p.poll(1500)]
+    quick = time.monotonic() - start < 1.0
+    t2.join()
+    t.join()
+    os.close(fd)
+    os.close(w2)
+    return (got, quick, out["out"])
+
+
 SCENARIOS = {f.__name__: f for f in (
     nb_writer_no_reader, nb_reader_no_writer, rdwr, writer_closes, reader_closes,
-    dpu_reader_closes, two_writers, nb_read_empty, nb_write_full, poll_hup)}
+    dpu_reader_closes, two_writers, nb_read_empty, nb_write_full, poll_hup,
+    poll_two_masks)}
 
 
 def run(fn, dp, hp):

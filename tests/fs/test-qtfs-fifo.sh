@@ -4,8 +4,9 @@
 # Relayed FIFOs at their edges, against the same FIFO used on the host
 # alone (tests/fs/fifo_edges.py): O_NONBLOCK opens and reads, O_RDWR, the
 # writer or the reader going away on either side (EPIPE, SIGPIPE), two
-# writers, a full pipe, poll's POLLHUP.  test-qtfs-pseudo.sh has the plain traffic,
-# interrupts and many FIFOs at once.
+# writers, a full pipe, poll's POLLHUP, two polls of one file wanting
+# different events.  test-qtfs-pseudo.sh has the plain traffic, interrupts
+# and many FIFOs at once.
 
 . "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
 
