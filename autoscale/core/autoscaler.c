@@ -389,9 +389,19 @@ void as_group_backoff(const struct as_options *o, int64_t now, int64_t *duration
 {
 	int64_t dur = o->initial_node_group_backoff_duration;
 
-	if (*last_failure != AS_TIME_NEVER && now - *last_failure < o->node_group_backoff_reset_timeout &&
-	    *duration > 0)
-		dur = MIN(*duration * 2, o->max_node_group_backoff_duration);
+	/*
+	 * As CA's exponentialBackoff.Backoff: a failure while the group is
+	 * still backed off (several scale-ups failing at once) keeps the
+	 * duration and only restarts it from now; one after the backoff is
+	 * over doubles it.
+	 */
+	if (*last_failure != AS_TIME_NEVER &&
+	    now - *last_failure < o->node_group_backoff_reset_timeout && *duration > 0) {
+		if (*until != AS_TIME_NEVER && now <= *until)
+			dur = *duration;
+		else
+			dur = MIN(*duration * 2, o->max_node_group_backoff_duration);
+	}
 	*duration = dur;
 	*until = now + dur;
 	*last_failure = now;

@@ -125,7 +125,9 @@ bool as_templates_similar(const struct as_node *a, const struct as_node *b);
 /*
  * A failed scale-up of a group at @now: the next backoff (initial, or
  * double the last one up to the maximum unless the last failure is older
- * than the reset timeout).  Updates the three fields in place.
+ * than the reset timeout; while still backed off, the same duration again
+ * from @now, as CA's exponential_backoff.go).  Updates the three fields
+ * in place.
  */
 void as_group_backoff(const struct as_options *o, int64_t now, int64_t *duration,
 		      int64_t *until, int64_t *last_failure);

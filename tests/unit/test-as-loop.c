@@ -866,6 +866,50 @@ START_TEST(backoff)
 }
 END_TEST
 
+/*
+ * CA's exponentialBackoff.Backoff (utils/backoff/exponential_backoff.go):
+ * a failure while the group is still backed off (several scale-ups
+ * failing at once) keeps the duration, restarted from now; only one after
+ * the backoff is over doubles it.
+ */
+START_TEST(backoff_while_backed_off_keeps_duration)
+{
+	struct su s;
+	struct as_decision *d;
+	const struct as_group_state *gs;
+	struct as_options o;
+	int64_t dur = 10 * MIN_MS, until = NOW + 2 * MIN_MS, last = NOW - 8 * MIN_MS;
+
+	/* a scale-up asked for before the backoff times out while it lasts */
+	su_init(&s, 1);
+	s.g->target_size = 1;
+	s.g->scale_up_time = NOW - 16 * MIN_MS;
+	s.g->backoff_duration = 10 * MIN_MS;
+	s.g->backoff_until = NOW + 2 * MIN_MS;
+	s.g->last_failure = NOW - 8 * MIN_MS;
+	ck_assert_int_eq(su_delta(&s, &d), 0);
+	gs = &g_array_index(d->groups, struct as_group_state, 0);
+	ck_assert_int_eq(gs->backoff_duration, 10 * MIN_MS);
+	ck_assert_int_eq(gs->backoff_until, NOW + 10 * MIN_MS);
+	ck_assert_int_eq(gs->last_failure, NOW);
+	as_decision_free(d);
+	su_free(&s);
+
+	as_options_init(&o);
+	as_group_backoff(&o, NOW, &dur, &until, &last);
+	ck_assert_int_eq(dur, 10 * MIN_MS);
+	ck_assert_int_eq(until, NOW + 10 * MIN_MS);
+	/* at the very end of the backoff it still holds (CA: until not before now) */
+	as_group_backoff(&o, NOW + 10 * MIN_MS, &dur, &until, &last);
+	ck_assert_int_eq(dur, 10 * MIN_MS);
+	/* after it, the next failure doubles */
+	as_group_backoff(&o, NOW + 21 * MIN_MS, &dur, &until, &last);
+	ck_assert_int_eq(dur, 20 * MIN_MS);
+	ck_assert_int_eq(until, NOW + 41 * MIN_MS);
+	as_options_clear(&o);
+}
+END_TEST
+
 START_TEST(never_registered_backs_off)
 {
 	struct su s;
@@ -1312,6 +1356,7 @@ int main(void)
 	tcase_add_test(up, max_nodes_total);
 	tcase_add_test(up, upcoming_nodes);
 	tcase_add_test(up, backoff);
+	tcase_add_test(up, backoff_while_backed_off_keeps_duration);
 	tcase_add_test(up, never_registered_backs_off);
 	tcase_add_test(up, creation_errors_back_off_at_once);
 	tcase_add_test(up, creation_error_seen_again_no_new_backoff);
