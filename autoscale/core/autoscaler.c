@@ -8,7 +8,8 @@
  * - A node is *unneeded* in a loop when it is a candidate (autoscaled,
  *   not being deleted, not annotated scale-down-disabled, its group above
  *   min size), its utilization is below the threshold (CA's own code
- *   keeps a node whose utilization equals it), no pod on it is
+ *   keeps a node whose utilization equals it; long-terminating pods do
+ *   not count, as in CA's utilization/info.go), no pod on it is
  *   blocked by a drain rule, and all its movable pods fit on other nodes
  *   of the snapshot that are not themselves unneeded in this loop.
  * - unneeded_since[node] keeps the first loop time of an unbroken run of
@@ -224,6 +225,7 @@ struct run {
 	int64_t total_nodes;
 	int64_t total_cores, total_mem, total_gpu; /* capacity: cores rounded up, memory in bytes */
 	bool scaled_up;
+	guint n_long_terminating; /* scheduled pods as_pod_is_long_terminating() */
 	guint last_dest; /* snapshot index that took the last re-placed pod */
 };
 
@@ -700,6 +702,8 @@ static void build_snapshot(struct run *r)
 		pod_node[k] = i;
 		start[i - 1]++;
 		placed++;
+		if (as_pod_is_long_terminating(p, r->now))
+			r->n_long_terminating++;
 		if (r->snap_idx[i - 1] >= 0)
 			as_snapshot_place(r->snap, (guint)r->snap_idx[i - 1], p);
 	}
@@ -1269,7 +1273,7 @@ static double utilization(const struct run *r, guint i)
 	double cpu = 0, mem = 0;
 
 	if (!r->o->ignore_daemonsets_utilization && !r->o->ignore_mirror_pods_utilization &&
-	    r->snap_idx[i] >= 0) {
+	    r->n_long_terminating == 0 && r->snap_idx[i] >= 0) {
 		/*
 		 * Before the simulation, a node's pod list and what the snapshot
 		 * counts on it are the same pods: no need to add them up again.
@@ -1282,6 +1286,12 @@ static double utilization(const struct run *r, guint i)
 			if (r->o->ignore_daemonsets_utilization && as_pod_is_daemonset(p))
 				continue;
 			if (r->o->ignore_mirror_pods_utilization && as_pod_is_mirror(p))
+				continue;
+			/*
+			 * Still on the node for the snapshot, but left out of its
+			 * utilization, as CA's CalculateUtilizationOfResource.
+			 */
+			if (as_pod_is_long_terminating(p, r->now))
 				continue;
 			sum.cpu = as_sat_add(sum.cpu, p->requests.cpu);
 			sum.mem = as_sat_add(sum.mem, p->requests.mem);

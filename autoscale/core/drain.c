@@ -81,6 +81,12 @@ static bool local_storage(const struct as_pod *p)
 	return false;
 }
 
+bool as_pod_is_long_terminating(const struct as_pod *p, int64_t now)
+{
+	return p->deletion_time != AS_TIME_NEVER &&
+	       now > p->deletion_time + (p->grace_period_s + 30) * 1000;
+}
+
 struct as_drain as_drain_check(const struct as_pod *p, const struct as_options *o,
 			       const GPtrArray *pdbs, const int32_t *remaining, int64_t now)
 {
@@ -89,8 +95,7 @@ struct as_drain as_drain_check(const struct as_pod *p, const struct as_options *
 
 	if (as_pod_is_mirror(p))
 		return (struct as_drain){AS_DRAIN_IGNORE, AS_BLOCK_NONE, 1};
-	if (p->deletion_time != AS_TIME_NEVER &&
-	    now > p->deletion_time + (p->grace_period_s + 30) * 1000)
+	if (as_pod_is_long_terminating(p, now))
 		return (struct as_drain){AS_DRAIN_IGNORE, AS_BLOCK_NONE, 2};
 	if (as_pod_is_daemonset(p))
 		return (struct as_drain){AS_DRAIN_DELETE, AS_BLOCK_NONE, 3};

@@ -61,3 +61,10 @@ struct as_drain as_drain_check(const struct as_pod *p, const struct as_options *
 bool as_pdb_matches(const struct as_pdb *pdb, const struct as_pod *p);
 bool as_pod_is_daemonset(const struct as_pod *p);
 bool as_pod_is_mirror(const struct as_pod *p);
+
+/*
+ * Was @p deleted more than its grace period + 30 s before @now?  CA's
+ * drain.IsPodLongTerminating: such a pod is ignored by the drain (rule 2)
+ * and left out of its node's utilization.
+ */
+bool as_pod_is_long_terminating(const struct as_pod *p, int64_t now);

@@ -459,6 +459,32 @@ START_TEST(utilization_threshold)
 }
 END_TEST
 
+/*
+ * A pod deleted more than its grace period + 30 s ago (CA's
+ * drain.IsPodLongTerminating) is left out of its node's utilization, as
+ * CA's utilization.CalculateUtilizationOfResource does.
+ */
+START_TEST(utilization_without_long_terminating)
+{
+	struct sd s;
+	struct as_pod *stuck;
+
+	sd_init(&s);
+	stuck = b_add_pod(s.c, b_pod("stuck", 3000, 1024, "n1"));
+	stuck->deletion_time = NOW - 59 * 1000; /* grace 30 s + 30 s not yet over */
+	expect_reason(&s, "NotUnderutilized: utilization 0.875 not below threshold 0.5");
+	stuck->deletion_time = NOW - 61 * 1000; /* 0.125: the victim alone */
+	expect_removed(&s);
+	stuck->grace_period_s = 600;
+	expect_reason(&s, "NotUnderutilized: utilization 0.875 not below threshold 0.5");
+	/* the same when the sum is taken pod by pod */
+	stuck->grace_period_s = 30;
+	s.o.ignore_daemonsets_utilization = true;
+	expect_removed(&s);
+	sd_free(&s);
+}
+END_TEST
+
 START_TEST(unneeded_timer)
 {
 	struct sd s;
@@ -1328,6 +1354,7 @@ int main(void)
 	tcase_add_test(down, eviction_grace_capped);
 	tcase_add_test(down, rule1_mirror);
 	tcase_add_test(down, rule2_long_terminating);
+	tcase_add_test(down, utilization_without_long_terminating);
 	tcase_add_test(down, rule3_daemonset);
 	tcase_add_test(down, rule4_safe_to_evict_true);
 	tcase_add_test(down, rule5_terminal);
