@@ -564,6 +564,8 @@ struct as_kube {
 	struct as_kube_config *cfg;
 	long request_ms;
 	long watch_s;
+	/* Node update conflicts: pause between tries, and for how long to try. */
+	int64_t conflict_retry_ms, conflict_max_ms;
 	GMutex lock;
 	GCond cond; /* signalled on stop */
 	bool stopping; /* protected by lock; also read without it as a hint */
@@ -585,6 +587,8 @@ struct as_kube *as_kube_new(struct as_kube_config *cfg)
 	k->cfg = cfg;
 	k->request_ms = 30000;
 	k->watch_s = 300;
+	k->conflict_retry_ms = 750;
+	k->conflict_max_ms = 5000;
 	g_mutex_init(&k->lock);
 	g_cond_init(&k->cond);
 	for (int i = 0; i < AS_KUBE_N_KINDS; i++) {
@@ -621,6 +625,12 @@ void as_kube_set_timeouts(struct as_kube *k, long request_ms, long watch_s)
 {
 	k->request_ms = request_ms;
 	k->watch_s = watch_s;
+}
+
+void as_kube_set_conflict_retry(struct as_kube *k, int64_t retry_ms, int64_t max_ms)
+{
+	k->conflict_retry_ms = retry_ms;
+	k->conflict_max_ms = max_ms;
 }
 
 int as_kube_status_errno(long status)
@@ -1255,8 +1265,17 @@ int as_kube_update_node(struct as_kube *k, const char *name, as_kube_node_fn fn,
 			char **msg)
 {
 	g_autofree char *path = node_path(name);
+	int64_t deadline = g_get_monotonic_time() + k->conflict_max_ms * 1000;
 
-	for (int i = 0; i < 5; i++) {
+	/*
+	 * As CA's AddTaints/CleanTaints (utils/taints/taints.go): after a
+	 * conflict, pause (conflictRetryInterval, 750 ms), read the node again
+	 * and retry, as long as the conflict came before the deadline
+	 * (maxRetryDeadline, 5 s from the start); then give up with it.  The
+	 * pause is on the loop's thread, as the request retries', and ends
+	 * early when the client stops.
+	 */
+	for (;;) {
 		json_object *o = NULL, *o2 = NULL;
 		long st = 0;
 		int r = as_kube_request(k, "GET", path, NULL, 3, true, &st, &o, msg);
@@ -1276,10 +1295,20 @@ int as_kube_update_node(struct as_kube *k, const char *name, as_kube_node_fn fn,
 		json_object_put(o);
 		if (r < 0)
 			return r;
-		if (st == 409) {
+		if (st == 409 && g_get_monotonic_time() < deadline) {
 			/* Someone else changed the node since our GET: read it again. */
 			json_object_put(o2);
+			if (!nap(k, k->conflict_retry_ms)) {
+				*msg = g_strdup_printf("%s: stopped", path);
+				return -ECANCELED;
+			}
 			continue;
+		}
+		if (st == 409) {
+			json_object_put(o2);
+			*msg = g_strdup_printf("%s: still conflicting after %" G_GINT64_FORMAT
+					       " ms", path, k->conflict_max_ms);
+			return -EBUSY;
 		}
 		if (st != 200) {
 			*msg = status_message(path, st, o2);
@@ -1289,8 +1318,6 @@ int as_kube_update_node(struct as_kube *k, const char *name, as_kube_node_fn fn,
 		json_object_put(o2);
 		return 0;
 	}
-	*msg = g_strdup_printf("%s: still conflicting after 5 attempts", path);
-	return -EBUSY;
 }
 
 static json_object *ensure(json_object *o, const char *key, json_type type)

@@ -154,6 +154,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(as_kube, as_kube_free)
 
 /* Per-request timeout (default 30 s) and the watch's server-side timeout (default 300 s). */
 void as_kube_set_timeouts(struct as_kube *k, long request_ms, long watch_s);
+/* For tests: the node update's conflict pause (750 ms) and deadline (5 s). */
+void as_kube_set_conflict_retry(struct as_kube *k, int64_t retry_ms, int64_t max_ms);
 
 /* Start one list+watch thread per kind. */
 void as_kube_start(struct as_kube *k);
@@ -190,7 +192,9 @@ int as_kube_status_errno(long status);
 
 /*
  * GET the node, let @fn change it (return false: nothing to do), PUT it
- * back; on 409 Conflict start over (up to 5 times).  0 or -errno.
+ * back; on 409 Conflict start over after a pause of 750 ms, while the
+ * conflict comes within 5 s of the start (as CA's taints.go), then
+ * -EBUSY.  0 or -errno.
  */
 typedef bool (*as_kube_node_fn)(json_object *node, void *ud);
 int as_kube_update_node(struct as_kube *k, const char *name, as_kube_node_fn fn, void *ud,

@@ -862,7 +862,7 @@ static int start_stub(bm_http_fn fn, void *ud, struct bm_httpd **h)
 
 struct stub {
 	GMutex lock;
-	int node_lists, pod_lists, node_watches, node_puts, node_gets;
+	int node_lists, pod_lists, node_watches, node_puts, node_gets, busy_puts;
 };
 
 static struct stub stub;
@@ -919,6 +919,15 @@ static void stub_fn(void *ud, const struct bm_http_request *req, struct bm_http_
 			resp->status = s->node_puts++ == 0 ? 409 : 200;
 			resp->body = g_strdup(req->body);
 		}
+	} else if (strcmp(req->path, "/api/v1/nodes/busy") == 0) {
+		/* A node some other writer keeps changing: every update conflicts. */
+		if (strcmp(req->method, "GET") == 0) {
+			resp->body = g_strdup("{\"metadata\":{\"name\":\"busy\"},\"spec\":{}}");
+		} else {
+			s->busy_puts++;
+			resp->status = 409;
+			resp->body = g_strdup("{\"kind\":\"Status\",\"code\":409}");
+		}
 	} else if (strstr(req->path, "/namespaces/denied/")) {
 		/*
 		 * A ConfigMap or Lease in namespace "denied": none there yet
@@ -968,6 +977,7 @@ START_TEST(client_against_stub)
 	struct as_kube_config *cfg = g_new0(struct as_kube_config, 1);
 	g_autoptr(as_kube) k = NULL;
 	uint64_t relists, werr, bad;
+	int64_t t0;
 	int port;
 
 	g_mutex_init(&stub.lock);
@@ -1014,9 +1024,28 @@ START_TEST(client_against_stub)
 		ck_assert_str_eq(names, "n1 n2 ");
 	}
 
+	/*
+	 * CA's taints.go: a conflict is retried after 750 ms
+	 * (conflictRetryInterval), not at once.
+	 */
+	t0 = g_get_monotonic_time();
 	ck_assert_int_eq(as_kube_taint_node(k, "n2", "K", "v", "NoSchedule", &m), 0);
+	ck_assert_int_ge(g_get_monotonic_time() - t0, 750 * 1000);
 	ck_assert_int_eq(stub.node_gets, 2); /* the 409 made it read again */
 	ck_assert_int_eq(stub.node_puts, 2);
+	/*
+	 * ... while the conflict comes before the deadline (maxRetryDeadline,
+	 * 5 s; here 100 ms pauses and 450 ms), not a number of times.
+	 */
+	as_kube_set_conflict_retry(k, 100, 450);
+	t0 = g_get_monotonic_time();
+	ck_assert_int_eq(as_kube_untaint_node(k, "busy", "K", &m), 0); /* nothing to remove */
+	ck_assert_int_eq(as_kube_taint_node(k, "busy", "K", "v", "NoSchedule", &m), -EBUSY);
+	ck_assert_int_ge(g_get_monotonic_time() - t0, 450 * 1000);
+	ck_assert_int_ge(stub.busy_puts, 3);
+	ck_assert_int_le(stub.busy_puts, 6);
+	ck_assert_str_eq(m, "/api/v1/nodes/busy: still conflicting after 450 ms");
+	g_clear_pointer(&m, g_free);
 	ck_assert_int_eq(as_kube_evict(k, "default", "ok", 30, &m), 0);
 	g_clear_pointer(&m, g_free);
 	ck_assert_int_eq(as_kube_evict(k, "default", "p429", 30, &m), -EAGAIN);
