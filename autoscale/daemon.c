@@ -9,13 +9,17 @@
  *     (429 = a PDB says not now, try again next loop; 404 = gone);
  *     when no evictable pod is left -> DELETE: provider DeleteNodes, then
  *     the Node object; event ScaleDown, counted in scaled_down_nodes_total.
+ *   DELETE with the Node deletion failed -> NODE: the instance is being
+ *     deprovisioned; the Node deletion is tried again each loop until it
+ *     succeeds or the node is gone from the cache (CA leaves the Node to
+ *     the cloud node controller, and nothing else would delete it here).
  *   DRAINING past --max-pod-eviction-time with evictions still refused,
  *     or past the grace period plus --node-deletion-delay-timeout with
  *     pods still there -> FAILED: taint and cordon removed, event
  *     ScaleDownFailed, last_scale_down_failure = now (the core's
  *     --scale-down-delay-after-failure cooldown).
  * Invariant: a node is in the table iff we tainted it and have not yet
- * deleted or released it; RunOnce never picks it again because the taint
+ * deleted (instance and Node object) or released it; RunOnce never picks it again because the taint
  * makes it a non-candidate, and the loop skips it besides.
  *
  * At start (when not --dry-run) ToBeDeleted taints left by an earlier run
@@ -340,6 +344,9 @@ struct deletion {
 	int64_t evicted_all; /* when the last eviction was accepted; NEVER before */
 	int64_t max_grace_s;
 	bool empty;
+	/* DeleteNodes succeeded; only the Node object is left to delete */
+	bool instance_deleted;
+	int node_delete_failures;
 	/* pod key -> int64_t when its eviction was accepted; the cache may lag behind */
 	GHashTable *evicted;
 };
@@ -974,6 +981,35 @@ static void release(struct daemon *dm, struct deletion *del, const char *why, in
 	      why);
 }
 
+/*
+ * Delete the Node object of @del, whose instance DeleteNodes gave back.
+ * True when done; false to try again in the next loop.
+ */
+static bool delete_node_object(struct daemon *dm, const struct as_cluster *c,
+			       struct deletion *del)
+{
+	g_autofree char *m = NULL;
+
+	if (del->node_delete_failures > 0 && !find_node(c, del->node))
+		return true;
+	if (!acting(dm))
+		return false;
+	if (as_kube_delete_node(dm->kube, del->node, &m) == 0) {
+		if (del->node_delete_failures > 0)
+			qt_info("deleted Node \"%s\" after %d failed tries", del->node,
+				del->node_delete_failures);
+		return true;
+	}
+	bump(&dm->m, &dm->m.errors_api);
+	if (del->node_delete_failures++ == 0)
+		qt_warn("deleting Node \"%s\": %s (the instance is being deprovisioned; "
+			"trying again each loop)", del->node, m);
+	else
+		qt_debug("deleting Node \"%s\" (try %d): %s", del->node,
+			 del->node_delete_failures + 1, m);
+	return false;
+}
+
 /* One step of @del; true when it is finished (deleted or released). */
 static bool progress_deletion(struct daemon *dm, const struct as_cluster *c, struct deletion *del,
 			      int64_t now)
@@ -983,7 +1019,10 @@ static bool progress_deletion(struct daemon *dm, const struct as_cluster *c, str
 	const struct as_node *n = find_node(c, del->node);
 	struct as_node_group_if *gi;
 	g_autofree char *m = NULL;
+	bool done;
 
+	if (del->instance_deleted)
+		return delete_node_object(dm, c, del);
 	for (guint i = 0; i < pods->len; i++) {
 		const struct as_pod *p = pods->pdata[i];
 		int64_t grace = as_eviction_grace_s(dm->o, p);
@@ -1068,11 +1107,8 @@ static bool progress_deletion(struct daemon *dm, const struct as_cluster *c, str
 			return true;
 		}
 	}
-	if (acting(dm) && as_kube_delete_node(dm->kube, del->node, &m) < 0) {
-		qt_warn("deleting Node \"%s\": %s (the instance is being deprovisioned)", del->node,
-			m);
-		bump(&dm->m, &dm->m.errors_api);
-	}
+	del->instance_deleted = true;
+	done = delete_node_object(dm, c, del);
 	g_mutex_lock(&dm->m.lock);
 	if (del->empty)
 		dm->m.scaled_down_empty++;
@@ -1086,7 +1122,7 @@ static bool progress_deletion(struct daemon *dm, const struct as_cluster *c, str
 	status_event(dm, "Normal", del->empty ? "ScaleDownEmpty" : "ScaleDown",
 		     "Scale-down: %s node %s removed", del->empty ? "empty" : "drained", del->node);
 	dm->last_scale_down_delete = now;
-	return true;
+	return done;
 }
 
 static void progress_deletions(struct daemon *dm, const struct as_cluster *c, int64_t now)

@@ -357,6 +357,27 @@ def case_node_deleted(env):
           % [e["message"] for e in env.events("ScaleDownFailed")])
 
 
+def case_node_delete_retried(env):
+    """The Node deletion refused after DeleteNodes: it is tried again next loops.
+
+    CA does not delete Node objects (the cloud node controller does);
+    autoscale does, and nothing else would, so a refused deletion must not
+    leave the Node behind for good.  The instance is deleted once; the
+    removal is a success, not a ScaleDownFailed.
+    """
+    env.kube.fault(r"^/api/v1/nodes/n2$", 403, count=2, method="DELETE")
+    env.start(["--scale-down-delay-after-failure=1h"])
+    env.wait(lambda: "a-2" in env.bm.deletes, "the instance to be deleted", 30)
+    env.wait(lambda: env.node("n2") is None, "node n2 to be deleted", 20)
+    n = sum(1 for r in env.kube.requests()
+            if r.get("method") == "DELETE" and r.get("path") == "/api/v1/nodes/n2")
+    check(n == 3, "%d DELETEs of node n2, not 2 refused and 1 done" % n)
+    check(env.bm.deletes == ["a-2"], "instances deleted: %s" % env.bm.deletes)
+    check(not env.events("ScaleDownFailed"), "ScaleDownFailed: %s"
+          % [e["message"] for e in env.events("ScaleDownFailed")])
+    check("trying again each loop" in env.log(), "the failed deletion was not logged")
+
+
 def case_group_gone(env):
     """The node's group no longer listed mid-drain: the node is released, not deleted.
 
@@ -380,7 +401,8 @@ def case_group_gone(env):
 
 
 CASES = [case_eviction_refused, case_pod_stays, case_stale_taint, case_instance_gone,
-         case_grace_uncapped, case_delete_fails, case_node_deleted, case_group_gone]
+         case_grace_uncapped, case_delete_fails, case_node_deleted, case_node_delete_retried,
+         case_group_gone]
 
 
 def main():
