@@ -423,6 +423,12 @@ static bool acting(struct daemon *dm)
 	return false;
 }
 
+/* The client's guard for the retries of a node update (on the loop's thread). */
+static bool acting_guard(void *ud)
+{
+	return acting(ud);
+}
+
 static const char *uid_of(struct daemon *dm, const char *kind, const char *key)
 {
 	g_autofree char *k = g_strdup_printf("%s/%s", kind, key);
@@ -1576,6 +1582,7 @@ int as_daemon_run(const struct as_daemon_args *a, const struct as_options *o)
 	g_mutex_init(&dm.m.lock);
 	dm.m.group_lines = g_string_new(NULL);
 	dm.m.kube = dm.kube;
+	as_kube_set_write_guard(dm.kube, acting_guard, &dm);
 	dm.m.last_ok_loop_ms = g_get_real_time() / 1000;
 	dm.m.first_failure_ms = AS_TIME_NEVER;
 	dm.groups = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);

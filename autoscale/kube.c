@@ -566,6 +566,8 @@ struct as_kube {
 	long watch_s;
 	/* Node update conflicts: pause between tries, and for how long to try. */
 	int64_t conflict_retry_ms, conflict_max_ms;
+	as_kube_guard_fn write_guard; /* NULL: every retry may write */
+	void *write_guard_ud;
 	GMutex lock;
 	GCond cond; /* signalled on stop */
 	bool stopping; /* protected by lock; also read without it as a hint */
@@ -625,6 +627,12 @@ void as_kube_set_timeouts(struct as_kube *k, long request_ms, long watch_s)
 {
 	k->request_ms = request_ms;
 	k->watch_s = watch_s;
+}
+
+void as_kube_set_write_guard(struct as_kube *k, as_kube_guard_fn fn, void *ud)
+{
+	k->write_guard = fn;
+	k->write_guard_ud = ud;
 }
 
 void as_kube_set_conflict_retry(struct as_kube *k, int64_t retry_ms, int64_t max_ms)
@@ -1300,6 +1308,10 @@ int as_kube_update_node(struct as_kube *k, const char *name, as_kube_node_fn fn,
 			json_object_put(o2);
 			if (!nap(k, k->conflict_retry_ms)) {
 				*msg = g_strdup_printf("%s: stopped", path);
+				return -ECANCELED;
+			}
+			if (k->write_guard && !k->write_guard(k->write_guard_ud)) {
+				*msg = g_strdup_printf("%s: no longer allowed to write", path);
 				return -ECANCELED;
 			}
 			continue;

@@ -154,6 +154,13 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(as_kube, as_kube_free)
 
 /* Per-request timeout (default 30 s) and the watch's server-side timeout (default 300 s). */
 void as_kube_set_timeouts(struct as_kube *k, long request_ms, long watch_s);
+/*
+ * Asked before each retry of a node update after a conflict (the caller
+ * asked itself before the first try): false stops it with -ECANCELED.
+ * Called on the thread of the update.
+ */
+typedef bool (*as_kube_guard_fn)(void *ud);
+void as_kube_set_write_guard(struct as_kube *k, as_kube_guard_fn fn, void *ud);
 /* For tests: the node update's conflict pause (750 ms) and deadline (5 s). */
 void as_kube_set_conflict_retry(struct as_kube *k, int64_t retry_ms, int64_t max_ms);
 

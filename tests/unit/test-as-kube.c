@@ -970,6 +970,12 @@ static char *node_names(struct as_kube *k)
 	return g_string_free(s, FALSE);
 }
 
+static bool guard_no(void *ud)
+{
+	(void)ud;
+	return false;
+}
+
 START_TEST(client_against_stub)
 {
 	struct bm_httpd *h = NULL;
@@ -978,7 +984,7 @@ START_TEST(client_against_stub)
 	g_autoptr(as_kube) k = NULL;
 	uint64_t relists, werr, bad;
 	int64_t t0;
-	int port;
+	int port, n;
 
 	g_mutex_init(&stub.lock);
 	port = start_stub(stub_fn, &stub, &h);
@@ -1045,6 +1051,13 @@ START_TEST(client_against_stub)
 	ck_assert_int_ge(stub.busy_puts, 3);
 	ck_assert_int_le(stub.busy_puts, 6);
 	ck_assert_str_eq(m, "/api/v1/nodes/busy: still conflicting after 450 ms");
+	g_clear_pointer(&m, g_free);
+	/* A retry is a new write: not once the guard (leadership) says no. */
+	as_kube_set_write_guard(k, guard_no, NULL);
+	n = stub.busy_puts;
+	ck_assert_int_eq(as_kube_taint_node(k, "busy", "K", "v", "NoSchedule", &m), -ECANCELED);
+	ck_assert_int_eq(stub.busy_puts, n + 1);
+	ck_assert_str_eq(m, "/api/v1/nodes/busy: no longer allowed to write");
 	g_clear_pointer(&m, g_free);
 	ck_assert_int_eq(as_kube_evict(k, "default", "ok", 30, &m), 0);
 	g_clear_pointer(&m, g_free);
