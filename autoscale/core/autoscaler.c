@@ -398,7 +398,7 @@ void as_group_backoff(const struct as_options *o, int64_t now, int64_t *duration
 	 * over doubles it.
 	 */
 	if (*last_failure != AS_TIME_NEVER &&
-	    now - *last_failure < o->node_group_backoff_reset_timeout && *duration > 0) {
+	    now - *last_failure <= o->node_group_backoff_reset_timeout && *duration > 0) {
 		if (*until != AS_TIME_NEVER && now <= *until)
 			dur = *duration;
 		else
@@ -1266,11 +1266,26 @@ struct candidate {
 	bool empty;
 };
 
+/*
+ * @used of @alloc, @skipped of which the DaemonSet and mirror pods left
+ * out hold: as CA, they leave the node's allocatable too.
+ */
+static double share(int64_t used, int64_t alloc, int64_t skipped)
+{
+	int64_t room = alloc - skipped;
+
+	if (alloc <= 0)
+		return 0;
+	/* Only if those pods fill the node: it is full when anything else is on it. */
+	if (room <= 0)
+		return used > 0 ? 1.0 : 0.0;
+	return (double)used / (double)room;
+}
+
 static double utilization(const struct run *r, guint i)
 {
 	const struct as_node *n = g_ptr_array_index(r->c->nodes, i);
-	struct as_resources sum = {0, 0, 0, 0};
-	double cpu = 0, mem = 0;
+	struct as_resources sum = {0, 0, 0, 0}, skipped = {0, 0, 0, 0};
 
 	if (!r->o->ignore_daemonsets_utilization && !r->o->ignore_mirror_pods_utilization &&
 	    r->n_long_terminating == 0 && r->snap_idx[i] >= 0) {
@@ -1283,10 +1298,13 @@ static double utilization(const struct run *r, guint i)
 		for (guint l = r->lists[i].head; l != NO_LINK; l = r->links[l].next) {
 			const struct as_pod *p = r->links[l].pod;
 
-			if (r->o->ignore_daemonsets_utilization && as_pod_is_daemonset(p))
+			if ((r->o->ignore_daemonsets_utilization && as_pod_is_daemonset(p)) ||
+			    (r->o->ignore_mirror_pods_utilization && as_pod_is_mirror(p))) {
+				skipped.cpu = as_sat_add(skipped.cpu, p->requests.cpu);
+				skipped.mem = as_sat_add(skipped.mem, p->requests.mem);
+				skipped.gpu = as_sat_add(skipped.gpu, p->requests.gpu);
 				continue;
-			if (r->o->ignore_mirror_pods_utilization && as_pod_is_mirror(p))
-				continue;
+			}
 			/*
 			 * Still on the node for the snapshot, but left out of its
 			 * utilization, as CA's CalculateUtilizationOfResource.
@@ -1299,12 +1317,9 @@ static double utilization(const struct run *r, guint i)
 		}
 	}
 	if (n->allocatable.gpu > 0)
-		return (double)sum.gpu / (double)n->allocatable.gpu;
-	if (n->allocatable.cpu > 0)
-		cpu = (double)sum.cpu / (double)n->allocatable.cpu;
-	if (n->allocatable.mem > 0)
-		mem = (double)sum.mem / (double)n->allocatable.mem;
-	return MAX(cpu, mem);
+		return share(sum.gpu, n->allocatable.gpu, skipped.gpu);
+	return MAX(share(sum.cpu, n->allocatable.cpu, skipped.cpu),
+		   share(sum.mem, n->allocatable.mem, skipped.mem));
 }
 
 static void unremovable(struct run *r, guint i, const char *fmt, ...) G_GNUC_PRINTF(3, 4);

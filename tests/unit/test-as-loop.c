@@ -485,6 +485,37 @@ START_TEST(utilization_without_long_terminating)
 }
 END_TEST
 
+/*
+ * With --ignore-daemonsets-utilization, a DaemonSet pod's requests leave
+ * the node's allocatable as well as the sum (CA's
+ * CalculateUtilizationOfResource): 1700 of 4000 - 1000, not of 4000.
+ */
+START_TEST(utilization_without_daemonsets)
+{
+	struct sd s;
+	struct as_pod *ds;
+
+	sd_init(&s);
+	ds = b_add_pod(s.c, b_pod("ds", 1000, 256, "n1"));
+	set_owner(ds, "DaemonSet");
+	b_add_pod(s.c, b_pod("app", 1200, 256, "n1"));
+	s.o.ignore_daemonsets_utilization = true;
+	expect_reason(&s, "NotUnderutilized: utilization 0.567 not below threshold 0.5");
+	/* counted, it is 0.675 of the whole node */
+	s.o.ignore_daemonsets_utilization = false;
+	expect_reason(&s, "NotUnderutilized: utilization 0.675 not below threshold 0.5");
+	/* the same for mirror pods, and the node empty of anything else is 0 */
+	sd_free(&s);
+	sd_init(&s);
+	ds = b_add_pod(s.c, b_pod("static", 4000, 256, "n1"));
+	as_kvs_set(&ds->annotations, AS_ANN_MIRROR, "x");
+	g_ptr_array_remove(s.c->pods, s.victim);
+	s.o.ignore_mirror_pods_utilization = true;
+	expect_removed(&s);
+	sd_free(&s);
+}
+END_TEST
+
 START_TEST(unneeded_timer)
 {
 	struct sd s;
@@ -932,6 +963,15 @@ START_TEST(backoff_while_backed_off_keeps_duration)
 	as_group_backoff(&o, NOW + 21 * MIN_MS, &dur, &until, &last);
 	ck_assert_int_eq(dur, 20 * MIN_MS);
 	ck_assert_int_eq(until, NOW + 41 * MIN_MS);
+	/*
+	 * A failure exactly the reset timeout (3h) after the last still
+	 * doubles: CA forgets a group's backoff only once last failure +
+	 * reset timeout is before now (RemoveStaleBackoffData).
+	 */
+	as_group_backoff(&o, NOW + 21 * MIN_MS + 3 * 60 * MIN_MS, &dur, &until, &last);
+	ck_assert_int_eq(dur, 30 * MIN_MS); /* 40m, capped at the 30m max */
+	as_group_backoff(&o, NOW + 21 * MIN_MS + 6 * 60 * MIN_MS + 1, &dur, &until, &last);
+	ck_assert_int_eq(dur, 5 * MIN_MS);
 	as_options_clear(&o);
 }
 END_TEST
@@ -1356,6 +1396,7 @@ int main(void)
 	tcase_add_test(down, rule2_long_terminating);
 	tcase_add_test(down, utilization_without_long_terminating);
 	tcase_add_test(down, rule3_daemonset);
+	tcase_add_test(down, utilization_without_daemonsets);
 	tcase_add_test(down, rule4_safe_to_evict_true);
 	tcase_add_test(down, rule5_terminal);
 	tcase_add_test(down, rule6_not_replicated);
