@@ -66,9 +66,12 @@
  * which is also how a failed provisioning is cleaned up.
  *
  * A failed call increments attempts and sets next_at to now + base *
- * 2^attempts (capped, with +-25% jitter); after max_retries failures in a
- * row the machine goes to error (wait_boot's successful polls reset
- * attempts: the boot deadline, not isolated glitches, ends a slow boot).
+ * 2^attempts (capped, with +-25% jitter) and sets last_error; after
+ * max_retries failures in a row the machine goes to error (wait_boot's
+ * successful polls reset attempts: the boot deadline, not isolated
+ * glitches, ends a slow boot).  The step succeeding (or a wait_boot poll
+ * answering) clears last_error: it names what the machine is stuck on,
+ * never an error it got past.
  * Calls have a timeout, so no step waits forever; booting has its own
  * deadline.
  *

@@ -1962,6 +1962,12 @@ int bm_step_done(struct bm_store *st, const char *holder, const struct bm_machin
 	rc = fence(st, holder, m);
 	if (rc >= 0)
 		rc = history_add(st, m, "ok", NULL, step_ms);
+	/*
+	 * The step went through: the error of a failed attempt before it is
+	 * over, and a machine (or its instance) that goes on must not show it.
+	 */
+	if (rc >= 0)
+		rc = exec(st, "UPDATE machines SET last_error = '' WHERE id = ?", "s", m->id);
 	if (rc >= 0 && disk_state && !*disk_state)
 		rc = exec(st, "DELETE FROM disks WHERE machine_id = ?", "s", m->id);
 	else if (rc >= 0 && disk_state)
@@ -2055,11 +2061,13 @@ int bm_step_wait(struct bm_store *st, const char *holder, const struct bm_machin
 	/*
 	 * The handler answered: a row of failed polls, if any, is over, so
 	 * max_retries counts failures in a row, not glitches over a long boot
-	 * (whose end the boot timeout decides).
+	 * (whose end the boot timeout decides), and so is its last_error.
 	 */
 	if (rc >= 0)
-		rc = exec(st, "UPDATE machines SET next_at = ?, attempts = 0 WHERE id = ?", "is",
-			  next_at, m->id);
+		rc = exec(st,
+			  "UPDATE machines SET next_at = ?, attempts = 0, last_error = ''"
+			  " WHERE id = ?",
+			  "is", next_at, m->id);
 	return end(st, rc);
 }
 

@@ -197,7 +197,8 @@ int bm_step_begin(struct bm_store *st, const char *holder, const struct bm_machi
 /*
  * The write after a successful step: move (state, step) to the next step,
  * or to the next state (finishing the operation), and record history.
- * @disk_state / @nic_state: when non-NULL, the new state of all the
+ * last_error is cleared: a failed attempt's error is over once the step
+ * succeeds.  @disk_state / @nic_state: when non-NULL, the new state of all the
  * machine's disk / NIC rows ("" deletes the rows).
  */
 int bm_step_done(struct bm_store *st, const char *holder, const struct bm_machine_row *m,
@@ -211,7 +212,7 @@ int bm_step_failed(struct bm_store *st, const char *holder, const struct bm_mach
 		   const char *error, int64_t next_at, bool give_up, int64_t step_ms);
 /*
  * Not done yet (booting): look again at @next_at.  The call succeeded, so
- * the count of failed attempts starts again from 0.
+ * the count of failed attempts starts again from 0 and last_error is cleared.
  */
 int bm_step_wait(struct bm_store *st, const char *holder, const struct bm_machine_row *m,
 		 int64_t next_at);

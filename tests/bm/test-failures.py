@@ -35,6 +35,10 @@ def main():
     check(s == 202, "provision: %s %s" % (s, i1))
     m = e.wait_state(i1["machine"], "active")
     check(m["error_count"] == 0, "retried machine counted an error: %s" % m)
+    # The retries' error ended when attach_disk went through: not shown any more.
+    _, ii = e.api("GET", "/v1/instances/" + i1["id"])
+    check(m["last_error"] == "" and ii["last_error"] == "",
+          "an error that was retried away is still shown: %s %s" % (m, ii))
     _, hist = e.api("GET", "/v1/machines/%s/history" % i1["machine"])
     fails = [h for h in hist["items"] if h["step"] == "attach_disk" and h["result"] == "failed"]
     check(len(fails) == 2 and "injected" in fails[0]["error"], "history of retries: %s" % hist)

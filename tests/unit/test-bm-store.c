@@ -77,15 +77,19 @@ static void assert_invariants(struct bm_store *st)
 	ck_assert_msg(bm_store_check(st, &why) == 0, "%s", why);
 }
 
-/* Run every step of @id until its state is stable, as a controller would. */
-static void drive(struct bm_store *st, const char *id, const char *holder)
+/*
+ * Run every step of @id, as a controller would, until its state is stable
+ * or is @stop (BM_N_STATES: none).
+ */
+static void drive_until(struct bm_store *st, const char *id, const char *holder,
+			enum bm_state stop)
 {
 	for (int i = 0; i < 32; i++) {
 		g_autoptr(bm_machine_row) m = NULL;
 		const char *disks = NULL, *nics = NULL;
 
 		ck_assert_int_eq(bm_machine_load(st, id, &m), 0);
-		if (m->step == BM_STEP_NONE)
+		if (m->step == BM_STEP_NONE || m->state == stop)
 			return;
 		ck_assert_int_eq(bm_step_begin(st, holder, m), 0);
 		if (m->step == BM_STEP_ATTACH_DISK)
@@ -99,6 +103,29 @@ static void drive(struct bm_store *st, const char *id, const char *holder)
 	}
 	ck_abort_msg("machine %s did not settle", id);
 }
+
+static void drive(struct bm_store *st, const char *id, const char *holder)
+{
+	drive_until(st, id, holder, BM_N_STATES);
+}
+
+/* Field @key of machine @id, or of instance @id with @instance; "" if NULL. */
+static char *field(struct bm_store *st, const char *id, bool instance, const char *key)
+{
+	g_autoptr(json_object) o = NULL;
+	json_object *v;
+
+	ck_assert_int_eq(instance ? bm_instance_get(st, id, &o) : bm_machine_get(st, id, &o), 0);
+	v = json_object_object_get(o, key);
+	return g_strdup(v ? json_object_get_string(v) : "");
+}
+
+/* Assert that field @key of machine (or instance) @id is @want. */
+#define assert_field(st, id, instance, key, want)                         \
+	do {                                                              \
+		g_autofree char *got_ = field(st, id, instance, key);     \
+		ck_assert_str_eq(got_, want);                             \
+	} while (0)
 
 START_TEST(test_lifecycle_table)
 {
@@ -620,6 +647,70 @@ START_TEST(test_give_up_to_error)
 }
 END_TEST
 
+/*
+ * A failed attempt's error lasts until the step succeeds on a retry (or,
+ * booting, until a status poll answers): a machine that goes on, and its
+ * instance, must not show it, as Ironic clears last_error when the
+ * operation goes through.
+ */
+START_TEST(test_retry_clears_last_error)
+{
+	g_autoptr(bm_store) st = open_db();
+	g_autoptr(json_object) pool = parse("{\"name\": \"p\"}");
+	g_autoptr(json_object) req = parse("{\"pool\": \"p\", \"image\": \"i\","
+					   " \"disk_gb\": 1, \"id\": \"i1\"}");
+	g_autoptr(json_object) out = NULL, inst = NULL;
+	g_autoptr(bm_machine_row) row = NULL;
+	int64_t op = 0;
+
+	enroll(st, "m1", "a");
+	/* verify fails once, then succeeds. */
+	ck_assert_int_eq(bm_machine_load(st, "m1", &row), 0);
+	ck_assert_int_eq(bm_step_failed(st, NULL, row, "no answer", 0, false, 1), 0);
+	assert_field(st, "m1", false, "last_error", "no answer");
+	g_clear_pointer(&row, bm_machine_row_free);
+	ck_assert_int_eq(bm_machine_load(st, "m1", &row), 0);
+	ck_assert_int_eq(bm_step_begin(st, NULL, row), 0);
+	ck_assert_int_eq(bm_step_done(st, NULL, row, NULL, NULL, 1), 0);
+	g_clear_pointer(&row, bm_machine_row_free);
+	assert_field(st, "m1", false, "state", "available");
+	assert_field(st, "m1", false, "last_error", "");
+
+	/* A provisioning step fails once, then succeeds: not the last one. */
+	ck_assert_int_eq(bm_pool_create(st, pool, &out), 0);
+	ck_assert_int_eq(bm_instance_create(st, req, &inst, &op), 0);
+	ck_assert_int_eq(bm_store_promote_queued(st, NULL, 1), 0);
+	ck_assert_int_eq(bm_machine_load(st, "m1", &row), 0);
+	ck_assert_int_eq(row->step, BM_STEP_CREATE_DISK);
+	ck_assert_int_eq(bm_step_failed(st, NULL, row, "disk full", 0, false, 1), 0);
+	assert_field(st, "m1", false, "last_error", "disk full");
+	assert_field(st, "i1", true, "last_error", "disk full");
+	g_clear_pointer(&row, bm_machine_row_free);
+	ck_assert_int_eq(bm_machine_load(st, "m1", &row), 0);
+	ck_assert_int_eq(bm_step_done(st, NULL, row, NULL, NULL, 1), 0);
+	g_clear_pointer(&row, bm_machine_row_free);
+	assert_field(st, "m1", false, "step", "attach_disk");
+	assert_field(st, "m1", false, "last_error", "");
+	assert_field(st, "i1", true, "last_error", "");
+
+	/* Booting: a failed status poll, then one that answers "not yet". */
+	drive_until(st, "m1", NULL, BM_BOOTING);
+	ck_assert_int_eq(bm_machine_load(st, "m1", &row), 0);
+	ck_assert_int_eq(row->state, BM_BOOTING);
+	ck_assert_int_eq(bm_step_failed(st, NULL, row, "no status", 0, false, 1), 0);
+	assert_field(st, "i1", true, "last_error", "no status");
+	g_clear_pointer(&row, bm_machine_row_free);
+	ck_assert_int_eq(bm_machine_load(st, "m1", &row), 0);
+	ck_assert_int_eq(bm_step_wait(st, NULL, row, 0), 0);
+	assert_field(st, "m1", false, "last_error", "");
+	assert_field(st, "i1", true, "last_error", "");
+	drive(st, "m1", NULL);
+	assert_field(st, "i1", true, "state", "active");
+	assert_field(st, "i1", true, "last_error", "");
+	assert_invariants(st);
+}
+END_TEST
+
 START_TEST(test_error_with_instance)
 {
 	g_autoptr(bm_store) st = open_db();
@@ -829,6 +920,7 @@ static Suite *suite(void)
 	tcase_add_test(db, test_walk_and_fencing);
 	tcase_add_test(db, test_fence_reenrolled);
 	tcase_add_test(db, test_give_up_to_error);
+	tcase_add_test(db, test_retry_clears_last_error);
 	tcase_add_test(db, test_error_with_instance);
 	tcase_add_test(db, test_idempotency);
 	tcase_add_test(db, test_instance_id_room);
