@@ -50,7 +50,9 @@
  *   error          -> deprovisioning   deprovision / recover     (api)
  *   error          -> enrolling        recover without instance  (api)
  *   enrolling, available, error -> maintenance   (api; not with an instance)
- *   maintenance    -> enrolling        end of maintenance        (api)
+ *   maintenance    -> enrolling        end of maintenance        (api; a new
+ *                                      enroll operation: the machine's last
+ *                                      one finished, and stays as it did)
  *
  * STEPS AND CRASHES
  *

@@ -890,7 +890,7 @@ int bm_machine_maintenance(struct bm_store *st, const char *id, bool on, const c
 			   char **state)
 {
 	enum bm_state s;
-	int64_t has_instance = 0;
+	int64_t has_instance = 0, op = 0;
 	int rc = begin(st);
 
 	if (rc < 0)
@@ -911,14 +911,23 @@ int bm_machine_maintenance(struct bm_store *st, const char *id, bool on, const c
 		else
 			rc = maintenance_start(st, id, reason);
 	} else if (rc >= 0) {
+		/*
+		 * The verify that follows is work of its own, under an enroll
+		 * operation of its own: the machine's operation is finished
+		 * (or failed when maintenance began), and must stay as it
+		 * finished; and a worker's outcome for a verify from before
+		 * the maintenance must be fenced off, which the new op_id does.
+		 */
 		if (s != BM_MAINTENANCE)
 			rc = -EBUSY;
-		else
+		if (rc >= 0)
+			rc = op_new(st, "enroll", id, NULL, NULL, &op);
+		if (rc >= 0)
 			rc = exec(st,
 				  "UPDATE machines SET state = 'enrolling', step = 'verify',"
 				  " maintenance_reason = '', state_since = ?, attempts = 0,"
-				  " next_at = 0 WHERE id = ?",
-				  "is", bm_now_ms(), id);
+				  " next_at = 0, step_started_at = 0, op_id = ? WHERE id = ?",
+				  "iis", bm_now_ms(), op, id);
 	}
 	return end(st, rc);
 }

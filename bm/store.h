@@ -58,6 +58,11 @@ int bm_machine_list(struct bm_store *st, const char *state, json_object *labels,
 		    const char *after, int limit, json_object **out, char **next);
 /* -EBUSY and *state when the machine is in use. */
 int bm_machine_delete(struct bm_store *st, const char *id, char **state);
+/*
+ * Into maintenance (@on; an operation still verifying fails as superseded)
+ * or out of it: back to enrolling under a new enroll operation, the
+ * machine's "operation".  -EBUSY and *state when the state does not allow it.
+ */
 int bm_machine_maintenance(struct bm_store *st, const char *id, bool on, const char *reason,
 			   char **state);
 /* error -> deprovisioning (with an instance) or enrolling; returns the operation id. */

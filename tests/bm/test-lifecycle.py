@@ -3,8 +3,8 @@
 #
 # Lifecycle rules of bm-controller that the other scripts do not reach:
 # what counts against max_retries while a machine waits for its boot, a
-# controller killed in the middle of a reboot, and the operation of an
-# enrollment that maintenance interrupts.
+# controller killed in the middle of a reboot, and the operations of an
+# enrollment that maintenance interrupts and of the verify after it.
 
 import os
 import sys
@@ -102,9 +102,20 @@ def maintenance_ends_enroll(e):
     _, op = e.api("GET", "/v1/operations/%d" % m["operation"])
     check(op["state"] == "failed" and "maintenance" in op["error"],
           "enroll operation of a machine in maintenance: %s" % op)
-    s, _ = e.api("DELETE", "/v1/machines/l9/maintenance")
+    s, mm = e.api("DELETE", "/v1/machines/l9/maintenance")
     check(s == 200, "end of maintenance: %s" % s)
+    # The verify that follows is an enroll operation of its own; the
+    # failed one stays as it finished.
+    check(mm["operation"] != m["operation"], "re-verify under the finished operation: %s" % mm)
     e.wait_state("l9", "available")
+    _, again = e.api("GET", "/v1/operations/%d" % mm["operation"])
+    check(again["type"] == "enroll" and again["state"] == "succeeded",
+          "operation of the verify after maintenance: %s" % again)
+    _, op2 = e.api("GET", "/v1/operations/%d" % m["operation"])
+    check(op2 == op, "a finished operation changed: %s -> %s" % (op, op2))
+    _, hist = e.api("GET", "/v1/machines/l9/history")
+    check(hist["items"] and all(h["operation"] == mm["operation"] for h in hist["items"]),
+          "verify after maintenance recorded under another operation: %s" % hist)
     s, _ = e.api("DELETE", "/v1/machines/l9")
     check(s == 204, "delete l9: %s" % s)
 

@@ -618,6 +618,87 @@ START_TEST(test_fence_reenrolled)
 }
 END_TEST
 
+static char *op_text(struct bm_store *st, int64_t op)
+{
+	g_autoptr(json_object) o = NULL;
+
+	ck_assert_int_eq(bm_op_get(st, op, &o), 0);
+	return g_strdup(json_object_to_json_string(o));
+}
+
+static int64_t machine_op(struct bm_store *st, const char *id)
+{
+	g_autoptr(json_object) m = NULL;
+
+	ck_assert_int_eq(bm_machine_get(st, id, &m), 0);
+	return json_object_get_int64(json_object_object_get(m, "operation"));
+}
+
+/*
+ * The verify after maintenance is its own enroll operation: the
+ * machine's finished one stays exactly as it finished, and a worker's
+ * outcome for the verify before the maintenance is fenced off.
+ */
+START_TEST(test_maintenance_reverify_op)
+{
+	g_autoptr(bm_store) st = open_db();
+	g_autoptr(bm_machine_row) row = NULL;
+	g_autoptr(json_object) hist = NULL, o = NULL;
+	g_autofree char *state = NULL, *before = NULL, *after = NULL, *want = NULL;
+	int64_t first, again, op;
+
+	enroll(st, "m1", "a");
+	ck_assert_int_eq(bm_lease_acquire(st, "c1", 10000), 0);
+	first = machine_op(st, "m1");
+	drive(st, "m1", "c1");
+	before = op_text(st, first);
+	ck_assert_int_eq(bm_machine_maintenance(st, "m1", true, "fan", &state), 0);
+	g_clear_pointer(&state, g_free);
+	ck_assert_int_eq(bm_machine_maintenance(st, "m1", false, NULL, &state), 0);
+	g_clear_pointer(&state, g_free);
+	again = machine_op(st, "m1");
+	ck_assert_int_gt(again, first);
+	ck_assert_int_eq(bm_op_get(st, again, &o), 0);
+	ck_assert_str_eq(json_object_get_string(json_object_object_get(o, "type")), "enroll");
+	ck_assert_str_eq(json_object_get_string(json_object_object_get(o, "state")), "pending");
+	g_clear_pointer(&o, json_object_put);
+	ck_assert_int_eq(bm_machine_load(st, "m1", &row), 0);
+	ck_assert_int_eq(bm_step_begin(st, "c1", row), 0);
+	ck_assert_int_eq(bm_step_done(st, "c1", row, NULL, NULL, 1), 0);
+	g_clear_pointer(&row, bm_machine_row_free);
+	assert_field(st, "m1", false, "state", "available");
+	after = op_text(st, first);
+	ck_assert_str_eq(after, before);
+	ck_assert_int_eq(bm_op_get(st, again, &o), 0);
+	ck_assert_str_eq(json_object_get_string(json_object_object_get(o, "state")), "succeeded");
+	g_clear_pointer(&o, json_object_put);
+	/* The history puts the verify under the operation it belongs to. */
+	ck_assert_int_eq(bm_machine_history(st, "m1", &hist), 0);
+	o = json_object_get(json_object_array_get_idx(hist, json_object_array_length(hist) - 1));
+	ck_assert_int_eq(json_object_get_int64(json_object_object_get(o, "operation")), again);
+	g_clear_pointer(&o, json_object_put);
+
+	/* Maintenance on and off while a worker verifies: its outcome is stale. */
+	enroll(st, "m2", "a");
+	op = machine_op(st, "m2");
+	ck_assert_int_eq(bm_machine_load(st, "m2", &row), 0);
+	ck_assert_int_eq(bm_step_begin(st, "c1", row), 0);
+	ck_assert_int_eq(bm_machine_maintenance(st, "m2", true, "fan", &state), 0);
+	g_clear_pointer(&state, g_free);
+	ck_assert_int_eq(bm_machine_maintenance(st, "m2", false, NULL, &state), 0);
+	want = op_text(st, op);
+	ck_assert_int_eq(bm_step_done(st, "c1", row, NULL, NULL, 1), -ESTALE);
+	ck_assert_int_eq(bm_step_failed(st, "c1", row, "x", 0, true, 1), -ESTALE);
+	assert_field(st, "m2", false, "state", "enrolling");
+	g_clear_pointer(&after, g_free);
+	after = op_text(st, op);
+	ck_assert_str_eq(after, want);
+	ck_assert_int_eq(bm_op_get(st, op, &o), 0);
+	ck_assert_str_eq(json_object_get_string(json_object_object_get(o, "state")), "failed");
+	assert_invariants(st);
+}
+END_TEST
+
 START_TEST(test_give_up_to_error)
 {
 	g_autoptr(bm_store) st = open_db();
@@ -919,6 +1000,7 @@ static Suite *suite(void)
 	tcase_add_test(db, test_last_free_machine);
 	tcase_add_test(db, test_walk_and_fencing);
 	tcase_add_test(db, test_fence_reenrolled);
+	tcase_add_test(db, test_maintenance_reverify_op);
 	tcase_add_test(db, test_give_up_to_error);
 	tcase_add_test(db, test_retry_clears_last_error);
 	tcase_add_test(db, test_error_with_instance);
