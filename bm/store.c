@@ -2106,12 +2106,17 @@ int bm_machine_set_power(struct bm_store *st, const char *holder, const char *id
 			  " WHERE id = ?",
 			  "iss", retry_at, error ? error : "", id);
 	} else {
+		/*
+		 * last_error is the request's outcome: a retry's error ends
+		 * when the power call goes through, and a request that failed
+		 * for good says why, retried or not.
+		 */
 		rc = op_finish(st, op, error);
 		if (rc >= 0)
 			rc = exec(st,
 				  "UPDATE machines SET power_target = '', power_op = 0, attempts = 0,"
-				  " next_at = 0 WHERE id = ? AND power_op = ?",
-				  "si", id, op);
+				  " next_at = 0, last_error = ? WHERE id = ? AND power_op = ?",
+				  "ssi", error ? error : "", id, op);
 	}
 	return end(st, rc);
 }

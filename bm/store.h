@@ -227,8 +227,9 @@ int bm_step_wait(struct bm_store *st, const char *holder, const struct bm_machin
  * (NULL: unknown), recorded in any case.  When a newer request replaced
  * @op meanwhile, nothing else changes: the newer one is for the next
  * round.  Otherwise, with @retry_at > 0 the request stays and is tried
- * again then (attempts + 1); without, it finishes, its operation failing
- * with @error when not NULL.
+ * again then (attempts + 1, last_error @error); without, it finishes, its
+ * operation failing with @error when not NULL, and the machine's last_error
+ * is @error, or cleared on success.
  */
 int bm_machine_set_power(struct bm_store *st, const char *holder, const char *id, int64_t op,
 			 const char *power, const char *error, int64_t retry_at);

@@ -125,12 +125,15 @@ def main():
         e.api("GET", p["operation"])[1]), "power operation")
     check(op["state"] == "succeeded" and e.inventory()[pm]["power"] == "off",
           "power off after 2 failures: %s" % op)
+    check(e.machine(pm)["last_error"] == "", "power retries' error left on the machine: %s"
+          % e.machine(pm))
     e.handler("PUT", "/v1/fake", {"faults": {"power_on": {"count": -1}}})
     s, p = e.api("PUT", "/v1/machines/%s/power" % pm, {"target": "on"})
     op = e.wait(lambda: (lambda o: o["state"] in ("succeeded", "failed") and o)(
         e.api("GET", p["operation"])[1]), "power operation")
     check(op["state"] == "failed" and "injected" in op["error"], "power on never works: %s" % op)
     check(e.machine(pm)["state"] == "active", "a failed power request moved the machine")
+    check("injected" in e.machine(pm)["last_error"], "failed power request: %s" % e.machine(pm))
     e.handler("PUT", "/v1/fake", {"faults": {}})
 
     # A second controller does not take over while the first holds the lease.

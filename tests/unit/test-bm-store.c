@@ -792,6 +792,50 @@ START_TEST(test_retry_clears_last_error)
 }
 END_TEST
 
+/*
+ * A power request retried, then carried out: the retry's error is not the
+ * active machine's any more.  One that fails for good leaves its cause.
+ */
+START_TEST(test_power_retry_clears_last_error)
+{
+	g_autoptr(bm_store) st = open_db();
+	g_autoptr(json_object) pool = parse("{\"name\": \"p\"}");
+	g_autoptr(json_object) req = parse("{\"pool\": \"p\", \"image\": \"i\","
+					   " \"disk_gb\": 1, \"id\": \"i1\"}");
+	g_autoptr(json_object) out = NULL, inst = NULL, o = NULL;
+	g_autofree char *state = NULL;
+	int64_t op = 0;
+
+	enroll(st, "m1", "a");
+	drive(st, "m1", NULL);
+	ck_assert_int_eq(bm_pool_create(st, pool, &out), 0);
+	ck_assert_int_eq(bm_instance_create(st, req, &inst, &op), 0);
+	ck_assert_int_eq(bm_store_promote_queued(st, NULL, 1), 0);
+	drive(st, "m1", NULL);
+	assert_field(st, "m1", false, "state", "active");
+
+	ck_assert_int_eq(bm_machine_power(st, "m1", "off", &op, &state), 0);
+	ck_assert_int_eq(bm_machine_set_power(st, NULL, "m1", op, NULL, "no answer",
+					      bm_now_ms() + 1000), 0);
+	assert_field(st, "i1", true, "last_error", "no answer");
+	ck_assert_int_eq(bm_machine_set_power(st, NULL, "m1", op, "off", NULL, 0), 0);
+	ck_assert_int_eq(bm_op_get(st, op, &o), 0);
+	ck_assert_str_eq(json_object_get_string(json_object_object_get(o, "state")), "succeeded");
+	g_clear_pointer(&o, json_object_put);
+	assert_field(st, "m1", false, "power", "off");
+	assert_field(st, "m1", false, "last_error", "");
+	assert_field(st, "i1", true, "last_error", "");
+
+	g_clear_pointer(&state, g_free);
+	ck_assert_int_eq(bm_machine_power(st, "m1", "on", &op, &state), 0);
+	ck_assert_int_eq(bm_machine_set_power(st, NULL, "m1", op, NULL, "refused", 0), 0);
+	ck_assert_int_eq(bm_op_get(st, op, &o), 0);
+	ck_assert_str_eq(json_object_get_string(json_object_object_get(o, "state")), "failed");
+	assert_field(st, "m1", false, "state", "active");
+	assert_field(st, "m1", false, "last_error", "refused");
+}
+END_TEST
+
 START_TEST(test_error_with_instance)
 {
 	g_autoptr(bm_store) st = open_db();
@@ -1003,6 +1047,7 @@ static Suite *suite(void)
 	tcase_add_test(db, test_maintenance_reverify_op);
 	tcase_add_test(db, test_give_up_to_error);
 	tcase_add_test(db, test_retry_clears_last_error);
+	tcase_add_test(db, test_power_retry_clears_last_error);
 	tcase_add_test(db, test_error_with_instance);
 	tcase_add_test(db, test_idempotency);
 	tcase_add_test(db, test_instance_id_room);
