@@ -19,6 +19,13 @@
  * machine is still in the (state, step, operation) the controller read and
  * that the writer still holds the lease, so a slow controller that lost its
  * lease cannot overwrite the newer one's progress.
+ *
+ * Operations and last_error, as in Ironic: an operation that finished is
+ * never written again (every write to one checks it is open), and work
+ * that follows gets an operation of its own.  last_error (of a machine,
+ * disk or NIC) is the error of its current or last operation: a failed
+ * attempt sets it, the step or call succeeding clears it, and a new
+ * operation starts without one.
  */
 #include "config.h"
 
@@ -926,7 +933,8 @@ int bm_machine_maintenance(struct bm_store *st, const char *id, bool on, const c
 			rc = exec(st,
 				  "UPDATE machines SET state = 'enrolling', step = 'verify',"
 				  " maintenance_reason = '', state_since = ?, attempts = 0,"
-				  " next_at = 0, step_started_at = 0, op_id = ? WHERE id = ?",
+				  " next_at = 0, step_started_at = 0, op_id = ?, last_error = ''"
+				  " WHERE id = ?",
 				  "iis", bm_now_ms(), op, id);
 	}
 	return end(st, rc);
@@ -957,7 +965,8 @@ static int start_deprovision(struct bm_store *st, const char *id, const char *in
 		rc = exec(st,
 			  "UPDATE machines SET state = 'deprovisioning', step = 'power_off',"
 			  " attempts = 0, next_at = 0, step_started_at = 0, state_since = ?,"
-			  " op_id = ?, power_target = '', power_op = 0 WHERE id = ?",
+			  " op_id = ?, power_target = '', power_op = 0, last_error = ''"
+			  " WHERE id = ?",
 			  "iis", bm_now_ms(), *op, id);
 	if (rc >= 0 && instance)
 		rc = exec(st, "UPDATE instances SET state = 'deprovisioning' WHERE id = ?", "s",
@@ -987,8 +996,8 @@ int bm_machine_recover(struct bm_store *st, const char *id, int64_t *op, char **
 		if (rc >= 0)
 			rc = exec(st,
 				  "UPDATE machines SET state = 'enrolling', step = 'verify',"
-				  " attempts = 0, next_at = 0, state_since = ?, op_id = ?"
-				  " WHERE id = ?",
+				  " attempts = 0, next_at = 0, state_since = ?, op_id = ?,"
+				  " last_error = '' WHERE id = ?",
 				  "iis", bm_now_ms(), o, id);
 	}
 	rc = end(st, rc);
@@ -1020,7 +1029,7 @@ int bm_machine_power(struct bm_store *st, const char *id, const char *target, in
 		     "is", bm_now_ms(), id);
 		rc = exec(st,
 			  "UPDATE machines SET power_target = ?, power_op = ?, attempts = 0,"
-			  " next_at = 0 WHERE id = ?",
+			  " next_at = 0, last_error = '' WHERE id = ?",
 			  "sis", target, o, id);
 	}
 	rc = end(st, rc);
@@ -1179,9 +1188,9 @@ static int plug_remove(struct bm_store *st, bool disk, const char *machine, cons
 		if (rc >= 0)
 			rc = exec(st,
 				  disk ? "UPDATE disks SET state = 'detaching', attempts = 0,"
-					 " next_at = 0, op_id = ? WHERE id = ?"
+					 " next_at = 0, op_id = ?, last_error = '' WHERE id = ?"
 				       : "UPDATE nics SET state = 'detaching', attempts = 0,"
-					 " next_at = 0, op_id = ? WHERE id = ?",
+					 " next_at = 0, op_id = ?, last_error = '' WHERE id = ?",
 				  "is", o, id);
 	}
 	rc = end(st, rc);

@@ -836,6 +836,97 @@ START_TEST(test_power_retry_clears_last_error)
 }
 END_TEST
 
+/*
+ * A new operation starts without the last one's error (Ironic's
+ * last_error): recover, the end of maintenance, deprovisioning, a power
+ * request, the detach of a disk whose attach failed.
+ */
+START_TEST(test_new_op_clears_last_error)
+{
+	g_autoptr(bm_store) st = open_db();
+	g_autoptr(json_object) pool = parse("{\"name\": \"p\"}");
+	g_autoptr(json_object) req = parse("{\"pool\": \"p\", \"image\": \"i\","
+					   " \"disk_gb\": 1, \"id\": \"i1\"}");
+	g_autoptr(json_object) req2 = parse("{\"pool\": \"p\", \"image\": \"i\","
+					    " \"disk_gb\": 1, \"id\": \"i2\"}");
+	g_autoptr(json_object) out = NULL, inst = NULL, disk = NULL, disks = NULL;
+	g_autoptr(bm_machine_row) row = NULL;
+	g_autofree char *state = NULL, *did = NULL;
+	int64_t op = 0;
+
+	/* recover, and the end of maintenance, of a machine whose verify gave up */
+	for (int i = 0; i < 2; i++) {
+		enroll(st, i ? "m2" : "m1", "a");
+		ck_assert_int_eq(bm_machine_load(st, i ? "m2" : "m1", &row), 0);
+		ck_assert_int_eq(bm_step_failed(st, NULL, row, "no answer", 0, true, 1), 0);
+		g_clear_pointer(&row, bm_machine_row_free);
+		assert_field(st, i ? "m2" : "m1", false, "last_error", "verify: no answer");
+	}
+	ck_assert_int_eq(bm_machine_recover(st, "m1", &op, &state), 0);
+	g_clear_pointer(&state, g_free);
+	assert_field(st, "m1", false, "last_error", "");
+	ck_assert_int_eq(bm_machine_maintenance(st, "m2", true, "fan", &state), 0);
+	g_clear_pointer(&state, g_free);
+	assert_field(st, "m2", false, "last_error", "verify: no answer");
+	ck_assert_int_eq(bm_machine_maintenance(st, "m2", false, NULL, &state), 0);
+	g_clear_pointer(&state, g_free);
+	assert_field(st, "m2", false, "last_error", "");
+	ck_assert_int_eq(bm_machine_delete(st, "m2", &state), 0);
+	g_clear_pointer(&state, g_free);
+
+	/* deprovisioning a machine whose provisioning gave up */
+	drive(st, "m1", NULL);
+	ck_assert_int_eq(bm_pool_create(st, pool, &out), 0);
+	ck_assert_int_eq(bm_instance_create(st, req, &inst, &op), 0);
+	ck_assert_int_eq(bm_store_promote_queued(st, NULL, 1), 0);
+	ck_assert_int_eq(bm_machine_load(st, "m1", &row), 0);
+	ck_assert_int_eq(bm_step_failed(st, NULL, row, "disk full", 0, true, 1), 0);
+	g_clear_pointer(&row, bm_machine_row_free);
+	assert_field(st, "i1", true, "last_error", "create_disk: disk full");
+	ck_assert_int_eq(bm_instance_delete(st, "i1", &op, &state), 0);
+	g_clear_pointer(&state, g_free);
+	assert_field(st, "i1", true, "last_error", "");
+	drive(st, "m1", NULL);
+
+	/* a power request after one that failed; a detach after a failed attach */
+	g_clear_pointer(&inst, json_object_put);
+	ck_assert_int_eq(bm_instance_create(st, req2, &inst, &op), 0);
+	ck_assert_int_eq(bm_store_promote_queued(st, NULL, 1), 0);
+	drive(st, "m1", NULL);
+	assert_field(st, "m1", false, "state", "active");
+	ck_assert_int_eq(bm_machine_power(st, "m1", "off", &op, &state), 0);
+	g_clear_pointer(&state, g_free);
+	ck_assert_int_eq(bm_machine_set_power(st, NULL, "m1", op, NULL, "refused", 0), 0);
+	assert_field(st, "m1", false, "last_error", "refused");
+	ck_assert_int_eq(bm_machine_power(st, "m1", "off", &op, &state), 0);
+	g_clear_pointer(&state, g_free);
+	assert_field(st, "m1", false, "last_error", "");
+
+	ck_assert_int_eq(bm_disk_add(st, "m1", 2, NULL, NULL, &disk, &op, &state), 0);
+	g_clear_pointer(&state, g_free);
+	did = g_strdup(json_object_get_string(json_object_object_get(disk, "id")));
+	ck_assert_int_eq(bm_machine_load(st, "m1", &row), 0);
+	for (unsigned i = 0; i < row->disks->len; i++) {
+		struct bm_disk_row *d = g_ptr_array_index(row->disks, i);
+
+		if (strcmp(d->id, did) == 0)
+			ck_assert_int_eq(bm_disk_done(st, NULL, d, "error", "no room", 0), 0);
+	}
+	ck_assert_int_eq(bm_disk_remove(st, "m1", did, &op, &state), 0);
+	ck_assert_int_eq(bm_disk_list(st, "m1", &disks), 0);
+	for (size_t i = 0; i < json_object_array_length(disks); i++) {
+		json_object *d = json_object_array_get_idx(disks, i);
+
+		if (strcmp(json_object_get_string(json_object_object_get(d, "id")), did) == 0) {
+			ck_assert_str_eq(json_object_get_string(json_object_object_get(d, "state")),
+					 "detaching");
+			ck_assert_str_eq(json_object_get_string(json_object_object_get(d,
+						"last_error")), "");
+		}
+	}
+}
+END_TEST
+
 START_TEST(test_error_with_instance)
 {
 	g_autoptr(bm_store) st = open_db();
@@ -1048,6 +1139,7 @@ static Suite *suite(void)
 	tcase_add_test(db, test_give_up_to_error);
 	tcase_add_test(db, test_retry_clears_last_error);
 	tcase_add_test(db, test_power_retry_clears_last_error);
+	tcase_add_test(db, test_new_op_clears_last_error);
 	tcase_add_test(db, test_error_with_instance);
 	tcase_add_test(db, test_idempotency);
 	tcase_add_test(db, test_instance_id_room);
