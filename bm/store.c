@@ -1989,13 +1989,17 @@ int bm_step_done(struct bm_store *st, const char *holder, const struct bm_machin
 	if (rc >= 0 && disk_state && !*disk_state)
 		rc = exec(st, "DELETE FROM disks WHERE machine_id = ?", "s", m->id);
 	else if (rc >= 0 && disk_state)
-		rc = exec(st, "UPDATE disks SET state = ?, attempts = 0 WHERE machine_id = ?", "ss",
-			  disk_state, m->id);
+		rc = exec(st,
+			  "UPDATE disks SET state = ?, attempts = 0, last_error = ''"
+			  " WHERE machine_id = ?",
+			  "ss", disk_state, m->id);
 	if (rc >= 0 && nic_state && !*nic_state)
 		rc = exec(st, "DELETE FROM nics WHERE machine_id = ?", "s", m->id);
 	else if (rc >= 0 && nic_state)
-		rc = exec(st, "UPDATE nics SET state = ?, attempts = 0 WHERE machine_id = ?", "ss",
-			  nic_state, m->id);
+		rc = exec(st,
+			  "UPDATE nics SET state = ?, attempts = 0, last_error = ''"
+			  " WHERE machine_id = ?",
+			  "ss", nic_state, m->id);
 	if (rc >= 0 && (m->step == BM_STEP_POWER_ON || m->step == BM_STEP_POWER_OFF ||
 			m->step == BM_STEP_VERIFY))
 		rc = exec(st, "UPDATE machines SET power = ? WHERE id = ?", "ss",

@@ -204,7 +204,7 @@ int bm_step_begin(struct bm_store *st, const char *holder, const struct bm_machi
  * or to the next state (finishing the operation), and record history.
  * last_error is cleared: a failed attempt's error is over once the step
  * succeeds.  @disk_state / @nic_state: when non-NULL, the new state of all the
- * machine's disk / NIC rows ("" deletes the rows).
+ * machine's disk / NIC rows, their last_error cleared ("" deletes the rows).
  */
 int bm_step_done(struct bm_store *st, const char *holder, const struct bm_machine_row *m,
 		 const char *disk_state, const char *nic_state, int64_t step_ms);

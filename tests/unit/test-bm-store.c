@@ -927,6 +927,66 @@ START_TEST(test_new_op_clears_last_error)
 }
 END_TEST
 
+/*
+ * A data disk whose hot-plug failed keeps its error until deprovisioning
+ * detaches it: the step that did so went through, and the row, now
+ * "detached", must not show the attach's error.
+ */
+START_TEST(test_detach_step_clears_row_error)
+{
+	g_autoptr(bm_store) st = open_db();
+	g_autoptr(json_object) pool = parse("{\"name\": \"p\"}");
+	g_autoptr(json_object) req = parse("{\"pool\": \"p\", \"image\": \"i\","
+					   " \"disk_gb\": 1, \"id\": \"i1\"}");
+	g_autoptr(json_object) out = NULL, inst = NULL, disk = NULL, disks = NULL;
+	g_autoptr(bm_machine_row) row = NULL;
+	g_autofree char *state = NULL;
+	const char *did;
+	bool seen = false;
+	int64_t op = 0;
+
+	enroll(st, "m1", "a");
+	drive(st, "m1", NULL);
+	ck_assert_int_eq(bm_pool_create(st, pool, &out), 0);
+	ck_assert_int_eq(bm_instance_create(st, req, &inst, &op), 0);
+	ck_assert_int_eq(bm_store_promote_queued(st, NULL, 1), 0);
+	drive(st, "m1", NULL);
+	ck_assert_int_eq(bm_disk_add(st, "m1", 2, NULL, NULL, &disk, &op, &state), 0);
+	g_clear_pointer(&state, g_free);
+	did = json_object_get_string(json_object_object_get(disk, "id"));
+	ck_assert_int_eq(bm_machine_load(st, "m1", &row), 0);
+	for (unsigned j = 0; j < row->disks->len; j++) {
+		struct bm_disk_row *d = g_ptr_array_index(row->disks, j);
+
+		if (strcmp(d->id, did) == 0)
+			ck_assert_int_eq(bm_disk_done(st, NULL, d, "error", "no room", 0), 0);
+	}
+	g_clear_pointer(&row, bm_machine_row_free);
+	ck_assert_int_eq(bm_instance_delete(st, "i1", &op, &state), 0);
+	/* Deprovisioning: power_off, detach_nics, then detach_disks. */
+	for (int k = 0; k < 3; k++) {
+		ck_assert_int_eq(bm_machine_load(st, "m1", &row), 0);
+		ck_assert_int_eq(bm_step_done(st, NULL, row, k == 2 ? "detached" : NULL,
+					      k == 1 ? "" : NULL, 1), 0);
+		g_clear_pointer(&row, bm_machine_row_free);
+	}
+	assert_field(st, "m1", false, "step", "delete_disks");
+	ck_assert_int_eq(bm_disk_list(st, "m1", &disks), 0);
+	for (size_t i = 0; i < json_object_array_length(disks); i++) {
+		json_object *d = json_object_array_get_idx(disks, i);
+
+		if (strcmp(json_object_get_string(json_object_object_get(d, "id")), did) != 0)
+			continue;
+		seen = true;
+		ck_assert_str_eq(json_object_get_string(json_object_object_get(d, "state")),
+				 "detached");
+		ck_assert_str_eq(json_object_get_string(json_object_object_get(d, "last_error")),
+				 "");
+	}
+	ck_assert(seen);
+}
+END_TEST
+
 START_TEST(test_error_with_instance)
 {
 	g_autoptr(bm_store) st = open_db();
@@ -1140,6 +1200,7 @@ static Suite *suite(void)
 	tcase_add_test(db, test_retry_clears_last_error);
 	tcase_add_test(db, test_power_retry_clears_last_error);
 	tcase_add_test(db, test_new_op_clears_last_error);
+	tcase_add_test(db, test_detach_step_clears_row_error);
 	tcase_add_test(db, test_error_with_instance);
 	tcase_add_test(db, test_idempotency);
 	tcase_add_test(db, test_instance_id_room);
