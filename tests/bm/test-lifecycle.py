@@ -47,11 +47,23 @@ def boot_glitches(e):
 
 
 def boots(e, mid):
-    try:
-        with open(os.path.join(e.dir, "boots")) as f:
-            return f.read().split().count(mid)
-    except OSError:
-        return 0
+    """The power-ons of @mid so far.  The handler runs its --on-boot hook
+    without waiting for it, so a count is taken once it has stayed the
+    same for 300 ms: a hook started by the last power-on has written."""
+    def count():
+        try:
+            with open(os.path.join(e.dir, "boots")) as f:
+                return f.read().split().count(mid)
+        except OSError:
+            return 0
+    last, deadline = count(), time.monotonic() + 10
+    while time.monotonic() < deadline:
+        time.sleep(0.3)
+        now = count()
+        if now == last:
+            break
+        last = now
+    return last
 
 
 def reboot_crash(e):
