@@ -1305,7 +1305,8 @@ static int parse_google(SimTraceReader *r, char *line, SimPod *p)
 	key = g_strdup_printf("%s-%s", r->fields[2], r->fields[3]);
 	t = g_hash_table_lookup(r->tasks, key);
 	if (type == 0 || type == 7) { /* SUBMIT, UPDATE_PENDING */
-		/* Missing requests (the trace has some) count as zero. */
+		bool fresh;
+
 		if (*r->fields[9] &&
 		    (rc = field_fixed(r, "cpu_request", r->fields[9], 9, 0, INT64_C(1000000000),
 				      &cpu)) < 0)
@@ -1320,6 +1321,7 @@ static int parse_google(SimTraceReader *r, char *line, SimPod *p)
 			return rc;
 		if (type == 7 && !(t && t->open))
 			return 0;
+		fresh = !t;
 		if (!t) {
 			t = g_new0(GoogleTask, 1);
 			g_hash_table_insert(r->tasks, g_steal_pointer(&key), t);
@@ -1332,10 +1334,20 @@ static int parse_google(SimTraceReader *r, char *line, SimPod *p)
 			t->order = r->submits++;
 			t->arrival_ms = ms;
 		}
-		scale_round(cpu, r->opts.machine_cpu_milli, INT64_C(1000000000), &t->cpu_milli);
-		scale_round(mem, r->opts.machine_memory_bytes, INT64_C(1000000000),
-			    &t->memory_bytes);
-		t->priority = (int32_t)prio;
+		/*
+		 * A missing field of a task already known (an UPDATE_PENDING
+		 * that changes only some of them, a resubmission) leaves that
+		 * value as it was; only a task's first SUBMIT counts it as zero
+		 * (the trace has some of those).
+		 */
+		if (fresh || *r->fields[9])
+			scale_round(cpu, r->opts.machine_cpu_milli, INT64_C(1000000000),
+				    &t->cpu_milli);
+		if (fresh || *r->fields[10])
+			scale_round(mem, r->opts.machine_memory_bytes, INT64_C(1000000000),
+				    &t->memory_bytes);
+		if (fresh || *r->fields[8])
+			t->priority = (int32_t)prio;
 		return 0;
 	}
 	if (type < 2 || type > 6 || !t || !t->open)

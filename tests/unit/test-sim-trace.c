@@ -538,6 +538,29 @@ START_TEST(test_google_bad_first_line_skipped)
 }
 END_TEST
 
+START_TEST(test_google_update_keeps_missing)
+{
+	/*
+	 * An UPDATE_PENDING with an empty field changes only the fields it
+	 * has: cpu and priority stay, memory becomes 0.5 (48 GiB).  A first
+	 * SUBMIT with an empty field counts it as zero.
+	 */
+	static const char content[] = "0,,1,0,,0,u,0,7,0.5,0.25,0,0\n"
+				      "1000000,,1,0,,7,u,0,,,0.5,0,0\n"
+				      "602000000,,2,0,,0,u,0,,,0.25,0,0\n";
+	g_autofree char *path = write_tmp(content, sizeof(content) - 1, ".csv");
+	g_autoptr(GPtrArray) got = NULL;
+	const char *const want[] = {
+		"1-0|container|0|-1|48000|51539607552|0||7|",
+		"2-0|container|2000|-1|0|25769803776|0||0|",
+	};
+
+	got = read_all(path, SIM_FORMAT_GOOGLE2011, false, NULL);
+	assert_records(got, want, G_N_ELEMENTS(want));
+	unlink(path);
+}
+END_TEST
+
 START_TEST(test_line_limit)
 {
 	/* An overlong line is a bad record; with skip_bad the next line still reads. */
@@ -978,6 +1001,7 @@ int main(void)
 	tcase_add_loop_test(t, test_bad_records, 0, G_N_ELEMENTS(bads));
 	tcase_add_test(t, test_skip_bad_counts);
 	tcase_add_test(t, test_google_bad_first_line_skipped);
+	tcase_add_test(t, test_google_update_keeps_missing);
 	tcase_add_test(t, test_bom_and_header_order);
 	tcase_add_test(t, test_csv_blanks);
 	tcase_add_test(t, test_empty_class_default);
