@@ -474,15 +474,21 @@ static const char *const openb_cols[N_OPENB_COLS] = {
 	"pod_phase", "creation_time", "deletion_time", "scheduled_time",
 };
 
-/* A google2011 task between SUBMIT and its end. */
+/*
+ * A google2011 task.  Each submission is one record: open from its SUBMIT
+ * (arrival) to its end; started by its first SCHEDULE, the run time that
+ * becomes the record's duration.
+ */
 typedef struct {
 	uint64_t order;  /* SUBMIT order, to emit never-ending tasks deterministically */
 	int64_t arrival_ms;
+	int64_t start_ms; /* the first SCHEDULE of this submission, if started */
 	int64_t cpu_milli;
 	int64_t memory_bytes;
 	int32_t priority;
 	uint32_t submits; /* how many times submitted: ids of resubmissions get ".N" */
 	bool open;
+	bool started;
 } GoogleTask;
 
 struct _SimTraceReader {
@@ -1304,7 +1310,7 @@ static int parse_google(SimTraceReader *r, char *line, SimPod *p)
 		return bad_field(r, "time", r->fields[0], "is out of range");
 	key = g_strdup_printf("%s-%s", r->fields[2], r->fields[3]);
 	t = g_hash_table_lookup(r->tasks, key);
-	if (type == 0 || type == 7) { /* SUBMIT, UPDATE_PENDING */
+	if (type <= 1 || type == 7) { /* SUBMIT, SCHEDULE, UPDATE_PENDING */
 		bool fresh;
 
 		if (*r->fields[9] &&
@@ -1321,18 +1327,38 @@ static int parse_google(SimTraceReader *r, char *line, SimPod *p)
 			return rc;
 		if (type == 7 && !(t && t->open))
 			return 0;
+		if (type == 1 && t && t->open) {
+			/*
+			 * Started; a second SCHEDULE before the end changes
+			 * nothing, and one dated before the SUBMIT counts from it.
+			 */
+			if (!t->started) {
+				t->started = true;
+				t->start_ms = MAX(ms, t->arrival_ms);
+			}
+			return 0;
+		}
 		fresh = !t;
 		if (!t) {
 			t = g_new0(GoogleTask, 1);
 			g_hash_table_insert(r->tasks, g_steal_pointer(&key), t);
 		}
-		if (type == 0) {
+		if (type <= 1) {
 			if (t->open)
 				return 0; /* a repeated SUBMIT: keep the first */
+			/*
+			 * A SCHEDULE with no submission open: its SUBMIT is
+			 * missing from the trace (a task run again after an
+			 * EVICT or FAIL is submitted again first).  It opens
+			 * one, without queue time, since when the task was
+			 * resubmitted is unknown.
+			 */
 			t->open = true;
+			t->started = type == 1;
 			t->submits++;
 			t->order = r->submits++;
 			t->arrival_ms = ms;
+			t->start_ms = ms;
 		}
 		/*
 		 * A missing field of a task already known (an UPDATE_PENDING
@@ -1351,13 +1377,20 @@ static int parse_google(SimTraceReader *r, char *line, SimPod *p)
 		return 0;
 	}
 	if (type < 2 || type > 6 || !t || !t->open)
-		return 0; /* SCHEDULE, UPDATE_RUNNING, or the end of a task never submitted */
+		return 0; /* UPDATE_RUNNING, or the end of a task never submitted */
 	t->open = false;
 	pod_defaults(r, p);
 	google_id(r, key, t->submits);
 	p->id = r->id->str;
 	p->arrival_ms = t->arrival_ms;
-	p->duration_ms = ms >= t->arrival_ms ? ms - t->arrival_ms : 0;
+	/*
+	 * The duration is the time the task ran, from SCHEDULE: the time it
+	 * waited before is the real cluster's queue, which the simulator
+	 * makes for itself.  Ended without a SCHEDULE, it never ran: 0.
+	 */
+	p->duration_ms = 0;
+	if (t->started && ms > t->start_ms)
+		p->duration_ms = ms - t->start_ms;
 	p->cpu_milli = t->cpu_milli;
 	p->memory_bytes = t->memory_bytes;
 	p->priority = t->priority;

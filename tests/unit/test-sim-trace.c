@@ -205,14 +205,20 @@ END_TEST
 START_TEST(test_google2011)
 {
 	/*
-	 * Times minus the 600 s start; requests x 96 cores / 96 GiB.  The
-	 * evicted task's resubmission gets ".1"; the task whose end is after
-	 * the trace (time 2^63-1) runs on and comes last, at the end of input.
+	 * Times minus the 600 s start; requests x 96 cores / 96 GiB.  Arrival
+	 * is the SUBMIT, the duration runs from the first SCHEDULE to the end
+	 * (the 2 s and 9.5 s queued are not run time).  The evicted task's
+	 * resubmission gets ".1"; its SCHEDULE after the end without a SUBMIT
+	 * is a resubmission ".2" arriving then; 42-3, killed before it was
+	 * scheduled, never ran.  The task whose end is after the trace (time
+	 * 2^63-1) runs on and comes last, at the end of input.
 	 */
 	const char *const want[] = {
 		"3418309-0|container|0|5000|12000|7675278357|0||9|",
-		"6251812952-7|container|10000|10000|6000|3092376453|0||2|",
-		"6251812952-7.1|container|30500|69500|6000|3092376453|0||2|",
+		"6251812952-7|container|10000|8000|6000|3092376453|0||2|",
+		"42-3|container|50000|0|48000|51539607552|0||1|",
+		"6251812952-7.1|container|30500|60000|6000|3092376453|0||2|",
+		"6251812952-7.2|container|110000|10000|6000|3092376453|0||2|",
 		"3418309-1|container|0|-1|12000|7675278357|0||9|",
 	};
 	const char *names[] = {"task_events.csv", "task_events.csv.gz"};
@@ -524,6 +530,7 @@ START_TEST(test_google_bad_first_line_skipped)
 	/* With the format given, a bad first line is a record like the others. */
 	static const char content[] = "garbage\n"
 				      "0,,1,0,,0,u,0,0,0.5,0.25,0,0\n"
+				      "0,,1,0,,1,u,0,0,0.5,0.25,0,0\n"
 				      "1000000000,,1,0,,4,u,0,0,0.5,0.25,0,0\n";
 	g_autofree char *path = write_tmp(content, sizeof(content) - 1, ".csv");
 	g_autoptr(GPtrArray) got = NULL;
@@ -534,6 +541,21 @@ START_TEST(test_google_bad_first_line_skipped)
 	ck_assert_uint_eq(got->len, 1);
 	ck_assert_str_eq(g_ptr_array_index(got, 0),
 			 "1-0|container|0|400000|48000|25769803776|0||0|");
+	unlink(path);
+}
+END_TEST
+
+START_TEST(test_google_schedule_before_submit)
+{
+	/* A SCHEDULE dated before its SUBMIT: the run counts from the SUBMIT. */
+	static const char content[] = "700000000,,1,0,,0,u,0,0,0.5,0.25,0,0\n"
+				      "600000000,,1,0,,1,u,0,0,0.5,0.25,0,0\n"
+				      "800000000,,1,0,,4,u,0,0,0.5,0.25,0,0\n";
+	g_autofree char *path = write_tmp(content, sizeof(content) - 1, ".csv");
+	g_autoptr(GPtrArray) got = read_all(path, SIM_FORMAT_GOOGLE2011, false, NULL);
+	const char *const want[] = {"1-0|container|100000|100000|48000|25769803776|0||0|"};
+
+	assert_records(got, want, G_N_ELEMENTS(want));
 	unlink(path);
 }
 END_TEST
@@ -1002,6 +1024,7 @@ int main(void)
 	tcase_add_test(t, test_skip_bad_counts);
 	tcase_add_test(t, test_google_bad_first_line_skipped);
 	tcase_add_test(t, test_google_update_keeps_missing);
+	tcase_add_test(t, test_google_schedule_before_submit);
 	tcase_add_test(t, test_bom_and_header_order);
 	tcase_add_test(t, test_csv_blanks);
 	tcase_add_test(t, test_empty_class_default);
