@@ -1143,7 +1143,7 @@ static int field_seconds(SimTraceReader *r, const char *field, const char *s, in
 static int parse_openb(SimTraceReader *r, char *line, SimPod *p)
 {
 	const char *v;
-	int64_t mib, num_gpu = 0, gpu_milli = 0, end;
+	int64_t mib, num_gpu = 0, gpu_milli = 0, start, end;
 	int rc;
 
 	if ((rc = split_record(r, line, 0, NULL)) < 0)
@@ -1168,12 +1168,29 @@ static int parse_openb(SimTraceReader *r, char *line, SimPod *p)
 		p->gpu_model = v;
 	if ((rc = field_seconds(r, "creation_time", col(r, OB_CREATION), &p->arrival_ms)) < 0)
 		return rc;
+	/*
+	 * The duration is the time the pod ran, from scheduled_time: the
+	 * wait before is the real cluster's queue, which the simulator makes
+	 * for itself.  Deleted with scheduled_time empty, it never ran: 0.
+	 * Without a scheduled_time column the wait is unknown and counts.
+	 */
+	start = p->arrival_ms;
+	if ((v = col(r, OB_SCHEDULED)) && *v) {
+		if ((rc = field_seconds(r, "scheduled_time", v, &start)) < 0)
+			return rc;
+		if (start < p->arrival_ms)
+			return bad_field(r, "scheduled_time", v, "is before creation_time");
+	} else if (v) {
+		start = -1;
+	}
 	if ((v = col(r, OB_DELETION)) && *v) {
 		if ((rc = field_seconds(r, "deletion_time", v, &end)) < 0)
 			return rc;
 		if (end < p->arrival_ms)
 			return bad_field(r, "deletion_time", v, "is before creation_time");
-		p->duration_ms = end - p->arrival_ms;
+		if (end < start)
+			return bad_field(r, "deletion_time", v, "is before scheduled_time");
+		p->duration_ms = start >= 0 ? end - start : 0;
 	}
 	if ((v = col(r, OB_QOS)) && *v) {
 		g_string_printf(r->labels, "qos=%s", v);

@@ -87,13 +87,18 @@ END_TEST
 
 START_TEST(test_openb)
 {
-	/* memory_mib * 2^20; num_gpu x gpu_milli; deletion - creation in ms. */
+	/*
+	 * memory_mib * 2^20; num_gpu x gpu_milli; duration deletion -
+	 * scheduled in ms (pod 2 waited 2 s: not run time); pod 4, deleted
+	 * never scheduled, never ran.
+	 */
 	const char *const want[] = {
 		"openb-pod-0000|container|0|12537496000|12000|17179869184|1000||0|qos=LS",
 		"openb-pod-0001|container|427000|12537069000|6000|12884901888|460||0|qos=LS",
-		"openb-pod-0002|container|1098000|4202000|8000|32212254720|2000|V100M32|A100|0|"
+		"openb-pod-0002|container|1098000|4200000|8000|32212254720|2000|V100M32|A100|0|"
 		"qos=Guaranteed",
 		"openb-pod-0003|container|2000000|-1|4000|8589934592|0||0|qos=BE",
+		"openb-pod-0004|container|2500000|0|2000|4294967296|0||0|qos=BE",
 	};
 	const char *names[] = {"openb_pod_list_tiny.csv", "openb_pod_list_tiny.csv.gz"};
 
@@ -295,6 +300,14 @@ static const struct {
 	 "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
 	 "deletion_time,scheduled_time\np,1000,1,1,1000,,LS,Running,100,50,\n",
 	 ":2: field deletion_time: \"50\" is before creation_time"},
+	{SIM_FORMAT_OPENB,
+	 "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+	 "deletion_time,scheduled_time\np,1000,1,1,1000,,LS,Running,100,200,50\n",
+	 ":2: field scheduled_time: \"50\" is before creation_time"},
+	{SIM_FORMAT_OPENB,
+	 "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+	 "deletion_time,scheduled_time\np,1000,1,1,1000,,LS,Running,100,150,160\n",
+	 ":2: field deletion_time: \"150\" is before scheduled_time"},
 	{SIM_FORMAT_ALIBABA2018, "M1,1.0,j_1,1,Terminated,10,20,100.0,0.3\nM2,1.0,j_1,1,Terminated,10,20,,0.3\n",
 	 ":2: field plan_cpu: \"\" is not a number"},
 	{SIM_FORMAT_ALIBABA2018, "M1,1.5,j_1,1,Terminated,10,20,100.0,0.3\n",
