@@ -18,7 +18,8 @@
  *      arrival, then input order), each scheduled at once or queued;
  *   4. the autoscaler loop, if t is a multiple of the scan interval, then
  *      another scheduling pass if it evicted pods or changed nodes;
- *   5. the sample row, if t is a multiple of the sample interval.
+ *   5. the sample row, if t is a multiple of the sample interval or the
+ *      end of the run (so the last row shows the final state).
  * An event that steps 2 to 4 push for t itself (the finish of a pod with
  * duration 0, the ready of a node whose boot delay is 0) runs in a second
  * step at the same t, after that t's loop and sample: those see the pod
@@ -1839,10 +1840,12 @@ static int run(Engine *e)
 				schedule_pending(e);
 			next_loop += scan;
 		}
-		/* 5. the sample */
+		/* 5. the sample; the last one at the end even off the interval */
 		if (now == next_sample) {
 			sample(e);
 			next_sample += every;
+			if (now < e->end && next_sample > e->end)
+				next_sample = e->end;
 		}
 		if (e->cfg->check) {
 			char *bad = check_invariants(e);
@@ -1883,7 +1886,8 @@ int64_t sim_engine_sample_interval(const SimCluster *cl, int64_t end_ms)
 	int64_t every = cl->sample_interval_ms;
 	int64_t max_rows = MIN(SIM_MAX_SAMPLE_ROWS, SIM_MAX_SAMPLE_CELLS / (6 + (int64_t)cl->groups->len));
 
-	if (end_ms / every + 1 > max_rows) {
+	/* Rows at 0, every, 2 every ... and one at the end: ceil(end / every) + 1. */
+	if ((end_ms + every - 1) / every + 1 > max_rows) {
 		int64_t k = (end_ms + (max_rows - 1) * every - 1) / ((max_rows - 1) * every);
 
 		every *= k;

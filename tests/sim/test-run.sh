@@ -81,9 +81,12 @@ assert json.load(open(full + "/summary.json"))["run"]["loops_full"] == r["loops"
 rows = list(csv.reader(open(d + "/timeseries.csv")))
 assert rows[0] == ["t", "pending", "pool_free", "cpu_alloc", "mem_alloc", "nodes_total",
                    "nodes.containers", "nodes.vms", "nodes.baremetal"], rows[0]
-assert len(rows) - 1 == s["sim_end"] // 10 + 1, (len(rows), s["sim_end"])
+# Rows every 10 s from 0, and one at sim_end (the final state) if that is off the grid.
+end = s["sim_end"]
+assert len(rows) - 1 == end // 10 + 1 + (end % 10 != 0), (len(rows), end)
+assert int(rows[-1][0]) == end, (rows[-1], end)
 for i, row in enumerate(rows[1:]):
-    assert int(row[0]) == 10 * i
+    assert int(row[0]) == min(10 * i, end)
     assert int(row[5]) == sum(int(x) for x in row[6:]), row
     assert 0 <= float(row[3]) <= 1 and 0 <= int(row[2]) <= 14, row
 PY
@@ -120,12 +123,14 @@ grep -q '"skipped_bad_records": 1}' "$tmp/skip/summary.json" || fail "--skip-bad
 
 # Near the 10-year limit: the sample interval is raised, with a notice, so
 # that timeseries.csv stays within 1,000,000 rows and the report renders
-# (it was 31.5M rows, 682 MB, and the report refused it).
+# (it was 31.5M rows, 682 MB, and the report refused it).  sim_end is
+# 315,000,001 s: rows at 0, 320, ..., 315,000,000 and at the end, and the header.
 printf 'id,arrival_ms,duration_ms,cpu_milli,memory_bytes\na,0,1000,100,100\nb,315000000000,1000,100,100\n' >"$tmp/decade.csv"
 printf '[cluster]\n[machine m]\ncpu = 4\nmemory = 8Gi\ncount = 1\n[group g]\nclass = container\nmachine_types = m\nmin = 1\nmax = 1\n[autoscaler]\nscan-interval = 10s\n' >"$tmp/decade.ini"
 expect 0 "$sim" run --trace "$tmp/decade.csv" --cluster "$tmp/decade.ini" --out "$tmp/decade"
 grep -q "^sim: decade: timeseries.csv sampled every 320s, not every 10s, " "$tmp/err" || fail "decade: no notice: $(cat "$tmp/err")"
-[ "$(wc -l <"$tmp/decade/timeseries.csv")" -eq 984377 ] || fail "decade: $(wc -l <"$tmp/decade/timeseries.csv") lines"
+[ "$(wc -l <"$tmp/decade/timeseries.csv")" -eq 984378 ] ||
+	fail "decade: $(wc -l <"$tmp/decade/timeseries.csv") lines"
 [ -s "$tmp/decade/report.html" ] || fail "decade: no report"
 
 # Numbers in summary.json read back exactly: 1000 h at 1234.5678/h is

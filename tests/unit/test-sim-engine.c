@@ -501,6 +501,44 @@ START_TEST(test_long_run_sampling)
 END_TEST
 
 /* Bad configurations: one line naming the file, the section and the key. */
+/*
+ * timeseries.csv ends with a row at sim_end even when it is not a multiple
+ * of the interval: one 48-core pod from 0 to 25 s on the one node, rows
+ * at 0, 10, 20 (the pod running) and 25 (it has ended), the final state
+ * that the 10 s grid alone missed.  The row limit counts that row: 10 s
+ * rows reach 9,999,990 s in 1,000,000 rows, so 9,999,995 s needs 20 s.
+ */
+START_TEST(test_sample_at_end)
+{
+	g_autoptr(SimCluster) c = load(ONE_NODE);
+	SimPod pods[] = {pod("container", 0, 25, 48000, 192)};
+	SimTrace t = {.pods = pods, .n_pods = 1};
+	SimRunConfig cfg = {.cluster = c, .trace = &t, .seed = 1, .until_ms = -1, .check = true,
+			    .trace_path = "t", .format_name = "native", .cluster_path = "c"};
+	g_autofree char *dir = g_build_filename(tmpdir, "end", NULL);
+	g_autofree char *csv = g_build_filename(dir, "timeseries.csv", NULL);
+	g_autofree char *json = g_build_filename(dir, "summary.json", NULL);
+	g_autofree char *err = NULL;
+	g_autofree char *got = NULL;
+	SimResult r;
+
+	ck_assert_int_eq(sim_engine_sample_interval(c, 9999990 * S), 10 * S);
+	ck_assert_int_eq(sim_engine_sample_interval(c, 9999995 * S), 20 * S);
+	ck_assert_msg(sim_engine_run(&cfg, dir, &r, &err) == 0, "run: %s", err);
+	ck_assert_int_eq(r.sim_end_ms, 25 * S);
+	ck_assert(g_file_get_contents(csv, &got, NULL, NULL));
+	ck_assert_str_eq(got, "t,pending,pool_free,cpu_alloc,mem_alloc,nodes_total,nodes.c\n"
+			      "0,0,3,0.5,0.25,1,1\n"
+			      "10,0,3,0.5,0.25,1,1\n"
+			      "20,0,3,0.5,0.25,1,1\n"
+			      "25,0,3,0,0,1,1\n");
+	sim_result_clear(&r);
+	unlink(csv);
+	unlink(json);
+	rmdir(dir);
+}
+END_TEST
+
 START_TEST(test_bad_configs)
 {
 	static const struct {
@@ -574,6 +612,7 @@ int main(void)
 	tcase_add_test(t, test_tiny_hand_computed);
 	tcase_add_test(t, test_alloc_time_weighted);
 	tcase_add_test(t, test_long_run_sampling);
+	tcase_add_test(t, test_sample_at_end);
 	tcase_add_test(t, test_pool_exhausted);
 	tcase_add_test(t, test_provisioning_delay_honoured);
 	tcase_add_test(t, test_group_max_over_types);
