@@ -730,9 +730,9 @@ static int load_trace(Args *a, SimTrace **out, const char **fmt_name)
 	return QT_EXIT_OK;
 }
 
-/* Simulate @cl on @t into @dir. */
+/* Simulate @cl on @t into @dir: 0, or -errno with *@errmsg the cause. */
 static int simulate(Args *a, const SimTrace *t, const char *fmt_name, const SimCluster *cl,
-		    const char *cluster_path, const char *dir)
+		    const char *cluster_path, const char *dir, char **errmsg)
 {
 	Progress pg = {g_get_monotonic_time(), cl->name};
 	bool tty = !a->quiet && isatty(STDERR_FILENO);
@@ -755,8 +755,10 @@ static int simulate(Args *a, const SimTrace *t, const char *fmt_name, const SimC
 
 	if (tty)
 		fputs("\r\033[K", stderr);
-	if (rc < 0)
-		return qt_cli_fail("%s", err ? err : g_strerror(-rc));
+	if (rc < 0) {
+		*errmsg = err ? g_steal_pointer(&err) : g_strdup(g_strerror(-rc));
+		return rc;
+	}
 	if (!a->quiet && r.sample_interval_ms != cl->sample_interval_ms)
 		fprintf(stderr, "%s: %s: timeseries.csv sampled every %.6gs, not every %.6gs, to keep it "
 			"within %" G_GINT64_FORMAT " rows of %u columns; set [cluster] sample_interval or "
@@ -778,7 +780,7 @@ static int simulate(Args *a, const SimTrace *t, const char *fmt_name, const SimC
 	if (!a->quiet)
 		fputc('\n', stderr);
 	sim_result_clear(&r);
-	return QT_EXIT_OK;
+	return 0;
 }
 
 static int render(const char *dir, const char *const *run_dirs, size_t n, const char *title,
@@ -813,10 +815,77 @@ static int cmd_run(Args *a)
 	rc = load_trace(a, &t, &fmt_name);
 	if (rc != QT_EXIT_OK)
 		return rc;
-	rc = simulate(a, t, fmt_name, cl, a->clusters->pdata[0], dir);
-	if (rc != QT_EXIT_OK)
-		return rc;
+	g_clear_pointer(&err, g_free);
+	if (simulate(a, t, fmt_name, cl, a->clusters->pdata[0], dir, &err) < 0)
+		return qt_cli_fail("%s", err);
 	return render(dir, dirs, 1, cl->name, a->quiet);
+}
+
+/*
+ * sim compare writes its runs into a staging directory in --out and moves
+ * them into place only once every run has succeeded, so that a run that
+ * fails leaves --out as it was: neither results of an earlier compare lost
+ * nor a mix of new and old runs that looks like a complete comparison.
+ * The engine writes these files into a run's directory.
+ */
+static const char *const run_files[] = {"summary.json", "timeseries.csv"};
+
+/* Remove the staging directory @stage (ours: runs, each with files). */
+static bool stage_remove(const char *stage)
+{
+	g_autoptr(GDir) d = g_dir_open(stage, 0, NULL);
+	const char *name;
+
+	while (d && (name = g_dir_read_name(d))) {
+		g_autofree char *sub = g_build_filename(stage, name, NULL);
+		g_autoptr(GDir) sd = g_dir_open(sub, 0, NULL);
+		const char *f;
+
+		while (sd && (f = g_dir_read_name(sd))) {
+			g_autofree char *path = g_build_filename(sub, f, NULL);
+
+			unlink(path);
+		}
+		rmdir(sub);
+	}
+	return rmdir(stage) == 0;
+}
+
+/* Whether run @name's files can be moved to @out/@name; NULL or what is in the way. */
+static char *place_check(const char *out, const char *name)
+{
+	g_autofree char *dst = g_build_filename(out, name, NULL);
+	struct stat st;
+
+	if (stat(dst, &st) == 0 && !S_ISDIR(st.st_mode))
+		return g_strdup_printf("'%s' is in the way (not a directory)", dst);
+	for (size_t k = 0; k < G_N_ELEMENTS(run_files); k++) {
+		g_autofree char *path = g_build_filename(dst, run_files[k], NULL);
+
+		if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+			return g_strdup_printf("'%s' is in the way (a directory)", path);
+	}
+	return NULL;
+}
+
+/* Move run @name's files from @stage to @out/@name; NULL or the cause. */
+static char *place_run(const char *stage, const char *out, const char *name)
+{
+	g_autofree char *src = g_build_filename(stage, name, NULL);
+	g_autofree char *dst = g_build_filename(out, name, NULL);
+
+	if (mkdir(dst, 0755) < 0 && errno != EEXIST)
+		return g_strdup_printf("cannot create '%s': %s", dst, g_strerror(errno));
+	for (size_t k = 0; k < G_N_ELEMENTS(run_files); k++) {
+		g_autofree char *from = g_build_filename(src, run_files[k], NULL);
+		g_autofree char *to = g_build_filename(dst, run_files[k], NULL);
+
+		if (rename(from, to) < 0)
+			return g_strdup_printf("cannot move '%s' to '%s': %s", from, to,
+					       g_strerror(errno));
+	}
+	rmdir(src);
+	return NULL;
 }
 
 static int cmd_compare(Args *a)
@@ -826,8 +895,11 @@ static int cmd_compare(Args *a)
 	g_autoptr(GPtrArray) dirs = g_ptr_array_new_with_free_func(g_free);
 	g_autoptr(GString) all = g_string_new("{\"schema\": \"dpu-offload/sim-compare/1\", \"runs\": [\n");
 	g_autofree char *sum_path = NULL;
+	g_autofree char *stage = NULL;
+	g_autofree char *fail = NULL;
 	g_autoptr(GError) gerr = NULL;
 	const char *fmt_name = NULL;
+	bool made_out;
 	int rc;
 
 	if (a->clusters->len < 2)
@@ -855,25 +927,63 @@ static int cmd_compare(Args *a)
 	rc = load_trace(a, &t, &fmt_name);
 	if (rc != QT_EXIT_OK)
 		return rc;
+	made_out = !g_file_test(a->out_dir, G_FILE_TEST_EXISTS);
+	if (g_mkdir_with_parents(a->out_dir, 0755) < 0)
+		return qt_cli_fail("cannot create '%s': %s", a->out_dir, g_strerror(errno));
+	stage = g_build_filename(a->out_dir, ".compare-XXXXXX", NULL);
+	if (!g_mkdtemp_full(stage, 0755)) {
+		fail = g_strdup_printf("cannot create '%s': %s", stage, g_strerror(errno));
+		g_clear_pointer(&stage, g_free);
+		goto cleanup;
+	}
 	for (guint i = 0; i < cls->len; i++) {
-		g_autofree char *path = g_build_filename(dirs->pdata[i], "summary.json", NULL);
+		const SimCluster *cl = cls->pdata[i];
+		g_autofree char *sdir = g_build_filename(stage, cl->name, NULL);
+		g_autofree char *path = g_build_filename(sdir, "summary.json", NULL);
 		g_autofree char *text = NULL;
+		g_autofree char *err = NULL;
 
-		rc = simulate(a, t, fmt_name, cls->pdata[i], a->clusters->pdata[i], dirs->pdata[i]);
-		if (rc != QT_EXIT_OK)
-			return rc;
-		if (!g_file_get_contents(path, &text, NULL, &gerr))
-			return qt_cli_fail("cannot read '%s': %s", path, gerr->message);
+		if (simulate(a, t, fmt_name, cl, a->clusters->pdata[i], sdir, &err) < 0) {
+			fail = g_strdup_printf("run %u of %u, '%s' (%s): %s", i + 1, cls->len,
+					       cl->name, (char *)a->clusters->pdata[i], err);
+			goto cleanup;
+		}
+		if (!g_file_get_contents(path, &text, NULL, &gerr)) {
+			fail = g_strdup_printf("cannot read '%s': %s", path, gerr->message);
+			goto cleanup;
+		}
 		g_strchomp(text);
 		g_string_append(all, text);
 		g_string_append(all, i + 1 < cls->len ? ",\n" : "\n");
 	}
+	for (guint i = 0; i < cls->len && !fail; i++)
+		fail = place_check(a->out_dir, ((SimCluster *)cls->pdata[i])->name);
+	if (fail)
+		goto cleanup;
+	for (guint i = 0; i < cls->len; i++) {
+		const char *name = ((SimCluster *)cls->pdata[i])->name;
+		g_autofree char *err = place_run(stage, a->out_dir, name);
+
+		/* Not foreseen by place_check: say where each run is. */
+		if (err)
+			return qt_cli_fail("%s; the runs before '%s' are in '%s', "
+					   "it and the rest in '%s'", err, name, a->out_dir, stage);
+	}
+	rmdir(stage);
 	g_string_append(all, "]}\n");
 	sum_path = g_build_filename(a->out_dir, "summary.json", NULL);
 	if (!g_file_set_contents(sum_path, all->str, (gssize)all->len, &gerr))
 		return qt_cli_fail("cannot write '%s': %s", sum_path, gerr->message);
 	return render(a->out_dir, (const char *const *)dirs->pdata, dirs->len, "sim compare",
 		      a->quiet);
+
+cleanup:
+	if (stage && !stage_remove(stage))
+		return qt_cli_fail("%s; '%s' is as it was but for what is left in '%s'", fail,
+				   a->out_dir, stage);
+	if (made_out)
+		rmdir(a->out_dir);
+	return qt_cli_fail("%s; nothing written to '%s'", fail, a->out_dir);
 }
 
 int main(int argc, char **argv)

@@ -5,7 +5,8 @@
 # --out`, so it can never be "." or ".." (from [cluster] name or from the
 # file name), which wrote a run's files over the compare directory or
 # outside --out, and gave a compare directory `sim report` refuses.  A run
-# whose summary.json cannot be written leaves no timeseries.csv either.
+# whose summary.json cannot be written leaves no timeseries.csv either, and
+# a compare with a run that fails leaves --out as it was.
 
 set -u
 
@@ -58,5 +59,38 @@ grep -q "^sim: cannot write '$tmp/nosum/summary.json': " "$tmp/err" ||
 [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "no summary: not one line: $(cat "$tmp/err")"
 left=$(cd "$tmp/nosum" && echo *)
 [ "$left" = summary.json ] || fail "no summary: left behind: $left"
+
+# A compare whose later run fails (a trace class the second configuration
+# does not map) leaves --out as it was: the first run's results were
+# written over the last compare's, a mix that looked complete.  The message
+# names the run that failed and says what is left.
+printf 'id,class,arrival_ms,duration_ms,cpu_milli,memory_bytes\na,spot,0,1000,100,100\n' \
+	>"$tmp/spot.csv"
+sed 's/^\[cluster\]$/[cluster]\ndefault_class = none/' "$tmp/cfg/other.ini" >"$tmp/cfg/strict.ini"
+grep -q '^default_class = none$' "$tmp/cfg/strict.ini" || fail "strict.ini: no default_class"
+expect 0 "$sim" compare --trace "$trace" --cluster "$ex/mixed-pooled.ini" \
+	--cluster "$tmp/cfg/other.ini" --out "$tmp/keep" --quiet
+(cd "$tmp/keep" && find . -type f | sort | xargs cksum) >"$tmp/keep.before"
+for out in "$tmp/keep" "$tmp/fresh"; do
+	expect 1 "$sim" compare --trace "$tmp/spot.csv" --cluster "$ex/mixed-pooled.ini" \
+		--cluster "$tmp/cfg/strict.ini" --out "$out" --quiet
+	want="^sim: run 2 of 2, 'other' ($tmp/cfg/strict.ini): .*'spot'.* is not mapped"
+	grep -q "$want.*; nothing written to '$out'\$" "$tmp/err" ||
+		fail "later run fails: $(cat "$tmp/err")"
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "later run fails: not one line: $(cat "$tmp/err")"
+done
+(cd "$tmp/keep" && find . -type f | sort | xargs cksum) >"$tmp/keep.after"
+cmp -s "$tmp/keep.before" "$tmp/keep.after" ||
+	fail "later run fails: --out changed: $(diff "$tmp/keep.before" "$tmp/keep.after")"
+[ -e "$tmp/fresh" ] && fail "later run fails: created --out: $(ls -A "$tmp/fresh")"
+ls -A "$tmp/keep" | grep -q '^\.compare-' &&
+	fail "later run fails: staging left: $(ls -A "$tmp/keep")"
+# A file where a run's directory goes is found before anything is moved.
+mkdir "$tmp/way" && : >"$tmp/way/other"
+expect 1 "$sim" compare --trace "$trace" --cluster "$ex/mixed-pooled.ini" \
+	--cluster "$tmp/cfg/other.ini" --out "$tmp/way" --quiet
+grep -q "^sim: '$tmp/way/other' is in the way (not a directory); nothing written to '$tmp/way'\$" \
+	"$tmp/err" || fail "in the way: $(cat "$tmp/err")"
+[ "$(ls -A "$tmp/way")" = other ] || fail "in the way: left: $(ls -A "$tmp/way")"
 
 cli_finish "ok: sim output paths"
