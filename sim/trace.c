@@ -1178,8 +1178,12 @@ static int parse_openb(SimTraceReader *r, char *line, SimPod *p)
 	if ((v = col(r, OB_SCHEDULED)) && *v) {
 		if ((rc = field_seconds(r, "scheduled_time", v, &start)) < 0)
 			return rc;
-		if (start < p->arrival_ms)
-			return bad_field(r, "scheduled_time", v, "is before creation_time");
+		/*
+		 * Clocks of a real cluster: scheduled before its creation
+		 * counts from the creation, as a google2011 SCHEDULE before
+		 * its SUBMIT; deleted before it was scheduled, it never ran.
+		 */
+		start = MAX(start, p->arrival_ms);
 	} else if (v) {
 		start = -1;
 	}
@@ -1188,9 +1192,7 @@ static int parse_openb(SimTraceReader *r, char *line, SimPod *p)
 			return rc;
 		if (end < p->arrival_ms)
 			return bad_field(r, "deletion_time", v, "is before creation_time");
-		if (end < start)
-			return bad_field(r, "deletion_time", v, "is before scheduled_time");
-		p->duration_ms = start >= 0 ? end - start : 0;
+		p->duration_ms = start >= 0 && end > start ? end - start : 0;
 	}
 	if ((v = col(r, OB_QOS)) && *v) {
 		g_string_printf(r->labels, "qos=%s", v);
