@@ -1086,6 +1086,14 @@ static int wait_ready(const struct cs_step *s, const char *ready, unsigned timeo
 				qt_cli_prog(), s->section, log, text ? text : "");
 			return -EIO;
 		}
+		if (g_get_monotonic_time() >= deadline && !have) {
+			/* Its supervisor never said how the program is: its log says why. */
+			g_file_get_contents(log, &text, NULL, NULL);
+			fprintf(stderr, "%s: [%s]: no status from its supervisor within %u s (%s); "
+				"its log %s ends:\n%s", qt_cli_prog(), s->section, timeout, status,
+				log, text ? text : "");
+			return -ETIMEDOUT;
+		}
 		if (g_get_monotonic_time() >= deadline) {
 			fprintf(stderr, "%s: [%s]: %s did not appear within %u s (log: %s)\n",
 				qt_cli_prog(), s->section, ready ? ready : "the program", timeout, log);

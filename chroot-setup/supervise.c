@@ -51,8 +51,11 @@ static void set_status(const struct cs_supervise *sv, const char *state, long nu
 					  cs_proc_start_time((pid_t)num))
 			: g_strdup_printf("%s %ld %u\n", state, num, starts);
 
+	g_autoptr(GError) err = NULL;
+
 	/* g_file_set_contents writes a temporary file and renames it over. */
-	g_file_set_contents(sv->status, text, -1, NULL);
+	if (!g_file_set_contents(sv->status, text, -1, &err))
+		note(sv, "cannot write the status file (%s): %s", state, err->message);
 }
 
 /* Exit code, or 128 + signal, as shells report it. */

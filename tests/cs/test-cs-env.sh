@@ -224,6 +224,21 @@ check "... and leaves nothing mounted ($(mounts_under)) or running" \
 check "... and no state" [ ! -e "$T/state/cstest" ]
 check "... and the root as it found it ($(ls -A "$T/root" | tr '\n' ' '))" [ -z "$(ls -A "$T/root")" ]
 
+# A supervisor that cannot write its status file: up says so (not "did not
+# appear"), with the supervisor's log naming the cause, and undoes it all.
+printf '[service:mute]\nexec=/bin/sleep 1000\nready_timeout=2\n' | cat "$T/p.conf" - >"$T/mute.conf"
+mkdir -p "$T/state/cstest/service-mute.status"
+"$CS" up "$T/mute.conf" >"$T/mute.out" 2>&1
+rc=$?
+check "up with a status file it cannot write fails (exit $rc)" [ $rc -ne 0 ]
+check "... saying the supervisor gave no status" \
+	grep -q '\[service:mute\]: no status from its supervisor' "$T/mute.out"
+check "... and why, from its log" \
+	grep -q 'cannot write the status file.*Is a directory' "$T/mute.out"
+check "... and leaves nothing mounted ($(mounts_under)) or running" \
+	sh -c "[ $(mounts_under) -eq 0 ] && ! pgrep -f '[s]leep 1000\$' >/dev/null"
+rm -rf "$T/state/cstest"
+
 # A bad remote path: up fails on that step and undoes the ones before it.
 sed "s|^remote=$T/host\$|remote=$T/no-such-export|" "$T/p.conf" >"$T/bad.conf"
 "$CS" up "$T/bad.conf" >"$T/bad.out" 2>&1
