@@ -110,7 +110,9 @@ int qt_loop_new(enum qt_loop_backend backend, struct qt_loop **out)
 	} else {
 		r = loop_init_backend(l, QT_LOOP_URING);
 		if (r < 0 && backend == QT_LOOP_AUTO) {
-			qt_debug("loop: io_uring unavailable (%s), using epoll", g_strerror(-r));
+			/* Once per process at most: the servers make one loop. */
+			qt_info("loop: io_uring unavailable (%s; it needs Linux 5.19 or later), "
+				"using epoll", g_strerror(-r));
 			r = loop_init_backend(l, QT_LOOP_EPOLL);
 		}
 	}
