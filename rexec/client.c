@@ -527,6 +527,13 @@ static void on_exec_reply(struct qt_conn *c, int err, struct qt_msg *reply, void
 		return;
 	}
 	qt_msg_free(reply);
+	if (r.result == REXEC_R_BAD_REQUEST && r.err == EBADMSG && cl->a->old_rexecd &&
+	    (cl->a->req->flags & REXEC_EXEC_ONE_OUTPUT)) {
+		*cl->a->old_rexecd = true;
+		rexec_result_clear(&r);
+		finish(cl, REXEC_EXIT_CONN);
+		return;
+	}
 	if (r.result != REXEC_R_OK) {
 		say(cl, "%s", r.message);
 		rexec_result_clear(&r);

@@ -17,6 +17,12 @@ struct rexec_client_args {
 	int timeout_ms;		      /* connect and handshake */
 	int peer_timeout_s;	      /* see struct qt_conn_opts */
 	const struct rexec_exec_req *req;
+	/*
+	 * When not NULL: set, with nothing said, if rexecd refused the EXEC
+	 * as malformed while it carried REXEC_EXEC_ONE_OUTPUT, as an rexecd
+	 * from before that flag does; the caller may then ask again without.
+	 */
+	bool *old_rexecd;
 };
 
 /*

@@ -340,6 +340,7 @@ static int run_command(struct opts *o, const char *cmd, char **argv, bool all_en
 	struct rexec_client_args a = {0};
 	const char *term = g_getenv("TERM");
 	unsigned cols, rows;
+	bool old_rexecd = false;
 	mode_t um;
 	int rc;
 
@@ -408,7 +409,20 @@ static int run_command(struct opts *o, const char *cmd, char **argv, bool all_en
 	a.timeout_ms = (int)o->timeout_ms;
 	a.peer_timeout_s = o->peer_timeout_s;
 	a.req = &req;
-	return rexec_client_run(&a);
+	a.old_rexecd = &old_rexecd;
+	rc = rexec_client_run(&a);
+	if (old_rexecd) {
+		/*
+		 * An rexecd from before ONE_OUTPUT: stdout and stderr go as two
+		 * streams, as they did then (each in order, not with each other).
+		 */
+		qt_debug("%s does not know ONE_OUTPUT: asking again with two output streams",
+			 ep->uri);
+		req.flags &= ~(uint32_t)REXEC_EXEC_ONE_OUTPUT;
+		a.old_rexecd = NULL;
+		rc = rexec_client_run(&a);
+	}
+	return rc;
 }
 
 /* ---- shims ----------------------------------------------------------------- */

@@ -9,16 +9,13 @@
 #
 #   python3 greedy-rexecd.py KEYFILE SOCKET BYTES
 
-import hashlib
-import hmac
 import os
 import socket
 import struct
 import sys
 
-from rexec_frames import FrameReader, frame
+from rexec_frames import FrameReader, frame, read_key, serve_handshake
 
-HELLO, CHALLENGE, RESPONSE, AUTH_OK = 1, 2, 3, 4
 EXEC, DATA, EXIT = 0x1000, 0x1001, 0x1007
 F_REPLY = 1
 CHUNK = 256 * 1024
@@ -26,11 +23,7 @@ CHUNK = 256 * 1024
 
 def main():
     keyfile, path, total = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    # The key is the file's bytes less one final newline (lib/auth.c).
-    with open(keyfile, "rb") as f:
-        key = f.read()
-    if key.endswith(b"\n"):
-        key = key[:-1]
+    key = read_key(keyfile)
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     # Listening before the name appears: a connect in between is refused.
     srv.bind(path + ".tmp")
@@ -38,17 +31,8 @@ def main():
     os.rename(path + ".tmp", path)
     c, _ = srv.accept()
     peer = FrameReader(c)
-    f = peer.recv_frame()
-    if f is None or f[0] != HELLO:
-        sys.exit("no HELLO")
-    nc = f[3][1:33]
-    ns = os.urandom(32)
-    proof = hmac.new(key, b"qt-psk-v1 server" + nc + ns, hashlib.sha256).digest()
-    c.sendall(frame(CHALLENGE, b"\0" + ns + proof))
-    f = peer.recv_frame()
-    if f is None or f[0] != RESPONSE:
-        sys.exit("no RESPONSE")
-    c.sendall(frame(AUTH_OK))
+    if not serve_handshake(c, peer, key):
+        sys.exit("no handshake")
     while True:
         f = peer.recv_frame()
         if f is None:

@@ -31,4 +31,4 @@ REXEC_TESTS = \
 TESTS += $(REXEC_TESTS)
 EXTRA_DIST += tests/rexec/rexec-env.sh tests/rexec/ptyrun.py tests/rexec/rexec-raw.py \
 	tests/rexec/unix-peer.py tests/rexec/nonblock-pipe.py tests/rexec/greedy-rexecd.py \
-	tests/rexec/rexec_frames.py $(REXEC_TESTS)
+	tests/rexec/old-rexecd.py tests/rexec/rexec_frames.py $(REXEC_TESTS)

@@ -3,11 +3,17 @@
 # The framed protocol's frames (docs/protocol.md, "Frames") and the
 # encodings of rexec's payloads (docs/protocol.md, "Remote execution") for the tests'
 # hand-made peers of rexec and rexecd: rexec-raw.py (a hostile client),
-# greedy-rexecd.py (a server that ignores the stream credit) and the fuzz
-# seeds' generator (tests/fuzz/make-corpus-rexec.py).
+# greedy-rexecd.py (a server that ignores the stream credit),
+# old-rexecd.py (a server from before an EXEC flag) and the fuzz seeds'
+# generator (tests/fuzz/make-corpus-rexec.py).
 
+import hashlib
+import hmac
+import os
 import socket
 import struct
+
+HELLO, CHALLENGE, RESPONSE, AUTH_OK = 1, 2, 3, 4
 
 
 def u8(v):
@@ -67,3 +73,27 @@ class FrameReader:
                 self.buf += d
         except (socket.timeout, ConnectionResetError, BrokenPipeError):
             return None
+
+
+def read_key(keyfile):
+    """The pre-shared key: the file's bytes less one final newline (lib/auth.c)."""
+    with open(keyfile, "rb") as f:
+        key = f.read()
+    return key[:-1] if key.endswith(b"\n") else key
+
+
+def serve_handshake(c, peer, key):
+    """The server's half of the pre-shared-key handshake on @c (read
+    through the FrameReader @peer).  False if the client broke it off."""
+    f = peer.recv_frame()
+    if f is None or f[0] != HELLO:
+        return False
+    nc = f[3][1:33]
+    ns = os.urandom(32)
+    proof = hmac.new(key, b"qt-psk-v1 server" + nc + ns, hashlib.sha256).digest()
+    c.sendall(frame(CHALLENGE, b"\0" + ns + proof))
+    f = peer.recv_frame()
+    if f is None or f[0] != RESPONSE:
+        return False
+    c.sendall(frame(AUTH_OK))
+    return True

@@ -252,6 +252,21 @@ check "a host that sends more than the window to a slow reader is cut off ($(cat
 check "... after no more than the window ($(cat "$T/greedy.got") bytes)" [ "$(cat "$T/greedy.got")" -le 2097152 ]
 kill "$greedy" 2>/dev/null
 
+# An rexecd from before the ONE_OUTPUT flag (2>&1) refuses an EXEC that
+# carries it as malformed: rexec asks again without it, and the command
+# runs, its output as two streams as it was then.
+/usr/bin/python3 "$top_srcdir/tests/rexec/old-rexecd.py" "$KEY" "$T/old.sock" >"$T/old.out" 2>&1 &
+old=$!
+BG_PIDS="$BG_PIDS $old"
+wait_until 5 test -S "$T/old.sock"
+got=$("$REXEC" --config "$CLIENT_CONF" -H "unix:$T/old.sock" --key-file "$KEY" true 2>&1)
+rc=$?
+check "rexec with 2>&1 runs on an rexecd that does not know ONE_OUTPUT (rc=$rc: $got)" \
+	[ $rc -eq 0 ] && [ "$got" = "from the old rexecd" ]
+check "... having asked with it first, then without ($(tr '\n' ' ' <"$T/old.out"))" \
+	[ "$(cat "$T/old.out")" = "$(printf 'EXEC flags 0x2\nEXEC flags 0x0')" ]
+kill "$old" 2>/dev/null
+
 # rexecd raises its own soft limit on open files to the hard one, for its
 # sessions; the commands get back the limit rexecd was started with.
 soft=$(ulimit -Sn)
