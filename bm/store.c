@@ -158,6 +158,25 @@ static const char *const migrations[] = {
 	"  expires_at INTEGER NOT NULL);",
 	/* 2: the emulated device a disk appears as on the host's PCIe bus. */
 	"ALTER TABLE disks ADD COLUMN bus TEXT NOT NULL DEFAULT 'virtio-blk';",
+	/*
+	 * 3: retention (bm_store_purge).  Indexes for the age of what is
+	 * purged; the rows purged so far, for /metrics; and the histogram of
+	 * succeeded operations already purged, so that the counters of
+	 * bm_operation_duration_seconds never go down.
+	 */
+	"CREATE INDEX history_finished ON history(finished_at);"
+	"CREATE INDEX operations_finished ON operations(finished_at) WHERE finished_at > 0;"
+	"CREATE INDEX instances_deleted ON instances(deleted_at) WHERE state = 'deleted';"
+	"CREATE TABLE purged ("
+	"  what TEXT PRIMARY KEY,"
+	"  rows INTEGER NOT NULL);"
+	"CREATE TABLE purged_ops ("
+	"  type TEXT PRIMARY KEY,"
+	"  n INTEGER NOT NULL,"
+	"  sum_ms INTEGER NOT NULL,"
+	"  le1 INTEGER NOT NULL, le5 INTEGER NOT NULL, le30 INTEGER NOT NULL,"
+	"  le60 INTEGER NOT NULL, le300 INTEGER NOT NULL, le900 INTEGER NOT NULL,"
+	"  le1800 INTEGER NOT NULL);",
 };
 G_STATIC_ASSERT(G_N_ELEMENTS(migrations) == BM_SCHEMA_VERSION);
 
@@ -1609,7 +1628,194 @@ int bm_idem_forget(struct bm_store *st, const char *key)
 	return rc < 0 ? rc : 0;
 }
 
+/* ---- retention ---- */
+
+/* Within a transaction: add @n to the rows of kind @what purged so far. */
+static int purged_add(struct bm_store *st, const char *what, int64_t n)
+{
+	if (n <= 0)
+		return 0;
+	return exec(st,
+		    "INSERT INTO purged(what, rows) VALUES(?, ?)"
+		    " ON CONFLICT(what) DO UPDATE SET rows = rows + excluded.rows",
+		    "si", what, n);
+}
+
+/*
+ * One transaction: run @del (whose parameters @fmt, ... end with the batch
+ * size) and count what it removed under @what.  The number removed, or -errno.
+ */
+static int purge_batch(struct bm_store *st, const char *what, const char *del, const char *fmt,
+		       ...)
+{
+	sqlite3_stmt *s = NULL;
+	va_list ap;
+	int rc = begin(st), n = 0;
+
+	if (rc < 0)
+		return rc;
+	va_start(ap, fmt);
+	rc = prep_v(st, &s, del, fmt, ap);
+	va_end(ap);
+	if (rc >= 0) {
+		rc = sqlite3_step(s);
+		rc = rc == SQLITE_DONE ? (n = sqlite3_changes(st->db)) : step_errno(s, rc);
+		sqlite3_finalize(s);
+	}
+	if (rc >= 0)
+		rc = purged_add(st, what, n);
+	rc = end(st, rc);
+	return rc < 0 ? rc : n;
+}
+
+/*
+ * The operations one batch removes are chosen once, into a temporary
+ * table, so that the histogram of the succeeded ones is folded into
+ * purged_ops from exactly the rows deleted.  An operation something still
+ * names stays: a client may still poll it (bmctl --wait, the machine's
+ * "operation"), and the controller's fencing compares against it.
+ */
+static int purge_operations(struct bm_store *st, int64_t before, int64_t batch)
+{
+	int rc = begin(st), n = 0;
+
+	if (rc >= 0)
+		rc = exec(st, "CREATE TEMP TABLE IF NOT EXISTS purge_ids(id INTEGER PRIMARY KEY)",
+			  NULL);
+	if (rc >= 0)
+		rc = exec(st, "DELETE FROM temp.purge_ids", NULL);
+	if (rc >= 0)
+		rc = exec(st,
+			  "INSERT INTO temp.purge_ids SELECT id FROM operations"
+			  " WHERE finished_at > 0 AND finished_at < ? AND id NOT IN ("
+			  "  SELECT op_id FROM machines UNION SELECT power_op FROM machines"
+			  "  UNION SELECT op_id FROM disks UNION SELECT op_id FROM nics)"
+			  " ORDER BY finished_at LIMIT ?",
+			  "ii", before, batch);
+	if (rc > 0)
+		rc = exec(st,
+			  "INSERT INTO purged_ops(type, n, sum_ms, le1, le5, le30, le60, le300,"
+			  " le900, le1800) SELECT type, count(*), sum(d), sum(d <= 1000),"
+			  " sum(d <= 5000), sum(d <= 30000), sum(d <= 60000), sum(d <= 300000),"
+			  " sum(d <= 900000), sum(d <= 1800000) FROM (SELECT type,"
+			  " finished_at - created_at AS d FROM operations WHERE state = 'succeeded'"
+			  " AND id IN temp.purge_ids) WHERE true GROUP BY type"
+			  " ON CONFLICT(type) DO UPDATE SET n = n + excluded.n,"
+			  " sum_ms = sum_ms + excluded.sum_ms, le1 = le1 + excluded.le1,"
+			  " le5 = le5 + excluded.le5, le30 = le30 + excluded.le30,"
+			  " le60 = le60 + excluded.le60, le300 = le300 + excluded.le300,"
+			  " le900 = le900 + excluded.le900, le1800 = le1800 + excluded.le1800",
+			  NULL);
+	if (rc >= 0)
+		rc = n = exec(st, "DELETE FROM operations WHERE id IN temp.purge_ids", NULL);
+	if (rc >= 0)
+		rc = purged_add(st, "operations", n);
+	rc = end(st, rc);
+	return rc < 0 ? rc : n;
+}
+
+int bm_store_purge(struct bm_store *st, const struct bm_purge_limits *lim, int64_t now,
+		   struct bm_purge_counts *counts)
+{
+	int64_t batch = MAX(lim->batch, 1);
+	bool more = false;
+	int rc = 0;
+
+	if (lim->history_max_entries > 0) {
+		/*
+		 * Beyond the newest N rows of each machine.  The cut-off is
+		 * computed once per machine (the LIMIT keeps the subquery from
+		 * being flattened into the join, which would run it per row).
+		 */
+		rc = purge_batch(st, "history",
+				 "DELETE FROM history WHERE id IN (SELECT h.id FROM"
+				 " (SELECT m.id AS mid, (SELECT x.id FROM history x"
+				 "   WHERE x.machine_id = m.id ORDER BY x.id DESC LIMIT 1 OFFSET ?)"
+				 "   AS cut FROM machines m LIMIT -1) c"
+				 " JOIN history h ON h.machine_id = c.mid AND h.id < c.cut"
+				 " LIMIT ?)",
+				 "ii", lim->history_max_entries - 1, batch);
+		if (rc >= 0) {
+			counts->history += rc;
+			more |= rc == batch;
+		}
+	}
+	if (rc >= 0 && lim->history_max_age_ms > 0) {
+		/* The rows of the operation that brought the machine where it is stay. */
+		rc = purge_batch(st, "history",
+				 "DELETE FROM history WHERE id IN (SELECT h.id FROM history h"
+				 " JOIN machines m ON m.id = h.machine_id WHERE h.finished_at < ?"
+				 " AND h.op_id != m.op_id"
+				 " ORDER BY h.finished_at LIMIT ?)",
+				 "ii", now - lim->history_max_age_ms, batch);
+		if (rc >= 0) {
+			counts->history += rc;
+			more |= rc == batch;
+		}
+	}
+	if (rc >= 0 && lim->operation_max_age_ms > 0) {
+		rc = purge_operations(st, now - lim->operation_max_age_ms, batch);
+		if (rc >= 0) {
+			counts->operations += rc;
+			more |= rc == batch;
+		}
+	}
+	if (rc >= 0 && lim->instance_max_age_ms > 0) {
+		/* A tombstone answers 409 "deleted" until then, and 404 after. */
+		rc = purge_batch(st, "instances",
+				 "DELETE FROM instances WHERE id IN (SELECT i.id FROM instances i"
+				 " WHERE i.state = 'deleted' AND i.deleted_at < ?"
+				 " AND NOT EXISTS (SELECT 1 FROM machines m"
+				 "  WHERE m.instance_id = i.id)"
+				 " ORDER BY i.deleted_at LIMIT ?)",
+				 "ii", now - lim->instance_max_age_ms, batch);
+		if (rc >= 0) {
+			counts->instances += rc;
+			more |= rc == batch;
+		}
+	}
+	if (rc >= 0) {
+		/* Expired keys go when a request brings one too; not all requests do. */
+		rc = purge_batch(st, "idempotency",
+				 "DELETE FROM idempotency WHERE key IN (SELECT key FROM idempotency"
+				 " WHERE created_at < ? OR (status = 0 AND created_at < ?)"
+				 " LIMIT ?)",
+				 "iii", now - IDEM_TTL_MS, now - IDEM_PENDING_TTL_MS, batch);
+		if (rc >= 0) {
+			counts->idempotency += rc;
+			more |= rc == batch;
+		}
+	}
+	return rc < 0 ? rc : more;
+}
+
 /* ---- metrics ---- */
+
+/* bm_purged_rows_total: every kind, 0 until the first purge of it. */
+static int purged_metrics(struct bm_store *st, GString *out)
+{
+	static const char *const kinds[] = {"history", "operations", "instances", "idempotency"};
+	int64_t rows[G_N_ELEMENTS(kinds)] = {0};
+	sqlite3_stmt *s = NULL;
+	int rc = prep(st, &s, "SELECT what, rows FROM purged", NULL);
+
+	if (rc < 0)
+		return rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		for (unsigned i = 0; i < G_N_ELEMENTS(kinds); i++)
+			if (strcmp((const char *)sqlite3_column_text(s, 0), kinds[i]) == 0)
+				rows[i] = sqlite3_column_int64(s, 1);
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return bm_sqlite_errno(rc);
+	g_string_append(out, "# HELP bm_purged_rows_total Rows removed by the retention purge"
+			     " (bm-controller).\n"
+			     "# TYPE bm_purged_rows_total counter\n");
+	for (unsigned i = 0; i < G_N_ELEMENTS(kinds); i++)
+		g_string_append_printf(out, "bm_purged_rows_total{table=\"%s\"} %" G_GINT64_FORMAT
+				       "\n", kinds[i], rows[i]);
+	return 0;
+}
 
 int bm_store_metrics(struct bm_store *st, GString *out)
 {
@@ -1635,13 +1841,19 @@ int bm_store_metrics(struct bm_store *st, GString *out)
 		g_string_append_printf(out, "bm_machines{state=\"%s\"} %" G_GINT64_FORMAT "\n",
 				       bm_state_name(i), counts[i]);
 
+	/* The operations purged are counted in purged_ops: a histogram never goes down. */
 	rc = prep(st, &s,
-		  "SELECT type, count(*), sum(finished_at - created_at),"
-		  " sum(finished_at - created_at <= 1000), sum(finished_at - created_at <= 5000),"
-		  " sum(finished_at - created_at <= 30000), sum(finished_at - created_at <= 60000),"
-		  " sum(finished_at - created_at <= 300000), sum(finished_at - created_at <= 900000),"
-		  " sum(finished_at - created_at <= 1800000)"
-		  " FROM operations WHERE finished_at > 0 AND state = 'succeeded' GROUP BY type",
+		  "SELECT type, sum(n), sum(t), sum(b1), sum(b5), sum(b30), sum(b60), sum(b300),"
+		  " sum(b900), sum(b1800) FROM ("
+		  " SELECT type, count(*) AS n, sum(d) AS t, sum(d <= 1000) AS b1,"
+		  "  sum(d <= 5000) AS b5, sum(d <= 30000) AS b30, sum(d <= 60000) AS b60,"
+		  "  sum(d <= 300000) AS b300, sum(d <= 900000) AS b900,"
+		  "  sum(d <= 1800000) AS b1800"
+		  "  FROM (SELECT type, finished_at - created_at AS d FROM operations"
+		  "   WHERE finished_at > 0 AND state = 'succeeded') GROUP BY type"
+		  " UNION ALL SELECT type, n, sum_ms, le1, le5, le30, le60, le300, le900, le1800"
+		  "  FROM purged_ops)"
+		  " GROUP BY type ORDER BY type",
 		  NULL);
 	if (rc < 0)
 		return rc;
@@ -1666,7 +1878,9 @@ int bm_store_metrics(struct bm_store *st, GString *out)
 				       type, n, type, (double)sqlite3_column_int64(s, 2) / 1000.0, type, n);
 	}
 	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? 0 : bm_sqlite_errno(rc);
+	if (rc != SQLITE_DONE)
+		return bm_sqlite_errno(rc);
+	return purged_metrics(st, out);
 }
 
 /* ---- controller ---- */

@@ -27,7 +27,7 @@
 #include "json.h"
 #include "lifecycle.h"
 
-#define BM_SCHEMA_VERSION 2
+#define BM_SCHEMA_VERSION 3
 
 struct bm_store;
 
@@ -124,9 +124,46 @@ int bm_idem_begin(struct bm_store *st, const char *key, const char *method, cons
 int bm_idem_finish(struct bm_store *st, const char *key, int status, const char *body);
 int bm_idem_forget(struct bm_store *st, const char *key);
 
+/* ---- retention ---- */
+
+/*
+ * What bm_store_purge() removes; an age or count of 0 keeps everything of
+ * its kind.  Never purged, whatever the limits: an open operation, one a
+ * machine, disk or NIC still names as its own (the machine's current or
+ * last one), the history rows of a machine's own operation, and an
+ * instance that is not "deleted".
+ */
+struct bm_purge_limits {
+	int64_t history_max_entries; /* history rows kept per machine, newest first */
+	int64_t history_max_age_ms; /* history rows that finished longer ago go */
+	int64_t operation_max_age_ms; /* operations that finished longer ago go */
+	int64_t instance_max_age_ms; /* instances deleted longer ago go */
+	int64_t batch; /* rows per transaction and kind, >= 1 */
+};
+
+/* Rows removed, by kind (added to by bm_store_purge()). */
+struct bm_purge_counts {
+	int64_t history;
+	int64_t operations;
+	int64_t instances;
+	int64_t idempotency; /* expired keys (see bm_idem_begin()) */
+};
+
+/*
+ * One batch of each kind, as of @now, each in a transaction of its own
+ * (at most @lim->batch rows, so the write lock is held briefly), adding
+ * what it removed to *@counts and to the totals /metrics reports.  1 when
+ * a batch was full (call again for the rest), 0 when nothing is left.
+ */
+int bm_store_purge(struct bm_store *st, const struct bm_purge_limits *lim, int64_t now,
+		   struct bm_purge_counts *counts);
+
 /* ---- metrics ---- */
 
-/* Appends Prometheus text for machines by state and operation durations. */
+/*
+ * Appends Prometheus text for machines by state, operation durations
+ * (purged operations included) and rows purged.
+ */
 int bm_store_metrics(struct bm_store *st, GString *out);
 
 /* ---- controller ---- */

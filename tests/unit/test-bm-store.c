@@ -5,8 +5,9 @@
  * schema versioning, the claim of the last free machine by two connections
  * racing in two threads, idempotency keys, the controller lease and its
  * fencing, a full provision/deprovision walk with the invariant check
- * after every write, and the room an instance id leaves for the ids of its
- * disk and NICs (with bm-api's check of the body, request.c).
+ * after every write, the room an instance id leaves for the ids of its
+ * disk and NICs (with bm-api's check of the body, request.c), and the
+ * retention purge (what goes, what must stay, freed pages reused).
  */
 #include "config.h"
 
@@ -1125,6 +1126,286 @@ START_TEST(test_idempotency)
 }
 END_TEST
 
+/* ---- retention ---- */
+
+#define DAY_MS (24 * 3600 * 1000LL)
+
+/* Run @q on the database behind the store's back (to age rows, or count them). */
+static int64_t sql(const char *q)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *s = NULL;
+	int64_t v = 0;
+	int rc;
+
+	ck_assert_int_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+	sqlite3_busy_timeout(db, 10000);
+	ck_assert_msg(sqlite3_prepare_v2(db, q, -1, &s, NULL) == SQLITE_OK, "%s: %s", q,
+		      sqlite3_errmsg(db));
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		v = sqlite3_column_int64(s, 0);
+	ck_assert_msg(rc == SQLITE_DONE, "%s: %s", q, sqlite3_errmsg(db));
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return v;
+}
+
+/* Purge with @lim until nothing is left; the counts of the whole pass. */
+static struct bm_purge_counts purge_all(struct bm_store *st, const struct bm_purge_limits *lim)
+{
+	struct bm_purge_counts c = {0};
+	int rc, rounds = 0;
+
+	while ((rc = bm_store_purge(st, lim, bm_now_ms(), &c)) == 1)
+		ck_assert_int_lt(++rounds, 100000);
+	ck_assert_int_eq(rc, 0);
+	return c;
+}
+
+/* @n history rows of operation @op for machine @id, finished @age_ms ago. */
+static void add_history(const char *id, int64_t op, int n, int64_t age_ms)
+{
+	g_autofree char *q = g_strdup_printf(
+		"WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < %d)"
+		" INSERT INTO history(machine_id, op_id, state, step, result, attempt,"
+		" started_at, finished_at) SELECT '%s', %" G_GINT64_FORMAT ", 'active', 'power_on',"
+		" 'ok', i, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT " FROM k",
+		n, id, op, bm_now_ms() - age_ms, bm_now_ms() - age_ms);
+
+	sql(q);
+}
+
+/*
+ * History: beyond the newest N rows of a machine, and past its age, rows
+ * go in batches; the newest rows, and every row of the operation that
+ * brought the machine where it is, stay.
+ */
+START_TEST(test_purge_history)
+{
+	g_autoptr(bm_store) st = open_db();
+	struct bm_purge_limits cap = {.history_max_entries = 5, .batch = 3};
+	struct bm_purge_limits age = {.history_max_age_ms = 7 * DAY_MS, .batch = 2};
+	struct bm_purge_counts c;
+	int64_t newest, cur, had;
+
+	enroll(st, "m1", "a");
+	enroll(st, "m2", "a");
+	drive(st, "m1", NULL);
+	cur = machine_op(st, "m1");
+	ck_assert_int_gt(cur, 0);
+	add_history("m1", 9999, 20, 0);
+	add_history("m2", 9999, 4, 0);
+	newest = sql("SELECT max(id) FROM history WHERE machine_id = 'm1'");
+	had = sql("SELECT count(*) FROM history WHERE machine_id = 'm1'");
+	ck_assert_int_gt(had, 20);
+	c = purge_all(st, &cap);
+	ck_assert_int_eq(c.history, had - 5);
+	ck_assert_int_eq(sql("SELECT count(*) FROM history WHERE machine_id = 'm1'"), 5);
+	ck_assert_int_eq(sql("SELECT min(id) FROM history WHERE machine_id = 'm1'"), newest - 4);
+	ck_assert_int_eq(sql("SELECT count(*) FROM history WHERE machine_id = 'm2'"), 4);
+	/* Nothing more to do: a second pass removes nothing. */
+	c = purge_all(st, &cap);
+	ck_assert_int_eq(c.history, 0);
+
+	/* By age: old rows go, recent ones and the current operation's stay, however old. */
+	sql("DELETE FROM history");
+	add_history("m1", cur, 3, 400 * DAY_MS);
+	add_history("m1", 9999, 7, 8 * DAY_MS);
+	add_history("m1", 9998, 2, 6 * DAY_MS);
+	add_history("m2", 9999, 1, 8 * DAY_MS);
+	c = purge_all(st, &age);
+	ck_assert_int_eq(c.history, 8);
+	ck_assert_int_eq(sql("SELECT count(*) FROM history WHERE machine_id = 'm1' AND op_id = "
+			     "(SELECT op_id FROM machines WHERE id = 'm1')"), 3);
+	ck_assert_int_eq(sql("SELECT count(*) FROM history WHERE op_id = 9998"), 2);
+	ck_assert_int_eq(sql("SELECT count(*) FROM history"), 5);
+	ck_assert_int_eq(sql("SELECT rows FROM purged WHERE what = 'history'"), had - 5 + 8);
+}
+END_TEST
+
+/* The count line of bm_operation_duration_seconds for @type in /metrics. */
+static char *op_count_line(struct bm_store *st, const char *type)
+{
+	g_autoptr(GString) m = g_string_new(NULL);
+	g_autofree char *key = g_strdup_printf("bm_operation_duration_seconds_count{type=\"%s\"} ",
+					       type);
+	const char *p;
+
+	ck_assert_int_eq(bm_store_metrics(st, m), 0);
+	p = strstr(m->str, key);
+	ck_assert_ptr_nonnull(p);
+	return g_strndup(p, strcspn(p, "\n"));
+}
+
+/*
+ * Operations that finished before the age limit go; an open one, and
+ * the one a machine still names as its operation, stay whatever their
+ * age: a client may still poll them.  What /metrics
+ * counted of the purged ones stays counted.
+ */
+START_TEST(test_purge_operations)
+{
+	g_autoptr(bm_store) st = open_db();
+	g_autoptr(GString) m = g_string_new(NULL);
+	g_autoptr(json_object) o = NULL;
+	struct bm_purge_limits lim = {.operation_max_age_ms = 30 * DAY_MS, .batch = 2};
+	g_autofree char *state = NULL, *before = NULL, *after = NULL, *q = NULL;
+	int64_t enroll1, enroll2, enroll3, p1 = 0, p2 = 0, p3 = 0;
+	struct bm_purge_counts c;
+
+	enroll(st, "m1", "a");
+	enroll1 = machine_op(st, "m1");
+	drive(st, "m1", NULL);
+	/* Back through maintenance: m1's operation is now a second enroll. */
+	ck_assert_int_eq(bm_machine_maintenance(st, "m1", true, "x", &state), 0);
+	g_clear_pointer(&state, g_free);
+	ck_assert_int_eq(bm_machine_maintenance(st, "m1", false, NULL, &state), 0);
+	g_clear_pointer(&state, g_free);
+	enroll2 = machine_op(st, "m1");
+	drive(st, "m1", NULL);
+	enroll(st, "m2", "a"); /* open, never driven */
+	enroll3 = machine_op(st, "m2");
+	ck_assert_int_ne(enroll1, enroll2);
+	/* Power requests on an active machine: two carried out, one still open. */
+	sql("UPDATE machines SET state = 'active', step = '', instance_id = 'i1'"
+	    " WHERE id = 'm1'");
+	ck_assert_int_eq(bm_machine_power(st, "m1", "on", &p1, &state), 0);
+	g_clear_pointer(&state, g_free);
+	ck_assert_int_eq(bm_machine_set_power(st, NULL, "m1", p1, "on", NULL, 0), 0);
+	ck_assert_int_eq(bm_machine_power(st, "m1", "off", &p2, &state), 0);
+	g_clear_pointer(&state, g_free);
+	ck_assert_int_eq(bm_machine_set_power(st, NULL, "m1", p2, "off", NULL, 0), 0);
+	ck_assert_int_eq(bm_machine_power(st, "m1", "on", &p3, &state), 0); /* open */
+	g_clear_pointer(&state, g_free);
+	before = op_count_line(st, "enroll");
+	/* All old but p2, which finished recently. */
+	sql("UPDATE operations SET created_at = created_at - 40 * 86400000,"
+	    " finished_at = CASE finished_at WHEN 0 THEN 0 ELSE finished_at - 40 * 86400000 END");
+	q = g_strdup_printf("UPDATE operations SET finished_at = %" G_GINT64_FORMAT
+			    " WHERE id = %" G_GINT64_FORMAT, bm_now_ms(), p2);
+	sql(q);
+	c = purge_all(st, &lim);
+	ck_assert_int_eq(c.operations, 2); /* enroll1, p1 */
+	ck_assert_int_eq(bm_op_get(st, enroll1, &o), -ENOENT);
+	ck_assert_int_eq(bm_op_get(st, p1, &o), -ENOENT);
+	ck_assert_int_eq(bm_op_get(st, enroll2, &o), 0); /* m1's operation */
+	g_clear_pointer(&o, json_object_put);
+	ck_assert_int_eq(bm_op_get(st, enroll3, &o), 0); /* open */
+	g_clear_pointer(&o, json_object_put);
+	ck_assert_int_eq(bm_op_get(st, p2, &o), 0); /* recent */
+	g_clear_pointer(&o, json_object_put);
+	ck_assert_int_eq(bm_op_get(st, p3, &o), 0); /* m1's power request, open */
+	g_clear_pointer(&o, json_object_put);
+	/* The histogram is a counter: purging does not take from it. */
+	after = op_count_line(st, "enroll");
+	ck_assert_str_eq(after, before);
+	ck_assert_int_eq(bm_store_metrics(st, m), 0);
+	ck_assert_ptr_nonnull(strstr(m->str, "bm_purged_rows_total{table=\"operations\"} 2\n"));
+	ck_assert_ptr_nonnull(strstr(m->str, "bm_purged_rows_total{table=\"history\"} 0\n"));
+}
+END_TEST
+
+/* Provision @inst on a free machine of pool "p" and drive it to active; its machine. */
+static char *provision(struct bm_store *st, const char *inst)
+{
+	g_autofree char *req = g_strdup_printf(
+		"{\"pool\": \"p\", \"image\": \"i\", \"disk_gb\": 1, \"id\": \"%s\"}", inst);
+	g_autoptr(json_object) r = parse(req);
+	g_autoptr(json_object) out = NULL;
+	g_autofree char *machine = NULL;
+	int64_t op = 0;
+
+	ck_assert_int_eq(bm_instance_create(st, r, &out, &op), 0);
+	machine = g_strdup(json_object_get_string(json_object_object_get(out, "machine")));
+	ck_assert_int_ge(bm_store_promote_queued(st, NULL, 10), 0);
+	drive(st, machine, NULL);
+	return g_steal_pointer(&machine);
+}
+
+/*
+ * A deleted instance stays (409 "deleted" to a second delete) for the
+ * retention time, then goes (404, which the autoscaler takes as gone
+ * too); one not deleted stays however old.
+ */
+START_TEST(test_purge_instances)
+{
+	g_autoptr(bm_store) st = open_db();
+	g_autoptr(json_object) pool = parse("{\"name\": \"p\"}");
+	g_autoptr(json_object) out = NULL;
+	struct bm_purge_limits lim = {.instance_max_age_ms = 30 * DAY_MS, .batch = 1};
+	const char *const ids[] = {"i-old", "i-recent", "i-live"};
+	struct bm_purge_counts c;
+	int64_t op = 0;
+
+	enroll(st, "m1", "a");
+	enroll(st, "m2", "a");
+	enroll(st, "m3", "a");
+	drive(st, "m1", NULL);
+	drive(st, "m2", NULL);
+	drive(st, "m3", NULL);
+	ck_assert_int_eq(bm_pool_create(st, pool, &out), 0);
+	for (unsigned i = 0; i < G_N_ELEMENTS(ids); i++) {
+		g_autofree char *machine = provision(st, ids[i]);
+		g_autofree char *state = NULL;
+
+		if (i == 2)
+			break;
+		ck_assert_int_eq(bm_instance_delete(st, ids[i], &op, &state), 0);
+		drive(st, machine, NULL);
+	}
+	sql("UPDATE instances SET created_at = created_at - 400 * 86400000");
+	sql("UPDATE instances SET deleted_at = deleted_at - 40 * 86400000 WHERE id = 'i-old'");
+	sql("UPDATE instances SET deleted_at = deleted_at - 20 * 86400000 WHERE id = 'i-recent'");
+	c = purge_all(st, &lim);
+	ck_assert_int_eq(c.instances, 1);
+	for (unsigned i = 0; i < G_N_ELEMENTS(ids); i++) {
+		g_autoptr(json_object) inst = NULL;
+		g_autofree char *state = NULL;
+
+		ck_assert_int_eq(bm_instance_get(st, ids[i], &inst), i == 0 ? -ENOENT : 0);
+		if (i == 2)
+			continue;
+		ck_assert_int_eq(bm_instance_delete(st, ids[i], &op, &state),
+				 i == 0 ? -ENOENT : -EBUSY);
+		if (i == 1)
+			ck_assert_str_eq(state, "deleted");
+	}
+	assert_invariants(st);
+}
+END_TEST
+
+/* Size of the database file once the WAL is checkpointed into it. */
+static int64_t db_size(void)
+{
+	GStatBuf sb;
+
+	sql("PRAGMA wal_checkpoint(TRUNCATE)");
+	ck_assert_int_eq(g_stat(dbpath, &sb), 0);
+	return (int64_t)sb.st_size;
+}
+
+/*
+ * The pages a purge frees are reused: a database that keeps getting and
+ * losing the same amount of rows stops growing.
+ */
+START_TEST(test_purge_reuses_pages)
+{
+	g_autoptr(bm_store) st = open_db();
+	struct bm_purge_limits cap = {.history_max_entries = 10, .batch = 1000};
+	int64_t size[8];
+
+	enroll(st, "m1", "a");
+	for (unsigned i = 0; i < G_N_ELEMENTS(size); i++) {
+		add_history("m1", 1, 20000, 0);
+		size[i] = db_size();
+		ck_assert_int_eq(purge_all(st, &cap).history, i ? 20000 : 20000 - 10);
+	}
+	/* After a round or two (the b-trees settle), the file holds what a round needs. */
+	for (unsigned i = 3; i < G_N_ELEMENTS(size); i++)
+		ck_assert_int_le(size[i], size[2]);
+}
+END_TEST
+
 /* bm_req_pool() on @text: its -errno, and the message (g_malloc'd) in *@msg. */
 static int pool_body(const char *text, char **msg)
 {
@@ -1205,6 +1486,10 @@ static Suite *suite(void)
 	tcase_add_test(db, test_idempotency);
 	tcase_add_test(db, test_instance_id_room);
 	tcase_add_test(db, test_plug_id_room);
+	tcase_add_test(db, test_purge_history);
+	tcase_add_test(db, test_purge_operations);
+	tcase_add_test(db, test_purge_instances);
+	tcase_add_test(db, test_purge_reuses_pages);
 	suite_add_tcase(s, db);
 	return s;
 }
