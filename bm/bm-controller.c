@@ -19,6 +19,12 @@
  * stale locks.  Every write is fenced by the lease and by the (state, step,
  * operation) the worker read, so a slow worker cannot undo newer progress.
  *
+ * The leader also purges what the retention limits let go (history beyond
+ * the newest entries of a machine, finished operations and deleted
+ * instances past their age), every purge_interval, one small batch of
+ * each kind per round until nothing is left, so that the purge never holds
+ * the database's write lock long and machine work goes on between batches.
+ *
  * Concurrency: the main thread owns its store connection; each worker
  * thread opens its own (thread-private) connection and HTTP client.
  * c->busy (the machines being worked on) is protected by c->lock.
@@ -43,6 +49,7 @@
 #define DEFAULT_CONFIG "/etc/bm/bm-controller.conf"
 #define DEFAULT_DB "/var/lib/bm/bm.db"
 #define MAX_STEPS_PER_TURN 32
+#define DAY_MS (24 * 3600 * 1000ULL)
 
 enum { OPT_CONFIG = 256, OPT_DB, OPT_ID, OPT_CHECK };
 
@@ -71,6 +78,11 @@ struct ctl {
 	uint64_t lease_ttl_ms;
 	uint64_t poll_ms;
 	bool check;
+	/* Retention (main thread only): purge_interval 0 turns it off. */
+	struct bm_purge_limits purge;
+	uint64_t purge_interval_ms;
+	int64_t purge_at; /* next pass; a pass with more to do goes on next round */
+	struct bm_purge_counts purged; /* by the pass going on */
 
 	GMutex lock; /* protects busy */
 	GHashTable *busy; /* machine ids handed to a worker */
@@ -514,6 +526,29 @@ static gpointer worker(gpointer ud)
 
 /* ---- main loop ---- */
 
+/* One batch of the retention purge when one is due; the pass's totals logged at its end. */
+static void purge_once(struct ctl *c, struct bm_store *st)
+{
+	int64_t now = bm_now_ms();
+	struct bm_purge_counts *p = &c->purged;
+	int rc;
+
+	if (!c->purge_interval_ms || now < c->purge_at)
+		return;
+	rc = bm_store_purge(st, &c->purge, now, p);
+	if (rc > 0)
+		return;
+	if (rc < 0)
+		qt_warn("purging old rows: %s", g_strerror(-rc));
+	if (p->history || p->operations || p->instances || p->idempotency)
+		qt_info("purged %" G_GINT64_FORMAT " history rows, %" G_GINT64_FORMAT " operations,"
+			" %" G_GINT64_FORMAT " deleted instances, %" G_GINT64_FORMAT
+			" idempotency keys",
+			p->history, p->operations, p->instances, p->idempotency);
+	*p = (struct bm_purge_counts){0};
+	c->purge_at = now + (int64_t)c->purge_interval_ms;
+}
+
 static void round_once(struct ctl *c, struct bm_store *st, bool *leader)
 {
 	g_auto(GStrv) due = NULL;
@@ -539,6 +574,7 @@ static void round_once(struct ctl *c, struct bm_store *st, bool *leader)
 		}
 	}
 	bm_store_promote_queued(st, c->id, (int)c->max_provisioning);
+	purge_once(c, st);
 	if (bm_store_due(st, bm_now_ms(), &due) < 0)
 		return;
 	for (unsigned i = 0; due[i]; i++) {
@@ -558,8 +594,11 @@ int main(int argc, char **argv)
 {
 	static const char *const known[] = {
 		"db", "id", "workers", "max_provisioning", "max_retries", "retry_base", "retry_max",
-		"step_timeout", "boot_timeout", "boot_poll", "lease_ttl", "poll_interval", NULL,
+		"step_timeout", "boot_timeout", "boot_poll", "lease_ttl", "poll_interval",
+		"history_max_entries", "history_max_age", "operation_max_age",
+		"deleted_instance_max_age", "purge_interval", "purge_batch", NULL,
 	};
+	uint64_t history_age = 0, op_age = 0, instance_age = 0;
 	const char *config = NULL, *db_opt = NULL, *id_opt = NULL;
 	g_autofree char *msg = NULL;
 	g_autoptr(qt_conf) conf = NULL;
@@ -614,8 +653,36 @@ int main(int argc, char **argv)
 				    &msg) < 0 ||
 	    qt_conf_get_duration_ms(conf, "controller", "boot_poll", 5000, &c.boot_poll_ms, &msg) < 0 ||
 	    qt_conf_get_duration_ms(conf, "controller", "lease_ttl", 15000, &c.lease_ttl_ms, &msg) < 0 ||
-	    qt_conf_get_duration_ms(conf, "controller", "poll_interval", 1000, &c.poll_ms, &msg) < 0)
+	    qt_conf_get_duration_ms(conf, "controller", "poll_interval", 1000, &c.poll_ms,
+				    &msg) < 0 ||
+	    qt_conf_get_int(conf, "controller", "history_max_entries", 300, 0, INT32_MAX,
+			    &c.purge.history_max_entries, &msg) < 0 ||
+	    qt_conf_get_duration_ms(conf, "controller", "history_max_age", 90 * DAY_MS,
+				    &history_age, &msg) < 0 ||
+	    qt_conf_get_duration_ms(conf, "controller", "operation_max_age", 30 * DAY_MS, &op_age,
+				    &msg) < 0 ||
+	    qt_conf_get_duration_ms(conf, "controller", "deleted_instance_max_age", 30 * DAY_MS,
+				    &instance_age, &msg) < 0 ||
+	    qt_conf_get_duration_ms(conf, "controller", "purge_interval", 3600000,
+				    &c.purge_interval_ms, &msg) < 0 ||
+	    qt_conf_get_int(conf, "controller", "purge_batch", 1000, 1, 100000, &c.purge.batch,
+			    &msg) < 0)
 		return qt_cli_fail("%s", msg);
+	/*
+	 * A client may poll an operation until it sees it finished (bmctl
+	 * --wait), the autoscaler tells a deleted instance by its tombstone,
+	 * and an answer replayed for an Idempotency-Key (for 24 h) names its
+	 * operation and instance: they must outlive that.
+	 */
+	if ((op_age && op_age < DAY_MS) || (instance_age && instance_age < DAY_MS))
+		return qt_cli_fail("%s: operation_max_age and deleted_instance_max_age must be 0"
+				   " (keep) or at least 24h",
+				   qt_conf_path(conf));
+	if (MAX(history_age, MAX(op_age, instance_age)) > 100000 * DAY_MS)
+		return qt_cli_fail("%s: a max_age is at most 100000 days", qt_conf_path(conf));
+	c.purge.history_max_age_ms = (int64_t)history_age;
+	c.purge.operation_max_age_ms = (int64_t)op_age;
+	c.purge.instance_max_age_ms = (int64_t)instance_age;
 	if (db_opt) {
 		g_free(c.db);
 		c.db = g_strdup(db_opt);

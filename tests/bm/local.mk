@@ -26,7 +26,8 @@ BM_TESTS = \
 	tests/bm/test-races.py \
 	tests/bm/test-exec.py \
 	tests/bm/test-bmctl.py \
-	tests/bm/test-lifecycle.py
+	tests/bm/test-lifecycle.py \
+	tests/bm/test-retention.py
 TESTS += $(BM_TESTS)
 EXTRA_DIST += tests/bm/bmenv.py $(BM_TESTS)
 
