@@ -666,20 +666,26 @@ int main(int argc, char **argv)
 	    qt_conf_get_duration_ms(conf, "controller", "purge_interval", 3600000,
 				    &c.purge_interval_ms, &msg) < 0 ||
 	    qt_conf_get_int(conf, "controller", "purge_batch", 1000, 1, 100000, &c.purge.batch,
-			    &msg) < 0)
-		return qt_cli_fail("%s", msg);
+			    &msg) < 0) {
+		rc = qt_cli_fail("%s", msg);
+		goto out;
+	}
 	/*
 	 * A client may poll an operation until it sees it finished (bmctl
 	 * --wait), the autoscaler tells a deleted instance by its tombstone,
 	 * and an answer replayed for an Idempotency-Key (for 24 h) names its
 	 * operation and instance: they must outlive that.
 	 */
-	if ((op_age && op_age < DAY_MS) || (instance_age && instance_age < DAY_MS))
-		return qt_cli_fail("%s: operation_max_age and deleted_instance_max_age must be 0"
-				   " (keep) or at least 24h",
-				   qt_conf_path(conf));
-	if (MAX(history_age, MAX(op_age, instance_age)) > 100000 * DAY_MS)
-		return qt_cli_fail("%s: a max_age is at most 100000 days", qt_conf_path(conf));
+	if ((op_age && op_age < DAY_MS) || (instance_age && instance_age < DAY_MS)) {
+		rc = qt_cli_fail("%s: operation_max_age and deleted_instance_max_age must be 0"
+				 " (keep) or at least 24h",
+				 qt_conf_path(conf));
+		goto out;
+	}
+	if (MAX(history_age, MAX(op_age, instance_age)) > 100000 * DAY_MS) {
+		rc = qt_cli_fail("%s: a max_age is at most 100000 days", qt_conf_path(conf));
+		goto out;
+	}
 	c.purge.history_max_age_ms = (int64_t)history_age;
 	c.purge.operation_max_age_ms = (int64_t)op_age;
 	c.purge.instance_max_age_ms = (int64_t)instance_age;
@@ -692,13 +698,17 @@ int main(int argc, char **argv)
 		c.id = g_strdup(id_opt);
 	}
 	if (c.retry_base_ms == 0 || c.retry_max_ms < c.retry_base_ms || c.step_timeout_ms == 0 ||
-	    c.lease_ttl_ms <= c.poll_ms || c.poll_ms == 0)
-		return qt_cli_fail("%s: need retry_base > 0, retry_max >= retry_base, step_timeout > 0"
-				   " and lease_ttl > poll_interval > 0",
-				   qt_conf_path(conf));
+	    c.lease_ttl_ms <= c.poll_ms || c.poll_ms == 0) {
+		rc = qt_cli_fail("%s: need retry_base > 0, retry_max >= retry_base, step_timeout > 0"
+				 " and lease_ttl > poll_interval > 0",
+				 qt_conf_path(conf));
+		goto out;
+	}
 	rc = bm_store_open(c.db, &st, &msg);
-	if (rc < 0)
-		return qt_cli_fail("%s", msg);
+	if (rc < 0) {
+		rc = qt_cli_fail("%s", msg);
+		goto out;
+	}
 
 	g_mutex_init(&c.lock);
 	c.busy = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -733,9 +743,10 @@ int main(int argc, char **argv)
 		bm_lease_release(st, c.id);
 	g_hash_table_unref(c.busy);
 	g_mutex_clear(&c.lock);
+	rc = g_atomic_int_get(&c.invariant_broken) ? QT_EXIT_FAILURE : QT_EXIT_OK;
+out:
+	/* A config refused may have set these before it was. */
 	g_free(c.db);
 	g_free(c.id);
-	if (g_atomic_int_get(&c.invariant_broken))
-		return QT_EXIT_FAILURE;
-	return QT_EXIT_OK;
+	return rc;
 }
