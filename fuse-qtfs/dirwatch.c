@@ -343,6 +343,18 @@ int qtfs_dirwatch_new(struct qt_loop *l, unsigned max_watches, qtfs_dirwatch_fn 
 	return 0;
 }
 
+unsigned qtfs_dirwatch_count(struct qtfs_dirwatch *w)
+{
+	unsigned n;
+
+	if (!w)
+		return 0;
+	g_mutex_lock(&w->lock);
+	n = g_hash_table_size(w->by_wd);
+	g_mutex_unlock(&w->lock);
+	return n;
+}
+
 void qtfs_dirwatch_free(struct qtfs_dirwatch *w)
 {
 	if (!w)

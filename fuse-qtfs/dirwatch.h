@@ -60,6 +60,9 @@ int qtfs_dirwatch_new(struct qt_loop *l, unsigned max_watches, qtfs_dirwatch_fn 
 		      struct qtfs_dirwatch **out, char **msg);
 void qtfs_dirwatch_free(struct qtfs_dirwatch *w);
 
+/* The directories watched now (0 for NULL).  Any thread. */
+unsigned qtfs_dirwatch_count(struct qtfs_dirwatch *w);
+
 /*
  * Make sure the directory open at @fd, identity @id, is watched from now
  * on, for created names too if @creates.  True if it is; false when the

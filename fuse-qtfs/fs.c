@@ -6780,8 +6780,9 @@ enum qtfs_run qtfs_fs_where(struct qtfs_fs *fs, const void *buf, size_t len)
 
 void qtfs_fs_log_state(struct qtfs_fs *fs)
 {
-	guint nodes, named = 0, files = 0, dirs = 0, aliases = 0, listings;
+	guint nodes, named = 0, files = 0, dirs = 0, aliases = 0, listings, moves, owners, wb_nodes;
 	size_t listing_names, listed_names;
+	int syncs;
 	uint64_t lookups = 0;
 	GHashTableIter it;
 	gpointer v;
@@ -6801,12 +6802,21 @@ void qtfs_fs_log_state(struct qtfs_fs *fs)
 	listings = fs->listings.length;
 	listing_names = fs->listing_names;
 	listed_names = fs->listed_total;
+	moves = fs->own_moves.length;
 	g_mutex_unlock(&fs->lock);
+	g_mutex_lock(&fs->lk_lock);
+	owners = g_hash_table_size(fs->lk_owners);
+	g_mutex_unlock(&fs->lk_lock);
+	g_mutex_lock(&fs->wb_lock);
+	wb_nodes = g_hash_table_size(fs->wb_nodes);
+	g_mutex_unlock(&fs->wb_lock);
+	syncs = g_atomic_int_get(&fs->sync_count);
 	qt_notice("state: %u nodes (%u named, %u other names, %" G_GUINT64_FORMAT
 		  " lookups by the kernel), %u open files, %u open directories, %u listings kept (%zu "
-		  "names), %zu names of directories listed, %u directories moved as the host reported",
+		  "names), %zu names of directories listed, %u directories moved as the host reported; "
+		  "%u lock owners, %u files with writes on their way, %u own moves, %d barriers waiting",
 		  nodes, named, aliases, lookups, files, dirs, listings, listing_names, listed_names,
-		  (guint)g_atomic_int_get(&fs->moves));
+		  (guint)g_atomic_int_get(&fs->moves), owners, wb_nodes, moves, syncs);
 }
 
 void qtfs_fs_stopping(struct qtfs_fs *fs)

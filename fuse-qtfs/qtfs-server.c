@@ -184,7 +184,7 @@ static struct qt_loop *the_loop;
 /* SIGUSR1: log the requests taken in so far; the others: shut down. */
 static void on_signal(struct qt_watch *w, int fd, uint32_t revents, void *arg)
 {
-	const struct qtfs_srv *srv = arg;
+	struct qtfs_srv *srv = arg;
 	struct signalfd_siginfo si;
 
 	if (read(fd, &si, sizeof(si)) != (ssize_t)sizeof(si))

@@ -141,6 +141,9 @@ struct qtfs_srv {
 	GMutex sub_lock;
 	GHashTable *subs; /* client id (u64*) -> struct watch_sub*; sub_lock */
 
+	/* What the sessions hold, in all (atomic; qtfs_srv_log_counts()): handles not freed yet,
+	 * lock owners' descriptors. */
+	int n_handles, n_owners;
 	/* Requests taken in since the start, by operation (qtfs_srv_log_counts()); atomic. */
 	uint64_t op_count[QTFS_OP_MAX - QTFS_MOUNT];
 };
@@ -203,6 +206,7 @@ struct watch_ev {
 };
 
 struct handle {
+	struct qtfs_srv *srv;
 	int fd;
 	bool dir;
 	bool stream;	   /* a FIFO or pseudo_waits(): read(2)/write(2), no offsets */
@@ -249,6 +253,7 @@ struct lock_owner {
 	uint64_t dev, ino, owner;
 	int fd;
 	uint32_t pid; /* the client's pid of the owner, for GETLK */
+	struct qtfs_srv *srv;
 };
 
 struct job {
@@ -669,6 +674,7 @@ static int at_stat(const struct at *a, struct stat *st)
 /* Free @h, whose last reference is gone, but not its descriptor. */
 static void handle_free(struct handle *h)
 {
+	g_atomic_int_add(&h->srv->n_handles, -1);
 	g_mutex_clear(&h->lock);
 	g_free(h->rd_left);
 	g_free(h);
@@ -699,6 +705,8 @@ static int handle_add(struct session *sess, int fd, bool dir, bool stream, bool 
 		return -EMFILE;
 	}
 	h = g_new0(struct handle, 1);
+	h->srv = sess->srv;
+	g_atomic_int_inc(&h->srv->n_handles);
 	h->fd = fd;
 	h->dir = dir;
 	h->stream = stream;
@@ -752,6 +760,7 @@ static void lock_owner_free(gpointer p)
 	struct lock_owner *o = p;
 
 	close(o->fd);
+	g_atomic_int_add(&o->srv->n_owners, -1);
 	g_free(o);
 }
 
@@ -2591,6 +2600,8 @@ static struct lock_owner *owner_fd_locked(struct session *sess, struct handle *h
 	o = g_new0(struct lock_owner, 1);
 	*o = key;
 	o->fd = fd;
+	o->srv = sess->srv;
+	g_atomic_int_inc(&o->srv->n_owners);
 	g_hash_table_add(sess->lock_owners, o);
 	*created = true;
 	return o;
@@ -4715,10 +4726,11 @@ unsigned qtfs_srv_busy(const struct qtfs_srv *srv)
 	return (unsigned)g_atomic_int_get(&srv->live);
 }
 
-void qtfs_srv_log_counts(const struct qtfs_srv *srv)
+void qtfs_srv_log_counts(struct qtfs_srv *srv)
 {
 	g_autoptr(GString) line = g_string_new("requests since the start:");
 	uint64_t total = 0;
+	unsigned subs, devs;
 
 	for (unsigned i = 0; i < G_N_ELEMENTS(srv->op_count); i++) {
 		uint64_t n = __atomic_load_n(&srv->op_count[i], __ATOMIC_RELAXED);
@@ -4731,4 +4743,14 @@ void qtfs_srv_log_counts(const struct qtfs_srv *srv)
 	if (!total)
 		g_string_append(line, " none");
 	qt_notice("%s", line->str);
+	g_mutex_lock(&srv->sub_lock);
+	subs = g_hash_table_size(srv->subs);
+	g_mutex_unlock(&srv->sub_lock);
+	g_mutex_lock(&srv->dev_lock);
+	devs = g_hash_table_size(srv->dev_pseudo);
+	g_mutex_unlock(&srv->dev_lock);
+	qt_notice("sessions: %u connected, %d not freed yet, %d handles, %d lock owners, "
+		  "%u watch subscriptions, %u watched directories, %u file systems seen",
+		  srv->sessions, g_atomic_int_get(&srv->live), g_atomic_int_get(&srv->n_handles),
+		  g_atomic_int_get(&srv->n_owners), subs, qtfs_dirwatch_count(srv->dw), devs);
 }
