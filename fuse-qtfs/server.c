@@ -213,6 +213,7 @@ struct handle {
 	bool quick_close; /* on a memory or pseudo file system: see ring_submit() */
 	bool splice;	  /* a regular file, not on a pseudo file system: see SPLICE_MIN */
 	int append;	  /* atomic: the descriptor has O_APPEND, pwrite(2) appends (see op_write()) */
+	bool released;	  /* out of the session's table (RELEASE); sess->lock */
 	int refs;    /* atomic */
 	GMutex lock; /* directory position, and the rd_* fields */
 	/* A directory: where the last READDIR ended, and what it read past that (op_readdir()). */
@@ -1316,6 +1317,7 @@ static __thread bool tl_blocking_ok;
 struct blocked {
 	pthread_t thread;
 	gint interrupted; /* atomic */
+	uint64_t poll_hid; /* a POLL wait on this handle (see op_poll()), or 0; sess->lock */
 };
 
 static __thread struct blocked *tl_blocked;
@@ -1372,6 +1374,7 @@ static void blocked_enter(struct session *sess, uint64_t id, struct blocked *b)
 	*key = id;
 	b->thread = pthread_self();
 	b->interrupted = 0;
+	b->poll_hid = 0;
 	g_mutex_lock(&sess->lock);
 	g_hash_table_insert(sess->blocked, key, b);
 	g_mutex_unlock(&sess->lock);
@@ -2480,14 +2483,33 @@ static int op_write(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	return 0;
 }
 
-/* Take handle @hid out of the session: the session's reference to it, or NULL. */
+/*
+ * Take handle @hid out of the session: the session's reference to it, or
+ * NULL.  A POLL wait on it ends now (op_poll()): the file is closed on
+ * the DPU, and the wait's reference would keep the host file open, and a
+ * thread of the blocking pool busy, for up to POLL_WAIT_MAX_MS.
+ */
 static struct handle *handle_steal(struct session *sess, uint64_t hid)
 {
 	struct handle *h = NULL;
 	gpointer key = NULL;
+	GHashTableIter it;
+	gpointer v;
 
 	g_mutex_lock(&sess->lock);
 	g_hash_table_steal_extended(sess->handles, &hid, &key, (gpointer *)&h);
+	if (h) {
+		h->released = true;
+		g_hash_table_iter_init(&it, sess->blocked);
+		while (g_hash_table_iter_next(&it, NULL, &v)) {
+			struct blocked *b = v;
+
+			if (b->poll_hid != hid)
+				continue;
+			g_atomic_int_set(&b->interrupted, 1);
+			pthread_kill(b->thread, INTR_SIGNAL);
+		}
+	}
 	g_mutex_unlock(&sess->lock);
 	g_free(key);
 	return h;
@@ -3277,7 +3299,12 @@ static int op_copy_range(struct session *sess, struct qt_rd *r, struct qt_msg *r
 /*
  * Readiness of a handle: poll(2) on the host descriptor for the events the
  * client's caller asked about, waiting up to wait_ms (capped) for one.  A
- * reply with no events means "not yet": the client asks again.
+ * reply with no events means "not yet": the client asks again.  The
+ * client may close the file while its wait is out (the DPU process polled
+ * with a timeout, or died): the RELEASE ends the wait (handle_steal()),
+ * which answers EINTR.  INTR_SIGNAL stays blocked from the check of
+ * h->released to ppoll(), which unblocks it, so a signal sent in between
+ * is not lost.
  */
 #define POLL_WAIT_MAX_MS 30000
 
@@ -3286,6 +3313,9 @@ static int op_poll(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	uint64_t hid;
 	uint32_t events, wait_ms;
 	struct pollfd pfd;
+	struct timespec ts;
+	sigset_t intr, old;
+	bool released;
 	int n, err;
 
 	qt_rd_u64(r, &hid);
@@ -3299,11 +3329,38 @@ static int op_poll(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 	if (wait_ms && !tl_blocking_ok)
 		return DEFER;
 	pfd = (struct pollfd){.fd = h->fd, .events = (short)(events & 0xffff)};
-	do
-		n = poll(&pfd, 1, (int)MIN(wait_ms, POLL_WAIT_MAX_MS));
-	while (retry_eintr(n));
+	if (!wait_ms || !tl_blocked) {
+		do
+			n = poll(&pfd, 1, 0);
+		while (retry_eintr(n));
+		if (n < 0)
+			return -errno;
+		qt_msg_put_u32(rep, n ? (uint32_t)(unsigned short)pfd.revents : 0);
+		return 0;
+	}
+	intr_sigset(&intr);
+	pthread_sigmask(SIG_BLOCK, &intr, &old);
+	g_mutex_lock(&sess->lock);
+	released = h->released;
+	if (!released)
+		tl_blocked->poll_hid = hid;
+	g_mutex_unlock(&sess->lock);
+	ts.tv_sec = MIN(wait_ms, POLL_WAIT_MAX_MS) / 1000;
+	ts.tv_nsec = (long)(MIN(wait_ms, POLL_WAIT_MAX_MS) % 1000) * 1000000;
+	n = -1;
+	errno = EINTR;
+	if (!released && !tl_interrupted()) {
+		do
+			n = ppoll(&pfd, 1, &ts, &old);
+		while (retry_eintr(n));
+	}
+	err = errno;
+	g_mutex_lock(&sess->lock);
+	tl_blocked->poll_hid = 0;
+	g_mutex_unlock(&sess->lock);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (n < 0)
-		return -errno;
+		return -err;
 	qt_msg_put_u32(rep, n ? (uint32_t)(unsigned short)pfd.revents : 0);
 	return 0;
 }
