@@ -343,6 +343,26 @@ int qtfs_dirwatch_new(struct qt_loop *l, unsigned max_watches, qtfs_dirwatch_fn 
 	return 0;
 }
 
+void qtfs_dirwatch_remove(struct qtfs_dirwatch *w, const struct qtfs_dirid *id)
+{
+	struct dw_entry probe = {.id = *id}, *e;
+
+	if (!w)
+		return;
+	g_mutex_lock(&w->lock);
+	e = g_hash_table_lookup(w->by_id, &probe);
+	if (e) {
+		int wd = e->wd;
+
+		/* Its IN_IGNORED, still to come, then finds no entry (forget_wd()). */
+		inotify_rm_watch(w->fd, wd);
+		g_hash_table_remove(w->by_id, e);
+		g_hash_table_remove(w->by_wd, GINT_TO_POINTER(wd));
+		w->full_logged = false;
+	}
+	g_mutex_unlock(&w->lock);
+}
+
 unsigned qtfs_dirwatch_count(struct qtfs_dirwatch *w)
 {
 	unsigned n;

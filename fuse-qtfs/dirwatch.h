@@ -72,6 +72,13 @@ unsigned qtfs_dirwatch_count(struct qtfs_dirwatch *w);
 bool qtfs_dirwatch_add(struct qtfs_dirwatch *w, int fd, const struct qtfs_dirid *id, bool creates);
 
 /*
+ * Stop watching the directory @id (dev and ino; any generation), if it is
+ * watched: no client needs its events any more.  Events of it already
+ * queued are dropped.  Any thread.
+ */
+void qtfs_dirwatch_remove(struct qtfs_dirwatch *w, const struct qtfs_dirid *id);
+
+/*
  * Read every event the kernel has queued now and hand them to the
  * callback, as if the instance had become readable.  False if it stopped
  * before the queue was empty (the host adds events faster than they are

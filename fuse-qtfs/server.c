@@ -3413,12 +3413,49 @@ static struct watch_sub *sub_get(struct qtfs_srv *srv, uint64_t client)
 	return sub;
 }
 
-/* Drop a session's reference; the last one ends the subscription (nothing is waiting then). */
+/*
+ * Whether another client's subscription has directory @id (any
+ * generation).  srv->sub_lock held.
+ */
+static bool sub_dir_wanted_locked(struct qtfs_srv *srv, const struct qtfs_dirid *id)
+{
+	GHashTableIter it;
+	gpointer v;
+
+	g_hash_table_iter_init(&it, srv->subs);
+	while (g_hash_table_iter_next(&it, NULL, &v)) {
+		struct sub_dir probe = {.id = *id};
+
+		if (g_hash_table_contains(((struct watch_sub *)v)->dirs, &probe))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Drop a session's reference; the last one ends the subscription (nothing
+ * is waiting then), and the watches of the directories no other client
+ * has: the client is gone, and they would stay until each directory is
+ * removed, its inode pinned on the host and counted against max_watches,
+ * so that a server whose clients come and go would end up watching
+ * nothing new.  Under sub_lock: a session that wants one of them again
+ * puts it in its set under that lock, then adds the watch anew.
+ */
 static void sub_put(struct qtfs_srv *srv, struct watch_sub *sub)
 {
 	g_mutex_lock(&srv->sub_lock);
 	if (--sub->refs == 0) {
+		GHashTableIter it;
+		gpointer v;
+
 		g_hash_table_remove(srv->subs, &sub->client);
+		g_hash_table_iter_init(&it, sub->dirs);
+		while (g_hash_table_iter_next(&it, &v, NULL)) {
+			const struct sub_dir *d = v;
+
+			if (!sub_dir_wanted_locked(srv, &d->id))
+				qtfs_dirwatch_remove(srv->dw, &d->id);
+		}
 		sub_free(sub);
 	}
 	g_mutex_unlock(&srv->sub_lock);
