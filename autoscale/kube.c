@@ -936,7 +936,7 @@ int as_kube_list_page(enum as_kube_kind kind, const char *what, long status, jso
 	int r;
 
 	if (status != 200) {
-		/* 410 on a continue token: the list snapshot expired; start over. */
+		/* 410 on a continue token: the list snapshot expired (list_all starts over). */
 		*msg = status_message(what, status, page);
 		r = as_kube_status_errno(status);
 		/* Another 2xx has no list in it: not the end of the list. */
@@ -959,36 +959,62 @@ int as_kube_list_page(enum as_kube_kind kind, const char *what, long status, jso
 	return 0;
 }
 
-/* List every page into a new table; 0 and w->rv set, or -errno. */
+/*
+ * List every page into a new table; 0 and w->rv set, or -errno.
+ *
+ * A continue token expires (410 Gone) when the list takes longer than the
+ * server keeps its snapshot (etcd compaction, every 5 minutes by default),
+ * which a list of 150,000 pods in pages of 500 can.  As client-go's pager
+ * (FullListIfExpired), the list then starts over at once, neither backed
+ * off nor counted as a failure; and should a second token expire in the
+ * same attempt, the paged list is evidently slower than the snapshot lives,
+ * so it is asked for whole, without limit, which the server answers from
+ * one snapshot.
+ */
 static int list_all(struct watcher *w, char **msg)
 {
 	struct as_kube *k = w->k;
 	GHashTable *objs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
 						 put_obj);
 	g_autofree char *cont = NULL, *rv = NULL;
-	int r = 0;
+	int expired = 0, r = 0;
 
-	do {
-		g_autofree char *path = NULL, *esc = NULL;
+	for (;;) {
+		g_autofree char *path = NULL, *esc = NULL, *m = NULL;
 		char *page_rv = NULL, *page_cont = NULL;
 		json_object *o = NULL;
 		long st = 0;
 
 		esc = cont ? g_uri_escape_string(cont, NULL, FALSE) : NULL;
-		path = g_strdup_printf("%s?limit=%d%s%s", kinds[w->kind].path, LIST_PAGE,
-				       esc ? "&continue=" : "", esc ? esc : "");
+		if (expired >= 2 && !cont)
+			path = g_strdup(kinds[w->kind].path);
+		else
+			path = g_strdup_printf("%s?limit=%d%s%s", kinds[w->kind].path, LIST_PAGE,
+					       esc ? "&continue=" : "", esc ? esc : "");
 		r = as_kube_request(k, "GET", path, NULL, 1, false, &st, &o, msg);
 		if (r < 0)
 			break;
-		r = as_kube_list_page(w->kind, path, st, o, objs, &page_rv, &page_cont, msg);
+		r = as_kube_list_page(w->kind, path, st, o, objs, &page_rv, &page_cont, &m);
 		json_object_put(o);
-		if (r < 0)
+		if (r == -ESTALE && cont && expired < 3 && !stopping(k)) {
+			qt_debug("list %s: continue token expired (%s); listing %s",
+				 kinds[w->kind].name, m, expired ? "whole" : "again");
+			expired++;
+			g_hash_table_remove_all(objs);
+			g_clear_pointer(&cont, g_free);
+			continue;
+		}
+		if (r < 0) {
+			*msg = g_steal_pointer(&m);
 			break;
+		}
 		g_free(rv);
 		rv = page_rv;
 		g_free(cont);
 		cont = page_cont;
-	} while (cont && !stopping(k));
+		if (!cont || stopping(k))
+			break;
+	}
 	if (r == 0 && cont)
 		r = -ECANCELED;
 	if (r < 0) {

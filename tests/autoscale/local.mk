@@ -81,6 +81,10 @@ EXTRA_DIST += tests/autoscale/test-daemon-e2e.py tests/autoscale/register-node.p
 TESTS += tests/autoscale/test-daemon-drain.py
 EXTRA_DIST += tests/autoscale/test-daemon-drain.py
 
+# `autoscale run`'s initial list in pages of 2: continue tokens that expire.
+TESTS += tests/autoscale/test-daemon-list.py
+EXTRA_DIST += tests/autoscale/test-daemon-list.py
+
 # The autoscaler core on 1,000 and 5,000-node synthetic clusters; the script
 # compiles its own -O2 copy of the core, so any configuration works, then
 # runs the build tree's `autoscale once` on a 5,000-node snapshot.

@@ -1685,6 +1685,10 @@ class Handler(BaseHTTPRequestHandler):
                 objs = [o for o in objs if key(o) >= start]
             meta = {"resourceVersion": str(rv)}
             limit = int(self.q.get("limit") or 0)
+            if limit > 0 and self.server.max_page:
+                # A server may return fewer items than asked (the real one does
+                # when it filters); tests cut pages small this way.
+                limit = min(limit, self.server.max_page)
             if limit > 0 and len(objs) > limit:
                 rest = objs[limit:]
                 objs = objs[:limit]
@@ -1985,6 +1989,8 @@ def main():
                     help="write token, ca.crt and namespace as a pod's service account mount has them")
     ap.add_argument("--state", metavar="FILE", help="load objects at start, save them on SIGTERM/SIGINT")
     ap.add_argument("--seed", metavar="FILE", help="create the objects of this JSON List (or array) at start")
+    ap.add_argument("--max-page", type=int, default=0,
+                    help="at most this many items per list page, whatever the limit asked")
     ap.add_argument("--history", type=int, default=1000, help="watch history length in events")
     ap.add_argument("--bookmark-interval", type=float, default=5.0, help="seconds between watch bookmarks")
     ap.add_argument("--watch-timeout", type=float, default=1800.0, help="default watch length in seconds")
@@ -2011,6 +2017,7 @@ def main():
 
     srv = Server(("127.0.0.1", opts.port), Handler)
     srv.opts, srv.store, srv.faults = opts, store, Faults()
+    srv.max_page = opts.max_page
     scheme = "http"
     if opts.tls:
         make_certs(opts.tls)
