@@ -928,6 +928,20 @@ static void set_error(struct watcher *w, char *msg)
 	g_mutex_unlock(&w->k->lock);
 }
 
+/* json_object_object_del() asserts that it is given an object. */
+static void del_member(json_object *o, const char *key)
+{
+	if (o)
+		json_object_object_del(o, key);
+}
+
+void as_kube_trim(enum as_kube_kind kind, json_object *o)
+{
+	del_member(jobj(o, "metadata"), "managedFields");
+	if (kind == AS_KUBE_NODES)
+		del_member(jobj(o, "status"), "images");
+}
+
 int as_kube_list_page(enum as_kube_kind kind, const char *what, long status, json_object *page,
 		      GHashTable *objs, char **rv, char **cont, char **msg)
 {
@@ -950,8 +964,10 @@ int as_kube_list_page(enum as_kube_kind kind, const char *what, long status, jso
 		json_object *it = json_object_array_get_idx(items, i);
 		char *key = as_kube_obj_key(kind, it);
 
-		if (key)
+		if (key) {
+			as_kube_trim(kind, it);
 			g_hash_table_replace(objs, key, json_object_get(it));
+		}
 	}
 	next = as_json_string(meta, "continue");
 	*rv = g_strdup(as_json_string(meta, "resourceVersion"));
@@ -1064,6 +1080,7 @@ static void on_event(void *ud, const char *type, json_object *obj, const char *e
 		count(k, &k->bad_events);
 		return;
 	}
+	as_kube_trim(w->kind, obj);
 	g_mutex_lock(&k->lock);
 	if (strcmp(type, "DELETED") == 0)
 		g_hash_table_remove(w->objs, key), g_free(key);

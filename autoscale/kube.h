@@ -124,12 +124,22 @@ const char *as_kube_kind_name(enum as_kube_kind k);
 char *as_kube_obj_key(enum as_kube_kind kind, json_object *o);
 
 /*
+ * Drop what the daemon never reads and the cache would hold for every
+ * object: metadata.managedFields (a JSON object per field a manager set,
+ * and json-c spends a hash table on each), and a Node's status.images (up
+ * to 50 entries, for the scheduler's image locality), as client-go
+ * informers' TransformStripManagedFields.  The list pages and watch events
+ * pass each object here before the cache keeps it.
+ */
+void as_kube_trim(enum as_kube_kind kind, json_object *o);
+
+/*
  * Read one answer to a list request: HTTP @status and its parsed body
  * @page (borrowed; NULL when the body was empty); @what (the request's
  * path) starts every message.  A 200 with a list (an "items" array and a
  * "metadata" object) puts each item that has a key (as_kube_obj_key() of
- * @kind) in @objs, replacing what was under the key, and skips the
- * others; @objs maps g_malloc'd keys to json_object references, and so
+ * @kind), trimmed (as_kube_trim()), in @objs, replacing what was under
+ * the key, and skips the others; @objs maps g_malloc'd keys to json_object references, and so
  * frees them (g_free and json_object_put).  Then 0 with *@rv, the list's
  * resourceVersion, and *@cont, its continue token, NULL when absent or
  * empty (both owned by the caller).  Anything else leaves @objs, *@rv and

@@ -841,6 +841,31 @@ START_TEST(list_page_huge)
 }
 END_TEST
 
+/* The cache keeps neither managedFields nor a Node's images; the rest stays. */
+START_TEST(list_page_trims)
+{
+	g_autoptr(GHashTable) t = page_table();
+	g_autofree char *m = NULL, *rv = NULL, *cont = NULL;
+	json_object *o = json_tokener_parse(
+		"{\"metadata\":{},\"items\":[{\"metadata\":{\"name\":\"n1\","
+		"\"managedFields\":[{\"manager\":\"kubelet\"}],\"labels\":{\"a\":\"b\"}},"
+		"\"status\":{\"images\":[{\"names\":[\"x\"]}],\"allocatable\":{}}},"
+		"{\"metadata\":{\"name\":\"n2\"},\"status\":7}]}");
+	json_object *meta, *status, *v;
+
+	ck_assert_int_eq(
+		as_kube_list_page(AS_KUBE_NODES, "/api/v1/nodes", 200, o, t, &rv, &cont, &m), 0);
+	json_object_put(o);
+	ck_assert_ptr_nonnull(g_hash_table_lookup(t, "n2"));
+	meta = json_object_object_get(g_hash_table_lookup(t, "n1"), "metadata");
+	status = json_object_object_get(g_hash_table_lookup(t, "n1"), "status");
+	ck_assert(!json_object_object_get_ex(meta, "managedFields", &v));
+	ck_assert(json_object_object_get_ex(meta, "labels", &v));
+	ck_assert(!json_object_object_get_ex(status, "images", &v));
+	ck_assert(json_object_object_get_ex(status, "allocatable", &v));
+}
+END_TEST
+
 /* ---- client against a stub server ---- */
 
 /* Start @fn as an HTTP server on a free port of 127.0.0.1: its port, *@h set. */
@@ -1301,6 +1326,7 @@ int main(void)
 	tcase_add_test(tc, list_page_status_message);
 	tcase_add_test(tc, list_page_huge);
 	tcase_add_test(tc, lease_call_bounded);
+	tcase_add_test(tc, list_page_trims);
 	tcase_add_test(tc, client_against_stub);
 	tcase_add_test(tc, watch_backoff_resets);
 	tcase_add_test(tc, sync_problem_names_the_kind);
