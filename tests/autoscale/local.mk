@@ -93,3 +93,14 @@ bench-autoscale: autoscale/autoscale
 	top_srcdir=$(abs_top_srcdir) top_builddir=$(abs_top_builddir) CC='$(CC)' \
 		sh $(top_srcdir)/tests/bench/bench-autoscale.sh
 .PHONY: bench-autoscale
+
+# `autoscale run` at 5,000 nodes and 150,000 pods against an in-script fake
+# API server and bm-api: initial list, loop times, a rollout's pod events,
+# memory and the status ConfigMap (docs/benchmarks.md).  The build tree's
+# program: configure without --enable-sanitizers for figures.
+# BENCH_LIVE_ARGS: e.g. "--nodes 1000 --events 20000".
+EXTRA_DIST += tests/bench/bench-autoscale-live.py
+bench-autoscale-live: autoscale/autoscale
+	top_builddir=$(abs_top_builddir) python3 $(top_srcdir)/tests/bench/bench-autoscale-live.py \
+		$(BENCH_LIVE_ARGS)
+.PHONY: bench-autoscale-live
