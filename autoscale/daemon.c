@@ -1203,11 +1203,13 @@ static void clean_stale_taints(struct daemon *dm, const struct as_cluster *c)
 	}
 }
 
-static char *status_text(struct daemon *dm, const struct as_cluster *c,
-			 const struct as_decision *d, int64_t now)
+char *as_daemon_status_text(const struct as_cluster *c, const struct as_decision *d,
+			    unsigned deleting, int64_t now, size_t max)
 {
 	GString *s = g_string_new(NULL);
+	g_autoptr(GString) g1 = g_string_new(NULL);
 	g_autofree char *t = as_time_format(now);
+	guint shown;
 
 	g_string_append_printf(s, "Cluster-autoscaler status at %s:\nCluster-wide:\n", t);
 	g_string_append_printf(s,
@@ -1221,18 +1223,19 @@ static char *status_text(struct daemon *dm, const struct as_cluster *c,
 			       d->upcoming);
 	g_string_append_printf(s, "  ScaleDown:   %s (candidates=%u, being deleted=%u, %s)\n",
 			       d->unneeded->len ? "CandidatesPresent" : "NoCandidates",
-			       d->unneeded->len, g_hash_table_size(dm->deleting),
-			       d->scale_down_status);
+			       d->unneeded->len, deleting, d->scale_down_status);
 	g_string_append(s, "\nNodeGroups:\n");
-	for (guint i = 0; i < c->groups->len; i++) {
-		const struct as_node_group *g = c->groups->pdata[i];
+	for (shown = 0; shown < c->groups->len; shown++) {
+		const struct as_node_group *g = c->groups->pdata[shown];
 		const struct as_group_state *gs =
-			i < d->groups->len ? &g_array_index(d->groups, struct as_group_state, i)
-					   : NULL;
+			shown < d->groups->len
+				? &g_array_index(d->groups, struct as_group_state, shown)
+				: NULL;
 		bool backed = gs && gs->backoff_until != AS_TIME_NEVER && gs->backoff_until > now;
 
-		g_string_append_printf(s, "  Name:        %s\n", g->id);
-		g_string_append_printf(s,
+		g_string_truncate(g1, 0);
+		g_string_append_printf(g1, "  Name:        %s\n", g->id);
+		g_string_append_printf(g1,
 				       "  Health:      Healthy (instances=%u cloudProviderTarget=%d "
 				       "(minSize=%d, maxSize=%d))\n",
 				       g->n_instances, gs ? gs->target_size : g->target_size,
@@ -1240,14 +1243,22 @@ static char *status_text(struct daemon *dm, const struct as_cluster *c,
 		if (backed) {
 			g_autofree char *until = as_time_format(gs->backoff_until);
 
-			g_string_append_printf(s, "  ScaleUp:     Backoff (until %s)\n", until);
+			g_string_append_printf(g1, "  ScaleUp:     Backoff (until %s)\n", until);
 		} else {
-			g_string_append_printf(s, "  ScaleUp:     %s\n",
+			g_string_append_printf(g1, "  ScaleUp:     %s\n",
 					       gs && gs->scale_up_time != AS_TIME_NEVER ? "InProgress"
 											 : "NoActivity");
 		}
-		g_string_append(s, "\n");
+		g_string_append(g1, "\n");
+		/* Room kept for the line that says how many were left out. */
+		if (s->len + g1->len + 128 > max)
+			break;
+		g_string_append_len(s, g1->str, (gssize)g1->len);
 	}
+	if (shown < c->groups->len)
+		g_string_append_printf(s,
+				       "  ... %u more node groups not shown (status cut at %zu bytes)\n",
+				       c->groups->len - shown, max);
 	return g_string_free(s, FALSE);
 }
 
@@ -1367,7 +1378,9 @@ static int loop_once(struct daemon *dm, bool first)
 		progress_deletions(dm, c, now);
 		observe(&dm->m, FN_DOWN, secs_since(t));
 		if (dm->a->write_status_configmap && acting(dm)) {
-			g_autofree char *st = status_text(dm, c, d, now), *m = NULL;
+			g_autofree char *m = NULL;
+			g_autofree char *st = as_daemon_status_text(
+				c, d, g_hash_table_size(dm->deleting), now, AS_DAEMON_STATUS_MAX);
 
 			if (as_kube_write_configmap(dm->kube, dm->a->ns, dm->a->status_config_map_name,
 						    "status", st, &m) < 0) {

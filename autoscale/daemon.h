@@ -13,6 +13,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "options.h"
@@ -56,6 +57,22 @@ struct as_decision;
  * the time itself when an IncreaseSize succeeds.
  */
 int64_t as_daemon_kept_last_scale_up(int64_t prev, const struct as_decision *d, bool acts);
+
+struct as_cluster;
+/*
+ * The API server refuses a ConfigMap whose data passes 1 MiB (keys and
+ * values together); the status is kept under it with room to spare.
+ */
+#define AS_DAEMON_STATUS_MAX (((size_t)1 << 20) - 4096)
+/*
+ * The status ConfigMap's text for cluster @c and decision @d at @now (ms),
+ * @deleting nodes being deleted: cluster-wide lines, then one entry per
+ * node group, as CA's.  Never longer than @max bytes (at least 1 KiB):
+ * the node groups that would not fit are left out and counted in a last
+ * line.  g_malloc'd.
+ */
+char *as_daemon_status_text(const struct as_cluster *c, const struct as_decision *d,
+			    unsigned deleting, int64_t now, size_t max);
 
 /* Run until SIGTERM/SIGINT or a lost Lease.  Returns the exit status. */
 int as_daemon_run(const struct as_daemon_args *a, const struct as_options *o);

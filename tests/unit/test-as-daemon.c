@@ -133,6 +133,45 @@ START_TEST(failed_scale_up_no_cooldown)
 }
 END_TEST
 
+/*
+ * The status ConfigMap stays under the API server's 1 MiB with 5,000 node
+ * groups of long names (about 1.8 MB in full); with few, every group shows.
+ */
+START_TEST(status_text_capped)
+{
+	g_autoptr(as_cluster) c = as_cluster_new();
+	g_autoptr(as_decision) d = NULL;
+	g_autofree char *msg = NULL, *big = NULL, *small = NULL;
+	g_autofree char *pad = g_strnfill(200, 'x');
+	struct as_options o;
+	int64_t now = 1714564800000;
+
+	as_options_init(&o);
+	for (int i = 0; i < 5000; i++) {
+		struct as_node_group *g = as_node_group_new();
+
+		g->id = g_strdup_printf("pool-%s-%04d", pad, i);
+		g->max_size = 10;
+		g_ptr_array_add(c->groups, g);
+	}
+	ck_assert_int_eq(as_run_once(c, &o, now, NULL, &d, &msg), 0);
+	big = as_daemon_status_text(c, d, 0, now, AS_DAEMON_STATUS_MAX);
+	ck_assert_uint_le(strlen(big), AS_DAEMON_STATUS_MAX);
+	ck_assert_uint_gt(strlen(big), AS_DAEMON_STATUS_MAX - 1024);
+	ck_assert_ptr_nonnull(strstr(big, "pool-"));
+	ck_assert_ptr_nonnull(strstr(big, " more node groups not shown"));
+	ck_assert(g_str_has_suffix(big, "\n"));
+
+	g_ptr_array_set_size(c->groups, 3);
+	g_clear_pointer(&d, as_decision_free);
+	ck_assert_int_eq(as_run_once(c, &o, now, NULL, &d, &msg), 0);
+	small = as_daemon_status_text(c, d, 0, now, AS_DAEMON_STATUS_MAX);
+	ck_assert_ptr_nonnull(strstr(small, "-0002\n"));
+	ck_assert_ptr_null(strstr(small, "not shown"));
+	as_options_clear(&o);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("as-daemon");
@@ -143,6 +182,7 @@ int main(void)
 	tcase_add_test(tc, defaults);
 	tcase_add_test(tc, parsing);
 	tcase_add_test(tc, failed_scale_up_no_cooldown);
+	tcase_add_test(tc, status_text_capped);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
