@@ -567,8 +567,8 @@ static int build_model(struct daemon *dm, struct as_cluster **out)
 	guint ng;
 	int r;
 
-	for (int k = 0; k < AS_KUBE_N_KINDS; k++)
-		g_clear_pointer(&dm->objs[k], g_ptr_array_unref);
+	g_hash_table_remove_all(dm->uids);
+	as_kube_snapshot_release(dm->kube, dm->objs);
 	as_kube_snapshot(dm->kube, dm->objs);
 	index_uids(dm);
 	for (guint i = 0; i < dm->objs[AS_KUBE_NODES]->len; i++) {
@@ -1664,7 +1664,16 @@ int as_daemon_run(const struct as_daemon_args *a, const struct as_options *o)
 				continue;
 			}
 		}
-		if (loop_once(&dm, first) == 0) {
+		int r = loop_once(&dm, first);
+
+		/*
+		 * Between loops the cache alone holds the objects: during a
+		 * rollout the versions it replaces are freed as they go, not
+		 * kept until the next loop.  dm.uids points into them.
+		 */
+		g_hash_table_remove_all(dm.uids);
+		as_kube_snapshot_release(dm.kube, dm.objs);
+		if (r == 0) {
 			first = false;
 			g_mutex_lock(&dm.m.lock);
 			dm.m.last_ok_loop_ms = g_get_real_time() / 1000;

@@ -438,22 +438,25 @@ void as_watch_parser_clear(struct as_watch_parser *p)
 	p->line = NULL;
 }
 
-/* The event types of the watch API (watch.EventType); kube.h promises no other. */
-static bool known_event_type(const char *type)
+/*
+ * The event types of the watch API (watch.EventType); kube.h promises no
+ * other.  @type as one of our static strings, or NULL.
+ */
+static const char *known_event_type(const char *type)
 {
 	static const char *const types[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"};
 
 	for (size_t i = 0; i < G_N_ELEMENTS(types); i++)
 		if (strcmp(type, types[i]) == 0)
-			return true;
-	return false;
+			return types[i];
+	return NULL;
 }
 
 static void watch_line(const char *s, size_t len, as_watch_fn fn, void *ud)
 {
 	g_autofree char *m = NULL;
 	json_object *ev = NULL, *obj;
-	const char *type;
+	const char *type, *known;
 
 	while (len > 0 && (s[len - 1] == '\r' || s[len - 1] == ' '))
 		len--;
@@ -467,14 +470,19 @@ static void watch_line(const char *s, size_t len, as_watch_fn fn, void *ud)
 	}
 	type = as_json_string(ev, "type");
 	obj = jobj(ev, "object");
+	known = type ? known_event_type(type) : NULL;
 	if (!type || !obj) {
 		fn(ud, NULL, NULL, "watch event without a type or an object");
-	} else if (!known_event_type(type)) {
+	} else if (!known) {
 		g_autofree char *e = g_strdup_printf("watch event of unknown type \"%s\"", type);
 
 		fn(ud, NULL, NULL, e);
 	} else {
-		fn(ud, type, obj, NULL);
+		/* The object alone goes to @fn, which takes it over (kube.h). */
+		json_object_get(obj);
+		json_object_put(ev);
+		fn(ud, known, obj, NULL);
+		return;
 	}
 	json_object_put(ev);
 }
@@ -1047,6 +1055,12 @@ static int list_all(struct watcher *w, char **msg)
 	return 0;
 }
 
+/*
+ * Takes @obj over.  Every reference to an object the cache holds is taken
+ * and dropped under k->lock, the snapshot's too (as_kube_snapshot(),
+ * as_kube_snapshot_release()): json-c's reference counts are not atomic.
+ * @obj is this thread's alone until it goes into the table.
+ */
 static void on_event(void *ud, const char *type, json_object *obj, const char *err)
 {
 	struct watcher *w = ud;
@@ -1066,6 +1080,7 @@ static void on_event(void *ud, const char *type, json_object *obj, const char *e
 		qt_debug("watch %s: ERROR %s", kinds[w->kind].name,
 			code ? json_object_get_string(code) : "?");
 		w->relist = true;
+		json_object_put(obj);
 		return;
 	}
 	rv = as_json_string(jobj(obj, "metadata"), "resourceVersion");
@@ -1073,21 +1088,22 @@ static void on_event(void *ud, const char *type, json_object *obj, const char *e
 		g_free(w->rv);
 		w->rv = g_strdup(rv);
 	}
-	if (strcmp(type, "BOOKMARK") == 0)
-		return;
-	key = as_kube_obj_key(w->kind, obj);
+	key = strcmp(type, "BOOKMARK") == 0 ? NULL : as_kube_obj_key(w->kind, obj);
 	if (!key) {
-		count(k, &k->bad_events);
+		if (strcmp(type, "BOOKMARK") != 0)
+			count(k, &k->bad_events);
+		json_object_put(obj);
 		return;
 	}
 	as_kube_trim(w->kind, obj);
 	g_mutex_lock(&k->lock);
-	if (strcmp(type, "DELETED") == 0)
-		g_hash_table_remove(w->objs, key), g_free(key);
-	else if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0)
-		g_hash_table_replace(w->objs, key, json_object_get(obj));
-	else
-		g_free(key), k->bad_events++;
+	if (strcmp(type, "DELETED") == 0) {
+		g_hash_table_remove(w->objs, key);
+		g_free(key);
+		json_object_put(obj);
+	} else {
+		g_hash_table_replace(w->objs, key, obj);
+	}
 	g_mutex_unlock(&k->lock);
 }
 
@@ -1290,6 +1306,14 @@ void as_kube_snapshot(struct as_kube *k, GPtrArray *out[AS_KUBE_N_KINDS])
 		while (g_hash_table_iter_next(&it, NULL, &v))
 			g_ptr_array_add(out[i], json_object_get(v));
 	}
+	g_mutex_unlock(&k->lock);
+}
+
+void as_kube_snapshot_release(struct as_kube *k, GPtrArray *objs[AS_KUBE_N_KINDS])
+{
+	g_mutex_lock(&k->lock);
+	for (int i = 0; i < AS_KUBE_N_KINDS; i++)
+		g_clear_pointer(&objs[i], g_ptr_array_unref);
 	g_mutex_unlock(&k->lock);
 }
 

@@ -72,9 +72,11 @@ int as_kube_config_in_cluster(const char *sa_dir, struct as_kube_config **out, c
 
 /*
  * Called per event line: @type is "ADDED", "MODIFIED", "DELETED",
- * "BOOKMARK" or "ERROR" and @obj the event's object (borrowed), or @type
- * NULL and @err a description of a bad line (malformed JSON, oversized,
- * not an event), which is skipped.
+ * "BOOKMARK" or "ERROR" (a static string) and @obj the event's object, a
+ * reference the callback takes over (json_object_put() it, or keep it),
+ * detached from the event; or @type and @obj NULL and @err a description
+ * of a bad line (malformed JSON, oversized, not an event), which is
+ * skipped.
  */
 typedef void (*as_watch_fn)(void *ud, const char *type, json_object *obj, const char *err);
 
@@ -187,9 +189,15 @@ char *as_kube_sync_problem(struct as_kube *k);
 
 /*
  * A consistent copy of the cache: per kind, a new array of new
- * references to the objects (free with g_ptr_array_unref).
+ * references to the objects, to read and not to change.  Give it back
+ * with as_kube_snapshot_release(), never g_ptr_array_unref() while the
+ * watch threads run: json-c's reference counts are not atomic, so every
+ * reference to a cached object is taken and dropped under the client's
+ * lock.
  */
 void as_kube_snapshot(struct as_kube *k, GPtrArray *out[AS_KUBE_N_KINDS]);
+/* Drop @objs (from as_kube_snapshot(); NULL entries skipped), setting each to NULL. */
+void as_kube_snapshot_release(struct as_kube *k, GPtrArray *objs[AS_KUBE_N_KINDS]);
 /* Counters for /metrics: re-lists (410 or errors), watch restarts, bad events. */
 void as_kube_stats(struct as_kube *k, uint64_t *relists, uint64_t *watch_errors,
 		   uint64_t *bad_events);

@@ -515,6 +515,7 @@ static void on_event(void *ud, const char *type, json_object *obj, const char *e
 		check_taints(obj, n);
 		as_node_free(n);
 	}
+	json_object_put(obj); /* ours (kube.h) */
 }
 
 /* What the parser must call back for @data, per line (see struct pass). */

@@ -234,6 +234,7 @@ static void on_ev(void *ud, const char *type, json_object *obj, const char *err)
 	json_object_object_get_ex(obj, "metadata", &meta);
 	json_object_object_get_ex(meta, "name", &name);
 	g_string_append_printf(s->log, "%s %s;", type, name ? json_object_get_string(name) : "?");
+	json_object_put(obj);
 }
 
 static const char stream[] =
@@ -395,7 +396,8 @@ END_TEST
 
 static void ignore_ev(void *ud, const char *type, json_object *obj, const char *err)
 {
-	(void)type, (void)obj, (void)err;
+	(void)type, (void)err;
+	json_object_put(obj);
 	(*(int *)ud)++;
 }
 
