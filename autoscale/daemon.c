@@ -380,7 +380,10 @@ struct daemon {
 	GHashTable *deleting; /* node -> struct deletion */
 	GHashTable *noscale_events; /* pod key -> int64_t last NotTriggerScaleUp event time */
 	GPtrArray *objs[AS_KUBE_N_KINDS]; /* this loop's cache copy */
-	GHashTable *uids; /* "Kind/ns/name" -> uid (borrowed from objs) */
+	GHashTable *uids; /* "Kind/ns/name" -> uid (borrowed from objs), but Pods: pod_uid() */
+	GHashTable *pods; /* "ns/name" -> struct pod_memo, see build_model() */
+	guint64 loop; /* loops begun, for pod_memo.loop */
+	GString *scratch; /* for keys looked up, not kept */
 	struct elector *el; /* NULL without leader election */
 	bool cut; /* this loop found leadership gone: it writes nothing more */
 };
@@ -429,10 +432,16 @@ static bool acting_guard(void *ud)
 	return acting(ud);
 }
 
+static const char *pod_uid(struct daemon *dm, const char *key);
+
 static const char *uid_of(struct daemon *dm, const char *kind, const char *key)
 {
-	g_autofree char *k = g_strdup_printf("%s/%s", kind, key);
+	g_autofree char *k = NULL;
 
+	/* Pods are not in dm->uids (index_uids()): the memo has theirs. */
+	if (strcmp(kind, "Pod") == 0)
+		return pod_uid(dm, key);
+	k = g_strdup_printf("%s/%s", kind, key);
 	return g_hash_table_lookup(dm->uids, k);
 }
 
@@ -511,6 +520,9 @@ static void index_uids(struct daemon *dm)
 
 	g_hash_table_remove_all(dm->uids);
 	for (int k = 0; k < AS_KUBE_N_KINDS; k++) {
+		/* 150,000 keys printed and hashed each loop for a few events: see pod_uid(). */
+		if (k == AS_KUBE_PODS)
+			continue;
 		for (guint i = 0; i < dm->objs[k]->len; i++) {
 			json_object *meta = as_json_member(dm->objs[k]->pdata[i], "metadata");
 			const char *ns = as_json_string(meta, "namespace"), *name = as_json_string(meta, "name");
@@ -531,13 +543,100 @@ static bool owner_exists(struct daemon *dm, const struct as_pod *p)
 	if (kind_of_owner(p->owner_kind) < 0)
 		return true;
 	for (size_t i = 0; i < G_N_ELEMENTS(owner_kinds); i++) {
-		g_autofree char *kk = g_strdup_printf("%s/%s/%s", owner_kinds[i][0], p->ns,
-						      p->owner_name);
-
-		if (strcmp(owner_kinds[i][0], p->owner_kind) == 0)
-			return g_hash_table_contains(dm->uids, kk);
+		if (strcmp(owner_kinds[i][0], p->owner_kind) != 0)
+			continue;
+		g_string_printf(dm->scratch, "%s/%s/%s", owner_kinds[i][0], p->ns, p->owner_name);
+		return g_hash_table_contains(dm->uids, dm->scratch->str);
 	}
 	return true;
+}
+
+/*
+ * A pod as converted in an earlier loop.  Objects in the cache are
+ * replaced when they change, never changed in place, and every change
+ * gets a new resourceVersion: while the cache has the pod at the same
+ * resourceVersion, this conversion stands and is used again, instead of
+ * converting 150,000 pods in every loop.  The memo owns the pod; the
+ * loop's cluster borrows it.  The pod's controller reference, which a
+ * loop may blank (controller not found), is kept here and put back in
+ * each loop.
+ */
+struct pod_memo {
+	char *rv; /* NULL: never used again */
+	char *uid; /* NULL when it has none */
+	struct as_pod *pod;
+	char *owner_kind, *owner_name;
+	guint64 loop; /* the last loop that used it */
+};
+
+static void pod_memo_free(gpointer p)
+{
+	struct pod_memo *pm = p;
+
+	pm->pod->owner_kind = pm->pod->owner_name = NULL;
+	as_pod_free(pm->pod);
+	g_free(pm->owner_kind);
+	g_free(pm->owner_name);
+	g_free(pm->rv);
+	g_free(pm->uid);
+	g_free(pm);
+}
+
+/* The uid of pod @key ("ns/name") as this loop saw it, or NULL. */
+static const char *pod_uid(struct daemon *dm, const char *key)
+{
+	struct pod_memo *pm = g_hash_table_lookup(dm->pods, key);
+
+	return pm && pm->loop == dm->loop ? pm->uid : NULL;
+}
+
+static gboolean pod_memo_unused(gpointer key, gpointer value, gpointer loop)
+{
+	(void)key;
+	return ((struct pod_memo *)value)->loop != *(guint64 *)loop;
+}
+
+/* The model of pod @o, from the memo or converted; NULL when malformed (logged). */
+static struct as_pod *memo_pod(struct daemon *dm, json_object *o)
+{
+	json_object *meta = as_json_member(o, "metadata");
+	const char *ns = as_json_string(meta, "namespace"), *name = as_json_string(meta, "name");
+	const char *rv = as_json_string(meta, "resourceVersion");
+	g_autofree char *m = NULL;
+	struct pod_memo *pm = NULL;
+	struct as_pod *p;
+
+	if (!ns || !name) {
+		/* The cache keeps no such pod (as_kube_obj_key()). */
+		qt_warn("pod skipped: no namespace or name");
+		return NULL;
+	}
+	g_string_printf(dm->scratch, "%s/%s", ns, name);
+	pm = g_hash_table_lookup(dm->pods, dm->scratch->str);
+	if (pm && pm->loop == dm->loop) {
+		/* Never from the cache (one object per key); the loop has it already. */
+		qt_warn("pod \"%s\" skipped: listed twice", dm->scratch->str);
+		return NULL;
+	}
+	if (pm && rv && pm->rv && strcmp(pm->rv, rv) == 0) {
+		pm->loop = dm->loop;
+		pm->pod->owner_kind = pm->owner_kind;
+		pm->pod->owner_name = pm->owner_name;
+		return pm->pod;
+	}
+	if (as_pod_from_json(o, &p, &m) < 0) {
+		qt_warn("pod skipped: %s", m);
+		return NULL;
+	}
+	pm = g_new0(struct pod_memo, 1);
+	pm->rv = g_strdup(rv);
+	pm->uid = g_strdup(as_json_string(meta, "uid"));
+	pm->pod = p;
+	pm->owner_kind = p->owner_kind;
+	pm->owner_name = p->owner_name;
+	pm->loop = dm->loop;
+	g_hash_table_replace(dm->pods, g_strdup(dm->scratch->str), pm);
+	return p;
 }
 
 /*
@@ -582,23 +681,23 @@ static int build_model(struct daemon *dm, struct as_cluster **out)
 		mark_deleting(dm, n);
 		g_ptr_array_add(c->nodes, n);
 	}
+	/* The pods are dm->pods' (memo_pod()); the core only reads them. */
+	g_ptr_array_set_free_func(c->pods, NULL);
+	dm->loop++;
 	for (guint i = 0; i < dm->objs[AS_KUBE_PODS]->len; i++) {
-		g_autofree char *m = NULL;
-		struct as_pod *p;
+		struct as_pod *p = memo_pod(dm, dm->objs[AS_KUBE_PODS]->pdata[i]);
 
-		if (as_pod_from_json(dm->objs[AS_KUBE_PODS]->pdata[i], &p, &m) < 0) {
-			qt_warn("pod skipped: %s", m);
+		if (!p)
 			continue;
-		}
 		/* CA: a pod whose controller is gone blocks the drain (ControllerNotFound). */
 		if (p->owner_kind && !owner_exists(dm, p)) {
 			qt_debug("pod \"%s\": controller %s \"%s\" not found", p->key, p->owner_kind,
 				 p->owner_name);
-			g_clear_pointer(&p->owner_kind, g_free);
-			g_clear_pointer(&p->owner_name, g_free);
+			p->owner_kind = p->owner_name = NULL;
 		}
 		g_ptr_array_add(c->pods, p);
 	}
+	g_hash_table_foreach_remove(dm->pods, pod_memo_unused, &dm->loop);
 	for (guint i = 0; i < dm->objs[AS_KUBE_PDBS]->len; i++) {
 		g_autofree char *m = NULL;
 		struct as_pdb *p;
@@ -1603,6 +1702,8 @@ int as_daemon_run(const struct as_daemon_args *a, const struct as_options *o)
 	dm.deleting = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, deletion_free);
 	dm.noscale_events = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	dm.uids = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	dm.pods = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, pod_memo_free);
+	dm.scratch = g_string_new(NULL);
 	dm.last_scale_up = dm.last_scale_down_delete = dm.last_scale_down_failure = AS_TIME_NEVER;
 	dm.rand = o->seed_set ? g_rand_new_with_seed((guint32)(o->seed ^ (o->seed >> 32))) : g_rand_new();
 
@@ -1710,6 +1811,8 @@ cleanup:
 	g_hash_table_unref(dm.deleting);
 	g_hash_table_unref(dm.noscale_events);
 	g_hash_table_unref(dm.uids);
+	g_hash_table_unref(dm.pods);
+	g_string_free(dm.scratch, TRUE);
 	g_rand_free(dm.rand);
 	g_string_free(dm.m.group_lines, TRUE);
 	g_mutex_clear(&dm.m.lock);
