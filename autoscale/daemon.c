@@ -878,10 +878,14 @@ static void log_decision(struct daemon *dm, const struct as_cluster *c, const st
 			  (char *)d->delete_instances->pdata[i], dm->a->dry_run ? " [dry run]" : "");
 	for (guint i = 0; i < d->groups->len; i++) {
 		const struct as_group_state *gs = &g_array_index(d->groups, struct as_group_state, i);
-		const struct as_node_group *g = find_group(c, gs->id);
+		const struct as_node_group *g;
 
-		if (gs->backoff_until != AS_TIME_NEVER && gs->backoff_until > g_get_real_time() / 1000 &&
-		    g && g->backoff_until != gs->backoff_until) {
+		/* Only then look for the group: for all of them, quadratic in groups. */
+		if (gs->backoff_until == AS_TIME_NEVER ||
+		    gs->backoff_until <= g_get_real_time() / 1000)
+			continue;
+		g = find_group(c, gs->id);
+		if (g && g->backoff_until != gs->backoff_until) {
 			g_autofree char *until = as_time_format(gs->backoff_until);
 
 			qt_warn("group \"%s\" backed off until %s", gs->id, until);

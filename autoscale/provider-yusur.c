@@ -714,6 +714,8 @@ int as_yusur_provider_update(struct as_cloud_provider *pp, json_object *pools,
 	struct yprov *p = YP(pp);
 	g_autoptr(GPtrArray) groups = g_ptr_array_new_with_free_func(ygroup_free);
 	g_autoptr(GHashTable) ids = g_hash_table_new(g_str_hash, g_str_equal);
+	/* Pool name -> its group: a scan of the groups per pool and per instance was quadratic. */
+	g_autoptr(GHashTable) by_name = g_hash_table_new(g_str_hash, g_str_equal);
 	json_object *items = as_json_member(pools, "items");
 
 	if (!items || !json_object_is_type(items, json_type_array)) {
@@ -740,7 +742,7 @@ int as_yusur_provider_update(struct as_cloud_provider *pp, json_object *pools,
 		 * sizes and templates is true?), refused as one that repeats an
 		 * instance id, the last picture kept.
 		 */
-		if (group_in(groups, name)) {
+		if (g_hash_table_contains(by_name, name)) {
 			set_error(p, g_strdup_printf("GET /v1/pools: pool \"%s\" listed twice, "
 						     "the answer is ignored", name));
 			return -EBADMSG;
@@ -766,6 +768,7 @@ int as_yusur_provider_update(struct as_cloud_provider *pp, json_object *pools,
 					   : 0;
 		}
 		g_ptr_array_add(groups, g);
+		g_hash_table_insert(by_name, g->id, g);
 	}
 	items = as_json_member(insts, "items");
 	for (size_t i = 0; items && json_object_is_type(items, json_type_array) &&
@@ -773,7 +776,7 @@ int as_yusur_provider_update(struct as_cloud_provider *pp, json_object *pools,
 	     i++) {
 		json_object *inst = json_object_array_get_idx(items, i);
 		const char *pool = as_json_string(inst, "pool"), *id = as_json_string(inst, "id");
-		struct ygroup *g = pool ? group_in(groups, pool) : NULL;
+		struct ygroup *g = pool ? g_hash_table_lookup(by_name, pool) : NULL;
 		struct as_instance in;
 
 		/*
