@@ -32,6 +32,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -141,7 +142,8 @@ def pod_obj(node_i, j, rs_uid):
 class Cluster:
     def __init__(self, a):
         t0 = time.monotonic()
-        pools = ["pool-%02d" % g if not a.long_names else "pool-%s-%04d" % ("x" * 200, g)
+        # --long-names: 64 characters, the most a bm-api id may have.
+        pools = ["pool-%02d" % g if not a.long_names else "pool-%s-%05d" % ("x" * 53, g)
                  for g in range(a.groups)]
         self.pools = pools
         self.nodes = [(json.dumps(node_obj(i, pools[i % len(pools)], a.long_names),
@@ -171,7 +173,8 @@ class Cluster:
         self.rv = 10
         self.requests = []          # (method, path) of every API request
         self.configmaps = {}        # path -> body bytes of the last write
-        self.cm_sizes = []
+        self.cm_sizes = []          # data bytes of each write
+        self.cm_refused = 0         # writes refused as over 1 MiB
         self.storm = None           # bytes to write on the pod watch
         self.storm_cond = threading.Condition()
         self.storm_done = None      # monotonic time the last byte went out
@@ -248,11 +251,18 @@ def api_handler(cl):
                 cl.requests.append((self.command, self.path))
             if "/configmaps" in path:
                 obj = json.loads(body)
+                size = sum(len(k.encode()) + len(v.encode()) for k, v in obj["data"].items())
+                cl.cm_sizes.append(size)
+                if size > 1 << 20:
+                    # As the API server's validation of ConfigMap data.
+                    cl.cm_refused += 1
+                    return self.reply(422, {"kind": "Status", "code": 422, "reason": "Invalid",
+                                            "message": "data: Too long: must have at most "
+                                                       "1048576 bytes"})
                 if self.command == "POST":
                     path += "/" + obj["metadata"]["name"]
                 obj["metadata"]["resourceVersion"] = "2"
                 cl.configmaps[path] = json.dumps(obj).encode()
-                cl.cm_sizes.append(len(obj["data"]["status"].encode()))
             self.reply(201 if self.command == "POST" else 200, body)
 
         do_POST = do_PUT = do_PATCH = write
@@ -340,11 +350,11 @@ def main():
     ap.add_argument("--nodes", type=int, default=5000)
     ap.add_argument("--pods-per-node", type=int, default=30)
     ap.add_argument("--groups", type=int, default=20)
-    ap.add_argument("--long-names", action="store_true", help="200-character pool names")
+    ap.add_argument("--long-names", action="store_true", help="64-character pool names")
     ap.add_argument("--events", type=int, default=100000)
     ap.add_argument("--loops", type=int, default=4, help="loops to time after the sync")
     ap.add_argument("--perf", metavar="PREFIX",
-                    help="perf record the loops to PREFIX.loop, the rollout to PREFIX.rollout")
+                    help="perf record to PREFIX.sync, PREFIX.loop and PREFIX.rollout")
     ap.add_argument("--bin", default=os.path.abspath(os.path.join(BUILD, "autoscale", "autoscale")))
     a = ap.parse_args()
 
@@ -353,7 +363,7 @@ def main():
     print("cluster: %d nodes, %d pods (%.1f KiB each), %d groups; generated in %.1f s"
           % (len(cl.nodes), len(cl.pods), kb, a.groups, cl.gen_s), flush=True)
     api = serve(api_handler(cl))
-    tmp = tempfile.mkdtemp(prefix="bench-as-live.")
+    tmp = tempfile.mkdtemp(prefix="bench-as-live.", dir=os.environ.get("TMPDIR", "/tmp"))
     kubeconfig = os.path.join(tmp, "kubeconfig")
     with open(kubeconfig, "w") as f:
         json.dump({"apiVersion": "v1", "kind": "Config", "current-context": "c",
@@ -377,6 +387,7 @@ def main():
                              "--scan-interval=2s", "--leader-elect=false",
                              "--max-node-provision-time=1h"],
                             stdout=log, stderr=subprocess.STDOUT, cwd=tmp)
+    perf = start_perf(a.perf, "sync", proc.pid)
     try:
         m = {}
         while time.monotonic() - t0 < 600:
@@ -390,6 +401,7 @@ def main():
                 raise SystemExit("autoscale exited: %s" % proc.returncode)
             time.sleep(0.1)
         sync_s = time.monotonic() - t0
+        stop_perf(perf)
         cpu, mem = proc_stat(proc.pid)
         pages = [p for meth, p in cl.requests if p.startswith("/api/v1/pods?")]
         conts = [p for p in pages if "continue=" in p]
@@ -410,8 +422,9 @@ def main():
             d_sum = m[fn]["sum"] - base[fn]["sum"]
             d_n = m[fn]["count"] - base[fn]["count"]
             print("loop: %-10s mean %.1f ms over %d loops" % (fn, 1000 * d_sum / max(1, d_n), d_n))
-        print("status ConfigMap: %d writes, last %d bytes (API cap 1048576)"
-              % (len(cl.cm_sizes), cl.cm_sizes[-1] if cl.cm_sizes else -1), flush=True)
+        print("status ConfigMap: %d writes, %d refused as over 1 MiB; last %d bytes of data"
+              % (len(cl.cm_sizes), cl.cm_refused, cl.cm_sizes[-1] if cl.cm_sizes else -1),
+              flush=True)
 
         if a.events:
             data = storm_bytes(cl, a.events)
@@ -464,6 +477,7 @@ def main():
             with open(log.name) as f:
                 sys.stderr.write("".join(f.readlines()[-30:]))
         api.shutdown()
+        shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 
