@@ -15,7 +15,8 @@
 #  - the initial list: pages of limit=500 followed by their continue
 #    tokens, time until the daemon's first loop, and its RSS then;
 #  - one loop, from the daemon's own /metrics (buildModel, runOnce, main:
-#    mean over the loops of the run);
+#    mean over the loops of the run); buildModel includes the provider's
+#    refresh, two HTTP requests to this script's bm-api;
 #  - a rollout: E MODIFIED pod events written to the pod watch as fast as
 #    the daemon reads them; events/s and daemon CPU per event.  Baseline in
 #    the same run: the same stream read by curl into /dev/null (transport,
@@ -443,11 +444,15 @@ def main():
                 cl.storm_cond.notify_all()
                 while cl.storm_done is None:
                     cl.storm_cond.wait()
-            # All but what the socket buffers hold has been read: the
-            # watch thread's CPU time still grows for those few MiB.
-            took = cl.storm_done - ts
-            time.sleep(1)
-            cpu1 = thread_cpu(proc.pid, "watch-pods")
+            # All but what the socket buffers hold has been read; the
+            # watch thread is done when its CPU time stops growing.
+            cpu1, last = thread_cpu(proc.pid, "watch-pods"), time.monotonic()
+            while time.monotonic() - last < 0.5:
+                time.sleep(0.05)
+                cpu = thread_cpu(proc.pid, "watch-pods")
+                if cpu != cpu1:
+                    cpu1, last = cpu, time.monotonic()
+            took = max(cl.storm_done, last) - ts
             stop_perf(perf)
             _, mem = proc_stat(proc.pid)
             print("rollout: %d pod events (%.0f MiB): %.2f s, %.0f events/s, %.0f us CPU per "
