@@ -1360,7 +1360,8 @@ char *as_daemon_status_text(const struct as_cluster *c, const struct as_decision
 	}
 	if (shown < c->groups->len)
 		g_string_append_printf(s,
-				       "  ... %u more node groups not shown (status cut at %zu bytes)\n",
+				       "  ... %u more node groups not shown "
+				       "(status cut at %zu bytes)\n",
 				       c->groups->len - shown, max);
 	return g_string_free(s, FALSE);
 }
