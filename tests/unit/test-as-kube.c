@@ -1075,7 +1075,8 @@ START_TEST(client_against_stub)
 	ck_assert_int_eq(as_kube_untaint_node(k, "busy", "K", &m), 0); /* nothing to remove */
 	ck_assert_int_eq(as_kube_taint_node(k, "busy", "K", "v", "NoSchedule", &m), -EBUSY);
 	ck_assert_int_ge(g_get_monotonic_time() - t0, 450 * 1000);
-	ck_assert_int_ge(stub.busy_puts, 3);
+	/* Tried again after a pause, and no more than the pauses allow (a slow machine: fewer). */
+	ck_assert_int_ge(stub.busy_puts, 2);
 	ck_assert_int_le(stub.busy_puts, 6);
 	ck_assert_str_eq(m, "/api/v1/nodes/busy: still conflicting after 450 ms");
 	g_clear_pointer(&m, g_free);
