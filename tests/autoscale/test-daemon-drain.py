@@ -250,7 +250,8 @@ def case_eviction_refused(env):
     env.wait(lambda: env.node("n2")["spec"].get("unschedulable"), "n2 to be cordoned", 5)
     env.wait(lambda: TAINT not in env.taints("n2"), "n2 to be untainted", 20)
     env.wait(lambda: not env.node("n2")["spec"].get("unschedulable"), "n2 to be uncordoned", 5)
-    check(env.events("ScaleDownFailed"), "no ScaleDownFailed event")
+    # Posted after the untaint and the uncordon: it may come a moment later.
+    env.wait(lambda: env.events("ScaleDownFailed"), "a ScaleDownFailed event", 10)
     check("mover" in env.pods(), "the mover pod went")
     time.sleep(4)
     check(TAINT not in env.taints("n2") and TAINT not in env.taints("n1"),
@@ -276,7 +277,8 @@ def case_pod_stays(env):
              "the stuck pod to be evicted")
     env.wait(lambda: TAINT not in env.taints("n2"), "n2 to be untainted", 20)
     env.wait(lambda: not env.node("n2")["spec"].get("unschedulable"), "n2 to be uncordoned", 5)
-    check(env.events("ScaleDownFailed"), "no ScaleDownFailed event")
+    # Posted after the untaint and the uncordon: it may come a moment later.
+    env.wait(lambda: env.events("ScaleDownFailed"), "a ScaleDownFailed event", 10)
     check(env.bm.deletes == [], "instances deleted: %s" % env.bm.deletes)
 
 
@@ -338,7 +340,8 @@ def case_delete_fails(env):
     env.wait(lambda: env.bm.deletes, "a DELETE of the instance")
     env.wait(lambda: TAINT not in env.taints("n2"), "n2 to be untainted", 20)
     env.wait(lambda: not env.node("n2")["spec"].get("unschedulable"), "n2 to be uncordoned", 5)
-    check(env.events("ScaleDownFailed"), "no ScaleDownFailed event")
+    # Posted after the untaint and the uncordon: it may come a moment later.
+    env.wait(lambda: env.events("ScaleDownFailed"), "a ScaleDownFailed event", 10)
     n = len(env.bm.deletes)
     time.sleep(4)
     check(len(env.bm.deletes) == n and TAINT not in env.taints("n2"),
@@ -396,7 +399,8 @@ def case_group_gone(env):
              "n2 to be released or deleted", 20)
     check(env.node("n2") is not None, "node n2 deleted without its instance")
     env.wait(lambda: not env.node("n2")["spec"].get("unschedulable"), "n2 to be uncordoned", 5)
-    check(env.events("ScaleDownFailed"), "no ScaleDownFailed event")
+    # Posted after the untaint and the uncordon: it may come a moment later.
+    env.wait(lambda: env.events("ScaleDownFailed"), "a ScaleDownFailed event", 10)
     check(env.bm.deletes == [], "instances deleted: %s" % env.bm.deletes)
 
 
