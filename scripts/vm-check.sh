@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
 #
-# Run the test suite in a virtual machine booted with Debian 12's own kernel.
+# Run the test suite in a virtual machine booted with Debian 12's own kernel
+# (or an older Debian release's: --kernel).
 #
 # Usage: sh scripts/vm-check.sh [OPTION]...
 #   --tests "TEST..."  run only these tests (make check TESTS=...), named as
@@ -14,8 +15,13 @@
 #                      system with chroot on the host, the guest then only
 #                      running the tests (default: guest with KVM, host
 #                      with tcg)
+#   --kernel SUITE     boot the kernel of Debian release SUITE instead of
+#                      bookworm's, the rest of the image staying bookworm:
+#                      bullseye is Linux 5.10, the oldest kernel supported
+#                      (Debian 11, openEuler 22.03 LTS)
 #   --cache DIR        where the guest's disk image is made and kept
-#                      (default /var/cache/qtfs-vm)
+#                      (default /var/cache/qtfs-vm, with --kernel
+#                      /var/cache/qtfs-vm-SUITE)
 #   --out DIR          where the results go (default ./vm-check)
 #   --rebuild          make the guest's disk image again
 #   --prepare          only make the guest's disk image (if needed)
@@ -55,6 +61,15 @@
 # kernel), and the guest only runs the tests.  Timing-sensitive checks may
 # then fail for slowness alone: compare with a run on the host.
 #
+# With --kernel SUITE the image (a cache directory of its own) is the same
+# but for its kernel: SUITE's linux-image-amd64 from the mirror, installed
+# alone from SUITE (its dependencies and the initramfs-tools making its
+# initrd are bookworm's), and booted.  The tree is still built with
+# bookworm's compiler and kernel headers, as a bookworm binary would run
+# on an older kernel: what the suite checks is then that the programs
+# fall back where that kernel lacks a syscall, a flag, an io_uring opcode
+# or a FUSE feature.
+#
 # Needs root; installs qemu-system-x86 and debootstrap if they are
 # missing.  Making the image takes a few minutes and about 4 GiB.
 
@@ -74,7 +89,8 @@ usage() {
 
 tests=
 configure_args=
-cache=/var/cache/qtfs-vm
+cache=
+kernel_suite=
 out=$(pwd)/vm-check
 rebuild=no
 prepare=no
@@ -87,16 +103,17 @@ mirror=http://deb.debian.org/debian
 while [ $# -gt 0 ]; do
 	case $1 in
 	-h | --help)
-		sed -n 's/^# \{0,1\}//; 6,26p' "$0"
+		sed -n 's/^# \{0,1\}//; 7,32p' "$0"
 		exit 0
 		;;
-	--tests | --configure | --accel | --build | --cache | --out | --timeout | --mirror)
+	--tests | --configure | --accel | --build | --kernel | --cache | --out | --timeout | --mirror)
 		[ $# -ge 2 ] || usage "$1 needs an argument"
 		case $1 in
 		--tests) tests=$2 ;;
 		--configure) configure_args=$2 ;;
 		--accel) accel=$2 ;;
 		--build) build_at=$2 ;;
+		--kernel) kernel_suite=$2 ;;
 		--cache) cache=$2 ;;
 		--out) out=$2 ;;
 		--timeout) timeout_s=$2 ;;
@@ -110,6 +127,11 @@ while [ $# -gt 0 ]; do
 	*) usage "unknown argument '$1'" ;;
 	esac
 done
+case $kernel_suite in
+'' | bookworm) kernel_suite= ;;
+*[!a-z]*) usage "--kernel wants a Debian release's name (such as bullseye), not '$kernel_suite'" ;;
+esac
+[ -n "$cache" ] || cache=/var/cache/qtfs-vm${kernel_suite:+-$kernel_suite}
 vm_common_args
 case $build_at in
 '' | guest | host) ;;

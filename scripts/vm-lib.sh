@@ -7,7 +7,9 @@
 # same cached image and a change to it is made in one place.
 #
 # The caller sets top (the source tree), cache (the image's directory),
-# mirror (the Debian mirror) and accel (kvm, tcg, or empty to choose), and
+# mirror (the Debian mirror), accel (kvm, tcg, or empty to choose) and
+# may set kernel_suite (the Debian release whose kernel the image boots;
+# empty or unset: bookworm's own, as the rest of the image), and
 # defines die MESSAGE (exit 1) and usage MESSAGE (a bad argument: exit 2).  It holds the lock on $cache/lock while it uses the
 # image.
 #
@@ -74,11 +76,12 @@ vm_pick_accel() {
 		die "no /dev/kvm: this machine cannot run KVM guests (try --accel tcg)"
 }
 
-# What the image depends on: the recipe, the suite and mirror, and the
-# package list of scripts/setup-debian.sh.
+# What the image depends on: the recipe, the suite and mirror, the
+# kernel's suite, and the package list of scripts/setup-debian.sh.
 vm_image_key() {
 	{
 		echo "recipe=$recipe suite=$suite mirror=$mirror"
+		[ -z "${kernel_suite-}" ] || echo "kernel_suite=$kernel_suite"
 		cat "$top/scripts/setup-debian.sh"
 	} | sha256sum | cut -d ' ' -f 1
 }
@@ -131,15 +134,32 @@ EOF
 	mkdir -p "$root/var/tmp/qtfs-setup/scripts"
 	cp "$top/scripts/setup-debian.sh" "$root/var/tmp/qtfs-setup/scripts/"
 	cp "$top/configure.ac" "$root/var/tmp/qtfs-setup/"
-	echo "== installing the kernel and scripts/setup-debian.sh's packages in the image"
+	echo "== installing the kernel${kernel_suite:+ of $kernel_suite} and scripts/setup-debian.sh's" \
+		"packages in the image"
+	# Another release's kernel: its linux-image-amd64 (which names the
+	# release's latest kernel package) from a source list that is there
+	# only for that install, so that nothing else comes from that release;
+	# the kernel package's dependencies (kmod, linux-base, initramfs-tools)
+	# are bookworm's, and bookworm's initramfs-tools makes its initrd.
 	in_root "$root" '
-		root=$1
+		root=$1 mirror=$2 ksuite=$3
 		export DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8
 		chroot "$root" apt-get update
-		chroot "$root" apt-get install -y --no-install-recommends linux-image-amd64 initramfs-tools
+		if [ -n "$ksuite" ]; then
+			list=$root/etc/apt/sources.list.d/kernel-$ksuite.list
+			echo "deb $mirror $ksuite main" >"$list"
+			chroot "$root" apt-get update
+			chroot "$root" apt-get install -y --no-install-recommends \
+				"linux-image-amd64/$ksuite" initramfs-tools
+			rm -f "$list"
+			chroot "$root" apt-get update
+		else
+			chroot "$root" apt-get install -y --no-install-recommends linux-image-amd64 \
+				initramfs-tools
+		fi
 		chroot "$root" sh /var/tmp/qtfs-setup/scripts/setup-debian.sh --no-build
 		chroot "$root" apt-get clean
-	' >"$cache/install.log" 2>&1 ||
+	' "$mirror" "${kernel_suite-}" >"$cache/install.log" 2>&1 ||
 		die "installing in the image failed; see $cache/install.log"
 	rm -rf "$root/var/tmp/qtfs-setup" "$root/usr/sbin/policy-rc.d"
 	# As on CI's machines, no sshd or containerd runs: the tests start
