@@ -651,7 +651,8 @@ static int bind_private(const char *src, const char *here, const char *at)
  * Make the bind at @at read-only, with every mount beneath it (the bind
  * is recursive: a read-only /var must not keep a writable /var/lib
  * inside).  mount_setattr() (Linux 5.12) sets read-only alone, leaving
- * nosuid, nodev, noexec and the atime flags as they are.  Without it, a
+ * nosuid, nodev, noexec and the atime flags as they are.  Without it (and
+ * without open_tree(), before 5.2: bind_at_remount() does better), a
  * remount of the top alone: a remount of a bind sets every per-mount flag
  * it is given and clears the others, and the kernel refuses (EPERM) or,
  * worse, silently drops the flags the source was mounted with (a
@@ -722,11 +723,134 @@ static int bind_at(const char *src, int dfd, bool ro)
 	return err;
 }
 
+/* The id of the mount @fd is open on (its fdinfo's mnt_id): > 0, or -errno. */
+static int fd_mount_id(int fd)
+{
+	g_autofree char *name = g_strdup_printf("/proc/self/fdinfo/%d", fd);
+	g_autofree char *text = NULL;
+	const char *m;
+	char *end;
+	guint64 id;
+
+	if (!g_file_get_contents(name, &text, NULL, NULL))
+		return -EIO;
+	m = strstr(text, "\nmnt_id:");
+	if (!m)
+		return -EIO;
+	id = g_ascii_strtoull(m + strlen("\nmnt_id:"), &end, 10);
+	if (end == m + strlen("\nmnt_id:") || id == 0 || id > INT_MAX)
+		return -EIO;
+	return (int)id;
+}
+
 /*
- * A bind: bind_at(), or on a kernel without it, by the paths (@here, the
- * checked directory's /proc/self/fd/N, then @at).  0 or -errno, and
- * *attached when the bind was made (a failure after it is for the caller
- * to undo).
+ * Read-only, one by one, the mounts beneath the top of the tree @t (open
+ * on its top, attached): a remount does not reach them.  Each is opened
+ * from @t, beneath it and never through a symlink, by its mount point
+ * relative to the top's, and must be one of the tree's by its mount id;
+ * then remounted through its descriptor.  0 or -errno (-ESTALE: the tree
+ * changed meanwhile).
+ */
+static int read_only_beneath(int t)
+{
+	g_autoptr(GPtrArray) mounts = qt_mountinfo_read();
+	g_autoptr(GHashTable) ours = g_hash_table_new(NULL, NULL);
+	const struct qt_mount *top = NULL;
+	struct open_how how = {
+		.flags = O_PATH | O_CLOEXEC,
+		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH,
+	};
+	int err = 0, id = fd_mount_id(t);
+	bool grew;
+	size_t n;
+
+	if (id < 0)
+		return id;
+	if (!mounts)
+		return -EIO;
+	g_hash_table_add(ours, GUINT_TO_POINTER(id));
+	do {
+		grew = false;
+		for (guint i = 0; i < mounts->len; i++) {
+			const struct qt_mount *m = mounts->pdata[i];
+
+			if (m->id == (unsigned)id)
+				top = m;
+			else if (!g_hash_table_contains(ours, GUINT_TO_POINTER(m->id)) &&
+				 g_hash_table_contains(ours, GUINT_TO_POINTER(m->parent)))
+				grew = g_hash_table_add(ours, GUINT_TO_POINTER(m->id));
+		}
+	} while (grew);
+	if (!top)
+		return -ESTALE;
+	n = strcmp(top->mount_point, "/") == 0 ? 0 : strlen(top->mount_point);
+	for (guint i = 0; i < mounts->len && err == 0; i++) {
+		const struct qt_mount *m = mounts->pdata[i];
+		g_autofree char *here = NULL;
+		int fd, mid;
+
+		if (m->id == (unsigned)id || !g_hash_table_contains(ours, GUINT_TO_POINTER(m->id)))
+			continue;
+		if (strncmp(m->mount_point, top->mount_point, n) != 0 || m->mount_point[n] != '/')
+			return -ESTALE;
+		/* A file may be a mount point too; of mounts stacked on one, the top one. */
+		fd = (int)syscall(SYS_openat2, t, m->mount_point + n + 1, &how, sizeof(how));
+		if (fd < 0)
+			return -errno;
+		mid = fd_mount_id(fd);
+		here = fd_path(fd);
+		if (mid < 0)
+			err = mid;
+		else if (!g_hash_table_contains(ours, GUINT_TO_POINTER(mid)))
+			err = -ESTALE;
+		else
+			err = bind_read_only_top(here);
+		close(fd);
+	}
+	return err;
+}
+
+/*
+ * bind_at() on a kernel with open_tree() and move_mount() (5.2) but
+ * without mount_setattr() (5.12): Linux 5.10 of Debian 11 and openEuler
+ * 22.03.  The clone is attached on @dfd first and then made a slave and
+ * read-only through /proc/self/fd/T, which names the clone's own top
+ * mount (a magic link is not looked up again: no directory the host
+ * moves or swaps for a symlink can send the change elsewhere), and the
+ * mounts beneath it by read_only_beneath().  0, -ENOSYS with nothing
+ * mounted on a kernel without open_tree(), or -errno; *attached as
+ * bind_step()'s.
+ */
+static int bind_at_remount(const char *src, int dfd, bool ro, bool *attached)
+{
+	g_autofree char *top = NULL;
+	int err = 0, t;
+
+	*attached = false;
+	t = open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	if (t < 0)
+		return -errno;
+	if (move_mount(t, "", dfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0) {
+		err = -errno;
+		goto cleanup;
+	}
+	*attached = true;
+	top = fd_path(t);
+	if (mount(NULL, top, NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		err = -errno;
+	else if (ro && (err = bind_read_only_top(top)) == 0)
+		err = read_only_beneath(t);
+cleanup:
+	close(t);
+	return err;
+}
+
+/*
+ * A bind: bind_at(); on a kernel without mount_setattr(),
+ * bind_at_remount(); on one without open_tree() either, by the paths
+ * (@here, the checked directory's /proc/self/fd/N, then @at).  0 or
+ * -errno, and *attached when the bind was made (a failure after it is for
+ * the caller to undo).
  */
 static int bind_step(const char *src, int dfd, const char *here, const char *at, bool ro,
 		     bool *attached)
@@ -735,6 +859,9 @@ static int bind_step(const char *src, int dfd, const char *here, const char *at,
 
 	*attached = err == 0;
 	if (err != -ENOSYS)
+		return err;
+	err = bind_at_remount(src, dfd, ro, attached);
+	if (err != -ENOSYS || *attached)
 		return err;
 	if ((err = bind_private(src, here, at)) < 0)
 		return err;
