@@ -589,8 +589,50 @@ static void G_GNUC_NORETURN child_fail(int errfd, int stage)
 }
 
 /*
+ * Every descriptor from 3 up close-on-exec, between fork() and execve():
+ * those rexecd inherited (a service manager or a shell may leave some
+ * open) and any a library opened without O_CLOEXEC.  CLOSE_RANGE_CLOEXEC
+ * is Linux 5.11; before it (Linux 5.10 of Debian 11 and openEuler 22.03:
+ * EINVAL), each descriptor /proc/self/fd lists, read with getdents64 into
+ * the stack (opendir() would allocate).
+ */
+static void cloexec_from_3(void)
+{
+	/* struct linux_dirent64, which no libc header declares. */
+	struct d64 {
+		uint64_t ino;
+		int64_t off;
+		unsigned short reclen;
+		unsigned char type;
+		char name[];
+	};
+	char buf[4096] __attribute__((aligned(8)));
+	long n;
+	int d;
+
+	if (syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */) == 0)
+		return;
+	d = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (d < 0)
+		return;
+	while ((n = syscall(SYS_getdents64, d, buf, sizeof(buf))) > 0) {
+		for (long off = 0; off < n; off += ((struct d64 *)(buf + off))->reclen) {
+			const char *c = ((struct d64 *)(buf + off))->name;
+			int fd = 0;
+
+			for (; *c >= '0' && *c <= '9' && fd < 1 << 24; c++)
+				fd = fd * 10 + (*c - '0');
+			if (*c == '\0' && c != ((struct d64 *)(buf + off))->name && fd >= 3 && fd != d)
+				fcntl(fd, F_SETFD, FD_CLOEXEC);
+		}
+	}
+	close(d);
+}
+
+/*
  * Runs between fork() and execve(): async-signal-safe calls only.  Every
- * descriptor of rexecd is close-on-exec, and close_range() makes sure of it.
+ * descriptor of rexecd is close-on-exec, and cloexec_from_3() makes sure
+ * of it.
  */
 static void G_GNUC_NORETURN child_run(const struct rexec_exec_req *r, const char *path,
 				     char **envp, const char *slave, int fds[3], const int *passed,
@@ -616,7 +658,7 @@ static void G_GNUC_NORETURN child_run(const struct rexec_exec_req *r, const char
 	for (int i = 0; i < 3; i++)
 		if (dup2(fds[i], i) < 0)
 			child_fail(errfd, STAGE_PTY);
-	syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */);
+	cloexec_from_3();
 	if (r->n_fds) {
 		/*
 		 * The files rexecd opened (@passed, close-on-exec) go to the

@@ -340,5 +340,29 @@ got=$(timeout 60 $NBPIPE in 0.5 1000000 $RXH wc -c | tr -d ' ' | tr '\n' ' ')
 check "a non-blocking stdin written late gets to the command whole ($got)" \
 	[ "$got" = "1000000 rc=0 " ]
 
+# -- descriptors rexecd inherited --------------------------------------------------------
+# A service manager or a shell may start rexecd with descriptors of its
+# own open (here 7, not close-on-exec): no command gets them.  Again with
+# close_range() refusing CLOSE_RANGE_CLOEXEC (EINVAL, strace), as before
+# Linux 5.11 (5.10 of Debian 11 and openEuler 22.03), where they reached
+# every command.  (LeakSanitizer cannot run under ptrace.)
+for how in "" "without CLOSE_RANGE_CLOEXEC"; do
+	wrap=${SERVER_WRAP:-}
+	[ -z "$how" ] || SERVER_WRAP="env ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+strace -f -qq -o /dev/null -e trace=close_range -e inject=close_range:error=EINVAL"
+	exec 7>"$T/inherited"
+	start_rexecd fd7 || exit 1
+	exec 7>&-
+	SERVER_WRAP=$wrap
+	# shellcheck disable=SC2016 # for the remote shell
+	got=$(rx fd7 sh -c 'ls /proc/$$/fd' 2>&1 | tr '\n' ' ')
+	check "a command has only stdin, stdout and stderr of rexecd's${how:+ ($how)} ($got)" \
+		[ "$got" = "0 1 2 " ]
+	# Killed, strace leaves the program it runs running: rexecd first.
+	# shellcheck disable=SC2046 # one pid, or none
+	[ -z "$how" ] || kill $(ps --ppid "$(rexecd_pid fd7)" -o pid=) 2>/dev/null
+	stop_rexecd fd7
+done
+
 check "rexecd is still up" rexecd_alive h
 finish
