@@ -294,7 +294,7 @@ print(result)
 PY
 )
 check "a namespace change that stalls the loop sends them to the workers for a while ($stall)" \
-	[ "$stall" = ok ] || [ "${stall#n/a}" != "$stall" ]
+	sh -c '[ "$1" = ok ] || [ "${1#n/a}" != "$1" ]' sh "$stall"
 
 # A host inode number reused by another file (ext4 hands a deleted file's
 # number to the next new one at once): a DPU that still has the old name
