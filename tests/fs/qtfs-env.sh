@@ -132,6 +132,24 @@ umount_qtfs() {
 	done
 }
 
+# skip_without_expire_only SOURCE [ARGS...]: exit 77 (skip) where this kernel has
+# no FUSE expire-only notification (Linux 6.2, and some stable kernels
+# before it, Debian 12's 6.1 among them): fuse-qtfs then caches names for
+# entry_timeout only and the barrier does nothing (docs/fuse-qtfs.md,
+# "Name caching"), which is what a name-caching test checks.  A mount of
+# SOURCE (with ARGS) asks the kernel, and says so at once when it cannot.
+skip_without_expire_only() {
+	_src=$1
+	shift
+	mount_qtfs "$_src" "$T/probe-expire" "$@" 2>"$T/probe-expire.log" || return 0
+	stat "$T/probe-expire" >/dev/null 2>&1
+	umount_qtfs "$T/probe-expire"
+	if grep -q "cannot expire cached names" "$T/probe-expire.log"; then
+		echo "SKIP: this kernel cannot expire cached names (no FUSE expire-only notification)"
+		exit 77
+	fi
+}
+
 # mount_holders MOUNTPOINT: the processes whose working directory, root or
 # open files lie beneath MOUNTPOINT, one line each.
 mount_holders() {

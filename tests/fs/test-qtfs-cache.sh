@@ -19,6 +19,7 @@ mkdir -p "$T/exp/disk" "$T/exp/mem"
 mount -t tmpfs tmpfs "$T/exp/mem" || exit 1
 QTFS_MOUNTS="$T/exp/mem"
 start_server "$T/server.log" --listen "unix:$T/sock" --export "$T/exp" || exit 1
+skip_without_expire_only "unix:$T/sock:$T/exp"
 check "mount with watch_timeout=30,entry_timeout=30" mount_qtfs "unix:$T/sock:$T/exp" "$T/mnt" \
 	-o watch_timeout=30,entry_timeout=30,timeout=3
 check "control mount without the watch" mount_qtfs "unix:$T/sock:$T/exp" "$T/ctl" \

@@ -25,6 +25,7 @@ QTFS_MOUNTS="$T/exp/mem"
 h=$T/exp/mem
 start_server "$T/server.log" --listen "unix:$T/sock" --export "$T/exp" --export /proc:ro \
 	--key-file "$KEY" || exit 1
+skip_without_expire_only "unix:$T/sock:$T/exp" --key-file "$KEY"
 check "mount" mount_qtfs "unix:$T/sock:$T/exp" "$T/mnt" --key-file "$KEY" -o timeout=10
 d=$T/mnt/mem
 
