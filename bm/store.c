@@ -1041,11 +1041,13 @@ int bm_machine_power(struct bm_store *st, const char *id, const char *target, in
 		rc = op_new(st, "power", id, NULL, target, &o);
 	if (rc >= 0) {
 		/* A newer request replaces a pending one, whose operation is superseded. */
-		exec(st,
-		     "UPDATE operations SET state = 'failed', error = 'superseded',"
-		     " finished_at = ? WHERE id = (SELECT power_op FROM machines WHERE id = ?)"
-		     " AND finished_at = 0",
-		     "is", bm_now_ms(), id);
+		rc = exec(st,
+			  "UPDATE operations SET state = 'failed', error = 'superseded',"
+			  " finished_at = ? WHERE id = (SELECT power_op FROM machines WHERE id = ?)"
+			  " AND finished_at = 0",
+			  "is", bm_now_ms(), id);
+	}
+	if (rc >= 0) {
 		rc = exec(st,
 			  "UPDATE machines SET power_target = ?, power_op = ?, attempts = 0,"
 			  " next_at = 0, last_error = '' WHERE id = ?",
