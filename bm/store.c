@@ -1716,6 +1716,16 @@ static int purge_operations(struct bm_store *st, int64_t before, int64_t batch)
 	return rc < 0 ? rc : n;
 }
 
+/* A purge step's rows into @count; @more when a whole batch went (more may be left). */
+static int tally(int rc, int64_t batch, int64_t *count, bool *more)
+{
+	if (rc >= 0) {
+		*count += rc;
+		*more |= rc == batch;
+	}
+	return rc;
+}
+
 int bm_store_purge(struct bm_store *st, const struct bm_purge_limits *lim, int64_t now,
 		   struct bm_purge_counts *counts)
 {
@@ -1729,64 +1739,49 @@ int bm_store_purge(struct bm_store *st, const struct bm_purge_limits *lim, int64
 		 * computed once per machine (the LIMIT keeps the subquery from
 		 * being flattened into the join, which would run it per row).
 		 */
-		rc = purge_batch(st, "history",
-				 "DELETE FROM history WHERE id IN (SELECT h.id FROM"
-				 " (SELECT m.id AS mid, (SELECT x.id FROM history x"
-				 "   WHERE x.machine_id = m.id ORDER BY x.id DESC LIMIT 1 OFFSET ?)"
-				 "   AS cut FROM machines m LIMIT -1) c"
-				 " JOIN history h ON h.machine_id = c.mid AND h.id < c.cut"
-				 " LIMIT ?)",
-				 "ii", lim->history_max_entries - 1, batch);
-		if (rc >= 0) {
-			counts->history += rc;
-			more |= rc == batch;
-		}
+		rc = tally(purge_batch(st, "history",
+				       "DELETE FROM history WHERE id IN (SELECT h.id FROM"
+				       " (SELECT m.id AS mid, (SELECT x.id FROM history x"
+				       "   WHERE x.machine_id = m.id ORDER BY x.id DESC LIMIT 1 OFFSET ?)"
+				       "   AS cut FROM machines m LIMIT -1) c"
+				       " JOIN history h ON h.machine_id = c.mid AND h.id < c.cut"
+				       " LIMIT ?)",
+				       "ii", lim->history_max_entries - 1, batch), batch,
+			   &counts->history, &more);
 	}
 	if (rc >= 0 && lim->history_max_age_ms > 0) {
 		/* The rows of the operation that brought the machine where it is stay. */
-		rc = purge_batch(st, "history",
-				 "DELETE FROM history WHERE id IN (SELECT h.id FROM history h"
-				 " JOIN machines m ON m.id = h.machine_id WHERE h.finished_at < ?"
-				 " AND h.op_id != m.op_id"
-				 " ORDER BY h.finished_at LIMIT ?)",
-				 "ii", now - lim->history_max_age_ms, batch);
-		if (rc >= 0) {
-			counts->history += rc;
-			more |= rc == batch;
-		}
+		rc = tally(purge_batch(st, "history",
+				       "DELETE FROM history WHERE id IN (SELECT h.id FROM history h"
+				       " JOIN machines m ON m.id = h.machine_id WHERE h.finished_at < ?"
+				       " AND h.op_id != m.op_id"
+				       " ORDER BY h.finished_at LIMIT ?)",
+				       "ii", now - lim->history_max_age_ms, batch), batch,
+			   &counts->history, &more);
 	}
 	if (rc >= 0 && lim->operation_max_age_ms > 0) {
-		rc = purge_operations(st, now - lim->operation_max_age_ms, batch);
-		if (rc >= 0) {
-			counts->operations += rc;
-			more |= rc == batch;
-		}
+		rc = tally(purge_operations(st, now - lim->operation_max_age_ms, batch), batch,
+			   &counts->operations, &more);
 	}
 	if (rc >= 0 && lim->instance_max_age_ms > 0) {
 		/* A tombstone answers 409 "deleted" until then, and 404 after. */
-		rc = purge_batch(st, "instances",
-				 "DELETE FROM instances WHERE id IN (SELECT i.id FROM instances i"
-				 " WHERE i.state = 'deleted' AND i.deleted_at < ?"
-				 " AND NOT EXISTS (SELECT 1 FROM machines m"
-				 "  WHERE m.instance_id = i.id)"
-				 " ORDER BY i.deleted_at LIMIT ?)",
-				 "ii", now - lim->instance_max_age_ms, batch);
-		if (rc >= 0) {
-			counts->instances += rc;
-			more |= rc == batch;
-		}
+		rc = tally(purge_batch(st, "instances",
+				       "DELETE FROM instances WHERE id IN (SELECT i.id FROM instances i"
+				       " WHERE i.state = 'deleted' AND i.deleted_at < ?"
+				       " AND NOT EXISTS (SELECT 1 FROM machines m"
+				       "  WHERE m.instance_id = i.id)"
+				       " ORDER BY i.deleted_at LIMIT ?)",
+				       "ii", now - lim->instance_max_age_ms, batch), batch,
+			   &counts->instances, &more);
 	}
 	if (rc >= 0) {
 		/* Expired keys go when a request brings one too; not all requests do. */
-		rc = purge_batch(st, "idempotency",
-				 "DELETE FROM idempotency WHERE key IN (SELECT key FROM idempotency"
-				 " WHERE created_at < ? OR (status = 0 AND created_at < ?)"
-				 " LIMIT ?)",
-				 "iii", now - IDEM_TTL_MS, now - IDEM_PENDING_TTL_MS, batch);
-		if (rc >= 0) {
-			counts->idempotency += rc;
-			more |= rc == batch;
-		}
+		rc = tally(purge_batch(st, "idempotency",
+				       "DELETE FROM idempotency WHERE key IN (SELECT key FROM idempotency"
+				       " WHERE created_at < ? OR (status = 0 AND created_at < ?)"
+				       " LIMIT ?)",
+				       "iii", now - IDEM_TTL_MS, now - IDEM_PENDING_TTL_MS, batch), batch,
+			   &counts->idempotency, &more);
 	}
 	return rc < 0 ? rc : more;
 }
