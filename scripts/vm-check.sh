@@ -133,6 +133,13 @@ case $kernel_suite in
 esac
 [ -n "$cache" ] || cache=/var/cache/qtfs-vm${kernel_suite:+-$kernel_suite}
 vm_common_args
+# A release the mirror does not have would fail only after debootstrap.
+if [ -n "$kernel_suite" ] && [ ! -f "$cache/base.img" ] &&
+	! python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=30)' \
+		"$mirror/dists/$kernel_suite/Release" 2>/dev/null; then
+	die "cannot read $mirror/dists/$kernel_suite/Release:" \
+		"no Debian release '$kernel_suite' there, or the mirror is out of reach"
+fi
 case $build_at in
 '' | guest | host) ;;
 *) usage "--build is guest or host, not '$build_at'" ;;
