@@ -192,7 +192,8 @@ struct qtfs_fs {
 
 	struct fuse_session *session; /* for notifications other than name caching's */
 	/* Name caching (see "Name caching" below). */
-	struct fuse_session *se; /* for the notifications; NULL: not caching */
+	struct fuse_session *se; /* for the notifications; NULL: no subscription */
+	bool can_expire;	 /* the kernel expires names (FUSE_CAP_EXPIRE_ONLY) */
 	GThread *notifier;
 	GAsyncQueue *invals;  /* struct inval* for the notifier */
 	int watch_on;	      /* atomic: a WATCH loop is running on a subscription */
@@ -428,7 +429,7 @@ static bool alias_take(struct node *n, fuse_ino_t parent, const char *name)
  * @n, a file, is about to be renamed here by a lookup under another name:
  * its current name stays cached in the kernel too (a hard link; or a name
  * renamed away on the host, which its report will drop), so remember it for
- * the sweeps.  Only while names are cached for long (fs->invals).
+ * the sweeps.  Only where names are cached for long (fs->can_expire).
  * fs->lock held.
  */
 static void alias_note(struct qtfs_fs *fs, struct node *n, fuse_ino_t parent, const char *name)
@@ -436,7 +437,7 @@ static void alias_note(struct qtfs_fs *fs, struct node *n, fuse_ino_t parent, co
 	size_t len = strlen(name);
 	struct alias *al;
 
-	if (n->type == S_IFDIR || !fs->invals)
+	if (n->type == S_IFDIR || !fs->can_expire)
 		return;
 	alias_take(n, parent, name);
 	if (g_slist_length(n->aliases) >= ALIASES_MAX) {
@@ -648,8 +649,8 @@ static unsigned watch_epoch(struct qtfs_fs *fs)
 
 /*
  * How long the kernel may keep a name: watch_timeout where the host
- * watches its directory for us (QTFS_AF_WATCHED), the subscription is
- * running, and nothing was missed since the call went out (@epoch, from
+ * watches its directory for us (QTFS_AF_WATCHED), the kernel can expire
+ * names, the subscription is running, and nothing was missed since the call went out (@epoch, from
  * watch_epoch() before the call); entry_timeout elsewhere; never on
  * pseudo file systems.
  */
@@ -657,7 +658,7 @@ static double entry_timeout_of(struct qtfs_fs *fs, const struct qtfs_attr *a, un
 {
 	if (a->flags & QTFS_AF_PSEUDO)
 		return 0.0;
-	if ((a->flags & QTFS_AF_WATCHED) && g_atomic_int_get(&fs->watch_on)) {
+	if ((a->flags & QTFS_AF_WATCHED) && fs->can_expire && g_atomic_int_get(&fs->watch_on)) {
 		/* Before the epoch is read: watch_missed() reads it after moving the epoch. */
 		g_atomic_int_set(&fs->watch_long, 1);
 		if (epoch == watch_epoch(fs))
@@ -2725,7 +2726,9 @@ static char *synth_target(fuse_req_t req, struct qtfs_fs *fs, uint64_t key)
  * made before that are cached for entry_timeout only.  A second pass a
  * second later catches the names whose answers were still being taken in
  * by the kernel during the first.  Expiring needs a kernel with
- * FUSE_CAP_EXPIRE_ONLY (6.2 or later); without it, no subscription.
+ * FUSE_CAP_EXPIRE_ONLY (6.2 or later); without it (fs->can_expire false)
+ * the subscription runs for the lists and the moves of directories, names
+ * are cached for entry_timeout only, and nothing is expired.
  */
 enum inval_kind {
 	INVAL_NAME,	  /* expire @name in the directory (@dev, @ino, @gen) */
@@ -2828,6 +2831,14 @@ static struct node *dir_node_locked(struct qtfs_fs *fs, uint64_t dev, uint64_t i
 	return n && n->gen == gen && n->type == S_IFDIR ? n : NULL;
 }
 
+/* Expire @name in the directory @parent, where the kernel can; notifier thread. */
+static void expire_name(struct qtfs_fs *fs, fuse_ino_t parent, const char *name, size_t len)
+{
+	/* -ENOENT: the kernel has no such name cached. */
+	if (fs->can_expire)
+		fuse_lowlevel_notify_expire_entry(fs->se, parent, name, len, FUSE_LL_EXPIRE_ONLY);
+}
+
 struct cached_name {
 	fuse_ino_t parent;
 	char *name;
@@ -2841,7 +2852,7 @@ static void expire_all(struct qtfs_fs *fs)
 
 	g_mutex_lock(&fs->lock);
 	g_hash_table_iter_init(&it, fs->by_name);
-	while (g_hash_table_iter_next(&it, &v, NULL)) {
+	while (fs->can_expire && g_hash_table_iter_next(&it, &v, NULL)) {
 		const struct node *n = v;
 		struct cached_name c = {.parent = n->parent->id, .name = g_strdup(n->name)};
 
@@ -2852,7 +2863,7 @@ static void expire_all(struct qtfs_fs *fs)
 		struct node *n = v;
 
 		post_attr_drop_locked(n);
-		for (GSList *l = n->aliases; l; l = l->next) {
+		for (GSList *l = n->aliases; fs->can_expire && l; l = l->next) {
 			const struct alias *al = l->data;
 			struct cached_name c = {.parent = al->parent, .name = g_strdup(al->name)};
 
@@ -2863,8 +2874,7 @@ static void expire_all(struct qtfs_fs *fs)
 	for (guint i = 0; i < names->len; i++) {
 		struct cached_name *c = &g_array_index(names, struct cached_name, i);
 
-		fuse_lowlevel_notify_expire_entry(fs->se, c->parent, c->name, strlen(c->name),
-						  FUSE_LL_EXPIRE_ONLY);
+		expire_name(fs, c->parent, c->name, strlen(c->name));
 		g_free(c->name);
 	}
 }
@@ -2902,8 +2912,7 @@ static gpointer notifier_main(gpointer arg)
 		} else if (v->kind == INVAL_ALL) {
 			expire_all(fs);
 		} else if (v->kind == INVAL_EXPIRE) {
-			fuse_lowlevel_notify_expire_entry(fs->se, v->parent, v->name, v->len,
-							  FUSE_LL_EXPIRE_ONLY);
+			expire_name(fs, v->parent, v->name, v->len);
 		} else {
 			struct node *n;
 			fuse_ino_t parent = 0;
@@ -2916,10 +2925,8 @@ static gpointer notifier_main(gpointer arg)
 				post_attr_drop_locked(n);
 			}
 			g_mutex_unlock(&fs->lock);
-			/* -ENOENT: the kernel has no such name cached. */
 			if (parent)
-				fuse_lowlevel_notify_expire_entry(fs->se, parent, v->name, v->len,
-								  FUSE_LL_EXPIRE_ONLY);
+				expire_name(fs, parent, v->name, v->len);
 		}
 		g_free(v);
 	}
@@ -3113,8 +3120,11 @@ static void listed_take(struct qtfs_fs *fs, const GArray *names)
  * failed, names missed while the barrier waited), the barrier expires
  * every cached name and drops every list instead, and waits for that: the
  * next lookups ask the host.  A barrier that waits past SYNC_WAIT_US
- * fails with ETIMEDOUT.  Without name caching (watch_timeout=0, or a kernel before 6.2)
- * names are cached for entry_timeout only, and the barrier does nothing.
+ * fails with ETIMEDOUT.  Without a subscription (watch_timeout=0) names
+ * are cached for entry_timeout only, and the barrier does nothing; on a
+ * kernel that cannot expire names (before 6.2) they are cached for
+ * entry_timeout too, and the barrier brings the lists and the host's
+ * moves of directories up to date, but not the names the kernel holds.
  */
 #define SYNC_WAIT_US (5 * G_USEC_PER_SEC)
 
@@ -3646,11 +3656,18 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want |= conn->capable & FUSE_CAP_POSIX_ACL;
 	if (fs->o.umask)
 		conn->want |= conn->capable & FUSE_CAP_DONT_MASK;
-	if (fs->se && !(conn->capable & FUSE_CAP_EXPIRE_ONLY)) {
+	/*
+	 * Without expire-only (before 6.2) names are cached for entry_timeout
+	 * only, but the subscription still runs: its reports keep the lists
+	 * and the node tree (the host's moves of directories) right, and the
+	 * barrier waits for them.  FUSE_QTFS_NO_EXPIRE_ONLY makes a newer
+	 * kernel look like that, for the tests.
+	 */
+	fs->can_expire = fs->se && (conn->capable & FUSE_CAP_EXPIRE_ONLY) &&
+			 !g_getenv("FUSE_QTFS_NO_EXPIRE_ONLY");
+	if (fs->se && !fs->can_expire)
 		qt_notice("this kernel cannot expire cached names (FUSE's expire-only notification, "
 			  "Linux 6.2): names are cached for entry_timeout only");
-		fs->se = NULL;
-	}
 	if (fs->se && !fs->notifier) {
 		/* The notifier must leave the termination signals to the main thread. */
 		sigset_t all, old;
