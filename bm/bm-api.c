@@ -317,6 +317,11 @@ static void machine_power(struct api *a, const struct bm_http_request *req,
 	accepted(resp, NULL, op);
 }
 
+/*
+ * Into maintenance: 200 with the machine, as nothing is left to do.  Out of
+ * it: the verify that follows is asynchronous work, so 202 with its enroll
+ * operation, like recover.
+ */
 static void machine_maintenance(struct api *a, const struct bm_http_request *req,
 				struct bm_http_response *resp, const char *id)
 {
@@ -326,6 +331,7 @@ static void machine_maintenance(struct api *a, const struct bm_http_request *req
 	const char *reason = "";
 	json_object *out = NULL;
 	char *msg = NULL;
+	int64_t op = 0;
 	int rc;
 
 	if (on && req->body_len > 0) {
@@ -335,12 +341,14 @@ static void machine_maintenance(struct api *a, const struct bm_http_request *req
 			return bad_field(resp, msg);
 	}
 	g_mutex_lock(&a->lock);
-	rc = bm_machine_maintenance(a->st, id, on, reason, &state);
-	if (rc >= 0)
+	rc = bm_machine_maintenance(a->st, id, on, reason, &op, &state);
+	if (rc >= 0 && on)
 		rc = bm_machine_get(a->st, id, &out);
 	g_mutex_unlock(&a->lock);
 	if (rc < 0)
 		return store_error(resp, rc, "machine", state);
+	if (!on)
+		return accepted(resp, NULL, op);
 	bm_http_json(resp, 200, out);
 }
 

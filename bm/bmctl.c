@@ -681,7 +681,10 @@ static int dispatch(struct ctx *c, int argc, char **argv)
 		if (argc == 4)
 			json_object_object_add(b, "reason", json_object_new_string(argv[3]));
 		path = g_strdup_printf("/v1/machines/%s/maintenance", argv[1]);
-		if (api(c, on ? "POST" : "DELETE", path, on ? b : NULL, &out) < 0)
+		/* Ending it starts the verify: a 202 with the enroll operation. */
+		if (!on)
+			return simple_202(c, "DELETE", path, NULL, false);
+		if (api(c, "POST", path, b, &out) < 0)
 			return QT_EXIT_FAILURE;
 		return show(c, out, machine_cols);
 	}

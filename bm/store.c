@@ -913,10 +913,10 @@ static int maintenance_start(struct bm_store *st, const char *id, const char *re
 }
 
 int bm_machine_maintenance(struct bm_store *st, const char *id, bool on, const char *reason,
-			   char **state)
+			   int64_t *op, char **state)
 {
 	enum bm_state s;
-	int64_t has_instance = 0, op = 0;
+	int64_t has_instance = 0, o = 0;
 	int rc = begin(st);
 
 	if (rc < 0)
@@ -947,16 +947,19 @@ int bm_machine_maintenance(struct bm_store *st, const char *id, bool on, const c
 		if (s != BM_MAINTENANCE)
 			rc = -EBUSY;
 		if (rc >= 0)
-			rc = op_new(st, "enroll", id, NULL, NULL, &op);
+			rc = op_new(st, "enroll", id, NULL, NULL, &o);
 		if (rc >= 0)
 			rc = exec(st,
 				  "UPDATE machines SET state = 'enrolling', step = 'verify',"
 				  " maintenance_reason = '', state_since = ?, attempts = 0,"
 				  " next_at = 0, step_started_at = 0, op_id = ?, last_error = ''"
 				  " WHERE id = ?",
-				  "iis", bm_now_ms(), op, id);
+				  "iis", bm_now_ms(), o, id);
 	}
-	return end(st, rc);
+	rc = end(st, rc);
+	if (rc >= 0 && !on)
+		*op = o;
+	return rc;
 }
 
 /* Within a transaction: start deprovisioning @id with a new operation. */

@@ -61,10 +61,12 @@ int bm_machine_delete(struct bm_store *st, const char *id, char **state);
 /*
  * Into maintenance (@on; an operation still verifying fails as superseded)
  * or out of it: back to enrolling under a new enroll operation, the
- * machine's "operation".  -EBUSY and *state when the state does not allow it.
+ * machine's "operation", whose id is *@op (written only when ending it;
+ * @op may be NULL with @on).  -EBUSY and *state when the state does not
+ * allow it.
  */
 int bm_machine_maintenance(struct bm_store *st, const char *id, bool on, const char *reason,
-			   char **state);
+			   int64_t *op, char **state);
 /* error -> deprovisioning (with an instance) or enrolling; returns the operation id. */
 int bm_machine_recover(struct bm_store *st, const char *id, int64_t *op, char **state);
 /* target "on", "off", "reboot", for active machines; returns the operation id. */

@@ -301,9 +301,25 @@ def main():
                what="maintenance")
     check(b["state"] == "maintenance" and b["maintenance_reason"] == "fan", "maint: %s" % b)
     expect(e.api("POST", "/v1/machines/%s/recover" % mid), 409, "conflict", "recover non-error")
-    b = expect(e.api("DELETE", "/v1/machines/%s/maintenance" % mid), 200, what="end maintenance")
-    check(b["state"] == "enrolling", "after maintenance: %s" % b)
+    # Ending it starts the verify: a 202 with its enroll operation, as recover
+    # answers, replayed with the same Location for the same Idempotency-Key.
+    hdrs = {"Idempotency-Key": "end-maint", "Authorization": "Bearer " + TOKEN}
+    s, b, h = e.http("DELETE", e.api_url + "/v1/machines/%s/maintenance" % mid, headers=hdrs)
+    check(s == 202 and list(b) == ["operation"] and h["Location"] == b["operation"] and
+          b["operation"].startswith("/v1/operations/"), "end maintenance: %s %s" % (s, b))
+    m = e.machine(mid)
+    check(m["state"] == "enrolling" and "/v1/operations/%d" % m["operation"] == b["operation"],
+          "after maintenance: %s, answer %s" % (m, b))
+    _, op = e.api("GET", b["operation"])
+    check(op["type"] == "enroll" and op["machine_id"] == mid, "end of maintenance op: %s" % op)
+    again = e.http("DELETE", e.api_url + "/v1/machines/%s/maintenance" % mid, headers=hdrs)
+    check(again[0] == 202 and again[1] == b and again[2]["Location"] == b["operation"],
+          "replayed end of maintenance: %s %s" % (again[0], again[1]))
+    e.wait(lambda: e.api("GET", b["operation"])[1]["state"] == "succeeded", "verify")
     e.wait_state(mid, "available")
+    b = expect(e.api("DELETE", "/v1/machines/%s/maintenance" % mid), 409, "conflict",
+               "end maintenance of an available machine")
+    check(b["state"] == "available", "409 state: %s" % b)
     s, _ = e.api("DELETE", "/v1/machines/" + mid)
     check(s == 204, "delete free machine: %s" % s)
     expect(e.api("GET", "/v1/machines/" + mid), 404, "not_found", "deleted machine")

@@ -114,13 +114,16 @@ def maintenance_ends_enroll(e):
     _, op = e.api("GET", "/v1/operations/%d" % m["operation"])
     check(op["state"] == "failed" and "maintenance" in op["error"],
           "enroll operation of a machine in maintenance: %s" % op)
-    s, mm = e.api("DELETE", "/v1/machines/l9/maintenance")
-    check(s == 200, "end of maintenance: %s" % s)
-    # The verify that follows is an enroll operation of its own; the
-    # failed one stays as it finished.
+    s, ans = e.api("DELETE", "/v1/machines/l9/maintenance")
+    check(s == 202, "end of maintenance: %s %s" % (s, ans))
+    mm = e.machine("l9")
+    # The verify that follows is an enroll operation of its own, the one
+    # the 202 names; the failed one stays as it finished.
+    check(ans["operation"] == "/v1/operations/%d" % mm["operation"],
+          "end of maintenance names %s, the machine's operation is %s" % (ans, mm["operation"]))
     check(mm["operation"] != m["operation"], "re-verify under the finished operation: %s" % mm)
     e.wait_state("l9", "available")
-    _, again = e.api("GET", "/v1/operations/%d" % mm["operation"])
+    _, again = e.api("GET", ans["operation"])
     check(again["type"] == "enroll" and again["state"] == "succeeded",
           "operation of the verify after maintenance: %s" % again)
     _, op2 = e.api("GET", "/v1/operations/%d" % m["operation"])

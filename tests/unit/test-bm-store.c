@@ -568,7 +568,7 @@ START_TEST(test_walk_and_fencing)
 	ck_assert_int_eq(bm_step_done(st, "c1", row, NULL, NULL, 1), -ESTALE);
 	g_clear_pointer(&row, bm_machine_row_free);
 	/* Deprovision is refused mid-provisioning, with the state. */
-	ck_assert_int_eq(bm_machine_maintenance(st, "m1", true, "x", &state), -EBUSY);
+	ck_assert_int_eq(bm_machine_maintenance(st, "m1", true, "x", NULL, &state), -EBUSY);
 	g_clear_pointer(&state, g_free);
 	ck_assert_int_eq(bm_instance_delete(st, iid, &op, &state), -EBUSY);
 	ck_assert_str_eq(state, "provisioning");
@@ -653,11 +653,12 @@ START_TEST(test_maintenance_reverify_op)
 	first = machine_op(st, "m1");
 	drive(st, "m1", "c1");
 	before = op_text(st, first);
-	ck_assert_int_eq(bm_machine_maintenance(st, "m1", true, "fan", &state), 0);
+	ck_assert_int_eq(bm_machine_maintenance(st, "m1", true, "fan", NULL, &state), 0);
 	g_clear_pointer(&state, g_free);
-	ck_assert_int_eq(bm_machine_maintenance(st, "m1", false, NULL, &state), 0);
+	ck_assert_int_eq(bm_machine_maintenance(st, "m1", false, NULL, &again, &state), 0);
 	g_clear_pointer(&state, g_free);
-	again = machine_op(st, "m1");
+	/* The operation returned (bm-api's 202) is the machine's new one. */
+	ck_assert_int_eq(again, machine_op(st, "m1"));
 	ck_assert_int_gt(again, first);
 	ck_assert_int_eq(bm_op_get(st, again, &o), 0);
 	ck_assert_str_eq(json_object_get_string(json_object_object_get(o, "type")), "enroll");
@@ -684,9 +685,10 @@ START_TEST(test_maintenance_reverify_op)
 	op = machine_op(st, "m2");
 	ck_assert_int_eq(bm_machine_load(st, "m2", &row), 0);
 	ck_assert_int_eq(bm_step_begin(st, "c1", row), 0);
-	ck_assert_int_eq(bm_machine_maintenance(st, "m2", true, "fan", &state), 0);
+	ck_assert_int_eq(bm_machine_maintenance(st, "m2", true, "fan", NULL, &state), 0);
 	g_clear_pointer(&state, g_free);
-	ck_assert_int_eq(bm_machine_maintenance(st, "m2", false, NULL, &state), 0);
+	ck_assert_int_eq(bm_machine_maintenance(st, "m2", false, NULL, &again, &state), 0);
+	ck_assert_int_ne(again, op);
 	want = op_text(st, op);
 	ck_assert_int_eq(bm_step_done(st, "c1", row, NULL, NULL, 1), -ESTALE);
 	ck_assert_int_eq(bm_step_failed(st, "c1", row, "x", 0, true, 1), -ESTALE);
@@ -866,10 +868,10 @@ START_TEST(test_new_op_clears_last_error)
 	ck_assert_int_eq(bm_machine_recover(st, "m1", &op, &state), 0);
 	g_clear_pointer(&state, g_free);
 	assert_field(st, "m1", false, "last_error", "");
-	ck_assert_int_eq(bm_machine_maintenance(st, "m2", true, "fan", &state), 0);
+	ck_assert_int_eq(bm_machine_maintenance(st, "m2", true, "fan", NULL, &state), 0);
 	g_clear_pointer(&state, g_free);
 	assert_field(st, "m2", false, "last_error", "verify: no answer");
-	ck_assert_int_eq(bm_machine_maintenance(st, "m2", false, NULL, &state), 0);
+	ck_assert_int_eq(bm_machine_maintenance(st, "m2", false, NULL, &op, &state), 0);
 	g_clear_pointer(&state, g_free);
 	assert_field(st, "m2", false, "last_error", "");
 	ck_assert_int_eq(bm_machine_delete(st, "m2", &state), 0);
@@ -1007,7 +1009,7 @@ START_TEST(test_error_with_instance)
 	ck_assert_int_eq(bm_step_failed(st, NULL, row, "disk full", 0, true, 1), 0);
 	assert_invariants(st);
 	/* In error with an instance: no maintenance, no delete; recover deprovisions. */
-	ck_assert_int_eq(bm_machine_maintenance(st, "m1", true, "x", &state), -EBUSY);
+	ck_assert_int_eq(bm_machine_maintenance(st, "m1", true, "x", NULL, &state), -EBUSY);
 	g_clear_pointer(&state, g_free);
 	ck_assert_int_eq(bm_machine_delete(st, "m1", &state), -EBUSY);
 	g_clear_pointer(&state, g_free);
@@ -1257,11 +1259,11 @@ START_TEST(test_purge_operations)
 	enroll1 = machine_op(st, "m1");
 	drive(st, "m1", NULL);
 	/* Back through maintenance: m1's operation is now a second enroll. */
-	ck_assert_int_eq(bm_machine_maintenance(st, "m1", true, "x", &state), 0);
+	ck_assert_int_eq(bm_machine_maintenance(st, "m1", true, "x", NULL, &state), 0);
 	g_clear_pointer(&state, g_free);
-	ck_assert_int_eq(bm_machine_maintenance(st, "m1", false, NULL, &state), 0);
+	ck_assert_int_eq(bm_machine_maintenance(st, "m1", false, NULL, &enroll2, &state), 0);
 	g_clear_pointer(&state, g_free);
-	enroll2 = machine_op(st, "m1");
+	ck_assert_int_eq(enroll2, machine_op(st, "m1"));
 	drive(st, "m1", NULL);
 	enroll(st, "m2", "a"); /* open, never driven */
 	enroll3 = machine_op(st, "m2");
