@@ -76,7 +76,8 @@ static void usage(void)
 	      "  attach-nic MACHINE NETWORK    hot-plug a NIC\n"
 	      "  detach-nic MACHINE NIC        unplug a NIC\n"
 	      "  power MACHINE on|off|reboot   switch an active machine's power\n"
-	      "  maintenance MACHINE on [REASON] | off\n"
+	      "  maintenance MACHINE on [REASON] | off [--wait]\n"
+	      "                                take out of service, or back (verified again)\n"
 	      "  recover MACHINE               clean up a machine in error\n"
 	      "  operation ID                  show one operation\n"
 	      "  watch [--machine M] [--once]  print operations as they start and finish\n"
@@ -673,17 +674,20 @@ static int dispatch(struct ctx *c, int argc, char **argv)
 	if (strcmp(cmd, "maintenance") == 0) {
 		g_autoptr(json_object) b = json_object_new_object();
 		g_autoptr(json_object) out = NULL;
-		bool on;
+		bool on = argc >= 3 && strcmp(argv[2], "on") == 0;
+		bool off = argc >= 3 && strcmp(argv[2], "off") == 0;
+		bool wait = off && argc == 4 && strcmp(argv[3], "--wait") == 0;
 
-		if (argc < 3 || argc > 4 || (strcmp(argv[2], "on") != 0 && strcmp(argv[2], "off") != 0))
-			return qt_cli_usage_error("maintenance: expected MACHINE on [REASON] | off");
-		on = strcmp(argv[2], "on") == 0;
-		if (argc == 4)
-			json_object_object_add(b, "reason", json_object_new_string(argv[3]));
+		/* "off" takes no REASON: a word after it is not silently dropped. */
+		if (!(on && argc <= 4) && !(off && (argc == 3 || wait)))
+			return qt_cli_usage_error("maintenance: expected MACHINE on [REASON]"
+						  " | off [--wait]");
 		path = g_strdup_printf("/v1/machines/%s/maintenance", argv[1]);
 		/* Ending it starts the verify: a 202 with the enroll operation. */
-		if (!on)
-			return simple_202(c, "DELETE", path, NULL, false);
+		if (off)
+			return simple_202(c, "DELETE", path, NULL, wait);
+		if (argc == 4)
+			json_object_object_add(b, "reason", json_object_new_string(argv[3]));
 		if (api(c, "POST", path, b, &out) < 0)
 			return QT_EXIT_FAILURE;
 		return show(c, out, machine_cols);

@@ -3,10 +3,11 @@
 #
 # bmctl against a real bm-api, bm-controller and fake bm-handler: enroll
 # from CSV and JSON inventories, list (table, -o json, filters), get,
-# provision --wait, hot-plug, power, watch --once, deprovision --wait, and
-# the exit statuses of API errors (1) and usage errors (2).  Then the exec
-# driver: one machine through the whole lifecycle with the example script
-# bm/examples/bm-exec-example.py as the "vendor SDK".
+# provision --wait, hot-plug, power, watch --once, deprovision --wait,
+# maintenance on and off --wait, and the exit statuses of API errors (1)
+# and usage errors (2).  Then the exec driver: one machine through the
+# whole lifecycle with the example script bm/examples/bm-exec-example.py
+# as the "vendor SDK".
 
 import json
 import os
@@ -91,6 +92,33 @@ def main():
     ctl("history", mid)
     ctl("deprovision", "w1", "--wait")
     check(e.machine(mid)["state"] == "available", "not available after deprovision --wait")
+    # maintenance: on shows the machine; off starts the verify (an enroll
+    # operation), which --wait waits for as provision --wait does.
+    out, _ = ctl("maintenance", mid, "on", "fan")
+    check(out.startswith("ID") and "maintenance" in out, "maintenance on:\n" + out)
+    check(e.machine(mid)["maintenance_reason"] == "fan", "maintenance reason")
+    out, _ = ctl("-o", "json", "maintenance", mid, "off", "--wait")
+    op = json.loads(out)["operation"]
+    m = e.machine(mid)
+    check(m["state"] == "available" and op == "/v1/operations/%d" % m["operation"] and
+          e.api("GET", op)[1]["state"] == "succeeded",
+          "maintenance off --wait: %s, machine %s" % (out, m))
+    ctl("maintenance", mid, "on")
+    out, _ = ctl("maintenance", mid, "off")
+    check(out.startswith("operation /v1/operations/"), "maintenance off: " + out)
+    e.wait_state(mid, "available")
+    # A verify that fails: --wait exits 1 with the operation's error.
+    ctl("maintenance", mid, "on")
+    e.handler("PUT", "/v1/fake", {"faults": {"power_off": {"count": -1}}})
+    _, err = ctl("maintenance", mid, "off", "--wait", rc=1)
+    check("failed" in err and "power_off" in err, "maintenance off --wait, verify fails: " + err)
+    check(e.machine(mid)["state"] == "error", "machine after its verify failed")
+    e.handler("PUT", "/v1/fake", {"faults": {}})
+    ctl("recover", mid)
+    e.wait_state(mid, "available")
+    for args in (("maintenance", mid, "off", "why"), ("maintenance", mid, "on", "a", "b"),
+                 ("maintenance", mid, "of"), ("maintenance", mid)):
+        ctl(*args, rc=2)
     ctl("delete", "j0")
     ctl("bogus", rc=2)
     ctl("get", rc=2)
@@ -104,9 +132,16 @@ def main():
                    "--disk-gb", "8", "--id", "w2", "--wait", rc=1)
     check("still pending after --wait-timeout" in err and time.monotonic() - t0 < 30,
           "provision --wait without a controller: %s" % err)
+    free = [m["id"] for m in e.api("GET", "/v1/machines?state=available")[1]["items"]]
+    ctl("maintenance", free[0], "on")
+    t0 = time.monotonic()
+    _, err = ctl("--wait-timeout", "2s", "maintenance", free[0], "off", "--wait", rc=1)
+    check("still pending after --wait-timeout" in err and time.monotonic() - t0 < 30,
+          "maintenance off --wait without a controller: %s" % err)
     e.start_controller()
     e.api("DELETE", "/v1/instances/w2")
     e.wait_state(json.loads(out)["machine"], "available")
+    e.wait_state(free[0], "available")
 
     # The exec driver with the example script.
     port = free_port()
