@@ -249,6 +249,7 @@ int qt_parse_duration_ms(const char *s, uint64_t *out)
 		uint64_t mult;
 	} units[] = {
 		{"", 1000}, {"s", 1000}, {"ms", 1}, {"m", 60000}, {"min", 60000}, {"h", 3600000},
+		{"d", 86400000},
 	};
 	const char *suffix;
 	uint64_t n;
@@ -298,7 +299,8 @@ int qt_conf_get_duration_ms(const struct qt_conf *c, const char *group, const ch
 		return 0;
 	}
 	if (qt_parse_duration_ms(v, &n) < 0)
-		return conf_bad(c, group, key, msg, v, "is not a duration (e.g. 30, 30s, 500ms, 5m, 1h)");
+		return conf_bad(c, group, key, msg, v,
+				"is not a duration (e.g. 30, 30s, 500ms, 5m, 1h, 7d)");
 	*out = n;
 	return 0;
 }

@@ -569,15 +569,21 @@ START_TEST(test_parse_duration)
 		{"5m", 300000},
 		{"2min", 120000},
 		{"1h", 3600000},
+		{"90d", 7776000000ull},
+		{"0d", 0},
+		{"213503982334d", 18446744073657600000ull}, /* the most days that fit */
 		{"10 s", 10000},
 		{"18446744073709551615ms", UINT64_MAX},
 		{"18446744073709551s", 18446744073709551000ull},
 	};
 	static const char *const bad[] = {
-		"", "s", "ms", "-1", "1.5s", "1d", "1S", "1H", "1 h m", "10sec", "1hr",
+		"", "s", "ms", "-1", "1.5s", "1D", "1S", "1H", "1 h m", "10sec", "1hr", "d", "1dd",
+		"1day", "1.5d", "1d12h",
 		"18446744073709552s",   /* over UINT64_MAX ms */
 		"18446744073709551615", /* bare seconds, times 1000 overflows */
 		"5124095576030432h",
+		"213503982335d",
+		"18446744073709551615d",
 	};
 	uint64_t v;
 
@@ -598,7 +604,7 @@ END_TEST
 START_TEST(test_get_duration)
 {
 	g_autoptr(qt_conf) c = load("[g]\ntimeout = 10\nping = 250ms\nidle = 5m\nlong = 2h\n"
-				    "bad = 10 minutes\n");
+				    "keep = 30d\nbad = 10 minutes\n");
 	uint64_t v = 0;
 	char *msg = NULL;
 
@@ -610,6 +616,8 @@ START_TEST(test_get_duration)
 	ck_assert_uint_eq(v, 300000);
 	ck_assert_int_eq(qt_conf_get_duration_ms(c, "g", "long", 0, &v, &msg), 0);
 	ck_assert_uint_eq(v, 7200000);
+	ck_assert_int_eq(qt_conf_get_duration_ms(c, "g", "keep", 0, &v, &msg), 0);
+	ck_assert_uint_eq(v, 30 * 86400000ull);
 	ck_assert_int_eq(qt_conf_get_duration_ms(c, "g", "absent", 1500, &v, &msg), 0);
 	ck_assert_uint_eq(v, 1500);
 	ck_assert_ptr_null(msg);
