@@ -167,7 +167,9 @@ export FUSE_QTFS_NO_EXPIRE_ONLY=1
 check "mount over unix as on a kernel without expire-only" \
 	mount_qtfs "unix:$T/sock:$T/exp" "$T/m3" --key-file "$KEY" 2>"$T/c3.log"
 unset FUSE_QTFS_NO_EXPIRE_ONLY
-check "its notice says names are cached for entry_timeout" grep -q "cannot expire cached names" "$T/c3.log"
+# (Said when the kernel's INIT comes, which may be just after the mount returned.)
+check "its notice says names are cached for entry_timeout" \
+	wait_until 5 grep -q "cannot expire cached names" "$T/c3.log"
 like_host "a working directory the host moves, without expire-only" cwd_moved cwdt3 m3
 check "unmount" umount_qtfs "$T/m3"
 
