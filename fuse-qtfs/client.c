@@ -169,12 +169,13 @@ static void conn_ready(struct qt_conn *c, void *user)
 	struct slot *s = user;
 	struct qtfs_client *cl = s->cl;
 	struct qt_msg *m = qt_msg_new(QTFS_MOUNT, 0, 0);
+	const uint32_t watch =
+		QTFS_MNT_WATCH | QTFS_MNT_WATCH_MOVES | QTFS_MNT_LIST_DIRS | QTFS_MNT_UNWATCH;
 	int err;
 
 	qt_msg_put_str(m, cl->remote_path);
 	qt_msg_put_u32(m, QTFS_MNT_DIR_ATTRS | QTFS_MNT_PIPE_READS | QTFS_MNT_XATTR_FH | QTFS_MNT_UMASK |
-			      QTFS_MNT_WRITE_MODE | QTFS_MNT_INSTANCE |
-			      (cl->o.watch ? QTFS_MNT_WATCH | QTFS_MNT_WATCH_MOVES | QTFS_MNT_LIST_DIRS : 0));
+			      QTFS_MNT_WRITE_MODE | QTFS_MNT_INSTANCE | (cl->o.watch ? watch : 0));
 	if (cl->o.watch)
 		qt_msg_put_u64(m, cl->id);
 	g_mutex_lock(&cl->lock);

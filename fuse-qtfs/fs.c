@@ -198,6 +198,10 @@ struct qtfs_fs {
 	GAsyncQueue *invals;  /* struct inval* for the notifier */
 	int watch_on;	      /* atomic: a WATCH loop is running on a subscription */
 	unsigned watch_epoch; /* atomic: bumped when names may have been missed */
+	unsigned trust_epoch; /* atomic: bumped with watch_epoch, and by UNWATCH calls (trusted()) */
+	int unwatch_busy;     /* atomic: UNWATCH calls on their way */
+	GArray *unwatch_keys; /* struct dir_key: forgotten directories, not sent yet; fs->lock */
+	bool unwatch_due;     /* a flush of unwatch_keys is on its way; fs->lock */
 	int watch_long;	      /* atomic: names were cached for watch_timeout since the last sweep */
 	int sync_count;	      /* atomic: the length of sync_waiters */
 	guint moves;	      /* atomic: directories moved by reports (watch_moved()) */
@@ -341,9 +345,11 @@ static void node_destroy(struct node *n)
 }
 
 static void listing_drop_locked(struct qtfs_fs *fs, struct node *n);
+static void unwatch_note_locked(struct qtfs_fs *fs, const struct node *n);
 
 static void node_free(struct qtfs_fs *fs, struct node *n)
 {
+	unwatch_note_locked(fs, n);
 	node_unname(fs, n);
 	g_hash_table_remove(fs->by_key, n);
 	g_hash_table_remove(fs->by_id, &n->id);
@@ -648,10 +654,27 @@ static unsigned watch_epoch(struct qtfs_fs *fs)
 }
 
 /*
+ * What a call's QTFS_AF_WATCHED and QTFS_AF_LISTED are checked against:
+ * trust_epoch() before the call goes out, trusted() when its answer is
+ * taken in.  Names missed (watch_missed()) and UNWATCH calls (see
+ * "Forgotten directories") move it on.
+ */
+static unsigned trust_epoch(struct qtfs_fs *fs)
+{
+	return (unsigned)g_atomic_int_get(&fs->trust_epoch);
+}
+
+/* Nothing missed and no UNWATCH on its way since @epoch (busy first: see unwatch_done()). */
+static bool trusted(struct qtfs_fs *fs, unsigned epoch)
+{
+	return !g_atomic_int_get(&fs->unwatch_busy) && epoch == trust_epoch(fs);
+}
+
+/*
  * How long the kernel may keep a name: watch_timeout where the host
  * watches its directory for us (QTFS_AF_WATCHED), the kernel can expire
  * names, the subscription is running, and nothing was missed since the call went out (@epoch, from
- * watch_epoch() before the call); entry_timeout elsewhere; never on
+ * trust_epoch() before the call); entry_timeout elsewhere; never on
  * pseudo file systems.
  */
 static double entry_timeout_of(struct qtfs_fs *fs, const struct qtfs_attr *a, unsigned epoch)
@@ -661,7 +684,7 @@ static double entry_timeout_of(struct qtfs_fs *fs, const struct qtfs_attr *a, un
 	if ((a->flags & QTFS_AF_WATCHED) && fs->can_expire && g_atomic_int_get(&fs->watch_on)) {
 		/* Before the epoch is read: watch_missed() reads it after moving the epoch. */
 		g_atomic_int_set(&fs->watch_long, 1);
-		if (epoch == watch_epoch(fs))
+		if (trusted(fs, epoch))
 			return MAX(fs->o.watch_timeout, fs->o.entry_timeout);
 	}
 	return fs->o.entry_timeout;
@@ -705,7 +728,7 @@ static void listed_start_locked(struct qtfs_fs *fs, struct node *n, const struct
 
 /*
  * Learn the node named @name in @parent from @a and answer the kernel with
- * it.  @epoch: watch_epoch() before the call that found it; @lmark,
+ * it.  @epoch: trust_epoch() before the call that found it; @lmark,
  * for a MKDIR, list_mark_get() before it (else NULL); @names_gen, for a
  * LOOKUP, @parent's names_gen before it (else NULL: the kernel held the
  * directory's lock across the call).
@@ -939,7 +962,7 @@ static int rd_entry_reply(const struct qt_msg *rep, struct qtfs_attr *a, struct 
  */
 struct pending {
 	fuse_req_t req;
-	unsigned epoch; /* watch_epoch() when the call went out */
+	unsigned epoch; /* trust_epoch() when the call went out */
 	fuse_ino_t ino; /* lookup, unlink, rmdir: the parent; getattr: the node */
 	uint16_t op;	/* unlink, rmdir: QTFS_UNLINK or QTFS_RMDIR */
 	unsigned names_gen; /* lookup: the parent's when the call went out */
@@ -956,7 +979,7 @@ static struct pending *pending_new(fuse_req_t req, fuse_ino_t ino, char *path, c
 	struct pending *p = g_malloc(sizeof(*p) + len);
 
 	p->req = req;
-	p->epoch = watch_epoch(FS(req));
+	p->epoch = trust_epoch(FS(req));
 	p->ino = ino;
 	p->op = 0;
 	p->names_gen = 0;
@@ -1306,8 +1329,8 @@ struct listing {
 	/*
 	 * Read for a list of the directory's names too ("listed
 	 * directories"): the host watches it for new names since the READDIR
-	 * from offset 0, which went out at list_epoch, watch_epoch and the
-	 * node's made_gen below.
+	 * from offset 0, which went out at list_epoch, trust_epoch (in
+	 * @watch_epoch) and the node's made_gen below.
 	 */
 	bool list;
 	unsigned list_epoch, watch_epoch, made_gen;
@@ -2661,7 +2684,7 @@ static void reply_synth(fuse_req_t req, struct qtfs_fs *fs, const char *name, ui
 		.blksize = 4096,
 	};
 
-	reply_entry(req, fs, FUSE_ROOT_ID, name, &a, watch_epoch(fs));
+	reply_entry(req, fs, FUSE_ROOT_ID, name, &a, trust_epoch(fs));
 }
 
 static bool proc_lookup(fuse_req_t req, struct qtfs_fs *fs, const char *name)
@@ -3019,7 +3042,7 @@ static void listed_start_locked(struct qtfs_fs *fs, struct node *n, const struct
 {
 	if (!lmark || !(a->flags & QTFS_AF_LISTED) || !(a->flags & QTFS_AF_WATCHED) ||
 	    n->type != S_IFDIR || n->names || !g_atomic_int_get(&fs->watch_on) ||
-	    epoch != watch_epoch(fs) || !list_mark_clear_locked(fs, lmark, n) ||
+	    !trusted(fs, epoch) || !list_mark_clear_locked(fs, lmark, n) ||
 	    fs->listed_total >= fs->o.listed_names)
 		return;
 	n->names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -3388,6 +3411,7 @@ static void watch_missed(struct qtfs_fs *fs)
 	listed_drop_all_locked(fs);
 	g_mutex_unlock(&fs->lock);
 	g_atomic_int_inc(&fs->watch_epoch);
+	g_atomic_int_inc(&fs->trust_epoch);
 	/* A barrier waiting for a reply of the old epoch sweeps instead. */
 	inval_push_kind(fs, INVAL_KICK, 0);
 	if (!g_atomic_int_compare_and_exchange(&fs->watch_long, 1, 0))
@@ -3624,6 +3648,117 @@ static void watch_arm(void *arg)
 	m = qt_msg_new(QTFS_WATCH, 0, 0);
 	qt_msg_put_u32(m, (uint32_t)hold);
 	qtfs_client_call_async_held(fs->cl, m, QTFS_ONCE, hold, watch_done, fs);
+}
+
+/* ---- forgotten directories ----------------------------------------------- */
+
+/*
+ * The host watches each directory the client looked a name up in, for as
+ * long as the client is connected: a client that walks a large tree over
+ * months (image layers unpacked and removed, a program scanning its state
+ * directories) would hold a watch on every directory it ever looked in,
+ * up to the server's client_watches, and cache names nowhere new after
+ * that.  When the kernel forgets a directory (its node goes, and with it
+ * everything the kernel held beneath it) the client tells the server,
+ * which takes it out of this client's watches (QTFS_UNWATCH), batched
+ * over UNWATCH_DELAY_MS.
+ *
+ * An UNWATCH may overtake a call that has the server watch the same
+ * directory again (the kernel looked it up anew and a name in it, on
+ * another connection), and undo the watch that call's answer says it
+ * has.  So no directory with a node is sent, checked under fs->lock
+ * when the batch goes; the batch counts as on its way from then on
+ * (unwatch_busy, trust_epoch moved on); and no answer to a call that
+ * went out before the UNWATCH's answer came, or came in while one was
+ * on its way, is trusted with QTFS_AF_WATCHED or QTFS_AF_LISTED: its
+ * names are cached for entry_timeout, and it starts no list.
+ */
+#define UNWATCH_DELAY_MS 100
+
+static void unwatch_flush(void *arg);
+
+/* Loop thread: flush what is noted in a while. */
+static void unwatch_later(void *arg)
+{
+	struct qtfs_fs *fs = arg;
+
+	qt_timer_add(qtfs_client_loop(fs->cl), UNWATCH_DELAY_MS, unwatch_flush, fs);
+}
+
+/*
+ * @n, about to go: a directory the server may watch for us.  Not one
+ * without a name any more: mostly removed, and the host's watch went
+ * with it.  fs->lock held.
+ */
+static void unwatch_note_locked(struct qtfs_fs *fs, const struct node *n)
+{
+	struct dir_key k = node_key(n);
+
+	if (!fs->o.unwatch || !fs->se || n->type != S_IFDIR || n == fs->root || !n->parent ||
+	    g_atomic_int_get(&fs->watch_stop))
+		return;
+	if (!fs->unwatch_keys)
+		fs->unwatch_keys = g_array_new(FALSE, FALSE, sizeof(struct dir_key));
+	g_array_append_val(fs->unwatch_keys, k);
+	if (!fs->unwatch_due) {
+		fs->unwatch_due = true;
+		qt_loop_post(qtfs_client_loop(fs->cl), unwatch_later, fs);
+	}
+}
+
+static void unwatch_done(void *arg, int err, struct qt_msg *rep)
+{
+	struct qtfs_fs *fs = arg;
+
+	(void)err; /* a failed one leaves watches the server drops with the subscription */
+	qt_msg_free(rep);
+	/* The epoch before the count: trusted() reads the count first. */
+	g_atomic_int_inc(&fs->trust_epoch);
+	g_atomic_int_add(&fs->unwatch_busy, -1);
+}
+
+/* Loop thread: send the directories noted, those with no node again, in batches. */
+static void unwatch_flush(void *arg)
+{
+	struct qtfs_fs *fs = arg;
+	g_autoptr(GArray) keys = NULL;
+	GPtrArray *batches = g_ptr_array_new();
+	struct qt_msg *m = NULL;
+	uint32_t count = 0;
+
+	g_mutex_lock(&fs->lock);
+	keys = g_steal_pointer(&fs->unwatch_keys);
+	fs->unwatch_due = false;
+	for (guint i = 0; keys && !g_atomic_int_get(&fs->watch_stop) && i < keys->len; i++) {
+		const struct dir_key *k = &g_array_index(keys, struct dir_key, i);
+
+		if (dir_node_locked(fs, k->dev, k->ino, k->gen))
+			continue;
+		if (!m) {
+			m = qt_msg_new(QTFS_UNWATCH, 0, 0);
+			qt_msg_put_u32(m, 0); /* the count, set below */
+		}
+		qt_msg_put_u64(m, k->dev);
+		qt_msg_put_u64(m, k->ino);
+		qt_msg_put_u64(m, k->gen);
+		if (++count == QTFS_UNWATCH_MAX) {
+			qt_msg_patch_u32(m, 0, count);
+			g_ptr_array_add(batches, g_steal_pointer(&m));
+			count = 0;
+		}
+	}
+	if (m) {
+		qt_msg_patch_u32(m, 0, count);
+		g_ptr_array_add(batches, g_steal_pointer(&m));
+	}
+	/* On their way from here: no call going out from now on is trusted until they are back. */
+	g_atomic_int_add(&fs->unwatch_busy, (int)batches->len);
+	if (batches->len)
+		g_atomic_int_inc(&fs->trust_epoch);
+	g_mutex_unlock(&fs->lock);
+	for (guint i = 0; i < batches->len; i++)
+		qtfs_client_call_async_any(fs->cl, batches->pdata[i], QTFS_REPEAT, unwatch_done, fs);
+	g_ptr_array_free(batches, TRUE);
 }
 
 void qtfs_fs_set_session(struct qtfs_fs *fs, struct fuse_session *se)
@@ -4081,7 +4216,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, const
 {
 	struct qtfs_fs *fs = FS(req);
 	g_autoptr(qt_msg) rep = NULL;
-	unsigned epoch = watch_epoch(fs);
+	unsigned epoch = trust_epoch(fs);
 	bool is_mkdir = qt_msg_type(m) == QTFS_MKDIR; /* @m goes with the call */
 	struct list_mark lmark;
 	struct dir_attr d;
@@ -4748,7 +4883,7 @@ static void do_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
  */
 struct create_pending {
 	fuse_req_t req;
-	unsigned epoch; /* watch_epoch() before the call */
+	unsigned epoch; /* trust_epoch() before the call */
 	fuse_ino_t parent;
 	struct fuse_file_info fi;
 	unsigned slot;
@@ -4994,8 +5129,9 @@ static void do_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	m = build_create(req, path, flags, mode);
 	listed_note(fs, parent, name);
 	cp = g_malloc(sizeof(*cp) + len);
-	*cp = (struct create_pending){.req = req, .epoch = watch_epoch(fs), .parent = parent, .fi = *fi,
-				      .slot = slot, .gen = gen, .flags = flags, .mode = mode,
+	*cp = (struct create_pending){.req = req, .epoch = trust_epoch(fs), .parent = parent,
+				      .fi = *fi, .slot = slot, .gen = gen, .flags = flags,
+				      .mode = mode,
 				      .sends = 1, .probe = probe};
 	memcpy(cp->name, name, len);
 	/* On the loop thread with no connection ready: wait for one elsewhere. */
@@ -5768,7 +5904,7 @@ static void listed_from_listing(struct qtfs_fs *fs, fuse_ino_t ino, const struct
 	g_mutex_lock(&fs->lock);
 	n = node_by_id(fs, ino);
 	if (n && n->type == S_IFDIR && !n->names && g_atomic_int_get(&fs->watch_on) &&
-	    l->watch_epoch == watch_epoch(fs) && l->list_epoch == list_epoch(fs) &&
+	    trusted(fs, l->watch_epoch) && l->list_epoch == list_epoch(fs) &&
 	    l->made_gen == n->made_gen && l->ents->len <= LISTED_MAX &&
 	    fs->listed_total + l->ents->len <= fs->o.listed_names) {
 		n->names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -5960,7 +6096,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	p = g_new0(struct fh_pending, 1);
 	g_atomic_int_inc(&h->refs);
 	*p = (struct fh_pending){.fs = fs, .req = req, .h = h, .ino = ino, .build = build_readdir,
-				 .answer = readdir_answer, .epoch = watch_epoch(fs), .wbs = wb,
+				 .answer = readdir_answer, .epoch = trust_epoch(fs), .wbs = wb,
 				 .rd = {.off = (uint64_t)off, .size = (uint32_t)MIN(size, QTFS_IO_MAX), .plus = plus}};
 	p->arg = &p->rd;
 	g_mutex_lock(&h->lock);
@@ -6902,6 +7038,8 @@ void qtfs_fs_free(struct qtfs_fs *fs)
 		node_destroy(n);
 	}
 	own_moves_clear_locked(fs);
+	if (fs->unwatch_keys)
+		g_array_free(fs->unwatch_keys, TRUE);
 	g_hash_table_destroy(fs->by_id);
 	g_hash_table_destroy(fs->by_key);
 	g_hash_table_destroy(fs->by_name);

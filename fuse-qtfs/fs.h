@@ -82,6 +82,11 @@ struct qtfs_fs_opts {
 	 */
 	bool list_dirs;
 	/*
+	 * The server takes the directories the client forgot out of its
+	 * watches (QTFS_MF_UNWATCH; fs.c, "Forgotten directories").
+	 */
+	bool unwatch;
+	/*
 	 * Bytes of writes answered before the host's reply, in flight at most,
 	 * in all (fs.c "Write-behind"); 0: every write waits for the host.
 	 */

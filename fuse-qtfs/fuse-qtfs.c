@@ -576,6 +576,7 @@ static int run(struct settings *s)
 	s->fs.xattr_fh = mflags & QTFS_MF_XATTR_FH;
 	s->fs.umask = mflags & QTFS_MF_UMASK;
 	s->fs.list_dirs = mflags & QTFS_MF_LIST_DIRS;
+	s->fs.unwatch = mflags & QTFS_MF_UNWATCH;
 	s->fs.local_proc = s->local_proc;
 	s->fs.local_comms = (const char *const *)s->comms;
 	s->fs.fifo_relay = (const char *const *)s->fifo_relay;

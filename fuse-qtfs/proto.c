@@ -250,6 +250,7 @@ const char *qtfs_op_name(uint16_t type)
 		[QTFS_INTERRUPT - QTFS_MOUNT] = "INTERRUPT",
 		[QTFS_WATCH - QTFS_MOUNT] = "WATCH",
 		[QTFS_WATCH_SYNC - QTFS_MOUNT] = "WATCH_SYNC",
+		[QTFS_UNWATCH - QTFS_MOUNT] = "UNWATCH",
 	};
 
 	if (type >= QTFS_MOUNT && type < QTFS_OP_MAX)

@@ -62,7 +62,9 @@ enum qtfs_op {
 	QTFS_WATCH = 0x0122,
 	/* Answered once every change made on the host before it is on its way in a WATCH reply. */
 	QTFS_WATCH_SYNC = 0x0123,
-	QTFS_OP_MAX = 0x0124,
+	/* The client forgot these directories: stop watching them for it (see below). */
+	QTFS_UNWATCH = 0x0124,
+	QTFS_OP_MAX = 0x0125,
 };
 
 /*
@@ -178,6 +180,8 @@ enum {
 	 * reads the whole listing may keep all its names
 	 */
 	QTFS_MNT_LIST_DIRS = 0x100,
+	/* with WATCH: the client says which directories it forgot (QTFS_UNWATCH) */
+	QTFS_MNT_UNWATCH = 0x200,
 };
 
 /* MOUNT reply flags. */
@@ -190,6 +194,7 @@ enum {
 	QTFS_MF_UMASK = 0x20,	    /* QTFS_MNT_UMASK granted */
 	QTFS_MF_INSTANCE = 0x40,    /* QTFS_MNT_INSTANCE granted: the instance follows the attributes */
 	QTFS_MF_LIST_DIRS = 0x80,   /* QTFS_MNT_LIST_DIRS granted */
+	QTFS_MF_UNWATCH = 0x100,    /* QTFS_MNT_UNWATCH granted */
 };
 
 /*
@@ -203,7 +208,17 @@ enum {
  *
  * WATCH_SYNC: empty request; the reply is u64 seq: every change the host
  * made before the request is in WATCH reply seq or an earlier one.
+ *
+ * UNWATCH (sessions granted QTFS_MF_UNWATCH): request u32 count (1 to
+ * QTFS_UNWATCH_MAX), then count x (u64 dev, u64 ino, u64 gen) of
+ * directories the client no longer holds anything of; the server stops
+ * watching each for this client (and altogether where no other client's
+ * subscription has it).  Empty reply.  A request that went out while the
+ * client looked in one of them again may undo the watch that request's
+ * reply relied on: the client trusts no QTFS_AF_WATCHED or
+ * QTFS_AF_LISTED of a call that overlapped an UNWATCH.
  */
+#define QTFS_UNWATCH_MAX 1024
 enum {
 	QTFS_WF_START = 0x1,	/* a new subscription: what came before is unknown */
 	QTFS_WF_OVERFLOW = 0x2, /* events were lost: anything may have changed */

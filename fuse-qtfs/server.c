@@ -3461,6 +3461,58 @@ static void sub_put(struct qtfs_srv *srv, struct watch_sub *sub)
 	g_mutex_unlock(&srv->sub_lock);
 }
 
+/*
+ * UNWATCH: directories the client forgot (the DPU's kernel dropped them
+ * and everything beneath them) leave its set, and are unwatched where no
+ * other client's set has them: else a client that walks a large tree
+ * over months would hold a watch on every directory it ever looked in,
+ * up to client_watches, and cache names nowhere new from then on.  Under
+ * sub_lock, as sub_put().  The client orders this against its own calls
+ * (proto.h): a directory it looks in again is watched again.
+ */
+static int op_unwatch(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
+{
+	struct qtfs_srv *srv = sess->srv;
+	g_autofree struct qtfs_dirid *ids = NULL;
+	struct watch_sub *sub = sess->sub;
+	unsigned dropped = 0;
+	uint32_t count;
+	int err;
+
+	(void)rep;
+	if ((err = qt_rd_u32(r, &count)) < 0)
+		return err;
+	if (count == 0 || count > QTFS_UNWATCH_MAX)
+		return -EBADMSG;
+	ids = g_new(struct qtfs_dirid, count);
+	for (uint32_t i = 0; i < count; i++) {
+		if ((err = qt_rd_u64(r, &ids[i].dev)) < 0 || (err = qt_rd_u64(r, &ids[i].ino)) < 0 ||
+		    (err = qt_rd_u64(r, &ids[i].gen)) < 0)
+			return err;
+	}
+	if ((err = qt_rd_end(r)) < 0)
+		return err;
+	if (!sub)
+		return -EPERM; /* not granted: no subscription, as WATCH */
+	g_mutex_lock(&srv->sub_lock);
+	for (uint32_t i = 0; i < count; i++) {
+		struct sub_dir probe = {.id = ids[i]};
+		const struct sub_dir *d = g_hash_table_lookup(sub->dirs, &probe);
+
+		/* Another incarnation of the inode number is another directory. */
+		if (!d || d->id.gen != ids[i].gen)
+			continue;
+		g_hash_table_remove(sub->dirs, d);
+		dropped++;
+		if (!sub_dir_wanted_locked(srv, &ids[i]))
+			qtfs_dirwatch_remove(srv->dw, &ids[i]);
+	}
+	if (dropped)
+		sub->full_logged = false;
+	g_mutex_unlock(&srv->sub_lock);
+	return 0;
+}
+
 static int op_mount(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 {
 	struct qtfs_srv *srv = sess->srv;
@@ -3540,7 +3592,8 @@ static int op_mount(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 				    (sess->sub && (flags & QTFS_MNT_WATCH_MOVES) ? QTFS_MF_WATCH_MOVES : 0) |
 				    (sess->umask ? QTFS_MF_UMASK : 0) |
 				    (flags & QTFS_MNT_INSTANCE ? QTFS_MF_INSTANCE : 0) |
-				    (sess->list_dirs ? QTFS_MF_LIST_DIRS : 0));
+				    (sess->list_dirs ? QTFS_MF_LIST_DIRS : 0) |
+				    (sess->sub && (flags & QTFS_MNT_UNWATCH) ? QTFS_MF_UNWATCH : 0));
 	put_attr_of(sess, rep, &st, fd, "");
 	if (flags & QTFS_MNT_INSTANCE)
 		qt_msg_put_u64(rep, srv->instance);
@@ -3583,6 +3636,7 @@ static const op_fn ops[QTFS_OP_MAX - QTFS_MOUNT] = {
 	[QTFS_POLL - QTFS_MOUNT] = op_poll,
 	[QTFS_SETLK - QTFS_MOUNT] = op_setlk,
 	[QTFS_GETLK - QTFS_MOUNT] = op_getlk,
+	[QTFS_UNWATCH - QTFS_MOUNT] = op_unwatch,
 };
 
 static void deliver(void *arg)

@@ -46,7 +46,8 @@ QTFS_TESTS = tests/fs/test-qtfs-posix.sh tests/fs/test-qtfs-pseudo.sh \
 	tests/fs/test-qtfs-hostile.sh tests/fs/test-qtfs-hostile-client.sh tests/fs/test-qtfs-churn.sh \
 	tests/fs/test-qtfs-acl.sh tests/fs/test-qtfs-containerd.sh tests/fs/test-qtfs-lost.sh \
 	tests/fs/test-qtfs-writebehind.sh tests/fs/test-qtfs-vsock.sh \
-	tests/fs/test-qtfs-tools.sh tests/fs/test-qtfs-fifo.sh tests/fs/test-qtfs-soak.sh
+	tests/fs/test-qtfs-tools.sh tests/fs/test-qtfs-fifo.sh tests/fs/test-qtfs-soak.sh \
+	tests/fs/test-qtfs-unwatch.sh
 TESTS += $(QTFS_TESTS)
 EXTRA_DIST += tests/fs/qtfs-env.sh tests/fs/locks.py tests/fs/interrupt.py tests/fs/uring_workers.py \
 	tests/fs/hostile-env.sh tests/fs/hostile-workload.py tests/fs/churn.py tests/fs/oci-image.py \

@@ -153,6 +153,7 @@ struct mitm {
 	uint32_t mount_mask;
 	unsigned watch_delay_ms; /* --delay-watch */
 	unsigned write_delay_ms; /* --delay-writes */
+	unsigned unwatch_delay_ms; /* --delay-unwatch */
 	char *lookup_delay_name; /* --delay-lookup: the last component, or NULL */
 	unsigned lookup_delay_ms;
 	unsigned lookup_delay_nth; /* which of its LOOKUPs (1: the first) */
@@ -585,6 +586,10 @@ static void down_request(struct qt_conn *c, struct qt_msg *req, void *user)
 		send_later(m, f, copy, m->write_delay_ms);
 		return;
 	}
+	if (m->unwatch_delay_ms && type == QTFS_UNWATCH) {
+		send_later(m, f, copy, m->unwatch_delay_ms);
+		return;
+	}
 	if (qt_conn_call(p->up, copy, 0, up_reply, f) < 0) {
 		qt_conn_reply(c, qt_msg_new_error(req, EIO));
 		qt_msg_free(req);
@@ -692,7 +697,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: qtfs-mitm --key-file FILE --listen URI --upstream URI [--rate N] [--seed N]\n"
 		   "                 [--requests | --bad=WHAT] [--paused] [--mount-flags=MASK]\n"
 		   "                 [--delay-watch=MS] [--delay-lookup=NAME:MS[:NTH]] [--cut=WHEN:OP]...\n"
-		   "                 [--restarts] [--delay-writes=MS]\n"
+		   "                 [--restarts] [--delay-writes=MS] [--delay-unwatch=MS]\n"
 		   "Pass fuse-qtfs's requests to a real qtfs-server and mangle one reply in N\n"
 		   "(default 8) on the way back, or with --requests one request in N on the way\n"
 		   "there, or with --bad one thing in every successful reply to one operation:\n"
@@ -714,7 +719,8 @@ static void usage(FILE *f)
 		   "for a path in turn.  --restarts: after each cut before or after the server\n"
 		   "it looks restarted (another instance in MOUNT replies; not after late:).\n"
 		   "--delay-writes: every WRITE request reaches the server MS milliseconds late\n"
-		   "(in order; other requests overtake them).\n");
+		   "(in order; other requests overtake them).  --delay-unwatch: the same of\n"
+		   "every UNWATCH.\n");
 }
 
 int main(int argc, char **argv)
@@ -728,6 +734,7 @@ int main(int argc, char **argv)
 		{"mount-flags", required_argument, NULL, 'f'},
 		{"delay-watch", required_argument, NULL, 'w'},
 		{"delay-writes", required_argument, NULL, 'W'},
+		{"delay-unwatch", required_argument, NULL, 'U'},
 		{"delay-lookup", required_argument, NULL, 'D'},
 		{"cut", required_argument, NULL, 'c'},
 		{"restarts", no_argument, NULL, 'R'},
@@ -768,7 +775,8 @@ int main(int argc, char **argv)
 		case 'r':
 		case 's':
 		case 'w':
-		case 'W': {
+		case 'W':
+		case 'U': {
 			guint64 v;
 
 			if (!g_ascii_string_to_unsigned(optarg, 10, 0, G_MAXUINT32, &v, NULL)) {
@@ -776,7 +784,8 @@ int main(int argc, char **argv)
 					c == 'r'   ? "rate"
 					: c == 's' ? "seed"
 					: c == 'w' ? "delay-watch"
-						   : "delay-writes",
+					: c == 'W' ? "delay-writes"
+						   : "delay-unwatch",
 					optarg);
 				return 2;
 			}
@@ -786,8 +795,10 @@ int main(int argc, char **argv)
 				seed = (guint32)v;
 			else if (c == 'w')
 				mp->watch_delay_ms = (unsigned)v;
-			else
+			else if (c == 'W')
 				mp->write_delay_ms = (unsigned)v;
+			else
+				mp->unwatch_delay_ms = (unsigned)v;
 			break;
 		}
 		case 'b':

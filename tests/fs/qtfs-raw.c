@@ -1994,6 +1994,20 @@ static struct qt_msg *build_mount_watch(struct ctx *x, const uint64_t *id)
 	return m;
 }
 
+/* An UNWATCH saying @count, with @ids directory identities (dev, ino, gen) after it. */
+static struct qt_msg *build_unwatch(uint32_t count, uint32_t ids)
+{
+	struct qt_msg *m = qt_msg_new(QTFS_UNWATCH, 0, 0);
+
+	qt_msg_put_u32(m, count);
+	for (uint32_t i = 0; i < ids; i++) {
+		qt_msg_put_u64(m, 0x7fff0000 + i);
+		qt_msg_put_u64(m, 0x7fff0000 + i);
+		qt_msg_put_u64(m, 1);
+	}
+	return m;
+}
+
 /* A WATCH asking the server to hold it for up to @wait_ms. */
 static struct qt_msg *build_watch(uint32_t wait_ms)
 {
@@ -2371,6 +2385,14 @@ static void attacks_watch(struct ctx *x)
 	m = qt_msg_new(QTFS_WATCH_SYNC, 0, 0);
 	qt_msg_put_u8(m, 0);
 	expect(x, "WATCH_SYNC with a trailing byte", m, EBADMSG);
+	expect(x, "UNWATCH on a session mounted without WATCH", build_unwatch(1, 1), EPERM);
+	expect(x, "UNWATCH of no directory", build_unwatch(0, 0), EBADMSG);
+	expect(x, "UNWATCH saying 2 directories, with 1", build_unwatch(2, 1), EBADMSG);
+	m = build_unwatch(1, 1);
+	qt_msg_put_u8(m, 0);
+	expect(x, "UNWATCH with a trailing byte", m, EBADMSG);
+	expect(x, "UNWATCH of one directory more than allowed",
+	       build_unwatch(QTFS_UNWATCH_MAX + 1, QTFS_UNWATCH_MAX + 1), EBADMSG);
 
 	if (session_open(x, &w, &msg) < 0) {
 		printf("FAIL setup: a session for WATCH: %s\n", msg);
@@ -2385,6 +2407,8 @@ static void attacks_watch(struct ctx *x)
 	}
 	qt_msg_free(reply);
 	report(x, (mflags & QTFS_MF_WATCH) != 0, "MOUNT with WATCH is granted", 0, "mflags WATCH");
+	expect_on(x, w, "UNWATCH of directories never watched, the most at once",
+		  build_unwatch(QTFS_UNWATCH_MAX, QTFS_UNWATCH_MAX), 0);
 	expect_watch_empty(x, w, "first WATCH answers START at once", 60000, QTFS_WF_START);
 	expect_watch_empty(x, w, "WATCH with wait 0 answers at once", 0, 0);
 	/* Capped at 60 s by the server; nothing changes here, so a short wait ends empty. */

@@ -8,7 +8,7 @@
  * reach outside the export.
  *
  * Input layout:
- *   u16   MOUNT flags (low 9 bits; QTFS_MNT_*); bit 15 mounts the read-only
+ *   u16   MOUNT flags (low 10 bits; QTFS_MNT_*); bit 15 mounts the read-only
  *         export instead of the writable one; bit 13 connects to a second
  *         server, whose whitelist allows changes (Write, Create, Mkdir,
  *         Rmdir, Unlink, Rename, Setattr, Setxattr) only in the writable
@@ -334,7 +334,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	m = qt_msg_new(QTFS_MOUNT, 0, 0);
 	qt_msg_put_str(m, mflags & 0x8000 ? G.ro : G.rw);
-	qt_msg_put_u32(m, mflags & 0x1ff);
+	qt_msg_put_u32(m, mflags & 0x3ff);
 	if (mflags & QTFS_MNT_WATCH)
 		qt_msg_put_u64(m, 1);
 	fz_call(&cl, m);

@@ -23,10 +23,10 @@ OPS = ["MOUNT", "STATFS", "LOOKUP", "GETATTR", "SETATTR", "READLINK", "MKNOD", "
        "RMDIR", "SYMLINK", "RENAME", "LINK", "OPEN", "CREATE", "READ", "WRITE", "RELEASE", "FSYNC",
        "OPENDIR", "READDIR", "ACCESS", "GETXATTR", "SETXATTR", "LISTXATTR", "REMOVEXATTR",
        "FALLOCATE", "LSEEK", "COPY_RANGE", "FLUSH", "POLL", "SETLK", "GETLK", "INTERRUPT", "WATCH",
-       "WATCH_SYNC"]
+       "WATCH_SYNC", "UNWATCH"]
 
-DIR_ATTRS, WATCH, PIPE_READS, XATTR_FH, WATCH_MOVES, UMASK, WRITE_MODE, INSTANCE, LIST_DIRS = (
-    1 << i for i in range(9))
+(DIR_ATTRS, WATCH, PIPE_READS, XATTR_FH, WATCH_MOVES, UMASK, WRITE_MODE, INSTANCE, LIST_DIRS,
+ UNWATCH) = (1 << i for i in range(10))
 RO, ALL_AT_ONCE, WL = 0x8000, 0x4000, 0x2000
 O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_EXCL, O_TRUNC, O_APPEND = 0, 1, 2, 0o100, 0o200, 0o1000, 0o2000
 O_DIRECTORY, O_NOFOLLOW = 0o200000, 0o400000
@@ -118,6 +118,9 @@ SEEDS = {
                     rec("READDIR", u64(1) + u64(0) + u32(4096) + u32(1)), rec("RELEASE", u64(1))),
     "watch": seed(WATCH | WATCH_MOVES | LIST_DIRS, rec("WATCH", u32(0)), lookup("d"),
                   create("d/n"), rec("WATCH", u32(10)), rec("WATCH_SYNC")),
+    "unwatch": seed(WATCH | LIST_DIRS | UNWATCH, rec("WATCH", u32(0)), lookup("d/n"),
+                    rec("UNWATCH", u32(2) + u64(1) + u64(2) + u64(3) + u64(4) + u64(5) + u64(6)),
+                    lookup("d/n"), rec("UNWATCH", u32(0)), rec("WATCH_SYNC")),
     "locks": seed(0, open_("f", O_RDWR), rec("SETLK", u64(1) + u64(7) + u32(1) + u64(0) + u64(0) +
                                               u32(0) + u32(42)),
                   rec("GETLK", u64(1) + u64(8) + u32(0) + u64(0) + u64(10)),

@@ -310,6 +310,8 @@ START_TEST(test_flag_values)
 	ck_assert_int_eq(QTFS_MNT_UMASK, 0x20);
 	ck_assert_int_eq(QTFS_MNT_WRITE_MODE, 0x40);
 	ck_assert_int_eq(QTFS_MNT_INSTANCE, 0x80);
+	ck_assert_int_eq(QTFS_MNT_LIST_DIRS, 0x100);
+	ck_assert_int_eq(QTFS_MNT_UNWATCH, 0x200);
 	ck_assert_int_eq(QTFS_MF_RDONLY, 0x1);
 	ck_assert_int_eq(QTFS_MF_DIR_ATTRS, 0x2);
 	ck_assert_int_eq(QTFS_MF_WATCH, 0x4);
@@ -317,6 +319,10 @@ START_TEST(test_flag_values)
 	ck_assert_int_eq(QTFS_MF_WATCH_MOVES, 0x10);
 	ck_assert_int_eq(QTFS_MF_UMASK, 0x20);
 	ck_assert_int_eq(QTFS_MF_INSTANCE, 0x40);
+	ck_assert_int_eq(QTFS_MF_LIST_DIRS, 0x80);
+	ck_assert_int_eq(QTFS_MF_UNWATCH, 0x100);
+	ck_assert_int_eq(QTFS_UNWATCH, 0x0124);
+	ck_assert_int_eq(QTFS_UNWATCH_MAX, 1024);
 	ck_assert_int_eq(QTFS_WN_MOVED, 0x4);
 }
 END_TEST
@@ -325,6 +331,7 @@ START_TEST(test_op_names)
 {
 	ck_assert_str_eq(qtfs_op_name(QTFS_LOOKUP), "LOOKUP");
 	ck_assert_str_eq(qtfs_op_name(QTFS_POLL), "POLL");
+	ck_assert_str_eq(qtfs_op_name(QTFS_UNWATCH), "UNWATCH");
 	ck_assert_str_eq(qtfs_op_name(0x0fff), "unknown op");
 	for (uint16_t t = QTFS_MOUNT; t < QTFS_OP_MAX; t++)
 		ck_assert_ptr_nonnull(qtfs_op_name(t));

@@ -1,0 +1,176 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# Forgotten directories (docs/fuse-qtfs.md, "Name caching"): the host
+# watches every directory the DPU looks a name up in; once the DPU's
+# kernel has forgotten one, the client says so (UNWATCH) and the server
+# stops watching it, where before it kept the watch for as long as the
+# client stayed connected.  Then the same while the DPU looks in those
+# directories again and lists them at the same time as its kernel drops
+# them: whatever the order the server takes the UNWATCH and those calls
+# in, a name the host removes or makes there must show on the DPU once
+# entry_timeout has passed (a lost watch with names still cached for
+# watch_timeout, or a list of names without its watch, would not).
+
+. "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
+
+ndirs=300
+mkdir -p "$T/exp/t"
+i=1
+while [ $i -le $ndirs ]; do
+	mkdir "$T/exp/t/d$i"
+	: >"$T/exp/t/d$i/f"
+	i=$((i + 1))
+done
+start_server "$T/server.log" --listen "unix:$T/sock" --export "$T/exp" --key-file "$KEY" || exit 1
+check "mount (names cached 30 s where watched, else 1 s)" mount_qtfs "unix:$T/sock:$T/exp" \
+	"$T/mnt" --key-file "$KEY" -o watch_timeout=30,entry_timeout=1 2>"$T/client.log"
+client=$(pgrep -f -- "$FUSE_QTFS .*$T/mnt\$")
+
+# watched: the server's count of directories it watches (its SIGUSR1 line).
+watched() {
+	_n=$(grep -c 'watched directories' "$T/server.log")
+	kill -USR1 "$SERVER_PID"
+	wait_until 5 sh -c "[ \$(grep -c 'watched directories' '$T/server.log') -gt $_n ]" || return 1
+	grep 'watched directories' "$T/server.log" | tail -n 1 |
+		sed -n 's/.* \([0-9]*\) watched directories.*/\1/p'
+}
+
+# forget: have the DPU's kernel drop its unused names (the client then
+# gets FORGETs for the nodes), and give the client's UNWATCH (sent 100 ms
+# after the FORGETs) time to reach the server.
+forget() {
+	sync
+	echo 2 >/proc/sys/vm/drop_caches
+	sleep 0.5
+}
+
+few_watched() {
+	[ "$(watched)" -le 2 ]
+}
+
+# Looking a name up in each directory has the server watch each.
+i=1
+while [ $i -le $ndirs ]; do
+	stat "$T/mnt/t/d$i/f" >/dev/null || break
+	i=$((i + 1))
+done
+n=$(watched)
+check "looking in $ndirs directories has the server watch them ($n)" [ "${n:-0}" -gt $ndirs ]
+forget
+wait_until 5 few_watched
+n=$(watched)
+check "once the DPU's kernel forgot them, it watches at most 2 ($n: the export's root, t)" \
+	[ "${n:-999}" -le 2 ]
+check "... the client holds only its root" sh -c "kill -USR1 $client; sleep 0.3;
+	grep 'state:' '$T/client.log' | tail -n 1 | grep -q 'state: 1 nodes'"
+i=1
+while [ $i -le $ndirs ]; do
+	stat "$T/mnt/t/d$i/f" >/dev/null || break
+	i=$((i + 1))
+done
+n=$(watched)
+check "looking in them again has them watched again ($n)" [ "${n:-0}" -gt $ndirs ]
+
+# Rounds of lookups and listings in every directory while the kernel
+# drops them (each drop sends UNWATCHes that race with the next calls in
+# the same directories), then host changes in every directory.
+out=$(python3 - "$T/exp/t" "$T/mnt/t" $ndirs <<'PY'
+import os, sys, threading, time
+host, dpu, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+bad = []
+for rnd in range(4):
+    stop = threading.Event()
+    def dropper():
+        while not stop.is_set():
+            with open("/proc/sys/vm/drop_caches", "w") as f:
+                f.write("2")
+            time.sleep(0.03)
+    t = threading.Thread(target=dropper)
+    t.start()
+    for _ in range(3):
+        for i in range(1, n + 1):
+            d = "%s/d%d" % (dpu, i)
+            os.stat(d + "/f")
+            os.listdir(d)
+            try:
+                os.stat(d + "/g")  # answered from the list where there is one
+            except FileNotFoundError:
+                pass
+    stop.set()
+    t.join()
+    # Names cached now, some maybe with a watch that an UNWATCH undid.
+    for i in range(1, n + 1):
+        os.stat("%s/d%d/f" % (dpu, i))
+    for i in range(1, n + 1):
+        os.unlink("%s/d%d/f" % (host, i))
+        open("%s/d%d/g" % (host, i), "w").close()
+    time.sleep(1.3)  # past entry_timeout
+    for i in range(1, n + 1):
+        d = "%s/d%d" % (dpu, i)
+        if os.path.exists(d + "/f"):
+            bad.append("round %d: d%d/f still there" % (rnd, i))
+        if not os.path.exists(d + "/g"):
+            bad.append("round %d: d%d/g missing" % (rnd, i))
+    for i in range(1, n + 1):
+        os.unlink("%s/d%d/g" % (host, i))
+        open("%s/d%d/f" % (host, i), "w").close()
+    time.sleep(1.3)
+print("%d wrong: %s" % (len(bad), "; ".join(bad[:5])))
+PY
+)
+check "while the kernel drops them: host changes seen after entry_timeout ($out)" \
+	[ "${out%% *}" = 0 ]
+check "the client is still up" kill -0 "$client"
+check "unmount" umount_qtfs "$T/mnt"
+n=$(watched)
+check "after the unmount the server watches nothing ($n)" [ "${n:-999}" -eq 0 ]
+
+# The race on purpose: qtfs-mitm holds every UNWATCH 500 ms on its way to
+# the server, and meanwhile the DPU looks in the forgotten directories
+# again and lists them.  The server takes those calls in first (its
+# answers say the directories are watched), then the UNWATCH, which
+# takes their watches away.  The client must not have trusted those
+# answers: a name cached for watch_timeout (30 s) would still show once
+# the host removed it, and a list started without its watch would hide
+# the names the host makes.
+. "${top_srcdir:-.}/tests/fs/hostile-env.sh"
+start_mitm "$T/mitm.log" --listen "unix:$T/mitm.sock" --upstream "unix:$T/sock" --rate 0 \
+	--delay-unwatch 500
+check "mount through qtfs-mitm holding each UNWATCH 500 ms" mount_qtfs "unix:$T/mitm.sock:$T/exp" \
+	"$T/late" --key-file "$KEY" -o watch_timeout=30,entry_timeout=1 2>"$T/late.log"
+out=$(python3 - "$T/exp/t" "$T/late/t" $ndirs <<'PY'
+import os, sys, time
+host, dpu, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+for i in range(1, n + 1):
+    os.stat("%s/d%d/f" % (dpu, i))
+os.sync()
+with open("/proc/sys/vm/drop_caches", "w") as f:
+    f.write("2")
+time.sleep(0.25)  # the client's UNWATCH has gone out, and waits in qtfs-mitm
+for i in range(1, n + 1):
+    d = "%s/d%d" % (dpu, i)
+    os.stat(d + "/f")
+    os.listdir(d)
+time.sleep(0.6)  # the UNWATCH has reached the server
+for i in range(1, n + 1):
+    os.unlink("%s/d%d/f" % (host, i))
+    open("%s/d%d/g" % (host, i), "w").close()
+time.sleep(1.3)  # past entry_timeout
+bad = []
+for i in range(1, n + 1):
+    d = "%s/d%d" % (dpu, i)
+    if os.path.exists(d + "/f"):
+        bad.append("d%d/f still there" % i)
+    if not os.path.exists(d + "/g"):
+        bad.append("d%d/g missing" % i)
+print("%d wrong: %s" % (len(bad), "; ".join(bad[:4])))
+PY
+)
+check "answers that an UNWATCH overtook are not trusted ($out)" [ "${out%% *}" = 0 ]
+n=$(server_count UNWATCH)
+check "... the server took UNWATCHes in ($n)" [ "${n:-0}" -gt 0 ]
+check "unmount" umount_qtfs "$T/late"
+stop_mitm "$T/mitm.log"
+
+finish
