@@ -49,12 +49,16 @@ few_watched() {
 	[ "$(watched)" -le 2 ]
 }
 
-# Looking a name up in each directory has the server watch each.
-i=1
-while [ $i -le $ndirs ]; do
-	stat "$T/mnt/t/d$i/f" >/dev/null || break
-	i=$((i + 1))
-done
+# look_in_all: a lookup in each directory (which has the server watch each).
+look_in_all() {
+	_i=1
+	while [ $_i -le $ndirs ]; do
+		stat "$T/mnt/t/d$_i/f" >/dev/null || return 1
+		_i=$((_i + 1))
+	done
+}
+
+look_in_all
 n=$(watched)
 check "looking in $ndirs directories has the server watch them ($n)" [ "${n:-0}" -gt $ndirs ]
 forget
@@ -64,11 +68,7 @@ check "once the DPU's kernel forgot them, it watches at most 2 ($n: the export's
 	[ "${n:-999}" -le 2 ]
 check "... the client holds only its root" sh -c "kill -USR1 $client; sleep 0.3;
 	grep 'state:' '$T/client.log' | tail -n 1 | grep -q 'state: 1 nodes'"
-i=1
-while [ $i -le $ndirs ]; do
-	stat "$T/mnt/t/d$i/f" >/dev/null || break
-	i=$((i + 1))
-done
+look_in_all
 n=$(watched)
 check "looking in them again has them watched again ($n)" [ "${n:-0}" -gt $ndirs ]
 
