@@ -141,6 +141,7 @@ struct mitm {
 	uint64_t restarted;   /* --restarts: the cuts that make the server look restarted */
 	GPtrArray *cut_held;  /* the requests --cut=hold keeps (freed at exit) */
 	unsigned lates;	      /* --cut=late requests not answered yet */
+	unsigned waiting;     /* requests send_later() holds */
 	struct qt_endpoint *up_ep;
 	struct qt_psk *psk;
 	GRand *rng;
@@ -501,6 +502,7 @@ static void late_send(void *arg)
 	struct fwd *f = l->f;
 	struct pair *p = f->p;
 
+	p->m->waiting--;
 	if (!p->up)
 		qt_msg_free(l->copy);
 	if (!p->up || qt_conn_call(p->up, l->copy, 0, up_reply, f) < 0) {
@@ -521,6 +523,7 @@ static void send_later(struct mitm *m, struct fwd *f, struct qt_msg *copy, unsig
 	struct late *l = g_new(struct late, 1);
 
 	*l = (struct late){.f = f, .copy = copy};
+	m->waiting++;
 	qt_timer_add(m->loop, ms, late_send, l);
 }
 
@@ -905,8 +908,10 @@ int main(int argc, char **argv)
 			mp->mangling ? "" : " from SIGUSR2 on");
 	qt_loop_run(mp->loop);
 	qt_server_shutdown(srv);
-	/* The replies held back go too (--delay-watch's are short). */
-	for (int i = 0; i < 200 && (qt_server_conn_count(srv) || mp->ups || mp->held || mp->lates); i++)
+	/* The replies and requests held back go too (for up to 2 s). */
+	for (int i = 0; i < 200 && (qt_server_conn_count(srv) || mp->ups || mp->held || mp->lates ||
+				    mp->waiting);
+	     i++)
 		qt_loop_run_once(mp->loop, 10);
 	fprintf(stderr, "qtfs-mitm: %" G_GUINT64_FORMAT " replies, %" G_GUINT64_FORMAT " mangled, %"
 		G_GUINT64_FORMAT " connections cut\n", mp->replies, mp->mangled, mp->cut);

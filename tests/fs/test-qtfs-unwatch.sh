@@ -36,12 +36,47 @@ watched() {
 		sed -n 's/.* \([0-9]*\) watched directories.*/\1/p'
 }
 
-# forget: have the DPU's kernel drop its unused names (the client then
-# gets FORGETs for the nodes), and give the client's UNWATCH (sent 100 ms
-# after the FORGETs) time to reach the server.
+# The lookups run in a memory cgroup of their own where the machine has
+# one to make (v1's memory controller, or v2's with memory.reclaim), so
+# that the kernel can be made to drop the names they made (charged to it)
+# and no other's: a test running beside this one keeps its caches.
+# Elsewhere the whole machine's caches are dropped (drop_caches).
+CG=
+RECLAIM=
+if [ -d /sys/fs/cgroup/memory ] && mkdir "/sys/fs/cgroup/memory/qtfs-unwatch-$$" 2>/dev/null; then
+	CG=/sys/fs/cgroup/memory/qtfs-unwatch-$$
+	RECLAIM=memory.force_empty
+elif [ -f /sys/fs/cgroup/cgroup.subtree_control ] &&
+	grep -qw memory /sys/fs/cgroup/cgroup.subtree_control &&
+	mkdir "/sys/fs/cgroup/qtfs-unwatch-$$" 2>/dev/null; then
+	CG=/sys/fs/cgroup/qtfs-unwatch-$$
+	RECLAIM=memory.reclaim
+	[ -f "$CG/$RECLAIM" ] || RECLAIM=
+fi
+echo "names dropped by: ${RECLAIM:-drop_caches} ${CG:+(in $CG)}"
+cleanup_more() {
+	[ -z "$CG" ] || rmdir "$CG" 2>/dev/null
+}
+
+# in_cg CMD...: CMD, in the test's memory cgroup if it has one.
+in_cg() {
+	if [ -n "$RECLAIM" ]; then
+		sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$CG" "$@"
+	else
+		"$@"
+	fi
+}
+
+# forget: have the DPU's kernel drop the unused names the lookups made
+# (the client then gets FORGETs for the nodes), and give the client's
+# UNWATCH (sent 100 ms after the FORGETs) time to reach the server.
 forget() {
 	sync
-	echo 2 >/proc/sys/vm/drop_caches
+	case $RECLAIM in
+	memory.force_empty) echo 0 >"$CG/memory.force_empty" ;;
+	memory.reclaim) echo 1G >"$CG/memory.reclaim" 2>/dev/null ;;
+	*) echo 2 >/proc/sys/vm/drop_caches ;;
+	esac
 	sleep 0.5
 }
 
@@ -49,16 +84,26 @@ few_watched() {
 	[ "$(watched)" -le 2 ]
 }
 
-# look_in_all: a lookup in each directory (which has the server watch each).
-look_in_all() {
-	_i=1
-	while [ $_i -le $ndirs ]; do
-		stat "$T/mnt/t/d$_i/f" >/dev/null || return 1
-		_i=$((_i + 1))
-	done
+none_watched() {
+	[ "$(watched)" -eq 0 ]
 }
 
-look_in_all
+# look_in_all: a lookup in each directory (which has the server watch
+# each), in the test's memory cgroup.
+look_in_all() {
+	in_cg sh -c 'i=1; while [ $i -le $2 ]; do stat "$1/d$i/f" >/dev/null || exit 1; i=$((i + 1)); done' \
+		sh "$T/mnt/t" "$ndirs"
+}
+
+# all_watched: look in all, and the server watches them all.  (Tried again
+# by wait_until: a test beside this one that drops the whole machine's
+# caches, as test-qtfs-soak does, may have the kernel forget some of
+# them meanwhile.)
+all_watched() {
+	look_in_all && [ "$(watched)" -gt $ndirs ]
+}
+
+wait_until 10 all_watched
 n=$(watched)
 check "looking in $ndirs directories has the server watch them ($n)" [ "${n:-0}" -gt $ndirs ]
 forget
@@ -68,24 +113,43 @@ check "once the DPU's kernel forgot them, it watches at most 2 ($n: the export's
 	[ "${n:-999}" -le 2 ]
 check "... the client holds only its root" sh -c "kill -USR1 $client; sleep 0.3;
 	grep 'state:' '$T/client.log' | tail -n 1 | grep -q 'state: 1 nodes'"
-look_in_all
+wait_until 10 all_watched
 n=$(watched)
 check "looking in them again has them watched again ($n)" [ "${n:-0}" -gt $ndirs ]
 
+# drop_args: where the python scripts below write to have the kernel
+# drop names, and what (see forget).
+drop_args() {
+	case $RECLAIM in
+	memory.force_empty) echo "$CG/memory.force_empty 0" ;;
+	memory.reclaim) echo "$CG/memory.reclaim 1G" ;;
+	*) echo "/proc/sys/vm/drop_caches 2" ;;
+	esac
+}
+
 # Rounds of lookups and listings in every directory while the kernel
 # drops them (each drop sends UNWATCHes that race with the next calls in
-# the same directories), then host changes in every directory.
-out=$(python3 - "$T/exp/t" "$T/mnt/t" $ndirs <<'PY'
+# the same directories), then host changes in every directory.  (Where
+# only the whole machine's caches can be dropped, once a second.)
+# shellcheck disable=SC2046 # drop_args is two words on purpose
+out=$(in_cg python3 - "$T/exp/t" "$T/mnt/t" $ndirs $(drop_args) <<'PY'
 import os, sys, threading, time
-host, dpu, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+host, dpu, n, drop_file, drop_value = sys.argv[1], sys.argv[2], int(sys.argv[3]), *sys.argv[4:6]
+
+def drop():
+    try:
+        with open(drop_file, "w") as f:
+            f.write(drop_value)
+    except OSError:
+        pass  # memory.reclaim: less than asked could be reclaimed
+
 bad = []
-for rnd in range(4):
+for rnd in range(3):
     stop = threading.Event()
     def dropper():
         while not stop.is_set():
-            with open("/proc/sys/vm/drop_caches", "w") as f:
-                f.write("2")
-            time.sleep(0.03)
+            drop()
+            time.sleep(1 if drop_file.startswith("/proc/") else 0.05)
     t = threading.Thread(target=dropper)
     t.start()
     for _ in range(3):
@@ -123,6 +187,7 @@ check "while the kernel drops them: host changes seen after entry_timeout ($out)
 	[ "${out%% *}" = 0 ]
 check "the client is still up" kill -0 "$client"
 check "unmount" umount_qtfs "$T/mnt"
+wait_until 5 none_watched
 n=$(watched)
 check "after the unmount the server watches nothing ($n)" [ "${n:-999}" -eq 0 ]
 
@@ -139,14 +204,18 @@ start_mitm "$T/mitm.log" --listen "unix:$T/mitm.sock" --upstream "unix:$T/sock" 
 	--delay-unwatch 500
 check "mount through qtfs-mitm holding each UNWATCH 500 ms" mount_qtfs "unix:$T/mitm.sock:$T/exp" \
 	"$T/late" --key-file "$KEY" -o watch_timeout=30,entry_timeout=1 2>"$T/late.log"
-out=$(python3 - "$T/exp/t" "$T/late/t" $ndirs <<'PY'
+# shellcheck disable=SC2046 # drop_args is two words on purpose
+out=$(in_cg python3 - "$T/exp/t" "$T/late/t" $ndirs $(drop_args) <<'PY'
 import os, sys, time
-host, dpu, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+host, dpu, n, drop_file, drop_value = sys.argv[1], sys.argv[2], int(sys.argv[3]), *sys.argv[4:6]
 for i in range(1, n + 1):
     os.stat("%s/d%d/f" % (dpu, i))
 os.sync()
-with open("/proc/sys/vm/drop_caches", "w") as f:
-    f.write("2")
+try:
+    with open(drop_file, "w") as f:
+        f.write(drop_value)
+except OSError:
+    pass  # memory.reclaim: less than asked could be reclaimed
 time.sleep(0.25)  # the client's UNWATCH has gone out, and waits in qtfs-mitm
 for i in range(1, n + 1):
     d = "%s/d%d" % (dpu, i)
