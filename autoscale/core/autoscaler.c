@@ -223,6 +223,7 @@ struct run {
 	struct as_resources *ds_used;
 	bool *ds_known;
 	int64_t total_nodes;
+	int ready_gone; /* Ready nodes whose instance is gone: ready for max-nodes-total */
 	int64_t total_cores, total_mem, total_gpu; /* capacity: cores rounded up, memory in bytes */
 	bool scaled_up;
 	guint n_long_terminating; /* scheduled pods as_pod_is_long_terminating() */
@@ -433,7 +434,13 @@ static void cluster_state(struct run *r)
 		 * Ready), but a node with the ToBeDeleted taint is counted apart,
 		 * as CA's cluster state counts it Deleted: every node we drain is
 		 * cordoned, and counted unready our own scale-down would make the
-		 * cluster ClusterUnhealthy.
+		 * cluster ClusterUnhealthy.  So is a node whose instance the
+		 * provider found gone, as CA's getCloudProviderDeletedNodes()
+		 * (clusterstate.go): a Node left behind by a machine deleted
+		 * elsewhere is not unready, and takes no part in the health
+		 * check but as one of all the nodes.  Its capacity still counts
+		 * for the limits, as in CA, where only the taint takes a node
+		 * out of them.
 		 */
 		if (as_node_is_ready(n)) {
 			r->readiness[i] = R_READY;
@@ -443,7 +450,7 @@ static void cluster_state(struct run *r)
 		} else {
 			r->readiness[i] = R_UNREADY;
 		}
-		if (being_deleted)
+		if (being_deleted || n->instance_gone)
 			r->d->deleted++;
 		else if (r->readiness[i] == R_READY)
 			r->d->ready++;
@@ -456,6 +463,9 @@ static void cluster_state(struct run *r)
 			r->sd_mem = as_sat_add(r->sd_mem, mem_of(n));
 			r->sd_gpu = as_sat_add(r->sd_gpu, n->capacity.gpu);
 		}
+		/* CA's max-nodes-total check counts every Ready node it lists. */
+		if (!being_deleted && n->instance_gone && r->readiness[i] == R_READY)
+			r->ready_gone++;
 		if (g >= 0 && r->readiness[i] == R_READY)
 			ready[g]++;
 		else if (g >= 0 && r->readiness[i] == R_UNREADY)
@@ -1185,7 +1195,7 @@ static void scale_up(struct run *r, GPtrArray *pending)
 
 	if (pending->len == 0)
 		return;
-	if (o->max_nodes_total > 0 && r->d->ready >= o->max_nodes_total) {
+	if (o->max_nodes_total > 0 && r->d->ready + r->ready_gone >= o->max_nodes_total) {
 		g_autofree char *why = g_strdup_printf(
 			"max-nodes-total %" G_GINT64_FORMAT " reached", o->max_nodes_total);
 

@@ -69,7 +69,11 @@ struct as_decision {
 	int64_t last_scale_down_delete;
 	/* counts, for status and metrics */
 	int ready, unready, not_started, unregistered, long_unregistered, upcoming;
-	int deleted; /* nodes with the ToBeDeleted taint: in none of ready, unready, not_started */
+	/*
+	 * Nodes with the ToBeDeleted taint or whose instance is gone
+	 * (as_node.instance_gone): in none of ready, unready, not_started.
+	 */
+	int deleted;
 };
 
 void as_decision_free(struct as_decision *d);

@@ -101,6 +101,7 @@ struct as_node *as_node_copy(const struct as_node *n, const char *name)
 	*c = *n;
 	c->name = g_strdup(name);
 	c->provider_id = g_strdup("");
+	c->instance_gone = false;
 	kvs_copy(&c->labels, &n->labels);
 	kvs_copy(&c->annotations, &n->annotations);
 	c->taints = g_new0(struct as_taint, n->n_taints);

@@ -96,6 +96,13 @@ struct as_node {
 	bool pid_pressure;
 	bool network_unavailable;
 	bool unschedulable; /* spec.unschedulable */
+	/*
+	 * Its cloud provider checked and found no instance behind it (CA's
+	 * CloudProvider.HasInstance false): the cluster state counts it
+	 * Deleted.  False when the provider could not tell, or it is not the
+	 * provider's node.
+	 */
+	bool instance_gone;
 	int64_t creation_time;
 };
 

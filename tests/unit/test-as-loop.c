@@ -1184,6 +1184,55 @@ START_TEST(unhealthy_and_unregistered)
 END_TEST
 
 /*
+ * Nodes whose instance the provider found gone (an operator deleted the
+ * machine, the Node stayed) are Deleted in CA's cluster state
+ * (getCloudProviderDeletedNodes, clusterstate.go), not Unready: four of
+ * them NotReady for an hour beside one good node leave the cluster
+ * healthy, and still count among all the nodes.  Ready ones still count
+ * for max-nodes-total, which CA takes from the Ready nodes it lists.
+ */
+START_TEST(instance_gone_counted_deleted)
+{
+	struct su s;
+	struct as_decision *d;
+
+	su_init(&s, 1);
+	for (int i = 0; i < 4; i++) {
+		g_autofree char *n = g_strdup_printf("gone%d", i);
+		struct as_node *x = b_add(s.c, NULL, b_node(n, 1000, 1024, 110));
+
+		x->ready = false;
+		x->instance_gone = true;
+	}
+	b_add(s.c, s.g, b_node("good", 1000, 1024, 110));
+	ck_assert_int_eq(su_delta(&s, &d), 1);
+	ck_assert_str_eq(d->status, "ok");
+	ck_assert_int_eq(d->unready, 0);
+	ck_assert_int_eq(d->deleted, 4);
+	ck_assert_int_eq(d->ready, 1);
+	as_decision_free(d);
+	/* the same nodes with their instances there: 4 of 5 unready */
+	for (int i = 0; i < 4; i++)
+		((struct as_node *)s.c->nodes->pdata[i])->instance_gone = false;
+	ck_assert_int_eq(su_delta(&s, &d), 0);
+	ck_assert_str_eq(d->status, "ClusterUnhealthy");
+	as_decision_free(d);
+	/* Ready but gone: out of d->ready, yet max-nodes-total 2 is reached */
+	for (int i = 0; i < 4; i++) {
+		((struct as_node *)s.c->nodes->pdata[i])->instance_gone = true;
+		((struct as_node *)s.c->nodes->pdata[i])->ready = i == 0;
+	}
+	s.o.max_nodes_total = 2;
+	ck_assert_int_eq(su_delta(&s, &d), 0);
+	ck_assert_int_eq(d->ready, 1);
+	ck_assert_int_eq(d->deleted, 4);
+	ck_assert_str_eq(kvs_get(&d->unhelped, "default/p0"), "max-nodes-total 2 reached");
+	as_decision_free(d);
+	su_free(&s);
+}
+END_TEST
+
+/*
  * CA's health check takes the unready count against every node of the
  * cluster (len(csr.nodes)), those still starting too: 4 unready of 10
  * nodes, 5 of them not started yet, is 40% and healthy.
@@ -1434,6 +1483,7 @@ int main(void)
 	tcase_add_test(up, filter_out_schedulable_by_priority);
 	tcase_add_test(up, unhealthy_and_unregistered);
 	tcase_add_test(up, unhealthy_percentage_of_all_nodes);
+	tcase_add_test(up, instance_gone_counted_deleted);
 	tcase_add_test(up, balance_similar);
 	tcase_add_test(up, random_expander_across_loops);
 	tcase_add_test(up, invariant_check_catches);
