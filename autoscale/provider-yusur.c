@@ -360,6 +360,12 @@ struct yprov {
 	struct as_yusur_config *cfg;
 	struct bm_client *client;
 	GPtrArray *groups; /* struct ygroup * */
+	/*
+	 * The bm-api ids of every instance of the last answer not in state
+	 * deleted, whatever its pool (owned strings): has_instance() says
+	 * gone only for an id bm-api no longer lists alive anywhere.
+	 */
+	GHashTable *alive;
 	char *last_error;
 };
 
@@ -666,17 +672,22 @@ static int yp_group_for_node(struct as_cloud_provider *pp, const struct as_node 
 	return 0;
 }
 
+/*
+ * CA's HasInstance.  Only for a node of ours in a pool of the last
+ * answer: bm-api lists every instance that is not purged, so one it no
+ * longer lists alive (purged, or state deleted) is gone.  Another
+ * provider's node, or one of a pool we do not read (not in `pools`, or
+ * no longer listed), cannot be checked: -ENOTSUP, -ENOENT.
+ */
 static int yp_has_instance(struct as_cloud_provider *pp, const struct as_node *n, bool *out)
 {
 	g_autofree char *pool = NULL, *iid = NULL;
-	struct ygroup *g = NULL;
 
-	*out = false;
-	if (as_yusur_parse_provider_id(n->provider_id, &pool, &iid))
-		g = group_by_id(YP(pp), pool);
-	for (guint i = 0; g && i < g->instances->len; i++)
-		*out = *out ||
-		       strcmp(g_array_index(g->instances, struct as_instance, i).id, n->provider_id) == 0;
+	if (!as_yusur_parse_provider_id(n->provider_id, &pool, &iid))
+		return -ENOTSUP;
+	if (!group_by_id(YP(pp), pool))
+		return -ENOENT;
+	*out = g_hash_table_contains(YP(pp)->alive, iid);
 	return 0;
 }
 
@@ -714,6 +725,7 @@ int as_yusur_provider_update(struct as_cloud_provider *pp, json_object *pools,
 	struct yprov *p = YP(pp);
 	g_autoptr(GPtrArray) groups = g_ptr_array_new_with_free_func(ygroup_free);
 	g_autoptr(GHashTable) ids = g_hash_table_new(g_str_hash, g_str_equal);
+	g_autoptr(GHashTable) alive = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	/* Pool name -> its group: a scan of the groups per pool and per instance was quadratic. */
 	g_autoptr(GHashTable) by_name = g_hash_table_new(g_str_hash, g_str_equal);
 	json_object *items = as_json_member(pools, "items");
@@ -776,6 +788,7 @@ int as_yusur_provider_update(struct as_cloud_provider *pp, json_object *pools,
 	     i++) {
 		json_object *inst = json_object_array_get_idx(items, i);
 		const char *pool = as_json_string(inst, "pool"), *id = as_json_string(inst, "id");
+		const char *state = as_json_string(inst, "state");
 		struct ygroup *g = pool ? g_hash_table_lookup(by_name, pool) : NULL;
 		struct as_instance in;
 
@@ -790,11 +803,15 @@ int as_yusur_provider_update(struct as_cloud_provider *pp, json_object *pools,
 						     " the answer is ignored", id));
 			return -EBADMSG;
 		}
+		if (id && !(state && strcmp(state, "deleted") == 0))
+			g_hash_table_add(alive, g_strdup(id));
 		if (g && as_yusur_instance(inst, &in))
 			g_array_append_val(g->instances, in);
 	}
 	g_ptr_array_unref(p->groups);
 	p->groups = g_steal_pointer(&groups);
+	g_hash_table_unref(p->alive);
+	p->alive = g_steal_pointer(&alive);
 	set_error(p, NULL);
 	return 0;
 }
@@ -831,6 +848,7 @@ static void yp_cleanup(struct as_cloud_provider *pp)
 	if (!p)
 		return;
 	g_ptr_array_unref(p->groups);
+	g_hash_table_unref(p->alive);
 	bm_client_free(p->client);
 	as_yusur_config_free(p->cfg);
 	g_free(p->last_error);
@@ -849,6 +867,7 @@ struct as_cloud_provider *as_yusur_provider_new(struct as_yusur_config *cfg)
 	p->cfg = cfg;
 	p->client = bm_client_new(cfg->token);
 	p->groups = g_ptr_array_new_with_free_func(ygroup_free);
+	p->alive = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	return &p->base;
 }
 

@@ -176,6 +176,7 @@ START_TEST(provider_update)
 	json_object *insts = json_tokener_parse(
 		"{\"items\": [{\"id\": \"big-1\", \"pool\": \"big\", \"state\": \"active\"},"
 		" {\"id\": \"big-2\", \"pool\": \"big\", \"state\": \"deprovisioning\"},"
+		" {\"id\": \"big-3\", \"pool\": \"big\", \"state\": \"deleted\"},"
 		" {\"id\": \"x-1\", \"pool\": \"gone\", \"state\": \"active\"}]}");
 	json_object *bad = json_tokener_parse("{\"items\": 3}");
 	const struct as_node *tmpl = NULL;
@@ -203,6 +204,33 @@ START_TEST(provider_update)
 	ck_assert_int_eq(groups[1]->ops->template_node_info(groups[1], &tmpl), -ENOENT);
 	ck_assert_int_eq(p->ops->node_price(p, groups[1], &price), -ENOTSUP);
 	ck_assert_int_eq(groups[1]->ops->max_size(groups[1]), 4);
+	/*
+	 * HasInstance: gone only for a node of a pool read, whose instance
+	 * bm-api no longer lists alive; another provider's node, or one of a
+	 * pool not read, cannot be checked.
+	 */
+	{
+		static const struct {
+			const char *pid;
+			int r;
+			bool has;
+		} hs[] = {
+			{"yusur://big/big-1", 0, true},	    {"yusur://big/big-2", 0, true},
+			{"yusur://big/big-3", 0, false},    {"yusur://big/big-9", 0, false},
+			{"yusur://big/x-1", 0, true},	    {"yusur://gone/x-1", -ENOENT, false},
+			{"yusur://gone/x-9", -ENOENT, false}, {"aws:///i-1", -ENOTSUP, false},
+			{"", -ENOTSUP, false},
+		};
+
+		for (size_t i = 0; i < G_N_ELEMENTS(hs); i++) {
+			struct as_node n = {.name = (char *)"n", .provider_id = (char *)hs[i].pid};
+			bool has = !hs[i].has;
+
+			ck_assert_int_eq(p->ops->has_instance(p, &n, &has), hs[i].r);
+			if (hs[i].r == 0)
+				ck_assert(has == hs[i].has);
+		}
+	}
 	/* An answer without items keeps the last picture. */
 	ck_assert_int_eq(as_yusur_provider_update(p, bad, NULL), -EBADMSG);
 	ck_assert_ptr_nonnull(strstr(as_yusur_last_error(p), "items"));
