@@ -13,6 +13,10 @@
  *     deprovisioned; the Node deletion is tried again each loop until it
  *     succeeds or the node is gone from the cache (CA leaves the Node to
  *     the cloud node controller, and nothing else would delete it here).
+ *   (Node not Ready whose instance the provider found gone, any loop) ->
+ *     NODE, untainted: the cloud node lifecycle controller's job, which
+ *     this provider has no one else to do (delete_gone_nodes()).  A
+ *     restart, or a machine deleted by someone else, leaves no Node behind.
  *   DRAINING past --max-pod-eviction-time with evictions still refused,
  *     or past the grace period plus --node-deletion-delay-timeout with
  *     pods still there -> FAILED: taint and cordon removed, event
@@ -378,6 +382,13 @@ struct daemon {
 	 */
 	GRand *rand;
 	GHashTable *deleting; /* node -> struct deletion */
+	/*
+	 * Node -> int64_t creation time, for the Nodes delete_gone_nodes()
+	 * took on: the cache may list one a loop more after its deletion,
+	 * which is not a second deletion to log.  Dropped once the cache no
+	 * longer lists it.
+	 */
+	GHashTable *gone_done;
 	GHashTable *noscale_events; /* pod key -> int64_t last NotTriggerScaleUp event time */
 	GPtrArray *objs[AS_KUBE_N_KINDS]; /* this loop's cache copy */
 	GHashTable *uids; /* "Kind/ns/name" -> uid (borrowed from objs), but Pods: pod_uid() */
@@ -739,6 +750,18 @@ static int build_model(struct daemon *dm, struct as_cluster **out)
 			g->last_failure = st->last_failure;
 		}
 		g_ptr_array_add(c->groups, g);
+	}
+	/*
+	 * CA's HasInstance, asked of every node as its cluster state does;
+	 * a node the provider cannot check (not its own, a pool it does not
+	 * read) is not gone.
+	 */
+	for (guint i = 0; i < c->nodes->len; i++) {
+		struct as_node *n = c->nodes->pdata[i];
+		bool has = true;
+
+		if (n->provider_id[0] && dm->prov->ops->has_instance(dm->prov, n, &has) == 0)
+			n->instance_gone = !has;
 	}
 	{
 		GHashTableIter it;
@@ -1111,7 +1134,7 @@ static bool delete_node_object(struct daemon *dm, const struct as_cluster *c,
 	}
 	bump(&dm->m, &dm->m.errors_api);
 	if (del->node_delete_failures++ == 0)
-		qt_warn("deleting Node \"%s\": %s (the instance is being deprovisioned; "
+		qt_warn("deleting Node \"%s\": %s (its instance is deprovisioned or gone; "
 			"trying again each loop)", del->node, m);
 	else
 		qt_debug("deleting Node \"%s\" (try %d): %s", del->node,
@@ -1232,6 +1255,59 @@ static bool progress_deletion(struct daemon *dm, const struct as_cluster *c, str
 		     "Scale-down: %s node %s removed", del->empty ? "empty" : "drained", del->node);
 	dm->last_scale_down_delete = now;
 	return done;
+}
+
+/*
+ * What the cloud node lifecycle controller does for the providers it
+ * knows (k8s.io/cloud-provider, node_lifecycle_controller.go,
+ * MonitorNodes): a Node whose Ready condition is not True and whose
+ * instance the provider says no longer exists is deleted.  A Ready Node
+ * is left (its kubelet still reports: the provider's answer is the
+ * suspect), and so is one the provider could not check (build_model():
+ * no providerID, another provider's, a pool not read; bm-api down gives
+ * no loop at all).  The deletion joins the table in state NODE, so that
+ * it is retried each loop as after our own DeleteNodes.
+ */
+static void delete_gone_nodes(struct daemon *dm, const struct as_cluster *c, int64_t now)
+{
+	GHashTableIter it;
+	gpointer k, v;
+
+	g_hash_table_iter_init(&it, dm->gone_done);
+	while (g_hash_table_iter_next(&it, &k, &v)) {
+		const struct as_node *n = find_node(c, k);
+
+		if (!n || n->creation_time != *(int64_t *)v)
+			g_hash_table_iter_remove(&it);
+	}
+	for (guint i = 0; i < c->nodes->len; i++) {
+		const struct as_node *n = c->nodes->pdata[i];
+		struct as_node_group_if *gi = NULL;
+		struct deletion *del;
+
+		if (!n->instance_gone || n->ready || g_hash_table_contains(dm->deleting, n->name) ||
+		    g_hash_table_contains(dm->gone_done, n->name))
+			continue;
+		if (!acting(dm))
+			return;
+		if (dm->prov->ops->node_group_for_node(dm->prov, n, &gi) < 0)
+			gi = NULL;
+		del = g_new0(struct deletion, 1);
+		del->node = g_strdup(n->name);
+		del->provider_id = g_strdup(n->provider_id);
+		del->group = g_strdup(gi ? gi->ops->id(gi) : "");
+		del->started = now;
+		del->evicted_all = AS_TIME_NEVER;
+		del->instance_deleted = true;
+		del->evicted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+		g_hash_table_replace(dm->deleting, del->node, del);
+		g_hash_table_replace(dm->gone_done, g_strdup(n->name),
+				     g_memdup2(&n->creation_time, sizeof(n->creation_time)));
+		qt_notice("deleting Node \"%s\": not Ready and its instance \"%s\" no longer "
+			  "exists in the cloud provider", n->name, n->provider_id);
+		event(dm, "Node", n->name, "Normal", "DeletingNode",
+		      "Deleting Node %s because it does not exist in the cloud provider", n->name);
+	}
 }
 
 static void progress_deletions(struct daemon *dm, const struct as_cluster *c, int64_t now)
@@ -1479,6 +1555,7 @@ static int loop_once(struct daemon *dm, bool first)
 			soft_taints(dm, c, d, now);
 		for (guint i = 0; i < d->scale_down_nodes->len; i++)
 			start_deletion(dm, c, d->scale_down_nodes->pdata[i], now);
+		delete_gone_nodes(dm, c, now);
 		progress_deletions(dm, c, now);
 		observe(&dm->m, FN_DOWN, secs_since(t));
 		if (dm->a->write_status_configmap && acting(dm)) {
@@ -1705,6 +1782,7 @@ int as_daemon_run(const struct as_daemon_args *a, const struct as_options *o)
 	dm.groups = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	dm.unneeded = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	dm.deleting = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, deletion_free);
+	dm.gone_done = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	dm.noscale_events = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	dm.uids = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	dm.pods = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, pod_memo_free);
@@ -1814,6 +1892,7 @@ cleanup:
 	g_hash_table_unref(dm.groups);
 	g_hash_table_unref(dm.unneeded);
 	g_hash_table_unref(dm.deleting);
+	g_hash_table_unref(dm.gone_done);
 	g_hash_table_unref(dm.noscale_events);
 	g_hash_table_unref(dm.uids);
 	g_hash_table_unref(dm.pods);

@@ -81,6 +81,11 @@ EXTRA_DIST += tests/autoscale/test-daemon-e2e.py tests/autoscale/register-node.p
 TESTS += tests/autoscale/test-daemon-drain.py
 EXTRA_DIST += tests/autoscale/test-daemon-drain.py
 
+# `autoscale run` deleting the Nodes of instances gone from bm-api, as the
+# cloud node lifecycle controller: fake API server + a stand-in bm-api.
+TESTS += tests/autoscale/test-daemon-gone.py
+EXTRA_DIST += tests/autoscale/test-daemon-gone.py
+
 # `autoscale run`'s initial list in pages of 2: continue tokens that expire.
 TESTS += tests/autoscale/test-daemon-list.py
 EXTRA_DIST += tests/autoscale/test-daemon-list.py
