@@ -682,6 +682,11 @@ static int dispatch(struct ctx *c, int argc, char **argv)
 		if (!(on && argc <= 4) && !(off && (argc == 3 || wait)))
 			return qt_cli_usage_error("maintenance: expected MACHINE on [REASON]"
 						  " | off [--wait]");
+		/* Nor is an option after "on" taken for the reason (on --wait). */
+		if (on && argc == 4 && argv[3][0] == '-')
+			return qt_cli_usage_error("maintenance on: '%s' is not a REASON (it takes no "
+						  "options; going into maintenance is done at once)",
+						  argv[3]);
 		path = g_strdup_printf("/v1/machines/%s/maintenance", argv[1]);
 		/* Ending it starts the verify: a 202 with the enroll operation. */
 		if (off)

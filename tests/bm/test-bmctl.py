@@ -117,8 +117,10 @@ def main():
     ctl("recover", mid)
     e.wait_state(mid, "available")
     for args in (("maintenance", mid, "off", "why"), ("maintenance", mid, "on", "a", "b"),
-                 ("maintenance", mid, "of"), ("maintenance", mid)):
+                 ("maintenance", mid, "of"), ("maintenance", mid),
+                 ("maintenance", mid, "on", "--wait")):
         ctl(*args, rc=2)
+    check(e.machine(mid)["state"] == "available", "maintenance on --wait refused, machine left alone")
     ctl("delete", "j0")
     ctl("bogus", rc=2)
     ctl("get", rc=2)
