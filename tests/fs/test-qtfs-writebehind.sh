@@ -193,7 +193,9 @@ PY
 out=$(python3 "$T/full.py" "$T/mnt/small/big")
 check "a full host file system: a later write or the close says ENOSPC ($out)" \
 	sh -c "echo '$out' | grep -q ENOSPC"
-check "... and the client logged it" grep -q "failed there: No space left on device" "$T/client.log"
+# (The error reaches the writer first: the log line may come a moment later.)
+check "... and the client logged it" \
+	wait_until 5 grep -q "failed there: No space left on device" "$T/client.log"
 rm -f "$T/exp/small/big"
 out=$(python3 "$T/full.py" "$T/sync/small/big")
 check "write_behind=0: the failing write itself says ENOSPC ($out)" \
