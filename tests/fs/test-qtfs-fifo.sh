@@ -30,8 +30,11 @@ sigpipe_status() {
 	mkfifo "$T/exp/fifos/sp"
 	timeout 10 head -c 10 "$T/exp/fifos/sp" >/dev/null &
 	_r=$!
-	# SIGPIPE back at its default, whatever the harness left it at.
-	timeout -s KILL 10 sh -c 'trap - PIPE; yes >"$1" 2>/dev/null; echo $?' sh "$1/sp"
+	# SIGPIPE back at its default, whatever the harness left it at: not
+	# with the shell's trap, which cannot undo a SIGPIPE ignored when it
+	# started (POSIX; systemd's services start so, as in vm-check's guest).
+	timeout -s KILL 10 env --default-signal=PIPE sh -c 'yes >"$1" 2>/dev/null; echo $?' \
+		sh "$1/sp"
 	wait "$_r"
 }
 on_host=$(sigpipe_status "$T/exp/fifos")
