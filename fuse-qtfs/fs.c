@@ -6955,6 +6955,8 @@ void qtfs_fs_log_state(struct qtfs_fs *fs)
 	listings = fs->listings.length;
 	listing_names = fs->listing_names;
 	listed_names = fs->listed_total;
+	/* Notes past their time are dead, dropped only at the next rename or report. */
+	own_moves_prune_locked(fs);
 	moves = fs->own_moves.length;
 	g_mutex_unlock(&fs->lock);
 	g_mutex_lock(&fs->lk_lock);
