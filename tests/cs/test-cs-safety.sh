@@ -200,11 +200,15 @@ check "two ups at once mount once, and down leaves nothing (up/up/mounts:$bad)" 
 
 # 6. A failed up whose rollback cannot undo everything keeps the state (and
 # says what is left), as down does.  The service breaks its own mount point
-# (unmounts it and puts a symlink there), then fails.
+# (unmounts it and puts a symlink there), then fails.  It has a ready=
+# that never appears, so that up waits for its end: without one, up
+# takes a service alive after 0.3 s as started, and the four programs it
+# runs take longer than that under emulation (vm-check with tcg).
 {
 	printf '[profile]\nname=s6\nroot=%s/r6\n[mount:/m]\ntype=tmpfs\n' "$T"
 	svc_root "$T/r6"
 	printf '[service:breaker]\nexec=/bin/sh -c "umount /m && rmdir /m && ln -s / /m; exit 3"\n'
+	printf 'ready=/never\nready_timeout=120\n'
 } >"$T/s6.conf"
 "$CS" up "$T/s6.conf" >"$T/out" 2>&1
 rc=$?
