@@ -1052,6 +1052,22 @@ static void evict_daemonset_pods(struct daemon *dm, const struct as_cluster *c, 
 	}
 }
 
+/* A deletion of node @n, of group @group ("" for none), from @now on, in dm->deleting. */
+static struct deletion *deletion_add(struct daemon *dm, const struct as_node *n, const char *group,
+				     int64_t now)
+{
+	struct deletion *del = g_new0(struct deletion, 1);
+
+	del->node = g_strdup(n->name);
+	del->provider_id = g_strdup(n->provider_id);
+	del->group = g_strdup(group);
+	del->started = now;
+	del->evicted_all = AS_TIME_NEVER;
+	del->evicted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	g_hash_table_replace(dm->deleting, del->node, del);
+	return del;
+}
+
 static void start_deletion(struct daemon *dm, const struct as_cluster *c, const char *name,
 			   int64_t now)
 {
@@ -1081,15 +1097,8 @@ static void start_deletion(struct daemon *dm, const struct as_cluster *c, const 
 		g_clear_pointer(&m, g_free);
 	}
 	pods = pods_to_drain(c, name);
-	del = g_new0(struct deletion, 1);
-	del->node = g_strdup(name);
-	del->provider_id = g_strdup(n->provider_id);
-	del->group = g_strdup(gi->ops->id(gi));
-	del->started = now;
-	del->evicted_all = AS_TIME_NEVER;
+	del = deletion_add(dm, n, gi->ops->id(gi), now);
 	del->empty = pods->len == 0;
-	del->evicted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-	g_hash_table_replace(dm->deleting, del->node, del);
 	qt_notice("node \"%s\" (group \"%s\") tainted %s; %u pods to evict", name, del->group,
 		  AS_TAINT_TO_BE_DELETED, pods->len);
 	event(dm, "Node", name, "Normal", "ScaleDown", "marked the node as toBeDeleted/unschedulable");
@@ -1292,15 +1301,8 @@ static void delete_gone_nodes(struct daemon *dm, const struct as_cluster *c, int
 			return;
 		if (dm->prov->ops->node_group_for_node(dm->prov, n, &gi) < 0)
 			gi = NULL;
-		del = g_new0(struct deletion, 1);
-		del->node = g_strdup(n->name);
-		del->provider_id = g_strdup(n->provider_id);
-		del->group = g_strdup(gi ? gi->ops->id(gi) : "");
-		del->started = now;
-		del->evicted_all = AS_TIME_NEVER;
+		del = deletion_add(dm, n, gi ? gi->ops->id(gi) : "", now);
 		del->instance_deleted = true;
-		del->evicted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-		g_hash_table_replace(dm->deleting, del->node, del);
 		g_hash_table_replace(dm->gone_done, g_strdup(n->name),
 				     g_memdup2(&n->creation_time, sizeof(n->creation_time)));
 		qt_notice("deleting Node \"%s\": not Ready and its instance \"%s\" no longer "
