@@ -79,7 +79,7 @@ EXTRA_DIST += tests/autoscale/test-daemon-e2e.py tests/autoscale/register-node.p
 # `autoscale run`'s scale-down when evictions, pods, bm-api or the Node
 # object misbehave: fake API server + a stand-in bm-api.
 TESTS += tests/autoscale/test-daemon-drain.py
-EXTRA_DIST += tests/autoscale/test-daemon-drain.py
+EXTRA_DIST += tests/autoscale/test-daemon-drain.py tests/autoscale/daemonenv.py
 
 # `autoscale run` deleting the Nodes of instances gone from bm-api, as the
 # cloud node lifecycle controller: fake API server + a stand-in bm-api.

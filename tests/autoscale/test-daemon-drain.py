@@ -14,38 +14,15 @@
 # Arguments: names of cases to run (default: all).
 
 import http.server
-import json
 import os
-import re
-import signal
-import socket
-import subprocess
 import sys
 import threading
 import time
-import urllib.request
 
-SRC = os.environ.get("top_srcdir", os.path.join(os.path.dirname(__file__), "..", ".."))
-BUILD = os.environ.get("top_builddir", os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(SRC, "tests", "kube"))
-from kubefake import FakeKube  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from daemonenv import BmHandler, DaemonEnv, check, main  # noqa: E402
 
 TAINT = "ToBeDeletedByClusterAutoscaler"
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class BmState:
@@ -73,15 +50,7 @@ class BmState:
 
 
 def bm_handler(state):
-    class H(http.server.BaseHTTPRequestHandler):
-        def reply(self, code, obj):
-            body = json.dumps(obj).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
+    class H(BmHandler):
         def do_GET(self):
             with state.lock:
                 if self.path == "/v1/pools":
@@ -104,27 +73,17 @@ def bm_handler(state):
                                             "message": "instance is deleted"})
                 state.instances[iid] = "deleted"
             self.reply(202, {"operation": "/v1/operations/1"})
-
-        def log_message(self, *args):
-            pass
     return H
 
 
-class Env:
+class Env(DaemonEnv):
     def __init__(self, name):
-        self.kube = FakeKube(name="as-drain-" + name)
         self.bm = BmState()
         self.bm.instances = {"a-1": "active", "a-2": "active"}
-        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), bm_handler(self.bm))
-        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
-        self.proc = None
-        self.log_path = os.path.join(self.kube.dir, "autoscale.log")
-        with open(os.path.join(self.kube.dir, "token"), "w") as f:
-            f.write("bm-token\n")
-        self.cloud = os.path.join(self.kube.dir, "cloud.conf")
-        with open(self.cloud, "w") as f:
-            f.write("[yusur]\nurl = http://127.0.0.1:%d\ntoken_file = token\nimage = worker-1\n"
-                    % self.srv.server_address[1])
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), bm_handler(self.bm))
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        super().__init__("as-drain-", name, srv.server_address[1])
+        self.srv = srv
         k = self.kube
         k.add_node("n1", cpu="4", memory="8Gi", provider_id="yusur://a/a-1")
         k.add_node("n2", cpu="4", memory="8Gi", provider_id="yusur://a/a-2")
@@ -138,46 +97,10 @@ class Env:
                   owner=("ReplicaSet", "web"))
 
     def start(self, extra=()):
-        port = free_port()
-        self.url = "http://127.0.0.1:%d" % port
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                [os.path.join(BUILD, "autoscale", "autoscale"), "run",
-                 "--kubeconfig", self.kube.kubeconfig, "--cloud-provider=yusur",
-                 "--cloud-config", self.cloud, "--address", "127.0.0.1:%d" % port,
-                 "--scan-interval=1s", "--scale-down-unneeded-time=1s",
-                 "--scale-down-delay-after-add=0s", "--scale-down-delay-after-failure=0s",
-                 "--scale-down-utilization-threshold=0.5", "--max-graceful-termination-sec=1",
-                 "--leader-elect=false"] + list(extra),
-                stdout=log, stderr=subprocess.STDOUT, cwd=self.kube.dir)
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                rc = self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                raise Failure("autoscale did not exit on SIGTERM")
-            check(rc == 0, "autoscale exited with %s on SIGTERM" % rc)
-        self.proc = None
-
-    def close(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self.srv.shutdown()
-        self.srv.server_close()
-        self.kube.close()
-
-    def log(self):
-        with open(self.log_path) as f:
-            return f.read()
-
-    def node(self, name):
-        s, n = self.kube.get("/api/v1/nodes/" + name)
-        return n if s == 200 else None
+        super().start(["--scale-down-unneeded-time=1s", "--scale-down-delay-after-add=0s",
+                       "--scale-down-delay-after-failure=0s",
+                       "--scale-down-utilization-threshold=0.5",
+                       "--max-graceful-termination-sec=1"] + list(extra))
 
     def taints(self, name):
         n = self.node(name)
@@ -190,17 +113,6 @@ class Env:
     def events(self, reason):
         s, o = self.kube.get("/api/v1/events")
         return [e for e in o["items"] if e["reason"] == reason]
-
-    def wait(self, cond, what, timeout=30):
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            check(self.proc is None or self.proc.poll() is None,
-                  "autoscale exited with %s" % (self.proc and self.proc.returncode))
-            v = cond()
-            if v:
-                return v
-            time.sleep(0.1)
-        raise Failure("timed out waiting for " + what)
 
 
 def add_held_mover(env, **spec):
@@ -216,21 +128,6 @@ def add_held_mover(env, **spec):
 def release_mover(env):
     env.kube.must(200, "PATCH", "/api/v1/namespaces/default/pods/mover",
                   {"metadata": {"finalizers": None}}, "application/merge-patch+json")
-
-
-def run_case(fn):
-    env = Env(fn.__name__.replace("_", "-"))
-    print("--", fn.__doc__.strip().splitlines()[0], flush=True)
-    try:
-        fn(env)
-        env.stop()
-    except Exception:
-        if os.path.exists(env.log_path):
-            tail = "".join(env.log().splitlines(True)[-50:])
-            sys.stderr.write("==== autoscale.log (tail)\n%s\n" % tail)
-        raise
-    finally:
-        env.close()
 
 
 def case_eviction_refused(env):
@@ -409,13 +306,5 @@ CASES = [case_eviction_refused, case_pod_stays, case_stale_taint, case_instance_
          case_group_gone]
 
 
-def main():
-    only = sys.argv[1:]
-    for fn in CASES:
-        if not only or fn.__name__ in only:
-            run_case(fn)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(Env, CASES))

@@ -13,34 +13,12 @@
 # Arguments: names of cases to run (default: all).
 
 import http.server
-import json
 import os
-import signal
-import socket
-import subprocess
 import sys
 import threading
-import time
 
-SRC = os.environ.get("top_srcdir", os.path.join(os.path.dirname(__file__), "..", ".."))
-BUILD = os.environ.get("top_builddir", os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(SRC, "tests", "kube"))
-from kubefake import FakeKube  # noqa: E402
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from daemonenv import BmHandler, DaemonEnv, check, free_port, main  # noqa: E402
 
 
 class BmState:
@@ -64,15 +42,7 @@ class BmState:
 
 
 def bm_handler(state):
-    class H(http.server.BaseHTTPRequestHandler):
-        def reply(self, code, obj):
-            body = json.dumps(obj).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
+    class H(BmHandler):
         def do_GET(self):
             with state.lock:
                 if self.path == "/v1/pools":
@@ -88,69 +58,19 @@ def bm_handler(state):
         def do_DELETE(self):
             self.reply(500, {"code": "internal", "message": "no instance DELETE expected"})
 
-        def log_message(self, *args):
-            pass
     return H
 
 
-class Env:
+class Env(DaemonEnv):
     def __init__(self, name):
-        self.kube = FakeKube(name="as-gone-" + name)
         self.bm = BmState()
         self.bm_port = free_port()
-        self.srv = None
-        self.proc = None
-        self.log_path = os.path.join(self.kube.dir, "autoscale.log")
-        with open(os.path.join(self.kube.dir, "token"), "w") as f:
-            f.write("bm-token\n")
-        self.cloud = os.path.join(self.kube.dir, "cloud.conf")
-        with open(self.cloud, "w") as f:
-            f.write("[yusur]\nurl = http://127.0.0.1:%d\ntoken_file = token\nimage = worker-1\n"
-                    % self.bm_port)
+        super().__init__("as-gone-", name, self.bm_port)
 
     def start_bm(self):
         self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", self.bm_port),
                                                    bm_handler(self.bm))
         threading.Thread(target=self.srv.serve_forever, daemon=True).start()
-
-    def start(self, extra=()):
-        port = free_port()
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                [os.path.join(BUILD, "autoscale", "autoscale"), "run",
-                 "--kubeconfig", self.kube.kubeconfig, "--cloud-provider=yusur",
-                 "--cloud-config", self.cloud, "--address", "127.0.0.1:%d" % port,
-                 "--scan-interval=1s", "--leader-elect=false"] + list(extra),
-                stdout=log, stderr=subprocess.STDOUT, cwd=self.kube.dir)
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                rc = self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                raise Failure("autoscale did not exit on SIGTERM")
-            check(rc == 0, "autoscale exited with %s on SIGTERM" % rc)
-        self.proc = None
-
-    def close(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        if self.srv:
-            self.srv.shutdown()
-            self.srv.server_close()
-        self.kube.close()
-
-    def log(self):
-        with open(self.log_path) as f:
-            return f.read()
-
-    def node(self, name):
-        s, n = self.kube.get("/api/v1/nodes/" + name)
-        return n if s == 200 else None
 
     def lists(self):
         with self.bm.lock:
@@ -161,35 +81,9 @@ class Env:
         want = self.lists() + n
         self.wait(lambda: self.lists() >= want, "%d more loops" % n, 10 + 3 * n)
 
-    def wait(self, cond, what, timeout=30):
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            check(self.proc is None or self.proc.poll() is None,
-                  "autoscale exited with %s" % (self.proc and self.proc.returncode))
-            v = cond()
-            if v:
-                return v
-            time.sleep(0.1)
-        raise Failure("timed out waiting for " + what)
-
 
 def deletion_lines(env, node):
     return [l for l in env.log().splitlines() if 'deleting Node "%s": not Ready' % node in l]
-
-
-def run_case(fn):
-    env = Env(fn.__name__.replace("_", "-"))
-    print("--", fn.__doc__.strip().splitlines()[0], flush=True)
-    try:
-        fn(env)
-        env.stop()
-    except Exception:
-        if os.path.exists(env.log_path):
-            tail = "".join(env.log().splitlines(True)[-50:])
-            sys.stderr.write("==== autoscale.log (tail)\n%s\n" % tail)
-        raise
-    finally:
-        env.close()
 
 
 def case_restart(env):
@@ -291,13 +185,5 @@ def case_bm_unreachable(env):
 CASES = [case_restart, case_not_ours_or_alive, case_bm_unreachable]
 
 
-def main():
-    only = sys.argv[1:]
-    for fn in CASES:
-        if not only or fn.__name__ in only:
-            run_case(fn)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(Env, CASES))
