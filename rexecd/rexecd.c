@@ -616,13 +616,13 @@ static void cloexec_from_3(void)
 	if (d < 0)
 		return;
 	while ((n = syscall(SYS_getdents64, d, buf, sizeof(buf))) > 0) {
-		for (long off = 0; off < n; off += ((struct d64 *)(buf + off))->reclen) {
-			const char *c = ((struct d64 *)(buf + off))->name;
+		for (long off = 0; off < n; off += ((const struct d64 *)(buf + off))->reclen) {
+			const char *name = ((const struct d64 *)(buf + off))->name, *c = name;
 			int fd = 0;
 
 			for (; *c >= '0' && *c <= '9' && fd < 1 << 24; c++)
 				fd = fd * 10 + (*c - '0');
-			if (*c == '\0' && c != ((struct d64 *)(buf + off))->name && fd >= 3 && fd != d)
+			if (*c == '\0' && c != name && fd >= 3 && fd != d)
 				fcntl(fd, F_SETFD, FD_CLOEXEC);
 		}
 	}
