@@ -135,8 +135,9 @@ umount_qtfs() {
 # skip_without_expire_only SOURCE [ARGS...]: exit 77 (skip) where this kernel has
 # no FUSE expire-only notification (Linux 6.2, and some stable kernels
 # before it, Debian 12's 6.1 among them): fuse-qtfs then caches names for
-# entry_timeout only and the barrier does nothing (docs/fuse-qtfs.md,
-# "Name caching"), which is what a name-caching test checks.  A mount of
+# entry_timeout only, and neither a report nor the barrier drops a name
+# the kernel holds (docs/fuse-qtfs.md, "Name caching"), which is what a
+# name-caching test checks.  A mount of
 # SOURCE (with ARGS) asks the kernel, and says so at once when it cannot.
 skip_without_expire_only() {
 	_src=$1
