@@ -45,7 +45,8 @@
  * they still fail if the connection goes).  The price: stat() says
  * "regular file" for them.  mknod of a FIFO there answers with the FIFO
  * (the kernel insists on the type it asked for) and zero cache times, so
- * the next lookup sees the relay and gets a node of its own.
+ * the next lookup sees the relay and gets a node of its own.  An open of
+ * one waits for the host's close of every close before (relay_closing_add()).
  *
  * Pseudo files.  Files the server flags QTFS_AF_PSEUDO (procfs, sysfs,
  * cgroupfs) report sizes that mean nothing, so they are opened with
@@ -171,6 +172,11 @@ struct qtfs_fs {
 	unsigned lk_releasing; /* RELEASEs carrying an unlock (flock, OFD) still on their way; lk_lock */
 	uint64_t lk_release_gen; /* RELEASEs with an unlock done so far; lk_lock */
 
+	/* The RELEASEs of relayed FIFOs on their way (see relay_open_wait()), under relay_lock. */
+	GMutex relay_lock;
+	GCond relay_cond;	   /* one is done */
+	GHashTable *relay_closing; /* fuse_ino_t* -> how many of its RELEASEs are on their way */
+
 	GMutex slow_lock;
 	GThreadPool *slow; /* see slow_push(); NULL once stopping; slow_lock */
 
@@ -260,6 +266,8 @@ struct fh {
 	bool dir;
 	bool pseudo;
 	bool stream; /* relayed FIFO: calls have no deadline */
+	bool relay;  /* a relayed FIFO's */
+	bool relay_closing; /* its RELEASE is counted in fs->relay_closing */
 	int wb_err; /* -errno of a write answered before the host's, for the next write, fsync or flush; lock */
 	struct fuse_pollhandle *ph; /* the kernel's latest poll wait; protected by lock */
 	uint32_t poll_want;	    /* events the kernel's waits want, since its last wake-up; lock */
@@ -1532,12 +1540,89 @@ static struct qt_msg *build_release(uint64_t sh)
 	return m;
 }
 
+/*
+ * A relayed FIFO's RELEASE on its way.  The host closes the FIFO on its
+ * pool, and a later OPEN of it may go on another connection or reach
+ * another of the pool's threads first: it would meet the reader or writer
+ * closed here still open on the host and not wait for the real one (a
+ * write open went on at once, its bytes into a pipe whose only reader was
+ * about to close: lost, or EPIPE).  So an OPEN of a relayed FIFO waits
+ * until the host has closed it for every close before (relay_open_wait()).
+ * Counted on the loop thread as the RELEASE is read, before the OPEN after
+ * it is.
+ */
+static void relay_closing_add(struct qtfs_fs *fs, struct fh *h)
+{
+	guint64 key = h->ino;
+	guint n;
+
+	if (!h->relay || h->relay_closing)
+		return;
+	h->relay_closing = true;
+	g_mutex_lock(&fs->relay_lock);
+	n = GPOINTER_TO_UINT(g_hash_table_lookup(fs->relay_closing, &key));
+	g_hash_table_insert(fs->relay_closing, g_memdup2(&key, sizeof(key)),
+			    GUINT_TO_POINTER(n + 1));
+	g_mutex_unlock(&fs->relay_lock);
+}
+
+static void relay_closed(struct qtfs_fs *fs, fuse_ino_t ino)
+{
+	guint64 key = ino;
+	guint left;
+
+	g_mutex_lock(&fs->relay_lock);
+	left = GPOINTER_TO_UINT(g_hash_table_lookup(fs->relay_closing, &key));
+	if (left > 1)
+		g_hash_table_insert(fs->relay_closing, g_memdup2(&key, sizeof(key)),
+				    GUINT_TO_POINTER(left - 1));
+	else
+		g_hash_table_remove(fs->relay_closing, &key);
+	g_cond_broadcast(&fs->relay_cond);
+	g_mutex_unlock(&fs->relay_lock);
+}
+
+struct relay_release {
+	struct qtfs_fs *fs;
+	fuse_ino_t ino;
+};
+
+static void relay_release_done(void *arg, int err, struct qt_msg *rep)
+{
+	struct relay_release *r = arg;
+
+	(void)err;
+	qt_msg_free(rep);
+	relay_closed(r->fs, r->ino);
+	g_free(r);
+}
+
+/* Wait (on a blocker thread) until the host closed relayed FIFO @ino for every close before. */
+static int relay_open_wait(struct qtfs_fs *fs, fuse_req_t req, fuse_ino_t ino)
+{
+	guint64 key = ino;
+	int err = 0;
+
+	g_mutex_lock(&fs->relay_lock);
+	while (g_hash_table_contains(fs->relay_closing, &key)) {
+		if (fuse_req_interrupted(req)) {
+			err = -EINTR;
+			break;
+		}
+		g_cond_wait_until(&fs->relay_cond, &fs->relay_lock,
+				  g_get_monotonic_time() + 50 * G_TIME_SPAN_MILLISECOND);
+	}
+	g_mutex_unlock(&fs->relay_lock);
+	return err;
+}
+
 static void fh_close_wait(struct qtfs_fs *fs, struct fh *h, bool wait)
 {
 	struct qt_msg *m;
 	unsigned slot;
 	uint64_t gen;
 
+	relay_closing_add(fs, h);
 	fh_detach(fs, h);
 	g_mutex_lock(&h->lock);
 	m = build_release(h->sh);
@@ -1552,6 +1637,14 @@ static void fh_close_wait(struct qtfs_fs *fs, struct fh *h, bool wait)
 		g_autoptr(qt_msg) rep = NULL;
 
 		qtfs_client_call_on(fs->cl, slot, gen, m, 0, &rep);
+		if (h->relay_closing)
+			relay_closed(fs, h->ino);
+	} else if (h->relay_closing) {
+		struct relay_release *r = g_new(struct relay_release, 1);
+
+		*r = (struct relay_release){.fs = fs, .ino = h->ino};
+		qtfs_client_call_cb(fs->cl, slot, gen, m, qtfs_client_timeout_ms(fs->cl),
+				    relay_release_done, r);
 	} else {
 		qtfs_client_call_async(fs->cl, slot, gen, m);
 	}
@@ -4654,6 +4747,7 @@ static void finish_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 		g_free(pre->data);
 	/* A relayed FIFO, or a pseudo file whose reads wait for events (QTFS_AF_STREAM). */
 	h->stream = relay || (a->flags & QTFS_AF_STREAM);
+	h->relay = relay;
 	fi->fh = (uintptr_t)h;
 	if (!h->pseudo) {
 		bool changed;
@@ -4708,13 +4802,18 @@ static void open_sync(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	bool relay = node_is_relay(fs, ino);
 	/* Prefetched bytes land here first: the fh needs the reply's attributes. */
 	struct prefetched pre = {0};
-	struct qt_call_ctl *ctl = relay ? intr_begin(req) : NULL;
+	struct qt_call_ctl *ctl;
 	struct qtfs_attr a;
 	unsigned slot;
 	uint64_t gen, sh;
 	uint32_t mode;
 	int err;
 
+	if (relay && (err = relay_open_wait(fs, req, ino)) < 0) {
+		reply_err(req, -err);
+		return;
+	}
+	ctl = relay ? intr_begin(req) : NULL;
 	err = open_remote(fs, path, fi->flags, false, relay, &slot, &gen, &sh, &a,
 			  relay || (fi->flags & O_ACCMODE) != O_RDONLY ? NULL : &pre);
 	intr_end(req, ctl);
@@ -5614,6 +5713,8 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct release_unlock *r;
 	uint64_t *ofd;
 
+	/* Counted at once, as are unlocks: an OPEN after this one must know to wait. */
+	relay_closing_add(fs, fh_of(fi));
 	/* Counted at once: a lock request after this one must know to wait. */
 	g_mutex_lock(&fs->lk_lock);
 	ofd = lk_take_fh_locked(fs, fh_of(fi));
@@ -6832,6 +6933,9 @@ struct qtfs_fs *qtfs_fs_new(const struct qtfs_fs_opts *o, struct qtfs_client *cl
 	}
 	g_mutex_init(&fs->lk_lock);
 	g_cond_init(&fs->lk_cond);
+	g_mutex_init(&fs->relay_lock);
+	g_cond_init(&fs->relay_cond);
+	fs->relay_closing = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
 	g_mutex_init(&fs->wb_lock);
 	g_cond_init(&fs->wb_cond);
 	fs->wb_nodes = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, wb_node_free);
@@ -7048,6 +7152,9 @@ void qtfs_fs_free(struct qtfs_fs *fs)
 	g_hash_table_destroy(fs->lk_owners);
 	g_mutex_clear(&fs->lk_lock);
 	g_cond_clear(&fs->lk_cond);
+	g_hash_table_destroy(fs->relay_closing);
+	g_mutex_clear(&fs->relay_lock);
+	g_cond_clear(&fs->relay_cond);
 	g_hash_table_destroy(fs->wb_nodes);
 	g_mutex_clear(&fs->wb_lock);
 	g_cond_clear(&fs->wb_cond);

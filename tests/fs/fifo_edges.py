@@ -217,10 +217,83 @@ def poll_two_masks(dp, hp):
     return (got, quick, out["out"])
 
 
+class Hung(Exception):
+    pass
+
+
+def unblock(t, hp, flags):
+    """Join thread @t; if it still waits in an open of @hp after 2 s, give
+    it the partner it waits for (an open with @flags), and say so: "ok",
+    "stuck", or "hung" if even that did not end it (a daemon thread)."""
+    t.join(2)
+    if not t.is_alive():
+        return "ok"
+    try:
+        os.close(os.open(hp, flags | os.O_NONBLOCK))
+    except OSError:
+        pass
+    t.join(2)
+    return "hung" if t.is_alive() else "stuck"
+
+
+def reopen_other_end(dp, hp):
+    """The DPU reads, closes, at once opens for writing, and the host's
+    reader comes late: the open waits for that reader, which gets the
+    bytes (the reader just closed must not stand in for it).  Forty times;
+    a step that waits for good ends the scenario."""
+    def alarm(sig, frame):
+        raise Hung()
+    old = signal.signal(signal.SIGALRM, alarm)
+    got = []
+    try:
+        for _ in range(40):
+            t = threading.Thread(target=lambda: (lambda f: (os.write(f, b"hi"), os.close(f)))(
+                os.open(hp, os.O_WRONLY)), daemon=True)
+            t.start()
+            signal.alarm(5)
+            fd = os.open(dp, os.O_RDONLY)
+            first = os.read(fd, 10)
+            os.close(fd)
+            signal.alarm(0)
+            stuck = unblock(t, hp, os.O_RDONLY)
+            out = {}
+
+            def late_reader():
+                time.sleep(0.02)
+                f = os.open(hp, os.O_RDONLY)
+                # No EOF while some writer still has it open: 5 s at most.
+                ready = select.select([f], [], [], 5)[0]
+                out["read"] = os.read(f, 10) if ready else "no EOF"
+                os.close(f)
+            t = threading.Thread(target=late_reader, daemon=True)
+            t.start()
+            t0 = time.monotonic()
+            signal.alarm(5)
+            fd = os.open(dp, os.O_WRONLY)
+            waited = time.monotonic() - t0 >= 0.015
+            try:
+                os.write(fd, b"back")
+                wrote = "wrote"
+            except OSError as e:
+                wrote = ename(e)
+            os.close(fd)
+            signal.alarm(0)
+            late = unblock(t, hp, os.O_WRONLY)
+            got.append((first, waited, wrote, out.get("read"), stuck, late))
+            if "hung" in got[-1]:
+                break
+    except Hung:
+        got.append("hung")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    return sorted(set(got), key=repr)
+
+
 SCENARIOS = {f.__name__: f for f in (
     nb_writer_no_reader, nb_reader_no_writer, rdwr, writer_closes, reader_closes,
     dpu_reader_closes, two_writers, nb_read_empty, nb_write_full, poll_hup,
-    poll_two_masks)}
+    poll_two_masks, reopen_other_end)}
 
 
 def run(fn, dp, hp):

@@ -5,7 +5,8 @@
 # alone (tests/fs/fifo_edges.py): O_NONBLOCK opens and reads, O_RDWR, the
 # writer or the reader going away on either side (EPIPE, SIGPIPE), two
 # writers, a full pipe, poll's POLLHUP, two polls of one file wanting
-# different events.  test-qtfs-pseudo.sh has the plain traffic, interrupts
+# different events, a close and the open of the other end right after it
+# (over four connections too).  test-qtfs-pseudo.sh has the plain traffic, interrupts
 # and many FIFOs at once.
 
 . "${top_srcdir:-.}/tests/fs/qtfs-env.sh"
@@ -42,4 +43,11 @@ on_dpu=$(sigpipe_status "$T/mnt/fifos")
 check "a writer whose reader left dies of SIGPIPE on the host (status $on_host)" [ "$on_host" = 141 ]
 check "... and on the DPU through the relay (status $on_dpu)" [ "$on_dpu" = 141 ]
 check "the mount still answers" timeout 5 ls "$T/mnt/fifos"
+# A FIFO's close and the open after it on different connections (conns=4
+# spreads them): the host must close it first, else the open meets the
+# end just closed.
+check "mount with conns=4" mount_qtfs "unix:$T/sock:$T/exp" "$T/mnt4" -o fifo_relay=fifos,conns=4
+out=$(timeout -s KILL 30 python3 "$EDGES" "$T/mnt4/fifos" "$T/exp/fifos" reopen_other_end 2>&1)
+rc=$?
+check "FIFO reopen_other_end over 4 connections: as on the host ($out, rc=$rc)" [ "$rc" -eq 0 ]
 finish
