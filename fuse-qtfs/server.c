@@ -1184,24 +1184,36 @@ static char *wl_log_path(const char *path)
 	return g_strescape(path, keep);
 }
 
+/*
+ * Log the denial of @op at the host path @hp (NULL: a path the host cannot
+ * name), the line ending in @why if that is not NULL, and return -EACCES.
+ */
+static int wl_denied(struct session *sess, enum qtfs_wl_op op, const char *hp, const char *why)
+{
+	g_autofree char *quoted = NULL;
+
+	if (!hp) {
+		/* The kernel names no path of PATH_MAX bytes or more (a deep tree's). */
+		qt_warn("peer %s: %s of a path the host cannot name (longer than %d bytes?) denied "
+			"by the whitelist%s",
+			qt_conn_peer(sess->conn), qtfs_wl_op_name(op), PATH_MAX, why ? why : "");
+		return -EACCES;
+	}
+	quoted = wl_log_path(hp);
+	qt_warn("peer %s: %s \"%s\" denied by the whitelist%s", qt_conn_peer(sess->conn),
+		qtfs_wl_op_name(op), quoted, why ? why : "");
+	return -EACCES;
+}
+
 static int wl_check_fd(struct session *sess, enum qtfs_wl_op op, int fd, const char *name)
 {
-	g_autofree char *hp = NULL, *quoted = NULL;
+	g_autofree char *hp = NULL;
 
 	if (!sess->srv->wl || !qtfs_wl_restricts(sess->srv->wl, op))
 		return 0;
-	if (!(hp = host_path(fd, name))) {
-		/* The kernel names no path of PATH_MAX bytes or more (a deep tree's). */
-		qt_warn("peer %s: %s of a path the host cannot name (longer than %d bytes?) denied "
-			"by the whitelist", qt_conn_peer(sess->conn), qtfs_wl_op_name(op), PATH_MAX);
-		return -EACCES;
-	}
-	if (qtfs_wl_check(sess->srv->wl, op, hp))
+	if ((hp = host_path(fd, name)) && qtfs_wl_check(sess->srv->wl, op, hp))
 		return 0;
-	quoted = wl_log_path(hp);
-	qt_warn("peer %s: %s \"%s\" denied by the whitelist", qt_conn_peer(sess->conn),
-		qtfs_wl_op_name(op), quoted);
-	return -EACCES;
+	return wl_denied(sess, op, hp, NULL);
 }
 
 static int wl_check_at(struct session *sess, enum qtfs_wl_op op, const struct at *a)
@@ -1283,6 +1295,104 @@ static int wl_check_pair(struct session *sess, bool link, const struct at *a, co
 	}
 	return (err = wl_check_at(sess, QTFS_WL_RENAME, a)) < 0 ? err
 								 : wl_check_at(sess, QTFS_WL_RENAME, b);
+}
+
+/*
+ * What a rename removes or makes besides moving a name.  Without
+ * RENAME_NOREPLACE or RENAME_EXCHANGE it replaces an existing target: a
+ * non-directory as an unlink would remove it, an empty directory as an
+ * rmdir would.  So on top of [Rename] at both names (wl_check_pair()) it
+ * needs what removing the target needs there, [Unlink] or [Rmdir], or a
+ * file that may not be unlinked could be replaced by any other (openEuler
+ * qtfs has that hole).  RENAME_EXCHANGE removes nothing: both names are
+ * renamed, and [Rename] was judged at both.  RENAME_WHITEOUT makes a device
+ * node at the old name: [Create] there.
+ *
+ * The target may appear, vanish or change between this look and the
+ * rename, which names it by the same directory descriptor and name:
+ *   - where both kinds may be removed there (or nothing is restricted),
+ *     there is nothing to look at;
+ *   - a target that is there is judged by its kind: refused with EACCES
+ *     and a log line, or allowed (a name of the source's file, which the
+ *     rename leaves as it is, too);
+ *   - where there is none, the rename is made with RENAME_NOREPLACE
+ *     added (*@added), so one that appears meanwhile is not replaced: the
+ *     kernel says EEXIST, and rename_again() judges the new target and
+ *     makes the rename again, a few times at most.  A file system without
+ *     RENAME_NOREPLACE (NFS, CIFS: EINVAL) gets the rename without it,
+ *     judged by the look only.
+ * What the check cannot see is a target of an allowed kind swapped
+ * meanwhile for one of a denied kind (a file for an empty directory, with
+ * a directory renamed over it): the race every path-based whitelist has.
+ * 0 with *@added the flags to add to the client's @flags, or -EACCES.
+ */
+static int wl_check_rename(struct session *sess, const struct at *a, const struct at *b,
+			   uint32_t flags, uint32_t *added)
+{
+	const struct qtfs_wl *wl = sess->srv->wl;
+	g_autofree char *hp = NULL;
+	bool unlink_ok, rmdir_ok;
+	struct stat st, src;
+	enum qtfs_wl_op op;
+	int err;
+
+	if ((flags & RENAME_WHITEOUT) && !(flags & RENAME_EXCHANGE) &&
+	    (err = wl_check_at(sess, QTFS_WL_CREATE, a)) < 0)
+		return err;
+	if (!wl || (flags & (RENAME_NOREPLACE | RENAME_EXCHANGE)) ||
+	    (!qtfs_wl_restricts(wl, QTFS_WL_UNLINK) && !qtfs_wl_restricts(wl, QTFS_WL_RMDIR))) {
+		*added = 0;
+		return 0;
+	}
+	hp = host_path(b->dirfd, b->name);
+	unlink_ok = !qtfs_wl_restricts(wl, QTFS_WL_UNLINK) ||
+		    (hp && qtfs_wl_check(wl, QTFS_WL_UNLINK, hp));
+	rmdir_ok = !qtfs_wl_restricts(wl, QTFS_WL_RMDIR) ||
+		   (hp && qtfs_wl_check(wl, QTFS_WL_RMDIR, hp));
+	if (unlink_ok && rmdir_ok) {
+		*added = 0;
+		return 0;
+	}
+	if (at_stat(b, &st) < 0) {
+		*added = RENAME_NOREPLACE;
+		return 0;
+	}
+	op = S_ISDIR(st.st_mode) ? QTFS_WL_RMDIR : QTFS_WL_UNLINK;
+	if ((op == QTFS_WL_RMDIR ? rmdir_ok : unlink_ok) ||
+	    (at_stat(a, &src) == 0 && src.st_dev == st.st_dev && src.st_ino == st.st_ino)) {
+		*added = 0;
+		return 0;
+	}
+	return wl_denied(sess, op, hp, ": a rename would replace it");
+}
+
+/* How often a rename is made again for a target that appeared (rename_again()). */
+#define RENAME_TRIES 3
+
+/*
+ * A rename of @a to @b (the client's @flags, wl_check_rename()'s *@added)
+ * answered *@res: true to make it again with the new *@added, or false
+ * with *@res the answer.  *@tries counts the targets that appeared.
+ */
+static bool rename_again(struct session *sess, const struct at *a, const struct at *b,
+			 uint32_t flags, uint32_t *added, unsigned *tries, int *res)
+{
+	g_autofree char *hp = NULL;
+	int was = *res;
+
+	if (!(*added & RENAME_NOREPLACE) || (was != -EEXIST && was != -EINVAL))
+		return false;
+	if (was == -EEXIST && ++*tries > RENAME_TRIES) {
+		hp = host_path(b->dirfd, b->name);
+		*res = wl_denied(sess, QTFS_WL_RENAME, hp, ": a target keeps appearing there");
+		return false;
+	}
+	if ((*res = wl_check_rename(sess, a, b, flags, added)) < 0)
+		return false;
+	/* EINVAL: a file system without RENAME_NOREPLACE, or a rename it refuses anyway. */
+	if (was == -EINVAL)
+		*added = 0;
+	return true;
 }
 
 /* Device nodes are never opened on the host (FUSE opens them on the client). */
@@ -1910,7 +2020,8 @@ static int op_symlink(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 static int op_rename(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 {
 	g_autofree char *from = NULL, *to = NULL;
-	uint32_t flags;
+	uint32_t flags, added;
+	unsigned tries = 0;
 	struct at a, b;
 	int err;
 
@@ -1925,11 +2036,15 @@ static int op_rename(struct session *sess, struct qt_rd *r, struct qt_msg *rep)
 		return -EBUSY;
 	if ((err = at_resolve_pair(sess, from, to, &a, &b)) < 0)
 		return err;
-	if ((err = wl_check_pair(sess, false, &a, &b)) == 0) {
+	if ((err = wl_check_pair(sess, false, &a, &b)) == 0 &&
+	    (err = wl_check_rename(sess, &a, &b, flags, &added)) == 0) {
 		/* The client's kernel moves its cached names: both must stay watched. */
 		watch_dir(sess, &a);
 		watch_dir(sess, &b);
-		err = renameat2(a.dirfd, a.name, b.dirfd, b.name, flags) < 0 ? -errno : 0;
+		do {
+			err = renameat2(a.dirfd, a.name, b.dirfd, b.name, flags | added);
+			err = err < 0 ? -errno : 0;
+		} while (rename_again(sess, &a, &b, flags, &added, &tries, &err));
 	}
 	if (err == 0) {
 		put_dir_attr(sess, rep, &a);
@@ -4093,7 +4208,9 @@ struct ring_job {
 	struct caller caller; /* MKDIR, SYMLINK, CREATE */
 	uint32_t wflags;   /* MKDIR, SYMLINK, CREATE, LINK: watch_dir() of the new name's directory */
 	char *target;	   /* SYMLINK */
-	uint32_t flags;	   /* CREATE: the client's open flags */
+	uint32_t flags;	   /* CREATE: the client's open flags; RENAME: its rename flags */
+	uint32_t added;	   /* RENAME: wl_check_rename()'s flags */
+	unsigned tries;	   /* RENAME: rename_again()'s count */
 	struct open_how how; /* CREATE */
 	size_t len_at; /* READ: where the length goes */
 	uint32_t size; /* READ: bytes reserved (asked for, when spliced) */
@@ -4227,6 +4344,19 @@ static void ring_create_done(void *arg, int res)
 static int ring_link_finish(struct ring_job *rj, int res)
 {
 	return put_at_attr(rj->j->sess, &rj->at2, rj->wflags, rj->rep);
+}
+
+/* RENAME: made again on the ring where a target appeared meanwhile (rename_again()). */
+static void ring_rename_done(void *arg, int res)
+{
+	struct ring_job *rj = arg;
+	struct session *sess = rj->j->sess;
+
+	if (rename_again(sess, &rj->at, &rj->at2, rj->flags, &rj->added, &rj->tries, &res) &&
+	    (res = qt_fop_renameat(sess->srv->loop, rj->at.dirfd, rj->at.name, rj->at2.dirfd,
+				   rj->at2.name, rj->flags | rj->added, ring_rename_done, rj)) == 0)
+		return;
+	ring_done(rj, res);
 }
 
 /*
@@ -4536,6 +4666,11 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 			rj->has_at = rj->has_at2 = true;
 			err = wl_check_pair(sess, link, &rj->at, &rj->at2);
 		}
+		if (err == 0 && !link) {
+			rj->flags = u;
+			err = wl_check_rename(sess, &rj->at, &rj->at2, u, &rj->added);
+			u |= rj->added;
+		}
 		if (err == 0) {
 			/* LINK names the new file; RENAME moves cached names (see op_rename()). */
 			if (!link)
@@ -4544,7 +4679,7 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 			rj->finish = link ? ring_link_finish : NULL;
 			/* A rename over a large file frees it, as an unlink would. */
 			if (ns_here(sess, &rj->at) && ns_here(sess, &rj->at2) &&
-			    (link || (u & RENAME_EXCHANGE) ||
+			    (link || (u & (RENAME_EXCHANGE | RENAME_NOREPLACE)) ||
 			     !unlink_frees_much(rj->at2.dirfd, rj->at2.name))) {
 				gint64 t0 = g_get_monotonic_time();
 				int rc = link ? linkat(rj->at.dirfd, rj->at.name, rj->at2.dirfd, rj->at2.name, 0)
@@ -4553,13 +4688,13 @@ static bool ring_submit(struct session *sess, struct ring_job *rj, uint16_t type
 
 				rc = rc < 0 ? -errno : 0;
 				ns_here_took(sess, type, t0);
-				ring_done(rj, rc);
+				(link ? ring_done : ring_rename_done)(rj, rc);
 				return true;
 			}
 			err = link ? qt_fop_linkat(l, rj->at.dirfd, rj->at.name, rj->at2.dirfd,
 						   rj->at2.name, 0, ring_done, rj)
 				   : qt_fop_renameat(l, rj->at.dirfd, rj->at.name, rj->at2.dirfd,
-						     rj->at2.name, u, ring_done, rj);
+						     rj->at2.name, u, ring_rename_done, rj);
 		}
 		if (err < 0)
 			ring_end(rj, err);

@@ -8,7 +8,8 @@
 # over TCP with a key, and a canary file next to the export must stay
 # untouched.  Then, through real mounts: symlinks are resolved on the
 # client, never on the host; a wrong, missing or world-readable key is
-# refused; the whitelist confines writes and logs each denial; read-only
+# refused; the whitelist confines writes and logs each denial, and a rename
+# replaces only what the whitelist lets be removed there; read-only
 # exports and -o ro refuse writes; MOUNT outside every export and of a file
 # is refused; the unix socket's uid check and the handle and connection
 # limits hold without taking the server down.
@@ -245,6 +246,119 @@ check "[Read]: ... and the server said so" \
 check "[Read]: listing there still works" [ "$(ls "$D/wlr/denied")" = victim ]
 check "unmount the [Read] mount" umount_qtfs "$D/wlr"
 rm "$WX/allowed/readme"
+
+# -- whitelist: what a rename replaces ----------------------------------------
+# A rename over an existing name removes what was there: it needs [Unlink]
+# (a file) or [Rmdir] (a directory) at the target besides [Rename], or a file
+# that may not be removed could be replaced by any other.  RENAME_EXCHANGE
+# removes nothing but renames both names; RENAME_WHITEOUT makes a device
+# node at the old name ([Create] there).  keep/ may be renamed in, nothing
+# more; free/ may have names made and removed too; fixed/ none of it.
+# Each of the server's three ways to make a rename: on the event loop
+# thread, on io_uring's workers (inline_metadata=false: not on the loop
+# thread) and on its worker pool (ring_file_ops=false).
+NX=$H/rexp
+{
+	printf '[Rename]\nPath=%s;%s\n' "$NX/keep" "$NX/free"
+	for s in Unlink Rmdir Create; do
+		printf '[%s]\nPath=%s\n' "$s" "$NX/free"
+	done
+} >"$T/whitelist-rename"
+printf '[server]\ninline_metadata=false\n' >"$T/rename-ring.conf"
+printf '[server]\nring_file_ops=false\n' >"$T/rename-pool.conf"
+
+# rename2 FLAGS A B: renameat2(A, B) with FLAGS (none, noreplace, exchange
+# or whiteout); prints ok or the error.
+rename2() {
+	python3 - "$@" <<'PY'
+import ctypes, os, sys
+op, a, b = sys.argv[1:]
+libc = ctypes.CDLL(None, use_errno=True)
+flag = {"none": 0, "noreplace": 1, "exchange": 2, "whiteout": 4}[op]
+if libc.renameat2(-100, a.encode(), -100, b.encode(), flag) != 0:
+    print(os.strerror(ctypes.get_errno()))
+else:
+    print("ok")
+PY
+}
+
+# rename_is DESC WANT FLAGS A B: rename2 must print WANT.
+rename_is() {
+	_got=$(rename2 "$3" "$4" "$5")
+	check "$1 ($_got)" [ "$_got" = "$2" ]
+}
+
+# logged_once LOG OP PATH [WHY]: one denial line for OP at PATH (ending in WHY).
+logged_once() {
+	_n=$(grep -c -F "): $2 \"$3\" denied by the whitelist${4:-}" "$1")
+	[ "$_n" -eq 1 ] || { echo "$2 \"$3\": $_n log lines" >&2; return 1; }
+}
+
+for how in loop ring pool; do
+	case $how in
+	loop) conf=$T/empty.conf ;;
+	ring) conf=$T/rename-ring.conf ;;
+	pool) conf=$T/rename-pool.conf ;;
+	esac
+	rm -rf "$NX"
+	mkdir -p "$NX/keep/d1" "$NX/keep/d2" "$NX/free/d1" "$NX/free/d2" "$NX/fixed"
+	for d in keep free fixed; do
+		for f in src victim a b; do
+			echo "$d $f" >"$NX/$d/$f"
+		done
+	done
+	log=$T/server-rename-$how.log
+	start_server "$log" --config "$conf" --listen "unix:$T/sock-rn-$how" --export "$NX" \
+		--whitelist "$T/whitelist-rename" || exit 1
+	N=$D/rn-$how
+	check "$how: mount with the rename whitelist" mount_qtfs "unix:$T/sock-rn-$how:$NX" "$N"
+	rename_is "$how: a rename over a file that may not be unlinked is refused" \
+		"Permission denied" none "$N/keep/src" "$N/keep/victim"
+	check "$how: ... the target and the source are intact on the host" \
+		[ "$(cat "$NX/keep/victim")/$(cat "$NX/keep/src")" = "keep victim/keep src" ]
+	check "$how: ... and one log line names it" \
+		logged_once "$log" Unlink "$NX/keep/victim" ": a rename would replace it"
+	rename_is "$how: a rename over an empty directory that may not be removed is refused" \
+		"Permission denied" none "$N/keep/d1" "$N/keep/d2"
+	check "$how: ... both directories are still there on the host" \
+		sh -c '[ -d "$1" ] && [ -d "$2" ]' sh "$NX/keep/d1" "$NX/keep/d2"
+	check "$how: ... and one log line names it" \
+		logged_once "$log" Rmdir "$NX/keep/d2" ": a rename would replace it"
+	rename_is "$how: a rename to a new name there works" ok none "$N/keep/src" "$N/keep/new"
+	check "$how: ... on the host" \
+		sh -c '[ "$(cat "$1/new")" = "keep src" ] && [ ! -e "$1/src" ]' sh "$NX/keep"
+	rename_is "$how: RENAME_NOREPLACE over a file there is EEXIST, as ever" \
+		"File exists" noreplace "$N/keep/new" "$N/keep/victim"
+	rename_is "$how: RENAME_NOREPLACE to a new name there works" \
+		ok noreplace "$N/keep/new" "$N/keep/src"
+	rename_is "$how: RENAME_EXCHANGE there works (it removes nothing)" \
+		ok exchange "$N/keep/a" "$N/keep/b"
+	check "$how: ... on the host" \
+		[ "$(cat "$NX/keep/a")/$(cat "$NX/keep/b")" = "keep b/keep a" ]
+	rename_is "$how: RENAME_EXCHANGE with a name that may not be renamed is refused" \
+		"Permission denied" exchange "$N/keep/a" "$N/fixed/a"
+	check "$how: ... both files are as they were on the host" \
+		[ "$(cat "$NX/keep/a")/$(cat "$NX/fixed/a")" = "keep b/fixed a" ]
+	check "$how: ... and one log line names the side refused" \
+		logged_once "$log" Rename "$NX/fixed/a"
+	rename_is "$how: RENAME_WHITEOUT where nothing may be created is refused" \
+		"Permission denied" whiteout "$N/keep/a" "$N/keep/wo"
+	check "$how: ... the file is where it was on the host" \
+		sh -c '[ "$(cat "$1/a")" = "keep b" ] && [ ! -e "$1/wo" ]' sh "$NX/keep"
+	check "$how: ... and one log line names it" logged_once "$log" Create "$NX/keep/a"
+	rename_is "$how: a rename over a file that may be unlinked works" \
+		ok none "$N/free/src" "$N/free/victim"
+	check "$how: ... on the host" \
+		sh -c '[ "$(cat "$1/victim")" = "free src" ] && [ ! -e "$1/src" ]' sh "$NX/free"
+	rename_is "$how: a rename over a directory that may be removed works" \
+		ok none "$N/free/d1" "$N/free/d2"
+	check "$how: ... on the host" sh -c '[ ! -e "$1/d1" ] && [ -d "$1/d2" ]' sh "$NX/free"
+	rename_is "$how: RENAME_WHITEOUT where files may be created works" \
+		ok whiteout "$N/free/a" "$N/free/wo"
+	check "$how: ... a whiteout on the host" \
+		[ "$(stat -c %F:%t:%T "$NX/free/a")" = "character special file:0:0" ]
+	check "$how: unmount" umount_qtfs "$N"
+done
 
 # -- read-only ------------------------------------------------------------------
 RX=$H/roexp
