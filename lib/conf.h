@@ -46,7 +46,7 @@ int qt_conf_get_double(const struct qt_conf *c, const char *group, const char *k
 /* Sizes accept suffixes K, M, G (powers of 1024) and optional "iB"/"B". */
 int qt_conf_get_size(const struct qt_conf *c, const char *group, const char *key, uint64_t def,
 		     uint64_t max, uint64_t *out, char **msg);
-/* Durations accept ms, s, m, h, d suffixes; a bare number is seconds.  Result in ms. */
+/* Durations accept ms, s, m (or min), h, d suffixes; a bare number is seconds.  Result in ms. */
 int qt_conf_get_duration_ms(const struct qt_conf *c, const char *group, const char *key,
 			    uint64_t def_ms, uint64_t *out, char **msg);
 /* A ';'-separated list; absent yields an empty (not NULL) vector. */
