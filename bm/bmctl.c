@@ -47,7 +47,8 @@ static const struct option long_opts[] = {
 
 struct ctx {
 	const char *url;
-	struct bm_client *client;
+	const char *token_file;
+	struct bm_client *client; /* owned; NULL until the first request (client()) */
 	bool json;
 	uint64_t wait_timeout_ms; /* --wait gives up after this; 0: never */
 };
@@ -98,6 +99,27 @@ static void usage(void)
 
 /* ---- API calls ---- */
 
+/*
+ * Make the client, reading the token, if not done yet.  Only requests need
+ * the token, so it is read after the command's arguments were checked: a
+ * usage error exits 2 with its own message whether a token file exists or not.
+ */
+static int client(struct ctx *c)
+{
+	g_autofree char *token = NULL;
+	g_autoptr(GError) err = NULL;
+
+	if (c->client)
+		return 0;
+	if (!g_file_get_contents(c->token_file, &token, NULL, &err)) {
+		qt_cli_fail("token file: %s", err->message);
+		return -EACCES;
+	}
+	g_strstrip(token);
+	c->client = bm_client_new(token);
+	return 0;
+}
+
 /* One request; prints the error and returns -errno on a transport or HTTP error. */
 static int api(struct ctx *c, const char *method, const char *path, json_object *body,
 	       json_object **out)
@@ -106,8 +128,11 @@ static int api(struct ctx *c, const char *method, const char *path, json_object 
 	g_autofree char *msg = NULL;
 	g_autoptr(json_object) res = NULL;
 	long status = 0;
-	int rc = bm_client_call(c->client, method, url, body, TIMEOUT_MS, &status, &res, &msg);
+	int rc = client(c);
 
+	if (rc < 0)
+		return rc;
+	rc = bm_client_call(c->client, method, url, body, TIMEOUT_MS, &status, &res, &msg);
 	if (rc < 0) {
 		qt_cli_fail("%s", msg);
 		return rc;
@@ -313,6 +338,9 @@ static int cmd_enroll(struct ctx *c, int argc, char **argv)
 		return qt_cli_usage_error("enroll: expected one FILE");
 	if (load_inventory(argv[1], &arr, &msg) < 0)
 		return qt_cli_fail("%s", msg);
+	/* Once, not once per machine, when the token cannot be read. */
+	if (client(c) < 0)
+		return QT_EXIT_FAILURE;
 	for (size_t i = 0; i < json_object_array_length(arr); i++) {
 		json_object *m = NULL;
 
@@ -711,8 +739,6 @@ static int dispatch(struct ctx *c, int argc, char **argv)
 int main(int argc, char **argv)
 {
 	const char *url = g_getenv("BM_URL"), *token_file = g_getenv("BM_TOKEN_FILE");
-	g_autofree char *token = NULL;
-	g_autoptr(GError) err = NULL;
 	struct ctx c = {.wait_timeout_ms = DEFAULT_WAIT_TIMEOUT_MS};
 	int ch, rc;
 
@@ -744,11 +770,8 @@ int main(int argc, char **argv)
 	}
 	if (optind >= argc)
 		return qt_cli_usage_error("missing COMMAND");
-	if (!g_file_get_contents(token_file ? token_file : DEFAULT_TOKEN_FILE, &token, NULL, &err))
-		return qt_cli_fail("token file: %s", err->message);
-	g_strstrip(token);
 	c.url = url ? url : DEFAULT_URL;
-	c.client = bm_client_new(token);
+	c.token_file = token_file ? token_file : DEFAULT_TOKEN_FILE;
 	rc = dispatch(&c, argc - optind, argv + optind);
 	bm_client_free(c.client);
 	return rc;

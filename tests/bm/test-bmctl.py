@@ -5,9 +5,9 @@
 # from CSV and JSON inventories, list (table, -o json, filters), get,
 # provision --wait, hot-plug, power, watch --once, deprovision --wait,
 # maintenance on and off --wait, and the exit statuses of API errors (1)
-# and usage errors (2).  Then the exec driver: one machine through the
-# whole lifecycle with the example script bm/examples/bm-exec-example.py
-# as the "vendor SDK".
+# and usage errors (2), the latter also without a token file.  Then the
+# exec driver: one machine through the whole lifecycle with the example
+# script bm/examples/bm-exec-example.py as the "vendor SDK".
 
 import json
 import os
@@ -33,6 +33,31 @@ def main():
         check(p.returncode == rc, "bmctl %s: exit %d, expected %d\n%s%s" %
               (" ".join(args), p.returncode, rc, p.stdout, p.stderr))
         return p.stdout, p.stderr
+
+    # Arguments are checked before the token file is read: without one, a
+    # usage error still exits 2 with its own message; a request exits 1.
+    notoken = dict(env, BM_TOKEN_FILE=os.path.join(e.dir, "no-such-token"))
+    for args, msg in ((("maintenance", "M", "on", "--wait"), "is not a REASON"),
+                      (("bogus",), "unknown command 'bogus'"),
+                      (("get",), "get: expected MACHINE"),
+                      (("provision", "p", "--disk-gb", "x"), "is not a size in GB"),
+                      (("watch", "--nope"), "watch: unexpected argument"),
+                      (("deprovision", "w1", "--now"), "expected INSTANCE [--wait]")):
+        p = subprocess.run([bmctl] + list(args), env=notoken, capture_output=True, text=True,
+                           timeout=60)
+        check(p.returncode == 2 and p.stderr.startswith("bmctl: ") and
+              msg in p.stderr.splitlines()[0] and "token" not in p.stderr,
+              "bmctl %s without a token file: exit %d\n%s" %
+              (" ".join(args), p.returncode, p.stderr))
+    two = os.path.join(e.dir, "two.json")
+    with open(two, "w") as f:
+        json.dump([{"id": "t0"}, {"id": "t1"}], f)
+    for args in (("list",), ("enroll", two)):
+        p = subprocess.run([bmctl] + list(args), env=notoken, capture_output=True, text=True,
+                           timeout=60)
+        check(p.returncode == 1 and p.stderr.count("token file: ") == 1,
+              "bmctl %s without a token file: exit %d\n%s" %
+              (" ".join(args), p.returncode, p.stderr))
 
     csv = os.path.join(e.dir, "inv.csv")
     with open(csv, "w") as f:
