@@ -392,11 +392,27 @@ static bool run_step(struct ctl *c, struct bm_store *st, struct bm_client *cl,
 	return false;
 }
 
+/*
+ * Record that request @op of machine @id is being carried out (running,
+ * started_at), as bm_step_begin does for a step; false: not now (the lease
+ * is lost or the database refused), the next round tries again.
+ */
+static bool op_begun(struct ctl *c, struct bm_store *st, const char *id, int64_t op)
+{
+	int rc = bm_op_begin(st, c->id, op);
+
+	if (rc < 0)
+		qt_debug("machine \"%s\": operation %" G_GINT64_FORMAT " not begun: %s", id, op,
+			 g_strerror(-rc));
+	return rc >= 0;
+}
+
 /* Power requests and hot-plug on an active machine. */
 static void run_active(struct ctl *c, struct bm_store *st, struct bm_client *cl,
 		       const struct bm_machine_row *m)
 {
-	if (*m->power_target && m->next_at <= bm_now_ms()) {
+	if (*m->power_target && m->next_at <= bm_now_ms() &&
+	    op_begun(c, st, m->id, m->power_op)) {
 		g_autofree char *err = NULL;
 		bool on = strcmp(m->power_target, "on") == 0, stale = false;
 		int rc;
@@ -433,7 +449,8 @@ static void run_active(struct ctl *c, struct bm_store *st, struct bm_client *cl,
 		bool attach = strcmp(d->state, "attaching") == 0;
 		int rc;
 
-		if ((!attach && strcmp(d->state, "detaching") != 0) || d->next_at > bm_now_ms())
+		if ((!attach && strcmp(d->state, "detaching") != 0) || d->next_at > bm_now_ms() ||
+		    !op_begun(c, st, m->id, d->op))
 			continue;
 		if (attach) {
 			rc = volume_create(c, cl, m->handler, d, NULL, &err);
@@ -457,7 +474,8 @@ static void run_active(struct ctl *c, struct bm_store *st, struct bm_client *cl,
 		bool attach = strcmp(n->state, "attaching") == 0;
 		int rc;
 
-		if ((!attach && strcmp(n->state, "detaching") != 0) || n->next_at > bm_now_ms())
+		if ((!attach && strcmp(n->state, "detaching") != 0) || n->next_at > bm_now_ms() ||
+		    !op_begun(c, st, m->id, n->op))
 			continue;
 		rc = attach ? nic_attach(c, cl, m->handler, n, &err)
 			    : del(c, cl, m->handler, "nics", n->id, &err);

@@ -26,6 +26,15 @@
  * disk or NIC) is the error of its current or last operation: a failed
  * attempt sets it, the step or call succeeding clears it, and a new
  * operation starts without one.
+ *
+ * An operation is pending until the controller begins its first step or
+ * handler call (bm_step_begin, bm_op_begin, promotion from queued): then
+ * running, with started_at; then succeeded or failed, with finished_at.
+ * One superseded or cancelled while pending finishes without starting and
+ * keeps started_at 0, as a time not (yet) reached is 0 everywhere here
+ * (finished_at of an open operation, next_at, deleted_at).  Invariants
+ * (bm_store_check): pending has neither time, running only started_at,
+ * succeeded both, failed finished_at.
  */
 #include "config.h"
 
@@ -558,6 +567,35 @@ int bm_store_schema_version(struct bm_store *st)
 	return rc < 0 ? rc : (int)v;
 }
 
+/* The operations' times against their state (the top of this file). */
+static int check_operations(struct bm_store *st, char **why)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = prep(st, &s,
+		      "SELECT id, state, started_at, finished_at FROM operations WHERE NOT ("
+		      " (state = 'pending' AND started_at = 0 AND finished_at = 0) OR"
+		      " (state = 'running' AND started_at > 0 AND finished_at = 0) OR"
+		      " (state = 'succeeded' AND started_at > 0 AND finished_at > 0) OR"
+		      " (state = 'failed' AND finished_at > 0)) LIMIT 1",
+		      NULL);
+
+	if (rc < 0)
+		return rc;
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		*why = g_strdup_printf("operation %" G_GINT64_FORMAT ": %s with started_at %"
+				       G_GINT64_FORMAT " and finished_at %" G_GINT64_FORMAT,
+				       (int64_t)sqlite3_column_int64(s, 0),
+				       (const char *)sqlite3_column_text(s, 1),
+				       (int64_t)sqlite3_column_int64(s, 2),
+				       (int64_t)sqlite3_column_int64(s, 3));
+		sqlite3_finalize(s);
+		return -EPROTO;
+	}
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? 0 : bm_sqlite_errno(rc);
+}
+
 int bm_store_check(struct bm_store *st, char **why)
 {
 	sqlite3_stmt *s = NULL;
@@ -595,7 +633,9 @@ int bm_store_check(struct bm_store *st, char **why)
 		}
 	}
 	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? 0 : bm_sqlite_errno(rc);
+	if (rc != SQLITE_DONE)
+		return bm_sqlite_errno(rc);
+	return check_operations(st, why);
 }
 
 /* ---- operations ---- */
@@ -614,6 +654,11 @@ static int op_new(struct bm_store *st, const char *type, const char *machine,
 	return 0;
 }
 
+/*
+ * Every caller finishes an operation whose step or call was carried out;
+ * started_at is filled in only for one begun by a controller from before
+ * bm_op_begin (a power or hot-plug request then stayed pending until done).
+ */
 static int op_finish(struct bm_store *st, int64_t id, const char *error)
 {
 	if (id <= 0)
@@ -2304,6 +2349,21 @@ int bm_step_wait(struct bm_store *st, const char *holder, const struct bm_machin
 			  "UPDATE machines SET next_at = ?, attempts = 0, last_error = ''"
 			  " WHERE id = ?",
 			  "is", next_at, m->id);
+	return end(st, rc);
+}
+
+int bm_op_begin(struct bm_store *st, const char *holder, int64_t op)
+{
+	int rc = begin(st);
+
+	if (rc < 0)
+		return rc;
+	rc = lease_held(st, holder);
+	if (rc >= 0)
+		rc = exec(st,
+			  "UPDATE operations SET state = 'running', started_at = ? WHERE id = ?"
+			  " AND state = 'pending'",
+			  "ii", bm_now_ms(), op);
 	return end(st, rc);
 }
 

@@ -261,6 +261,13 @@ int bm_step_failed(struct bm_store *st, const char *holder, const struct bm_mach
 int bm_step_wait(struct bm_store *st, const char *holder, const struct bm_machine_row *m,
 		 int64_t next_at);
 /*
+ * The write before the controller carries out the power or hot-plug
+ * request @op (each attempt): a pending operation becomes running, with
+ * started_at now; one already running or finished is left as it is.
+ * -ESTALE when @holder lost the lease.
+ */
+int bm_op_begin(struct bm_store *st, const char *holder, int64_t op);
+/*
  * Outcome of the power request @op (the machine's power_op when the
  * controller read it) on an active machine: @power is the state reached
  * (NULL: unknown), recorded in any case.  When a newer request replaced

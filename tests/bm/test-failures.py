@@ -125,6 +125,9 @@ def main():
         e.api("GET", p["operation"])[1]), "power operation")
     check(op["state"] == "succeeded" and e.inventory()[pm]["power"] == "off",
           "power off after 2 failures: %s" % op)
+    # It started with its first attempt, two backoffs (>= 37 ms each) before it went through.
+    check(op["finished_at"] - op["started_at"] >= 50 and op["started_at"] > 0,
+          "power off after 2 failures started when it finished: %s" % op)
     check(e.machine(pm)["last_error"] == "", "power retries' error left on the machine: %s"
           % e.machine(pm))
     e.handler("PUT", "/v1/fake", {"faults": {"power_on": {"count": -1}}})

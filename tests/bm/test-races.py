@@ -9,10 +9,11 @@
 # attaching, and a deprovisioning while power and hot-plug requests are
 # waiting.  What the operations say must be what the hardware (the fake
 # handler's inventory) did, and no operation may stay pending for ever.
+# One overtaken while carried out started (started_at); one overtaken
+# while waiting never did (started_at 0).
 
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bmenv import Env, check, run  # noqa: E402
@@ -27,6 +28,12 @@ def op(e, url):
 def finished(e, url, timeout=30):
     return e.wait(lambda: (lambda o: o["state"] in ("succeeded", "failed") and o)(op(e, url)),
                   "operation %s to finish (%s)" % (url, op(e, url)), timeout)
+
+
+def started(e, url, timeout=30):
+    """Wait until the controller has begun operation @url (it is in the handler's call)."""
+    return e.wait(lambda: (lambda o: o["state"] != "pending" and o)(op(e, url)),
+                  "operation %s to start (%s)" % (url, op(e, url)), timeout)
 
 
 def main():
@@ -54,13 +61,16 @@ def main():
     # ends on.
     s, off = e.api("PUT", "/v1/machines/r0/power", {"target": "off"})
     check(s == 202, "power off: %s %s" % (s, off))
-    time.sleep(0.5)
+    o = started(e, off["operation"])
+    check(o["state"] == "running", "power off, its call in flight: %s" % o)
     s, on = e.api("PUT", "/v1/machines/r0/power", {"target": "on"})
     check(s == 202, "power on: %s %s" % (s, on))
     o = finished(e, on["operation"])
     check(o["state"] == "succeeded", "power on: %s" % o)
     o = op(e, off["operation"])
     check(o["state"] == "failed" and "superseded" in o["error"], "power off: %s" % o)
+    check(0 < o["started_at"] <= o["finished_at"],
+          "power off was carried out but did not start: %s" % o)
     check(e.inventory()["r0"]["power"] == "on",
           "power on succeeded but the host is %s" % e.inventory()["r0"]["power"])
     check(e.machine("r0")["power"] == "on", "machine power: %s" % e.machine("r0"))
@@ -69,13 +79,16 @@ def main():
     # attach fails as superseded, and neither row nor device stays.
     s, d = e.api("POST", "/v1/machines/r0/disks", {"size_gb": 2})
     check(s == 202, "add disk: %s %s" % (s, d))
-    time.sleep(0.5)
+    o = started(e, d["operation"])
+    check(o["state"] == "running", "attach, its calls in flight: %s" % o)
     s, dd = e.api("DELETE", "/v1/machines/r0/disks/" + d["id"])
     check(s == 202, "remove disk: %s %s" % (s, dd))
     o = finished(e, dd["operation"])
     check(o["state"] == "succeeded", "detach: %s" % o)
     o = op(e, d["operation"])
     check(o["state"] == "failed" and "superseded" in o["error"], "attach: %s" % o)
+    check(0 < o["started_at"] <= o["finished_at"],
+          "attach was carried out but did not start: %s" % o)
     _, disks = e.api("GET", "/v1/machines/r0/disks")
     check(all(x["id"] != d["id"] for x in disks["items"]), "detached disk still listed: %s" % disks)
     inv = e.inventory()["r0"]
@@ -100,7 +113,8 @@ def main():
     e.wait_state("r0", "available")
     for url in waiting:
         o = op(e, url)
-        check(o["state"] == "failed" and o["error"] == "superseded by deprovision",
+        check(o["state"] == "failed" and o["error"] == "superseded by deprovision" and
+              o["started_at"] == 0 and o["finished_at"] > 0,
               "%s request left by deprovisioning: %s" % (o["type"], o))
     _, ops = e.api("GET", "/v1/operations?machine=r0&limit=1000")
     left = [o for o in ops["items"] if o["state"] in ("pending", "running")]

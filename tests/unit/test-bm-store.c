@@ -839,6 +839,101 @@ START_TEST(test_power_retry_clears_last_error)
 }
 END_TEST
 
+static char *provision(struct bm_store *st, const char *inst);
+
+/* Field @key of operation @op: an integer (a time), or its state with @key "state". */
+static int64_t op_time(struct bm_store *st, int64_t op, const char *key)
+{
+	g_autoptr(json_object) o = NULL;
+	json_object *v;
+
+	ck_assert_int_eq(bm_op_get(st, op, &o), 0);
+	v = json_object_object_get(o, key);
+	ck_assert_msg(json_object_is_type(v, json_type_int), "operation %" G_GINT64_FORMAT
+		      ": %s is not a number", op, key);
+	return json_object_get_int64(v);
+}
+
+static char *op_state(struct bm_store *st, int64_t op)
+{
+	g_autoptr(json_object) o = NULL;
+
+	ck_assert_int_eq(bm_op_get(st, op, &o), 0);
+	return g_strdup(json_object_get_string(json_object_object_get(o, "state")));
+}
+
+#define assert_op(st, op, want_state, started, finished)                           \
+	do {                                                                       \
+		g_autofree char *s_ = op_state(st, op);                            \
+		ck_assert_str_eq(s_, want_state);                                  \
+		ck_assert_msg((op_time(st, op, "started_at") > 0) == (started),    \
+			      "operation %" G_GINT64_FORMAT " started_at", (op));  \
+		ck_assert_msg((op_time(st, op, "finished_at") > 0) == (finished),  \
+			      "operation %" G_GINT64_FORMAT " finished_at", (op)); \
+	} while (0)
+
+/*
+ * started_at is 0 until the controller begins the operation and stays 0
+ * for one that ends before it began (docs/bm.md, "Operations"): a queued
+ * provision deprovisioned, a power request superseded while pending.  A
+ * power or hot-plug request begun and then superseded started, and says
+ * so; bm_op_begin leaves an operation already running or finished alone.
+ */
+START_TEST(test_op_started_at)
+{
+	g_autoptr(bm_store) st = open_db();
+	g_autoptr(json_object) pool = parse("{\"name\": \"p\"}");
+	g_autoptr(json_object) req = parse("{\"pool\": \"p\", \"image\": \"i\","
+					   " \"disk_gb\": 1, \"id\": \"i1\"}");
+	g_autoptr(json_object) out = NULL, inst = NULL;
+	g_autofree char *state = NULL, *machine = NULL;
+	int64_t prov = 0, deprov = 0, p1 = 0, p2 = 0, p3 = 0, started;
+
+	enroll(st, "m1", "a");
+	drive(st, "m1", NULL);
+	ck_assert_int_eq(bm_pool_create(st, pool, &out), 0);
+	ck_assert_int_eq(bm_instance_create(st, req, &inst, &prov), 0);
+	assert_field(st, "m1", false, "state", "queued");
+	assert_op(st, prov, "pending", false, false);
+	ck_assert_int_eq(bm_instance_delete(st, "i1", &deprov, &state), 0);
+	assert_op(st, prov, "failed", false, true);
+	assert_invariants(st);
+	drive(st, "m1", NULL);
+	assert_op(st, deprov, "succeeded", true, true);
+
+	g_clear_pointer(&state, g_free);
+	machine = provision(st, "i2");
+	ck_assert_str_eq(machine, "m1");
+	ck_assert_int_eq(bm_machine_power(st, "m1", "off", &p1, &state), 0);
+	g_clear_pointer(&state, g_free);
+	ck_assert_int_eq(bm_machine_power(st, "m1", "on", &p2, &state), 0);
+	g_clear_pointer(&state, g_free);
+	assert_op(st, p1, "failed", false, true);
+	assert_op(st, p2, "pending", false, false);
+	ck_assert_int_eq(bm_lease_acquire(st, "c1", 10000), 0);
+	ck_assert_int_eq(bm_op_begin(st, "c2", p2), -ESTALE);
+	assert_op(st, p2, "pending", false, false);
+	ck_assert_int_eq(bm_op_begin(st, "c1", p2), 0);
+	assert_op(st, p2, "running", true, false);
+	assert_invariants(st);
+	started = op_time(st, p2, "started_at");
+	/* A retry begins it again: the first attempt's time stays. */
+	g_usleep(2000);
+	ck_assert_int_eq(bm_op_begin(st, "c1", p2), 0);
+	ck_assert_int_eq(op_time(st, p2, "started_at"), started);
+	ck_assert_int_eq(bm_machine_power(st, "m1", "reboot", &p3, &state), 0);
+	assert_op(st, p2, "failed", true, true);
+	ck_assert_int_eq(op_time(st, p2, "started_at"), started);
+	ck_assert_int_eq(bm_op_begin(st, "c1", p2), 0);
+	assert_op(st, p2, "failed", true, true);
+	ck_assert_int_eq(bm_op_begin(st, "c1", p3), 0);
+	ck_assert_int_eq(bm_machine_set_power(st, "c1", "m1", p3, "on", NULL, 0), 0);
+	assert_op(st, p3, "succeeded", true, true);
+	ck_assert_int_le(op_time(st, p3, "started_at"), op_time(st, p3, "finished_at"));
+	assert_invariants(st);
+}
+END_TEST
+
 /*
  * A new operation starts without the last one's error (Ironic's
  * last_error): recover, the end of maintenance, deprovisioning, a power
@@ -1482,6 +1577,7 @@ static Suite *suite(void)
 	tcase_add_test(db, test_give_up_to_error);
 	tcase_add_test(db, test_retry_clears_last_error);
 	tcase_add_test(db, test_power_retry_clears_last_error);
+	tcase_add_test(db, test_op_started_at);
 	tcase_add_test(db, test_new_op_clears_last_error);
 	tcase_add_test(db, test_detach_step_clears_row_error);
 	tcase_add_test(db, test_error_with_instance);
