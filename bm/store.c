@@ -1972,26 +1972,46 @@ static int lease_held(struct bm_store *st, const char *holder)
 
 int bm_store_promote_queued(struct bm_store *st, const char *holder, int cap)
 {
+	g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
+	sqlite3_stmt *s = NULL;
+	int64_t now = bm_now_ms();
 	int rc = begin(st);
 
 	if (rc < 0)
 		return rc;
 	rc = lease_held(st, holder);
+	/*
+	 * Only a machine whose provision operation is still pending starts:
+	 * one that finished (cancelled, failed) is never written again, let
+	 * alone run, and a machine queued under it must not block the queue.
+	 */
 	if (rc >= 0)
+		rc = prep(st, &s,
+			  "SELECT m.id FROM machines m JOIN operations o ON o.id = m.op_id"
+			  " WHERE m.state = 'queued' AND o.state = 'pending' AND o.finished_at = 0"
+			  " ORDER BY m.state_since, m.id LIMIT max(0, ?1 - (SELECT count(*) FROM"
+			  " machines WHERE state = 'provisioning'))",
+			  "d", cap);
+	if (rc >= 0) {
+		while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+			g_ptr_array_add(ids, g_strdup((const char *)sqlite3_column_text(s, 0)));
+		rc = rc == SQLITE_DONE ? 0 : step_errno(s, rc);
+		sqlite3_finalize(s);
+	}
+	for (guint i = 0; rc >= 0 && i < ids->len; i++) {
+		const char *id = g_ptr_array_index(ids, i);
+
 		rc = exec(st,
-			  "UPDATE operations SET state = 'running', started_at = ?1 WHERE id IN"
-			  " (SELECT op_id FROM machines WHERE state = 'queued'"
-			  "  ORDER BY state_since, id LIMIT max(0, ?2 - (SELECT count(*) FROM"
-			  "  machines WHERE state = 'provisioning')))",
-			  "id", bm_now_ms(), cap);
-	if (rc >= 0)
-		rc = exec(st,
-			  "UPDATE machines SET state = 'provisioning', step = 'create_disk',"
-			  " attempts = 0, next_at = 0, step_started_at = 0, state_since = ?1"
-			  " WHERE id IN (SELECT id FROM machines WHERE state = 'queued'"
-			  "  ORDER BY state_since, id LIMIT max(0, ?2 - (SELECT count(*) FROM"
-			  "  machines WHERE state = 'provisioning')))",
-			  "id", bm_now_ms(), cap);
+			  "UPDATE operations SET state = 'running', started_at = ?1"
+			  " WHERE id = (SELECT op_id FROM machines WHERE id = ?2)",
+			  "is", now, id);
+		if (rc >= 0)
+			rc = exec(st,
+				  "UPDATE machines SET state = 'provisioning', step = 'create_disk',"
+				  " attempts = 0, next_at = 0, step_started_at = 0, state_since = ?1"
+				  " WHERE id = ?2",
+				  "is", now, id);
+	}
 	return end(st, rc);
 }
 

@@ -178,7 +178,11 @@ int bm_store_metrics(struct bm_store *st, GString *out);
 int bm_lease_acquire(struct bm_store *st, const char *holder, int64_t ttl_ms);
 int bm_lease_release(struct bm_store *st, const char *holder);
 
-/* Move the oldest queued machines to provisioning while fewer than @cap are. */
+/*
+ * Move the oldest queued machines to provisioning while fewer than @cap
+ * are, their provision operations to running.  A machine whose operation
+ * is no longer pending (finished: cancelled or failed) is left queued.
+ */
 int bm_store_promote_queued(struct bm_store *st, const char *holder, int cap);
 /*
  * Ids of machines with work due at @now: transient states whose next_at

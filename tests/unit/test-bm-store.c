@@ -840,6 +840,7 @@ START_TEST(test_power_retry_clears_last_error)
 END_TEST
 
 static char *provision(struct bm_store *st, const char *inst);
+static int64_t sql(const char *q);
 
 /* Field @key of operation @op: an integer (a time), or its state with @key "state". */
 static int64_t op_time(struct bm_store *st, int64_t op, const char *key)
@@ -930,6 +931,55 @@ START_TEST(test_op_started_at)
 	ck_assert_int_eq(bm_machine_set_power(st, "c1", "m1", p3, "on", NULL, 0), 0);
 	assert_op(st, p3, "succeeded", true, true);
 	ck_assert_int_le(op_time(st, p3, "started_at"), op_time(st, p3, "finished_at"));
+	assert_invariants(st);
+}
+END_TEST
+
+/*
+ * Promotion starts only a machine whose provision operation is still
+ * pending.  No path queues a machine under a finished one today, so the
+ * operation is finished behind the store's back: it must stay as it
+ * finished (never run again), and its machine must not hold up the queue.
+ */
+START_TEST(test_promote_only_open)
+{
+	g_autoptr(bm_store) st = open_db();
+	g_autoptr(json_object) pool = parse("{\"name\": \"p\"}");
+	g_autoptr(json_object) r1 = parse("{\"pool\": \"p\", \"image\": \"i\","
+					  " \"disk_gb\": 1, \"id\": \"i1\"}");
+	g_autoptr(json_object) r2 = parse("{\"pool\": \"p\", \"image\": \"i\","
+					  " \"disk_gb\": 1, \"id\": \"i2\"}");
+	g_autoptr(json_object) out = NULL, i1 = NULL, i2 = NULL;
+	g_autofree char *q = NULL, *before = NULL, *after = NULL;
+	int64_t op1 = 0, op2 = 0;
+
+	enroll(st, "m1", "a");
+	enroll(st, "m2", "a");
+	drive(st, "m1", NULL);
+	drive(st, "m2", NULL);
+	ck_assert_int_eq(bm_pool_create(st, pool, &out), 0);
+	ck_assert_int_eq(bm_instance_create(st, r1, &i1, &op1), 0);
+	ck_assert_int_eq(bm_instance_create(st, r2, &i2, &op2), 0);
+	ck_assert_str_eq(json_object_get_string(json_object_object_get(i1, "machine")), "m1");
+	/* m1 first in the queue, whatever the clock did between the two. */
+	sql("UPDATE machines SET state_since = state_since - 1000 WHERE id = 'm1'");
+	q = g_strdup_printf("UPDATE operations SET state = 'failed', error = 'cancelled',"
+			    " finished_at = %" G_GINT64_FORMAT " WHERE id = %" G_GINT64_FORMAT,
+			    bm_now_ms(), op1);
+	sql(q);
+	before = op_text(st, op1);
+	ck_assert_int_eq(bm_store_promote_queued(st, NULL, 1), 0);
+	after = op_text(st, op1);
+	ck_assert_str_eq(after, before);
+	assert_field(st, "m1", false, "state", "queued");
+	assert_field(st, "m2", false, "state", "provisioning");
+	assert_op(st, op2, "running", true, false);
+	/* Nor with a slot free. */
+	ck_assert_int_eq(bm_store_promote_queued(st, NULL, 2), 0);
+	assert_field(st, "m1", false, "state", "queued");
+	g_clear_pointer(&after, g_free);
+	after = op_text(st, op1);
+	ck_assert_str_eq(after, before);
 	assert_invariants(st);
 }
 END_TEST
@@ -1578,6 +1628,7 @@ static Suite *suite(void)
 	tcase_add_test(db, test_retry_clears_last_error);
 	tcase_add_test(db, test_power_retry_clears_last_error);
 	tcase_add_test(db, test_op_started_at);
+	tcase_add_test(db, test_promote_only_open);
 	tcase_add_test(db, test_new_op_clears_last_error);
 	tcase_add_test(db, test_detach_step_clears_row_error);
 	tcase_add_test(db, test_error_with_instance);
