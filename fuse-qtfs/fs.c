@@ -207,6 +207,7 @@ struct qtfs_fs {
 	unsigned trust_epoch; /* atomic: bumped with watch_epoch, and by UNWATCH calls (trusted()) */
 	int unwatch_busy;     /* atomic: UNWATCH calls on their way */
 	GArray *unwatch_keys; /* struct dir_key: forgotten directories, not sent yet; fs->lock */
+	uint64_t unwatched;   /* directories sent in UNWATCH calls so far; fs->lock */
 	bool unwatch_due;     /* a flush of unwatch_keys is on its way; fs->lock */
 	int watch_long;	      /* atomic: names were cached for watch_timeout since the last sweep */
 	int sync_count;	      /* atomic: the length of sync_waiters */
@@ -3781,14 +3782,17 @@ static void unwatch_later(void *arg)
 /*
  * @n, about to go: a directory the server may watch for us.  Not one
  * without a name any more: mostly removed, and the host's watch went
- * with it.  fs->lock held.
+ * with it.  Nor one on a pseudo file system mounted inside the export
+ * (procfs, sysfs, cgroupfs), which the server never watches: each UNWATCH
+ * on its way keeps the answers of the calls meanwhile from being trusted.
+ * fs->lock held.
  */
 static void unwatch_note_locked(struct qtfs_fs *fs, const struct node *n)
 {
 	struct dir_key k = node_key(n);
 
 	if (!fs->o.unwatch || !fs->se || n->type != S_IFDIR || n == fs->root || !n->parent ||
-	    g_atomic_int_get(&fs->watch_stop))
+	    n->pseudo || g_atomic_int_get(&fs->watch_stop))
 		return;
 	if (!fs->unwatch_keys)
 		fs->unwatch_keys = g_array_new(FALSE, FALSE, sizeof(struct dir_key));
@@ -3834,6 +3838,7 @@ static void unwatch_flush(void *arg)
 		qt_msg_put_u64(m, k->dev);
 		qt_msg_put_u64(m, k->ino);
 		qt_msg_put_u64(m, k->gen);
+		fs->unwatched++;
 		if (++count == QTFS_UNWATCH_MAX) {
 			qt_msg_patch_u32(m, 0, count);
 			g_ptr_array_add(batches, g_steal_pointer(&m));
@@ -7038,6 +7043,7 @@ enum qtfs_run qtfs_fs_where(struct qtfs_fs *fs, const void *buf, size_t len)
 void qtfs_fs_log_state(struct qtfs_fs *fs)
 {
 	guint nodes, named = 0, files = 0, dirs = 0, aliases = 0, listings, moves, owners, wb_nodes;
+	uint64_t unwatched;
 	size_t listing_names, listed_names;
 	int syncs;
 	uint64_t lookups = 0;
@@ -7062,6 +7068,7 @@ void qtfs_fs_log_state(struct qtfs_fs *fs)
 	/* Notes past their time are dead, dropped only at the next rename or report. */
 	own_moves_prune_locked(fs);
 	moves = fs->own_moves.length;
+	unwatched = fs->unwatched;
 	g_mutex_unlock(&fs->lock);
 	g_mutex_lock(&fs->lk_lock);
 	owners = g_hash_table_size(fs->lk_owners);
@@ -7073,9 +7080,10 @@ void qtfs_fs_log_state(struct qtfs_fs *fs)
 	qt_notice("state: %u nodes (%u named, %u other names, %" G_GUINT64_FORMAT
 		  " lookups by the kernel), %u open files, %u open directories, %u listings kept (%zu "
 		  "names), %zu names of directories listed, %u directories moved as the host reported; "
-		  "%u lock owners, %u files with writes on their way, %u own moves, %d barriers waiting",
+		  "%u lock owners, %u files with writes on their way, %u own moves, %d barriers waiting; "
+		  "%" G_GUINT64_FORMAT " forgotten directories unwatched so far",
 		  nodes, named, aliases, lookups, files, dirs, listings, listing_names, listed_names,
-		  (guint)g_atomic_int_get(&fs->moves), owners, wb_nodes, moves, syncs);
+		  (guint)g_atomic_int_get(&fs->moves), owners, wb_nodes, moves, syncs, unwatched);
 }
 
 void qtfs_fs_stopping(struct qtfs_fs *fs)

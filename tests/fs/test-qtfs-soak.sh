@@ -87,11 +87,13 @@ snapshot() {
 # the allocator decides, nor the pools' idle threads, nor the names the
 # client keeps of the directories it listed, a cache bounded by
 # listed_names= that a reconnection empties, nor the server's watched
-# directories (checked apart: see watched_ok).
+# directories (checked apart: see watched_ok), nor the clients' count of
+# directories unwatched so far, which only grows.
 counts() {
 	sed -e 's/[0-9]* rss//' -e 's/ (+[0-9]* idle, +[0-9]* io_uring)//' \
 		-e 's/, [0-9]* names of directories listed//' \
-		-e 's/, [0-9]* watched directories//' "$1"
+		-e 's/, [0-9]* watched directories//' \
+		-e 's/; [0-9]* forgotten directories unwatched so far//' "$1"
 }
 
 # watched SNAP: the server's count of watched directories in SNAP.

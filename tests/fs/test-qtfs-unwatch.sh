@@ -22,6 +22,10 @@ while [ $i -le $ndirs ]; do
 	: >"$T/exp/t/d$i/f"
 	i=$((i + 1))
 done
+# A procfs inside the export, as a host's / or /run has pseudo file systems.
+mkdir -p "$T/exp/proc"
+mount -t proc proc "$T/exp/proc" || exit 1
+QTFS_MOUNTS="$T/exp/proc"
 start_server "$T/server.log" --listen "unix:$T/sock" --export "$T/exp" --key-file "$KEY" || exit 1
 check "mount (names cached 30 s where watched, else 1 s)" mount_qtfs "unix:$T/sock:$T/exp" \
 	"$T/mnt" --key-file "$KEY" -o watch_timeout=30,entry_timeout=1 2>"$T/client.log"
@@ -113,6 +117,28 @@ check "once the DPU's kernel forgot them, it watches at most 2 ($n: the export's
 	[ "${n:-999}" -le 2 ]
 check "... the client holds only its root" sh -c "kill -USR1 $client; sleep 0.3;
 	grep 'state:' '$T/client.log' | tail -n 1 | grep -q 'state: 1 nodes'"
+
+# unwatched MOUNT LOG: the count of directories MOUNT's client has sent in
+# UNWATCH calls (the last figure of its SIGUSR1 line, in LOG).
+unwatched() {
+	_c=$(pgrep -f -- "$FUSE_QTFS .*$1\$")
+	_n=$(grep -c 'state:' "$2")
+	kill -USR1 "$_c"
+	wait_until 5 sh -c "[ \$(grep -c 'state:' '$2') -gt $_n ]" || return 1
+	grep 'state:' "$2" | tail -n 1 |
+		sed -n 's/.*; \([0-9]*\) forgotten directories unwatched.*/\1/p'
+}
+n=$(unwatched "$T/mnt" "$T/client.log")
+check "... having sent UNWATCH for them ($n)" [ "${n:-0}" -ge $ndirs ]
+# Not for directories on a pseudo file system inside the export (the
+# procfs): the server never watches them, and each UNWATCH on its way
+# keeps the answers of the calls meanwhile from being trusted.
+looked=$(in_cg sh -c 'n=0; for d in "$1"/[0-9]*/; do stat "$d/status" >/dev/null 2>&1 &&
+	n=$((n + 1)); done; echo $n' sh "$T/mnt/proc")
+forget
+n2=$(unwatched "$T/mnt" "$T/client.log")
+check "none for the $looked process directories looked in there, once forgotten ($n, $n2)" \
+	sh -c '[ "$1" -ge 20 ] && [ "$2" = "$3" ]' sh "${looked:-0}" "$n" "$n2"
 wait_until 10 all_watched
 n=$(watched)
 check "looking in them again has them watched again ($n)" [ "${n:-0}" -gt $ndirs ]
