@@ -1002,7 +1002,7 @@ static uint32_t watch_stat(struct session *sess, int dirfd, const struct stat *s
 	struct watch_sub *sub = sess->sub;
 	struct sub_dir probe, *d;
 	enum dev_kind kind;
-	bool mine;
+	bool mine, watched;
 
 	kind = dev_kind(srv, st->st_dev, dirfd, "");
 	if (kind != DEV_PLAIN && kind != DEV_MEMORY)
@@ -1031,10 +1031,19 @@ static uint32_t watch_stat(struct session *sess, int dirfd, const struct stat *s
 	}
 	if (mine && d->what < what)
 		d->what = what;
+	/*
+	 * Into the client's set first: an event right after the watch is added
+	 * is for it.  The watch is added with sub_lock still held, as
+	 * op_unwatch() and sub_put() take the directory out of the set and
+	 * remove its watch: else an UNWATCH taken in between could empty the
+	 * set and find no watch to remove, and the watch added after it would
+	 * be in no client's set until the directory went or was looked in
+	 * again.  (dirwatch's lock comes after sub_lock, and its events are
+	 * handed on without it.)
+	 */
+	watched = mine && qtfs_dirwatch_add(srv->dw, dirfd, &probe.id, what == DIR_NEW);
 	g_mutex_unlock(&srv->sub_lock);
-	/* Into the client's set first: an event right after the watch is added is for it. */
-	return mine && qtfs_dirwatch_add(srv->dw, dirfd, &probe.id, what == DIR_NEW) ? QTFS_AF_WATCHED
-										      : 0;
+	return watched ? QTFS_AF_WATCHED : 0;
 }
 
 /* watch_stat() of the directory @dirfd. */
