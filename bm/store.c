@@ -2007,9 +2007,9 @@ int bm_store_promote_queued(struct bm_store *st, const char *holder, int cap)
 			  "is", now, id);
 		if (rc >= 0)
 			rc = exec(st,
-				  "UPDATE machines SET state = 'provisioning', step = 'create_disk',"
-				  " attempts = 0, next_at = 0, step_started_at = 0, state_since = ?1"
-				  " WHERE id = ?2",
+				  "UPDATE machines SET state = 'provisioning',"
+				  " step = 'create_disk', attempts = 0, next_at = 0,"
+				  " step_started_at = 0, state_since = ?1 WHERE id = ?2",
 				  "is", now, id);
 	}
 	return end(st, rc);

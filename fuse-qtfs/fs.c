@@ -7080,8 +7080,8 @@ void qtfs_fs_log_state(struct qtfs_fs *fs)
 	qt_notice("state: %u nodes (%u named, %u other names, %" G_GUINT64_FORMAT
 		  " lookups by the kernel), %u open files, %u open directories, %u listings kept (%zu "
 		  "names), %zu names of directories listed, %u directories moved as the host reported; "
-		  "%u lock owners, %u files with writes on their way, %u own moves, %d barriers waiting; "
-		  "%" G_GUINT64_FORMAT " forgotten directories unwatched so far",
+		  "%u lock owners, %u files with writes on their way, %u own moves, %d barriers "
+		  "waiting; %" G_GUINT64_FORMAT " forgotten directories unwatched so far",
 		  nodes, named, aliases, lookups, files, dirs, listings, listing_names, listed_names,
 		  (guint)g_atomic_int_get(&fs->moves), owners, wb_nodes, moves, syncs, unwatched);
 }
