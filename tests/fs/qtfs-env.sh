@@ -234,16 +234,24 @@ holds_open() {
 	return 1
 }
 
+# usr1_line PID LOG PATTERN: have PID (qtfs-server, fuse-qtfs) log what it
+# holds (SIGUSR1) into LOG, and print the line matching PATTERN that it
+# adds after those already there; non-zero if none comes within 5 s.
+# PATTERN is grep's and has no single quote.
+usr1_line() {
+	_ul_n=$(grep -c "$3" "$2")
+	kill -USR1 "$1"
+	wait_until 5 sh -c "[ \$(grep -c '$3' '$2') -gt $_ul_n ]" || return 1
+	grep "$3" "$2" | tail -n 1
+}
+
 # server_count OP [LOG]: the count of requests OP (LOOKUP, GETXATTR...)
 # the server $SERVER_PID has taken in so far, 0 for none: it logs its
-# counts into LOG (default $T/server.log) on SIGUSR1, and the line after
-# those already there is the one asked for.
+# counts into LOG (default $T/server.log) on SIGUSR1.
 server_count() {
-	_sc_log=${2:-$T/server.log}
-	_sc_n=$(grep -c 'requests since the start:' "$_sc_log")
-	kill -USR1 "$SERVER_PID"
-	wait_until 5 sh -c "[ \$(grep -c 'requests since the start:' '$_sc_log') -gt $_sc_n ]" || return 1
-	grep 'requests since the start:' "$_sc_log" | tail -n 1 |
+	_sc_line=$(usr1_line "$SERVER_PID" "${2:-$T/server.log}" 'requests since the start:') ||
+		return 1
+	printf '%s\n' "$_sc_line" |
 		awk -v op="$1" '{ for (i = 1; i < NF; i++) if ($i == op) { print $(i + 1); exit } print 0 }'
 }
 

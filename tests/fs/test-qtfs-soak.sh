@@ -63,10 +63,8 @@ usage() {
 # state PID LOG PATTERN: the last line matching PATTERN that PID logs into
 # LOG on SIGUSR1, the time stamp and numbers of no interest taken out.
 state() {
-	_n=$(grep -c "$3" "$2")
-	kill -USR1 "$1"
-	wait_until 5 sh -c "[ \$(grep -c '$3' '$2') -gt $_n ]" || { echo "no state"; return; }
-	grep "$3" "$2" | tail -n 1 |
+	_line=$(usr1_line "$1" "$2" "$3") || { echo "no state"; return; }
+	printf '%s\n' "$_line" |
 		sed -e 's/.*\('"$3"'\)/\1/' -e 's/, [0-9]* directories moved as the host reported//'
 }
 

@@ -33,11 +33,8 @@ client=$(pgrep -f -- "$FUSE_QTFS .*$T/mnt\$")
 
 # watched: the server's count of directories it watches (its SIGUSR1 line).
 watched() {
-	_n=$(grep -c 'watched directories' "$T/server.log")
-	kill -USR1 "$SERVER_PID"
-	wait_until 5 sh -c "[ \$(grep -c 'watched directories' '$T/server.log') -gt $_n ]" || return 1
-	grep 'watched directories' "$T/server.log" | tail -n 1 |
-		sed -n 's/.* \([0-9]*\) watched directories.*/\1/p'
+	_line=$(usr1_line "$SERVER_PID" "$T/server.log" 'watched directories') || return 1
+	printf '%s\n' "$_line" | sed -n 's/.* \([0-9]*\) watched directories.*/\1/p'
 }
 
 # The lookups run in a memory cgroup of their own where the machine has
@@ -121,12 +118,8 @@ check "... the client holds only its root" sh -c "kill -USR1 $client; sleep 0.3;
 # unwatched MOUNT LOG: the count of directories MOUNT's client has sent in
 # UNWATCH calls (the last figure of its SIGUSR1 line, in LOG).
 unwatched() {
-	_c=$(pgrep -f -- "$FUSE_QTFS .*$1\$")
-	_n=$(grep -c 'state:' "$2")
-	kill -USR1 "$_c"
-	wait_until 5 sh -c "[ \$(grep -c 'state:' '$2') -gt $_n ]" || return 1
-	grep 'state:' "$2" | tail -n 1 |
-		sed -n 's/.*; \([0-9]*\) forgotten directories unwatched.*/\1/p'
+	_line=$(usr1_line "$(pgrep -f -- "$FUSE_QTFS .*$1\$")" "$2" 'state:') || return 1
+	printf '%s\n' "$_line" | sed -n 's/.*; \([0-9]*\) forgotten directories unwatched.*/\1/p'
 }
 n=$(unwatched "$T/mnt" "$T/client.log")
 check "... having sent UNWATCH for them ($n)" [ "${n:-0}" -ge $ndirs ]
