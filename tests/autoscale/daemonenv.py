@@ -3,7 +3,8 @@
 # What test-daemon-drain.py and test-daemon-gone.py share: `autoscale run`
 # with the yusur provider against the fake API server (tests/kube) and a
 # stand-in bm-api the test serves itself, one case_* function per case,
-# each on a fresh cluster.
+# each on a fresh cluster.  test-daemon-list.py and tests/kube's
+# test-leader-hang.py take the stand-in bm-api's handler and free_port().
 
 import http.server
 import json

@@ -15,11 +15,9 @@
 # A stand-in bm-api serves pool "a" with the 5 instances.
 
 import http.server
-import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -29,7 +27,9 @@ import urllib.request
 SRC = os.environ.get("top_srcdir", os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.path.abspath(os.environ.get("top_builddir", "."))
 sys.path.insert(0, os.path.join(SRC, "tests", "kube"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kubefake import FakeKube  # noqa: E402
+from daemonenv import BmHandler, free_port  # noqa: E402
 
 N = 5
 
@@ -40,25 +40,11 @@ def bm_handler():
     insts = {"items": [{"id": "a-%d" % i, "pool": "a", "state": "active", "created_at": 1}
                        for i in range(N)]}
 
-    class H(http.server.BaseHTTPRequestHandler):
+    class H(BmHandler):
         def do_GET(self):
             obj = {"/v1/pools": pools, "/v1/instances": insts}.get(self.path)
-            body = json.dumps(obj or {"code": "not_found", "message": "no"}).encode()
-            self.send_response(200 if obj else 404)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
+            self.reply(200 if obj else 404, obj or {"code": "not_found", "message": "no"})
     return H
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def metric(url, name):

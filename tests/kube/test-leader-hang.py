@@ -16,10 +16,8 @@
 # the loop went on writing for about two minutes.
 
 import http.server
-import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -29,33 +27,23 @@ import urllib.request
 SRC = os.environ.get("top_srcdir", os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("top_builddir", os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(SRC, "tests", "kube"))
+sys.path.insert(0, os.path.join(SRC, "tests", "autoscale"))
 from kubefake import FakeKube  # noqa: E402
+from daemonenv import BmHandler, free_port  # noqa: E402  (the stand-in bm-api's replies)
 
 RENEW_DEADLINE = 10.0
 MARGIN = 5.0
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/cluster-autoscaler"
 
 
-class BmApi(http.server.BaseHTTPRequestHandler):
+class BmApi(BmHandler):
     """GET /v1/pools and /v1/instances: a bm-api with nothing in it."""
 
     def do_GET(self):
-        code, body = (200, b'{"items":[]}') if self.path.split("?")[0] in ("/v1/pools", "/v1/instances") \
-            else (404, b'{"error":{"code":"not_found"}}')
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        if self.path.split("?")[0] in ("/v1/pools", "/v1/instances"):
+            self.reply(200, {"items": []})
+        else:
+            self.reply(404, {"error": {"code": "not_found"}})
 
 
 def fail(msg):
